@@ -1,0 +1,4 @@
+//! One module per subcommand, each with its clap arguments and an `execute` returning the exit
+//! status.
+
+pub mod run;

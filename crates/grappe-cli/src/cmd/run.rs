@@ -1,0 +1,159 @@
+//! `grappe run`: launch a program as N ranks on this host (a thin wrapper over
+//! [`grappe_launch::launcher::launch`]).
+
+use clap::Args;
+use grappe_launch::launcher::{LaunchSpec, Layout, launch};
+use std::ffi::OsString;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+Each process gets PMI_FD, PMI_RANK, PMI_SIZE (processes, not ranks), GRAPPE_RANKS_PER_PROCESS,
+GRAPPE_JOB_ID and GRAPPE_LAUNCHER=grappe, and is served PMI-1 (as by MPICH's mpiexec). Process p
+hosts ranks p*T .. p*T+T-1. If a process fails (non-zero exit, signal, exit without PMI finalize,
+PMI abort), the whole job is stopped and grappe exits with that process's status (128+signal for
+a signal, 124 for --timeout). Leftover /dev/shm/grappe-<GRAPPE_JOB_ID>* files are removed.";
+
+/// Launch PROGRAM as N ranks on this host.
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct RunArgs {
+    /// Number of ranks.
+    #[arg(short = 'n', long = "ranks", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    ranks: u32,
+
+    /// Run all N ranks as threads of one process.
+    #[arg(long, conflicts_with = "threads_per_process")]
+    threads: bool,
+
+    /// Run N/T processes hosting T thread ranks each (T must divide N).
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..))]
+    threads_per_process: Option<u32>,
+
+    /// Prefix every output line with `[rank] `, or `[first-last] ` for a process of thread ranks.
+    #[arg(long)]
+    label: bool,
+
+    /// Stop the job after SECS seconds (fractions allowed).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+
+    /// The program to run, then its arguments.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true,
+          allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
+    command: Vec<OsString>,
+}
+
+impl RunArgs {
+    fn layout(&self) -> Layout {
+        match (self.threads, self.threads_per_process) {
+            (true, _) => Layout::Threads,
+            (false, Some(per_process)) => Layout::ThreadsPerProcess(per_process as usize),
+            (false, None) => Layout::ProcessPerRank,
+        }
+    }
+
+    fn into_spec(self) -> LaunchSpec {
+        let layout = self.layout();
+        let mut command = self.command.into_iter();
+        let program = command.next().unwrap_or_default();
+        let mut spec = LaunchSpec::new(program, self.ranks as usize);
+        spec.args = command.collect();
+        spec.layout = layout;
+        spec.label = self.label;
+        spec.timeout = self.timeout;
+        spec.forward_signals = true;
+        spec
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::try_from_secs_f64(secs)
+            .map_err(|e| format!("{text:?} is not a usable number of seconds: {e}")),
+        _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
+}
+
+/// Runs the job; returns grappe's exit status.
+pub fn execute(args: RunArgs) -> i32 {
+    match launch(&args.into_spec()) {
+        Ok(outcome) => {
+            if let Some(failure) = &outcome.failure {
+                eprintln!("grappe: {failure}");
+            }
+            outcome.exit_code()
+        }
+        Err(error) => {
+            eprintln!("grappe: {error}");
+            error.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        Wrapper::try_parse_from(std::iter::once("run").chain(args.iter().copied())).map(|w| w.run)
+    }
+
+    #[test]
+    fn program_arguments_are_passed_through_even_when_they_look_like_options() {
+        let run = parse(&["-n", "4", "--label", "prog", "--label", "-n", "x"]).unwrap();
+        assert!(run.label);
+        assert_eq!(run.command, ["prog", "--label", "-n", "x"]);
+        let spec = run.into_spec();
+        assert_eq!(spec.ranks, 4);
+        assert_eq!(spec.args, ["--label", "-n", "x"]);
+    }
+
+    #[test]
+    fn layouts_and_timeouts_parse() {
+        let run = parse(&[
+            "-n",
+            "8",
+            "--threads-per-process",
+            "4",
+            "--timeout",
+            "1.5",
+            "p",
+        ])
+        .unwrap();
+        assert_eq!(run.layout(), Layout::ThreadsPerProcess(4));
+        assert_eq!(run.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(
+            parse(&["-n", "2", "--threads", "p"]).unwrap().layout(),
+            Layout::Threads
+        );
+        assert_eq!(
+            parse(&["-n", "2", "p"]).unwrap().layout(),
+            Layout::ProcessPerRank
+        );
+    }
+
+    #[test]
+    fn nonsense_is_refused_with_the_offending_value() {
+        for bad in [
+            &["-n", "0", "p"][..],
+            &["-n", "2", "--threads", "--threads-per-process", "2", "p"],
+            &["-n", "2", "--timeout", "-1", "p"],
+            &["-n", "2", "--timeout", "soon", "p"],
+            &["-n", "2"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+        let err = parse(&["-n", "2", "--timeout", "soon", "p"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("soon"), "{err}");
+    }
+}

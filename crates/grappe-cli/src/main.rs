@@ -1,0 +1,28 @@
+//! `grappe`: the command-line front end of the grappe runtime. Each subcommand lives in its own
+//! module under `cmd/` and returns the process exit status.
+#![forbid(unsafe_code)]
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Run and inspect grappe message-passing programs.
+#[derive(Debug, Parser)]
+#[command(name = "grappe", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(cmd::run::RunArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let status = match cli.command {
+        Command::Run(args) => cmd::run::execute(args),
+    };
+    std::process::exit(status);
+}

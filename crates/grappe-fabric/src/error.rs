@@ -1,0 +1,57 @@
+//! Errors of the fabric layer. Each says which side is to blame and carries
+//! the numbers that explain it.
+
+use std::path::PathBuf;
+
+/// What went wrong below the protocols.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FabricError {
+    /// The host segment could not be created or mapped.
+    #[error("cannot {action} shared segment {path:?} ({len} bytes): {source}")]
+    Segment {
+        /// create, open, map or resize.
+        action: &'static str,
+        /// The file, or `None` for anonymous memory.
+        path: Option<PathBuf>,
+        /// Requested size.
+        len: usize,
+        /// The system's answer.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The segment exists but was laid out by another version or job.
+    #[error("shared segment {path:?} is not usable: {reason}")]
+    BadSegment {
+        /// The file that was opened.
+        path: PathBuf,
+        /// What did not match (magic, version, sizes).
+        reason: String,
+    },
+    /// The layout parameters cannot describe a working segment.
+    #[error("invalid fabric settings: {0}")]
+    BadParams(String),
+    /// A single-copy transfer between processes failed.
+    #[error("cross-memory copy of {len} bytes {direction} process {pid} failed: {source}")]
+    CrossMemory {
+        /// `"to"` for put, `"from"` for get.
+        direction: &'static str,
+        /// The peer process.
+        pid: u32,
+        /// Bytes requested.
+        len: usize,
+        /// The system's answer (EPERM: ptrace policy; ESRCH: peer is gone).
+        #[source]
+        source: std::io::Error,
+    },
+    /// A transfer would read or write outside a registered region.
+    #[error("transfer of {len} bytes at offset {offset} exceeds region of {region_len} bytes")]
+    OutOfRegion {
+        /// Offset inside the region.
+        offset: usize,
+        /// Bytes of the transfer.
+        len: usize,
+        /// Registered length.
+        region_len: usize,
+    },
+}

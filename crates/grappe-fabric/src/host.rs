@@ -1,0 +1,119 @@
+//! A host segment with its layout: typed access to every shared area.
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+
+use crate::layout::{HostLayout, LayoutParams, RankControl};
+use crate::ring::{Consumer, Producer};
+use crate::{Doorbell, FabricError, Segment};
+
+/// The memory all ranks of a host share, and where each piece of it is.
+#[derive(Debug)]
+pub struct HostMemory {
+    segment: Segment,
+    layout: HostLayout,
+}
+
+impl HostMemory {
+    /// Shared memory for ranks that are threads of this process.
+    pub fn anonymous(params: LayoutParams) -> Result<HostMemory, FabricError> {
+        let layout = HostLayout::new(params)?;
+        let segment = Segment::anonymous(layout.total_len())?;
+        // SAFETY: fresh private mapping of `total_len` bytes.
+        unsafe { layout.write_header(segment.base()) };
+        Ok(HostMemory { segment, layout })
+    }
+
+    /// Creates the segment file that the other processes of the host open.
+    pub fn create_file(path: &Path, params: LayoutParams) -> Result<HostMemory, FabricError> {
+        let layout = HostLayout::new(params)?;
+        let segment = Segment::create_file(path, layout.total_len())?;
+        // SAFETY: fresh file of `total_len` bytes; peers open it only after
+        // the creator publishes its name.
+        unsafe { layout.write_header(segment.base()) };
+        Ok(HostMemory { segment, layout })
+    }
+
+    /// Opens a segment file created by another process and checks it.
+    pub fn open_file(path: &Path) -> Result<HostMemory, FabricError> {
+        let segment = Segment::open_file(path)?;
+        // SAFETY: the mapping has `segment.len()` readable bytes.
+        let layout = unsafe { HostLayout::read_header(segment.base(), segment.len()) }
+            .map_err(|reason| FabricError::BadSegment { path: path.to_owned(), reason })?;
+        Ok(HostMemory { segment, layout })
+    }
+
+    /// The underlying segment (for unlinking its file).
+    pub fn segment(&self) -> &Segment {
+        &self.segment
+    }
+
+    /// The parameters the segment was built with.
+    pub fn params(&self) -> LayoutParams {
+        self.layout.params
+    }
+
+    fn at<T>(&self, offset: usize) -> *mut T {
+        debug_assert!(offset + std::mem::size_of::<T>() <= self.segment.len());
+        // SAFETY: layout offsets are inside the mapping (checked at creation).
+        unsafe { self.segment.base().add(offset) as *mut T }
+    }
+
+    /// Identity and liveness of local rank `local`.
+    pub fn control(&self, local: usize) -> &RankControl {
+        assert!(local < self.layout.params.local_ranks, "local rank {local} out of range");
+        // SAFETY: zero-initialised atomics, aligned, inside the mapping.
+        unsafe { &*self.at::<RankControl>(self.layout.control(local)) }
+    }
+
+    /// Doorbell number `index` (one per local rank).
+    pub fn doorbell(&self, index: usize) -> &Doorbell {
+        assert!(index < self.layout.params.local_ranks, "doorbell {index} out of range");
+        // SAFETY: as for `control`.
+        unsafe { &*self.at::<Doorbell>(self.layout.bell(index)) }
+    }
+
+    /// The sending end of mailbox (src → dst).
+    ///
+    /// # Safety
+    /// Exactly one producer may exist per (src, dst) pair in the whole job:
+    /// only local rank `src` may call this, once.
+    pub unsafe fn producer(&self, src: usize, dst: usize) -> Producer {
+        let (data, head) = self.ring_offsets(src, dst);
+        // SAFETY: the ring memory is zeroed, aligned and mapped for the life
+        // of `self`, which the caller keeps alive with the producer.
+        unsafe { Producer::new(self.at(data), self.layout.params.ring_bytes, self.at::<AtomicU64>(head)) }
+    }
+
+    /// The receiving end of mailbox (src → dst).
+    ///
+    /// # Safety
+    /// Exactly one consumer may exist per pair: only local rank `dst` may
+    /// call this, once.
+    pub unsafe fn consumer(&self, src: usize, dst: usize) -> Consumer {
+        let (data, head) = self.ring_offsets(src, dst);
+        // SAFETY: as for `producer`.
+        unsafe { Consumer::new(self.at(data), self.layout.params.ring_bytes, self.at::<AtomicU64>(head)) }
+    }
+
+    fn ring_offsets(&self, src: usize, dst: usize) -> (usize, usize) {
+        let n = self.layout.params.local_ranks;
+        assert!(src < n && dst < n, "ring ({src} -> {dst}) out of range for {n} ranks");
+        self.layout.ring(src, dst)
+    }
+
+    /// Rendezvous slot `slot` of local rank `owner`:
+    /// [`RDV_SLOT_BYTES`](crate::layout::RDV_SLOT_BYTES) zeroed bytes,
+    /// 64-byte aligned.
+    pub fn rdv_slot(&self, owner: usize, slot: usize) -> *mut u8 {
+        let p = self.layout.params;
+        assert!(owner < p.local_ranks && slot < p.rdv_slots, "rendezvous slot ({owner}, {slot}) out of range");
+        self.at(self.layout.rdv_slot(owner, slot))
+    }
+
+    /// Collective arena `index`: `arena_bytes` zeroed bytes, 64-byte aligned.
+    pub fn arena(&self, index: usize) -> *mut u8 {
+        assert!(index < self.layout.params.arenas, "arena {index} out of range");
+        self.at(self.layout.arena(index))
+    }
+}

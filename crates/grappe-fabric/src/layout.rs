@@ -1,0 +1,219 @@
+//! Where everything lives inside a host segment.
+//!
+//! ```text
+//! [header page]                      magic, version, the parameters below
+//! [rank controls]   n × 64 B         pid, state, doorbell index, probe address
+//! [doorbells]       n × 64 B         futex words
+//! [ring heads]      n × n × 64 B     consumer-published head of ring (src → dst)
+//! [rings]           n × n × ring     mailbox data of ring (src → dst)
+//! [rendezvous]      n × slots × 128  per-sender rendezvous slots
+//! [arenas]          k × arena        per-communicator collective scratch
+//! ```
+//!
+//! Rings are grouped by receiver, so the rings a rank polls are contiguous.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use crate::{CACHE_LINE, FabricError, ring};
+
+/// Bytes of one rendezvous slot; its contents are defined by the protocol.
+pub const RDV_SLOT_BYTES: usize = 128;
+
+const MAGIC: [u8; 8] = *b"GRAPPE01";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = 4096;
+/// Refuse layouts beyond this: a typo in a setting, not a real job.
+const MAX_SEGMENT: usize = 64 << 30;
+
+/// The settings a host segment is built from. All ranks of a host must use
+/// the same values; they are stored in the header and checked on open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutParams {
+    /// Ranks on this host (threads and processes together).
+    pub local_ranks: usize,
+    /// Bytes of each mailbox ring (a power of two).
+    pub ring_bytes: usize,
+    /// Rendezvous slots per sender: concurrent large sends per rank.
+    pub rdv_slots: usize,
+    /// Bytes of each collective arena.
+    pub arena_bytes: usize,
+    /// Number of collective arenas (communicators with a shared fast path).
+    pub arenas: usize,
+}
+
+/// Liveness and identity of one rank, written by its owner.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct RankControl {
+    /// Process id of the process hosting the rank.
+    pub pid: AtomicU32,
+    /// One of the `STATE_*` constants.
+    pub state: AtomicU32,
+    /// Index of the doorbell that wakes this rank's worker.
+    pub bell: AtomicU32,
+    /// The rank's number in the world communicator.
+    pub world_rank: AtomicU32,
+    /// Address, in the owner's address space, of a word holding
+    /// [`PROBE_VALUE`]: peers read it once to check that cross-memory
+    /// copies to this process are allowed.
+    pub probe_addr: AtomicU64,
+}
+
+/// The rank has not finished joining.
+pub const STATE_JOINING: u32 = 0;
+/// The rank is running.
+pub const STATE_RUNNING: u32 = 1;
+/// The rank called finalize.
+pub const STATE_FINALIZED: u32 = 2;
+/// The rank failed (panicked or aborted) and said so.
+pub const STATE_FAILED: u32 = 3;
+/// The value behind every [`RankControl::probe_addr`].
+pub const PROBE_VALUE: u64 = 0x6772_6170_7065_2121;
+
+#[repr(C)]
+struct Header {
+    magic: [u8; 8],
+    version: u32,
+    local_ranks: u32,
+    ring_bytes: u64,
+    rdv_slots: u64,
+    arena_bytes: u64,
+    arenas: u64,
+    total_len: u64,
+}
+
+/// Byte offsets of every area, computed from [`LayoutParams`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLayout {
+    /// The parameters this layout was computed from.
+    pub params: LayoutParams,
+    controls: usize,
+    bells: usize,
+    heads: usize,
+    rings: usize,
+    rdv: usize,
+    arenas: usize,
+    total: usize,
+}
+
+impl HostLayout {
+    /// Computes the layout, refusing parameters that cannot work.
+    pub fn new(params: LayoutParams) -> Result<HostLayout, FabricError> {
+        let n = params.local_ranks;
+        if n == 0 {
+            return Err(FabricError::BadParams("a host needs at least one rank".into()));
+        }
+        if !ring::valid_capacity(params.ring_bytes) {
+            return Err(FabricError::BadParams(format!(
+                "ring size {} must be a power of two of at least 256 bytes",
+                params.ring_bytes
+            )));
+        }
+        if params.arena_bytes % CACHE_LINE != 0 {
+            return Err(FabricError::BadParams(format!(
+                "arena size {} must be a multiple of {CACHE_LINE}",
+                params.arena_bytes
+            )));
+        }
+        let page = |x: usize| x.next_multiple_of(4096);
+        let controls = HEADER_BYTES;
+        let bells = page(controls + n * CACHE_LINE);
+        let heads = page(bells + n * CACHE_LINE);
+        let rings = page(heads + n * n * CACHE_LINE);
+        let ring_area = n.checked_mul(n).and_then(|p| p.checked_mul(params.ring_bytes));
+        let rdv = ring_area.map(|area| page(rings + area));
+        let arenas = rdv.map(|rdv| page(rdv + n * params.rdv_slots * RDV_SLOT_BYTES));
+        let total = arenas.and_then(|a| params.arenas.checked_mul(params.arena_bytes).map(|b| page(a + b)));
+        match (rdv, arenas, total) {
+            (Some(rdv), Some(arenas), Some(total)) if total <= MAX_SEGMENT => {
+                Ok(HostLayout { params, controls, bells, heads, rings, rdv, arenas, total })
+            }
+            _ => Err(FabricError::BadParams(format!(
+                "{n} ranks with {}-byte rings need more than {} GiB of shared memory",
+                params.ring_bytes,
+                MAX_SEGMENT >> 30
+            ))),
+        }
+    }
+
+    /// Total bytes of the segment.
+    pub fn total_len(&self) -> usize {
+        self.total
+    }
+
+    /// Writes the header of a fresh (zeroed) segment.
+    ///
+    /// # Safety
+    /// `base` must point to at least [`Self::total_len`] writable bytes
+    /// that no other rank reads yet.
+    pub unsafe fn write_header(&self, base: *mut u8) {
+        let p = self.params;
+        let header = Header {
+            magic: MAGIC,
+            version: VERSION,
+            local_ranks: p.local_ranks as u32,
+            ring_bytes: p.ring_bytes as u64,
+            rdv_slots: p.rdv_slots as u64,
+            arena_bytes: p.arena_bytes as u64,
+            arenas: p.arenas as u64,
+            total_len: self.total as u64,
+        };
+        // SAFETY: the caller guarantees the space and exclusivity.
+        unsafe { (base as *mut Header).write(header) };
+    }
+
+    /// Reads the layout back from a segment written by [`Self::write_header`].
+    ///
+    /// # Safety
+    /// `base` must point to at least `len` readable bytes.
+    pub unsafe fn read_header(base: *const u8, len: usize) -> Result<HostLayout, String> {
+        if len < HEADER_BYTES {
+            return Err(format!("segment is {len} bytes, smaller than its header"));
+        }
+        // SAFETY: at least HEADER_BYTES are readable.
+        let h = unsafe { (base as *const Header).read() };
+        if h.magic != MAGIC {
+            return Err(format!("bad magic {:?}, expected {:?}", h.magic, MAGIC));
+        }
+        if h.version != VERSION {
+            return Err(format!("layout version {}, this grappe reads {VERSION}", h.version));
+        }
+        let params = LayoutParams {
+            local_ranks: h.local_ranks as usize,
+            ring_bytes: h.ring_bytes as usize,
+            rdv_slots: h.rdv_slots as usize,
+            arena_bytes: h.arena_bytes as usize,
+            arenas: h.arenas as usize,
+        };
+        let layout = HostLayout::new(params).map_err(|e| e.to_string())?;
+        if layout.total != h.total_len as usize || layout.total > len {
+            return Err(format!("header says {} bytes, layout needs {}, file has {len}", h.total_len, layout.total));
+        }
+        Ok(layout)
+    }
+
+    pub(crate) fn control(&self, local: usize) -> usize {
+        self.controls + local * CACHE_LINE
+    }
+
+    pub(crate) fn bell(&self, index: usize) -> usize {
+        self.bells + index * CACHE_LINE
+    }
+
+    /// Ring (src → dst): (data offset, head offset).
+    pub(crate) fn ring(&self, src: usize, dst: usize) -> (usize, usize) {
+        let index = dst * self.params.local_ranks + src;
+        (self.rings + index * self.params.ring_bytes, self.heads + index * CACHE_LINE)
+    }
+
+    pub(crate) fn rdv_slot(&self, owner: usize, slot: usize) -> usize {
+        self.rdv + (owner * self.params.rdv_slots + slot) * RDV_SLOT_BYTES
+    }
+
+    pub(crate) fn arena(&self, index: usize) -> usize {
+        self.arenas + index * self.params.arena_bytes
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<RankControl>() == CACHE_LINE);
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);

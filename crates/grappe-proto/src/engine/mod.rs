@@ -1,0 +1,342 @@
+//! The per-rank progress engine: posts sends and receives, drains the
+//! mailboxes, matches, and drives rendezvous copies.
+//!
+//! An engine belongs to one rank and is only ever used by that rank's
+//! thread or coroutine, so it needs no locks. Everything shared with other
+//! ranks (mailboxes, slots, doorbells) lives in the host segment and is
+//! synchronised by the fabric's atomics.
+
+mod dispatch;
+mod net;
+mod rdv;
+mod send;
+mod staging;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use grappe_fabric::layout::{STATE_FAILED, STATE_FINALIZED};
+use grappe_fabric::ring::Consumer;
+use grappe_fabric::{Doorbell, HostMemory};
+use grappe_sched::{Backoff, Snooze, WaitSettings};
+use slab::Slab;
+
+use crate::matching::Unexpected;
+use crate::request::{RecvReq, RecvState, Request, SendState};
+use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
+
+pub use net::announce;
+pub(crate) use net::{Net, Peer};
+
+/// One rank's view of the job and its requests in flight.
+pub struct Engine {
+    me: usize,
+    inbound: Vec<Inbound>,
+    net: Net,
+    book: Book,
+    settings: ProtoSettings,
+    wait: WaitSettings,
+    /// Our worker's doorbell, inside `net.host` (kept alive by the Arc).
+    bell: *const Doorbell,
+}
+
+// SAFETY: the raw pointers point into the host segment, which the engine
+// keeps alive through `net.host`; the engine is used by one rank at a time.
+unsafe impl Send for Engine {}
+
+/// A mailbox we read, and who writes it.
+struct Inbound {
+    src: usize,
+    ring: Consumer,
+}
+
+/// The requests of one engine and the queues they sit in.
+pub(crate) struct Book {
+    reqs: Slab<Request>,
+    /// Receives waiting for a message, in posting order.
+    posted: VecDeque<usize>,
+    unexpected: Unexpected,
+    /// Sends not yet in the mailbox, per destination, in order.
+    queued: Vec<VecDeque<usize>>,
+    queued_total: usize,
+    /// Sends whose RTS is out.
+    offered: Vec<usize>,
+    /// Receives copying a rendezvous message.
+    copying: Vec<usize>,
+    /// Where the next fragment from each source goes.
+    staging_in: Vec<Option<StagingTarget>>,
+    free_slots: Vec<u32>,
+    /// Slots of completed sends, until the receiver releases them.
+    retiring: Vec<u32>,
+    /// FINs owed to senders of slot-less rendezvous: (sender, request).
+    fins: Vec<(usize, u64)>,
+}
+
+/// Destination of fragments of a staged message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StagingTarget {
+    Request(usize),
+    Unexpected,
+}
+
+impl Engine {
+    /// Connects rank `me` to every rank of the job. `locals[w]` is the
+    /// host-local index of world rank `w`. Every rank must have called
+    /// [`announce`] before anyone connects.
+    pub fn connect(
+        host: Arc<HostMemory>,
+        me: usize,
+        locals: &[usize],
+        settings: ProtoSettings,
+        wait: WaitSettings,
+    ) -> Result<Engine> {
+        let net = Net::connect(host, me, locals, &settings)?;
+        let inbound = (0..locals.len())
+            .map(|src| {
+                // SAFETY: only rank `me` builds the consumers of its rings, once.
+                let ring = unsafe { net.host.consumer(locals[src], locals[me]) };
+                Inbound { src, ring }
+            })
+            .collect();
+        let bell = net.host.doorbell(net.host.control(locals[me]).bell.load(std::sync::atomic::Ordering::Acquire) as usize)
+            as *const Doorbell;
+        let slots = net.host.params().rdv_slots as u32;
+        let book = Book {
+            reqs: Slab::new(),
+            posted: VecDeque::new(),
+            unexpected: Unexpected::new(locals.len()),
+            queued: (0..locals.len()).map(|_| VecDeque::new()).collect(),
+            queued_total: 0,
+            offered: Vec::new(),
+            copying: Vec::new(),
+            staging_in: vec![None; locals.len()],
+            free_slots: (0..slots).rev().collect(),
+            retiring: Vec::new(),
+            fins: Vec::new(),
+        };
+        Ok(Engine { me, inbound, net, book, settings, wait, bell })
+    }
+
+    /// This rank's number in the world.
+    pub fn world_rank(&self) -> usize {
+        self.me
+    }
+
+    /// Number of ranks in the world.
+    pub fn world_size(&self) -> usize {
+        self.net.peers.len()
+    }
+
+    /// The protocol settings in force.
+    pub fn settings(&self) -> &ProtoSettings {
+        &self.settings
+    }
+
+    /// The host segment (for shared-memory collectives).
+    pub fn host(&self) -> &Arc<HostMemory> {
+        &self.net.host
+    }
+
+    /// Host-local index of world rank `world`.
+    pub fn local_index(&self, world: usize) -> usize {
+        self.net.peers[world].local
+    }
+
+    /// True if world rank `world` is a thread of this process.
+    pub fn same_process(&self, world: usize) -> bool {
+        self.net.peers[world].route == grappe_fabric::put::Route::SameProcess
+    }
+
+    /// Wakes world rank `world` if it sleeps (after publishing something
+    /// it waits for outside the mailboxes).
+    pub fn ring(&self, world: usize) {
+        self.net.ring(world);
+    }
+
+    /// Posts a receive.
+    ///
+    /// # Safety
+    /// A [`RecvTarget::Buffer`] must stay valid and untouched by the
+    /// caller until the request completes (or is cancelled).
+    pub unsafe fn irecv(&mut self, target: RecvTarget, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Started> {
+        let req = RecvReq { ctx, src, tag, target, state: RecvState::Posted };
+        if let Some(slot) = self.book.unexpected.find(ctx, src, tag) {
+            let key = self.book.reqs.insert(Request::Recv(req));
+            self.book.take_unexpected(&self.net, key, slot, &self.settings);
+            return self.book.started(RequestId(key));
+        }
+        let key = self.book.reqs.insert(Request::Recv(req));
+        self.book.posted.push_back(key);
+        Ok(Started::Pending(RequestId(key)))
+    }
+
+    /// Waits for a request and returns how it ended.
+    pub fn wait(&mut self, id: RequestId) -> Result<Completion> {
+        if let Some(done) = self.book.take_finished(id.0) {
+            return done;
+        }
+        let wait = self.wait;
+        // SAFETY: the bell lives in `self.net.host`, alive as long as self.
+        let bell = unsafe { &*self.bell };
+        let mut backoff = Backoff::new(bell, &wait);
+        loop {
+            self.progress()?;
+            if let Some(done) = self.book.take_finished(id.0) {
+                return done;
+            }
+            if backoff.snooze() == Snooze::TimedOut {
+                self.check_peers()?;
+            }
+        }
+    }
+
+    /// Completes the request if it is finished; `Ok(None)` otherwise.
+    pub fn test(&mut self, id: RequestId) -> Result<Option<Completion>> {
+        self.progress()?;
+        self.book.take_finished(id.0).transpose()
+    }
+
+    /// True if the request is finished (without completing it).
+    pub fn is_finished(&self, id: RequestId) -> bool {
+        self.book.is_finished(id.0)
+    }
+
+    /// Waits until one of `ids` finishes; returns its index and outcome.
+    pub fn wait_any(&mut self, ids: &[RequestId]) -> Result<(usize, Result<Completion>)> {
+        self.block_until(|engine| ids.iter().any(|id| engine.is_finished(*id)))?;
+        let index = ids.iter().position(|id| self.is_finished(*id)).expect("a finished request");
+        let done = self.book.take_finished(ids[index].0).expect("finished");
+        Ok((index, done))
+    }
+
+    /// Cancels a receive that has not matched yet. True if cancelled; a
+    /// request that already matched must be waited for.
+    pub fn cancel(&mut self, id: RequestId) -> bool {
+        let Some(pos) = self.book.posted.iter().position(|&k| k == id.0) else { return false };
+        self.book.posted.remove(pos);
+        self.book.reqs.remove(id.0);
+        true
+    }
+
+    /// Status of the first message matching (src, ctx, tag) that has
+    /// arrived, without receiving it.
+    pub fn iprobe(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Option<Status>> {
+        self.progress()?;
+        Ok(self.book.unexpected.find(ctx, src, tag).map(|slot| {
+            let arrival = self.book.unexpected.get(slot);
+            Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() }
+        }))
+    }
+
+    /// Blocks until a matching message has arrived; returns its status.
+    pub fn probe(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Status> {
+        let mut found = None;
+        self.block_until(|engine| {
+            found = engine.book.unexpected.find(ctx, src, tag).map(|slot| {
+                let arrival = engine.book.unexpected.get(slot);
+                Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() }
+            });
+            found.is_some()
+        })?;
+        Ok(found.expect("probe condition held"))
+    }
+
+    /// Makes progress until `done(self)` holds, waiting politely.
+    pub fn block_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<()> {
+        let wait = self.wait;
+        // SAFETY: as in `wait`.
+        let bell = unsafe { &*self.bell };
+        let mut backoff = Backoff::new(bell, &wait);
+        loop {
+            self.progress()?;
+            if done(self) {
+                return Ok(());
+            }
+            if backoff.snooze() == Snooze::TimedOut {
+                self.check_peers()?;
+            }
+        }
+    }
+
+    /// One pass of progress: queued sends, mailboxes, rendezvous copies.
+    /// True if anything moved.
+    pub fn progress(&mut self) -> Result<bool> {
+        let mut moved = false;
+        if self.book.queued_total > 0 {
+            moved |= self.push_queued()?;
+        }
+        for inbound in &mut self.inbound {
+            while let Some(record) = inbound.ring.peek() {
+                self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
+                moved = true;
+            }
+        }
+        if !(self.book.offered.is_empty() && self.book.copying.is_empty() && self.book.retiring.is_empty() && self.book.fins.is_empty()) {
+            moved |= self.advance_rendezvous();
+        }
+        Ok(moved)
+    }
+
+    /// Fails with [`Error::PeerDied`] if a rank of another process died.
+    pub fn check_peers(&self) -> Result<()> {
+        self.net.check_peers()
+    }
+
+    /// Marks this rank finalized (peers stop watching it) and reports
+    /// messages that were sent to it but never received.
+    pub fn finalize(&mut self) -> Result<()> {
+        self.progress()?;
+        let control = self.net.host.control(self.net.me_local);
+        control.state.store(STATE_FINALIZED, std::sync::atomic::Ordering::Release);
+        let leftover = self.book.unexpected.len();
+        if leftover > 0 {
+            eprintln!("grappe: warning: rank {} finalized with {leftover} message(s) never received", self.me);
+        }
+        Ok(())
+    }
+
+    /// Marks this rank failed, so that peers stop waiting for it.
+    pub fn mark_failed(&self) {
+        let control = self.net.host.control(self.net.me_local);
+        control.state.store(STATE_FAILED, std::sync::atomic::Ordering::Release);
+    }
+}
+
+impl Book {
+    /// Turns a request that finished on the spot into `Started::Done`.
+    fn started(&mut self, id: RequestId) -> Result<Started> {
+        match self.take_finished(id.0) {
+            Some(done) => done.map(Started::Done),
+            None => Ok(Started::Pending(id)),
+        }
+    }
+
+    fn is_finished(&self, key: usize) -> bool {
+        match self.reqs.get(key) {
+            Some(Request::Send(s)) => matches!(s.state, SendState::Done | SendState::Failed(_)),
+            Some(Request::Recv(r)) => matches!(r.state, RecvState::Done { .. } | RecvState::Failed(_)),
+            None => false,
+        }
+    }
+
+    /// Removes and returns a finished request.
+    fn take_finished(&mut self, key: usize) -> Option<Result<Completion>> {
+        if !self.is_finished(key) {
+            return None;
+        }
+        Some(match self.reqs.remove(key) {
+            Request::Send(send) => match send.state {
+                SendState::Failed(e) => Err(e),
+                _ => Ok(Completion {
+                    status: Status { source: send.env.src as usize, tag: send.env.tag, bytes: send.len },
+                    data: None,
+                }),
+            },
+            Request::Recv(recv) => match recv.state {
+                RecvState::Done { status, data } => Ok(Completion { status, data }),
+                RecvState::Failed(e) => Err(e),
+                _ => unreachable!("checked finished"),
+            },
+        })
+    }
+}

@@ -1,0 +1,164 @@
+//! The send side: eager pushes, rendezvous offers, hand-overs, and the
+//! queue of sends waiting for mailbox space.
+
+use grappe_fabric::put::{RemoteRegion, Route};
+
+use super::Engine;
+use crate::request::{Request, SendReq, SendState};
+use crate::wire::{Envelope, Handover, Kind, Rts, Words};
+use crate::{OwnedBytes, Result, Started};
+
+/// What became of an attempt to put a send into the mailbox.
+pub(super) enum Push {
+    /// The whole message left (eager, hand-over, last fragment).
+    Finished,
+    /// RTS out: the receiver will copy.
+    Offered(u32),
+    /// Some fragments out, more to come.
+    Partial(usize),
+    /// Nothing moved: ring full or no free slot.
+    Blocked,
+}
+
+impl Engine {
+    /// Starts a send of `len` bytes at `data`.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until the request completes.
+    #[inline]
+    pub unsafe fn isend(&mut self, data: *const u8, len: usize, dest: usize, ctx: u32, tag: i32, src_comm: u32) -> Result<Started> {
+        let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
+        if len <= self.settings.eager_max && self.book.queued[dest].is_empty() {
+            // SAFETY: the caller guarantees `data` is valid for `len` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+            if self.net.peers[dest].out.try_push(env.encode(), bytes) {
+                self.net.ring(dest);
+                return Ok(Started::Done(sent(&env, len)));
+            }
+        }
+        let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued };
+        self.queue_send(send)
+    }
+
+    /// Sends a heap buffer: handed over without copying to a thread of this
+    /// process, copied to a rank of another process.
+    pub fn isend_owned(&mut self, owned: OwnedBytes, dest: usize, ctx: u32, tag: i32, src_comm: u32) -> Result<Started> {
+        let kind = if self.net.peers[dest].route == Route::SameProcess { Kind::Handover } else { Kind::Eager };
+        let env = Envelope { kind, ctx, tag, src: src_comm };
+        let (data, len) = (owned.as_slice().as_ptr(), owned.len());
+        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued };
+        self.queue_send(send)
+    }
+
+    fn queue_send(&mut self, send: SendReq) -> Result<Started> {
+        let dest = send.dest;
+        let key = self.book.reqs.insert(Request::Send(send));
+        self.book.queued[dest].push_back(key);
+        self.book.queued_total += 1;
+        self.push_queued_to(dest);
+        self.book.started(crate::RequestId(key))
+    }
+
+    /// Retries the queued sends of every destination.
+    pub(super) fn push_queued(&mut self) -> Result<bool> {
+        let mut moved = false;
+        for dest in 0..self.book.queued.len() {
+            if !self.book.queued[dest].is_empty() {
+                moved |= self.push_queued_to(dest);
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Pushes queued sends to `dest` in order until one is blocked.
+    fn push_queued_to(&mut self, dest: usize) -> bool {
+        let mut moved = false;
+        while let Some(&key) = self.book.queued[dest].front() {
+            let push = self.try_push(key);
+            let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("queued key is a send") };
+            match push {
+                Push::Blocked => return moved,
+                Push::Partial(sent) => {
+                    send.state = SendState::Staging { sent };
+                    return true;
+                }
+                Push::Finished => {
+                    send.state = SendState::Done;
+                    send.owned = None;
+                }
+                Push::Offered(slot) => {
+                    send.state = SendState::Offered { slot };
+                    self.book.offered.push(key);
+                }
+            }
+            self.book.queued[dest].pop_front();
+            self.book.queued_total -= 1;
+            moved = true;
+        }
+        moved
+    }
+
+    fn try_push(&mut self, key: usize) -> Push {
+        let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("queued key is a send") };
+        let peer = &mut self.net.peers[send.dest];
+        let pushed = match (send.env.kind, &send.state) {
+            (Kind::Handover, _) => push_handover(send, peer),
+            (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
+            _ if send.len <= self.settings.eager_max => push_eager(send, peer),
+            _ if peer.staged => super::staging::push_fragments(send, peer, 0),
+            _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),
+        };
+        if !matches!(pushed, Push::Blocked) {
+            self.net.ring(send.dest);
+        }
+        pushed
+    }
+}
+
+fn push_eager(send: &SendReq, peer: &mut super::Peer) -> Push {
+    // SAFETY: the poster keeps `data` valid until completion.
+    let bytes = unsafe { std::slice::from_raw_parts(send.data, send.len) };
+    let env = Envelope { kind: Kind::Eager, ..send.env };
+    if peer.out.try_push(env.encode(), bytes) { Push::Finished } else { Push::Blocked }
+}
+
+fn push_handover(send: &mut SendReq, peer: &mut super::Peer) -> Push {
+    let (ptr, len, cap, align) = send.owned.as_ref().expect("hand-over owns its buffer").parts();
+    let h = Handover { ptr: ptr as u64, len: len as u64, cap: cap as u64, align: align as u64, type_hash: 0 };
+    if !peer.out.try_push_with(send.env.encode(), Handover::BYTES, |out| h.write(out)) {
+        return Push::Blocked;
+    }
+    // The receiver owns the allocation now.
+    let _ = send.owned.take().expect("checked above").into_raw_parts();
+    Push::Finished
+}
+
+/// Describes the message in a free slot (for a cooperative copy) and sends
+/// the RTS. With no slot free the RTS goes anyway: the receiver then copies
+/// alone and answers with a FIN, so a receiver that takes messages out of
+/// order can never starve the sender of slots.
+fn offer(key: usize, send: &SendReq, peer: &mut super::Peer, host: &grappe_fabric::HostMemory, me_local: usize, free: &mut Vec<u32>) -> Push {
+    // SAFETY: the poster keeps `data` valid until completion.
+    let region = RemoteRegion::of(unsafe { std::slice::from_raw_parts(send.data, send.len) });
+    let slot_index = free.pop();
+    // SAFETY: our own slot, in the host segment that outlives the call.
+    let slot = slot_index.map(|i| unsafe { crate::rendezvous::Slot::at(host.rdv_slot(me_local, i as usize)) });
+    if let Some(slot) = slot {
+        slot.offer();
+    }
+    let slot_index = slot_index.unwrap_or(Rts::NO_SLOT);
+    let rts = Rts { slot: slot_index, len: region.len, addr: region.addr, request: key as u64 };
+    let env = Envelope { kind: Kind::Rts, ..send.env };
+    if peer.out.try_push_with(env.encode(), Rts::BYTES, |out| rts.write(out)) {
+        return Push::Offered(slot_index);
+    }
+    if let Some(slot) = slot {
+        slot.withdraw();
+        free.push(slot_index);
+    }
+    Push::Blocked
+}
+
+fn sent(env: &Envelope, len: usize) -> crate::Completion {
+    crate::Completion { status: crate::Status { source: env.src as usize, tag: env.tag, bytes: len }, data: None }
+}

@@ -1,0 +1,138 @@
+//! Staged transfers: large messages cut into fragments that travel through
+//! the mailbox, for process pairs where cross-memory attach is refused
+//! (and, later, for network backends). Two copies, pipelined: the sender
+//! fills fragments while the receiver empties earlier ones.
+//!
+//! A staged message is one `FragFirst` record (total length, first bytes)
+//! followed by `Frag` records. The sender pushes nothing else to that
+//! receiver until the last fragment is out, so the receiver attaches every
+//! `Frag` to the message begun by the last `FragFirst` from that sender.
+
+use super::dispatch::{corrupt, finished, status};
+use super::{Book, Peer, StagingTarget};
+use super::send::Push;
+use crate::matching::Body;
+use crate::request::{RecvState, Request, SendReq};
+use crate::wire::{Envelope, Kind};
+use crate::{OwnedBytes, RecvTarget, Result, Status};
+
+const TOTAL_BYTES: usize = 8;
+
+/// Pushes fragments of `send` from byte `sent` on, as long as the ring
+/// takes them.
+pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize) -> Push {
+    let room = grappe_fabric::ring::max_payload(peer.out.capacity()) / 2;
+    while sent < send.len {
+        // SAFETY: the poster keeps `data` valid until completion.
+        let rest = unsafe { std::slice::from_raw_parts(send.data.add(sent), send.len - sent) };
+        let pushed = if sent == 0 {
+            let n = rest.len().min(room - TOTAL_BYTES);
+            let env = Envelope { kind: Kind::FragFirst, ..send.env };
+            peer.out.try_push_with(env.encode(), TOTAL_BYTES + n, |out| {
+                out[..TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
+                out[TOTAL_BYTES..].copy_from_slice(&rest[..n]);
+            }).then_some(n)
+        } else {
+            let n = rest.len().min(room);
+            let env = Envelope { kind: Kind::Frag, ..send.env };
+            peer.out.try_push(env.encode(), &rest[..n]).then_some(n)
+        };
+        match pushed {
+            Some(n) => sent += n,
+            None if sent == 0 => return Push::Blocked,
+            None => return Push::Partial(sent),
+        }
+    }
+    Push::Finished
+}
+
+impl Book {
+    /// A `FragFirst` record arrived from `src`.
+    pub(super) fn first_fragment(&mut self, src: usize, env: &Envelope, payload: &[u8]) -> Result<()> {
+        let total = payload
+            .get(..TOTAL_BYTES)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+            .ok_or_else(|| corrupt(src, "first fragment shorter than its length field".into()))?;
+        let first = &payload[TOTAL_BYTES..];
+        if first.len() > total {
+            return Err(corrupt(src, format!("first fragment of {} bytes for a {total}-byte message", first.len())));
+        }
+        match self.take_posted(env.ctx, src, env.tag) {
+            Some(key) => {
+                if !self.begin_staging(key, status(env, total), first) {
+                    self.staging_in[src] = Some(StagingTarget::Request(key));
+                }
+            }
+            None => {
+                let mut data = Vec::with_capacity(total);
+                data.extend_from_slice(first);
+                if data.len() < total {
+                    self.staging_in[src] = Some(StagingTarget::Unexpected);
+                }
+                self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Staged { total, data });
+            }
+        }
+        Ok(())
+    }
+
+    /// A `Frag` record arrived from `src`.
+    pub(super) fn next_fragment(&mut self, src: usize, payload: &[u8]) -> Result<()> {
+        match self.staging_in[src] {
+            Some(StagingTarget::Request(key)) => {
+                if self.append_fragment(key, payload) {
+                    self.staging_in[src] = None;
+                }
+            }
+            Some(StagingTarget::Unexpected) => {
+                let arrival = self
+                    .unexpected
+                    .staging_tail(src)
+                    .ok_or_else(|| corrupt(src, "fragment for a message no longer collecting".into()))?;
+                let Body::Staged { total, data } = &mut arrival.body else { unreachable!("staging tail") };
+                if data.len() + payload.len() > *total {
+                    return Err(corrupt(src, format!("fragments exceed the announced {total} bytes")));
+                }
+                data.extend_from_slice(payload);
+                if data.len() == *total {
+                    self.staging_in[src] = None;
+                }
+            }
+            None => return Err(corrupt(src, "fragment without a first fragment".into())),
+        }
+        Ok(())
+    }
+
+    /// Receive `key` starts collecting a staged message with `first`
+    /// bytes already in hand. True if that completed it.
+    pub(super) fn begin_staging(&mut self, key: usize, status: Status, first: &[u8]) -> bool {
+        let Request::Recv(recv) = &mut self.reqs[key] else { unreachable!("staging key is a receive") };
+        let data = match recv.target {
+            RecvTarget::Buffer { .. } => None,
+            RecvTarget::Allocate { align } => Some(OwnedBytes::alloc(status.bytes, align)),
+        };
+        recv.state = RecvState::Staging { status, got: 0, data };
+        self.append_fragment(key, first)
+    }
+
+    /// Copies a fragment into receive `key`; true if the message is complete.
+    fn append_fragment(&mut self, key: usize, bytes: &[u8]) -> bool {
+        let Request::Recv(recv) = &mut self.reqs[key] else { unreachable!("staging key is a receive") };
+        let RecvState::Staging { status, got, data } = &mut recv.state else { unreachable!("staging state") };
+        let (dst, cap) = match (recv.target, data.as_mut()) {
+            (RecvTarget::Buffer { ptr, cap }, _) => (ptr, cap),
+            (RecvTarget::Allocate { .. }, Some(owned)) => (owned.as_mut_slice().as_mut_ptr(), status.bytes),
+            (RecvTarget::Allocate { .. }, None) => unreachable!("allocated at start"),
+        };
+        let n = bytes.len().min(cap.saturating_sub(*got));
+        // SAFETY: the receive buffer is valid for `cap` bytes until
+        // completion and `got + n <= cap`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(*got), n) };
+        *got += bytes.len();
+        if *got < status.bytes {
+            return false;
+        }
+        let (status, data) = (*status, data.take());
+        recv.state = finished(status, data, (status.bytes > cap).then_some(cap));
+        true
+    }
+}

@@ -1,0 +1,31 @@
+//! Channels and protocols: how a message gets from one rank to another.
+//!
+//! * **eager**: a message up to [`ProtoSettings::eager_max`] is copied into
+//!   the receiver's mailbox and out of it on receipt;
+//! * **rendezvous**: a larger message waits in the sender's buffer until the
+//!   receive matches, then moves with a single copy done cooperatively by
+//!   both ends (see `rendezvous`);
+//! * **hand-over**: a heap buffer sent to a thread of the same process moves
+//!   by ownership, with no copy at all;
+//! * **staged**: when cross-memory attach is refused between two processes,
+//!   large messages are cut into fragments pipelined through the mailbox.
+//!
+//! Matching follows MPI: per (communicator context, source, tag), wildcards
+//! on source and tag, receives matched in posting order, messages from one
+//! source never overtaking each other.
+#![warn(unsafe_op_in_unsafe_fn, missing_docs)]
+
+mod engine;
+mod error;
+mod matching;
+mod owned;
+mod rendezvous;
+mod request;
+mod settings;
+pub mod wire;
+
+pub use engine::{Engine, announce};
+pub use error::{Error, ErrorClass, Result, Status};
+pub use owned::OwnedBytes;
+pub use request::{Completion, RecvTarget, RequestId, Started};
+pub use settings::ProtoSettings;

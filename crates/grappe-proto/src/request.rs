@@ -1,0 +1,122 @@
+//! Requests in flight, as the engine tracks them.
+
+use crate::wire::Envelope;
+use crate::{Error, OwnedBytes, Status};
+
+/// Identifies a pending request of one engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestId(pub(crate) usize);
+
+/// A finished request: the status, and the buffer for receives that asked
+/// the runtime to allocate it.
+#[derive(Debug)]
+pub struct Completion {
+    /// Source, tag and size (for sends: the destination's view is not
+    /// known, so source is the sender itself and bytes the bytes sent).
+    pub status: Status,
+    /// The received bytes, for receives posted with [`RecvTarget::Allocate`].
+    pub data: Option<OwnedBytes>,
+}
+
+/// How a non-blocking call started: already finished, or pending.
+#[derive(Debug)]
+pub enum Started {
+    /// Finished on the spot (eager send pushed; receive matched a message
+    /// that had already arrived).
+    Done(Completion),
+    /// Pending; wait or test it.
+    Pending(RequestId),
+}
+
+/// Where a receive puts the message.
+#[derive(Debug, Clone, Copy)]
+pub enum RecvTarget {
+    /// A caller buffer that stays valid until the request completes.
+    Buffer {
+        /// First byte.
+        ptr: *mut u8,
+        /// Capacity in bytes.
+        cap: usize,
+    },
+    /// Allocate a buffer of the message's size, aligned to `align`.
+    Allocate {
+        /// Alignment of the allocation.
+        align: usize,
+    },
+}
+
+pub(crate) enum Request {
+    Send(SendReq),
+    Recv(RecvReq),
+}
+
+pub(crate) struct SendReq {
+    pub dest: usize,
+    pub env: Envelope,
+    pub data: *const u8,
+    pub len: usize,
+    /// Owned data (hand-over, or kept alive for a copy path).
+    pub owned: Option<OwnedBytes>,
+    pub state: SendState,
+}
+
+pub(crate) enum SendState {
+    /// Not yet in the mailbox: ring full, no free slot, or behind earlier
+    /// sends to the same destination.
+    Queued,
+    /// RTS sent; the receiver will accept and copy. With
+    /// [`Rts::NO_SLOT`](crate::wire::Rts::NO_SLOT) the send completes when
+    /// the receiver's FIN arrives.
+    Offered { slot: u32 },
+    /// Fragments pushed through the mailbox so far.
+    Staging { sent: usize },
+    Done,
+    Failed(Error),
+}
+
+pub(crate) struct RecvReq {
+    pub ctx: u32,
+    /// World rank of the source; `None` = any source.
+    pub src: Option<usize>,
+    /// `None` = any tag.
+    pub tag: Option<i32>,
+    pub target: RecvTarget,
+    pub state: RecvState,
+}
+
+pub(crate) enum RecvState {
+    Posted,
+    /// Rendezvous accepted; chunks are being copied.
+    Copying(Box<Copying>),
+    /// Fragments arriving through the mailbox; `got` bytes so far.
+    Staging { status: Status, got: usize, data: Option<OwnedBytes> },
+    Done { status: Status, data: Option<OwnedBytes> },
+    Failed(Error),
+}
+
+/// A rendezvous receive in progress.
+pub(crate) struct Copying {
+    pub status: Status,
+    /// World rank of the sender.
+    pub sender: usize,
+    /// The sender's slot (cooperative copy), or `None`: we copy alone and
+    /// answer with a FIN naming `request`.
+    pub slot: Option<u32>,
+    /// The sender's buffer.
+    pub source: grappe_fabric::put::RemoteRegion,
+    /// The sender's request id, for the FIN.
+    pub request: u64,
+    /// Our buffer and the bytes we take (less than the message when
+    /// truncated; then `truncated_to` is set).
+    pub dst: *mut u8,
+    pub take: usize,
+    pub truncated_to: Option<usize>,
+    pub data: Option<OwnedBytes>,
+}
+
+impl RecvReq {
+    #[inline]
+    pub fn matches(&self, ctx: u32, src: usize, tag: i32) -> bool {
+        self.ctx == ctx && self.src.is_none_or(|s| s == src) && self.tag.is_none_or(|t| t == tag)
+    }
+}

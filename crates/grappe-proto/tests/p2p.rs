@@ -1,0 +1,230 @@
+//! The protocols between thread ranks, checked end to end on real engines:
+//! eager, rendezvous (cooperative single copy), staged fragments and
+//! hand-over; ordering, wildcards, truncation, probe and cancel.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use grappe_fabric::{HostMemory, LayoutParams};
+use grappe_proto::{Engine, Error, OwnedBytes, ProtoSettings, RecvTarget, Started, Status, announce};
+use grappe_sched::WaitSettings;
+
+/// Runs `body` on `n` thread ranks sharing one host segment.
+fn run<R: Send>(n: usize, settings: ProtoSettings, body: impl Fn(&mut Engine) -> R + Sync) -> Vec<R> {
+    let params = LayoutParams { local_ranks: n, ring_bytes: 64 << 10, rdv_slots: 8, arena_bytes: 4096, arenas: 1 };
+    let host = Arc::new(HostMemory::anonymous(params).unwrap());
+    for r in 0..n {
+        announce(&host, r, r, r);
+    }
+    let locals: Vec<usize> = (0..n).collect();
+    let wait = WaitSettings { spin_iters: 200, ..WaitSettings::default() };
+    // As in the runtime: everyone connects, then a barrier, then user code;
+    // a rank that panics is marked failed so its peers stop waiting.
+    let connected = std::sync::Barrier::new(n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|r| {
+                let (host, locals, body, connected) = (host.clone(), &locals, &body, &connected);
+                s.spawn(move || {
+                    let mut engine = Engine::connect(host, r, locals, settings, wait).unwrap();
+                    connected.wait();
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut engine)));
+                    let out = out.unwrap_or_else(|panic| {
+                        engine.mark_failed();
+                        std::panic::resume_unwind(panic)
+                    });
+                    engine.finalize().unwrap();
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn modes() -> [ProtoSettings; 2] {
+    let single = ProtoSettings::for_ring(64 << 10);
+    [single, ProtoSettings { single_copy: false, ..single }]
+}
+
+fn send(e: &mut Engine, data: &[u8], dest: usize, tag: i32) {
+    let me = e.world_rank() as u32;
+    match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
+        Started::Done(_) => {}
+        Started::Pending(id) => {
+            e.wait(id).unwrap();
+        }
+    }
+}
+
+fn recv(e: &mut Engine, buf: &mut [u8], src: Option<usize>, tag: Option<i32>) -> Result<Status, Error> {
+    let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+    match unsafe { e.irecv(target, src, 0, tag) }? {
+        Started::Done(done) => Ok(done.status),
+        Started::Pending(id) => e.wait(id).map(|done| done.status),
+    }
+}
+
+fn pattern(seed: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i.wrapping_mul(7) ^ seed) as u8).collect()
+}
+
+#[test]
+fn every_size_arrives_intact_both_ways_in_every_mode() {
+    let sizes = [0usize, 1, 8, 100, 8192, 8193, 65536, 1 << 20, 5 << 20];
+    for settings in modes() {
+        run(2, settings, |e| {
+            for (i, &len) in sizes.iter().enumerate() {
+                let mut buf = vec![0u8; len];
+                if e.world_rank() == 0 {
+                    send(e, &pattern(i, len), 1, i as i32);
+                    let status = recv(e, &mut buf, Some(1), Some(i as i32)).unwrap();
+                    assert_eq!(status, Status { source: 1, tag: i as i32, bytes: len });
+                    assert!(buf == pattern(i + 100, len), "echo of {len} bytes corrupted");
+                } else {
+                    recv(e, &mut buf, Some(0), Some(i as i32)).unwrap();
+                    assert!(buf == pattern(i, len), "{len} bytes corrupted (single copy: {})", settings.single_copy);
+                    send(e, &pattern(i + 100, len), 0, i as i32);
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn messages_from_one_source_never_overtake_under_a_storm() {
+    // 3000 messages of mixed sizes (eager, rendezvous, staged) on 4 tags,
+    // received tag by tag in reverse: within each tag, sending order holds.
+    for settings in modes() {
+        run(2, settings, |e| {
+            let count = 3000usize;
+            let size_of = |i: usize| if i % 97 == 0 { 20_000 + i } else { 16 + i % 64 };
+            if e.world_rank() == 0 {
+                let mut reqs = Vec::new();
+                let payloads: Vec<Vec<u8>> = (0..count)
+                    .map(|i| {
+                        let mut p = vec![0u8; size_of(i)];
+                        p[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                        p
+                    })
+                    .collect();
+                for (i, p) in payloads.iter().enumerate() {
+                    if let Started::Pending(id) = unsafe { e.isend(p.as_ptr(), p.len(), 1, 0, (i % 4) as i32, 0) }.unwrap() {
+                        reqs.push(id);
+                    }
+                }
+                for id in reqs {
+                    e.wait(id).unwrap();
+                }
+            } else {
+                for tag in (0..4).rev() {
+                    let mut last = None;
+                    for _ in 0..count / 4 {
+                        let mut buf = vec![0u8; 30_000];
+                        let status = recv(e, &mut buf, Some(0), Some(tag)).unwrap();
+                        let seq = u64::from_le_bytes(buf[..8].try_into().unwrap()) as usize;
+                        assert_eq!(seq % 4, tag as usize);
+                        assert_eq!(status.bytes, size_of(seq));
+                        assert!(last.is_none_or(|l| seq > l), "tag {tag}: message {seq} overtook {last:?}");
+                        last = Some(seq);
+                    }
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn wildcard_receives_take_every_sender_in_per_sender_order() {
+    run(5, ProtoSettings::for_ring(64 << 10), |e| {
+        let me = e.world_rank();
+        if me == 0 {
+            let mut next = [0u64; 5];
+            for _ in 0..4 * 200 {
+                let mut buf = [0u8; 8];
+                let status = recv(e, &mut buf, None, None).unwrap();
+                let seq = u64::from_le_bytes(buf);
+                assert_eq!(seq, next[status.source], "source {} out of order", status.source);
+                assert_eq!(status.tag, (seq % 3) as i32);
+                next[status.source] += 1;
+            }
+            assert_eq!(next, [0, 200, 200, 200, 200]);
+        } else {
+            for seq in 0..200u64 {
+                send(e, &seq.to_le_bytes(), 0, (seq % 3) as i32);
+            }
+        }
+    });
+}
+
+#[test]
+fn truncation_names_both_sizes_and_the_channel_stays_usable() {
+    for settings in modes() {
+        run(2, settings, |e| {
+            for len in [100usize, 100_000] {
+                if e.world_rank() == 0 {
+                    send(e, &pattern(1, len), 1, 7);
+                    send(e, b"after", 1, 8);
+                } else {
+                    let mut small = vec![0u8; 10];
+                    match recv(e, &mut small, Some(0), Some(7)) {
+                        Err(Error::Truncated { source_rank: 0, tag: 7, message_bytes, buffer_bytes: 10 }) => {
+                            assert_eq!(message_bytes, len)
+                        }
+                        other => panic!("expected truncation, got {other:?}"),
+                    }
+                    let mut buf = [0u8; 5];
+                    recv(e, &mut buf, Some(0), Some(8)).unwrap();
+                    assert_eq!(&buf, b"after");
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn probe_reports_the_message_and_cancel_withdraws_a_receive() {
+    run(2, ProtoSettings::for_ring(64 << 10), |e| {
+        if e.world_rank() == 0 {
+            send(e, &[9u8; 300], 1, 42);
+        } else {
+            let status = e.probe(None, 0, None).unwrap();
+            assert_eq!(status, Status { source: 0, tag: 42, bytes: 300 });
+            assert_eq!(e.iprobe(Some(0), 0, Some(41)).unwrap(), None);
+            let mut never = [0u8; 4];
+            let target = RecvTarget::Buffer { ptr: never.as_mut_ptr(), cap: 4 };
+            let Started::Pending(id) = unsafe { e.irecv(target, Some(0), 0, Some(41)) }.unwrap() else {
+                panic!("nothing with tag 41 was sent")
+            };
+            assert!(e.cancel(id));
+            let mut buf = [0u8; 300];
+            assert_eq!(recv(e, &mut buf, Some(0), Some(42)).unwrap().bytes, 300);
+        }
+    });
+}
+
+#[test]
+fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
+    let address = AtomicUsize::new(0);
+    run(2, ProtoSettings::for_ring(64 << 10), |e| {
+        if e.world_rank() == 0 {
+            let v: Vec<u64> = (0..1_000_000).collect();
+            address.store(v.as_ptr() as usize, Ordering::SeqCst);
+            match e.isend_owned(OwnedBytes::from_vec(v), 1, 0, 3, 0).unwrap() {
+                Started::Done(_) => {}
+                Started::Pending(id) => {
+                    e.wait(id).unwrap();
+                }
+            }
+        } else {
+            let done = match unsafe { e.irecv(RecvTarget::Allocate { align: 8 }, Some(0), 0, Some(3)) }.unwrap() {
+                Started::Done(done) => done,
+                Started::Pending(id) => e.wait(id).unwrap(),
+            };
+            let v: Vec<u64> = done.data.unwrap().into_vec().unwrap();
+            assert_eq!(v.as_ptr() as usize, address.load(Ordering::SeqCst), "the allocation itself moved");
+            assert_eq!(v.len(), 1_000_000);
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+        }
+    });
+}
