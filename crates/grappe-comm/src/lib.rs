@@ -1,14 +1,27 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Communicators and collectives: the API a grappe rank programs against.
+//!
+//! Familiar to users of MPI and rsmpi: a world [`Communicator`], `rank()`
+//! and `size()`, `dup` and `split`; blocking `send`/`recv`/`sendrecv`;
+//! non-blocking `isend`/`irecv` inside a [`Scope`]; `probe`/`iprobe`; tags
+//! and wildcards ([`ANY_SOURCE`], [`ANY_TAG`]); plain-old-data buffers
+//! (`bytemuck::Pod`), vectors moved without copy between thread ranks, and
+//! any `serde` type.
+#![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod buffer;
+pub mod coll;
+mod communicator;
+mod internal;
+mod p2p;
+mod rank;
+mod scope;
+mod selectors;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use buffer::{Buffer, BufferMut};
+pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserOp};
+pub use coll::{ARENAS, arena_bytes};
+pub use communicator::Communicator;
+pub use grappe_proto::{Error, ErrorClass, Result, Status};
+pub use rank::RankContext;
+pub use scope::{Request, Scope, test_all, wait_all, wait_any};
+pub use selectors::{ANY_SOURCE, ANY_TAG, Source, TAG_UB, Tag};

@@ -1,7 +1,7 @@
 //! A host segment with its layout: typed access to every shared area.
 
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::layout::{HostLayout, LayoutParams, RankControl};
 use crate::ring::{Consumer, Producer};
@@ -109,6 +109,27 @@ impl HostMemory {
         let p = self.layout.params;
         assert!(owner < p.local_ranks && slot < p.rdv_slots, "rendezvous slot ({owner}, {slot}) out of range");
         self.at(self.layout.rdv_slot(owner, slot))
+    }
+
+    /// Claims a free collective arena for a new communicator; `None` when
+    /// all are taken (the communicator then uses message-based collectives).
+    /// Arena 0 is never handed out: it belongs to the world communicator.
+    pub fn claim_arena(&self) -> Option<usize> {
+        let bitmap = self.arena_bitmap();
+        let arenas = self.layout.params.arenas;
+        let mut current = bitmap.load(Ordering::Relaxed);
+        loop {
+            let free = (1..arenas).find(|&i| current & (1 << i) == 0)?;
+            match bitmap.compare_exchange(current, current | 1 << free, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Some(free),
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    fn arena_bitmap(&self) -> &AtomicU64 {
+        // SAFETY: a zero-initialised, aligned word of the header page.
+        unsafe { &*self.at::<AtomicU64>(crate::layout::ARENA_BITMAP) }
     }
 
     /// Collective arena `index`: `arena_bytes` zeroed bytes, 64-byte aligned.

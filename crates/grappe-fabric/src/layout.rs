@@ -1,7 +1,8 @@
 //! Where everything lives inside a host segment.
 //!
 //! ```text
-//! [header page]                      magic, version, the parameters below
+//! [header page]                      magic, version, the parameters below,
+//!                                    and the arena allocation bitmap
 //! [rank controls]   n × 64 B         pid, state, doorbell index, probe address
 //! [doorbells]       n × 64 B         futex words
 //! [ring heads]      n × n × 64 B     consumer-published head of ring (src → dst)
@@ -82,6 +83,13 @@ struct Header {
     total_len: u64,
 }
 
+/// Offset of the arena allocation bitmap (its own cache line in the
+/// header page): bit `i` set means arena `i` belongs to a communicator.
+pub(crate) const ARENA_BITMAP: usize = 2 * CACHE_LINE;
+
+/// Most arenas a segment can have (one bitmap word).
+pub const MAX_ARENAS: usize = 64;
+
 /// Byte offsets of every area, computed from [`LayoutParams`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostLayout {
@@ -108,6 +116,9 @@ impl HostLayout {
                 "ring size {} must be a power of two of at least 256 bytes",
                 params.ring_bytes
             )));
+        }
+        if params.arenas > MAX_ARENAS {
+            return Err(FabricError::BadParams(format!("{} arenas requested, at most {MAX_ARENAS}", params.arenas)));
         }
         if params.arena_bytes % CACHE_LINE != 0 {
             return Err(FabricError::BadParams(format!(
@@ -216,4 +227,4 @@ impl HostLayout {
 }
 
 const _: () = assert!(std::mem::size_of::<RankControl>() == CACHE_LINE);
-const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
+const _: () = assert!(std::mem::size_of::<Header>() <= ARENA_BITMAP);

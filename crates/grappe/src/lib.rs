@@ -1,14 +1,40 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! # grappe
+//!
+//! A runtime for message-passing parallel programs on clusters. A program
+//! is written once:
+//!
+//! ```no_run
+//! fn main() {
+//!     grappe::run(|world| {
+//!         let rank = world.rank() as f64;
+//!         let mut sum = 0.0;
+//!         world.allreduce(&rank, &mut sum, grappe::Sum).unwrap();
+//!         if world.rank() == 0 {
+//!             println!("sum of ranks = {sum}");
+//!         }
+//!     });
+//! }
+//! ```
+//!
+//! and the launch decides how ranks are placed: `grappe run -n 4 --threads
+//! ./prog` (one process, four thread ranks), `grappe run -n 4 ./prog` (four
+//! processes sharing memory), `grappe run -n 8 --threads-per-process 4`
+//! (both), MPICH's `mpiexec -n 4 ./prog`, Slurm's `srun -n 4 ./prog`, or
+//! just `./prog` (one rank).
+//!
+//! The layers, bottom up: `grappe-fabric` (shared segments, mailboxes,
+//! single-copy put/get), `grappe-sched` (ranks as user-level threads,
+//! waiting), `grappe-proto` (matching, eager and rendezvous protocols),
+//! `grappe-comm` (communicators, collectives), `grappe-launch` (PMI,
+//! launcher). This crate re-exports what programs need.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod job;
+mod run;
+mod settings;
+pub mod testing;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use grappe_comm::{
+    ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Communicator, Error, ErrorClass, Max, Min, Operation,
+    Prod, Request, Result, Scope, Source, Status, Sum, TAG_UB, Tag, UserOp, test_all, wait_all, wait_any,
+};
+pub use run::{RankResult, run};

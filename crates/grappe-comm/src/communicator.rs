@@ -1,0 +1,211 @@
+//! Communicators: a group of ranks and a private matching context.
+//!
+//! Each communicator owns two contexts: `ctx` for point-to-point traffic
+//! and `ctx + 1` for its collectives, so a user's `recv(ANY_SOURCE,
+//! ANY_TAG)` can never swallow a message of a broadcast. A new
+//! communicator's context is agreed on collectively: every member proposes
+//! the lowest context it has never used and all take the maximum, which is
+//! then unused by every member (the MPICH approach, with a max instead of
+//! a bit mask).
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use grappe_proto::{Error, Result};
+
+use crate::RankContext;
+
+/// Context of the world communicator.
+pub(crate) const WORLD_CTX: u32 = 0;
+/// Contexts come in pairs: point-to-point, collectives.
+pub(crate) const CTX_STRIDE: u32 = 2;
+/// First context free for new communicators.
+pub(crate) const FIRST_FREE_CTX: u32 = WORLD_CTX + CTX_STRIDE;
+
+/// A group of ranks that communicate, as seen by one of them.
+///
+/// Cheap to clone (clones share the same communicator). Not `Send`: it
+/// belongs to its rank.
+#[derive(Clone)]
+pub struct Communicator {
+    inner: Rc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub rank_ctx: Rc<RankContext>,
+    pub ctx: u32,
+    pub rank: usize,
+    /// Communicator rank -> world rank.
+    pub group: Vec<usize>,
+    /// The shared-memory arena of the communicator, if it has one (all
+    /// members on this host and an arena was free when it was created).
+    arena: Option<usize>,
+    freed: Cell<bool>,
+}
+
+/// "No arena" in the words exchanged when creating a communicator.
+const NO_ARENA: u64 = u64::MAX;
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("ctx", &self.inner.ctx)
+            .field("rank", &self.inner.rank)
+            .field("size", &self.inner.group.len())
+            .finish()
+    }
+}
+
+impl Communicator {
+    /// The world communicator of a rank.
+    pub fn world(rank_ctx: Rc<RankContext>) -> Communicator {
+        let (rank, size, arena) = {
+            let engine = rank_ctx.engine();
+            let params = engine.host().params();
+            let single_host = engine.world_size() == params.local_ranks;
+            (engine.world_rank(), engine.world_size(), (single_host && params.arenas > 0).then_some(0))
+        };
+        Communicator::new(rank_ctx, WORLD_CTX, rank, (0..size).collect(), arena)
+    }
+
+    fn new(rank_ctx: Rc<RankContext>, ctx: u32, rank: usize, group: Vec<usize>, arena: Option<usize>) -> Communicator {
+        rank_ctx.used_ctx(ctx);
+        Communicator { inner: Rc::new(Inner { rank_ctx, ctx, rank, group, arena, freed: Cell::new(false) }) }
+    }
+
+    /// The arena of the communicator, if it has a shared-memory fast path.
+    pub(crate) fn arena_index(&self) -> Option<usize> {
+        self.inner.arena
+    }
+
+    /// Rank 0's part in creating communicators: claim one arena per new
+    /// group (when this communicator could have one), for `groups` groups.
+    fn claim_arenas(&self, groups: usize) -> Vec<u64> {
+        let engine = self.inner.rank_ctx.engine();
+        (0..groups)
+            .map(|_| match self.inner.arena {
+                Some(_) => engine.host().claim_arena().map_or(NO_ARENA, |a| a as u64),
+                None => NO_ARENA,
+            })
+            .collect()
+    }
+
+    /// This rank's number in the communicator.
+    pub fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    /// Number of ranks in the communicator.
+    pub fn size(&self) -> usize {
+        self.inner.group.len()
+    }
+
+    /// The world rank of communicator rank `rank`.
+    pub fn world_rank_of(&self, rank: usize) -> Result<usize> {
+        self.inner.group.get(rank).copied().ok_or(Error::InvalidRank { rank, size: self.size() })
+    }
+
+    /// Frees the communicator: every clone of this handle then fails with
+    /// [`Error::CommFreed`]. (Dropping the last clone frees it too.)
+    pub fn free(&self) {
+        self.inner.freed.set(true);
+    }
+
+    /// The live communicator, or [`Error::CommFreed`].
+    #[inline]
+    pub(crate) fn live(&self) -> Result<&Inner> {
+        if self.inner.freed.get() { Err(Error::CommFreed) } else { Ok(&self.inner) }
+    }
+
+    /// The per-rank state (engine) behind this communicator.
+    pub fn rank_context(&self) -> &Rc<RankContext> {
+        &self.inner.rank_ctx
+    }
+
+    /// Context of the communicator's collective traffic.
+    pub(crate) fn coll_ctx(&self) -> u32 {
+        self.inner.ctx + 1
+    }
+
+    /// Context of the communicator's point-to-point traffic.
+    pub(crate) fn p2p_ctx(&self) -> u32 {
+        self.inner.ctx
+    }
+
+    /// A new communicator with the same ranks and a new context, like
+    /// `MPI_Comm_dup`. Collective over this communicator.
+    pub fn dup(&self) -> Result<Communicator> {
+        let inner = self.live()?;
+        let next = inner.rank_ctx.next_ctx() as u64;
+        let table = crate::internal::allgather_words(self, &[next, NO_ARENA], |table| {
+            let arena = self.claim_arenas(1)[0];
+            table.iter_mut().for_each(|entry| entry[1] = arena);
+        })?;
+        let ctx = table.iter().map(|w| w[0] as u32).max().expect("a communicator has members");
+        let arena = table[0][1];
+        Ok(Communicator::new(inner.rank_ctx.clone(), ctx, inner.rank, inner.group.clone(), arena_of(arena)))
+    }
+
+    /// Splits the communicator by `color`, ordering each part by `key` and
+    /// then by rank, like `MPI_Comm_split`. `None` is `MPI_UNDEFINED`: the
+    /// rank takes part but gets no communicator. Collective.
+    pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
+        let inner = self.live()?;
+        let next = inner.rank_ctx.next_ctx();
+        let mine = SplitEntry { color: color.map_or(u32::MAX, |c| c), key, next_ctx: next, arena: NO_ARENA };
+        let all = crate::internal::allgather_words(self, &mine.words(), |table| self.assign_split_arenas(table))?;
+        let entries: Vec<SplitEntry> = all.iter().map(|w| SplitEntry::from_words(w)).collect();
+        let ctx = entries.iter().map(|e| e.next_ctx).max().expect("a communicator has members");
+        inner.rank_ctx.used_ctx(ctx);
+        let Some(color) = color else { return Ok(None) };
+        let mut members: Vec<(i32, usize)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.color == color)
+            .map(|(rank, e)| (e.key, rank))
+            .collect();
+        members.sort_unstable();
+        let group: Vec<usize> = members.iter().map(|&(_, rank)| inner.group[rank]).collect();
+        let rank = members.iter().position(|&(_, r)| r == inner.rank).expect("we are in our color");
+        let arena = arena_of(entries[inner.rank].arena);
+        Ok(Some(Communicator::new(inner.rank_ctx.clone(), ctx, rank, group, arena)))
+    }
+
+    /// Rank 0, during a split: one arena per color, written into every
+    /// member's entry.
+    fn assign_split_arenas(&self, table: &mut [Vec<u64>]) {
+        let mut colors: Vec<u32> =
+            table.iter().map(|w| SplitEntry::from_words(w).color).filter(|&c| c != u32::MAX).collect();
+        colors.sort_unstable();
+        colors.dedup();
+        let arenas = self.claim_arenas(colors.len());
+        for entry in table.iter_mut() {
+            let color = SplitEntry::from_words(entry).color;
+            if let Ok(i) = colors.binary_search(&color) {
+                entry[2] = arenas[i];
+            }
+        }
+    }
+}
+
+fn arena_of(word: u64) -> Option<usize> {
+    (word != NO_ARENA).then_some(word as usize)
+}
+
+/// One rank's contribution to a split (the arena is filled in by rank 0).
+struct SplitEntry {
+    color: u32,
+    key: i32,
+    next_ctx: u32,
+    arena: u64,
+}
+
+impl SplitEntry {
+    fn words(&self) -> [u64; 3] {
+        [(self.color as u64) << 32 | self.key as u32 as u64, self.next_ctx as u64, self.arena]
+    }
+
+    fn from_words(w: &[u64]) -> SplitEntry {
+        SplitEntry { color: (w[0] >> 32) as u32, key: w[0] as u32 as i32, next_ctx: w[1] as u32, arena: w[2] }
+    }
+}

@@ -1,0 +1,189 @@
+//! Blocking point-to-point: typed buffers, vectors, serialised values.
+//!
+//! Every call checks its arguments first (rank in range, tag valid,
+//! communicator alive) and returns a typed error with the numbers; nothing
+//! panics on user error.
+
+use bytemuck::Pod;
+use grappe_proto::{Error, OwnedBytes, RecvTarget, Result, Started, Status};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::selectors::{Source, TAG_UB, Tag};
+use crate::{Buffer, BufferMut, Communicator};
+
+impl Communicator {
+    /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when
+    /// the buffer may be reused).
+    pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
+        self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag)
+    }
+
+    /// Receives into `buf` a message from `src` with `tag` (either may be a
+    /// wildcard). The message may be shorter than the buffer; a longer one
+    /// is [`Error::Truncated`].
+    pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
+        let elem = buf.elem_size();
+        let status = self.recv_bytes(self.p2p_ctx(), buf.bytes_mut(), src.into(), tag.into())?;
+        check_elements(status, elem)
+    }
+
+    /// Sends `send` to `dest` and receives into `recv` from `src`, without
+    /// deadlock whatever the peers do first.
+    pub fn sendrecv<S, R>(&self, send: &S, dest: usize, send_tag: i32, recv: &mut R, src: impl Into<Source>, recv_tag: impl Into<Tag>) -> Result<Status>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let elem = recv.elem_size();
+        let status = self.sendrecv_bytes(self.p2p_ctx(), send.bytes(), dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into())?;
+        check_elements(status, elem)
+    }
+
+    /// Sends a vector. To a thread rank of the same process the allocation
+    /// itself moves (no copy); to another process it is copied.
+    pub fn send_vec<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
+        let inner = self.live()?;
+        let world = self.check_dest(dest, tag)?;
+        let mut engine = inner.rank_ctx.engine();
+        match engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)? {
+            Started::Done(_) => Ok(()),
+            Started::Pending(id) => engine.wait(id).map(|_| ()),
+        }
+    }
+
+    /// Receives a whole message as a vector, whatever its length.
+    pub fn recv_vec<T: Pod>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(Vec<T>, Status)> {
+        let (owned, status) = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src.into(), tag.into())?;
+        Ok((owned.into_vec()?, status))
+    }
+
+    /// Sends any serialisable value (bincode encoding).
+    pub fn send_obj<T: Serialize + ?Sized>(&self, value: &T, dest: usize, tag: i32) -> Result<()> {
+        let bytes = bincode::serialize(value)
+            .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })?;
+        self.send_bytes(self.p2p_ctx(), &bytes, dest, tag)
+    }
+
+    /// Receives a value sent with [`send_obj`](Self::send_obj).
+    pub fn recv_obj<T: DeserializeOwned>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(T, Status)> {
+        let (owned, status) = self.recv_owned(self.p2p_ctx(), 8, src.into(), tag.into())?;
+        let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
+            source_rank: status.source,
+            bytes: status.bytes,
+            type_name: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        })?;
+        Ok((value, status))
+    }
+
+    /// Waits for a matching message and returns its status without
+    /// receiving it.
+    pub fn probe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
+        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        let inner = self.live()?;
+        let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag)?;
+        Ok(status)
+    }
+
+    /// The status of a matching message that has arrived, if any.
+    pub fn iprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Status>> {
+        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        let inner = self.live()?;
+        let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag)?;
+        Ok(status)
+    }
+
+    // ---- byte-level paths, shared with the collectives ----
+
+    pub(crate) fn send_bytes(&self, ctx: u32, bytes: &[u8], dest: usize, tag: i32) -> Result<()> {
+        let inner = self.live()?;
+        let world = self.check_dest(dest, tag)?;
+        let mut engine = inner.rank_ctx.engine();
+        // SAFETY: `bytes` stays borrowed until the send completes below.
+        match unsafe { engine.isend(bytes.as_ptr(), bytes.len(), world, ctx, tag, inner.rank as u32) }? {
+            Started::Done(_) => Ok(()),
+            Started::Pending(id) => engine.wait(id).map(|_| ()),
+        }
+    }
+
+    pub(crate) fn recv_bytes(&self, ctx: u32, buf: &mut [u8], src: Source, tag: Tag) -> Result<Status> {
+        let (src, tag) = self.check_recv(src, tag)?;
+        let inner = self.live()?;
+        let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+        let mut engine = inner.rank_ctx.engine();
+        // SAFETY: `buf` stays borrowed until the receive completes below.
+        match unsafe { engine.irecv(target, src, ctx, tag) }? {
+            Started::Done(done) => Ok(done.status),
+            Started::Pending(id) => engine.wait(id).map(|done| done.status),
+        }
+    }
+
+    pub(crate) fn recv_owned(&self, ctx: u32, align: usize, src: Source, tag: Tag) -> Result<(OwnedBytes, Status)> {
+        let (src, tag) = self.check_recv(src, tag)?;
+        let inner = self.live()?;
+        let mut engine = inner.rank_ctx.engine();
+        // SAFETY: the runtime allocates the buffer; nothing is borrowed.
+        let done = match unsafe { engine.irecv(RecvTarget::Allocate { align }, src, ctx, tag) }? {
+            Started::Done(done) => done,
+            Started::Pending(id) => engine.wait(id)?,
+        };
+        let data = done.data.expect("allocating receives return their buffer");
+        Ok((data, done.status))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sendrecv_bytes(&self, ctx: u32, send: &[u8], dest: usize, send_tag: i32, recv: &mut [u8], src: Source, recv_tag: Tag) -> Result<Status> {
+        let (src, recv_tag) = self.check_recv(src, recv_tag)?;
+        let inner = self.live()?;
+        let world = self.check_dest(dest, send_tag)?;
+        let target = RecvTarget::Buffer { ptr: recv.as_mut_ptr(), cap: recv.len() };
+        let mut engine = inner.rank_ctx.engine();
+        // SAFETY: both buffers stay borrowed until both requests complete.
+        let recv_req = unsafe { engine.irecv(target, src, ctx, recv_tag) }?;
+        let send_req = unsafe { engine.isend(send.as_ptr(), send.len(), world, ctx, send_tag, inner.rank as u32) };
+        let send_result = match send_req {
+            Ok(Started::Pending(id)) => engine.wait(id).map(|_| ()),
+            Ok(Started::Done(_)) => Ok(()),
+            Err(e) => Err(e),
+        };
+        let status = match recv_req {
+            Started::Done(done) => Ok(done.status),
+            Started::Pending(id) => engine.wait(id).map(|done| done.status),
+        };
+        send_result?;
+        status
+    }
+
+    /// World rank of `dest`, after checking it and the tag.
+    #[inline]
+    pub(crate) fn check_dest(&self, dest: usize, tag: i32) -> Result<usize> {
+        if !(0..=TAG_UB).contains(&tag) {
+            return Err(Error::InvalidTag { tag, max: TAG_UB });
+        }
+        self.world_rank_of(dest)
+    }
+
+    /// Source and tag as the engine wants them: world rank or any; tag or any.
+    #[inline]
+    pub(crate) fn check_recv(&self, src: Source, tag: Tag) -> Result<(Option<usize>, Option<i32>)> {
+        let src = match src {
+            Source::Rank(rank) => Some(self.world_rank_of(rank)?),
+            Source::Any => None,
+        };
+        let tag = match tag {
+            Tag::Is(t) if t < 0 => return Err(Error::InvalidTag { tag: t, max: TAG_UB }),
+            Tag::Is(t) => Some(t),
+            Tag::Any => None,
+        };
+        Ok((src, tag))
+    }
+}
+
+/// A received length must be a whole number of elements.
+pub(crate) fn check_elements(status: Status, elem: usize) -> Result<Status> {
+    if elem != 0 && status.bytes % elem != 0 {
+        return Err(Error::TypeSizeMismatch { bytes: status.bytes, type_size: elem });
+    }
+    Ok(status)
+}

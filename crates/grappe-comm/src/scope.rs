@@ -1,0 +1,182 @@
+//! Non-blocking point-to-point, made safe with scopes.
+//!
+//! A request borrows its buffer; Rust cannot prevent a request from being
+//! forgotten (`mem::forget`) while the runtime still writes into the
+//! buffer, so requests live in a [`Scope`], like threads in
+//! `std::thread::scope`: buffers are borrowed for the whole scope, and the
+//! scope waits for every request still pending when its closure returns.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
+
+use crate::p2p::check_elements;
+use crate::selectors::{Source, Tag};
+use crate::{Buffer, BufferMut, Communicator, RankContext};
+
+/// Requests started inside [`Communicator::scope`].
+pub struct Scope<'scope, 'env: 'scope> {
+    rank_ctx: Rc<RankContext>,
+    pending: RefCell<Vec<RequestId>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// A pending send or receive. Wait for it, test it, or let the scope wait.
+#[must_use = "a request does nothing unless waited for (or its scope ends)"]
+pub struct Request<'scope> {
+    rank_ctx: &'scope Rc<RankContext>,
+    pending: &'scope RefCell<Vec<RequestId>>,
+    state: State,
+    elem: usize,
+}
+
+enum State {
+    Pending(RequestId),
+    Done(Status),
+    Taken,
+}
+
+impl Communicator {
+    /// Runs `f` with a scope for non-blocking requests; when `f` returns,
+    /// waits for the requests it left pending.
+    ///
+    /// # Panics
+    /// If a request left pending fails: its error would otherwise be lost.
+    pub fn scope<'env, F, T>(&'env self, f: F) -> T
+    where
+        F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+    {
+        let scope = Scope {
+            rank_ctx: self.rank_context().clone(),
+            pending: RefCell::new(Vec::new()),
+            _scope: PhantomData,
+            _env: PhantomData,
+        };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
+        let leftover = std::mem::take(&mut *scope.pending.borrow_mut());
+        let mut engine = scope.rank_ctx.engine();
+        for id in leftover {
+            if let Err(e) = engine.wait(id) {
+                if result.is_ok() {
+                    panic!("a request left pending at the end of its scope failed: {e}");
+                }
+            }
+        }
+        drop(engine);
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// Starts sending `buf` to `dest`; the buffer stays borrowed for the scope.
+    pub fn isend<'scope, B: Buffer + ?Sized>(&self, scope: &'scope Scope<'scope, '_>, buf: &'scope B, dest: usize, tag: i32) -> Result<Request<'scope>> {
+        let world = self.check_dest(dest, tag)?;
+        let inner = self.live()?;
+        let bytes = buf.bytes();
+        // SAFETY: `buf` is borrowed for 'scope, and the scope waits for the
+        // request before 'scope ends.
+        let started = unsafe { scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32) }?;
+        Ok(scope.track(started, 0))
+    }
+
+    /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
+    pub fn irecv<'scope, B: BufferMut + ?Sized>(&self, scope: &'scope Scope<'scope, '_>, buf: &'scope mut B, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Request<'scope>> {
+        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        self.live()?;
+        let elem = buf.elem_size();
+        let bytes = buf.bytes_mut();
+        let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
+        // SAFETY: as for `isend`.
+        let started = unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) }?;
+        Ok(scope.track(started, elem))
+    }
+}
+
+impl<'scope> Scope<'scope, '_> {
+    fn track(&'scope self, started: Started, elem: usize) -> Request<'scope> {
+        let state = match started {
+            Started::Done(done) => State::Done(done.status),
+            Started::Pending(id) => {
+                self.pending.borrow_mut().push(id);
+                State::Pending(id)
+            }
+        };
+        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem }
+    }
+}
+
+impl Request<'_> {
+    /// Waits for completion. For a receive, the status of the message.
+    pub fn wait(mut self) -> Result<Status> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Done(status) => check_elements(status, self.elem),
+            State::Pending(id) => {
+                self.forget(id);
+                let done = self.rank_ctx.engine().wait(id)?;
+                check_elements(done.status, self.elem)
+            }
+            State::Taken => unreachable!("a request is waited for once"),
+        }
+    }
+
+    /// The status if the request completed; `Ok(None)` if still pending.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        let id = match self.state {
+            State::Done(status) => return check_elements(status, self.elem).map(Some),
+            State::Pending(id) => id,
+            State::Taken => unreachable!("a request is waited for once"),
+        };
+        let Some(done) = self.rank_ctx.engine().test(id)? else { return Ok(None) };
+        self.forget(id);
+        self.state = State::Done(done.status);
+        check_elements(done.status, self.elem).map(Some)
+    }
+
+    fn is_finished(&self) -> bool {
+        match self.state {
+            State::Pending(id) => self.rank_ctx.engine().is_finished(id),
+            _ => true,
+        }
+    }
+
+    fn forget(&self, id: RequestId) {
+        self.pending.borrow_mut().retain(|&p| p != id);
+    }
+}
+
+/// Waits for every request; statuses in the same order. Stops at the first
+/// error (the remaining requests are then waited for by their scope).
+pub fn wait_all<'s>(requests: impl IntoIterator<Item = Request<'s>>) -> Result<Vec<Status>> {
+    requests.into_iter().map(Request::wait).collect()
+}
+
+/// Waits until one request completes; removes it from `requests` and
+/// returns its index and status.
+pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
+    let first = requests.first().ok_or_else(|| Error::BufferSize { op: "wait_any", detail: "no requests".into() })?;
+    let ids: Vec<RequestId> = requests
+        .iter()
+        .map(|r| match r.state {
+            State::Pending(id) => Some(id),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
+    if ids.len() == requests.len() {
+        let rank_ctx = first.rank_ctx;
+        rank_ctx.engine().block_until(|engine| ids.iter().any(|id| engine.is_finished(*id)))?;
+    }
+    let index = requests.iter().position(Request::is_finished).expect("a finished request");
+    let status = requests.remove(index).wait()?;
+    Ok((index, status))
+}
+
+/// True when every request has completed (and then completes them all).
+pub fn test_all(requests: &mut [Request<'_>]) -> Result<bool> {
+    let mut all = true;
+    for request in requests.iter_mut() {
+        all &= request.test()?.is_some();
+    }
+    Ok(all)
+}

@@ -1,0 +1,175 @@
+//! A job as one process sees it: which ranks it hosts, the host segment
+//! they share with the other processes of the host, and how to run them.
+//!
+//! Start-up, over PMI when a launcher started us:
+//!
+//! 1. every process publishes how many thread ranks it hosts and on which
+//!    host (hostname and boot id), then a fence;
+//! 2. ranks are numbered in process order; all processes must share one
+//!    host (the network fabric is not built yet);
+//! 3. process 0 creates the segment file and publishes its name, a fence,
+//!    the others open it;
+//! 4. every process announces its ranks in the segment, a barrier, and
+//!    process 0 unlinks the file (the mappings keep it alive, and nothing
+//!    is left in /dev/shm even if a process is killed later).
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use grappe_fabric::HostMemory;
+use grappe_launch::Pmi;
+use grappe_proto::{Error, ProtoSettings, Result};
+use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
+
+use crate::settings::layout_params;
+
+/// What this process needs to run its ranks.
+pub(crate) struct Job {
+    pub host: Arc<HostMemory>,
+    /// World ranks hosted by this process.
+    pub mine: Range<usize>,
+    /// World rank -> host-local index.
+    pub locals: Vec<usize>,
+    pub proto: ProtoSettings,
+    pub wait: WaitSettings,
+}
+
+impl Job {
+    /// The job of a process started by a launcher (or alone: a singleton),
+    /// and the process manager to finalize once the ranks are done.
+    pub fn from_environment() -> Result<(Job, Box<dyn Pmi>)> {
+        let pmi = grappe_launch::connect_from_env().map_err(|e| Error::Bootstrap(format!("process manager: {e}")))?;
+        let per_process = grappe_launch::env::ranks_per_process().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        if pmi.size() == 1 {
+            return Ok((Job::threads(per_process)?, pmi));
+        }
+        Job::processes(pmi, per_process)
+    }
+
+    /// `n` thread ranks in this process, no launcher involved.
+    pub fn threads(n: usize) -> Result<Job> {
+        let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
+        let job = Job::assemble(host, 0..n, n)?;
+        job.announce();
+        Ok(job)
+    }
+
+    fn processes(mut pmi: Box<dyn Pmi>, per_process: usize) -> Result<(Job, Box<dyn Pmi>)> {
+        let me = pmi.rank();
+        let host_id = host_identity();
+        pmi_call(pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}")))?;
+        pmi_call(pmi.fence())?;
+        let mut first = 0;
+        let mut total = 0;
+        for p in 0..pmi.size() {
+            let value = pmi_call(pmi.get(&format!("grappe-proc-{p}")))?;
+            let (count, host) = parse_process_entry(p, &value)?;
+            if host != host_id {
+                return Err(Error::Bootstrap(format!(
+                    "process {p} runs on host {host:?} and process {me} on {host_id:?}: ranks on several hosts need the \
+                     network fabric, which this grappe does not have yet"
+                )));
+            }
+            if p == me {
+                first = total;
+            }
+            total += count;
+        }
+        let path = segment_path(pmi.job_id());
+        let host = if me == 0 {
+            let host = HostMemory::create_file(&path, layout_params(total)?)?;
+            pmi_call(pmi.put("grappe-segment", &path.to_string_lossy()))?;
+            pmi_call(pmi.fence())?;
+            host
+        } else {
+            pmi_call(pmi.fence())?;
+            let published = pmi_call(pmi.get("grappe-segment"))?;
+            HostMemory::open_file(&PathBuf::from(published))?
+        };
+        let job = Job::assemble(Arc::new(host), first..first + per_process, total)?;
+        job.announce();
+        pmi_call(pmi.barrier())?;
+        if me == 0 {
+            let _ = job.host.segment().unlink();
+        }
+        Ok((job, pmi))
+    }
+
+    fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize) -> Result<Job> {
+        let cpus = allowed_cpus().len().max(1);
+        let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(Error::Bootstrap)?;
+        let wait = WaitSettings::from_env(total > cpus).map_err(Error::Bootstrap)?;
+        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait })
+    }
+
+    /// Publishes this process's ranks in the segment. The doorbell of a
+    /// rank is that of its worker: the local index of the worker's first rank.
+    fn announce(&self) {
+        for spec in self.worker_plan() {
+            let bell = self.locals[spec.ranks[0]];
+            for &rank in &spec.ranks {
+                grappe_proto::announce(&self.host, rank, self.locals[rank], bell);
+            }
+        }
+    }
+
+    /// Ranks of this process spread over one worker per core (at most one
+    /// per rank): worker `w` gets every `W`-th rank.
+    pub fn worker_plan(&self) -> Vec<WorkerPlan> {
+        let cpus = allowed_cpus();
+        let ranks = self.mine.len();
+        let workers = workers_wanted(ranks, cpus.len());
+        (0..workers)
+            .map(|w| {
+                let ranks: Vec<usize> = self.mine.clone().skip(w).step_by(workers).collect();
+                let cpu = cpus.get(self.locals[ranks[0]] % cpus.len().max(1)).copied();
+                WorkerPlan { ranks, cpu }
+            })
+            .collect()
+    }
+
+    /// The doorbell of each worker of the plan, ready for the scheduler.
+    pub fn worker_specs<'a>(&'a self, plan: &[WorkerPlan]) -> Vec<WorkerSpec<'a>> {
+        plan.iter()
+            .map(|p| WorkerSpec { ranks: p.ranks.clone(), bell: self.host.doorbell(self.locals[p.ranks[0]]), cpu: p.cpu })
+            .collect()
+    }
+}
+
+/// The ranks one worker runs and the CPU it is pinned to.
+pub(crate) struct WorkerPlan {
+    pub ranks: Vec<usize>,
+    pub cpu: Option<usize>,
+}
+
+/// `GRAPPE_WORKERS` or one worker per core, never more than ranks.
+fn workers_wanted(ranks: usize, cpus: usize) -> usize {
+    let wanted = std::env::var("GRAPPE_WORKERS").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    wanted.unwrap_or(cpus).clamp(1, ranks.max(1))
+}
+
+/// Hostname and boot id: two processes share memory only if both match.
+fn host_identity() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_")
+}
+
+fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
+    let (count, host) = value
+        .split_once(',')
+        .ok_or_else(|| Error::Bootstrap(format!("process {process} published {value:?}, expected `ranks,host`")))?;
+    let count = count
+        .parse()
+        .map_err(|_| Error::Bootstrap(format!("process {process} published a rank count of {count:?}")))?;
+    Ok((count, host.to_owned()))
+}
+
+fn segment_path(job_id: &str) -> PathBuf {
+    PathBuf::from(grappe_fabric::segment::SHM_DIR).join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
+}
+
+fn pmi_call<T>(result: std::result::Result<T, grappe_launch::PmiError>) -> Result<T> {
+    result.map_err(|e| Error::Bootstrap(format!("process manager: {e}")))
+}

@@ -1,0 +1,27 @@
+//! The settings of a job's host segment, derived from its size and the
+//! environment.
+
+use grappe_fabric::LayoutParams;
+use grappe_proto::Error;
+
+/// Mailbox size per ordered pair of ranks: 32 MiB shared by all pairs of
+/// the host, between 4 KiB and 64 KiB each (`GRAPPE_RING_BYTES` overrides).
+pub(crate) fn layout_params(local_ranks: usize) -> Result<LayoutParams, Error> {
+    let budget = (32usize << 20) / (local_ranks * local_ranks).max(1);
+    let default_ring = budget.clamp(4 << 10, 64 << 10);
+    let default_ring = if default_ring.is_power_of_two() { default_ring } else { default_ring.next_power_of_two() / 2 };
+    let ring_bytes = match std::env::var("GRAPPE_RING_BYTES") {
+        Err(_) => default_ring,
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| Error::Bootstrap(format!("GRAPPE_RING_BYTES={text:?} is not a number of bytes")))?,
+    };
+    Ok(LayoutParams {
+        local_ranks,
+        ring_bytes,
+        rdv_slots: 16,
+        arena_bytes: grappe_comm::arena_bytes(local_ranks),
+        arenas: grappe_comm::ARENAS,
+    })
+}
