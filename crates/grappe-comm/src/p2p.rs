@@ -111,23 +111,15 @@ impl Communicator {
         let (src, tag) = self.check_recv(src, tag)?;
         let inner = self.live()?;
         let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
-        let mut engine = inner.rank_ctx.engine();
-        // SAFETY: `buf` stays borrowed until the receive completes below.
-        match unsafe { engine.irecv(target, src, ctx, tag) }? {
-            Started::Done(done) => Ok(done.status),
-            Started::Pending(id) => engine.wait(id).map(|done| done.status),
-        }
+        // SAFETY: `buf` stays borrowed for the whole blocking receive.
+        unsafe { inner.rank_ctx.engine().recv(target, src, ctx, tag) }.map(|done| done.status)
     }
 
     pub(crate) fn recv_owned(&self, ctx: u32, align: usize, src: Source, tag: Tag) -> Result<(OwnedBytes, Status)> {
         let (src, tag) = self.check_recv(src, tag)?;
         let inner = self.live()?;
-        let mut engine = inner.rank_ctx.engine();
         // SAFETY: the runtime allocates the buffer; nothing is borrowed.
-        let done = match unsafe { engine.irecv(RecvTarget::Allocate { align }, src, ctx, tag) }? {
-            Started::Done(done) => done,
-            Started::Pending(id) => engine.wait(id)?,
-        };
+        let done = unsafe { inner.rank_ctx.engine().recv(RecvTarget::Allocate { align }, src, ctx, tag) }?;
         let data = done.data.expect("allocating receives return their buffer");
         Ok((data, done.status))
     }
@@ -181,8 +173,9 @@ impl Communicator {
 }
 
 /// A received length must be a whole number of elements.
+#[inline]
 pub(crate) fn check_elements(status: Status, elem: usize) -> Result<Status> {
-    if elem != 0 && status.bytes % elem != 0 {
+    if elem > 1 && status.bytes % elem != 0 {
         return Err(Error::TypeSizeMismatch { bytes: status.bytes, type_size: elem });
     }
     Ok(status)

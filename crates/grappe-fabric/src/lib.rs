@@ -22,6 +22,7 @@
 //! [`put::Route`] variant and a remote producer for mailboxes.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
+pub mod copy;
 pub mod doorbell;
 pub mod error;
 pub mod host;

@@ -117,7 +117,10 @@ impl Producer {
     /// or use rendezvous above that size, so this is a bug in the caller.
     #[inline]
     pub fn try_push(&mut self, meta: Meta, payload: &[u8]) -> bool {
-        self.try_push_with(meta, payload.len(), |dst| dst.copy_from_slice(payload))
+        // SAFETY: `fill` gets a slice of exactly `payload.len()` bytes.
+        self.try_push_with(meta, payload.len(), |dst| unsafe {
+            crate::copy::copy_bytes(payload.as_ptr(), dst.as_mut_ptr(), payload.len())
+        })
     }
 
     /// Appends a record whose payload `fill` writes in place (for gathers

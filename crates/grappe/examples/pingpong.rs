@@ -5,6 +5,8 @@
 //!     grappe run -n 2 --threads target/release/examples/pingpong
 //!     grappe run -n 2 target/release/examples/pingpong
 //!     grappe run -n 8 target/release/examples/pingpong      # allreduce over 8 ranks
+//!
+//! `PINGPONG_ONLY=8` restricts the run to one message size (for profiling).
 
 use std::time::Instant;
 
@@ -15,11 +17,15 @@ const SIZES: [usize; 5] = [8, 1024, 65536, 1 << 20, 16 << 20];
 fn main() {
     grappe::run(|world| -> grappe::Result<()> {
         let mut buf = vec![1u8; 16 << 20];
-        for n in SIZES {
+        let only: Option<usize> = std::env::var("PINGPONG_ONLY").ok().and_then(|v| v.parse().ok());
+        for n in SIZES.into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
             let half_rtt = ping_pong(world, &mut buf[..n])?;
             if world.rank() == 0 {
                 println!("pingpong bytes={n} half_rtt_us={:.3} bandwidth_MBps={:.1}", half_rtt * 1e6, n as f64 / half_rtt / 1e6);
             }
+        }
+        if only.is_some() {
+            return Ok(());
         }
         let us = allreduce_time(world)? * 1e6;
         if world.rank() == 0 {

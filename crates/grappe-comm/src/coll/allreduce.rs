@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 use grappe_proto::{Error, Result};
 
-use super::arena::{Arena, SLOT_BYTES};
+use super::arena::{Arena, SLOT_BYTES, Slots};
 use super::ops::Operation;
 use crate::selectors::{Source, Tag};
 use crate::{Buffer, BufferMut, Communicator};
@@ -62,12 +62,11 @@ impl Communicator {
 }
 
 /// `result = slot[0] ⊕ slot[1] ⊕ ...`, slots holding `T` elements.
-fn reduce_in_rank_order<T: Pod, O: Operation<T>>(slots: &[&[u8]], result: &mut [u8], op: &O) {
+/// Arena slots are 64-byte aligned, so they are read in place as `[T]`.
+fn reduce_in_rank_order<T: Pod, O: Operation<T>>(slots: &Slots<'_>, result: &mut [u8], op: &O) {
     let acc: &mut [T] = bytemuck::cast_slice_mut(result);
-    acc.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, T>(slots[0]));
-    let mut later = vec![T::zeroed(); acc.len()];
-    for slot in &slots[1..] {
-        bytemuck::cast_slice_mut::<T, u8>(&mut later).copy_from_slice(slot);
-        op.combine(acc, &later);
+    acc.copy_from_slice(bytemuck::cast_slice(slots.get(0)));
+    for rank in 1..slots.len() {
+        op.combine(acc, bytemuck::cast_slice(slots.get(rank)));
     }
 }

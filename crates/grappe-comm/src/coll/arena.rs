@@ -63,36 +63,61 @@ impl<'a> Arena<'a> {
 
     /// One exchange. Every rank contributes `mine` (at most [`SLOT_BYTES`]);
     /// the last to arrive calls `combine(slots, result)` with every rank's
-    /// contribution in rank order; every rank then receives the first
-    /// `out.len()` bytes of the result.
-    pub(crate) fn exchange(&self, mine: &[u8], out: &mut [u8], combine: impl FnOnce(&[&[u8]], &mut [u8])) -> Result<()> {
-        assert!(mine.len() <= SLOT_BYTES && out.len() <= SLOT_BYTES, "arena exchange of more than {SLOT_BYTES} bytes");
+    /// contribution, by rank; every rank then receives the first
+    /// `out.len()` bytes of the result. All ranks pass the same sizes.
+    pub(crate) fn exchange(&self, mine: &[u8], out: &mut [u8], combine: impl FnOnce(&Slots<'_>, &mut [u8])) -> Result<()> {
+        self.exchange_parts(mine, Shape { slot: mine.len(), result: out.len() }, 0, out, combine)
+    }
+
+    /// An exchange in which ranks contribute and read different parts:
+    /// every rank writes `mine` (at most `shape.slot` bytes; a root alone
+    /// may contribute, the others pass nothing); the last to arrive calls
+    /// `combine` with slots of `shape.slot` bytes and a result of
+    /// `shape.result` bytes; every rank then copies `out.len()` bytes from
+    /// offset `out_at` of the result (a rank that needs nothing passes an
+    /// empty `out`). All ranks pass the same `shape`; slot bytes past what
+    /// a rank wrote are stale, and `combine` must not read them.
+    pub(crate) fn exchange_parts(
+        &self,
+        mine: &[u8],
+        shape: Shape,
+        out_at: usize,
+        out: &mut [u8],
+        combine: impl FnOnce(&Slots<'_>, &mut [u8]),
+    ) -> Result<()> {
+        assert!(
+            mine.len() <= shape.slot && shape.slot <= SLOT_BYTES && shape.result <= SLOT_BYTES,
+            "arena exchange of {} bytes in slots of {} and a result of {} (at most {SLOT_BYTES})",
+            mine.len(),
+            shape.slot,
+            shape.result
+        );
+        assert!(out_at + out.len() <= shape.result, "reading {}..{} of a {}-byte result", out_at, out_at + out.len(), shape.result);
         let n = self.comm.size();
         let generation = self.generation().load(Ordering::Acquire);
         // SAFETY: our own slot; nobody reads it until we arrive (release).
         unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), self.slot_ptr(self.comm.rank()), mine.len()) };
         if self.arrived().fetch_add(1, Ordering::AcqRel) as usize + 1 == n {
-            self.finish(mine.len(), out.len(), combine);
+            self.finish(shape.slot, shape.result, combine);
             self.generation().store(generation.wrapping_add(1), Ordering::Release);
             self.ring_others();
         } else {
-            let engine = &mut *self.comm.rank_context().engine();
-            engine.block_until(|_| self.generation().load(Ordering::Acquire) != generation)?;
+            let mut engine = self.comm.rank_context().engine();
+            engine.block_on_shared(|| self.generation().load(Ordering::Acquire) != generation)?;
         }
         // SAFETY: the result was published by the release above and is not
-        // rewritten before we arrive at the next exchange.
-        unsafe { std::ptr::copy_nonoverlapping(self.slot_ptr(n), out.as_mut_ptr(), out.len()) };
+        // rewritten before we arrive at the next exchange; `out_at +
+        // out.len()` is inside the result slot (checked above).
+        unsafe { std::ptr::copy_nonoverlapping(self.slot_ptr(n).add(out_at), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
     /// The last arriver: combine all slots into the result slot.
-    fn finish(&self, slot_len: usize, result_len: usize, combine: impl FnOnce(&[&[u8]], &mut [u8])) {
+    fn finish(&self, slot_len: usize, result_len: usize, combine: impl FnOnce(&Slots<'_>, &mut [u8])) {
         let n = self.comm.size();
-        // SAFETY: every rank arrived (acquire on `arrived`), so every slot
-        // is written and nobody writes slots or the result until we open
-        // the next generation.
-        let slots: Vec<&[u8]> =
-            (0..n).map(|r| unsafe { std::slice::from_raw_parts(self.slot_ptr(r) as *const u8, slot_len) }).collect();
+        let slots = Slots { arena: self, n, len: slot_len };
+        // SAFETY: every rank arrived (acquire on `arrived`), so nobody
+        // writes the result until we open the next generation.
         let result = unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(n), result_len) };
         combine(&slots, result);
         self.arrived().store(0, Ordering::Relaxed);
@@ -105,5 +130,36 @@ impl<'a> Arena<'a> {
                 engine.ring(self.comm.world_rank_of(rank).expect("member rank"));
             }
         }
+    }
+}
+
+/// The sizes of an exchange, the same on every rank.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    /// Bytes of each slot that `combine` sees.
+    pub slot: usize,
+    /// Bytes of the result.
+    pub result: usize,
+}
+
+/// Every rank's contribution to an exchange, seen by the last arriver.
+pub(crate) struct Slots<'a> {
+    arena: &'a Arena<'a>,
+    n: usize,
+    len: usize,
+}
+
+impl Slots<'_> {
+    /// Number of contributions (the communicator size).
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Rank `rank`'s contribution; 64-byte aligned.
+    pub(crate) fn get(&self, rank: usize) -> &[u8] {
+        assert!(rank < self.n, "slot {rank} of {}", self.n);
+        // SAFETY: every rank arrived (acquire on `arrived`), so its slot is
+        // written and stays untouched until the next generation opens.
+        unsafe { std::slice::from_raw_parts(self.arena.slot_ptr(rank) as *const u8, self.len) }
     }
 }

@@ -7,6 +7,7 @@
 //! synchronised by the fabric's atomics.
 
 mod dispatch;
+mod fast;
 mod net;
 mod rdv;
 mod send;
@@ -243,6 +244,9 @@ impl Engine {
 
     /// Makes progress until `done(self)` holds, waiting politely.
     pub fn block_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<()> {
+        if done(self) {
+            return Ok(());
+        }
         let wait = self.wait;
         // SAFETY: as in `wait`.
         let bell = unsafe { &*self.bell };
@@ -256,6 +260,36 @@ impl Engine {
                 self.check_peers()?;
             }
         }
+    }
+
+    /// Waits for a condition on shared memory that another rank will make
+    /// true (a collective arena's generation, say). Unlike
+    /// [`block_until`](Self::block_until), the mailboxes are polled only
+    /// every few rounds: when ranks outnumber cores each round follows a
+    /// context switch, and touching every mailbox after each switch costs
+    /// more than the wait itself. Pending transfers still progress.
+    pub fn block_on_shared(&mut self, done: impl Fn() -> bool) -> Result<()> {
+        const PROGRESS_EVERY: u32 = 16;
+        if done() {
+            return Ok(());
+        }
+        let wait = self.wait;
+        // SAFETY: as in `wait`.
+        let bell = unsafe { &*self.bell };
+        let mut backoff = Backoff::new(bell, &wait);
+        for round in 1u32.. {
+            if round % PROGRESS_EVERY == 0 {
+                self.progress()?;
+            }
+            if done() {
+                return Ok(());
+            }
+            if backoff.snooze() == Snooze::TimedOut {
+                self.progress()?;
+                self.check_peers()?;
+            }
+        }
+        unreachable!("the loop only ends by returning")
     }
 
     /// One pass of progress: queued sends, mailboxes, rendezvous copies.
