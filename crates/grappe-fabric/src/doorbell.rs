@@ -18,9 +18,56 @@
 //! Work published after step 1 either is seen by the poll of step 2 or
 //! clears the mark (the waker fences between publishing and looking at the
 //! bell, the worker between marking and polling: Dekker's argument).
+//!
+//! **Asymmetric fences.** Senders ring on every message and workers sleep
+//! rarely, so the fence belongs on the sleeper's side. With
+//! `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)` the sleeper makes every
+//! CPU running a registered process execute a full barrier: a record a
+//! sender published before it looked at the bell is then visible to the
+//! sleeper's final poll, and a sender that looks later sees the mark. This
+//! holds only if every process of the job registered; [`register_asymmetric`]
+//! and [`enable_asymmetric`] let the bootstrap check that first. Until
+//! then, and when the kernel refuses, senders fence.
 
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 use std::time::Duration;
+
+/// This process registered for global expedited membarriers: its sleepers
+/// issue one instead of a fence.
+static REGISTERED: AtomicBool = AtomicBool::new(false);
+/// Every process of the job registered: senders may skip their fence.
+static SENDERS_SKIP_FENCE: AtomicBool = AtomicBool::new(false);
+
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes integer arguments and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0u32, 0i32) }
+}
+
+/// Registers this process for asymmetric fences. Returns false if the
+/// kernel (or a seccomp policy) refuses; the process then keeps fencing.
+pub fn register_asymmetric() -> bool {
+    if REGISTERED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let supported = membarrier(MEMBARRIER_CMD_QUERY);
+    let ok = supported > 0
+        && supported & MEMBARRIER_CMD_GLOBAL_EXPEDITED as libc::c_long != 0
+        && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+    REGISTERED.store(ok, Ordering::Relaxed);
+    ok
+}
+
+/// Lets this process's senders skip the fence on every ring. Call only
+/// when every process that shares doorbells with this one registered
+/// (see [`register_asymmetric`]), before any communication.
+pub fn enable_asymmetric() {
+    assert!(REGISTERED.load(Ordering::Relaxed), "asymmetric fences need register_asymmetric() first");
+    SENDERS_SKIP_FENCE.store(true, Ordering::Relaxed);
+}
 
 const AWAKE: u32 = 0;
 const PREPARING: u32 = 1;
@@ -52,7 +99,9 @@ impl Doorbell {
     /// the owner goes to sleep, so senders call it on every message.
     #[inline]
     pub fn ring(&self) {
-        fence(Ordering::SeqCst);
+        if !SENDERS_SKIP_FENCE.load(Ordering::Relaxed) {
+            fence(Ordering::SeqCst);
+        }
         if self.state.load(Ordering::Relaxed) != AWAKE && self.state.swap(AWAKE, Ordering::AcqRel) == SLEEPING {
             futex_wake_all(&self.state);
         }
@@ -63,7 +112,12 @@ impl Doorbell {
     #[inline]
     pub fn prepare(&self) {
         self.state.store(PREPARING, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        if REGISTERED.load(Ordering::Relaxed) {
+            // Also a full barrier for this CPU (see the module notes).
+            membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+        } else {
+            fence(Ordering::SeqCst);
+        }
     }
 
     /// Withdraws a [`Doorbell::prepare`] after the final poll found work.
@@ -135,12 +189,21 @@ mod tests {
     }
 
     #[test]
-    fn ring_wakes_a_sleeper_and_no_wakeup_is_lost() {
+    fn no_wakeup_is_lost_with_fences_then_with_asymmetric_fences() {
+        // One test, in order: the switch is process-wide and must not
+        // happen in the middle of another test's sleep.
+        stress_ring_and_sleep();
+        assert!(register_asymmetric(), "membarrier(GLOBAL_EXPEDITED) refused: the asymmetric protocol is untested");
+        enable_asymmetric();
+        stress_ring_and_sleep();
+    }
+
+    fn stress_ring_and_sleep() {
         // Stress of the two-step protocol: the waker publishes a flag then
         // rings; the sleeper must never sleep through a published flag (it
         // would then hit the long timeout and the assertion fails).
         let bell = Arc::new(Doorbell::default());
-        for _ in 0..2000 {
+        for _ in 0..1000 {
             let work = Arc::new(AtomicBool::new(false));
             let (b, w) = (bell.clone(), work.clone());
             let waker = std::thread::spawn(move || {

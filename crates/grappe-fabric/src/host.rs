@@ -127,6 +127,25 @@ impl HostMemory {
         }
     }
 
+    /// Records whether this process could register for asymmetric fences
+    /// (see [`crate::doorbell`]). Call before the job's start-up barrier.
+    pub fn vote_asymmetric(&self, registered: bool) {
+        if !registered {
+            self.asymmetric_refusals().fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// True if no process of the host refused asymmetric fences. Read
+    /// after the start-up barrier.
+    pub fn asymmetric_agreed(&self) -> bool {
+        self.asymmetric_refusals().load(Ordering::Acquire) == 0
+    }
+
+    fn asymmetric_refusals(&self) -> &AtomicU64 {
+        // SAFETY: a zero-initialised, aligned word of the header page.
+        unsafe { &*self.at::<AtomicU64>(crate::layout::FENCE_VOTES) }
+    }
+
     fn arena_bitmap(&self) -> &AtomicU64 {
         // SAFETY: a zero-initialised, aligned word of the header page.
         unsafe { &*self.at::<AtomicU64>(crate::layout::ARENA_BITMAP) }

@@ -87,6 +87,10 @@ struct Header {
 /// header page): bit `i` set means arena `i` belongs to a communicator.
 pub(crate) const ARENA_BITMAP: usize = 2 * CACHE_LINE;
 
+/// Offset of the count of processes that refused asymmetric fences (its
+/// own cache line in the header page).
+pub(crate) const FENCE_VOTES: usize = 3 * CACHE_LINE;
+
 /// Most arenas a segment can have (one bitmap word).
 pub const MAX_ARENAS: usize = 64;
 
@@ -117,6 +121,18 @@ impl HostLayout {
                 params.ring_bytes
             )));
         }
+        // Bounds that keep every offset below far from overflowing (and
+        // catch a corrupt header early, with the number that is wrong).
+        for (what, value, max) in [
+            ("local ranks", n, 1 << 16),
+            ("ring size", params.ring_bytes, 1 << 30),
+            ("rendezvous slots", params.rdv_slots, 1 << 16),
+            ("arena size", params.arena_bytes, 1 << 30),
+        ] {
+            if value > max {
+                return Err(FabricError::BadParams(format!("{what} {value} exceeds the limit of {max}")));
+            }
+        }
         if params.arenas > MAX_ARENAS {
             return Err(FabricError::BadParams(format!("{} arenas requested, at most {MAX_ARENAS}", params.arenas)));
         }
@@ -131,15 +147,13 @@ impl HostLayout {
         let bells = page(controls + n * CACHE_LINE);
         let heads = page(bells + n * CACHE_LINE);
         let rings = page(heads + n * n * CACHE_LINE);
-        let ring_area = n.checked_mul(n).and_then(|p| p.checked_mul(params.ring_bytes));
-        let rdv = ring_area.map(|area| page(rings + area));
-        let arenas = rdv.map(|rdv| page(rdv + n * params.rdv_slots * RDV_SLOT_BYTES));
-        let total = arenas.and_then(|a| params.arenas.checked_mul(params.arena_bytes).map(|b| page(a + b)));
-        match (rdv, arenas, total) {
-            (Some(rdv), Some(arenas), Some(total)) if total <= MAX_SEGMENT => {
-                Ok(HostLayout { params, controls, bells, heads, rings, rdv, arenas, total })
-            }
-            _ => Err(FabricError::BadParams(format!(
+        // At most 2^62 + 2^39 + 2^36: no overflow on 64-bit targets.
+        let rdv = page(rings + n * n * params.ring_bytes);
+        let arenas = page(rdv + n * params.rdv_slots * RDV_SLOT_BYTES);
+        let total = page(arenas + params.arenas * params.arena_bytes);
+        match total <= MAX_SEGMENT {
+            true => Ok(HostLayout { params, controls, bells, heads, rings, rdv, arenas, total }),
+            false => Err(FabricError::BadParams(format!(
                 "{n} ranks with {}-byte rings need more than {} GiB of shared memory",
                 params.ring_bytes,
                 MAX_SEGMENT >> 30
@@ -155,8 +169,8 @@ impl HostLayout {
     /// Writes the header of a fresh (zeroed) segment.
     ///
     /// # Safety
-    /// `base` must point to at least [`Self::total_len`] writable bytes
-    /// that no other rank reads yet.
+    /// `base` must point to at least the header page (4096 bytes),
+    /// writable, that no other rank reads yet.
     pub unsafe fn write_header(&self, base: *mut u8) {
         let p = self.params;
         let header = Header {
@@ -228,3 +242,38 @@ impl HostLayout {
 
 const _: () = assert!(std::mem::size_of::<RankControl>() == CACHE_LINE);
 const _: () = assert!(std::mem::size_of::<Header>() <= ARENA_BITMAP);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A header page of arbitrary bytes gives an error or a layout that
+        /// fits the claimed size; never a panic or an overflow.
+        #[test]
+        fn arbitrary_headers_are_refused_cleanly(words in proptest::collection::vec(any::<u64>(), 8), len in 0usize..1 << 40) {
+            let mut page = vec![0u8; HEADER_BYTES];
+            page[..8].copy_from_slice(&MAGIC);
+            for (i, w) in words.iter().enumerate().skip(1) {
+                page[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            page[8..12].copy_from_slice(&VERSION.to_le_bytes());
+            if let Ok(layout) = unsafe { HostLayout::read_header(page.as_ptr(), len) } {
+                prop_assert!(layout.total_len() <= len);
+            }
+        }
+    }
+
+    #[test]
+    fn a_layout_round_trips_through_its_header() {
+        let params = LayoutParams { local_ranks: 5, ring_bytes: 8192, rdv_slots: 4, arena_bytes: 4096, arenas: 3 };
+        let layout = HostLayout::new(params).unwrap();
+        let mut page = vec![0u8; HEADER_BYTES];
+        unsafe { layout.write_header(page.as_mut_ptr()) };
+        let back = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len()) }.unwrap();
+        assert_eq!(back, layout);
+        let short = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len() - 1) }.unwrap_err();
+        assert!(short.contains("file has"), "{short}");
+    }
+}

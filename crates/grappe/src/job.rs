@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use grappe_fabric::HostMemory;
+use grappe_fabric::{HostMemory, doorbell};
 use grappe_launch::Pmi;
 use grappe_proto::{Error, ProtoSettings, Result};
 use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
@@ -49,6 +49,9 @@ impl Job {
 
     /// `n` thread ranks in this process, no launcher involved.
     pub fn threads(n: usize) -> Result<Job> {
+        if doorbell::register_asymmetric() {
+            doorbell::enable_asymmetric();
+        }
         let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
         let job = Job::assemble(host, 0..n, n)?;
         job.announce();
@@ -87,11 +90,16 @@ impl Job {
             let published = pmi_call(pmi.get("grappe-segment"))?;
             HostMemory::open_file(&PathBuf::from(published))?
         };
+        let registered = doorbell::register_asymmetric();
+        host.vote_asymmetric(registered);
         let job = Job::assemble(Arc::new(host), first..first + per_process, total)?;
         job.announce();
         pmi_call(pmi.barrier())?;
         if me == 0 {
             let _ = job.host.segment().unlink();
+        }
+        if registered && job.host.asymmetric_agreed() {
+            doorbell::enable_asymmetric();
         }
         Ok((job, pmi))
     }

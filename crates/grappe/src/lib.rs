@@ -4,16 +4,14 @@
 //! is written once:
 //!
 //! ```no_run
-//! fn main() {
-//!     grappe::run(|world| {
-//!         let rank = world.rank() as f64;
-//!         let mut sum = 0.0;
-//!         world.allreduce(&rank, &mut sum, grappe::Sum).unwrap();
-//!         if world.rank() == 0 {
-//!             println!("sum of ranks = {sum}");
-//!         }
-//!     });
-//! }
+//! grappe::run(|world| {
+//!     let rank = world.rank() as f64;
+//!     let mut sum = 0.0;
+//!     world.allreduce(&rank, &mut sum, grappe::Sum).unwrap();
+//!     if world.rank() == 0 {
+//!         println!("sum of ranks = {sum}");
+//!     }
+//! });
 //! ```
 //!
 //! and the launch decides how ranks are placed: `grappe run -n 4 --threads

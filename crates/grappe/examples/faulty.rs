@@ -1,0 +1,39 @@
+//! A job in which one rank fails mid-run, for fail-fast tests.
+//!
+//! `GRAPPE_FAULT` says how: `kill:R` (rank R sends itself SIGKILL),
+//! `panic:R`, `exit:R:CODE` (exits without finalizing), or `none`. Before
+//! failing, the victim prints `victim rank R fails at <unix seconds>`.
+//! Meanwhile the other ranks wait for it: in a receive and a barrier.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn main() {
+    let fault = std::env::var("GRAPPE_FAULT").unwrap_or_else(|_| "none".into());
+    let parts: Vec<&str> = fault.split(':').collect();
+    let victim: Option<usize> = parts.get(1).and_then(|r| r.parse().ok());
+    grappe::run(|world| -> grappe::Result<()> {
+        world.barrier()?;
+        if Some(world.rank()) == victim {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+            println!("victim rank {} fails at {now:.3}", world.rank());
+            use std::io::Write;
+            std::io::stdout().flush().ok();
+            match parts[0] {
+                "kill" => unsafe {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                },
+                "panic" => panic!("rank {} was told to panic", world.rank()),
+                "exit" => std::process::exit(parts.get(2).and_then(|c| c.parse().ok()).unwrap_or(3)),
+                _ => {}
+            }
+        }
+        // Everyone else waits for a message the victim never sends.
+        if let (0, Some(victim)) = (world.rank(), victim) {
+            let mut x = 0u8;
+            world.recv(&mut x, victim, 99)?;
+        }
+        world.barrier()?;
+        Ok(())
+    });
+}
