@@ -24,11 +24,7 @@ fn grappe_run(args: &[&str]) -> Output {
 /// `grappe run <launcher args> pmi-probe <probe args>`.
 fn run_probe(launcher_args: &[&str], probe_args: &[&str]) -> Output {
     let mut command = Command::new(GRAPPE);
-    command
-        .arg("run")
-        .args(launcher_args)
-        .arg(probe())
-        .args(probe_args);
+    command.arg("run").args(launcher_args).arg(probe()).args(probe_args);
     run_bounded(command, LIMIT)
 }
 
@@ -43,10 +39,7 @@ fn four_ranks_run_and_every_line_is_labelled_with_its_rank() {
     assert_eq!(ok_count(&output.stdout), 4, "{}", describe(&output));
     let lines = probe_lines(&output.stdout);
     assert_eq!(lines.len(), 4);
-    assert!(
-        lines.iter().all(|l| l.size == 4 && l.kind == "pmi1"),
-        "{lines:?}"
-    );
+    assert!(lines.iter().all(|l| l.size == 4 && l.kind == "pmi1"), "{lines:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     for line in stdout.lines() {
         let rank = line
@@ -54,10 +47,7 @@ fn four_ranks_run_and_every_line_is_labelled_with_its_rank() {
             .nth(1)
             .and_then(|rest| rest.split(' ').next())
             .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-        assert!(
-            line.starts_with(&format!("[{rank}] pmi-probe: ")),
-            "{line:?}"
-        );
+        assert!(line.starts_with(&format!("[{rank}] pmi-probe: ")), "{line:?}");
     }
 }
 
@@ -67,12 +57,7 @@ fn threads_per_process_starts_two_processes_of_two_ranks() {
     assert!(output.status.success(), "{}", describe(&output));
     let lines = probe_lines(&output.stdout);
     assert_eq!(lines.len(), 2, "{}", describe(&output));
-    assert!(
-        lines
-            .iter()
-            .all(|l| l.size == 2 && l.ranks_per_process == 2),
-        "{lines:?}"
-    );
+    assert!(lines.iter().all(|l| l.size == 2 && l.ranks_per_process == 2), "{lines:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("[0-1] pmi-probe: rank 0 of 2"), "{stdout}");
     assert!(stdout.contains("[2-3] pmi-probe: rank 1 of 2"), "{stdout}");
@@ -94,40 +79,20 @@ fn check_fail_fast(launcher_args: &[&str], how: &str, status: i32, expected: &st
         .and_then(|ms| ms.parse().ok())
         .unwrap_or_else(|| panic!("no death time in:\n{stderr}"));
     let delay = exited_at.saturating_sub(died_at);
-    assert!(
-        delay < 2000,
-        "grappe exited {delay} ms after the death\n{stderr}"
-    );
+    assert!(delay < 2000, "grappe exited {delay} ms after the death\n{stderr}");
 
     let lines = probe_lines(&output.stdout);
     let failing_rank: usize = how.split(':').next().and_then(|r| r.parse().ok()).unwrap();
-    let failing = lines
-        .iter()
-        .find(|l| l.rank == failing_rank)
-        .expect("failing rank started");
+    let failing = lines.iter().find(|l| l.rank == failing_rank).expect("failing rank started");
     let expected = expected.replace("{pid}", &failing.pid.to_string());
-    let grappe_lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("grappe: "))
-        .collect();
-    assert_eq!(
-        grappe_lines.len(),
-        1,
-        "exactly one line from grappe\n{stderr}"
-    );
-    assert!(
-        grappe_lines[0].contains(&expected),
-        "{:?} lacks {expected:?}",
-        grappe_lines[0]
-    );
+    let grappe_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("grappe: ")).collect();
+    assert_eq!(grappe_lines.len(), 1, "exactly one line from grappe\n{stderr}");
+    assert!(grappe_lines[0].contains(&expected), "{:?} lacks {expected:?}", grappe_lines[0]);
     assert_all_gone(&lines.iter().map(|l| l.pid).collect::<Vec<_>>());
 }
 
 fn unix_millis() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis()
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_millis()
 }
 
 #[test]
@@ -142,12 +107,7 @@ fn a_rank_killed_by_sigkill_stops_the_job_within_2s() {
 
 #[test]
 fn a_rank_exiting_with_3_stops_the_job_and_grappe_exits_3() {
-    check_fail_fast(
-        &["-n", "4"],
-        "2:exit3",
-        3,
-        "grappe: rank 2 (pid {pid}) exited with status 3; stopping the job",
-    );
+    check_fail_fast(&["-n", "4"], "2:exit3", 3, "grappe: rank 2 (pid {pid}) exited with status 3; stopping the job");
 }
 
 #[test]
@@ -162,12 +122,7 @@ fn a_rank_exiting_0_without_finalize_is_a_failure() {
 
 #[test]
 fn a_pmi_abort_stops_the_job_with_the_abort_code() {
-    check_fail_fast(
-        &["-n", "3"],
-        "2:abort",
-        5,
-        "grappe: rank 2 (pid {pid}) called PMI abort with exit code 5",
-    );
+    check_fail_fast(&["-n", "3"], "2:abort", 5, "grappe: rank 2 (pid {pid}) called PMI abort with exit code 5");
 }
 
 #[test]
@@ -184,9 +139,7 @@ fn a_failing_process_of_thread_ranks_is_named_by_its_ranks() {
 fn the_timeout_stops_a_job_stuck_in_a_barrier() {
     let output = run_probe(&["-n", "2", "--timeout", "0.5"], &["--fail", "0:hang"]);
     assert_eq!(output.status.code(), Some(124), "{}", describe(&output));
-    assert!(
-        stderr_of(&output).contains("grappe: the job did not finish within its --timeout of 0.5 s")
-    );
+    assert!(stderr_of(&output).contains("grappe: the job did not finish within its --timeout of 0.5 s"));
     let pids: Vec<u32> = probe_lines(&output.stdout).iter().map(|l| l.pid).collect();
     assert_eq!(pids.len(), 2);
     assert_all_gone(&pids);
@@ -219,18 +172,12 @@ fn sigint_to_grappe_is_forwarded_and_stops_the_job() {
             }
         }
     }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("run kill");
     assert!(kill.success());
     let output = child.wait_with_output().expect("wait for grappe");
     assert_eq!(output.status.code(), Some(130), "{}", describe(&output));
     assert!(stderr_of(&output).contains("grappe: received SIGINT; forwarded it to the job"));
-    let pids: Vec<u32> = probe_lines(lines.join("\n").as_bytes())
-        .iter()
-        .map(|l| l.pid)
-        .collect();
+    let pids: Vec<u32> = probe_lines(lines.join("\n").as_bytes()).iter().map(|l| l.pid).collect();
     assert_all_gone(&pids);
 }
 
@@ -238,10 +185,7 @@ fn sigint_to_grappe_is_forwarded_and_stops_the_job() {
 fn a_missing_program_is_a_clear_error_naming_it() {
     let output = grappe_run(&["-n", "2", "/nonexistent/grappe-test-prog", "arg"]);
     assert_eq!(output.status.code(), Some(127), "{}", describe(&output));
-    assert_eq!(
-        stderr_of(&output),
-        "grappe: cannot execute /nonexistent/grappe-test-prog: no such file\n"
-    );
+    assert_eq!(stderr_of(&output), "grappe: cannot execute /nonexistent/grappe-test-prog: no such file\n");
 }
 
 #[test]
@@ -251,11 +195,7 @@ fn a_file_without_execute_permission_is_refused() {
     let output = grappe_run(&["-n", "1", path.to_str().expect("utf-8 temp path")]);
     std::fs::remove_file(&path).expect("remove temp file");
     assert_eq!(output.status.code(), Some(126), "{}", describe(&output));
-    assert!(
-        stderr_of(&output).contains("no execute permission"),
-        "{}",
-        describe(&output)
-    );
+    assert!(stderr_of(&output).contains("no execute permission"), "{}", describe(&output));
 }
 
 #[test]

@@ -158,12 +158,8 @@ impl Communicator {
         let ctx = entries.iter().map(|e| e.next_ctx).max().expect("a communicator has members");
         inner.rank_ctx.used_ctx(ctx);
         let Some(color) = color else { return Ok(None) };
-        let mut members: Vec<(i32, usize)> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.color == color)
-            .map(|(rank, e)| (e.key, rank))
-            .collect();
+        let mut members: Vec<(i32, usize)> =
+            entries.iter().enumerate().filter(|(_, e)| e.color == color).map(|(rank, e)| (e.key, rank)).collect();
         members.sort_unstable();
         let group: Vec<usize> = members.iter().map(|&(_, rank)| inner.group[rank]).collect();
         let rank = members.iter().position(|&(_, r)| r == inner.rank).expect("we are in our color");

@@ -14,7 +14,11 @@ pub(crate) const MANAGEMENT_TAG: i32 = crate::selectors::TAG_UB;
 /// Every rank's `words`, indexed by communicator rank. All ranks must pass
 /// the same number of words. Rank 0 may `annotate` the gathered table
 /// before it goes back to everyone (to hand out shared resources).
-pub(crate) fn allgather_words(comm: &Communicator, words: &[u64], annotate: impl FnOnce(&mut [Vec<u64>])) -> Result<Vec<Vec<u64>>> {
+pub(crate) fn allgather_words(
+    comm: &Communicator,
+    words: &[u64],
+    annotate: impl FnOnce(&mut [Vec<u64>]),
+) -> Result<Vec<Vec<u64>>> {
     let (size, rank, ctx) = (comm.size(), comm.rank(), comm.coll_ctx());
     let width = words.len() * 8;
     let mut table = vec![0u8; size * width];

@@ -22,7 +22,12 @@ impl Communicator {
     /// Receives into `buf` a message from `src` with `tag` (either may be a
     /// wildcard). The message may be shorter than the buffer; a longer one
     /// is [`Error::Truncated`].
-    pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
+    pub fn recv<B: BufferMut + ?Sized>(
+        &self,
+        buf: &mut B,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Status> {
         let elem = buf.elem_size();
         let status = self.recv_bytes(self.p2p_ctx(), buf.bytes_mut(), src.into(), tag.into())?;
         check_elements(status, elem)
@@ -30,13 +35,29 @@ impl Communicator {
 
     /// Sends `send` to `dest` and receives into `recv` from `src`, without
     /// deadlock whatever the peers do first.
-    pub fn sendrecv<S, R>(&self, send: &S, dest: usize, send_tag: i32, recv: &mut R, src: impl Into<Source>, recv_tag: impl Into<Tag>) -> Result<Status>
+    pub fn sendrecv<S, R>(
+        &self,
+        send: &S,
+        dest: usize,
+        send_tag: i32,
+        recv: &mut R,
+        src: impl Into<Source>,
+        recv_tag: impl Into<Tag>,
+    ) -> Result<Status>
     where
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
         let elem = recv.elem_size();
-        let status = self.sendrecv_bytes(self.p2p_ctx(), send.bytes(), dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into())?;
+        let status = self.sendrecv_bytes(
+            self.p2p_ctx(),
+            send.bytes(),
+            dest,
+            send_tag,
+            recv.bytes_mut(),
+            src.into(),
+            recv_tag.into(),
+        )?;
         check_elements(status, elem)
     }
 
@@ -125,7 +146,16 @@ impl Communicator {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn sendrecv_bytes(&self, ctx: u32, send: &[u8], dest: usize, send_tag: i32, recv: &mut [u8], src: Source, recv_tag: Tag) -> Result<Status> {
+    pub(crate) fn sendrecv_bytes(
+        &self,
+        ctx: u32,
+        send: &[u8],
+        dest: usize,
+        send_tag: i32,
+        recv: &mut [u8],
+        src: Source,
+        recv_tag: Tag,
+    ) -> Result<Status> {
         let (src, recv_tag) = self.check_recv(src, recv_tag)?;
         let inner = self.live()?;
         let world = self.check_dest(dest, send_tag)?;

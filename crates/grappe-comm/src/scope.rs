@@ -70,18 +70,32 @@ impl Communicator {
     }
 
     /// Starts sending `buf` to `dest`; the buffer stays borrowed for the scope.
-    pub fn isend<'scope, B: Buffer + ?Sized>(&self, scope: &'scope Scope<'scope, '_>, buf: &'scope B, dest: usize, tag: i32) -> Result<Request<'scope>> {
+    pub fn isend<'scope, B: Buffer + ?Sized>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope B,
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
         let bytes = buf.bytes();
         // SAFETY: `buf` is borrowed for 'scope, and the scope waits for the
         // request before 'scope ends.
-        let started = unsafe { scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32) }?;
+        let started = unsafe {
+            scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
+        }?;
         Ok(scope.track(started, 0))
     }
 
     /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
-    pub fn irecv<'scope, B: BufferMut + ?Sized>(&self, scope: &'scope Scope<'scope, '_>, buf: &'scope mut B, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Request<'scope>> {
+    pub fn irecv<'scope, B: BufferMut + ?Sized>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope mut B,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request<'scope>> {
         let (src, tag) = self.check_recv(src.into(), tag.into())?;
         self.live()?;
         let elem = buf.elem_size();

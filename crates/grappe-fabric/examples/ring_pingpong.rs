@@ -1,7 +1,7 @@
 //! Floor of the mailbox: two threads ping-pong 8-byte records through two
 //! rings, no protocol on top. Compare with shared/bench/cacheline.c.
 
-use std::sync::atomic::AtomicU64;
+use grappe_fabric::ring::HeadLine;
 use std::time::Instant;
 
 use grappe_fabric::ring::{Consumer, Producer};
@@ -11,7 +11,7 @@ fn pair(seg: &Segment, offset: usize, capacity: usize) -> (Producer, Consumer) {
     // SAFETY: disjoint, zeroed, aligned areas of a live segment.
     unsafe {
         let data = seg.base().add(offset);
-        let head = data.add(capacity) as *const AtomicU64;
+        let head = data.add(capacity) as *const HeadLine;
         (Producer::new(data, capacity, head), Consumer::new(data, capacity, head))
     }
 }
@@ -28,7 +28,7 @@ fn main() {
                 loop {
                     if let Some(rec) = ping_rx.peek() {
                         assert_eq!(rec.payload(), &i.to_le_bytes());
-                        rec.consume();
+                        let _ = rec.consume();
                         break;
                     }
                 }
@@ -40,7 +40,7 @@ fn main() {
             while !ping_tx.try_push([0; 4], &i.to_le_bytes()) {}
             loop {
                 if let Some(rec) = pong_rx.peek() {
-                    rec.consume();
+                    let _ = rec.consume();
                     break;
                 }
             }

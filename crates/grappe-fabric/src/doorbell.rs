@@ -47,6 +47,17 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
     unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0u32, 0i32) }
 }
 
+/// The fence between publishing something a sleeper waits for and
+/// looking at whether it sleeps: a full fence, or nothing when every
+/// process of the job agreed on asymmetric fences (the sleeper's
+/// membarrier then stands for it).
+#[inline]
+pub fn publish_fence() {
+    if !SENDERS_SKIP_FENCE.load(Ordering::Relaxed) {
+        fence(Ordering::SeqCst);
+    }
+}
+
 /// Registers this process for asymmetric fences. Returns false if the
 /// kernel (or a seccomp policy) refuses; the process then keeps fencing.
 pub fn register_asymmetric() -> bool {
@@ -99,9 +110,7 @@ impl Doorbell {
     /// the owner goes to sleep, so senders call it on every message.
     #[inline]
     pub fn ring(&self) {
-        if !SENDERS_SKIP_FENCE.load(Ordering::Relaxed) {
-            fence(Ordering::SeqCst);
-        }
+        publish_fence();
         if self.state.load(Ordering::Relaxed) != AWAKE && self.state.swap(AWAKE, Ordering::AcqRel) == SLEEPING {
             futex_wake_all(&self.state);
         }
@@ -140,10 +149,8 @@ impl Doorbell {
 
 /// Blocks while `*word == expected`, at most `timeout`. Returns true on timeout.
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> bool {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
+    let ts =
+        libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
     // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which stays
     // valid for the call; `ts` outlives the call.
     let rc = unsafe {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::layout::{HostLayout, LayoutParams, RankControl};
-use crate::ring::{Consumer, Producer};
+use crate::ring::{Consumer, HeadLine, Producer};
 use crate::{Doorbell, FabricError, Segment};
 
 /// The memory all ranks of a host share, and where each piece of it is.
@@ -82,7 +82,7 @@ impl HostMemory {
         let (data, head) = self.ring_offsets(src, dst);
         // SAFETY: the ring memory is zeroed, aligned and mapped for the life
         // of `self`, which the caller keeps alive with the producer.
-        unsafe { Producer::new(self.at(data), self.layout.params.ring_bytes, self.at::<AtomicU64>(head)) }
+        unsafe { Producer::new(self.at(data), self.layout.params.ring_bytes, self.at::<HeadLine>(head)) }
     }
 
     /// The receiving end of mailbox (src → dst).
@@ -93,7 +93,7 @@ impl HostMemory {
     pub unsafe fn consumer(&self, src: usize, dst: usize) -> Consumer {
         let (data, head) = self.ring_offsets(src, dst);
         // SAFETY: as for `producer`.
-        unsafe { Consumer::new(self.at(data), self.layout.params.ring_bytes, self.at::<AtomicU64>(head)) }
+        unsafe { Consumer::new(self.at(data), self.layout.params.ring_bytes, self.at::<HeadLine>(head)) }
     }
 
     fn ring_offsets(&self, src: usize, dst: usize) -> (usize, usize) {

@@ -16,15 +16,28 @@
 //!
 //! Space: the consumer publishes its head after each record; the producer
 //! caches it and reloads only when the ring looks full, so in steady state
-//! the producer never touches the consumer's line.
+//! the producer never touches the consumer's line. A producer that finds
+//! the ring full also raises a *waiting* flag next to the head; the
+//! consumer, when it frees space and sees the flag, tells its caller to
+//! wake the producer (ring its doorbell), so a sender blocked on a full
+//! mailbox never sleeps through the space it waits for.
 //!
 //! Records never wrap: when a record does not fit before the end of the
 //! ring, a padding record fills the end and the record starts at offset 0.
 
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::CACHE_LINE;
+use crate::doorbell::publish_fence;
+
+/// The consumer's line: its published head and the producer's waiting flag.
+/// The caller provides a zeroed, 64-byte aligned cache line.
+#[repr(C, align(64))]
+pub struct HeadLine {
+    head: AtomicU64,
+    producer_waiting: AtomicU32,
+}
 
 /// Bytes of a record header; the payload starts right after it.
 pub const HEADER_BYTES: usize = 32;
@@ -72,7 +85,7 @@ pub fn valid_capacity(capacity: usize) -> bool {
 pub struct Producer {
     data: *mut u8,
     mask: u64,
-    consumer_head: *const AtomicU64,
+    line: *const HeadLine,
     tail: u64,
     cached_head: u64,
 }
@@ -82,7 +95,7 @@ pub struct Producer {
 pub struct Consumer {
     data: *const u8,
     mask: u64,
-    published_head: *const AtomicU64,
+    line: *const HeadLine,
     head: u64,
 }
 
@@ -96,13 +109,13 @@ unsafe impl Send for Consumer {}
 impl Producer {
     /// # Safety
     /// `data` must point to `capacity` bytes (a [`valid_capacity`]) and
-    /// `consumer_head` to an `AtomicU64`, both zero-initialised, 64-byte
-    /// aligned, and valid for the life of the producer. This producer must
-    /// be the only writer of the ring, and at most one [`Consumer`] may be
-    /// built over the same memory.
-    pub unsafe fn new(data: *mut u8, capacity: usize, consumer_head: *const AtomicU64) -> Producer {
+    /// `line` to a [`HeadLine`]-sized cache line, both zero-initialised,
+    /// 64-byte aligned, and valid for the life of the producer. This
+    /// producer must be the only writer of the ring, and at most one
+    /// [`Consumer`] may be built over the same memory.
+    pub unsafe fn new(data: *mut u8, capacity: usize, line: *const HeadLine) -> Producer {
         debug_assert!(valid_capacity(capacity));
-        Producer { data, mask: capacity as u64 - 1, consumer_head, tail: 0, cached_head: 0 }
+        Producer { data, mask: capacity as u64 - 1, line, tail: 0, cached_head: 0 }
     }
 
     /// Ring capacity in bytes.
@@ -151,8 +164,17 @@ impl Producer {
         if end <= self.cached_head + self.capacity() as u64 {
             return true;
         }
-        // SAFETY: `consumer_head` is valid by the constructor's contract.
-        self.cached_head = unsafe { &*self.consumer_head }.load(Ordering::Acquire);
+        // SAFETY: `line` is valid by the constructor's contract.
+        let line = unsafe { &*self.line };
+        self.cached_head = line.head.load(Ordering::Acquire);
+        if end <= self.cached_head + self.capacity() as u64 {
+            return true;
+        }
+        // Full: ask the consumer to wake us when it frees space, then look
+        // once more (it may have freed space before seeing the flag).
+        line.producer_waiting.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.cached_head = line.head.load(Ordering::Acquire);
         end <= self.cached_head + self.capacity() as u64
     }
 
@@ -219,20 +241,23 @@ impl Record<'_> {
         unsafe { std::slice::from_raw_parts(self.payload, self.len) }
     }
 
-    /// Releases the record's space to the producer.
+    /// Releases the record's space to the producer. True if the producer
+    /// was waiting for space: the caller must then wake it.
     #[inline]
-    pub fn consume(self) {
+    #[must_use = "a producer waiting for space must be woken"]
+    pub fn consume(self) -> bool {
         self.ring.advance(self.bytes);
+        self.ring.producer_was_waiting()
     }
 }
 
 impl Consumer {
     /// # Safety
-    /// Same contract as [`Producer::new`], for the single consumer: `head`
-    /// is the word the producer reads as `consumer_head`.
-    pub unsafe fn new(data: *const u8, capacity: usize, head: *const AtomicU64) -> Consumer {
+    /// Same contract as [`Producer::new`], for the single consumer, over
+    /// the same memory and the same head line.
+    pub unsafe fn new(data: *const u8, capacity: usize, line: *const HeadLine) -> Consumer {
         debug_assert!(valid_capacity(capacity));
-        Consumer { data, mask: capacity as u64 - 1, published_head: head, head: 0 }
+        Consumer { data, mask: capacity as u64 - 1, line, head: 0 }
     }
 
     /// The record at the head, if one is published. Padding is skipped.
@@ -273,7 +298,16 @@ impl Consumer {
     fn advance(&mut self, bytes: u64) {
         self.head += bytes;
         // SAFETY: valid by the constructor's contract.
-        unsafe { &*self.published_head }.store(self.head, Ordering::Release);
+        unsafe { &*self.line }.head.store(self.head, Ordering::Release);
+    }
+
+    /// Takes down the producer's waiting flag, if raised.
+    #[inline]
+    fn producer_was_waiting(&self) -> bool {
+        // SAFETY: valid by the constructor's contract.
+        let line = unsafe { &*self.line };
+        publish_fence();
+        line.producer_waiting.load(Ordering::Relaxed) != 0 && line.producer_waiting.swap(0, Ordering::AcqRel) != 0
     }
 }
 

@@ -30,10 +30,7 @@ pub struct Segment {
 impl Segment {
     /// Anonymous, zero-filled memory for ranks that are threads of one process.
     pub fn anonymous(len: usize) -> Result<Segment, FabricError> {
-        let map = MmapOptions::new()
-            .len(len)
-            .map_anon()
-            .map_err(|source| segment_error("map", None, len, source))?;
+        let map = MmapOptions::new().len(len).map_anon().map_err(|source| segment_error("map", None, len, source))?;
         Ok(Segment { map: MmapRaw::from(map), path: None })
     }
 
@@ -49,8 +46,7 @@ impl Segment {
             .mode(0o600)
             .open(path)
             .map_err(|source| segment_error("create", Some(path), len, source))?;
-        file.set_len(len as u64)
-            .map_err(|source| segment_error("resize", Some(path), len, source))?;
+        file.set_len(len as u64).map_err(|source| segment_error("resize", Some(path), len, source))?;
         Self::map_file(&file, path, len)
     }
 
@@ -61,10 +57,7 @@ impl Segment {
             .write(true)
             .open(path)
             .map_err(|source| segment_error("open", Some(path), 0, source))?;
-        let len = file
-            .metadata()
-            .map_err(|source| segment_error("open", Some(path), 0, source))?
-            .len() as usize;
+        let len = file.metadata().map_err(|source| segment_error("open", Some(path), 0, source))?.len() as usize;
         Self::map_file(&file, path, len)
     }
 

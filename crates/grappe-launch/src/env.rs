@@ -90,21 +90,15 @@ pub(crate) fn var(name: &'static str) -> Result<Option<String>, PmiError> {
         Ok(value) if value.is_empty() => Ok(None),
         Ok(value) => Ok(Some(value)),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(raw)) => Err(PmiError::BadEnv {
-            var: name,
-            value: raw.to_string_lossy().into_owned(),
-            reason: "is not valid UTF-8",
-        }),
+        Err(std::env::VarError::NotUnicode(raw)) => {
+            Err(PmiError::BadEnv { var: name, value: raw.to_string_lossy().into_owned(), reason: "is not valid UTF-8" })
+        }
     }
 }
 
 /// The value of `name`, which must be set.
 pub(crate) fn required_var(name: &'static str) -> Result<String, PmiError> {
-    var(name)?.ok_or(PmiError::BadEnv {
-        var: name,
-        value: String::new(),
-        reason: "must be set when PMI_FD is set",
-    })
+    var(name)?.ok_or(PmiError::BadEnv { var: name, value: String::new(), reason: "must be set when PMI_FD is set" })
 }
 
 /// `text` as an unsigned integer, or an error naming `name`.
@@ -118,11 +112,7 @@ pub(crate) fn parse_usize(name: &'static str, text: &str) -> Result<usize, PmiEr
 
 fn parse_positive(name: &'static str, text: &str) -> Result<usize, PmiError> {
     match parse_usize(name, text)? {
-        0 => Err(PmiError::BadEnv {
-            var: name,
-            value: text.to_owned(),
-            reason: "must be at least 1",
-        }),
+        0 => Err(PmiError::BadEnv { var: name, value: text.to_owned(), reason: "must be at least 1" }),
         n => Ok(n),
     }
 }
@@ -134,10 +124,7 @@ mod tests {
     #[test]
     fn positive_counts_parse_and_garbage_names_the_variable() {
         assert_eq!(parse_positive(GRAPPE_RANKS_PER_PROCESS, "4").ok(), Some(4));
-        assert_eq!(
-            parse_positive(GRAPPE_RANKS_PER_PROCESS, " 2 ").ok(),
-            Some(2)
-        );
+        assert_eq!(parse_positive(GRAPPE_RANKS_PER_PROCESS, " 2 ").ok(), Some(2));
         for bad in ["0", "-1", "two", "1.5", "99999999999999999999999"] {
             let err = parse_positive(GRAPPE_RANKS_PER_PROCESS, bad).unwrap_err();
             let text = err.to_string();

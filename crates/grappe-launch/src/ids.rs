@@ -9,11 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The pid makes ids of live jobs on one host distinct; the random part keeps a later job of a
 /// reused pid from matching files an earlier one left behind.
 pub(crate) fn new_job_id(prefix: &str) -> String {
-    let id = format!(
-        "{}-{:012x}",
-        std::process::id(),
-        random_u64() & 0xffff_ffff_ffff
-    );
+    let id = format!("{}-{:012x}", std::process::id(), random_u64() & 0xffff_ffff_ffff);
     match prefix {
         "" => id,
         prefix => format!("{prefix}-{id}"),
@@ -24,9 +20,7 @@ pub(crate) fn new_job_id(prefix: &str) -> String {
 /// only meant to make collisions of job ids unlikely.
 fn random_u64() -> u64 {
     let mut hasher = RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos());
     hasher.write_u128(nanos);
     hasher.finish()
 }
@@ -41,10 +35,7 @@ mod tests {
         let b = new_job_id("");
         assert_ne!(a, b);
         assert!(a.starts_with(&format!("{}-", std::process::id())));
-        assert!(
-            a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
-            "{a}"
-        );
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'), "{a}");
         assert!(new_job_id("singleton").starts_with("singleton-"));
     }
 }

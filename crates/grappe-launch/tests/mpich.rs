@@ -14,8 +14,8 @@ const MPICC: &str = "mpicc.mpich";
 
 /// `tool` from PATH, or a test failure telling how to install it.
 fn require(tool: &str, package: &str) -> Command {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|dir| dir.join(tool).is_file());
+    let found =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join(tool).is_file());
     assert!(
         found,
         "{tool} is not installed: `apt-get install {package}` (or `/work/shared/slurm/slurm-ci.sh install`)"
@@ -51,11 +51,7 @@ fn hydra_serves_the_probe_over_pmi1() {
     let lines = probe_lines(&output.stdout);
     assert_eq!(lines.len(), 4, "{}", describe(&output));
     for (rank, line) in lines.iter().enumerate() {
-        assert_eq!(
-            (line.rank, line.size, line.kind.as_str()),
-            (rank, 4, "pmi1"),
-            "{line:?}"
-        );
+        assert_eq!((line.rank, line.size, line.kind.as_str()), (rank, 4, "pmi1"), "{line:?}");
         assert_eq!(line.job, lines[0].job, "one kvsname per job");
     }
     assert_eq!(ok_count(&output.stdout), 4, "{}", describe(&output));
@@ -73,20 +69,8 @@ fn an_mpich_program_runs_unchanged_under_grappe_run() {
         std::fs::remove_dir_all(dir).expect("remove build directory");
     }
     let stdout = String::from_utf8_lossy(&outcome.stdout).into_owned();
-    assert!(
-        outcome.success(),
-        "{:?}\n{stdout}{}",
-        outcome.failure,
-        String::from_utf8_lossy(&outcome.stderr)
-    );
+    assert!(outcome.success(), "{:?}\n{stdout}{}", outcome.failure, String::from_utf8_lossy(&outcome.stderr));
     let mut lines: Vec<&str> = stdout.lines().collect();
     lines.sort_unstable();
-    assert_eq!(
-        lines,
-        [
-            "[0] mpi rank 0 of 3 sum 3",
-            "[1] mpi rank 1 of 3 sum 3",
-            "[2] mpi rank 2 of 3 sum 3"
-        ]
-    );
+    assert_eq!(lines, ["[0] mpi rank 0 of 3 sum 3", "[1] mpi rank 1 of 3 sum 3", "[2] mpi rank 2 of 3 sum 3"]);
 }

@@ -40,11 +40,7 @@ fn check_job(output: &std::process::Output, tasks: usize, kind: &str) {
     let lines = probe_lines(&output.stdout);
     assert_eq!(lines.len(), tasks, "{}", describe(output));
     for (rank, line) in lines.iter().enumerate() {
-        assert_eq!(
-            (line.rank, line.size, line.kind.as_str()),
-            (rank, tasks, kind),
-            "{line:?}"
-        );
+        assert_eq!((line.rank, line.size, line.kind.as_str()), (rank, tasks, kind), "{line:?}");
         assert_eq!(line.job, lines[0].job, "one job id per step");
     }
     assert_eq!(ok_count(&output.stdout), tasks, "{}", describe(output));

@@ -20,7 +20,9 @@ fn main() {
             let host = host.clone();
             s.spawn(move || {
                 grappe_sched::bind_current_thread(me).ok();
-                let mut e = Engine::connect(host, me, &locals, ProtoSettings::for_ring(64 << 10), WaitSettings::default()).unwrap();
+                let mut e =
+                    Engine::connect(host, me, &locals, ProtoSettings::for_ring(64 << 10), WaitSettings::default())
+                        .unwrap();
                 let peer = 1 - me;
                 let mut buf = [0u8; 8];
                 let start = Instant::now();
@@ -34,7 +36,10 @@ fn main() {
                     }
                 }
                 if me == 0 {
-                    println!("engine ping-pong half round trip: {:.1} ns", start.elapsed().as_nanos() as f64 / iters as f64 / 2.0);
+                    println!(
+                        "engine ping-pong half round trip: {:.1} ns",
+                        start.elapsed().as_nanos() as f64 / iters as f64 / 2.0
+                    );
                 }
             });
         }

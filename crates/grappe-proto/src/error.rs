@@ -27,7 +27,9 @@ pub enum Error {
         max: i32,
     },
     /// The message is longer than the receive buffer.
-    #[error("message truncated: {message_bytes} bytes from rank {source_rank} (tag {tag}) into a {buffer_bytes}-byte buffer")]
+    #[error(
+        "message truncated: {message_bytes} bytes from rank {source_rank} (tag {tag}) into a {buffer_bytes}-byte buffer"
+    )]
     Truncated {
         /// Sender, as a rank of the communicator.
         source_rank: usize,

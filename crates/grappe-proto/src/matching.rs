@@ -103,9 +103,7 @@ impl Unexpected {
     /// The last arrival from `src`, if it is a staged message still
     /// collecting fragments.
     pub fn staging_tail(&mut self, src: usize) -> Option<&mut Arrival> {
-        self.buckets[src]
-            .back_mut()
-            .filter(|a| matches!(&a.body, Body::Staged { total, data } if data.len() < *total))
+        self.buckets[src].back_mut().filter(|a| matches!(&a.body, Body::Staged { total, data } if data.len() < *total))
     }
 
     /// Number of unexpected messages held (for diagnostics at finalize).

@@ -80,8 +80,10 @@ impl Slot {
 
     /// Sender: the destination, once the receiver accepted.
     pub(crate) fn destination(&self) -> Option<RemoteRegion> {
-        (self.state.load(Ordering::Acquire) == MATCHED)
-            .then(|| RemoteRegion { addr: self.dst_addr.load(Ordering::Relaxed), len: self.take.load(Ordering::Relaxed) })
+        (self.state.load(Ordering::Acquire) == MATCHED).then(|| RemoteRegion {
+            addr: self.dst_addr.load(Ordering::Relaxed),
+            len: self.take.load(Ordering::Relaxed),
+        })
     }
 
     /// Either side: claim the next chunk still to copy.

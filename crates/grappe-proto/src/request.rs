@@ -67,9 +67,13 @@ pub(crate) enum SendState {
     /// RTS sent; the receiver will accept and copy. With
     /// [`Rts::NO_SLOT`](crate::wire::Rts::NO_SLOT) the send completes when
     /// the receiver's FIN arrives.
-    Offered { slot: u32 },
+    Offered {
+        slot: u32,
+    },
     /// Fragments pushed through the mailbox so far.
-    Staging { sent: usize },
+    Staging {
+        sent: usize,
+    },
     Done,
     Failed(Error),
 }
@@ -89,8 +93,15 @@ pub(crate) enum RecvState {
     /// Rendezvous accepted; chunks are being copied.
     Copying(Box<Copying>),
     /// Fragments arriving through the mailbox; `got` bytes so far.
-    Staging { status: Status, got: usize, data: Option<OwnedBytes> },
-    Done { status: Status, data: Option<OwnedBytes> },
+    Staging {
+        status: Status,
+        got: usize,
+        data: Option<OwnedBytes>,
+    },
+    Done {
+        status: Status,
+        data: Option<OwnedBytes>,
+    },
     Failed(Error),
 }
 

@@ -69,7 +69,12 @@ impl Envelope {
     /// Unpacks record metadata. `None` means a corrupt or foreign record.
     #[inline]
     pub fn decode(meta: Meta) -> Option<Envelope> {
-        Some(Envelope { kind: Kind::from_u8(u8::try_from(meta[0]).ok()?)?, ctx: meta[1], tag: meta[2] as i32, src: meta[3] })
+        Some(Envelope {
+            kind: Kind::from_u8(u8::try_from(meta[0]).ok()?)?,
+            ctx: meta[1],
+            tag: meta[2] as i32,
+            src: meta[3],
+        })
     }
 }
 

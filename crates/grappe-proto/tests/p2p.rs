@@ -11,13 +11,21 @@ use grappe_sched::WaitSettings;
 
 /// Runs `body` on `n` thread ranks sharing one host segment.
 fn run<R: Send>(n: usize, settings: ProtoSettings, body: impl Fn(&mut Engine) -> R + Sync) -> Vec<R> {
+    run_waiting(n, settings, WaitSettings { spin_iters: 200, ..WaitSettings::default() }, body)
+}
+
+fn run_waiting<R: Send>(
+    n: usize,
+    settings: ProtoSettings,
+    wait: WaitSettings,
+    body: impl Fn(&mut Engine) -> R + Sync,
+) -> Vec<R> {
     let params = LayoutParams { local_ranks: n, ring_bytes: 64 << 10, rdv_slots: 8, arena_bytes: 4096, arenas: 1 };
     let host = Arc::new(HostMemory::anonymous(params).unwrap());
     for r in 0..n {
         announce(&host, r, r, r);
     }
     let locals: Vec<usize> = (0..n).collect();
-    let wait = WaitSettings { spin_iters: 200, ..WaitSettings::default() };
     // As in the runtime: everyone connects, then a barrier, then user code;
     // a rank that panics is marked failed so its peers stop waiting.
     let connected = std::sync::Barrier::new(n);
@@ -109,7 +117,9 @@ fn messages_from_one_source_never_overtake_under_a_storm() {
                     })
                     .collect();
                 for (i, p) in payloads.iter().enumerate() {
-                    if let Started::Pending(id) = unsafe { e.isend(p.as_ptr(), p.len(), 1, 0, (i % 4) as i32, 0) }.unwrap() {
+                    if let Started::Pending(id) =
+                        unsafe { e.isend(p.as_ptr(), p.len(), 1, 0, (i % 4) as i32, 0) }.unwrap()
+                    {
                         reqs.push(id);
                     }
                 }
@@ -227,4 +237,43 @@ fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
             assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
         }
     });
+}
+
+#[test]
+fn senders_blocked_on_a_full_mailbox_are_woken_by_the_receiver() {
+    // Every wait goes straight to sleep, with a timeout so long that a
+    // lost wake-up shows in the counter: nothing may time out. The sender
+    // overfills the mailbox (eager and staged messages) while the receiver
+    // takes its time.
+    let wait = WaitSettings {
+        spin_iters: 0,
+        yield_for: std::time::Duration::ZERO,
+        sleep_timeout: std::time::Duration::from_secs(2),
+        ..WaitSettings::default()
+    };
+    for settings in modes() {
+        let timeouts = run_waiting(2, settings, wait, |e| {
+            if e.world_rank() == 0 {
+                for i in 0..300usize {
+                    send(e, &pattern(i, if i % 10 == 0 { 50_000 } else { 3000 }), 1, 0);
+                }
+            } else {
+                let mut buf = vec![0u8; 50_000];
+                for i in 0..300usize {
+                    if i % 50 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    let status = recv(e, &mut buf, Some(0), Some(0)).unwrap();
+                    assert!(buf[..status.bytes] == pattern(i, status.bytes)[..], "message {i}");
+                }
+            }
+            e.stats().sleeps_timed_out
+        });
+        assert_eq!(
+            timeouts,
+            vec![0, 0],
+            "sleeps ended by timeout instead of a doorbell (single copy: {})",
+            settings.single_copy
+        );
+    }
 }

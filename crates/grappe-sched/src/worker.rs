@@ -106,7 +106,11 @@ pub fn run_workers<R: Send + 'static>(
     })
 }
 
-fn run_worker<R: Send + 'static>(spec: WorkerSpec<'_>, settings: &WaitSettings, body: &(dyn Fn(usize) -> R + Sync)) -> Vec<RankOutcome<R>> {
+fn run_worker<R: Send + 'static>(
+    spec: WorkerSpec<'_>,
+    settings: &WaitSettings,
+    body: &(dyn Fn(usize) -> R + Sync),
+) -> Vec<RankOutcome<R>> {
     if let (true, Some(cpu)) = (settings.bind, spec.cpu) {
         let _ = bind_current_thread(cpu);
     }
@@ -119,16 +123,17 @@ fn run_worker<R: Send + 'static>(spec: WorkerSpec<'_>, settings: &WaitSettings, 
 
 type RankCoroutine<R> = Coroutine<Resume, Idle, std::thread::Result<R>, DefaultStack>;
 
-fn run_coroutines<R: Send + 'static>(spec: &WorkerSpec<'_>, settings: &WaitSettings, body: &(dyn Fn(usize) -> R + Sync)) -> Vec<RankOutcome<R>> {
+fn run_coroutines<R: Send + 'static>(
+    spec: &WorkerSpec<'_>,
+    settings: &WaitSettings,
+    body: &(dyn Fn(usize) -> R + Sync),
+) -> Vec<RankOutcome<R>> {
     // SAFETY: the coroutines borrow `body` for 'static only on paper: every
     // one of them is run to completion, or dropped (which unwinds its
     // stack), before this function returns, while `body` is borrowed.
     let body: &'static (dyn Fn(usize) -> R + Sync) = unsafe { std::mem::transmute(body) };
-    let mut live: Vec<(usize, RankCoroutine<R>)> = spec
-        .ranks
-        .iter()
-        .map(|&rank| (rank, spawn_rank(rank, settings.stack_bytes, body)))
-        .collect();
+    let mut live: Vec<(usize, RankCoroutine<R>)> =
+        spec.ranks.iter().map(|&rank| (rank, spawn_rank(rank, settings.stack_bytes, body))).collect();
     let mut outcomes = Vec::with_capacity(live.len());
     let mut idle = IdleClock::new(settings);
     let mut resume = Resume::Go;
@@ -163,7 +168,11 @@ fn run_coroutines<R: Send + 'static>(spec: &WorkerSpec<'_>, settings: &WaitSetti
     outcomes
 }
 
-fn spawn_rank<R: Send + 'static>(rank: usize, stack_bytes: usize, body: &'static (dyn Fn(usize) -> R + Sync)) -> RankCoroutine<R> {
+fn spawn_rank<R: Send + 'static>(
+    rank: usize,
+    stack_bytes: usize,
+    body: &'static (dyn Fn(usize) -> R + Sync),
+) -> RankCoroutine<R> {
     let stack = DefaultStack::new(stack_bytes).expect("cannot reserve a rank stack (GRAPPE_STACK_KIB)");
     Coroutine::with_stack(stack, move |yielder: &RankYielder, _first: Resume| {
         YIELDER.set(yielder as *const RankYielder);

@@ -113,7 +113,11 @@ impl Plate {
                 continue;
             }
             let cur = &self.cur;
-            let (up, row, down) = (&cur[(local - 1) * n..local * n], &cur[local * n..(local + 1) * n], &cur[(local + 1) * n..(local + 2) * n]);
+            let (up, row, down) = (
+                &cur[(local - 1) * n..local * n],
+                &cur[local * n..(local + 1) * n],
+                &cur[(local + 1) * n..(local + 2) * n],
+            );
             let out = &mut self.next[local * n..(local + 1) * n];
             for j in 1..n - 1 {
                 let value = 0.25 * (up[j] + down[j] + row[j - 1] + row[j + 1]);
@@ -139,7 +143,8 @@ impl Plate {
 
     /// The value at global (row, col), known on every rank.
     fn value_at(&self, world: &Communicator, row: usize, col: usize) -> grappe::Result<f64> {
-        let mine = if (self.first..self.first + self.rows).contains(&row) { self.row(row - self.first + 1)[col] } else { 0.0 };
+        let mine =
+            if (self.first..self.first + self.rows).contains(&row) { self.row(row - self.first + 1)[col] } else { 0.0 };
         let mut value = 0.0;
         world.allreduce(&mine, &mut value, Sum)?;
         Ok(value)

@@ -6,7 +6,8 @@
 //!     grappe run -n 2 target/release/examples/pingpong
 //!     grappe run -n 8 target/release/examples/pingpong      # allreduce over 8 ranks
 //!
-//! `PINGPONG_ONLY=8` restricts the run to one message size (for profiling).
+//! `PINGPONG_SIZES=2048,4096,...` replaces the list of sizes and skips the
+//! allreduce (for sweeps of the eager threshold, or profiling one size).
 
 use std::time::Instant;
 
@@ -17,14 +18,23 @@ const SIZES: [usize; 5] = [8, 1024, 65536, 1 << 20, 16 << 20];
 fn main() {
     grappe::run(|world| -> grappe::Result<()> {
         let mut buf = vec![1u8; 16 << 20];
-        let only: Option<usize> = std::env::var("PINGPONG_ONLY").ok().and_then(|v| v.parse().ok());
-        for n in SIZES.into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
+        let chosen: Option<Vec<usize>> =
+            std::env::var("PINGPONG_SIZES").ok().map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
+        let sizes = chosen.clone().unwrap_or(SIZES.to_vec());
+        if sizes.iter().any(|&n| n > buf.len()) {
+            buf.resize(sizes.iter().copied().max().unwrap_or(0), 1);
+        }
+        for n in sizes {
             let half_rtt = ping_pong(world, &mut buf[..n])?;
             if world.rank() == 0 {
-                println!("pingpong bytes={n} half_rtt_us={:.3} bandwidth_MBps={:.1}", half_rtt * 1e6, n as f64 / half_rtt / 1e6);
+                println!(
+                    "pingpong bytes={n} half_rtt_us={:.3} bandwidth_MBps={:.1}",
+                    half_rtt * 1e6,
+                    n as f64 / half_rtt / 1e6
+                );
             }
         }
-        if only.is_some() {
+        if chosen.is_some() {
             return Ok(());
         }
         let us = allreduce_time(world)? * 1e6;
@@ -38,7 +48,13 @@ fn main() {
 /// Seconds per half round trip of `buf` between ranks 0 and 1.
 fn ping_pong(world: &Communicator, buf: &mut [u8]) -> grappe::Result<f64> {
     let n = buf.len();
-    let iters = if n <= 65536 { 20000 } else if n <= 1 << 20 { 500 } else { 50 };
+    let iters = if n <= 65536 {
+        20000
+    } else if n <= 1 << 20 {
+        500
+    } else {
+        50
+    };
     let warm = iters / 10;
     let mut start = Instant::now();
     for i in 0..iters + warm {

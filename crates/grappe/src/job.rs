@@ -140,7 +140,11 @@ impl Job {
     /// The doorbell of each worker of the plan, ready for the scheduler.
     pub fn worker_specs<'a>(&'a self, plan: &[WorkerPlan]) -> Vec<WorkerSpec<'a>> {
         plan.iter()
-            .map(|p| WorkerSpec { ranks: p.ranks.clone(), bell: self.host.doorbell(self.locals[p.ranks[0]]), cpu: p.cpu })
+            .map(|p| WorkerSpec {
+                ranks: p.ranks.clone(),
+                bell: self.host.doorbell(self.locals[p.ranks[0]]),
+                cpu: p.cpu,
+            })
             .collect()
     }
 }
@@ -175,7 +179,8 @@ fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
 }
 
 fn segment_path(job_id: &str) -> PathBuf {
-    PathBuf::from(grappe_fabric::segment::SHM_DIR).join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
+    PathBuf::from(grappe_fabric::segment::SHM_DIR)
+        .join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
 }
 
 fn pmi_call<T>(result: std::result::Result<T, grappe_launch::PmiError>) -> Result<T> {

@@ -32,7 +32,7 @@ mod settings;
 pub mod testing;
 
 pub use grappe_comm::{
-    ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Communicator, Error, ErrorClass, Max, Min, Operation,
-    Prod, Request, Result, Scope, Source, Status, Sum, TAG_UB, Tag, UserOp, test_all, wait_all, wait_any,
+    ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Communicator, Error, ErrorClass, Max, Min,
+    Operation, Prod, Request, Result, Scope, Source, Status, Sum, TAG_UB, Tag, UserOp, test_all, wait_all, wait_any,
 };
 pub use run::{RankResult, run};

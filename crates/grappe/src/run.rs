@@ -70,7 +70,8 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: RankResult,
 {
-    let engine = Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).map_err(|e| e.to_string())?;
+    let engine =
+        Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).map_err(|e| e.to_string())?;
     let ctx = Rc::new(RankContext::new(engine));
     let world = Communicator::world(ctx.clone());
     let failure = match catch_unwind(AssertUnwindSafe(|| body(&world))) {

@@ -49,5 +49,9 @@ fn slurm_srun_runs_the_jacobi_example() {
     cmd.env("SLURM_CONF", conf).args(["-n", "3", "--time=2"]).arg(util::example("jacobi")).args(["64", "400"]);
     let (output, _) = util::run_with_limit(&mut cmd, LIMIT);
     assert!(output.status.success(), "{}", util::show(&output));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("jacobi n=64 ranks=3 iterations=400"), "{}", util::show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("jacobi n=64 ranks=3 iterations=400"),
+        "{}",
+        util::show(&output)
+    );
 }

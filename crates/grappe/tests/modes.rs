@@ -63,12 +63,17 @@ fn suite_on_three_processes_without_single_copy() {
 
 #[test]
 fn jacobi_gives_the_same_checksum_in_every_mode() {
-    let runs: [&[&str]; 4] = [&["-n", "1"], &["-n", "4", "--threads"], &["-n", "3"], &["-n", "4", "--threads-per-process", "2"]];
+    let runs: [&[&str]; 4] =
+        [&["-n", "1"], &["-n", "4", "--threads"], &["-n", "3"], &["-n", "4", "--threads-per-process", "2"]];
     let checksums: Vec<String> = runs
         .iter()
         .map(|args| {
             let output = grappe_run(args, "jacobi", &["64", "400"]);
-            let line = String::from_utf8_lossy(&output.stdout).lines().find(|l| l.starts_with("jacobi ")).expect("result line").to_owned();
+            let line = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .find(|l| l.starts_with("jacobi "))
+                .expect("result line")
+                .to_owned();
             let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)).expect(key).to_owned();
             assert_eq!(field("iterations="), "400", "{line}");
             field("checksum=")

@@ -69,8 +69,9 @@ impl RunArgs {
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() => Duration::try_from_secs_f64(secs)
-            .map_err(|e| format!("{text:?} is not a usable number of seconds: {e}")),
+        Ok(secs) if secs > 0.0 && secs.is_finite() => {
+            Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?} is not a usable number of seconds: {e}"))
+        }
         _ => Err(format!("{text:?} is not a positive number of seconds")),
     }
 }
@@ -118,26 +119,11 @@ mod tests {
 
     #[test]
     fn layouts_and_timeouts_parse() {
-        let run = parse(&[
-            "-n",
-            "8",
-            "--threads-per-process",
-            "4",
-            "--timeout",
-            "1.5",
-            "p",
-        ])
-        .unwrap();
+        let run = parse(&["-n", "8", "--threads-per-process", "4", "--timeout", "1.5", "p"]).unwrap();
         assert_eq!(run.layout(), Layout::ThreadsPerProcess(4));
         assert_eq!(run.timeout, Some(Duration::from_millis(1500)));
-        assert_eq!(
-            parse(&["-n", "2", "--threads", "p"]).unwrap().layout(),
-            Layout::Threads
-        );
-        assert_eq!(
-            parse(&["-n", "2", "p"]).unwrap().layout(),
-            Layout::ProcessPerRank
-        );
+        assert_eq!(parse(&["-n", "2", "--threads", "p"]).unwrap().layout(), Layout::Threads);
+        assert_eq!(parse(&["-n", "2", "p"]).unwrap().layout(), Layout::ProcessPerRank);
     }
 
     #[test]
@@ -151,9 +137,7 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
-        let err = parse(&["-n", "2", "--timeout", "soon", "p"])
-            .unwrap_err()
-            .to_string();
+        let err = parse(&["-n", "2", "--timeout", "soon", "p"]).unwrap_err().to_string();
         assert!(err.contains("soon"), "{err}");
     }
 }

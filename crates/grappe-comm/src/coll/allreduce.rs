@@ -1,72 +1,101 @@
 //! Allreduce: every rank gets the reduction of every rank's vector.
+//!
+//! | data | algorithm |
+//! |---|---|
+//! | ≤ [`SLOT_BYTES`], arena | one arena exchange |
+//! | ≤ [`RECURSIVE_DOUBLING_MAX_BYTES`], or fewer elements than the power of two of ranks | recursive doubling |
+//! | larger | Rabenseifner: recursive halving, then recursive doubling of the pieces |
+//!
+//! Every algorithm combines contributions in rank order (grouped as a
+//! tree) and computes each element of the result in exactly one way that
+//! every rank shares, so all ranks get the same bits, run after run, and
+//! non-commutative operations are right.
 
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
+use grappe_proto::Result;
 
-use super::arena::{Arena, SLOT_BYTES, Slots};
+use super::arena::{Arena, SLOT_BYTES};
+use super::common::{Blocks, combine_ordered, expect_len, reduce_in_rank_order};
+use super::halving::{self, Fold, Masks};
 use super::ops::Operation;
-use crate::selectors::{Source, Tag};
+use super::tags;
+use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
 
-/// Tag of allreduce messages on the collective context.
-const TAG: i32 = 2;
+/// Up to this many bytes, recursive doubling: ⌈log2 n⌉ rounds carrying the
+/// whole vector beat Rabenseifner's twice as many rounds of halves while
+/// latency dominates. MPICH's crossover
+/// (`MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE`).
+pub(super) const RECURSIVE_DOUBLING_MAX_BYTES: usize = 2048;
 
 impl Communicator {
     /// Reduces `send` over all ranks with `op` into `recv` on every rank.
-    /// Results combine contributions in rank order, so every rank gets the
-    /// same bits, run after run.
+    /// Contributions combine in rank order, so operations need only be
+    /// associative, and every rank gets the same bits, run after run.
     pub fn allreduce<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        self.live()?;
+        let ch = Channel::new(self, "allreduce", tags::ALLREDUCE)?;
         let (send, recv) = (send.elems(), recv.elems_mut());
-        if send.len() != recv.len() {
-            return Err(Error::BufferSize {
-                op: "allreduce",
-                detail: format!("send has {} elements, receive {}", send.len(), recv.len()),
-            });
-        }
-        let bytes = std::mem::size_of_val(send);
-        match Arena::of(self) {
-            Some(arena) if bytes <= SLOT_BYTES => {
-                arena.exchange(bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), |slots, result| {
-                    reduce_in_rank_order(slots, result, &op)
-                })
-            }
-            _ => self.allreduce_by_messages(send, recv, &op),
-        }
-    }
-
-    /// Gather to rank 0 in rank order, reduce, broadcast back.
-    fn allreduce_by_messages<T: Pod, O: Operation<T>>(&self, send: &[T], recv: &mut [T], op: &O) -> Result<()> {
-        let ctx = self.coll_ctx();
-        recv.copy_from_slice(send);
-        if self.rank() == 0 {
-            let mut incoming = send.to_vec();
-            for src in 1..self.size() {
-                self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut incoming), Source::Rank(src), Tag::Is(TAG))?;
-                op.combine(recv, &incoming);
-            }
-            for dest in 1..self.size() {
-                self.send_bytes(ctx, bytemuck::cast_slice(recv), dest, TAG)?;
-            }
-        } else {
-            self.send_bytes(ctx, bytemuck::cast_slice(send), 0, TAG)?;
-            self.recv_bytes(ctx, bytemuck::cast_slice_mut(recv), Source::Rank(0), Tag::Is(TAG))?;
-        }
-        Ok(())
+        expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
+        allreduce_slices(&ch, send, recv, &op)
     }
 }
 
-/// `result = slot[0] ⊕ slot[1] ⊕ ...`, slots holding `T` elements.
-/// Arena slots are 64-byte aligned, so they are read in place as `[T]`.
-fn reduce_in_rank_order<T: Pod, O: Operation<T>>(slots: &Slots<'_>, result: &mut [u8], op: &O) {
-    let acc: &mut [T] = bytemuck::cast_slice_mut(result);
-    acc.copy_from_slice(bytemuck::cast_slice(slots.get(0)));
-    for rank in 1..slots.len() {
-        op.combine(acc, bytemuck::cast_slice(slots.get(rank)));
+/// The allreduce of [`Communicator::allreduce`], on checked slices.
+pub(super) fn allreduce_slices<T: Pod, O: Operation<T>>(
+    ch: &Channel<'_>,
+    send: &[T],
+    recv: &mut [T],
+    op: &O,
+) -> Result<()> {
+    let bytes = size_of_val(send);
+    if ch.size == 1 || send.is_empty() {
+        recv.copy_from_slice(send);
+        return Ok(());
     }
+    if let Some(arena) = Arena::of(ch.comm()).filter(|_| bytes <= SLOT_BYTES) {
+        return arena.exchange(bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), |slots, result| {
+            reduce_in_rank_order::<T, O>(slots, result, op)
+        });
+    }
+    recv.copy_from_slice(send);
+    let fold = Fold::new(ch.size, ch.rank);
+    if bytes <= RECURSIVE_DOUBLING_MAX_BYTES || recv.len() < fold.pof2 {
+        recursive_doubling(ch, &fold, recv, op)
+    } else {
+        rabenseifner(ch, &fold, recv, op)
+    }
+}
+
+/// After folding, participants swap their whole partial results with the
+/// participant differing in bit 0, 1, 2...; both compute lower ⊕ higher.
+fn recursive_doubling<T: Pod, O: Operation<T>>(ch: &Channel<'_>, fold: &Fold, data: &mut [T], op: &O) -> Result<()> {
+    fold.fold_in(ch, data, op)?;
+    if let Some(me) = fold.participant() {
+        let mut theirs = data.to_vec();
+        let mut mask = 1;
+        while mask < fold.pof2 {
+            let partner = fold.rank_of(me ^ mask);
+            ch.sendrecv(data, partner, &mut theirs, partner)?;
+            combine_ordered(op, data, &mut theirs, me & mask != 0);
+            mask <<= 1;
+        }
+    }
+    fold.fold_out(ch, data)
+}
+
+/// Recursive halving leaves each participant with one reduced block;
+/// recursive doubling brings all blocks to all.
+fn rabenseifner<T: Pod, O: Operation<T>>(ch: &Channel<'_>, fold: &Fold, data: &mut [T], op: &O) -> Result<()> {
+    fold.fold_in(ch, data, op)?;
+    if let Some(me) = fold.participant() {
+        let blocks = Blocks::balanced(fold.pof2, data.len());
+        let steps = halving::halve(ch, fold, me, data, &blocks, op, Masks::LowFirst)?;
+        halving::double(ch, data, &blocks, &steps)?;
+    }
+    fold.fold_out(ch, data)
 }

@@ -65,7 +65,12 @@ impl<'a> Arena<'a> {
     /// the last to arrive calls `combine(slots, result)` with every rank's
     /// contribution, by rank; every rank then receives the first
     /// `out.len()` bytes of the result. All ranks pass the same sizes.
-    pub(crate) fn exchange(&self, mine: &[u8], out: &mut [u8], combine: impl FnOnce(&Slots<'_>, &mut [u8])) -> Result<()> {
+    pub(crate) fn exchange(
+        &self,
+        mine: &[u8],
+        out: &mut [u8],
+        combine: impl FnOnce(&Slots<'_>, &mut [u8]),
+    ) -> Result<()> {
         self.exchange_parts(mine, Shape { slot: mine.len(), result: out.len() }, 0, out, combine)
     }
 
@@ -92,7 +97,13 @@ impl<'a> Arena<'a> {
             shape.slot,
             shape.result
         );
-        assert!(out_at + out.len() <= shape.result, "reading {}..{} of a {}-byte result", out_at, out_at + out.len(), shape.result);
+        assert!(
+            out_at + out.len() <= shape.result,
+            "reading {}..{} of a {}-byte result",
+            out_at,
+            out_at + out.len(),
+            shape.result
+        );
         let n = self.comm.size();
         let generation = self.generation().load(Ordering::Acquire);
         // SAFETY: our own slot; nobody reads it until we arrive (release).
@@ -115,7 +126,7 @@ impl<'a> Arena<'a> {
     /// The last arriver: combine all slots into the result slot.
     fn finish(&self, slot_len: usize, result_len: usize, combine: impl FnOnce(&Slots<'_>, &mut [u8])) {
         let n = self.comm.size();
-        let slots = Slots { arena: self, n, len: slot_len };
+        let slots = Slots { arena: self, ranks: n, bytes: slot_len };
         // SAFETY: every rank arrived (acquire on `arrived`), so nobody
         // writes the result until we open the next generation.
         let result = unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(n), result_len) };
@@ -145,21 +156,21 @@ pub(crate) struct Shape {
 /// Every rank's contribution to an exchange, seen by the last arriver.
 pub(crate) struct Slots<'a> {
     arena: &'a Arena<'a>,
-    n: usize,
-    len: usize,
+    ranks: usize,
+    bytes: usize,
 }
 
 impl Slots<'_> {
     /// Number of contributions (the communicator size).
     pub(crate) fn len(&self) -> usize {
-        self.n
+        self.ranks
     }
 
     /// Rank `rank`'s contribution; 64-byte aligned.
     pub(crate) fn get(&self, rank: usize) -> &[u8] {
-        assert!(rank < self.n, "slot {rank} of {}", self.n);
+        assert!(rank < self.ranks, "slot {rank} of {}", self.ranks);
         // SAFETY: every rank arrived (acquire on `arrived`), so its slot is
         // written and stays untouched until the next generation opens.
-        unsafe { std::slice::from_raw_parts(self.arena.slot_ptr(rank) as *const u8, self.len) }
+        unsafe { std::slice::from_raw_parts(self.arena.slot_ptr(rank) as *const u8, self.bytes) }
     }
 }

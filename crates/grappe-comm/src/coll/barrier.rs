@@ -7,7 +7,7 @@ use crate::Communicator;
 use crate::selectors::{Source, Tag};
 
 /// Tag of barrier messages on the collective context.
-const TAG: i32 = 1;
+const TAG: i32 = super::tags::BARRIER;
 
 impl Communicator {
     /// Blocks until every rank of the communicator has called `barrier`.

@@ -1,15 +1,71 @@
 //! Collective operations.
 //!
 //! Each collective picks its algorithm from the data size and the number
-//! of ranks: a shared-memory exchange ([`arena`]) for small data when the
+//! of ranks: a shared-memory exchange (`arena`) for small data when the
 //! communicator has an arena, message-based algorithms otherwise (binomial
-//! trees, recursive doubling, rings and Rabenseifner for large vectors).
+//! trees, recursive doubling, Bruck, rings, pairwise exchange and
+//! Rabenseifner for large vectors). Each file's header has its table of
+//! choices and each threshold says why it is where it is.
+//!
 //! Collective traffic uses the communicator's second context, so it never
-//! matches user receives.
+//! matches user receives, and each collective its own tag (`tags`).
+//!
+//! Conventions of the API, as in MPI:
+//! - every rank calls the same collectives in the same order, with the
+//!   same root and matching sizes; sizes a rank can check on its own are
+//!   checked ([`Error::BufferSize`](crate::Error::BufferSize) with the
+//!   numbers), and a message of another size than expected is reported the
+//!   same way;
+//! - arguments significant only at the root (the root's receive buffer of
+//!   `reduce` and `gather`, the send buffer of `scatter`, the counts of
+//!   `gatherv` and `scatterv`) may be empty elsewhere: `&mut []`, `&[]`;
+//! - the variable-size collectives take counts per rank and lay the
+//!   blocks end to end in rank order (displacements are implied).
 
-pub(crate) mod arena;
+mod allgather;
 mod allreduce;
+mod alltoall;
+pub(crate) mod arena;
 mod barrier;
+mod bcast;
+mod binomial;
+mod common;
+mod gather;
+mod halving;
 pub mod ops;
+mod reduce;
+mod reduce_scatter;
+mod scan;
+mod scatter;
+mod xfer;
 
 pub use arena::{ARENAS, SLOT_BYTES, arena_bytes};
+
+use crate::Communicator;
+
+/// Tags of collective traffic on the collective context, one per
+/// collective (communicator management uses `TAG_UB`). Messages of one
+/// pair on one context never overtake each other and collectives are
+/// called in the same order everywhere, so the tags are not needed for
+/// matching: they make traces readable.
+pub(crate) mod tags {
+    pub const BARRIER: i32 = 1;
+    pub const ALLREDUCE: i32 = 2;
+    pub const BCAST: i32 = 3;
+    pub const REDUCE: i32 = 4;
+    pub const GATHER: i32 = 5;
+    pub const SCATTER: i32 = 6;
+    pub const ALLGATHER: i32 = 7;
+    pub const ALLTOALL: i32 = 8;
+    pub const SCAN: i32 = 9;
+    pub const REDUCE_SCATTER: i32 = 10;
+}
+
+impl Communicator {
+    /// True if the small collectives of this communicator go through a
+    /// shared-memory arena: all its ranks share a host, and an arena was
+    /// free when it was created. Otherwise every collective uses messages.
+    pub fn has_shared_arena(&self) -> bool {
+        self.arena_index().is_some()
+    }
+}

@@ -96,3 +96,16 @@ impl<F> std::fmt::Debug for UserOp<F> {
         f.debug_struct("UserOp").field("commutative", &self.commutative).finish()
     }
 }
+
+/// An operation lent to a collective: the same operation can serve many
+/// calls (`world.allreduce(&x, &mut y, &op)`).
+impl<T, O: Operation<T> + ?Sized> Operation<T> for &O {
+    #[inline]
+    fn combine(&self, acc: &mut [T], later: &[T]) {
+        (**self).combine(acc, later)
+    }
+
+    fn is_commutative(&self) -> bool {
+        (**self).is_commutative()
+    }
+}

@@ -1,8 +1,8 @@
 use super::*;
 use crate::Segment;
+use crate::ring::HeadLine;
 use proptest::prelude::*;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
 
 /// A ring over fresh anonymous memory: data first, head word on the next line.
 fn ring(capacity: usize) -> (Segment, Producer, Consumer) {
@@ -11,7 +11,7 @@ fn ring(capacity: usize) -> (Segment, Producer, Consumer) {
     // SAFETY: the segment is zeroed, aligned (mmap), large enough and
     // outlives the handles within each test.
     unsafe {
-        let head = data.add(capacity) as *const AtomicU64;
+        let head = data.add(capacity) as *const HeadLine;
         (seg, Producer::new(data, capacity, head), Consumer::new(data, capacity, head))
     }
 }
@@ -28,7 +28,7 @@ fn one_record_round_trip() {
     let rec = rx.peek().expect("record published");
     assert_eq!(rec.meta(), [1, 2, 3, 4]);
     assert_eq!(rec.payload(), b"hello");
-    rec.consume();
+    let _ = rec.consume();
     assert!(rx.peek().is_none());
 }
 
@@ -39,7 +39,7 @@ fn empty_payload_is_a_record() {
     let rec = rx.peek().unwrap();
     assert!(rec.is_empty());
     assert_eq!(rec.meta()[0], 9);
-    rec.consume();
+    let _ = rec.consume();
 }
 
 #[test]
@@ -51,8 +51,19 @@ fn full_ring_refuses_then_accepts_after_consume() {
     }
     // 1024 bytes, 2 lines per record, one spare line: 7 records.
     assert_eq!(pushed, 7);
-    rx.peek().unwrap().consume();
+    let _ = rx.peek().unwrap().consume();
     assert!(tx.try_push([99, 0, 0, 0], &[7; 40]));
+}
+
+#[test]
+fn a_producer_blocked_on_a_full_ring_is_reported_once_space_frees() {
+    let (_seg, mut tx, mut rx) = ring(1024);
+    assert!(tx.try_push([1, 0, 0, 0], &[0; 40]));
+    assert!(!rx.peek().unwrap().consume(), "nobody waits yet");
+    while tx.try_push([2, 0, 0, 0], &[0; 40]) {}
+    // The producer found the ring full: the next consume must say so, once.
+    assert!(rx.peek().unwrap().consume(), "the waiting producer must be reported");
+    assert!(!rx.peek().unwrap().consume(), "reported only once");
 }
 
 #[test]
@@ -67,7 +78,7 @@ fn payload_bytes_that_look_like_stamps_never_make_phantom_records() {
         let rec = rx.peek().unwrap();
         assert_eq!(rec.meta()[0], round as u32);
         assert_eq!(rec.payload(), &words[..len]);
-        rec.consume();
+        let _ = rec.consume();
         assert!(rx.peek().is_none(), "phantom record after round {round}");
     }
 }
@@ -97,7 +108,7 @@ proptest! {
                     (Some(rec), Some((s, len))) => {
                         prop_assert_eq!(rec.meta(), [s as u32, len as u32, 0, 0]);
                         prop_assert_eq!(rec.payload(), &payload_for(s, len)[..]);
-                        rec.consume();
+                        let _ = rec.consume();
                     }
                     (got, want) => prop_assert!(false, "ring returned {:?}, model {:?}", got.map(|r| r.meta()), want),
                 }
@@ -129,7 +140,7 @@ fn concurrent_producer_and_consumer_keep_order_and_content() {
             let meta = rec.meta();
             assert_eq!(meta[0] as u64 | (meta[1] as u64) << 32, expected);
             assert_eq!(rec.payload(), &payload_for(expected, meta[2] as usize)[..]);
-            rec.consume();
+            let _ = rec.consume();
             expected += 1;
         }
     });

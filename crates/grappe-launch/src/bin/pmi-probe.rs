@@ -60,10 +60,7 @@ fn main() {
 }
 
 fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut options = Options {
-        fail: None,
-        shm: false,
-    };
+    let mut options = Options { fail: None, shm: false };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--shm" => options.shm = true,
@@ -78,12 +75,8 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
 }
 
 fn parse_failure(spec: &str) -> Result<(usize, Failure), String> {
-    let (rank, how) = spec
-        .split_once(':')
-        .ok_or(format!("--fail {spec:?}: expected RANK:HOW"))?;
-    let rank = rank
-        .parse()
-        .map_err(|_| format!("--fail {spec:?}: bad rank"))?;
+    let (rank, how) = spec.split_once(':').ok_or(format!("--fail {spec:?}: expected RANK:HOW"))?;
+    let rank = rank.parse().map_err(|_| format!("--fail {spec:?}: bad rank"))?;
     let how = match how {
         "sigkill" => Failure::SigKill,
         "exit3" => Failure::Exit3,
@@ -91,9 +84,7 @@ fn parse_failure(spec: &str) -> Result<(usize, Failure), String> {
         "abort" => Failure::Abort,
         "hang" => Failure::Hang,
         _ => {
-            return Err(format!(
-                "--fail {spec:?}: HOW is sigkill|exit3|exit0|abort|hang"
-            ));
+            return Err(format!("--fail {spec:?}: HOW is sigkill|exit3|exit0|abort|hang"));
         }
     };
     Ok((rank, how))
@@ -168,10 +159,7 @@ fn put_big_value(pmi: &mut dyn Pmi, rank: usize) -> Result<(), PmiError> {
     let key = big_key(rank);
     let len = match pmi.put(&key, &big_value(rank, 1023)) {
         Ok(()) => 1023,
-        Err(PmiError::InvalidValue {
-            problem: TextProblem::TooLong { max, .. },
-            ..
-        }) => {
+        Err(PmiError::InvalidValue { problem: TextProblem::TooLong { max, .. }, .. }) => {
             pmi.put(&key, &big_value(rank, max))?;
             max
         }
@@ -181,18 +169,12 @@ fn put_big_value(pmi: &mut dyn Pmi, rank: usize) -> Result<(), PmiError> {
 }
 
 fn check_values_of(pmi: &mut dyn Pmi, other: usize) -> Vec<String> {
-    let big_len = match pmi
-        .get(&big_length_key(other))
-        .map(|text| text.parse::<usize>())
-    {
+    let big_len = match pmi.get(&big_length_key(other)).map(|text| text.parse::<usize>()) {
         Ok(Ok(len)) if len >= 512 => len,
         other_result => return vec![format!("{}: {other_result:?}", big_length_key(other))],
     };
     let mut problems = Vec::new();
-    let expected_values = [
-        (rank_key(other), rank_value(other)),
-        (big_key(other), big_value(other, big_len)),
-    ];
+    let expected_values = [(rank_key(other), rank_value(other)), (big_key(other), big_value(other, big_len))];
     for (key, expected) in expected_values {
         match pmi.get(&key) {
             Ok(value) if value == expected => {}
@@ -217,10 +199,7 @@ fn check_local_validation(pmi: &mut dyn Pmi) -> Vec<String> {
     if !matches!(pmi.put("k", "a;b"), Err(PmiError::InvalidValue { .. })) {
         problems.push("a value with ';' was not refused".to_owned());
     }
-    if !matches!(
-        pmi.put("k", &"x".repeat(1024)),
-        Err(PmiError::InvalidValue { .. })
-    ) {
+    if !matches!(pmi.put("k", &"x".repeat(1024)), Err(PmiError::InvalidValue { .. })) {
         problems.push("a 1024-byte value was not refused".to_owned());
     }
     problems
@@ -234,13 +213,8 @@ fn create_shm_file(job_id: &str, rank: usize) -> std::io::Result<()> {
 }
 
 fn fail(pmi: &mut dyn Pmi, how: Failure) -> ! {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis());
-    eprintln!(
-        "pmi-probe: rank {} fails ({how:?}) at unix_ms={millis}",
-        pmi.rank()
-    );
+    let millis = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
+    eprintln!("pmi-probe: rank {} fails ({how:?}) at unix_ms={millis}", pmi.rank());
     match how {
         Failure::SigKill => {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);

@@ -19,10 +19,7 @@ pub enum LaunchError {
     UnevenThreads { ranks: usize, per_process: usize },
 
     #[error("cannot execute {}: no such file{}", program.display(), searched_note(*searched_path))]
-    ProgramNotFound {
-        program: PathBuf,
-        searched_path: bool,
-    },
+    ProgramNotFound { program: PathBuf, searched_path: bool },
 
     #[error("cannot execute {}: {reason}", path.display())]
     NotExecutable { path: PathBuf, reason: String },
@@ -55,9 +52,7 @@ impl LaunchError {
     /// shell does), 2 for a bad command line, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            LaunchError::NoRanks
-            | LaunchError::NoThreadsPerProcess
-            | LaunchError::UnevenThreads { .. } => 2,
+            LaunchError::NoRanks | LaunchError::NoThreadsPerProcess | LaunchError::UnevenThreads { .. } => 2,
             LaunchError::ProgramNotFound { .. } => 127,
             LaunchError::NotExecutable { .. } => 126,
             LaunchError::Spawn { source, .. } => match source.kind() {

@@ -33,8 +33,7 @@ mod watch;
 
 pub use error::LaunchError;
 pub use outcome::{
-    ExitKind, JobFailure, JobOutcome, ProcessFailure, ProcessInfo, ProcessRecord, RankRange,
-    signal_name,
+    ExitKind, JobFailure, JobOutcome, ProcessFailure, ProcessInfo, ProcessRecord, RankRange, signal_name,
 };
 
 use crate::server::{Notify, PmiServer, ServerConfig};
@@ -141,10 +140,7 @@ pub(crate) struct JobPlan {
 
 impl JobPlan {
     fn ranks_of(&self, process: usize) -> RankRange {
-        RankRange {
-            first: process * self.ranks_per_process,
-            count: self.ranks_per_process,
-        }
+        RankRange { first: process * self.ranks_per_process, count: self.ranks_per_process }
     }
 }
 
@@ -160,10 +156,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
     };
     let (events, event_receiver) = channel();
     let (launcher_ends, child_ends) = spawn::socket_pairs(plan.processes)?;
-    let config = ServerConfig {
-        kvsname: plan.job_id.clone(),
-        processes: plan.processes,
-    };
+    let config = ServerConfig { kvsname: plan.job_id.clone(), processes: plan.processes };
     let server = PmiServer::start(config, launcher_ends, notifier(events.clone()))
         .map_err(LaunchError::setup("starting the PMI server"))?;
     let job = match start_job(spec, &plan, child_ends, &events) {
@@ -209,18 +202,13 @@ fn start_job(
 ) -> Result<StartedJob, LaunchError> {
     let signals = match spec.forward_signals {
         true => Some(
-            watch::SignalForwarder::start(events.clone())
-                .map_err(LaunchError::setup("installing signal handlers"))?,
+            watch::SignalForwarder::start(events.clone()).map_err(LaunchError::setup("installing signal handlers"))?,
         ),
         false => None,
     };
     let mut forwarding = Forwarding::new(spec.output);
     let children = start_processes(spec, plan, child_ends, events, &mut forwarding)?;
-    Ok(StartedJob {
-        children,
-        forwarding,
-        _signals: signals,
-    })
+    Ok(StartedJob { children, forwarding, _signals: signals })
 }
 
 /// How each process ended, as the supervisor saw it.
@@ -273,11 +261,7 @@ fn describe(plan: &JobPlan, children: &[Child]) -> Vec<ProcessInfo> {
     children
         .iter()
         .enumerate()
-        .map(|(index, child)| ProcessInfo {
-            index,
-            ranks: plan.ranks_of(index),
-            pid: child.id(),
-        })
+        .map(|(index, child)| ProcessInfo { index, ranks: plan.ranks_of(index), pid: child.id() })
         .collect()
 }
 
@@ -301,10 +285,7 @@ fn start_processes(
             .and_then(|()| watch::watch_exit(process, child.id(), events.clone()));
         children.push(child);
         if let Err(e) = watched {
-            return Err(kill_all(
-                children,
-                LaunchError::setup("starting a watcher thread")(e),
-            ));
+            return Err(kill_all(children, LaunchError::setup("starting a watcher thread")(e)));
         }
     }
     Ok(children)
@@ -342,13 +323,7 @@ mod tests {
              every process must host the same number of thread ranks"
         );
         assert_eq!(err.exit_code(), 2);
-        assert!(matches!(
-            spec(0, Layout::Threads),
-            Err(LaunchError::NoRanks)
-        ));
-        assert!(matches!(
-            spec(4, Layout::ThreadsPerProcess(0)),
-            Err(LaunchError::NoThreadsPerProcess)
-        ));
+        assert!(matches!(spec(0, Layout::Threads), Err(LaunchError::NoRanks)));
+        assert!(matches!(spec(4, Layout::ThreadsPerProcess(0)), Err(LaunchError::NoThreadsPerProcess)));
     }
 }

@@ -44,11 +44,7 @@ impl fmt::Display for ProcessInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.ranks.count {
             1 => write!(f, "rank {} (pid {})", self.ranks.first, self.pid),
-            _ => write!(
-                f,
-                "ranks {} (process {}, pid {})",
-                self.ranks, self.index, self.pid
-            ),
+            _ => write!(f, "ranks {} (process {}, pid {})", self.ranks, self.index, self.pid),
         }
     }
 }
@@ -83,10 +79,7 @@ pub enum ProcessFailure {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobFailure {
     /// A process failed first.
-    Process {
-        process: ProcessInfo,
-        failure: ProcessFailure,
-    },
+    Process { process: ProcessInfo, failure: ProcessFailure },
     /// The job outlived its `--timeout`.
     Timeout { after: Duration },
     /// The launcher got this signal and forwarded it.
@@ -102,9 +95,7 @@ impl JobFailure {
                 ProcessFailure::Exited(code) => nonzero_status(*code),
                 ProcessFailure::Killed(signal) => 128 + signal,
                 ProcessFailure::Aborted { code, .. } => nonzero_status(*code),
-                ProcessFailure::NoFinalize
-                | ProcessFailure::Protocol(_)
-                | ProcessFailure::Lost(_) => 1,
+                ProcessFailure::NoFinalize | ProcessFailure::Protocol(_) | ProcessFailure::Lost(_) => 1,
             },
             JobFailure::Timeout { .. } => 124,
             JobFailure::Interrupted { signal } => 128 + signal,
@@ -128,14 +119,10 @@ impl fmt::Display for JobFailure {
                 write!(f, "{process} ")?;
                 match failure {
                     ProcessFailure::Exited(code) => write!(f, "exited with status {code}")?,
-                    ProcessFailure::Killed(signal) => write!(
-                        f,
-                        "was killed by signal {signal} ({})",
-                        signal_name(*signal)
-                    )?,
-                    ProcessFailure::NoFinalize => {
-                        write!(f, "exited with status 0 without calling PMI finalize")?
+                    ProcessFailure::Killed(signal) => {
+                        write!(f, "was killed by signal {signal} ({})", signal_name(*signal))?
                     }
+                    ProcessFailure::NoFinalize => write!(f, "exited with status 0 without calling PMI finalize")?,
                     ProcessFailure::Aborted { code, message } if message.is_empty() => {
                         write!(f, "called PMI abort with exit code {code}")?
                     }
@@ -147,16 +134,12 @@ impl fmt::Display for JobFailure {
                 }
                 write!(f, "; stopping the job")
             }
-            JobFailure::Timeout { after } => write!(
-                f,
-                "the job did not finish within its --timeout of {} s; stopping the job",
-                after.as_secs_f64()
-            ),
-            JobFailure::Interrupted { signal } => write!(
-                f,
-                "received {}; forwarded it to the job and stopping the job",
-                signal_name(*signal)
-            ),
+            JobFailure::Timeout { after } => {
+                write!(f, "the job did not finish within its --timeout of {} s; stopping the job", after.as_secs_f64())
+            }
+            JobFailure::Interrupted { signal } => {
+                write!(f, "received {}; forwarded it to the job and stopping the job", signal_name(*signal))
+            }
         }
     }
 }
@@ -214,32 +197,16 @@ mod tests {
     use super::*;
 
     fn process(first: usize, count: usize) -> ProcessInfo {
-        ProcessInfo {
-            index: first / count,
-            ranks: RankRange { first, count },
-            pid: 4242,
-        }
+        ProcessInfo { index: first / count, ranks: RankRange { first, count }, pid: 4242 }
     }
 
     #[test]
     fn failure_lines_name_the_ranks_the_pid_and_the_cause() {
-        let killed = JobFailure::Process {
-            process: process(3, 1),
-            failure: ProcessFailure::Killed(9),
-        };
-        assert_eq!(
-            killed.to_string(),
-            "rank 3 (pid 4242) was killed by signal 9 (SIGKILL); stopping the job"
-        );
+        let killed = JobFailure::Process { process: process(3, 1), failure: ProcessFailure::Killed(9) };
+        assert_eq!(killed.to_string(), "rank 3 (pid 4242) was killed by signal 9 (SIGKILL); stopping the job");
         assert_eq!(killed.exit_code(), 137);
-        let exited = JobFailure::Process {
-            process: process(4, 4),
-            failure: ProcessFailure::Exited(3),
-        };
-        assert_eq!(
-            exited.to_string(),
-            "ranks 4-7 (process 1, pid 4242) exited with status 3; stopping the job"
-        );
+        let exited = JobFailure::Process { process: process(4, 4), failure: ProcessFailure::Exited(3) };
+        assert_eq!(exited.to_string(), "ranks 4-7 (process 1, pid 4242) exited with status 3; stopping the job");
         assert_eq!(exited.exit_code(), 3);
     }
 
@@ -247,22 +214,14 @@ mod tests {
     fn exit_codes_are_never_zero_for_a_failure() {
         let aborted = |code| JobFailure::Process {
             process: process(0, 1),
-            failure: ProcessFailure::Aborted {
-                code,
-                message: String::new(),
-            },
+            failure: ProcessFailure::Aborted { code, message: String::new() },
         };
         assert_eq!(aborted(0).exit_code(), 1);
         assert_eq!(aborted(256).exit_code(), 1);
         assert_eq!(aborted(5).exit_code(), 5);
-        let timeout = JobFailure::Timeout {
-            after: Duration::from_millis(1500),
-        };
+        let timeout = JobFailure::Timeout { after: Duration::from_millis(1500) };
         assert_eq!(timeout.exit_code(), 124);
-        assert!(
-            timeout.to_string().contains("--timeout of 1.5 s"),
-            "{timeout}"
-        );
+        assert!(timeout.to_string().contains("--timeout of 1.5 s"), "{timeout}");
         assert_eq!(JobFailure::Interrupted { signal: 2 }.exit_code(), 130);
     }
 

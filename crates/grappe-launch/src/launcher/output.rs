@@ -33,10 +33,7 @@ impl Sink {
             Sink::Stderr => {
                 let _ = std::io::stderr().lock().write_all(bytes);
             }
-            Sink::Buffer(buffer) => buffer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend_from_slice(bytes),
+            Sink::Buffer(buffer) => buffer.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(bytes),
         }
     }
 }
@@ -57,28 +54,13 @@ impl Forwarding {
             OutputMode::Capture => (Sink::Buffer(Arc::default()), Sink::Buffer(Arc::default())),
         };
         let (done_sender, done) = channel();
-        Forwarding {
-            stdout,
-            stderr,
-            done_sender,
-            done,
-            started: 0,
-        }
+        Forwarding { stdout, stderr, done_sender, done, started: 0 }
     }
 
     /// Starts forwarding the piped stdout and stderr of `child`, labelled with `label`.
-    pub(super) fn forward_child(
-        &mut self,
-        child: &mut Child,
-        label: Option<String>,
-    ) -> std::io::Result<()> {
+    pub(super) fn forward_child(&mut self, child: &mut Child, label: Option<String>) -> std::io::Result<()> {
         if let Some(stdout) = child.stdout.take() {
-            forward(
-                stdout,
-                label.clone(),
-                self.stdout.clone(),
-                self.done_sender.clone(),
-            )?;
+            forward(stdout, label.clone(), self.stdout.clone(), self.done_sender.clone())?;
             self.started += 1;
         }
         if let Some(stderr) = child.stderr.take() {
@@ -93,11 +75,7 @@ impl Forwarding {
     pub(super) fn finish(self, patience: Duration) -> (Vec<u8>, Vec<u8>) {
         let deadline = Instant::now() + patience;
         for _ in 0..self.started {
-            if self
-                .done
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .is_err()
-            {
+            if self.done.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
                 break;
             }
         }
@@ -108,10 +86,7 @@ impl Forwarding {
 impl Sink {
     fn captured(&self) -> Vec<u8> {
         match self {
-            Sink::Buffer(buffer) => buffer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            Sink::Buffer(buffer) => buffer.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             Sink::Stdout | Sink::Stderr => Vec::new(),
         }
     }
@@ -125,23 +100,21 @@ fn forward(
     sink: Sink,
     done: Sender<()>,
 ) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("grappe-output".to_owned())
-        .spawn(move || {
-            let mut splitter = LineSplitter::new(label);
-            let mut buffer = [0u8; 8192];
-            loop {
-                match source.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => splitter.push(&buffer[..n], |chunk| sink.write(chunk)),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
+    std::thread::Builder::new().name("grappe-output".to_owned()).spawn(move || {
+        let mut splitter = LineSplitter::new(label);
+        let mut buffer = [0u8; 8192];
+        loop {
+            match source.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => splitter.push(&buffer[..n], |chunk| sink.write(chunk)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
             }
-            splitter.finish(|chunk| sink.write(chunk));
-            // The launcher may have stopped waiting for us; that is fine.
-            let _ = done.send(());
-        })?;
+        }
+        splitter.finish(|chunk| sink.write(chunk));
+        // The launcher may have stopped waiting for us; that is fine.
+        let _ = done.send(());
+    })?;
     Ok(())
 }
 
@@ -153,10 +126,7 @@ pub(crate) struct LineSplitter {
 
 impl LineSplitter {
     pub(crate) fn new(label: Option<String>) -> LineSplitter {
-        LineSplitter {
-            label: label.map(String::into_bytes),
-            pending: Vec::new(),
-        }
+        LineSplitter { label: label.map(String::into_bytes), pending: Vec::new() }
     }
 
     /// Adds `bytes` and emits every line they complete, as one chunk.
@@ -227,10 +197,7 @@ mod tests {
 
     #[test]
     fn partial_last_line_is_flushed_and_terminated_when_labelled() {
-        assert_eq!(
-            run(Some("[0-3] "), &[b"done\nno newline"]).0,
-            b"[0-3] done\n[0-3] no newline\n"
-        );
+        assert_eq!(run(Some("[0-3] "), &[b"done\nno newline"]).0, b"[0-3] done\n[0-3] no newline\n");
         assert_eq!(run(None, &[b"done\nno newline"]).0, b"done\nno newline");
     }
 

@@ -8,10 +8,7 @@ use std::path::{Path, PathBuf};
 /// The path to execute for `program`: as given when it contains a `/`, else the first
 /// executable file of that name in `PATH` (as `execvp` would find it).
 pub(super) fn resolve(program: &Path) -> Result<PathBuf, LaunchError> {
-    let not_found = |searched_path| LaunchError::ProgramNotFound {
-        program: program.to_path_buf(),
-        searched_path,
-    };
+    let not_found = |searched_path| LaunchError::ProgramNotFound { program: program.to_path_buf(), searched_path };
     if program.as_os_str().is_empty() {
         return Err(not_found(false));
     }
@@ -27,17 +24,12 @@ pub(super) fn resolve(program: &Path) -> Result<PathBuf, LaunchError> {
 }
 
 fn check_executable(path: &Path) -> Result<(), LaunchError> {
-    let not_executable = |reason: &str| LaunchError::NotExecutable {
-        path: path.to_path_buf(),
-        reason: reason.to_owned(),
-    };
+    let not_executable =
+        |reason: &str| LaunchError::NotExecutable { path: path.to_path_buf(), reason: reason.to_owned() };
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(LaunchError::ProgramNotFound {
-                program: path.to_path_buf(),
-                searched_path: false,
-            });
+            return Err(LaunchError::ProgramNotFound { program: path.to_path_buf(), searched_path: false });
         }
         Err(e) => return Err(not_executable(&e.to_string())),
     };

@@ -43,25 +43,15 @@ mod tests {
     fn only_files_of_the_job_are_removed() {
         let dir = std::env::temp_dir().join(format!("grappe-shm-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for name in [
-            "grappe-12-ab-seg0",
-            "grappe-12-ab",
-            "grappe-13-ab-seg0",
-            "other",
-        ] {
+        for name in ["grappe-12-ab-seg0", "grappe-12-ab", "grappe-13-ab-seg0", "other"] {
             std::fs::write(dir.join(name), b"x").unwrap();
         }
         let removed = remove_with_prefix(&dir, &segment_prefix("12-ab"));
-        let mut left: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut left: Vec<_> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(
-            removed,
-            vec![dir.join("grappe-12-ab"), dir.join("grappe-12-ab-seg0")]
-        );
+        assert_eq!(removed, vec![dir.join("grappe-12-ab"), dir.join("grappe-12-ab-seg0")]);
         assert_eq!(left, vec!["grappe-13-ab-seg0", "other"]);
     }
 }

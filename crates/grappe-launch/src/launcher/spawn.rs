@@ -14,8 +14,7 @@ pub(super) fn socket_pairs(count: usize) -> Result<(Vec<UnixStream>, Vec<OwnedFd
     let mut launcher_ends = Vec::with_capacity(count);
     let mut child_ends = Vec::with_capacity(count);
     for _ in 0..count {
-        let (launcher_end, child_end) =
-            UnixStream::pair().map_err(LaunchError::setup("creating a PMI socket pair"))?;
+        let (launcher_end, child_end) = UnixStream::pair().map_err(LaunchError::setup("creating a PMI socket pair"))?;
         launcher_ends.push(launcher_end);
         child_ends.push(OwnedFd::from(child_end));
     }
@@ -39,10 +38,7 @@ pub(super) fn spawn_process(
         .env(env::PMI_FD, fd.to_string())
         .env(env::PMI_RANK, process.to_string())
         .env(env::PMI_SIZE, plan.processes.to_string())
-        .env(
-            env::GRAPPE_RANKS_PER_PROCESS,
-            plan.ranks_per_process.to_string(),
-        )
+        .env(env::GRAPPE_RANKS_PER_PROCESS, plan.ranks_per_process.to_string())
         .env(env::GRAPPE_JOB_ID, &plan.job_id)
         .env(env::GRAPPE_LAUNCHER, env::GRAPPE_LAUNCHER_NAME)
         .stdin(Stdio::null())
@@ -54,11 +50,7 @@ pub(super) fn spawn_process(
     unsafe {
         command.pre_exec(move || keep_across_exec(fd));
     }
-    let child = command.spawn().map_err(|source| LaunchError::Spawn {
-        path: plan.program.clone(),
-        process,
-        source,
-    })?;
+    let child = command.spawn().map_err(|source| LaunchError::Spawn { path: plan.program.clone(), process, source })?;
     drop(pmi_end); // The child has its copy; ours would keep the socket open after it dies.
     Ok(child)
 }

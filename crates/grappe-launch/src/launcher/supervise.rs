@@ -16,10 +16,7 @@ const AFTER_SIGKILL: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(super) enum JobEvent {
     /// A child died (it is not reaped yet).
-    Exited {
-        process: usize,
-        exit: Result<ExitKind, String>,
-    },
+    Exited { process: usize, exit: Result<ExitKind, String> },
     /// The PMI server saw an abort or a protocol violation.
     Pmi(ServerEvent),
     /// The launcher received this signal.
@@ -57,19 +54,12 @@ impl Supervisor<'_> {
         let deadline = timeout.map(|after| (Instant::now() + after, after));
         while self.running() > 0 {
             let event = match deadline {
-                None => self
-                    .events
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
-                Some((at, _)) => self
-                    .events
-                    .recv_timeout(at.saturating_duration_since(Instant::now())),
+                None => self.events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some((at, _)) => self.events.recv_timeout(at.saturating_duration_since(Instant::now())),
             };
             let failure = match event {
                 Ok(event) => self.judge(event),
-                Err(RecvTimeoutError::Timeout) => {
-                    deadline.map(|(_, after)| JobFailure::Timeout { after })
-                }
+                Err(RecvTimeoutError::Timeout) => deadline.map(|(_, after)| JobFailure::Timeout { after }),
                 Err(RecvTimeoutError::Disconnected) => self.lost_everyone(),
             };
             if failure.is_some() {
@@ -83,11 +73,9 @@ impl Supervisor<'_> {
     fn judge(&mut self, event: JobEvent) -> Option<JobFailure> {
         let (process, failure) = match event {
             JobEvent::Exited { process, exit } => (process, self.judge_exit(process, exit)?),
-            JobEvent::Pmi(ServerEvent::Abort {
-                process,
-                code,
-                message,
-            }) => (process, ProcessFailure::Aborted { code, message }),
+            JobEvent::Pmi(ServerEvent::Abort { process, code, message }) => {
+                (process, ProcessFailure::Aborted { code, message })
+            }
             JobEvent::Pmi(ServerEvent::ProtocolError { process, detail }) => {
                 (process, ProcessFailure::Protocol(detail))
             }
@@ -100,11 +88,7 @@ impl Supervisor<'_> {
         Some(JobFailure::Process { process, failure })
     }
 
-    fn judge_exit(
-        &mut self,
-        process: usize,
-        exit: Result<ExitKind, String>,
-    ) -> Option<ProcessFailure> {
+    fn judge_exit(&mut self, process: usize, exit: Result<ExitKind, String>) -> Option<ProcessFailure> {
         self.record_exit(process, &exit);
         let exit = match exit {
             Ok(exit) => exit,
@@ -153,10 +137,7 @@ impl Supervisor<'_> {
     fn collect_exits_for(&mut self, patience: Duration) {
         let deadline = Instant::now() + patience;
         while self.running() > 0 {
-            match self
-                .events
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
+            match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(JobEvent::Exited { process, exit }) => self.record_exit(process, &exit),
                 Ok(_) => {} // Already stopping: later aborts and signals change nothing.
                 Err(_) => return,
@@ -165,9 +146,7 @@ impl Supervisor<'_> {
     }
 
     fn record_exit(&mut self, process: usize, exit: &Result<ExitKind, String>) {
-        if let (Some(ended), Some(slot)) =
-            (self.ended.get_mut(process), self.exits.get_mut(process))
-        {
+        if let (Some(ended), Some(slot)) = (self.ended.get_mut(process), self.exits.get_mut(process)) {
             *ended = true;
             *slot = exit.as_ref().ok().copied();
         }

@@ -15,18 +15,12 @@ use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 
 /// Reports on `events` when process `process` (pid `pid`) dies, without reaping it.
-pub(super) fn watch_exit(
-    process: usize,
-    pid: u32,
-    events: Sender<JobEvent>,
-) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("grappe-wait-{process}"))
-        .spawn(move || {
-            let exit = wait_without_reaping(pid);
-            // The launcher stops listening only once every child has been accounted for.
-            let _ = events.send(JobEvent::Exited { process, exit });
-        })?;
+pub(super) fn watch_exit(process: usize, pid: u32, events: Sender<JobEvent>) -> std::io::Result<()> {
+    std::thread::Builder::new().name(format!("grappe-wait-{process}")).spawn(move || {
+        let exit = wait_without_reaping(pid);
+        // The launcher stops listening only once every child has been accounted for.
+        let _ = events.send(JobEvent::Exited { process, exit });
+    })?;
     Ok(())
 }
 
@@ -55,19 +49,14 @@ impl SignalForwarder {
     pub(super) fn start(events: Sender<JobEvent>) -> std::io::Result<SignalForwarder> {
         let mut signals = Signals::new([SIGINT, SIGTERM])?;
         let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("grappe-signals".to_owned())
-            .spawn(move || {
-                for signal in signals.forever() {
-                    if events.send(JobEvent::Signal(signal)).is_err() {
-                        break;
-                    }
+        let thread = std::thread::Builder::new().name("grappe-signals".to_owned()).spawn(move || {
+            for signal in signals.forever() {
+                if events.send(JobEvent::Signal(signal)).is_err() {
+                    break;
                 }
-            })?;
-        Ok(SignalForwarder {
-            handle,
-            thread: Some(thread),
-        })
+            }
+        })?;
+        Ok(SignalForwarder { handle, thread: Some(thread) })
     }
 }
 

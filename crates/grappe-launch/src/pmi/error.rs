@@ -9,11 +9,7 @@ use crate::wire::{TextProblem, WireError};
 pub enum PmiError {
     /// The launcher's environment is unusable (the launcher's or the user's fault).
     #[error("environment variable {var}={value:?} {reason}")]
-    BadEnv {
-        var: &'static str,
-        value: String,
-        reason: &'static str,
-    },
+    BadEnv { var: &'static str, value: String, reason: &'static str },
 
     /// The caller passed a key the wire cannot carry (the caller's fault).
     #[error("PMI key {key:?} is invalid: {problem}")]
@@ -25,10 +21,7 @@ pub enum PmiError {
 
     /// `get` of a key that no process put (before the last fence).
     #[error("PMI key {key:?} was not found{}", server_note(.server_message))]
-    KeyNotFound {
-        key: String,
-        server_message: Option<String>,
-    },
+    KeyNotFound { key: String, server_message: Option<String> },
 
     /// Reading from or writing to the PMI socket failed.
     #[error("PMI I/O failed during {during}: {source}")]
@@ -56,11 +49,7 @@ pub enum PmiError {
 
     /// The server answered with a non-zero return code.
     #[error("the PMI server refused `{command}` with rc={rc}{}", server_note(.message))]
-    Refused {
-        command: String,
-        rc: i64,
-        message: Option<String>,
-    },
+    Refused { command: String, rc: i64, message: Option<String> },
 
     /// The client was used after `finalize`.
     #[error("PMI {operation} called after finalize")]

@@ -97,9 +97,7 @@ pub fn connect_from_env() -> Result<Box<dyn Pmi>, PmiError> {
 
 /// Chooses the PMI flavour from environment lookups (`lookup` returns `None` when unset),
 /// following [`env::GRAPPE_PMI`] or else [`env::PMI_VERSION_RULES`].
-pub fn select_kind(
-    lookup: impl Fn(&'static str) -> Result<Option<String>, PmiError>,
-) -> Result<PmiKind, PmiError> {
+pub fn select_kind(lookup: impl Fn(&'static str) -> Result<Option<String>, PmiError>) -> Result<PmiKind, PmiError> {
     let has_fd = lookup(env::PMI_FD)?.is_some();
     if let Some(choice) = lookup(env::GRAPPE_PMI)? {
         let kind = match choice.as_str() {
@@ -128,11 +126,7 @@ pub fn select_kind(
 }
 
 fn bad_choice(value: String, reason: &'static str) -> PmiError {
-    PmiError::BadEnv {
-        var: env::GRAPPE_PMI,
-        value,
-        reason,
-    }
+    PmiError::BadEnv { var: env::GRAPPE_PMI, value, reason }
 }
 
 fn rank_from_env() -> Result<usize, PmiError> {
@@ -162,10 +156,7 @@ pub struct Limits {
 
 impl Limits {
     /// The portable limits: 63-byte keys, 1023-byte values.
-    pub const PORTABLE: Limits = Limits {
-        key_len: 63,
-        value_len: 1023,
-    };
+    pub const PORTABLE: Limits = Limits { key_len: 63, value_len: 1023 };
 
     /// The portable limits, lowered to what a server advertising these maxima can store.
     pub fn from_server_maxima(keylen_max: i64, vallen_max: i64) -> Limits {
@@ -180,45 +171,30 @@ impl Limits {
 
     /// Checks a key for `put` and `get`: not empty, not too long, no space, `=`, `;` or control.
     pub fn check_key(&self, key: &str) -> Result<(), PmiError> {
-        let problem = check_token(key, true)
-            .err()
-            .or_else(|| too_long(key, self.key_len));
+        let problem = check_token(key, true).err().or_else(|| too_long(key, self.key_len));
         match problem {
-            Some(problem) => Err(PmiError::InvalidKey {
-                key: crate::wire::excerpt(key),
-                problem,
-            }),
+            Some(problem) => Err(PmiError::InvalidKey { key: crate::wire::excerpt(key), problem }),
             None => Ok(()),
         }
     }
 
     /// Checks a value for `put`: not too long, no space, `=`, `;` or control character.
     pub fn check_value(&self, key: &str, value: &str) -> Result<(), PmiError> {
-        let problem = check_token(value, false)
-            .err()
-            .or_else(|| equals_sign(value))
-            .or_else(|| too_long(value, self.value_len));
+        let problem =
+            check_token(value, false).err().or_else(|| equals_sign(value)).or_else(|| too_long(value, self.value_len));
         match problem {
-            Some(problem) => Err(PmiError::InvalidValue {
-                key: key.to_owned(),
-                problem,
-            }),
+            Some(problem) => Err(PmiError::InvalidValue { key: key.to_owned(), problem }),
             None => Ok(()),
         }
     }
 }
 
 fn too_long(text: &str, max: usize) -> Option<TextProblem> {
-    (text.len() > max).then_some(TextProblem::TooLong {
-        len: text.len(),
-        max,
-    })
+    (text.len() > max).then_some(TextProblem::TooLong { len: text.len(), max })
 }
 
 fn equals_sign(value: &str) -> Option<TextProblem> {
-    value
-        .find('=')
-        .map(|at| TextProblem::Forbidden { ch: '=', at })
+    value.find('=').map(|at| TextProblem::Forbidden { ch: '=', at })
 }
 
 /// `id` with every character outside `[A-Za-z0-9._-]` replaced by `_`, so it fits a file name.
@@ -247,10 +223,7 @@ pub(crate) fn sanitize_message(message: &str) -> String {
         })
         .collect();
     if text.len() > 200 {
-        let cut = (0..=200)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
+        let cut = (0..=200).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
         text.truncate(cut);
     }
     text

@@ -23,24 +23,12 @@ pub struct Pmi2Client {
 
 impl Pmi2Client {
     /// Performs the PMI-2 handshake for process `rank`; `pmi_jobid` is `PMI_JOBID` (may be empty).
-    pub fn connect(
-        mut connection: Connection,
-        rank: usize,
-        pmi_jobid: &str,
-    ) -> Result<Self, PmiError> {
+    pub fn connect(mut connection: Connection, rank: usize, pmi_jobid: &str) -> Result<Self, PmiError> {
         negotiate_version(&mut connection)?;
-        let mut client = Pmi2Client {
-            connection,
-            rank,
-            size: 0,
-            jobid: String::new(),
-            job_id: String::new(),
-            finalized: false,
-        };
-        let fullinit = WireMessage::new("fullinit")
-            .with("pmijobid", pmi_jobid)
-            .with("pmirank", rank)
-            .with("threaded", "FALSE");
+        let mut client =
+            Pmi2Client { connection, rank, size: 0, jobid: String::new(), job_id: String::new(), finalized: false };
+        let fullinit =
+            WireMessage::new("fullinit").with("pmijobid", pmi_jobid).with("pmirank", rank).with("threaded", "FALSE");
         let reply = client.request(fullinit, "fullinit-response", "fullinit")?;
         client.rank = reply_usize(&reply, "rank", "fullinit")?;
         client.size = reply_usize(&reply, "size", "fullinit")?;
@@ -50,25 +38,13 @@ impl Pmi2Client {
                 got: reply.to_string(),
             });
         }
-        let reply = client.request(
-            WireMessage::new("job-getid"),
-            "job-getid-response",
-            "job-getid",
-        )?;
-        client.jobid = reply
-            .require("jobid")
-            .map_err(PmiError::malformed("job-getid"))?
-            .to_owned();
+        let reply = client.request(WireMessage::new("job-getid"), "job-getid-response", "job-getid")?;
+        client.jobid = reply.require("jobid").map_err(PmiError::malformed("job-getid"))?.to_owned();
         client.job_id = file_safe(&client.jobid);
         Ok(client)
     }
 
-    fn request(
-        &mut self,
-        message: WireMessage,
-        expected: &str,
-        during: &'static str,
-    ) -> Result<WireMessage, PmiError> {
+    fn request(&mut self, message: WireMessage, expected: &str, during: &'static str) -> Result<WireMessage, PmiError> {
         if self.finalized {
             return Err(PmiError::Finalized { operation: during });
         }
@@ -83,20 +59,14 @@ impl Pmi2Client {
         }
         match reply.rc().map_err(PmiError::malformed(during))? {
             0 => Ok(reply),
-            rc => Err(PmiError::Refused {
-                command,
-                rc,
-                message: reply.get("errmsg").map(str::to_owned),
-            }),
+            rc => Err(PmiError::Refused { command, rc, message: reply.get("errmsg").map(str::to_owned) }),
         }
     }
 }
 
 /// The PMI-1 style version handshake that precedes PMI-2 framing.
 fn negotiate_version(connection: &mut Connection) -> Result<(), PmiError> {
-    let init = WireMessage::new("init")
-        .with("pmi_version", 2)
-        .with("pmi_subversion", 0);
+    let init = WireMessage::new("init").with("pmi_version", 2).with("pmi_subversion", 0);
     connection.send_line(&init, "init")?;
     let reply = connection.recv_line("init")?;
     let version = reply.get("pmi_version");
@@ -108,22 +78,14 @@ fn negotiate_version(connection: &mut Connection) -> Result<(), PmiError> {
     }
     match reply.rc().map_err(PmiError::malformed("init"))? {
         0 => Ok(()),
-        rc => Err(PmiError::Refused {
-            command: "init".to_owned(),
-            rc,
-            message: None,
-        }),
+        rc => Err(PmiError::Refused { command: "init".to_owned(), rc, message: None }),
     }
 }
 
 fn reply_usize(reply: &WireMessage, key: &str, during: &'static str) -> Result<usize, PmiError> {
-    let value = reply
-        .require_int(key)
-        .map_err(PmiError::malformed(during))?;
-    usize::try_from(value).map_err(|_| PmiError::Protocol {
-        expected: format!("a non-negative {key}"),
-        got: reply.to_string(),
-    })
+    let value = reply.require_int(key).map_err(PmiError::malformed(during))?;
+    usize::try_from(value)
+        .map_err(|_| PmiError::Protocol { expected: format!("a non-negative {key}"), got: reply.to_string() })
 }
 
 impl Pmi for Pmi2Client {
@@ -142,37 +104,23 @@ impl Pmi for Pmi2Client {
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
         Limits::PORTABLE.check_key(key)?;
         Limits::PORTABLE.check_value(key, value)?;
-        let message = WireMessage::new("kvs-put")
-            .with("key", key)
-            .with("value", value);
-        self.request(message, "kvs-put-response", "kvs-put")
-            .map(drop)
+        let message = WireMessage::new("kvs-put").with("key", key).with("value", value);
+        self.request(message, "kvs-put-response", "kvs-put").map(drop)
     }
 
     fn fence(&mut self) -> Result<(), PmiError> {
-        self.request(
-            WireMessage::new("kvs-fence"),
-            "kvs-fence-response",
-            "kvs-fence",
-        )
-        .map(drop)
+        self.request(WireMessage::new("kvs-fence"), "kvs-fence-response", "kvs-fence").map(drop)
     }
 
     fn get(&mut self, key: &str) -> Result<String, PmiError> {
         Limits::PORTABLE.check_key(key)?;
-        let message = WireMessage::new("kvs-get")
-            .with("jobid", &self.jobid)
-            .with("srcid", -1)
-            .with("key", key);
+        let message = WireMessage::new("kvs-get").with("jobid", &self.jobid).with("srcid", -1).with("key", key);
         let reply = self.request(message, "kvs-get-response", "kvs-get")?;
         match (reply.get("found"), reply.get("value")) {
-            (Some(found), Some(value)) if found.eq_ignore_ascii_case("TRUE") => {
-                Ok(value.to_owned())
+            (Some(found), Some(value)) if found.eq_ignore_ascii_case("TRUE") => Ok(value.to_owned()),
+            (Some(found), _) if found.eq_ignore_ascii_case("FALSE") => {
+                Err(PmiError::KeyNotFound { key: key.to_owned(), server_message: None })
             }
-            (Some(found), _) if found.eq_ignore_ascii_case("FALSE") => Err(PmiError::KeyNotFound {
-                key: key.to_owned(),
-                server_message: None,
-            }),
             _ => Err(PmiError::Protocol {
                 expected: "`found=TRUE;value=...` or `found=FALSE` in kvs-get-response".to_owned(),
                 got: reply.to_string(),
@@ -185,11 +133,7 @@ impl Pmi for Pmi2Client {
     }
 
     fn finalize(&mut self) -> Result<(), PmiError> {
-        self.request(
-            WireMessage::new("finalize"),
-            "finalize-response",
-            "finalize",
-        )?;
+        self.request(WireMessage::new("finalize"), "finalize-response", "finalize")?;
         self.finalized = true;
         Ok(())
     }
@@ -197,9 +141,7 @@ impl Pmi for Pmi2Client {
     fn abort(&mut self, code: i32, msg: &str) -> Result<(), PmiError> {
         // PMI-2 carries no exit code: Slurm kills the step. Put the code in the message.
         let text = sanitize_message(&format!("exit code {code}: {msg}"));
-        let message = WireMessage::new("abort")
-            .with("isworld", "TRUE")
-            .with("msg", text);
+        let message = WireMessage::new("abort").with("isworld", "TRUE").with("msg", text);
         self.connection.send_frame(&message, "abort")
     }
 

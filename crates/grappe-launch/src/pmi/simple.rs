@@ -38,13 +38,9 @@ impl SimpleClient {
             limits: Limits::PORTABLE,
             finalized: false,
         };
-        let init = WireMessage::new("init")
-            .with("pmi_version", 1)
-            .with("pmi_subversion", 1);
+        let init = WireMessage::new("init").with("pmi_version", 1).with("pmi_subversion", 1);
         let reply = client.request(init, "response_to_init", "init")?;
-        let version = reply
-            .require_int("pmi_version")
-            .map_err(PmiError::malformed("init"))?;
+        let version = reply.require_int("pmi_version").map_err(PmiError::malformed("init"))?;
         if version != 1 {
             return Err(PmiError::Protocol {
                 expected: "pmi_version=1 in response_to_init".to_owned(),
@@ -54,10 +50,7 @@ impl SimpleClient {
         let maxes = client.request(WireMessage::new("get_maxes"), "maxes", "get_maxes")?;
         client.limits = limits_from(&maxes)?;
         let reply = client.request(WireMessage::new("get_my_kvsname"), "my_kvsname", "init")?;
-        client.kvsname = reply
-            .require("kvsname")
-            .map_err(PmiError::malformed("init"))?
-            .to_owned();
+        client.kvsname = reply.require("kvsname").map_err(PmiError::malformed("init"))?.to_owned();
         client.job_id = file_safe(&client.kvsname);
         Ok(client)
     }
@@ -68,12 +61,7 @@ impl SimpleClient {
     }
 
     /// Sends `message`, reads one reply, and checks that it is `expected` with `rc` 0.
-    fn request(
-        &mut self,
-        message: WireMessage,
-        expected: &str,
-        during: &'static str,
-    ) -> Result<WireMessage, PmiError> {
+    fn request(&mut self, message: WireMessage, expected: &str, during: &'static str) -> Result<WireMessage, PmiError> {
         if self.finalized {
             return Err(PmiError::Finalized { operation: during });
         }
@@ -95,11 +83,7 @@ impl SimpleClient {
 fn check_rc(command: &str, reply: &WireMessage, during: &'static str) -> Result<(), PmiError> {
     match reply.rc().map_err(PmiError::malformed(during))? {
         0 => Ok(()),
-        rc => Err(PmiError::Refused {
-            command: command.to_owned(),
-            rc,
-            message: reply.get("msg").map(str::to_owned),
-        }),
+        rc => Err(PmiError::Refused { command: command.to_owned(), rc, message: reply.get("msg").map(str::to_owned) }),
     }
 }
 
@@ -111,22 +95,15 @@ fn check_line_length(message: &WireMessage, key: &str, value: &str) -> Result<()
         None | Some(0) => Ok(()),
         Some(excess) => Err(PmiError::InvalidValue {
             key: key.to_owned(),
-            problem: TextProblem::TooLong {
-                len: value.len(),
-                max: value.len().saturating_sub(excess),
-            },
+            problem: TextProblem::TooLong { len: value.len(), max: value.len().saturating_sub(excess) },
         }),
     }
 }
 
 fn limits_from(maxes: &WireMessage) -> Result<Limits, PmiError> {
     let during = "get_maxes";
-    let keylen = maxes
-        .require_int("keylen_max")
-        .map_err(PmiError::malformed(during))?;
-    let vallen = maxes
-        .require_int("vallen_max")
-        .map_err(PmiError::malformed(during))?;
+    let keylen = maxes.require_int("keylen_max").map_err(PmiError::malformed(during))?;
+    let vallen = maxes.require_int("vallen_max").map_err(PmiError::malformed(during))?;
     Ok(Limits::from_server_maxima(keylen, vallen))
 }
 
@@ -146,10 +123,7 @@ impl Pmi for SimpleClient {
     fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
         self.limits.check_key(key)?;
         self.limits.check_value(key, value)?;
-        let message = WireMessage::new("put")
-            .with("kvsname", &self.kvsname)
-            .with("key", key)
-            .with("value", value);
+        let message = WireMessage::new("put").with("kvsname", &self.kvsname).with("key", key).with("value", value);
         check_line_length(&message, key, value)?;
         self.request(message, "put_result", "put").map(drop)
     }
@@ -164,9 +138,7 @@ impl Pmi for SimpleClient {
         if self.finalized {
             return Err(PmiError::Finalized { operation: "get" });
         }
-        let message = WireMessage::new("get")
-            .with("kvsname", &self.kvsname)
-            .with("key", key);
+        let message = WireMessage::new("get").with("kvsname", &self.kvsname).with("key", key);
         self.connection.send_line(&message, "get")?;
         let reply = self.connection.recv_line("get")?;
         if reply.command != "get_result" {
@@ -176,20 +148,15 @@ impl Pmi for SimpleClient {
             });
         }
         match reply.rc().map_err(PmiError::malformed("get"))? {
-            0 => Ok(reply
-                .require("value")
-                .map_err(PmiError::malformed("get"))?
-                .to_owned()),
-            _ => Err(PmiError::KeyNotFound {
-                key: key.to_owned(),
-                server_message: reply.get("msg").map(str::to_owned),
-            }),
+            0 => Ok(reply.require("value").map_err(PmiError::malformed("get"))?.to_owned()),
+            _ => {
+                Err(PmiError::KeyNotFound { key: key.to_owned(), server_message: reply.get("msg").map(str::to_owned) })
+            }
         }
     }
 
     fn barrier(&mut self) -> Result<(), PmiError> {
-        self.request(WireMessage::new("barrier_in"), "barrier_out", "barrier")
-            .map(drop)
+        self.request(WireMessage::new("barrier_in"), "barrier_out", "barrier").map(drop)
     }
 
     fn finalize(&mut self) -> Result<(), PmiError> {
@@ -199,9 +166,7 @@ impl Pmi for SimpleClient {
     }
 
     fn abort(&mut self, code: i32, msg: &str) -> Result<(), PmiError> {
-        let message = WireMessage::new("abort")
-            .with("exitcode", code)
-            .with("error_msg", sanitize_message(msg));
+        let message = WireMessage::new("abort").with("exitcode", code).with("error_msg", sanitize_message(msg));
         self.connection.send_line(&message, "abort")
     }
 

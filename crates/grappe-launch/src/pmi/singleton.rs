@@ -14,11 +14,7 @@ pub struct Singleton {
 impl Singleton {
     /// A singleton job named `job_id`.
     pub fn new(job_id: String) -> Singleton {
-        Singleton {
-            job_id,
-            store: HashMap::new(),
-            finalized: false,
-        }
+        Singleton { job_id, store: HashMap::new(), finalized: false }
     }
 
     fn check_open(&self, operation: &'static str) -> Result<(), PmiError> {
@@ -57,13 +53,7 @@ impl Pmi for Singleton {
     fn get(&mut self, key: &str) -> Result<String, PmiError> {
         self.check_open("get")?;
         Limits::PORTABLE.check_key(key)?;
-        self.store
-            .get(key)
-            .cloned()
-            .ok_or_else(|| PmiError::KeyNotFound {
-                key: key.to_owned(),
-                server_message: None,
-            })
+        self.store.get(key).cloned().ok_or_else(|| PmiError::KeyNotFound { key: key.to_owned(), server_message: None })
     }
 
     fn barrier(&mut self) -> Result<(), PmiError> {

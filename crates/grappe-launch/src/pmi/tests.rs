@@ -15,22 +15,11 @@ fn select(vars: &[(&'static str, &str)]) -> Result<PmiKind, PmiError> {
 fn flavour_follows_the_launcher() {
     assert_eq!(select(&[]).unwrap(), PmiKind::Singleton);
     assert_eq!(select(&[("PMI_FD", "5")]).unwrap(), PmiKind::Simple1);
-    let slurm = [
-        ("PMI_FD", "5"),
-        ("SLURM_JOB_ID", "7"),
-        ("SLURM_STEP_ID", "0"),
-    ];
+    let slurm = [("PMI_FD", "5"), ("SLURM_JOB_ID", "7"), ("SLURM_STEP_ID", "0")];
     assert_eq!(select(&slurm).unwrap(), PmiKind::Pmi2);
-    assert_eq!(
-        select(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0")]).unwrap(),
-        PmiKind::Pmi2
-    );
+    assert_eq!(select(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0")]).unwrap(), PmiKind::Pmi2);
     // grappe run inside a Slurm allocation passes the Slurm variables on, but serves PMI-1.
-    let nested = [
-        ("PMI_FD", "5"),
-        ("SLURM_JOB_ID", "7"),
-        ("GRAPPE_LAUNCHER", "grappe"),
-    ];
+    let nested = [("PMI_FD", "5"), ("SLURM_JOB_ID", "7"), ("GRAPPE_LAUNCHER", "grappe")];
     assert_eq!(select(&nested).unwrap(), PmiKind::Simple1);
 }
 
@@ -38,16 +27,11 @@ fn flavour_follows_the_launcher() {
 fn grappe_pmi_overrides_detection_and_rejects_garbage() {
     let slurm = [("PMI_FD", "5"), ("SLURM_JOB_ID", "7"), ("GRAPPE_PMI", "1")];
     assert_eq!(select(&slurm).unwrap(), PmiKind::Simple1);
-    assert_eq!(
-        select(&[("PMI_FD", "5"), ("GRAPPE_PMI", "2")]).unwrap(),
-        PmiKind::Pmi2
-    );
+    assert_eq!(select(&[("PMI_FD", "5"), ("GRAPPE_PMI", "2")]).unwrap(), PmiKind::Pmi2);
     let forced = [("PMI_FD", "5"), ("GRAPPE_PMI", "singleton")];
     assert_eq!(select(&forced).unwrap(), PmiKind::Singleton);
 
-    let err = select(&[("PMI_FD", "5"), ("GRAPPE_PMI", "3")])
-        .unwrap_err()
-        .to_string();
+    let err = select(&[("PMI_FD", "5"), ("GRAPPE_PMI", "3")]).unwrap_err().to_string();
     assert!(err.contains("GRAPPE_PMI") && err.contains("\"3\""), "{err}");
     let err = select(&[("GRAPPE_PMI", "2")]).unwrap_err().to_string();
     assert!(err.contains("needs PMI_FD"), "{err}");
@@ -64,10 +48,7 @@ fn keys_and_values_that_would_corrupt_the_wire_are_refused() {
     }
     for value in ["a b", "a=b", "a;b", "a\nb", &"v".repeat(1024)] {
         let err = limits.check_value("k", value).unwrap_err();
-        assert!(
-            matches!(err, PmiError::InvalidValue { .. }),
-            "{value:?}: {err}"
-        );
+        assert!(matches!(err, PmiError::InvalidValue { .. }), "{value:?}: {err}");
     }
     let err = limits.check_value("card", "x y").unwrap_err().to_string();
     assert!(err.contains("\"card\"") && err.contains("' '"), "{err}");
@@ -84,10 +65,7 @@ fn server_maxima_count_the_terminator_and_never_raise_the_portable_limits() {
 
 #[test]
 fn job_ids_become_file_safe() {
-    assert_eq!(
-        file_safe("kvs_9011_0_632499597_vm"),
-        "kvs_9011_0_632499597_vm"
-    );
+    assert_eq!(file_safe("kvs_9011_0_632499597_vm"), "kvs_9011_0_632499597_vm");
     assert_eq!(file_safe("12.0"), "12.0");
     assert_eq!(file_safe("a/b c"), "a_b_c");
     assert_eq!(file_safe(".."), "job");
@@ -96,10 +74,7 @@ fn job_ids_become_file_safe() {
 
 #[test]
 fn abort_messages_are_made_to_fit_one_token() {
-    assert_eq!(
-        sanitize_message("out of memory; rank=3\n"),
-        "out_of_memory__rank_3_"
-    );
+    assert_eq!(sanitize_message("out of memory; rank=3\n"), "out_of_memory__rank_3_");
     assert_eq!(sanitize_message(&"é".repeat(300)).len(), 200);
 }
 
@@ -111,10 +86,7 @@ fn singleton_keeps_its_own_store() {
     pmi.fence().unwrap();
     assert_eq!(pmi.get("card").unwrap(), "here");
     let err = pmi.get("other").unwrap_err();
-    assert!(
-        matches!(err, PmiError::KeyNotFound { ref key, .. } if key == "other"),
-        "{err}"
-    );
+    assert!(matches!(err, PmiError::KeyNotFound { ref key, .. } if key == "other"), "{err}");
     pmi.finalize().unwrap();
     assert!(matches!(pmi.get("card"), Err(PmiError::Finalized { .. })));
 }
@@ -130,9 +102,7 @@ fn fake_pmi2_server(
         let mut line = Vec::new();
         reader.read_until(b'\n', &mut line).unwrap();
         assert_eq!(line, b"cmd=init pmi_version=2 pmi_subversion=0\n");
-        writer
-            .write_all(b"cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n")
-            .unwrap();
+        writer.write_all(b"cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n").unwrap();
         let mut seen = Vec::new();
         loop {
             let mut prefix = [0u8; 6];
@@ -159,15 +129,11 @@ fn frame(body: &str) -> Option<Vec<u8>> {
 
 fn slurm_like(request: &WireMessage) -> Option<Vec<u8>> {
     match request.command.as_str() {
-        "fullinit" => frame(
-            "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=1;size=2;appnum=-1;",
-        ),
+        "fullinit" => frame("cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=1;size=2;appnum=-1;"),
         "job-getid" => frame("cmd=job-getid-response;rc=0;jobid=12.0;"),
         "kvs-put" => frame("cmd=kvs-put-response;rc=0;"),
         "kvs-fence" => frame("cmd=kvs-fence-response;rc=0;"),
-        "kvs-get" if request.get("key") == Some("there") => {
-            frame("cmd=kvs-get-response;rc=0;found=TRUE;value=v;")
-        }
+        "kvs-get" if request.get("key") == Some("there") => frame("cmd=kvs-get-response;rc=0;found=TRUE;value=v;"),
         "kvs-get" => frame("cmd=kvs-get-response;rc=0;found=FALSE;"),
         "finalize" => frame("cmd=finalize-response;rc=0;"),
         _ => None,
@@ -182,26 +148,12 @@ fn pmi2_client_speaks_what_slurm_expects() {
     pmi.put("card", "tcp://x").unwrap();
     pmi.fence().unwrap();
     assert_eq!(pmi.get("there").unwrap(), "v");
-    assert!(matches!(
-        pmi.get("absent"),
-        Err(PmiError::KeyNotFound { .. })
-    ));
+    assert!(matches!(pmi.get("absent"), Err(PmiError::KeyNotFound { .. })));
     pmi.finalize().unwrap();
     drop(pmi);
     let seen = server.join().unwrap();
     let commands: Vec<&str> = seen.iter().map(|m| m.command.as_str()).collect();
-    assert_eq!(
-        commands,
-        [
-            "fullinit",
-            "job-getid",
-            "kvs-put",
-            "kvs-fence",
-            "kvs-get",
-            "kvs-get",
-            "finalize"
-        ]
-    );
+    assert_eq!(commands, ["fullinit", "job-getid", "kvs-put", "kvs-fence", "kvs-get", "kvs-get", "finalize"]);
     assert_eq!(seen[0].get("pmirank"), Some("1"));
     assert_eq!(seen[0].get("threaded"), Some("FALSE"));
     assert_eq!(seen[4].get("jobid"), Some("12.0"));
@@ -212,29 +164,14 @@ fn pmi2_client_speaks_what_slurm_expects() {
 fn pmi2_client_reports_garbage_and_hangups_without_panicking() {
     let (connection, _server) = fake_pmi2_server(|_| Some(b"xx    garbage".to_vec()));
     let err = Pmi2Client::connect(connection, 0, "").unwrap_err();
-    assert!(
-        matches!(
-            err,
-            PmiError::Malformed {
-                during: "fullinit",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, PmiError::Malformed { during: "fullinit", .. }), "{err}");
 
     let (connection, _server) = fake_pmi2_server(|_| None);
     let err = Pmi2Client::connect(connection, 0, "").unwrap_err();
-    assert!(
-        matches!(err, PmiError::ServerClosed { during: "fullinit" }),
-        "{err}"
-    );
+    assert!(matches!(err, PmiError::ServerClosed { during: "fullinit" }), "{err}");
 
-    let (connection, _server) =
-        fake_pmi2_server(|_| frame("cmd=fullinit-response;rc=14;errmsg=nope;"));
-    let err = Pmi2Client::connect(connection, 0, "")
-        .unwrap_err()
-        .to_string();
+    let (connection, _server) = fake_pmi2_server(|_| frame("cmd=fullinit-response;rc=14;errmsg=nope;"));
+    let err = Pmi2Client::connect(connection, 0, "").unwrap_err().to_string();
     assert!(err.contains("rc=14") && err.contains("nope"), "{err}");
 }
 
@@ -251,8 +188,5 @@ fn simple_client_rejects_a_server_that_answers_the_wrong_command() {
     let err = SimpleClient::connect(Connection::new(client).unwrap(), 0, 1).unwrap_err();
     fake.join().unwrap();
     let text = err.to_string();
-    assert!(
-        text.contains("response_to_init") && text.contains("barrier_out"),
-        "{text}"
-    );
+    assert!(text.contains("response_to_init") && text.contains("barrier_out"), "{text}");
 }

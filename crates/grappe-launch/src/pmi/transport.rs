@@ -24,32 +24,23 @@ impl Connection {
     /// Wraps a connected socket (tests pass one end of a socketpair).
     pub fn new(stream: UnixStream) -> Result<Connection, PmiError> {
         let writer = stream.try_clone().map_err(PmiError::io("setup"))?;
-        Ok(Connection {
-            reader: BufReader::new(stream),
-            writer,
-        })
+        Ok(Connection { reader: BufReader::new(stream), writer })
     }
 
     /// Adopts the socket whose number is in `PMI_FD`. The process may do this only once.
     pub fn take_inherited() -> Result<Connection, PmiError> {
         let text = env::required_var(env::PMI_FD)?;
-        let fd = RawFd::try_from(env::parse_usize(env::PMI_FD, &text)?).map_err(|_| {
-            PmiError::BadEnv {
-                var: env::PMI_FD,
-                value: text.clone(),
-                reason: "is not a file descriptor number",
-            }
+        let fd = RawFd::try_from(env::parse_usize(env::PMI_FD, &text)?).map_err(|_| PmiError::BadEnv {
+            var: env::PMI_FD,
+            value: text.clone(),
+            reason: "is not a file descriptor number",
         })?;
         let owned = adopt_fd(fd, &text)?;
         Connection::new(UnixStream::from(owned))
     }
 
     /// Sends one PMI-1 line.
-    pub fn send_line(
-        &mut self,
-        message: &WireMessage,
-        during: &'static str,
-    ) -> Result<(), PmiError> {
+    pub fn send_line(&mut self, message: &WireMessage, during: &'static str) -> Result<(), PmiError> {
         let line = simple::encode_line(message).map_err(PmiError::malformed(during))?;
         self.write_all(line.as_bytes(), during)
     }
@@ -58,10 +49,7 @@ impl Connection {
     pub fn recv_line(&mut self, during: &'static str) -> Result<WireMessage, PmiError> {
         let mut line = Vec::new();
         let limit = simple::MAX_LINE as u64;
-        let read = (&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut line)
-            .map_err(PmiError::io(during))?;
+        let read = (&mut self.reader).take(limit).read_until(b'\n', &mut line).map_err(PmiError::io(during))?;
         if read == 0 || (!line.ends_with(b"\n") && line.len() < simple::MAX_LINE) {
             return Err(PmiError::ServerClosed { during });
         }
@@ -69,11 +57,7 @@ impl Connection {
     }
 
     /// Sends one PMI-2 frame.
-    pub fn send_frame(
-        &mut self,
-        message: &WireMessage,
-        during: &'static str,
-    ) -> Result<(), PmiError> {
+    pub fn send_frame(&mut self, message: &WireMessage, during: &'static str) -> Result<(), PmiError> {
         let frame = pmi2::encode_frame(message).map_err(PmiError::malformed(during))?;
         self.write_all(frame.as_bytes(), during)
     }
@@ -90,18 +74,14 @@ impl Connection {
 
     fn write_all(&mut self, bytes: &[u8], during: &'static str) -> Result<(), PmiError> {
         match self.writer.write_all(bytes) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                Err(PmiError::ServerClosed { during })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(PmiError::ServerClosed { during }),
             other => other.map_err(PmiError::io(during)),
         }
     }
 
     fn read_exact(&mut self, buffer: &mut [u8], during: &'static str) -> Result<(), PmiError> {
         match self.reader.read_exact(buffer) {
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                Err(PmiError::ServerClosed { during })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(PmiError::ServerClosed { during }),
             other => other.map_err(PmiError::io(during)),
         }
     }
@@ -110,11 +90,7 @@ impl Connection {
 /// Takes ownership of the inherited descriptor `fd` and marks it close-on-exec, so that programs
 /// this process starts do not hold the launcher's socket open.
 fn adopt_fd(fd: RawFd, text: &str) -> Result<OwnedFd, PmiError> {
-    let bad = |reason| PmiError::BadEnv {
-        var: env::PMI_FD,
-        value: text.to_owned(),
-        reason,
-    };
+    let bad = |reason| PmiError::BadEnv { var: env::PMI_FD, value: text.to_owned(), reason };
     // SAFETY: F_GETFD only reads the flags of descriptor `fd`; it fails with EBADF if `fd` is not
     // open and touches no memory.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
@@ -130,10 +106,7 @@ fn adopt_fd(fd: RawFd, text: &str) -> Result<OwnedFd, PmiError> {
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: F_SETFD on a descriptor we own changes only its close-on-exec flag.
     if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
-        return Err(PmiError::Io {
-            during: "setup",
-            source: std::io::Error::last_os_error(),
-        });
+        return Err(PmiError::Io { during: "setup", source: std::io::Error::last_os_error() });
     }
     Ok(owned)
 }

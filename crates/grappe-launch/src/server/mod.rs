@@ -28,11 +28,7 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerEvent {
     /// Process `process` sent `cmd=abort`.
-    Abort {
-        process: usize,
-        code: i32,
-        message: String,
-    },
+    Abort { process: usize, code: i32, message: String },
     /// Process `process` sent something that is not valid PMI-1; the server stopped serving it.
     ProtocolError { process: usize, detail: String },
 }
@@ -66,21 +62,11 @@ struct State {
 
 impl PmiServer {
     /// Starts serving process `p` on `connections[p]` (one connection per process).
-    pub fn start(
-        config: ServerConfig,
-        connections: Vec<UnixStream>,
-        notify: Notify,
-    ) -> std::io::Result<PmiServer> {
+    pub fn start(config: ServerConfig, connections: Vec<UnixStream>, notify: Notify) -> std::io::Result<PmiServer> {
         if connections.len() != config.processes {
-            let detail = format!(
-                "{} connections for {} processes: need one per process",
-                connections.len(),
-                config.processes
-            );
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                detail,
-            ));
+            let detail =
+                format!("{} connections for {} processes: need one per process", connections.len(), config.processes);
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, detail));
         }
         let state = State {
             store: HashMap::new(),
@@ -89,12 +75,7 @@ impl PmiServer {
             finalized: vec![false; config.processes],
             stopping: false,
         };
-        let shared = Arc::new(Shared {
-            config,
-            state: Mutex::new(state),
-            barrier_released: Condvar::new(),
-            notify,
-        });
+        let shared = Arc::new(Shared { config, state: Mutex::new(state), barrier_released: Condvar::new(), notify });
         let mut sockets = Vec::with_capacity(connections.len());
         let mut threads = Vec::with_capacity(connections.len());
         for (process, stream) in connections.into_iter().enumerate() {
@@ -105,21 +86,12 @@ impl PmiServer {
                 .spawn(move || session::serve(shared, process, stream))?;
             threads.push(thread);
         }
-        Ok(PmiServer {
-            shared,
-            sockets,
-            threads,
-        })
+        Ok(PmiServer { shared, sockets, threads })
     }
 
     /// Whether process `process` sent `cmd=finalize` (and was answered).
     pub fn has_finalized(&self, process: usize) -> bool {
-        self.shared
-            .lock()
-            .finalized
-            .get(process)
-            .copied()
-            .unwrap_or(false)
+        self.shared.lock().finalized.get(process).copied().unwrap_or(false)
     }
 
     /// Stops serving: releases barrier waiters, closes every connection, joins the threads.

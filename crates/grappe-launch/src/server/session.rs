@@ -27,12 +27,7 @@ pub(super) fn serve(shared: Arc<Shared>, process: usize, stream: UnixStream) {
         Ok(clone) => BufReader::new(clone),
         Err(e) => return violation(&shared, process, format!("could not be served: {e}")),
     };
-    let mut session = Session {
-        shared,
-        process,
-        reader,
-        writer: stream,
-    };
+    let mut session = Session { shared, process, reader, writer: stream };
     if let Err(Stop::Violation(detail)) = session.run() {
         // Hang up, so that the process's pending PMI call fails instead of waiting forever.
         let _ = session.writer.shutdown(std::net::Shutdown::Both);
@@ -65,27 +60,22 @@ impl Session {
         if !line.ends_with(b"\n") && line.len() < simple::MAX_LINE {
             return Ok(None); // Hung up in the middle of a line: the exit status will tell why.
         }
-        simple::parse_line(&line)
-            .map(Some)
-            .map_err(|e| Stop::Violation(format!("sent a malformed PMI-1 line: {e}")))
+        simple::parse_line(&line).map(Some).map_err(|e| Stop::Violation(format!("sent a malformed PMI-1 line: {e}")))
     }
 
     fn write(&mut self, reply: &WireMessage) -> Result<(), Stop> {
         let line = simple::encode_line(reply)
             .map_err(|e| Stop::Violation(format!("got a reply grappe cannot encode: {e}")))?;
-        self.writer
-            .write_all(line.as_bytes())
-            .map_err(|_| Stop::Closed)
+        self.writer.write_all(line.as_bytes()).map_err(|_| Stop::Closed)
     }
 
     fn handle(&mut self, request: WireMessage) -> Result<Option<WireMessage>, Stop> {
         let config = &self.shared.config;
         let reply = match request.command.as_str() {
             "init" => return self.init(&request).map(Some),
-            "get_maxes" => WireMessage::new("maxes")
-                .with("kvsname_max", 256)
-                .with("keylen_max", 64)
-                .with("vallen_max", 1024),
+            "get_maxes" => {
+                WireMessage::new("maxes").with("kvsname_max", 256).with("keylen_max", 64).with("vallen_max", 1024)
+            }
             "get_appnum" => WireMessage::new("appnum").with("appnum", 0),
             "get_my_kvsname" => WireMessage::new("my_kvsname").with("kvsname", &config.kvsname),
             "get_universe_size" => WireMessage::new("universe_size").with("size", config.processes),
@@ -104,8 +94,7 @@ impl Session {
                 return Ok(None);
             }
             _ => {
-                let detail =
-                    format!("sent the PMI-1 command `{request}`, which grappe does not serve");
+                let detail = format!("sent the PMI-1 command `{request}`, which grappe does not serve");
                 return Err(Stop::Violation(detail));
             }
         };
@@ -151,13 +140,8 @@ impl Session {
         if check_token_in(key, true, ' ').is_err() || check_token_in(value, false, ' ').is_err() {
             return Self::refuse("put_result", format!("unstorable_key_or_value_for_{key}"));
         }
-        self.shared
-            .lock()
-            .store
-            .insert(key.to_owned(), value.to_owned());
-        WireMessage::new("put_result")
-            .with("rc", 0)
-            .with("msg", "success")
+        self.shared.lock().store.insert(key.to_owned(), value.to_owned());
+        WireMessage::new("put_result").with("rc", 0).with("msg", "success")
     }
 
     fn get(&self, request: &WireMessage) -> WireMessage {
@@ -169,19 +153,12 @@ impl Session {
         };
         let value = match key {
             // MPICH asks for this to find which ranks share a node: all of them do here.
-            "PMI_process_mapping" => {
-                Some(format!("(vector,(0,1,{}))", self.shared.config.processes))
-            }
+            "PMI_process_mapping" => Some(format!("(vector,(0,1,{}))", self.shared.config.processes)),
             _ => self.shared.lock().store.get(key).cloned(),
         };
         match value {
-            Some(value) => WireMessage::new("get_result")
-                .with("rc", 0)
-                .with("msg", "success")
-                .with("value", value),
-            None => {
-                Self::refuse("get_result", format!("key_{key}_not_found")).with("value", "unknown")
-            }
+            Some(value) => WireMessage::new("get_result").with("rc", 0).with("msg", "success").with("value", value),
+            None => Self::refuse("get_result", format!("key_{key}_not_found")).with("value", "unknown"),
         }
     }
 
@@ -197,11 +174,7 @@ impl Session {
             return Ok(());
         }
         while state.generation == generation && !state.stopping {
-            state = self
-                .shared
-                .barrier_released
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = self.shared.barrier_released.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
         match state.generation == generation {
             true => Err(Stop::Closed),
@@ -210,15 +183,8 @@ impl Session {
     }
 
     fn abort(&self, request: &WireMessage) {
-        let code = request
-            .get("exitcode")
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(1);
+        let code = request.get("exitcode").and_then(|text| text.trim().parse().ok()).unwrap_or(1);
         let message = request.get("error_msg").unwrap_or("").to_owned();
-        (self.shared.notify)(ServerEvent::Abort {
-            process: self.process,
-            code,
-            message,
-        });
+        (self.shared.notify)(ServerEvent::Abort { process: self.process, code, message });
     }
 }

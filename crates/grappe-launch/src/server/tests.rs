@@ -15,16 +15,9 @@ fn start(processes: usize) -> (PmiServer, Vec<UnixStream>, Receiver<ServerEvent>
         client_ends.push(client_end);
     }
     let (events, received) = channel();
-    let config = ServerConfig {
-        kvsname: "job-1".to_owned(),
-        processes,
-    };
+    let config = ServerConfig { kvsname: "job-1".to_owned(), processes };
     let notify: Notify = Box::new(move |event| events.send(event).unwrap());
-    (
-        PmiServer::start(config, server_ends, notify).unwrap(),
-        client_ends,
-        received,
-    )
+    (PmiServer::start(config, server_ends, notify).unwrap(), client_ends, received)
 }
 
 fn client(stream: UnixStream, rank: usize, size: usize) -> SimpleClient {
@@ -41,14 +34,10 @@ fn every_process_sees_every_put_after_the_fence() {
             std::thread::spawn(move || {
                 let mut pmi = client(stream, rank, 3);
                 assert_eq!(pmi.job_id(), "job-1");
-                pmi.put(&format!("card-{rank}"), &format!("addr-of-{rank}"))
-                    .unwrap();
+                pmi.put(&format!("card-{rank}"), &format!("addr-of-{rank}")).unwrap();
                 pmi.fence().unwrap();
                 for other in 0..3 {
-                    assert_eq!(
-                        pmi.get(&format!("card-{other}")).unwrap(),
-                        format!("addr-of-{other}")
-                    );
+                    assert_eq!(pmi.get(&format!("card-{other}")).unwrap(), format!("addr-of-{other}"));
                 }
                 let err = pmi.get("nobody-put-this").unwrap_err();
                 assert!(matches!(err, PmiError::KeyNotFound { .. }), "{err}");
@@ -75,16 +64,10 @@ fn shutdown_releases_a_barrier_that_a_dead_process_never_joins() {
         pmi.barrier()
     });
     std::thread::sleep(Duration::from_millis(50));
-    assert!(
-        !waiter.is_finished(),
-        "barrier completed with one process missing"
-    );
+    assert!(!waiter.is_finished(), "barrier completed with one process missing");
     server.shutdown();
     let err = waiter.join().unwrap().unwrap_err();
-    assert!(
-        matches!(err, PmiError::ServerClosed { during: "barrier" }),
-        "{err}"
-    );
+    assert!(matches!(err, PmiError::ServerClosed { during: "barrier" }), "{err}");
 }
 
 fn raw_exchange(stream: &UnixStream, line: &[u8]) -> Option<String> {
@@ -99,27 +82,14 @@ fn malformed_lines_and_pmi2_requests_are_reported_as_violations() {
     let (server, streams, events) = start(2);
     (&streams[0]).write_all(b"hello there\n").unwrap();
     let reply = raw_exchange(&streams[1], b"cmd=init pmi_version=2 pmi_subversion=0\n");
-    assert_eq!(
-        reply.as_deref(),
-        Some(""),
-        "a PMI-2 request must not get a PMI-1 answer"
-    );
-    let mut seen: Vec<ServerEvent> = (0..2)
-        .map(|_| events.recv_timeout(Duration::from_secs(10)).unwrap())
-        .collect();
+    assert_eq!(reply.as_deref(), Some(""), "a PMI-2 request must not get a PMI-1 answer");
+    let mut seen: Vec<ServerEvent> = (0..2).map(|_| events.recv_timeout(Duration::from_secs(10)).unwrap()).collect();
     seen.sort_by_key(|event| match event {
         ServerEvent::ProtocolError { process, .. } | ServerEvent::Abort { process, .. } => *process,
     });
-    let ServerEvent::ProtocolError { process: 0, detail } = &seen[0] else {
-        panic!("{seen:?}")
-    };
-    assert!(
-        detail.contains("malformed") && detail.contains("hello"),
-        "{detail}"
-    );
-    let ServerEvent::ProtocolError { process: 1, detail } = &seen[1] else {
-        panic!("{seen:?}")
-    };
+    let ServerEvent::ProtocolError { process: 0, detail } = &seen[0] else { panic!("{seen:?}") };
+    assert!(detail.contains("malformed") && detail.contains("hello"), "{detail}");
+    let ServerEvent::ProtocolError { process: 1, detail } = &seen[1] else { panic!("{seen:?}") };
     assert!(detail.contains("PMI version 2.0"), "{detail}");
     server.shutdown();
 }
@@ -131,14 +101,7 @@ fn abort_is_reported_with_its_code_and_message() {
     let mut pmi = client(stream, 0, 1);
     pmi.abort(7, "out of memory").unwrap();
     let event = events.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(
-        event,
-        ServerEvent::Abort {
-            process: 0,
-            code: 7,
-            message: "out_of_memory".to_owned()
-        }
-    );
+    assert_eq!(event, ServerEvent::Abort { process: 0, code: 7, message: "out_of_memory".to_owned() });
     server.shutdown();
 }
 
@@ -147,19 +110,10 @@ fn wrong_kvsname_and_hydra_special_keys_are_answered_like_hydra() {
     let (server, streams, _events) = start(4);
     let stream = &streams[0];
     let reply = raw_exchange(stream, b"cmd=get kvsname=other key=a\n").unwrap();
-    assert!(
-        reply.starts_with("cmd=get_result rc=-1 msg=unknown_kvsname_other"),
-        "{reply}"
-    );
+    assert!(reply.starts_with("cmd=get_result rc=-1 msg=unknown_kvsname_other"), "{reply}");
     let reply = raw_exchange(stream, b"cmd=get kvsname=job-1 key=PMI_process_mapping\n").unwrap();
-    assert_eq!(
-        reply,
-        "cmd=get_result rc=0 msg=success value=(vector,(0,1,4))\n"
-    );
+    assert_eq!(reply, "cmd=get_result rc=0 msg=success value=(vector,(0,1,4))\n");
     let reply = raw_exchange(stream, b"cmd=get_maxes\n").unwrap();
-    assert_eq!(
-        reply,
-        "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n"
-    );
+    assert_eq!(reply, "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n");
     server.shutdown();
 }

@@ -28,10 +28,7 @@ pub struct WireMessage {
 impl WireMessage {
     /// A message with no attributes.
     pub fn new(command: impl Into<String>) -> Self {
-        WireMessage {
-            command: command.into(),
-            attributes: Vec::new(),
-        }
+        WireMessage { command: command.into(), attributes: Vec::new() }
     }
 
     /// This message with one more attribute.
@@ -42,26 +39,18 @@ impl WireMessage {
 
     /// The value of the first attribute named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.attributes
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The value of `key`, or an error naming the command and the key.
     pub fn require(&self, key: &str) -> Result<&str, WireError> {
-        self.get(key).ok_or_else(|| WireError::MissingAttribute {
-            command: self.command.clone(),
-            key: key.to_owned(),
-        })
+        self.get(key).ok_or_else(|| WireError::MissingAttribute { command: self.command.clone(), key: key.to_owned() })
     }
 
     /// The value of `key` as an integer (which must be present).
     pub fn require_int(&self, key: &str) -> Result<i64, WireError> {
         let text = self.require(key)?;
-        text.trim()
-            .parse()
-            .map_err(|_| self.bad(key, text, "an integer"))
+        text.trim().parse().map_err(|_| self.bad(key, text, "an integer"))
     }
 
     /// The `rc` attribute; a missing `rc` means success (hydra omits it in several replies).
@@ -73,12 +62,7 @@ impl WireMessage {
     }
 
     fn bad(&self, key: &str, value: &str, expected: &'static str) -> WireError {
-        WireError::BadAttribute {
-            command: self.command.clone(),
-            key: key.to_owned(),
-            value: excerpt(value),
-            expected,
-        }
+        WireError::BadAttribute { command: self.command.clone(), key: key.to_owned(), value: excerpt(value), expected }
     }
 }
 
@@ -114,18 +98,9 @@ pub enum WireError {
     #[error("PMI `{command}` message has no `{key}=` attribute")]
     MissingAttribute { command: String, key: String },
     #[error("PMI `{command}` message has `{key}={value}`, which is not {expected}")]
-    BadAttribute {
-        command: String,
-        key: String,
-        value: String,
-        expected: &'static str,
-    },
+    BadAttribute { command: String, key: String, value: String, expected: &'static str },
     #[error("cannot put {what} {text:?} on the PMI wire: {problem}")]
-    Unencodable {
-        what: &'static str,
-        text: String,
-        problem: TextProblem,
-    },
+    Unencodable { what: &'static str, text: String, problem: TextProblem },
 }
 
 /// What is wrong with a key, value or command name.
@@ -160,11 +135,7 @@ pub(crate) fn check_token_in(text: &str, is_key: bool, separator: char) -> Resul
 
 /// Checks every token of `message` with [`check_token_in`].
 fn check_message(message: &WireMessage, separator: char) -> Result<(), WireError> {
-    let unencodable = |what, text: &str, problem| WireError::Unencodable {
-        what,
-        text: excerpt(text),
-        problem,
-    };
+    let unencodable = |what, text: &str, problem| WireError::Unencodable { what, text: excerpt(text), problem };
     let check = |text: &str, is_key| check_token_in(text, is_key, separator);
     check(&message.command, true).map_err(|p| unencodable("command", &message.command, p))?;
     for (key, value) in &message.attributes {
@@ -180,9 +151,7 @@ fn parse_tokens<'a>(mut tokens: impl Iterator<Item = &'a str>) -> Result<WireMes
     let command = match first.split_once('=') {
         Some(("cmd", command)) if !command.is_empty() => command,
         _ => {
-            return Err(WireError::MissingCommand {
-                start: excerpt(first),
-            });
+            return Err(WireError::MissingCommand { start: excerpt(first) });
         }
     };
     let mut message = WireMessage::new(command);
@@ -192,9 +161,7 @@ fn parse_tokens<'a>(mut tokens: impl Iterator<Item = &'a str>) -> Result<WireMes
                 message.attributes.push((key.to_owned(), value.to_owned()));
             }
             _ => {
-                return Err(WireError::NotKeyValue {
-                    token: excerpt(token),
-                });
+                return Err(WireError::NotKeyValue { token: excerpt(token) });
             }
         }
     }
@@ -203,9 +170,7 @@ fn parse_tokens<'a>(mut tokens: impl Iterator<Item = &'a str>) -> Result<WireMes
 
 /// `bytes` as UTF-8, or an error giving the offset of the first bad byte.
 fn utf8(bytes: &[u8]) -> Result<&str, WireError> {
-    std::str::from_utf8(bytes).map_err(|e| WireError::NotUtf8 {
-        offset: e.valid_up_to(),
-    })
+    std::str::from_utf8(bytes).map_err(|e| WireError::NotUtf8 { offset: e.valid_up_to() })
 }
 
 /// At most 80 characters of `text`, so that an error about a huge token stays readable.
@@ -225,22 +190,10 @@ mod tests {
     fn tokens_with_framing_characters_are_refused() {
         assert_eq!(check_token("", true), Err(TextProblem::Empty));
         assert_eq!(check_token("", false), Ok(()));
-        assert_eq!(
-            check_token("a b", false),
-            Err(TextProblem::Forbidden { ch: ' ', at: 1 })
-        );
-        assert_eq!(
-            check_token("ab;", false),
-            Err(TextProblem::Forbidden { ch: ';', at: 2 })
-        );
-        assert_eq!(
-            check_token("a\n", false),
-            Err(TextProblem::Forbidden { ch: '\n', at: 1 })
-        );
-        assert_eq!(
-            check_token("k=v", true),
-            Err(TextProblem::Forbidden { ch: '=', at: 1 })
-        );
+        assert_eq!(check_token("a b", false), Err(TextProblem::Forbidden { ch: ' ', at: 1 }));
+        assert_eq!(check_token("ab;", false), Err(TextProblem::Forbidden { ch: ';', at: 2 }));
+        assert_eq!(check_token("a\n", false), Err(TextProblem::Forbidden { ch: '\n', at: 1 }));
+        assert_eq!(check_token("k=v", true), Err(TextProblem::Forbidden { ch: '=', at: 1 }));
         assert_eq!(check_token("(vector,(0,1,4))", false), Ok(()));
     }
 

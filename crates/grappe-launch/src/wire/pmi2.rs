@@ -24,15 +24,11 @@ pub const MAX_BODY: usize = 999_999;
 
 /// Parses the 6-byte length prefix: a positive decimal number, space-padded on either side.
 pub fn parse_length_prefix(prefix: &[u8]) -> Result<usize, WireError> {
-    let bad = || WireError::BadLengthPrefix {
-        prefix: String::from_utf8_lossy(prefix).into_owned(),
-    };
+    let bad = || WireError::BadLengthPrefix { prefix: String::from_utf8_lossy(prefix).into_owned() };
     if prefix.len() != LENGTH_PREFIX {
         return Err(bad());
     }
-    let digits = std::str::from_utf8(prefix)
-        .map_err(|_| bad())?
-        .trim_matches(' ');
+    let digits = std::str::from_utf8(prefix).map_err(|_| bad())?.trim_matches(' ');
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
@@ -45,10 +41,7 @@ pub fn parse_length_prefix(prefix: &[u8]) -> Result<usize, WireError> {
 /// Parses a body (the bytes after the prefix): `cmd=x;k=v;...`, the final `;` optional.
 pub fn parse_body(body: &[u8]) -> Result<WireMessage, WireError> {
     if body.len() > MAX_BODY {
-        return Err(WireError::TooLong {
-            len: body.len(),
-            max: MAX_BODY,
-        });
+        return Err(WireError::TooLong { len: body.len(), max: MAX_BODY });
     }
     let text = utf8(body)?;
     let text = text.strip_suffix(';').unwrap_or(text);
@@ -85,10 +78,7 @@ pub fn encode_body(message: &WireMessage) -> Result<String, WireError> {
         body.push(';');
     }
     if body.len() > MAX_BODY {
-        return Err(WireError::TooLong {
-            len: body.len(),
-            max: MAX_BODY,
-        });
+        return Err(WireError::TooLong { len: body.len(), max: MAX_BODY });
     }
     Ok(body)
 }
@@ -96,11 +86,7 @@ pub fn encode_body(message: &WireMessage) -> Result<String, WireError> {
 /// A complete frame: the left-justified length prefix (as Slurm writes it) and the body.
 pub fn encode_frame(message: &WireMessage) -> Result<String, WireError> {
     let body = encode_body(message)?;
-    Ok(format!(
-        "{:<width$}{body}",
-        body.len(),
-        width = LENGTH_PREFIX
-    ))
+    Ok(format!("{:<width$}{body}", body.len(), width = LENGTH_PREFIX))
 }
 
 #[cfg(test)]
@@ -123,39 +109,22 @@ mod tests {
         assert_eq!(parse_length_prefix(b"26    "), Ok(26));
         assert_eq!(parse_length_prefix(b"    26"), Ok(26));
         assert_eq!(parse_length_prefix(b"999999"), Ok(999_999));
-        for bad in [
-            &b"      "[..],
-            b"0     ",
-            b"2 6   ",
-            b"-5    ",
-            b"+5    ",
-            b"12345",
-            b"ab    ",
-        ] {
+        for bad in [&b"      "[..], b"0     ", b"2 6   ", b"-5    ", b"+5    ", b"12345", b"ab    "] {
             assert!(parse_length_prefix(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn encoded_frames_match_what_slurm_expects() {
-        let message = WireMessage::new("kvs-put")
-            .with("key", "a")
-            .with("value", "b");
-        assert_eq!(
-            encode_frame(&message).unwrap(),
-            "26    cmd=kvs-put;key=a;value=b;"
-        );
+        let message = WireMessage::new("kvs-put").with("key", "a").with("value", "b");
+        assert_eq!(encode_frame(&message).unwrap(), "26    cmd=kvs-put;key=a;value=b;");
     }
 
     #[test]
     fn partial_frames_ask_for_more() {
         let frame = encode_frame(&WireMessage::new("kvs-fence")).unwrap();
         for cut in 0..frame.len() {
-            assert_eq!(
-                decode_frame(&frame.as_bytes()[..cut]),
-                Ok(None),
-                "cut at {cut}"
-            );
+            assert_eq!(decode_frame(&frame.as_bytes()[..cut]), Ok(None), "cut at {cut}");
         }
     }
 
@@ -164,18 +133,9 @@ mod tests {
         assert_eq!(parse_body(b""), Err(WireError::Empty));
         assert_eq!(parse_body(b";"), Err(WireError::Empty));
         assert_eq!(parse_body(b"cmd=a;;b=c;"), Err(WireError::EscapedSemicolon));
-        assert!(matches!(
-            parse_body(b"key=a;"),
-            Err(WireError::MissingCommand { .. })
-        ));
-        assert!(matches!(
-            parse_body(b"cmd=a;oops;"),
-            Err(WireError::NotKeyValue { .. })
-        ));
-        assert!(matches!(
-            parse_body(b"cmd=a;\xc3;"),
-            Err(WireError::NotUtf8 { offset: 6 })
-        ));
+        assert!(matches!(parse_body(b"key=a;"), Err(WireError::MissingCommand { .. })));
+        assert!(matches!(parse_body(b"cmd=a;oops;"), Err(WireError::NotKeyValue { .. })));
+        assert!(matches!(parse_body(b"cmd=a;\xc3;"), Err(WireError::NotUtf8 { offset: 6 })));
     }
 
     #[test]

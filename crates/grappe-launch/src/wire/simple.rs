@@ -22,15 +22,10 @@ pub const MAX_LINE: usize = 16 * 1024;
 pub fn parse_line(line: &[u8]) -> Result<WireMessage, WireError> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     if line.len() >= MAX_LINE {
-        return Err(WireError::TooLong {
-            len: line.len() + 1,
-            max: MAX_LINE,
-        });
+        return Err(WireError::TooLong { len: line.len() + 1, max: MAX_LINE });
     }
     if let Some(at) = line.iter().position(|&b| b == b'\n') {
-        return Err(WireError::NotKeyValue {
-            token: format!("(a newline inside the line at byte {at})"),
-        });
+        return Err(WireError::NotKeyValue { token: format!("(a newline inside the line at byte {at})") });
     }
     let text = utf8(line)?;
     parse_tokens(text.split(' ').filter(|token| !token.is_empty()))
@@ -48,10 +43,7 @@ pub fn encode_line(message: &WireMessage) -> Result<String, WireError> {
     }
     line.push('\n');
     if line.len() > MAX_LINE {
-        return Err(WireError::TooLong {
-            len: line.len(),
-            max: MAX_LINE,
-        });
+        return Err(WireError::TooLong { len: line.len(), max: MAX_LINE });
     }
     Ok(line)
 }
@@ -114,10 +106,7 @@ mod tests {
         let msg = WireMessage::new("put").with("value", "x".repeat(MAX_LINE));
         assert!(matches!(encode_line(&msg), Err(WireError::TooLong { .. })));
         let line = format!("cmd=put value={}", "x".repeat(MAX_LINE));
-        assert!(matches!(
-            parse_line(line.as_bytes()),
-            Err(WireError::TooLong { .. })
-        ));
+        assert!(matches!(parse_line(line.as_bytes()), Err(WireError::TooLong { .. })));
     }
 
     fn command() -> impl Strategy<Value = String> {

@@ -52,11 +52,7 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output {
-        status,
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    Output { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") }
 }
 
 fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
@@ -91,12 +87,8 @@ pub fn probe_lines(output: &[u8]) -> Vec<ProbeLine> {
 fn parse_probe_line(line: &str) -> Option<ProbeLine> {
     let rest = &line[line.find("pmi-probe: rank ")? + "pmi-probe: rank ".len()..];
     let words: Vec<&str> = rest.split(' ').collect();
-    let field = |name: &str| {
-        words
-            .iter()
-            .find_map(|word| word.strip_prefix(name)?.strip_prefix('='))
-            .map(str::to_owned)
-    };
+    let field =
+        |name: &str| words.iter().find_map(|word| word.strip_prefix(name)?.strip_prefix('=')).map(str::to_owned);
     if words.get(1) != Some(&"of") {
         return None;
     }
@@ -113,18 +105,13 @@ fn parse_probe_line(line: &str) -> Option<ProbeLine> {
 /// Number of `pmi-probe: rank R ok` lines in `output`.
 pub fn ok_count(output: &[u8]) -> usize {
     let text = String::from_utf8_lossy(output);
-    text.lines()
-        .filter(|line| line.contains("pmi-probe: rank ") && line.ends_with(" ok"))
-        .count()
+    text.lines().filter(|line| line.contains("pmi-probe: rank ") && line.ends_with(" ok")).count()
 }
 
 /// Fails the test if any of `pids` still exists.
 pub fn assert_all_gone(pids: &[u32]) {
     for pid in pids {
-        assert!(
-            !Path::new(&format!("/proc/{pid}")).exists(),
-            "process {pid} was left behind"
-        );
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "process {pid} was left behind");
     }
 }
 

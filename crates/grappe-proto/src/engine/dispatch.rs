@@ -12,7 +12,13 @@ use crate::{Error, OwnedBytes, ProtoSettings, RecvTarget, Result, Status};
 
 impl Book {
     /// Handles one record from the mailbox of world rank `src`.
-    pub(super) fn dispatch(&mut self, net: &Net, src: usize, record: Record<'_>, settings: &ProtoSettings) -> Result<()> {
+    pub(super) fn dispatch(
+        &mut self,
+        net: &Net,
+        src: usize,
+        record: Record<'_>,
+        settings: &ProtoSettings,
+    ) -> Result<()> {
         let env = Envelope::decode(record.meta())
             .ok_or_else(|| corrupt(src, format!("unknown record metadata {:?}", record.meta())))?;
         let payload = record.payload();
@@ -32,7 +38,9 @@ impl Book {
                 let h = Handover::read(payload).ok_or_else(|| corrupt(src, "short hand-over".into()))?;
                 // SAFETY: a hand-over record comes from a thread of this
                 // process that gave up the allocation when it pushed it.
-                let owned = unsafe { OwnedBytes::from_raw_parts(h.ptr as *mut u8, h.len as usize, h.cap as usize, h.align as usize) };
+                let owned = unsafe {
+                    OwnedBytes::from_raw_parts(h.ptr as *mut u8, h.len as usize, h.cap as usize, h.align as usize)
+                };
                 match self.take_posted(env.ctx, src, env.tag) {
                     Some(key) => self.deliver_owned(key, status(&env, owned.len()), owned),
                     None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Handover(owned)),
@@ -42,7 +50,9 @@ impl Book {
             Kind::Frag => self.next_fragment(src, payload)?,
             Kind::Fin => self.finish_offered_send(src, payload)?,
         }
-        record.consume();
+        if record.consume() {
+            net.ring(src); // it waits for mailbox space
+        }
         Ok(())
     }
 
@@ -93,7 +103,15 @@ impl Book {
 
     /// Receive `key` matched an RTS: publish our buffer (if the sender
     /// offered a slot) and start copying.
-    fn accept_rendezvous(&mut self, net: &Net, key: usize, src: usize, env: &Envelope, rts: Rts, settings: &ProtoSettings) {
+    fn accept_rendezvous(
+        &mut self,
+        net: &Net,
+        key: usize,
+        src: usize,
+        env: &Envelope,
+        rts: Rts,
+        settings: &ProtoSettings,
+    ) {
         let len = rts.len as usize;
         let (dst, cap, data) = match self.recv_mut(key).target {
             RecvTarget::Buffer { ptr, cap } => (ptr, cap, None),
@@ -159,7 +177,9 @@ impl Book {
         }
         let arrival = self.unexpected.remove(at);
         match arrival.body {
-            Body::Eager(bytes) | Body::Staged { data: bytes, .. } => self.deliver(key, status(&env, bytes.len()), &bytes),
+            Body::Eager(bytes) | Body::Staged { data: bytes, .. } => {
+                self.deliver(key, status(&env, bytes.len()), &bytes)
+            }
             Body::Handover(owned) => self.deliver_owned(key, status(&env, owned.len()), owned),
             Body::Rts(rts) => self.accept_rendezvous(net, key, src, &env, rts, settings),
         }

@@ -31,7 +31,13 @@ impl Engine {
     ///
     /// # Safety
     /// As for [`Engine::irecv`]; the buffer only needs to live for the call.
-    pub unsafe fn recv(&mut self, target: RecvTarget, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Completion> {
+    pub unsafe fn recv(
+        &mut self,
+        target: RecvTarget,
+        src: Option<usize>,
+        ctx: u32,
+        tag: Option<i32>,
+    ) -> Result<Completion> {
         if let Some(src) = src.filter(|_| self.nothing_in_flight()) {
             match self.take_head(src, ctx, tag, target) {
                 Head::Taken(done) => return done,
@@ -71,7 +77,11 @@ impl Engine {
     /// then may a receive bypass the matching queues.
     fn nothing_in_flight(&self) -> bool {
         let b = &self.book;
-        b.reqs.is_empty() && b.unexpected.len() == 0 && b.queued_total == 0 && b.fins.is_empty() && b.retiring.is_empty()
+        b.reqs.is_empty()
+            && b.unexpected.len() == 0
+            && b.queued_total == 0
+            && b.fins.is_empty()
+            && b.retiring.is_empty()
     }
 
     /// Takes the record at the head of `src`'s mailbox if it is an eager
@@ -105,7 +115,9 @@ impl Engine {
                 Ok(Completion { status, data: Some(owned) })
             }
         };
-        record.consume();
+        if record.consume() {
+            self.net.ring(src); // it waits for mailbox space
+        }
         Head::Taken(done)
     }
 }

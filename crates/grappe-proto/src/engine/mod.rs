@@ -39,6 +39,15 @@ pub struct Engine {
     wait: WaitSettings,
     /// Our worker's doorbell, inside `net.host` (kept alive by the Arc).
     bell: *const Doorbell,
+    stats: EngineStats,
+}
+
+/// Counters of one engine, for diagnostics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Sleeps that ended by timeout rather than by a doorbell: each one is
+    /// a wake-up nobody sent (a dead peer, or a lost wake-up).
+    pub sleeps_timed_out: u64,
 }
 
 // SAFETY: the raw pointers point into the host segment, which the engine
@@ -99,8 +108,9 @@ impl Engine {
                 Inbound { src, ring }
             })
             .collect();
-        let bell = net.host.doorbell(net.host.control(locals[me]).bell.load(std::sync::atomic::Ordering::Acquire) as usize)
-            as *const Doorbell;
+        let bell =
+            net.host.doorbell(net.host.control(locals[me]).bell.load(std::sync::atomic::Ordering::Acquire) as usize)
+                as *const Doorbell;
         let slots = net.host.params().rdv_slots as u32;
         let book = Book {
             reqs: Slab::new(),
@@ -115,7 +125,19 @@ impl Engine {
             retiring: Vec::new(),
             fins: Vec::new(),
         };
-        Ok(Engine { me, inbound, net, book, settings, wait, bell })
+        Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default() })
+    }
+
+    /// The engine's counters.
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// After a sleep timed out: count it and look for dead peers.
+    fn timed_out(&mut self) -> Result<()> {
+        self.stats.sleeps_timed_out += 1;
+        self.progress()?;
+        self.check_peers()
     }
 
     /// This rank's number in the world.
@@ -159,7 +181,13 @@ impl Engine {
     /// # Safety
     /// A [`RecvTarget::Buffer`] must stay valid and untouched by the
     /// caller until the request completes (or is cancelled).
-    pub unsafe fn irecv(&mut self, target: RecvTarget, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Started> {
+    pub unsafe fn irecv(
+        &mut self,
+        target: RecvTarget,
+        src: Option<usize>,
+        ctx: u32,
+        tag: Option<i32>,
+    ) -> Result<Started> {
         let req = RecvReq { ctx, src, tag, target, state: RecvState::Posted };
         if let Some(slot) = self.book.unexpected.find(ctx, src, tag) {
             let key = self.book.reqs.insert(Request::Recv(req));
@@ -186,7 +214,7 @@ impl Engine {
                 return done;
             }
             if backoff.snooze() == Snooze::TimedOut {
-                self.check_peers()?;
+                self.timed_out()?;
             }
         }
     }
@@ -257,7 +285,7 @@ impl Engine {
                 return Ok(());
             }
             if backoff.snooze() == Snooze::TimedOut {
-                self.check_peers()?;
+                self.timed_out()?;
             }
         }
     }
@@ -285,8 +313,7 @@ impl Engine {
                 return Ok(());
             }
             if backoff.snooze() == Snooze::TimedOut {
-                self.progress()?;
-                self.check_peers()?;
+                self.timed_out()?;
             }
         }
         unreachable!("the loop only ends by returning")
@@ -305,7 +332,11 @@ impl Engine {
                 moved = true;
             }
         }
-        if !(self.book.offered.is_empty() && self.book.copying.is_empty() && self.book.retiring.is_empty() && self.book.fins.is_empty()) {
+        if !(self.book.offered.is_empty()
+            && self.book.copying.is_empty()
+            && self.book.retiring.is_empty()
+            && self.book.fins.is_empty())
+        {
             moved |= self.advance_rendezvous();
         }
         Ok(moved)

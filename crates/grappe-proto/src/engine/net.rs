@@ -56,8 +56,8 @@ impl Net {
             let (route, staged) = if pid == my_pid {
                 (Route::SameProcess, !settings.single_copy)
             } else {
-                let reachable = settings.single_copy
-                    && probe_cross_memory(pid, control.probe_addr.load(Ordering::Relaxed)).is_ok();
+                let reachable =
+                    settings.single_copy && probe_cross_memory(pid, control.probe_addr.load(Ordering::Relaxed)).is_ok();
                 (Route::CrossMemory { pid }, !reachable)
             };
             let bell = host.doorbell(control.bell.load(Ordering::Relaxed) as usize) as *const Doorbell;
@@ -101,7 +101,11 @@ impl Net {
                 return Err(Error::PeerDied { rank: world, pid: peer.pid, cause: "it reported a failure".into() });
             }
             if peer.pid != my_pid && state != STATE_FINALIZED && !process_alive(peer.pid) {
-                return Err(Error::PeerDied { rank: world, pid: peer.pid, cause: "its process no longer exists".into() });
+                return Err(Error::PeerDied {
+                    rank: world,
+                    pid: peer.pid,
+                    cause: "its process no longer exists".into(),
+                });
             }
         }
         Ok(())

@@ -26,7 +26,15 @@ impl Engine {
     /// # Safety
     /// `data` must stay valid and unmodified until the request completes.
     #[inline]
-    pub unsafe fn isend(&mut self, data: *const u8, len: usize, dest: usize, ctx: u32, tag: i32, src_comm: u32) -> Result<Started> {
+    pub unsafe fn isend(
+        &mut self,
+        data: *const u8,
+        len: usize,
+        dest: usize,
+        ctx: u32,
+        tag: i32,
+        src_comm: u32,
+    ) -> Result<Started> {
         let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
         if len <= self.settings.eager_max && self.book.queued[dest].is_empty() {
             // SAFETY: the caller guarantees `data` is valid for `len` bytes.
@@ -42,7 +50,14 @@ impl Engine {
 
     /// Sends a heap buffer: handed over without copying to a thread of this
     /// process, copied to a rank of another process.
-    pub fn isend_owned(&mut self, owned: OwnedBytes, dest: usize, ctx: u32, tag: i32, src_comm: u32) -> Result<Started> {
+    pub fn isend_owned(
+        &mut self,
+        owned: OwnedBytes,
+        dest: usize,
+        ctx: u32,
+        tag: i32,
+        src_comm: u32,
+    ) -> Result<Started> {
         let kind = if self.net.peers[dest].route == Route::SameProcess { Kind::Handover } else { Kind::Eager };
         let env = Envelope { kind, ctx, tag, src: src_comm };
         let (data, len) = (owned.as_slice().as_ptr(), owned.len());
@@ -137,7 +152,14 @@ fn push_handover(send: &mut SendReq, peer: &mut super::Peer) -> Push {
 /// the RTS. With no slot free the RTS goes anyway: the receiver then copies
 /// alone and answers with a FIN, so a receiver that takes messages out of
 /// order can never starve the sender of slots.
-fn offer(key: usize, send: &SendReq, peer: &mut super::Peer, host: &grappe_fabric::HostMemory, me_local: usize, free: &mut Vec<u32>) -> Push {
+fn offer(
+    key: usize,
+    send: &SendReq,
+    peer: &mut super::Peer,
+    host: &grappe_fabric::HostMemory,
+    me_local: usize,
+    free: &mut Vec<u32>,
+) -> Push {
     // SAFETY: the poster keeps `data` valid until completion.
     let region = RemoteRegion::of(unsafe { std::slice::from_raw_parts(send.data, send.len) });
     let slot_index = free.pop();

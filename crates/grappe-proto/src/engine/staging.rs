@@ -9,8 +9,8 @@
 //! `Frag` to the message begun by the last `FragFirst` from that sender.
 
 use super::dispatch::{corrupt, finished, status};
-use super::{Book, Peer, StagingTarget};
 use super::send::Push;
+use super::{Book, Peer, StagingTarget};
 use crate::matching::Body;
 use crate::request::{RecvState, Request, SendReq};
 use crate::wire::{Envelope, Kind};
@@ -28,10 +28,12 @@ pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize) -
         let pushed = if sent == 0 {
             let n = rest.len().min(room - TOTAL_BYTES);
             let env = Envelope { kind: Kind::FragFirst, ..send.env };
-            peer.out.try_push_with(env.encode(), TOTAL_BYTES + n, |out| {
-                out[..TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
-                out[TOTAL_BYTES..].copy_from_slice(&rest[..n]);
-            }).then_some(n)
+            peer.out
+                .try_push_with(env.encode(), TOTAL_BYTES + n, |out| {
+                    out[..TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
+                    out[TOTAL_BYTES..].copy_from_slice(&rest[..n]);
+                })
+                .then_some(n)
         } else {
             let n = rest.len().min(room);
             let env = Envelope { kind: Kind::Frag, ..send.env };

@@ -22,9 +22,14 @@ pub fn run_all(world: &Communicator) -> Result<(), String> {
     if world.size() < 2 {
         return Err(format!("the suite needs 2 ranks or more, got {}", world.size()));
     }
+    let timed = std::env::var_os("P2P_SUITE_TIMES").is_some();
     for (name, check) in CHECKS {
+        let start = std::time::Instant::now();
         check(world).map_err(|e| format!("check `{name}` failed on rank {}: {e}", world.rank()))?;
         world.barrier().map_err(|e| e.to_string())?;
+        if timed && world.rank() == 0 {
+            eprintln!("{name}: {:.3} s", start.elapsed().as_secs_f64());
+        }
     }
     Ok(())
 }
@@ -68,9 +73,13 @@ fn ordering_storm(world: &Communicator) -> Result<(), String> {
             for _ in 0..count / 4 {
                 let status = world.recv(&mut buf[..], left, tag).map_err(fail)?;
                 let seq = u64::from_le_bytes(buf[..8].try_into().unwrap()) as usize;
-                expect(seq % 4 == tag as usize && status.bytes == size_of(seq), || format!("message {seq} on tag {tag}: {status:?}"))?;
+                expect(seq % 4 == tag as usize && status.bytes == size_of(seq), || {
+                    format!("message {seq} on tag {tag}: {status:?}")
+                })?;
                 expect(last.is_none_or(|l| seq > l), || format!("tag {tag}: message {seq} overtook {last:?}"))?;
-                expect(buf[8..status.bytes] == pattern(seq as u64, status.bytes)[8..], || format!("message {seq} corrupted"))?;
+                expect(buf[8..status.bytes] == pattern(seq as u64, status.bytes)[8..], || {
+                    format!("message {seq} corrupted")
+                })?;
                 last = Some(seq);
             }
         }
@@ -93,7 +102,9 @@ fn wildcards(world: &Communicator) -> Result<(), String> {
         let mut msg = [0u64; 2];
         let status = world.recv(&mut msg, ANY_SOURCE, ANY_TAG).map_err(fail)?;
         let (src, seq) = (msg[0] as usize, msg[1]);
-        expect(status.source == src && status.tag == (seq % 5) as i32 && status.bytes == 16, || format!("{status:?} for {msg:?}"))?;
+        expect(status.source == src && status.tag == (seq % 5) as i32 && status.bytes == 16, || {
+            format!("{status:?} for {msg:?}")
+        })?;
         expect(seq == next[src], || format!("from {src}: got {seq}, expected {}", next[src]))?;
         next[src] += 1;
     }
@@ -135,7 +146,8 @@ fn truncation(world: &Communicator) -> Result<(), String> {
             1 => {
                 let mut small = [0u8; 10];
                 match world.recv(&mut small, 0, tag) {
-                    Err(Error::Truncated { source_rank: 0, message_bytes, buffer_bytes: 10, .. }) if message_bytes == len => {}
+                    Err(Error::Truncated { source_rank: 0, message_bytes, buffer_bytes: 10, .. })
+                        if message_bytes == len => {}
                     other => return Err(format!("{len} bytes into 10: {other:?}")),
                 }
                 let mut buf = [0u8; 5];
@@ -247,7 +259,9 @@ fn vectors_and_values(world: &Communicator) -> Result<(), String> {
         }
         1 => {
             let (v, status) = world.recv_vec::<u64>(0, 50).map_err(fail)?;
-            expect(status.bytes == 800_000 && v.iter().enumerate().all(|(i, &x)| x == i as u64), || "vector corrupted".into())?;
+            expect(status.bytes == 800_000 && v.iter().enumerate().all(|(i, &x)| x == i as u64), || {
+                "vector corrupted".into()
+            })?;
             let (p, _) = world.recv_obj::<Particle>(0, 51).map_err(fail)?;
             expect(p.name == "proton" && p.neighbours == [4, 8, 15] && p.position[1] == -2.5, || format!("{p:?}"))
         }
