@@ -34,26 +34,39 @@ pub fn system_command(name: &str, package: &str) -> PathBuf {
 }
 
 /// Runs `cmd` to completion, killing it after `limit`. Returns the output
-/// and how long it took.
+/// and how long it took. Both pipes are drained while it runs, so a chatty
+/// job never blocks on a full pipe.
 pub fn run_with_limit(cmd: &mut Command, limit: Duration) -> (Output, Duration) {
     let start = Instant::now();
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            let output = child.wait_with_output().expect("output");
-            return (output, start.elapsed());
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let output = child.wait_with_output().expect("output");
+            let _ = child.wait();
+            let (out, err) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
             panic!(
                 "{cmd:?} did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&err)
             );
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
+    let output =
+        Output { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() };
+    (output, start.elapsed())
 }
 
 /// Stdout and stderr of a finished command, for assertion messages.
