@@ -31,6 +31,8 @@ pub(crate) struct Peer {
     /// Cross-memory attach is refused: large messages go through the
     /// mailbox in fragments.
     pub staged: bool,
+    /// Largest message sent eagerly to this rank.
+    pub eager_max: usize,
     pub out: Producer,
     /// The doorbell of the peer's worker, inside the host segment.
     bell: *const Doorbell,
@@ -63,7 +65,8 @@ impl Net {
             let bell = host.doorbell(control.bell.load(Ordering::Relaxed) as usize) as *const Doorbell;
             // SAFETY: rank `me` is the only producer of its rings, built once here.
             let out = unsafe { host.producer(me_local, local) };
-            peers.push(Peer { local, pid, route, staged, out, bell });
+            let eager_max = if route == Route::SameProcess { settings.eager_max_threads } else { settings.eager_max };
+            peers.push(Peer { local, pid, route, staged, eager_max, out, bell });
         }
         Ok(Net { host, me_local, peers })
     }

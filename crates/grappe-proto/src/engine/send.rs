@@ -36,7 +36,7 @@ impl Engine {
         src_comm: u32,
     ) -> Result<Started> {
         let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
-        if len <= self.settings.eager_max && self.book.queued[dest].is_empty() {
+        if len <= self.net.peers[dest].eager_max && self.book.queued[dest].is_empty() {
             // SAFETY: the caller guarantees `data` is valid for `len` bytes.
             let bytes = unsafe { std::slice::from_raw_parts(data, len) };
             if self.net.peers[dest].out.try_push(env.encode(), bytes) {
@@ -119,7 +119,7 @@ impl Engine {
         let pushed = match (send.env.kind, &send.state) {
             (Kind::Handover, _) => push_handover(send, peer),
             (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
-            _ if send.len <= self.settings.eager_max => push_eager(send, peer),
+            _ if send.len <= peer.eager_max => push_eager(send, peer),
             _ if peer.staged => super::staging::push_fragments(send, peer, 0),
             _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),
         };
