@@ -10,10 +10,10 @@ use std::time::Duration;
 fn collectives_pass(args: &[&str], ranks: usize, loops: usize) {
     let mut cmd = Command::new(util::grappe());
     cmd.arg("run").args(args).arg(util::example("collectives_check")).arg(loops.to_string());
-    let (output, _) = util::run_with_limit(&mut cmd, Duration::from_secs(180));
-    assert!(output.status.success(), "grappe run {args:?}: {}", util::show(&output));
+    let output = util::run_bounded(cmd, Duration::from_secs(180));
+    assert!(output.status.success(), "grappe run {args:?}: {}", util::describe(&output));
     let expected = format!("collectives passed on {ranks} ranks ({loops} loops)");
-    assert!(String::from_utf8_lossy(&output.stdout).contains(&expected), "{}", util::show(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&expected), "{}", util::describe(&output));
 }
 
 #[test]

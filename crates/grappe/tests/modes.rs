@@ -15,15 +15,15 @@ const LIMIT: Duration = Duration::from_secs(120);
 fn grappe_run(args: &[&str], program: &str, program_args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(util::grappe());
     cmd.arg("run").args(args).arg(util::example(program)).args(program_args);
-    let (output, _) = util::run_with_limit(&mut cmd, LIMIT);
-    assert!(output.status.success(), "grappe run {args:?} {program}: {}", util::show(&output));
+    let output = util::run_bounded(cmd, LIMIT);
+    assert!(output.status.success(), "grappe run {args:?} {program}: {}", util::describe(&output));
     output
 }
 
 fn suite_passes(args: &[&str], ranks: usize) {
     let output = grappe_run(args, "p2p_suite", &[]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains(&format!("p2p suite passed on {ranks} ranks")), "{}", util::show(&output));
+    assert!(stdout.contains(&format!("p2p suite passed on {ranks} ranks")), "{}", util::describe(&output));
 }
 
 #[test]
@@ -57,8 +57,8 @@ fn suite_on_three_processes_without_single_copy() {
     // attach is refused.
     let mut cmd = Command::new(util::grappe());
     cmd.env("GRAPPE_SINGLE_COPY", "off").args(["run", "-n", "3"]).arg(util::example("p2p_suite"));
-    let (output, _) = util::run_with_limit(&mut cmd, LIMIT);
-    assert!(output.status.success(), "{}", util::show(&output));
+    let output = util::run_bounded(cmd, LIMIT);
+    assert!(output.status.success(), "{}", util::describe(&output));
 }
 
 #[test]
@@ -80,4 +80,12 @@ fn jacobi_gives_the_same_checksum_in_every_mode() {
         })
         .collect();
     assert!(checksums.iter().all(|c| *c == checksums[0]), "checksums differ between modes: {checksums:?}");
+
+    // And with no launcher at all: a singleton of one rank.
+    let mut alone = Command::new(util::example("jacobi"));
+    alone.args(["64", "400"]).env_remove("PMI_FD").env_remove("GRAPPE_RANKS_PER_PROCESS");
+    let output = util::run_bounded(alone, LIMIT);
+    assert!(output.status.success(), "{}", util::describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("ranks=1 ") && stdout.contains(&format!("checksum={}", checksums[0])), "{stdout}");
 }
