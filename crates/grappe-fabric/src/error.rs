@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum FabricError {
     /// The host segment could not be created or mapped.
-    #[error("cannot {action} shared segment {path:?} ({len} bytes): {source}")]
+    #[error("cannot {action} {} ({len} bytes): {source}", segment_name(path.as_deref()))]
     Segment {
         /// create, open, map or resize.
         action: &'static str,
@@ -54,4 +54,11 @@ pub enum FabricError {
         /// Registered length.
         region_len: usize,
     },
+}
+
+fn segment_name(path: Option<&std::path::Path>) -> String {
+    match path {
+        Some(path) => format!("shared segment {}", path.display()),
+        None => "anonymous shared memory".to_owned(),
+    }
 }

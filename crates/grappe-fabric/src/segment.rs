@@ -37,7 +37,9 @@ impl Segment {
     /// Creates a new zero-filled file segment that other processes can open.
     ///
     /// Fails if the file already exists: a stale segment from another job
-    /// must never be reused by accident.
+    /// must never be reused by accident. The space is reserved now: on a
+    /// full tmpfs a sparse file would only fail later, with SIGBUS, at the
+    /// first touch of a missing page.
     pub fn create_file(path: &Path, len: usize) -> Result<Segment, FabricError> {
         let file = OpenOptions::new()
             .read(true)
@@ -47,6 +49,10 @@ impl Segment {
             .open(path)
             .map_err(|source| segment_error("create", Some(path), len, source))?;
         file.set_len(len as u64).map_err(|source| segment_error("resize", Some(path), len, source))?;
+        reserve(&file).map_err(|source| {
+            let _ = std::fs::remove_file(path);
+            segment_error("reserve space for", Some(path), len, source)
+        })?;
         Self::map_file(&file, path, len)
     }
 
@@ -93,6 +99,17 @@ impl Segment {
     /// True for an empty mapping (never produced by the constructors above).
     pub fn is_empty(&self) -> bool {
         self.map.len() == 0
+    }
+}
+
+/// Allocates every block of the file (`posix_fallocate`).
+fn reserve(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = file.metadata()?.len() as libc::off_t;
+    // SAFETY: plain syscall on an open descriptor we own.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) } {
+        0 => Ok(()),
+        errno => Err(std::io::Error::from_raw_os_error(errno)),
     }
 }
 

@@ -178,9 +178,12 @@ fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
     Ok((count, host.to_owned()))
 }
 
+/// Where process 0 creates the host segment: `GRAPPE_SHM_DIR` (a tmpfs),
+/// `/dev/shm` by default.
 fn segment_path(job_id: &str) -> PathBuf {
-    PathBuf::from(grappe_fabric::segment::SHM_DIR)
-        .join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
+    let dir = std::env::var_os("GRAPPE_SHM_DIR")
+        .map_or_else(|| PathBuf::from(grappe_fabric::segment::SHM_DIR), PathBuf::from);
+    dir.join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
 }
 
 fn pmi_call<T>(result: std::result::Result<T, grappe_launch::PmiError>) -> Result<T> {

@@ -65,3 +65,21 @@ fn under_mpiexec_the_survivors_notice_a_dead_peer() {
     let (_stderr, delay) = run_faulty(cmd, "kill:1");
     assert!(delay < 5.0, "job stopped {delay:.2} s after the death");
 }
+
+#[test]
+fn a_full_shared_memory_directory_is_a_clear_start_up_error() {
+    // A 256 KiB tmpfs cannot hold the segment of 4 processes: the job must
+    // stop at start-up naming the file and the cause, not die of SIGBUS.
+    let dir = std::env::temp_dir().join(format!("grappe-tiny-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(&dir).status().unwrap();
+    assert!(mounted.success(), "mounting a small tmpfs needs root (CI runs as root)");
+    let mut cmd = grappe_run(&["-n", "4"]);
+    cmd.env("GRAPPE_SHM_DIR", &dir).arg(util::example("p2p_suite"));
+    let output = util::run_bounded(cmd, Duration::from_secs(30));
+    let _ = Command::new("umount").arg(&dir).status();
+    let _ = std::fs::remove_dir(&dir);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    assert!(stderr.contains("No space left on device") && stderr.contains(&*dir.to_string_lossy()), "{stderr}");
+}
