@@ -18,8 +18,8 @@ const TOLERANCE: f64 = 1e-4;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(256);
-    let max_iterations: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(128);
+    let max_iterations: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(50_000);
     grappe::run(|world| -> grappe::Result<()> {
         let start = Instant::now();
         let mut plate = Plate::new(world, n);
