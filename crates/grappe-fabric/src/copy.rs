@@ -43,6 +43,7 @@ mod tests {
         for len in 0..64 {
             let src: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37) | 1).collect();
             let mut dst = vec![0u8; len + 2];
+            // SAFETY: both ranges are inside their vectors and disjoint.
             unsafe { copy_bytes(src.as_ptr(), dst.as_mut_ptr().add(1), len) };
             assert_eq!(&dst[1..=len], &src[..], "length {len}");
             assert_eq!((dst[0], dst[len + 1]), (0, 0), "length {len} wrote outside");

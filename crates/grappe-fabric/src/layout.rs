@@ -259,6 +259,7 @@ mod tests {
                 page[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
             }
             page[8..12].copy_from_slice(&VERSION.to_le_bytes());
+            // SAFETY: `page` holds a whole header page; `len` only bounds the layout.
             if let Ok(layout) = unsafe { HostLayout::read_header(page.as_ptr(), len) } {
                 prop_assert!(layout.total_len() <= len);
             }
@@ -270,6 +271,7 @@ mod tests {
         let params = LayoutParams { local_ranks: 5, ring_bytes: 8192, rdv_slots: 4, arena_bytes: 4096, arenas: 3 };
         let layout = HostLayout::new(params).unwrap();
         let mut page = vec![0u8; HEADER_BYTES];
+        // SAFETY: `page` is a header page of ours.
         unsafe { layout.write_header(page.as_mut_ptr()) };
         let back = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len()) }.unwrap();
         assert_eq!(back, layout);

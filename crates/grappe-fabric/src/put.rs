@@ -176,6 +176,7 @@ mod tests {
     fn same_process_put_and_get_copy_exactly_the_range() {
         let mut target = vec![0u8; 64];
         let region = RemoteRegion::of_mut(&mut target);
+        // SAFETY: `target` is ours, alive, and nobody else touches it.
         unsafe { Route::SameProcess.put(&[1, 2, 3], region, 10).unwrap() };
         assert_eq!(&target[9..14], &[0, 1, 2, 3, 0]);
         let mut back = [0u8; 3];
@@ -187,6 +188,7 @@ mod tests {
     fn out_of_region_transfers_are_refused_with_the_numbers() {
         let mut target = vec![0u8; 16];
         let region = RemoteRegion::of_mut(&mut target);
+        // SAFETY: as above; the out-of-range put is refused before any copy.
         let err = unsafe { Route::SameProcess.put(&[0; 8], region, 12) }.unwrap_err();
         assert!(matches!(err, FabricError::OutOfRegion { offset: 12, len: 8, region_len: 16 }), "{err}");
     }
@@ -199,6 +201,7 @@ mod tests {
         probe_cross_memory(pid, &PROBE_WORD as *const u64 as u64).expect("cross-memory attach on self");
         let source: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
         let mut dest = vec![0u8; source.len()];
+        // SAFETY: the kernel checks the remote range; `source` outlives the call.
         unsafe { Route::CrossMemory { pid }.get(&mut dest, RemoteRegion::of(&source), 0).unwrap() };
         assert_eq!(dest, source);
     }

@@ -47,6 +47,7 @@ fn main() {
 }
 
 fn send(e: &mut Engine, data: &[u8], dest: usize) {
+    // SAFETY: `data` outlives the send, waited for below if pending.
     match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, 0, 0) }.unwrap() {
         Started::Done(_) => {}
         Started::Pending(id) => {
@@ -57,5 +58,6 @@ fn send(e: &mut Engine, data: &[u8], dest: usize) {
 
 fn recv(e: &mut Engine, buf: &mut [u8], src: usize) {
     let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+    // SAFETY: `buf` outlives the blocking receive.
     unsafe { e.recv(target, Some(src), 0, Some(0)) }.unwrap();
 }

@@ -17,8 +17,10 @@ fn main() {
     let mut buf = [0u8; 8];
     for i in 0..n as u64 {
         let data = i.to_le_bytes();
+        // SAFETY: eager sends complete on the spot; `data` outlives them.
         let Started::Done(_) = unsafe { e.isend(data.as_ptr(), 8, 0, 0, 0, 0) }.unwrap() else { panic!("eager") };
         let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: 8 };
+        // SAFETY: `buf` outlives the blocking receive.
         unsafe { e.recv(target, Some(0), 0, Some(0)) }.unwrap();
         assert_eq!(buf, data);
     }

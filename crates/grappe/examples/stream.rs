@@ -23,7 +23,10 @@ fn main() {
         world.barrier()?;
         if world.rank() == 0 {
             let ns = start.elapsed().as_nanos() as f64 / messages as f64;
-            println!("stream bytes={bytes} messages={messages} ns_per_message={ns:.1} MBps={:.1}", bytes as f64 / ns * 1e3);
+            println!(
+                "stream bytes={bytes} messages={messages} ns_per_message={ns:.1} MBps={:.1}",
+                bytes as f64 / ns * 1e3
+            );
         }
         Ok(())
     });
