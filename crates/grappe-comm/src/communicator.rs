@@ -135,6 +135,7 @@ impl Communicator {
     /// A new communicator with the same ranks and a new context, like
     /// `MPI_Comm_dup`. Collective over this communicator.
     pub fn dup(&self) -> Result<Communicator> {
+        let span = self.span();
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx() as u64;
         let table = crate::internal::allgather_words(self, &[next, NO_ARENA], |table| {
@@ -143,13 +144,16 @@ impl Communicator {
         })?;
         let ctx = table.iter().map(|w| w[0] as u32).max().expect("a communicator has members");
         let arena = table[0][1];
-        Ok(Communicator::new(inner.rank_ctx.clone(), ctx, inner.rank, inner.group.clone(), arena_of(arena)))
+        let new = Communicator::new(inner.rank_ctx.clone(), ctx, inner.rank, inner.group.clone(), arena_of(arena));
+        self.trace_comm_create(span, &new);
+        Ok(new)
     }
 
     /// Splits the communicator by `color`, ordering each part by `key` and
     /// then by rank, like `MPI_Comm_split`. `None` is `MPI_UNDEFINED`: the
     /// rank takes part but gets no communicator. Collective.
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
+        let span = self.span();
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx();
         let mine = SplitEntry { color: color.map_or(u32::MAX, |c| c), key, next_ctx: next, arena: NO_ARENA };
@@ -164,7 +168,9 @@ impl Communicator {
         let group: Vec<usize> = members.iter().map(|&(_, rank)| inner.group[rank]).collect();
         let rank = members.iter().position(|&(_, r)| r == inner.rank).expect("we are in our color");
         let arena = arena_of(entries[inner.rank].arena);
-        Ok(Some(Communicator::new(inner.rank_ctx.clone(), ctx, rank, group, arena)))
+        let new = Communicator::new(inner.rank_ctx.clone(), ctx, rank, group, arena);
+        self.trace_comm_create(span, &new);
+        Ok(Some(new))
     }
 
     /// Rank 0, during a split: one arena per color, written into every

@@ -16,6 +16,7 @@ mod p2p;
 mod rank;
 mod scope;
 mod selectors;
+mod trace;
 
 pub use buffer::{Buffer, BufferMut};
 pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserOp};
@@ -25,3 +26,4 @@ pub use grappe_proto::{Error, ErrorClass, Result, Status};
 pub use rank::RankContext;
 pub use scope::{Request, Scope, test_all, wait_all, wait_any};
 pub use selectors::{ANY_SOURCE, ANY_TAG, Source, TAG_UB, Tag};
+pub use trace::Region;

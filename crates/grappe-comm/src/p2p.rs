@@ -5,7 +5,8 @@
 //! panics on user error.
 
 use bytemuck::Pod;
-use grappe_proto::{Error, OwnedBytes, RecvTarget, Result, Started, Status};
+use grappe_proto::{Completion, Error, OwnedBytes, RecvTarget, Result, Started, Status};
+use grappe_trace::EventKind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -16,7 +17,10 @@ impl Communicator {
     /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when
     /// the buffer may be reused).
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
-        self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag)
+        let span = self.span();
+        self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag)?;
+        self.trace_send(span, dest, tag, buf.bytes().len());
+        Ok(())
     }
 
     /// Receives into `buf` a message from `src` with `tag` (either may be a
@@ -28,9 +32,11 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Status> {
+        let span = self.span();
         let elem = buf.elem_size();
-        let status = self.recv_bytes(self.p2p_ctx(), buf.bytes_mut(), src.into(), tag.into())?;
-        check_elements(status, elem)
+        let done = self.recv_done(self.p2p_ctx(), buf.bytes_mut(), src.into(), tag.into());
+        self.trace_done(span, &done);
+        check_elements(done?.status, elem)
     }
 
     /// Sends `send` to `dest` and receives into `recv` from `src`, without
@@ -48,47 +54,58 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        let span = self.span();
         let elem = recv.elem_size();
-        let status = self.sendrecv_bytes(
-            self.p2p_ctx(),
-            send.bytes(),
-            dest,
-            send_tag,
-            recv.bytes_mut(),
-            src.into(),
-            recv_tag.into(),
-        )?;
-        check_elements(status, elem)
+        let (ctx, bytes) = (self.p2p_ctx(), send.bytes());
+        let status = self.sendrecv_bytes(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
+        if status.is_ok() {
+            self.trace_send(span, dest, send_tag, bytes.len());
+        }
+        self.trace_recv(span, &status, false);
+        check_elements(status?, elem)
     }
 
     /// Sends a vector. To a thread rank of the same process the allocation
     /// itself moves (no copy); to another process it is copied.
     pub fn send_vec<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
+        let span = self.span();
         let inner = self.live()?;
         let world = self.check_dest(dest, tag)?;
+        let bytes = std::mem::size_of_val(&data[..]);
         let mut engine = inner.rank_ctx.engine();
-        match engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)? {
-            Started::Done(_) => Ok(()),
-            Started::Pending(id) => engine.wait(id).map(|_| ()),
+        if let Started::Pending(id) =
+            engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)?
+        {
+            engine.wait(id)?;
         }
+        drop(engine);
+        self.trace_send(span, dest, tag, bytes);
+        Ok(())
     }
 
     /// Receives a whole message as a vector, whatever its length.
     pub fn recv_vec<T: Pod>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(Vec<T>, Status)> {
+        let span = self.span();
         let (owned, status) = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src.into(), tag.into())?;
+        self.trace_recv(span, &Ok(status), false);
         Ok((owned.into_vec()?, status))
     }
 
     /// Sends any serialisable value (bincode encoding).
     pub fn send_obj<T: Serialize + ?Sized>(&self, value: &T, dest: usize, tag: i32) -> Result<()> {
+        let span = self.span();
         let bytes = bincode::serialize(value)
             .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })?;
-        self.send_bytes(self.p2p_ctx(), &bytes, dest, tag)
+        self.send_bytes(self.p2p_ctx(), &bytes, dest, tag)?;
+        self.trace_send(span, dest, tag, bytes.len());
+        Ok(())
     }
 
     /// Receives a value sent with [`send_obj`](Self::send_obj).
     pub fn recv_obj<T: DeserializeOwned>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(T, Status)> {
+        let span = self.span();
         let (owned, status) = self.recv_owned(self.p2p_ctx(), 8, src.into(), tag.into())?;
+        self.trace_recv(span, &Ok(status), false);
         let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
             source_rank: status.source,
             bytes: status.bytes,
@@ -101,17 +118,23 @@ impl Communicator {
     /// Waits for a matching message and returns its status without
     /// receiving it.
     pub fn probe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
-        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        let span = self.span();
+        let (source, selector) = (src.into(), tag.into());
+        let (src, tag) = self.check_recv(source, selector)?;
         let inner = self.live()?;
         let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag)?;
+        self.trace_probe(span, EventKind::Probe, source, selector, Some(status));
         Ok(status)
     }
 
     /// The status of a matching message that has arrived, if any.
     pub fn iprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Status>> {
-        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        let span = self.span();
+        let (source, selector) = (src.into(), tag.into());
+        let (src, tag) = self.check_recv(source, selector)?;
         let inner = self.live()?;
         let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag)?;
+        self.trace_probe(span, EventKind::Iprobe, source, selector, status);
         Ok(status)
     }
 
@@ -129,11 +152,16 @@ impl Communicator {
     }
 
     pub(crate) fn recv_bytes(&self, ctx: u32, buf: &mut [u8], src: Source, tag: Tag) -> Result<Status> {
+        self.recv_done(ctx, buf, src, tag).map(|done| done.status)
+    }
+
+    /// A blocking receive, with all the engine says about it.
+    pub(crate) fn recv_done(&self, ctx: u32, buf: &mut [u8], src: Source, tag: Tag) -> Result<Completion> {
         let (src, tag) = self.check_recv(src, tag)?;
         let inner = self.live()?;
         let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
         // SAFETY: `buf` stays borrowed for the whole blocking receive.
-        unsafe { inner.rank_ctx.engine().recv(target, src, ctx, tag) }.map(|done| done.status)
+        unsafe { inner.rank_ctx.engine().recv(target, src, ctx, tag) }
     }
 
     pub(crate) fn recv_owned(&self, ctx: u32, align: usize, src: Source, tag: Tag) -> Result<(OwnedBytes, Status)> {

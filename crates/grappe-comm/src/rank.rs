@@ -3,6 +3,7 @@
 use std::cell::{Cell, RefCell, RefMut};
 
 use grappe_proto::Engine;
+use grappe_trace::Recorder;
 
 /// The per-rank state shared by all communicators of the rank.
 ///
@@ -13,12 +14,45 @@ pub struct RankContext {
     engine: RefCell<Engine>,
     /// Next context id this rank has not used (see `Communicator::dup`).
     next_ctx: Cell<u32>,
+    /// The rank's trace recorder, when tracing is on.
+    recorder: RefCell<Option<Recorder>>,
+    /// `recorder.is_some()`, readable without a borrow: the one branch
+    /// tracing costs when it is off.
+    tracing: Cell<bool>,
 }
 
 impl RankContext {
     /// Wraps a connected engine.
     pub fn new(engine: Engine) -> RankContext {
-        RankContext { engine: RefCell::new(engine), next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX) }
+        RankContext::with_recorder(engine, None)
+    }
+
+    /// Wraps a connected engine and the rank's trace recorder.
+    pub fn with_recorder(engine: Engine, recorder: Option<Recorder>) -> RankContext {
+        RankContext {
+            engine: RefCell::new(engine),
+            next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
+            tracing: Cell::new(recorder.is_some()),
+            recorder: RefCell::new(recorder),
+        }
+    }
+
+    /// True if this rank records a trace.
+    #[inline(always)]
+    pub fn tracing(&self) -> bool {
+        self.tracing.get()
+    }
+
+    /// The recorder, for one event. Panics if tracing is off: check
+    /// [`Self::tracing`] first.
+    pub fn recorder(&self) -> RefMut<'_, Recorder> {
+        RefMut::map(self.recorder.borrow_mut(), |r| r.as_mut().expect("tracing is on"))
+    }
+
+    /// Takes the recorder out (to finish the trace at finalize).
+    pub fn take_recorder(&self) -> Option<Recorder> {
+        self.tracing.set(false);
+        self.recorder.borrow_mut().take()
     }
 
     /// The engine, for one operation.

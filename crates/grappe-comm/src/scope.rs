@@ -14,7 +14,9 @@ use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
 
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
+use crate::trace::{Span, Traced, trace_completion, traced_span};
 use crate::{Buffer, BufferMut, Communicator, RankContext};
+use grappe_trace::EventKind;
 
 /// Requests started inside [`Communicator::scope`].
 pub struct Scope<'scope, 'env: 'scope> {
@@ -31,6 +33,8 @@ pub struct Request<'scope> {
     pending: &'scope RefCell<Vec<RequestId>>,
     state: State,
     elem: usize,
+    /// Set when the rank records a trace.
+    traced: Option<Box<Traced>>,
 }
 
 enum State {
@@ -77,6 +81,7 @@ impl Communicator {
         dest: usize,
         tag: i32,
     ) -> Result<Request<'scope>> {
+        let span = self.span();
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
         let bytes = buf.bytes();
@@ -85,7 +90,8 @@ impl Communicator {
         let started = unsafe {
             scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
         }?;
-        Ok(scope.track(started, 0))
+        let traced = self.trace_isend(span, dest, tag, bytes.len());
+        Ok(scope.track(started, 0, traced))
     }
 
     /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
@@ -96,19 +102,23 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request<'scope>> {
-        let (src, tag) = self.check_recv(src.into(), tag.into())?;
+        let span = self.span();
+        let (source, selector) = (src.into(), tag.into());
+        let (src, tag) = self.check_recv(source, selector)?;
         self.live()?;
         let elem = buf.elem_size();
         let bytes = buf.bytes_mut();
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
         // SAFETY: as for `isend`.
         let started = unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) }?;
-        Ok(scope.track(started, elem))
+        let arrived = matches!(&started, Started::Done(_));
+        let traced = self.trace_irecv(span, source, selector, arrived);
+        Ok(scope.track(started, elem, traced))
     }
 }
 
 impl<'scope> Scope<'scope, '_> {
-    fn track(&'scope self, started: Started, elem: usize) -> Request<'scope> {
+    fn track(&'scope self, started: Started, elem: usize, traced: Option<Box<Traced>>) -> Request<'scope> {
         let state = match started {
             Started::Done(done) => State::Done(done.status),
             Started::Pending(id) => {
@@ -116,35 +126,54 @@ impl<'scope> Scope<'scope, '_> {
                 State::Pending(id)
             }
         };
-        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem }
+        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, traced }
     }
 }
 
 impl Request<'_> {
     /// Waits for completion. For a receive, the status of the message.
     pub fn wait(mut self) -> Result<Status> {
-        match std::mem::replace(&mut self.state, State::Taken) {
-            State::Done(status) => check_elements(status, self.elem),
+        let span = self.span();
+        let status = match std::mem::replace(&mut self.state, State::Taken) {
+            State::Done(status) => status,
             State::Pending(id) => {
                 self.forget(id);
-                let done = self.rank_ctx.engine().wait(id)?;
-                check_elements(done.status, self.elem)
+                self.rank_ctx.engine().wait(id)?.status
             }
             State::Taken => unreachable!("a request is waited for once"),
+        };
+        if let Some(traced) = &self.traced {
+            trace_completion(traced, span, EventKind::Wait, Some(status));
+        }
+        check_elements(status, self.elem)
+    }
+
+    fn span(&self) -> Span {
+        match &self.traced {
+            Some(traced) => traced_span(traced),
+            None => Span::OFF,
         }
     }
 
     /// The status if the request completed; `Ok(None)` if still pending.
     pub fn test(&mut self) -> Result<Option<Status>> {
-        let id = match self.state {
-            State::Done(status) => return check_elements(status, self.elem).map(Some),
-            State::Pending(id) => id,
+        let span = self.span();
+        let status = match self.state {
+            State::Done(status) => Some(status),
+            State::Pending(id) => {
+                let done = self.rank_ctx.engine().test(id)?;
+                if let Some(done) = &done {
+                    self.forget(id);
+                    self.state = State::Done(done.status);
+                }
+                done.map(|d| d.status)
+            }
             State::Taken => unreachable!("a request is waited for once"),
         };
-        let Some(done) = self.rank_ctx.engine().test(id)? else { return Ok(None) };
-        self.forget(id);
-        self.state = State::Done(done.status);
-        check_elements(done.status, self.elem).map(Some)
+        if let Some(traced) = &self.traced {
+            trace_completion(traced, span, EventKind::Test, status);
+        }
+        status.map(|s| check_elements(s, self.elem)).transpose()
     }
 
     fn is_finished(&self) -> bool {

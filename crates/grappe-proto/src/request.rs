@@ -16,6 +16,9 @@ pub struct Completion {
     pub status: Status,
     /// The received bytes, for receives posted with [`RecvTarget::Allocate`].
     pub data: Option<OwnedBytes>,
+    /// For a receive: the message had already arrived when the receive was
+    /// posted (Tape/PVM's `arrived` flag, used by probe-effect correction).
+    pub arrived: bool,
 }
 
 /// How a non-blocking call started: already finished, or pending.
@@ -79,6 +82,8 @@ pub(crate) enum SendState {
 }
 
 pub(crate) struct RecvReq {
+    /// The message was already there when the receive was posted.
+    pub arrived: bool,
     pub ctx: u32,
     /// World rank of the source; `None` = any source.
     pub src: Option<usize>,

@@ -14,6 +14,10 @@ fn main() {
     grappe::run(|world| -> grappe::Result<()> {
         world.barrier()?;
         if Some(world.rank()) == victim {
+            // Some trace events (when traced) that flushed blocks must keep.
+            for _ in 0..100 {
+                world.trace_event("before failure");
+            }
             std::thread::sleep(Duration::from_millis(300));
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
             println!("victim rank {} fails at {now:.3}", world.rank());

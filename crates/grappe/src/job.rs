@@ -33,6 +33,8 @@ pub(crate) struct Job {
     pub locals: Vec<usize>,
     pub proto: ProtoSettings,
     pub wait: WaitSettings,
+    /// Where and how to record traces (`GRAPPE_TRACE`), if at all.
+    pub trace: Option<crate::tracing::TraceSettings>,
 }
 
 impl Job {
@@ -108,7 +110,8 @@ impl Job {
         let cpus = allowed_cpus().len().max(1);
         let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(Error::Bootstrap)?;
         let wait = WaitSettings::from_env(total > cpus).map_err(Error::Bootstrap)?;
-        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait })
+        let trace = crate::tracing::TraceSettings::from_env().map_err(Error::Bootstrap)?;
+        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace })
     }
 
     /// Publishes this process's ranks in the segment. The doorbell of a

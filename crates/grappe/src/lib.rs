@@ -30,7 +30,9 @@ mod job;
 mod run;
 mod settings;
 pub mod testing;
+mod tracing;
 
+pub use grappe_comm::Region;
 pub use grappe_comm::{
     ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Communicator, Error, ErrorClass, Max, Min,
     Operation, Prod, Request, Result, Scope, Source, Status, Sum, TAG_UB, Tag, UserOp, test_all, wait_all, wait_any,

@@ -72,8 +72,10 @@ where
 {
     let engine =
         Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).map_err(|e| e.to_string())?;
-    let ctx = Rc::new(RankContext::new(engine));
+    let recorder = crate::tracing::recorder_for(job, rank)?;
+    let ctx = Rc::new(RankContext::with_recorder(engine, recorder));
     let world = Communicator::world(ctx.clone());
+    crate::tracing::begin(job, &world).map_err(|e| format!("start of tracing: {e}"))?;
     let failure = match catch_unwind(AssertUnwindSafe(|| body(&world))) {
         Ok(result) => result.into_outcome().err(),
         Err(panic) => Some(panic_message(&panic)),
@@ -81,14 +83,20 @@ where
     if let Some(message) = failure {
         ctx.engine().mark_failed();
         eprintln!("grappe: rank {rank} failed: {message}");
+        // Keep what was recorded, for the post-mortem.
+        if let Some(mut recorder) = ctx.take_recorder() {
+            let _ = recorder.finish();
+        }
         std::process::exit(1);
     }
-    finalize(&world, &ctx).map_err(|e| format!("finalize: {e}"))
+    finalize(job, &world, &ctx).map_err(|e| format!("finalize: {e}"))
 }
 
-/// Every rank waits for the others before leaving, so no process exits
-/// while a peer still reads its memory.
-pub(crate) fn finalize(world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+/// The end of a rank: its trace completed, then every rank waits for the
+/// others before leaving, so no process exits while a peer still reads its
+/// memory.
+pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+    crate::tracing::end(job, world, ctx)?;
     world.barrier()?;
     ctx.engine().finalize()
 }

@@ -20,15 +20,45 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: Send + 'static,
 {
-    let job = Job::threads(n).expect("cannot set up thread ranks");
+    run_job(Job::threads(n).expect("cannot set up thread ranks"), body)
+}
+
+/// Like [`threads`], recording a trace of every rank in `dir` (flush
+/// policy `full`, SBA clock sampling with 5 points per phase).
+pub fn threads_traced<F, R>(n: usize, dir: &std::path::Path, body: F) -> Vec<R>
+where
+    F: Fn(&Communicator) -> R + Sync,
+    R: Send + 'static,
+{
+    let mut job = Job::threads(n).expect("cannot set up thread ranks");
+    job.trace = Some(crate::tracing::TraceSettings {
+        recorder: grappe_trace::RecorderConfig {
+            dir: dir.to_owned(),
+            policy: grappe_trace::FlushPolicy::Full,
+            buffer_events: 65536,
+        },
+        after_phase: true,
+        points: 5,
+        spacing: std::time::Duration::from_micros(100),
+    });
+    run_job(job, body)
+}
+
+fn run_job<F, R>(job: Job, body: F) -> Vec<R>
+where
+    F: Fn(&Communicator) -> R + Sync,
+    R: Send + 'static,
+{
     let plan = job.worker_plan();
     let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| {
         let engine = Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).expect("connect");
-        let ctx = Rc::new(RankContext::new(engine));
+        let recorder = crate::tracing::recorder_for(&job, rank).expect("trace recorder");
+        let ctx = Rc::new(RankContext::with_recorder(engine, recorder));
         let world = Communicator::world(ctx.clone());
+        crate::tracing::begin(&job, &world).expect("start of tracing");
         match catch_unwind(AssertUnwindSafe(|| body(&world))) {
             Ok(value) => {
-                finalize(&world, &ctx).expect("finalize");
+                finalize(&job, &world, &ctx).expect("finalize");
                 value
             }
             Err(panic) => {

@@ -38,6 +38,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     timeout: Option<Duration>,
 
+    /// Record a trace of every rank in DIR (one file per rank, on local
+    /// storage; read it with `grappe trace`). Sets GRAPPE_TRACE for the ranks.
+    #[arg(long, value_name = "DIR")]
+    trace: Option<std::path::PathBuf>,
+
     /// The program to run, then its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true,
           allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
@@ -55,6 +60,7 @@ impl RunArgs {
 
     fn into_spec(self) -> LaunchSpec {
         let layout = self.layout();
+        let trace = self.trace.as_ref().map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
         let mut command = self.command.into_iter();
         let program = command.next().unwrap_or_default();
         let mut spec = LaunchSpec::new(program, self.ranks as usize);
@@ -63,6 +69,9 @@ impl RunArgs {
         spec.label = self.label;
         spec.timeout = self.timeout;
         spec.forward_signals = true;
+        if let Some(dir) = trace {
+            spec.env.push(("GRAPPE_TRACE".into(), dir.into_os_string()));
+        }
         spec
     }
 }
@@ -78,10 +87,14 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 /// Runs the job; returns grappe's exit status.
 pub fn execute(args: RunArgs) -> i32 {
+    let trace = args.trace.clone();
     match launch(&args.into_spec()) {
         Ok(outcome) => {
             if let Some(failure) = &outcome.failure {
                 eprintln!("grappe: {failure}");
+            }
+            if let Some(dir) = trace {
+                eprintln!("grappe: trace in {} (see `grappe trace info {}`)", dir.display(), dir.display());
             }
             outcome.exit_code()
         }

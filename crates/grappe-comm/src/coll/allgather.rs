@@ -35,10 +35,13 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "allgather", tags::ALLGATHER)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        expect_len(ch.op(), "the receive buffer", recv.len(), ch.size * send.len())?;
-        allgather_blocks(&ch, send, recv, &Blocks::uniform(ch.size, send.len()))
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Allgather, None, bytes, || {
+            let ch = Channel::new(self, "allgather", tags::ALLGATHER)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the receive buffer", recv.len(), ch.size * send.len())?;
+            allgather_blocks(&ch, send, recv, &Blocks::uniform(ch.size, send.len()))
+        })
     }
 
     /// [`allgather`](Self::allgather) into a new vector: every rank's
@@ -57,12 +60,15 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "allgatherv", tags::ALLGATHER)?;
-        let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
-        expect_len(ch.op(), "the receive buffer", recv.len(), blocks.total())?;
-        allgather_blocks(&ch, send, recv, &blocks)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Allgatherv, None, bytes, || {
+            let ch = Channel::new(self, "allgatherv", tags::ALLGATHER)?;
+            let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
+            expect_len(ch.op(), "the receive buffer", recv.len(), blocks.total())?;
+            allgather_blocks(&ch, send, recv, &blocks)
+        })
     }
 }
 

@@ -38,10 +38,13 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "allreduce", tags::ALLREDUCE)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
-        allreduce_slices(&ch, send, recv, &op)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Allreduce, None, bytes, || {
+            let ch = Channel::new(self, "allreduce", tags::ALLREDUCE)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
+            allreduce_slices(&ch, send, recv, &op)
+        })
     }
 }
 

@@ -42,30 +42,39 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "alltoall", tags::ALLTOALL)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        let n = ch.size;
-        expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
-        if send.len() % n != 0 {
-            return Err(Error::BufferSize {
-                op: ch.op(),
-                detail: format!("the send buffer has {} elements, not a multiple of the {n} ranks", send.len()),
-            });
-        }
-        let blocks = Blocks::uniform(n, send.len() / n);
-        let block_bytes = size_of_val(send) / n;
-        if n == 1 || block_bytes == 0 {
-            recv.copy_from_slice(send);
-            return Ok(());
-        }
-        if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * size_of_val(send) <= SLOT_BYTES) {
-            let shape = Shape { slot: n * block_bytes, result: n * n * block_bytes };
-            let transpose = |slots: &Slots<'_>, result: &mut [u8]| transpose(slots, result, block_bytes);
-            let out = bytemuck::cast_slice_mut(recv);
-            return arena.exchange_parts(bytemuck::cast_slice(send), shape, ch.rank * n * block_bytes, out, transpose);
-        }
-        let schedule = if block_bytes <= POST_ALL_MAX_BLOCK_BYTES { Schedule::PostAll } else { Schedule::Pairwise };
-        exchange(&ch, send, &blocks, recv, &blocks, schedule)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Alltoall, None, bytes, || {
+            let ch = Channel::new(self, "alltoall", tags::ALLTOALL)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            let n = ch.size;
+            expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
+            if send.len() % n != 0 {
+                return Err(Error::BufferSize {
+                    op: ch.op(),
+                    detail: format!("the send buffer has {} elements, not a multiple of the {n} ranks", send.len()),
+                });
+            }
+            let blocks = Blocks::uniform(n, send.len() / n);
+            let block_bytes = size_of_val(send) / n;
+            if n == 1 || block_bytes == 0 {
+                recv.copy_from_slice(send);
+                return Ok(());
+            }
+            if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * size_of_val(send) <= SLOT_BYTES) {
+                let shape = Shape { slot: n * block_bytes, result: n * n * block_bytes };
+                let transpose = |slots: &Slots<'_>, result: &mut [u8]| transpose(slots, result, block_bytes);
+                let out = bytemuck::cast_slice_mut(recv);
+                return arena.exchange_parts(
+                    bytemuck::cast_slice(send),
+                    shape,
+                    ch.rank * n * block_bytes,
+                    out,
+                    transpose,
+                );
+            }
+            let schedule = if block_bytes <= POST_ALL_MAX_BLOCK_BYTES { Schedule::PostAll } else { Schedule::Pairwise };
+            exchange(&ch, send, &blocks, recv, &blocks, schedule)
+        })
     }
 
     /// All-to-all with blocks of different lengths: `send_counts[d]`
@@ -77,23 +86,26 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "alltoallv", tags::ALLTOALL)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        let send_blocks = check_counts(ch.op(), "send counts", send_counts, ch.size)?;
-        let recv_blocks = check_counts(ch.op(), "receive counts", recv_counts, ch.size)?;
-        expect_len(ch.op(), "the send buffer", send.len(), send_blocks.total())?;
-        expect_len(ch.op(), "the receive buffer", recv.len(), recv_blocks.total())?;
-        let me = ch.rank;
-        if send_counts[me] != recv_counts[me] {
-            return Err(Error::BufferSize {
-                op: ch.op(),
-                detail: format!(
-                    "rank {me} sends itself {} elements but expects {} from itself",
-                    send_counts[me], recv_counts[me]
-                ),
-            });
-        }
-        exchange(&ch, send, &send_blocks, recv, &recv_blocks, Schedule::PostAll)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Alltoallv, None, bytes, || {
+            let ch = Channel::new(self, "alltoallv", tags::ALLTOALL)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            let send_blocks = check_counts(ch.op(), "send counts", send_counts, ch.size)?;
+            let recv_blocks = check_counts(ch.op(), "receive counts", recv_counts, ch.size)?;
+            expect_len(ch.op(), "the send buffer", send.len(), send_blocks.total())?;
+            expect_len(ch.op(), "the receive buffer", recv.len(), recv_blocks.total())?;
+            let me = ch.rank;
+            if send_counts[me] != recv_counts[me] {
+                return Err(Error::BufferSize {
+                    op: ch.op(),
+                    detail: format!(
+                        "rank {me} sends itself {} elements but expects {} from itself",
+                        send_counts[me], recv_counts[me]
+                    ),
+                });
+            }
+            exchange(&ch, send, &send_blocks, recv, &recv_blocks, Schedule::PostAll)
+        })
     }
 }
 

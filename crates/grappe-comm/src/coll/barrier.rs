@@ -12,14 +12,17 @@ const TAG: i32 = super::tags::BARRIER;
 impl Communicator {
     /// Blocks until every rank of the communicator has called `barrier`.
     pub fn barrier(&self) -> Result<()> {
-        self.live()?;
-        if self.size() == 1 {
-            return Ok(());
-        }
-        match Arena::of(self) {
-            Some(arena) => arena.exchange(&[], &mut [], |_, _| {}),
-            None => self.dissemination_barrier(),
-        }
+        let bytes = 0;
+        self.traced(grappe_trace::CollectiveKind::Barrier, None, bytes, || {
+            self.live()?;
+            if self.size() == 1 {
+                return Ok(());
+            }
+            match Arena::of(self) {
+                Some(arena) => arena.exchange(&[], &mut [], |_, _| {}),
+                None => self.dissemination_barrier(),
+            }
+        })
     }
 
     /// ⌈log2 n⌉ rounds: in round k, send to rank + 2^k, receive from rank - 2^k.

@@ -30,9 +30,12 @@ impl Communicator {
     /// Broadcasts `buf` from `root`: afterwards every rank's `buf` holds
     /// the root's. Every rank passes a buffer of the same length.
     pub fn bcast<B: BufferMut + ?Sized>(&self, buf: &mut B, root: usize) -> Result<()> {
-        let ch = Channel::new(self, "bcast", tags::BCAST)?;
-        check_root(root, ch.size)?;
-        bcast_slice(&ch, buf.elems_mut(), root)
+        let bytes = std::mem::size_of_val(buf.elems());
+        self.traced(grappe_trace::CollectiveKind::Bcast, Some(root), bytes, || {
+            let ch = Channel::new(self, "bcast", tags::BCAST)?;
+            check_root(root, ch.size)?;
+            bcast_slice(&ch, buf.elems_mut(), root)
+        })
     }
 }
 

@@ -36,14 +36,17 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "gather", tags::GATHER)?;
-        check_root(root, ch.size)?;
-        let send = send.elems();
-        let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
-        if ch.rank == root {
-            expect_len(ch.op(), "the receive buffer at the root", recv.len(), ch.size * send.len())?;
-        }
-        gather_slices(&ch, send, recv, root)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Gather, Some(root), bytes, || {
+            let ch = Channel::new(self, "gather", tags::GATHER)?;
+            check_root(root, ch.size)?;
+            let send = send.elems();
+            let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
+            if ch.rank == root {
+                expect_len(ch.op(), "the receive buffer at the root", recv.len(), ch.size * send.len())?;
+            }
+            gather_slices(&ch, send, recv, root)
+        })
     }
 
     /// Gathers blocks of different lengths at `root`: rank `r` sends
@@ -56,20 +59,23 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "gatherv", tags::GATHER)?;
-        check_root(root, ch.size)?;
-        let send = send.elems();
-        if ch.rank != root && counts.is_empty() {
-            return ch.send(send, root);
-        }
-        let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
-        expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
-        if ch.rank != root {
-            return ch.send(send, root);
-        }
-        let recv = recv.elems_mut();
-        expect_len(ch.op(), "the receive buffer at the root", recv.len(), blocks.total())?;
-        linear(&ch, send, recv, &blocks)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Gatherv, Some(root), bytes, || {
+            let ch = Channel::new(self, "gatherv", tags::GATHER)?;
+            check_root(root, ch.size)?;
+            let send = send.elems();
+            if ch.rank != root && counts.is_empty() {
+                return ch.send(send, root);
+            }
+            let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
+            expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
+            if ch.rank != root {
+                return ch.send(send, root);
+            }
+            let recv = recv.elems_mut();
+            expect_len(ch.op(), "the receive buffer at the root", recv.len(), blocks.total())?;
+            linear(&ch, send, recv, &blocks)
+        })
     }
 }
 

@@ -51,14 +51,17 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "reduce", tags::REDUCE)?;
-        check_root(root, ch.size)?;
-        let send = send.elems();
-        let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
-        if ch.rank == root {
-            expect_len(ch.op(), "the receive buffer at the root", recv.len(), send.len())?;
-        }
-        reduce_slices(&ch, send, recv, root, &op)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Reduce, Some(root), bytes, || {
+            let ch = Channel::new(self, "reduce", tags::REDUCE)?;
+            check_root(root, ch.size)?;
+            let send = send.elems();
+            let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
+            if ch.rank == root {
+                expect_len(ch.op(), "the receive buffer at the root", recv.len(), send.len())?;
+            }
+            reduce_slices(&ch, send, recv, root, &op)
+        })
     }
 }
 

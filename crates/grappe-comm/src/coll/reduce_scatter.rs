@@ -35,12 +35,15 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "reduce_scatter", tags::REDUCE_SCATTER)?;
-        let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        expect_len(ch.op(), "the send buffer", send.len(), blocks.total())?;
-        expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
-        reduce_scatter_blocks(&ch, send, recv, &blocks, &op)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::ReduceScatter, None, bytes, || {
+            let ch = Channel::new(self, "reduce_scatter", tags::REDUCE_SCATTER)?;
+            let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the send buffer", send.len(), blocks.total())?;
+            expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
+            reduce_scatter_blocks(&ch, send, recv, &blocks, &op)
+        })
     }
 
     /// [`reduce_scatter`](Self::reduce_scatter) with blocks of
@@ -52,20 +55,23 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "reduce_scatter_block", tags::REDUCE_SCATTER)?;
-        let (send, recv) = (send.elems(), recv.elems_mut());
-        if send.len() != ch.size * recv.len() {
-            return Err(Error::BufferSize {
-                op: ch.op(),
-                detail: format!(
-                    "the send buffer has {} elements, expected {} ranks × {} received",
-                    send.len(),
-                    ch.size,
-                    recv.len()
-                ),
-            });
-        }
-        reduce_scatter_blocks(&ch, send, recv, &Blocks::uniform(ch.size, recv.len()), &op)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::ReduceScatterBlock, None, bytes, || {
+            let ch = Channel::new(self, "reduce_scatter_block", tags::REDUCE_SCATTER)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            if send.len() != ch.size * recv.len() {
+                return Err(Error::BufferSize {
+                    op: ch.op(),
+                    detail: format!(
+                        "the send buffer has {} elements, expected {} ranks × {} received",
+                        send.len(),
+                        ch.size,
+                        recv.len()
+                    ),
+                });
+            }
+            reduce_scatter_blocks(&ch, send, recv, &Blocks::uniform(ch.size, recv.len()), &op)
+        })
     }
 }
 

@@ -36,8 +36,11 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "scan", tags::SCAN)?;
-        scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Inclusive)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Scan, None, bytes, || {
+            let ch = Channel::new(self, "scan", tags::SCAN)?;
+            scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Inclusive)
+        })
     }
 
     /// Exclusive prefix reduction: rank `r > 0`'s `recv` gets
@@ -49,8 +52,11 @@ impl Communicator {
         R: BufferMut<Elem = S::Elem> + ?Sized,
         O: Operation<S::Elem>,
     {
-        let ch = Channel::new(self, "exscan", tags::SCAN)?;
-        scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Exclusive)
+        let bytes = std::mem::size_of_val(send.elems());
+        self.traced(grappe_trace::CollectiveKind::Exscan, None, bytes, || {
+            let ch = Channel::new(self, "exscan", tags::SCAN)?;
+            scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Exclusive)
+        })
     }
 }
 

@@ -29,14 +29,17 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "scatter", tags::SCATTER)?;
-        check_root(root, ch.size)?;
-        let recv = recv.elems_mut();
-        let send: &[S::Elem] = if ch.rank == root { send.elems() } else { &[] };
-        if ch.rank == root {
-            expect_len(ch.op(), "the send buffer at the root", send.len(), ch.size * recv.len())?;
-        }
-        scatter_slices(&ch, send, recv, root)
+        let bytes = std::mem::size_of_val(recv.elems());
+        self.traced(grappe_trace::CollectiveKind::Scatter, Some(root), bytes, || {
+            let ch = Channel::new(self, "scatter", tags::SCATTER)?;
+            check_root(root, ch.size)?;
+            let recv = recv.elems_mut();
+            let send: &[S::Elem] = if ch.rank == root { send.elems() } else { &[] };
+            if ch.rank == root {
+                expect_len(ch.op(), "the send buffer at the root", send.len(), ch.size * recv.len())?;
+            }
+            scatter_slices(&ch, send, recv, root)
+        })
     }
 
     /// Scatters blocks of different lengths from `root`: rank `r` receives
@@ -48,20 +51,23 @@ impl Communicator {
         S: Buffer + ?Sized,
         R: BufferMut<Elem = S::Elem> + ?Sized,
     {
-        let ch = Channel::new(self, "scatterv", tags::SCATTER)?;
-        check_root(root, ch.size)?;
-        let recv = recv.elems_mut();
-        if ch.rank != root && counts.is_empty() {
-            return ch.recv(recv, root);
-        }
-        let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
-        expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
-        if ch.rank != root {
-            return ch.recv(recv, root);
-        }
-        let send = send.elems();
-        expect_len(ch.op(), "the send buffer at the root", send.len(), blocks.total())?;
-        linear(&ch, send, recv, &blocks)
+        let bytes = std::mem::size_of_val(recv.elems());
+        self.traced(grappe_trace::CollectiveKind::Scatterv, Some(root), bytes, || {
+            let ch = Channel::new(self, "scatterv", tags::SCATTER)?;
+            check_root(root, ch.size)?;
+            let recv = recv.elems_mut();
+            if ch.rank != root && counts.is_empty() {
+                return ch.recv(recv, root);
+            }
+            let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
+            expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
+            if ch.rank != root {
+                return ch.recv(recv, root);
+            }
+            let send = send.elems();
+            expect_len(ch.op(), "the send buffer at the root", send.len(), blocks.total())?;
+            linear(&ch, send, recv, &blocks)
+        })
     }
 }
 

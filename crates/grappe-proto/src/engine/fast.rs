@@ -40,7 +40,7 @@ impl Engine {
     ) -> Result<Completion> {
         if let Some(src) = src.filter(|_| self.nothing_in_flight()) {
             match self.take_head(src, ctx, tag, target) {
-                Head::Taken(done) => return done,
+                Head::Taken(done) => return done.map(|c| Completion { arrived: true, ..c }),
                 Head::Other => {}
                 Head::Empty => {
                     if let Some(done) = self.poll_head(src, ctx, tag, target) {
@@ -99,7 +99,7 @@ impl Engine {
             RecvTarget::Buffer { ptr, cap } if payload.len() <= cap => {
                 // SAFETY: the caller's buffer is valid for `cap` bytes.
                 unsafe { grappe_fabric::copy::copy_bytes(payload.as_ptr(), ptr, payload.len()) };
-                Ok(Completion { status, data: None })
+                Ok(Completion { status, data: None, arrived: false })
             }
             RecvTarget::Buffer { ptr, cap } => {
                 // SAFETY: as above, `cap` bytes only.
@@ -112,7 +112,7 @@ impl Engine {
             RecvTarget::Allocate { align } => {
                 let mut owned = OwnedBytes::alloc(payload.len(), align);
                 owned.as_mut_slice().copy_from_slice(payload);
-                Ok(Completion { status, data: Some(owned) })
+                Ok(Completion { status, data: Some(owned), arrived: false })
             }
         };
         if record.consume() {

@@ -188,8 +188,9 @@ impl Engine {
         ctx: u32,
         tag: Option<i32>,
     ) -> Result<Started> {
-        let req = RecvReq { ctx, src, tag, target, state: RecvState::Posted };
+        let mut req = RecvReq { arrived: false, ctx, src, tag, target, state: RecvState::Posted };
         if let Some(slot) = self.book.unexpected.find(ctx, src, tag) {
+            req.arrived = true;
             let key = self.book.reqs.insert(Request::Recv(req));
             self.book.take_unexpected(&self.net, key, slot, &self.settings);
             return self.book.started(RequestId(key));
@@ -395,10 +396,11 @@ impl Book {
                 _ => Ok(Completion {
                     status: Status { source: send.env.src as usize, tag: send.env.tag, bytes: send.len },
                     data: None,
+                    arrived: false,
                 }),
             },
             Request::Recv(recv) => match recv.state {
-                RecvState::Done { status, data } => Ok(Completion { status, data }),
+                RecvState::Done { status, data } => Ok(Completion { status, data, arrived: recv.arrived }),
                 RecvState::Failed(e) => Err(e),
                 _ => unreachable!("checked finished"),
             },

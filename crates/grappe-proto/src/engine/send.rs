@@ -182,5 +182,9 @@ fn offer(
 }
 
 fn sent(env: &Envelope, len: usize) -> crate::Completion {
-    crate::Completion { status: crate::Status { source: env.src as usize, tag: env.tag, bytes: len }, data: None }
+    crate::Completion {
+        status: crate::Status { source: env.src as usize, tag: env.tag, bytes: len },
+        data: None,
+        arrived: false,
+    }
 }

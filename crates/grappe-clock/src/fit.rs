@@ -1,0 +1,127 @@
+//! The fitting pipeline of §2.11: samples → estimator points → running
+//! median per phase → concatenation (SBA) → OLS or convex hulls.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ClockError;
+use crate::estimator::{Estimator, Strategy};
+use crate::filter::{check_window, running_median};
+use crate::hull;
+use crate::ols::{self, MIN_POINTS};
+use crate::points::{self, Direction, Frame, Point};
+use crate::result::{ClockFit, Diagnostics};
+use crate::sample::{Phase, Sample, SampleSet};
+
+/// What to fit and how. The default is Tape/PVM's published setting:
+/// Dunigan, SBA, median window 5 (Fig. 6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitConfig {
+    /// How samples become points and the line.
+    pub estimator: Estimator,
+    /// Which phases are fitted.
+    pub strategy: Strategy,
+    /// Running-median window (odd), applied to each phase's offset series;
+    /// `None` keeps every point.
+    pub median_window: Option<usize>,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig { estimator: Estimator::Dunigan, strategy: Strategy::SampleBeforeAfter, median_window: Some(5) }
+    }
+}
+
+impl FitConfig {
+    /// Refuses an even or zero window and an out-of-range `keep`.
+    pub fn validate(&self) -> Result<(), ClockError> {
+        self.estimator.validate()?;
+        self.median_window.map_or(Ok(()), check_window)
+    }
+}
+
+/// Estimates one peer's clock against the reference from its samples.
+///
+/// Errors, never panics, on: an empty phase the strategy needs, impossible
+/// samples, fewer than 3 points left after estimation and filtering, a
+/// median window larger than a phase, all points at one reference date,
+/// bad parameters, and (convex hull only) overlapping hulls.
+pub fn fit(samples: &SampleSet, config: &FitConfig) -> Result<ClockFit, ClockError> {
+    config.validate()?;
+    let phases: Vec<(Phase, &[Sample])> = config
+        .strategy
+        .phases()
+        .iter()
+        .map(|&phase| samples.checked_phase(phase).map(|s| (phase, s)))
+        .collect::<Result<_, _>>()?;
+    let frame = Frame::at(&phases[0].1[0]);
+    let diagnostics = Diagnostics::of(phases.iter().flat_map(|(_, s)| s.iter()));
+    match config.estimator {
+        Estimator::ConvexHull => hull_fit(&frame, &phases, config, diagnostics),
+        _ => ols_fit(&frame, &phases, config, diagnostics),
+    }
+}
+
+fn ols_fit(
+    frame: &Frame,
+    phases: &[(Phase, &[Sample])],
+    config: &FitConfig,
+    diagnostics: Diagnostics,
+) -> Result<ClockFit, ClockError> {
+    let mut total = 0;
+    let mut used = Vec::new();
+    for &(phase, samples) in phases {
+        let phase_points = estimator_points(frame, samples, config.estimator);
+        total += phase_points.len();
+        used.extend(filter_phase(phase_points, config.median_window, phase)?);
+    }
+    let line_fit = ols::ols(&used)?;
+    ClockFit::from_ols(frame, &used, &line_fit, config, diagnostics.with_points(total, used.len()))
+}
+
+/// Points of one phase for the OLS estimators.
+fn estimator_points(frame: &Frame, samples: &[Sample], estimator: Estimator) -> Vec<Point> {
+    match estimator {
+        Estimator::Haddad => points::haddad(frame, samples),
+        Estimator::MinRoundTrip { keep } => points::dunigan(frame, &points::shortest_round_trips(samples, keep)),
+        Estimator::Dunigan | Estimator::ConvexHull => points::dunigan(frame, samples),
+    }
+}
+
+/// Running median per direction (Haddad's forward and return points are
+/// filtered apart), merged back in x order.
+fn filter_phase(points: Vec<Point>, window: Option<usize>, phase: Phase) -> Result<Vec<Point>, ClockError> {
+    let Some(window) = window else { return Ok(points) };
+    let mut kept = Vec::with_capacity(points.len());
+    for dir in [Direction::Midpoint, Direction::Forward, Direction::Return] {
+        let series: Vec<Point> = points.iter().copied().filter(|p| p.dir == dir).collect();
+        if series.is_empty() {
+            continue;
+        }
+        if window > series.len() {
+            return Err(ClockError::WindowTooLarge { window, points: series.len(), phase });
+        }
+        kept.extend(running_median(&series, window));
+    }
+    kept.sort_by(|p, q| p.x.total_cmp(&q.x));
+    Ok(kept)
+}
+
+fn hull_fit(
+    frame: &Frame,
+    phases: &[(Phase, &[Sample])],
+    config: &FitConfig,
+    diagnostics: Diagnostics,
+) -> Result<ClockFit, ClockError> {
+    let all: Vec<Sample> = phases.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+    let forward: Vec<Point> = all.iter().map(|s| frame.forward(s)).collect();
+    let back: Vec<Point> = all.iter().map(|s| frame.back(s)).collect();
+    // Residuals and σ̂² are reported about the central line on the Eq. 3.9
+    // points, as a diagnostic comparable with the other estimators.
+    let midpoints = points::dunigan(frame, &all);
+    if midpoints.len() < MIN_POINTS {
+        return Err(ClockError::TooFewPoints { needed: MIN_POINTS, got: midpoints.len() });
+    }
+    let bounds = hull::bounds(&forward, &back)?;
+    let diagnostics = diagnostics.with_points(midpoints.len(), midpoints.len());
+    ClockFit::from_hull(frame, &midpoints, &bounds, config, diagnostics)
+}

@@ -1,0 +1,328 @@
+//! Tracing of the communication calls, and the user's trace API.
+//!
+//! Every public call reads the clock on entry when, and only when, the
+//! rank records a trace ([`RankContext::tracing`], one predictable branch
+//! otherwise), and records one event on return with both dates. Ranks in
+//! events are world ranks; `comm` is the communicator's context id.
+
+use std::panic::Location;
+
+use grappe_proto::{Result, Status};
+use grappe_trace::format::ClockSample;
+use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
+
+use crate::Communicator;
+use crate::selectors::{Source, Tag};
+
+/// A traced call in progress: the start date, if tracing is on.
+#[derive(Clone, Copy)]
+pub(crate) struct Span(Option<u64>);
+
+impl Span {
+    /// The span of a call made while tracing is off.
+    pub(crate) const OFF: Span = Span(None);
+}
+
+impl Communicator {
+    /// Starts a traced call.
+    #[inline(always)]
+    pub(crate) fn span(&self) -> Span {
+        let ctx = self.rank_context();
+        Span(if ctx.tracing() { Some(ctx.recorder().now()) } else { None })
+    }
+
+    /// Records the event of a call that started at `span`, built by `fill`.
+    #[inline]
+    pub(crate) fn trace_end(&self, span: Span, kind: EventKind, fill: impl FnOnce(&mut Recorder, &mut RawEvent)) {
+        if let Span(Some(start)) = span {
+            self.trace_record(start, kind, fill);
+        }
+    }
+
+    #[cold]
+    fn trace_record(&self, start: u64, kind: EventKind, fill: impl FnOnce(&mut Recorder, &mut RawEvent)) {
+        let mut rec = self.rank_context().recorder();
+        let mut raw = RawEvent { start, end: rec.now(), kind: kind.id(), c: self.p2p_ctx(), ..RawEvent::default() };
+        fill(&mut rec, &mut raw);
+        rec.record(raw);
+    }
+
+    /// World rank of a communicator rank, for traces (`ANY` if unknown).
+    pub(crate) fn trace_rank(&self, rank: usize) -> u32 {
+        self.world_rank_of(rank).map_or(ANY, |w| w as u32)
+    }
+
+    /// Called after a successful send only (`dest` is then a valid rank).
+    pub(crate) fn trace_send(&self, span: Span, dest: usize, tag: i32, bytes: usize) {
+        let world = self.trace_rank(dest);
+        self.trace_end(span, EventKind::Send, |rec, raw| {
+            (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, rec.next_send_seq(world));
+        });
+    }
+
+    /// A blocking receive's completion.
+    pub(crate) fn trace_done(&self, span: Span, done: &Result<grappe_proto::Completion>) {
+        if let Ok(done) = done {
+            self.trace_recv(span, &Ok(done.status), done.arrived);
+        }
+    }
+
+    pub(crate) fn trace_recv(&self, span: Span, status: &Result<Status>, arrived: bool) {
+        let Ok(status) = status else { return };
+        let world = self.trace_rank(status.source);
+        self.trace_end(span, EventKind::Recv, |_, raw| {
+            (raw.a, raw.b, raw.d) = (world, status.tag as u32, status.bytes as u64);
+            raw.flags = if arrived { 4 } else { 0 };
+        });
+    }
+
+    /// Runs a collective's body and records it (on success).
+    pub(crate) fn traced<T>(
+        &self,
+        op: CollectiveKind,
+        root: Option<usize>,
+        bytes: usize,
+        body: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let span = self.span();
+        let result = body();
+        if result.is_ok() {
+            self.trace_collective(span, op, root, bytes);
+        }
+        result
+    }
+
+    pub(crate) fn trace_collective(&self, span: Span, op: CollectiveKind, root: Option<usize>, bytes: usize) {
+        let root = root.map_or(ANY, |r| r as u32);
+        self.trace_end(span, EventKind::Collective, |_, raw| {
+            (raw.flags, raw.a, raw.d) = (op as u16, root, bytes as u64);
+        });
+    }
+
+    pub(crate) fn trace_probe(&self, span: Span, kind: EventKind, src: Source, tag: Tag, found: Option<Status>) {
+        let (src, tag) = (selector_rank(self, src), selector_tag(tag));
+        let found_world = found.map(|s| self.trace_rank(s.source));
+        self.trace_end(span, kind, |_, raw| {
+            (raw.a, raw.b) = (src, tag);
+            if let (Some(status), Some(world)) = (found, found_world) {
+                let (flags, _, _, bytes) = grappe_trace::raw::pack_completion(Some(grappe_trace::Completion {
+                    is_recv: true,
+                    src: world,
+                    tag: status.tag,
+                    bytes: status.bytes as u64,
+                    arrived: true,
+                }));
+                raw.flags = flags;
+                raw.d = bytes;
+                raw.e = (world as u64) << 32 | status.tag as u32 as u64;
+            }
+        });
+    }
+
+    /// Records the creation of `new` from this communicator.
+    pub(crate) fn trace_comm_create(&self, span: Span, new: &Communicator) {
+        let members: Vec<u32> = (0..new.size()).map(|r| new.trace_rank(r)).collect();
+        let comm = new.p2p_ctx();
+        self.trace_end(span, EventKind::CommCreate, |rec, raw| {
+            (raw.a, raw.e) = (comm, rec.members(&members));
+            raw.end = raw.start;
+        });
+    }
+
+    /// Records that the rank joined (`true`) or is leaving (`false`) the job.
+    pub fn trace_lifecycle(&self, joined: bool) {
+        let span = self.span();
+        let kind = if joined { EventKind::Init } else { EventKind::Finalize };
+        self.trace_end(span, kind, |_, _| {});
+    }
+
+    // ---- the user's API ----
+
+    /// Enters a named region of the program; it is left when the guard is
+    /// dropped. Recorded with the caller's source location.
+    #[track_caller]
+    pub fn region(&self, name: &str) -> Region<'_> {
+        let location = Location::caller();
+        if self.rank_context().tracing() {
+            let mut rec = self.rank_context().recorder();
+            let (a, b) = (rec.intern(name), rec.location(location));
+            let now = rec.now();
+            rec.record(RawEvent {
+                start: now,
+                end: now,
+                kind: EventKind::RegionEnter.id(),
+                a,
+                b,
+                ..RawEvent::default()
+            });
+            return Region { comm: self, name: Some(a) };
+        }
+        Region { comm: self, name: None }
+    }
+
+    /// Records a named point event at the caller's location.
+    #[track_caller]
+    pub fn trace_event(&self, name: &str) {
+        let location = Location::caller();
+        if self.rank_context().tracing() {
+            let mut rec = self.rank_context().recorder();
+            let (a, b) = (rec.intern(name), rec.location(location));
+            let now = rec.now();
+            rec.record(RawEvent { start: now, end: now, kind: EventKind::Point.id(), a, b, ..RawEvent::default() });
+        }
+    }
+
+    /// Records a sample of a named counter.
+    pub fn trace_counter(&self, name: &str, value: i64) {
+        if self.rank_context().tracing() {
+            let mut rec = self.rank_context().recorder();
+            let a = rec.intern(name);
+            let now = rec.now();
+            rec.record(RawEvent {
+                start: now,
+                end: now,
+                kind: EventKind::Counter.id(),
+                a,
+                e: value as u64,
+                ..RawEvent::default()
+            });
+        }
+    }
+
+    /// One phase of clock sampling for global time (Tape/PVM's SB/SBA):
+    /// rank 0 ping-pongs every other rank, one at a time, `points` times,
+    /// `spacing` apart; four dates per exchange; rank 0 writes the samples
+    /// to its trace. Collective over the world; a no-op without tracing.
+    pub fn sample_clocks(&self, phase: u8, points: usize, spacing: std::time::Duration) -> Result<()> {
+        if !self.rank_context().tracing() || self.size() < 2 {
+            return Ok(());
+        }
+        let ctx = self.coll_ctx();
+        let now = || self.rank_context().recorder().now_ns();
+        if self.rank() != 0 {
+            for _ in 0..points {
+                let mut ping = [0u64; 1];
+                self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut ping), Source::Rank(0), Tag::Is(SYNC_TAG))?;
+                let t_recv = now();
+                let t_send = now();
+                self.send_bytes(ctx, bytemuck::cast_slice(&[t_recv, t_send]), 0, SYNC_TAG)?;
+            }
+            return Ok(());
+        }
+        let mut samples = Vec::with_capacity(points * (self.size() - 1));
+        for point in 0..points {
+            if point > 0 {
+                std::thread::sleep(spacing);
+            }
+            for peer in 1..self.size() {
+                let mut pong = [0u64; 2];
+                let t_send_ref = now();
+                self.send_bytes(ctx, bytemuck::cast_slice(&[point as u64]), peer, SYNC_TAG)?;
+                self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut pong), Source::Rank(peer), Tag::Is(SYNC_TAG))?;
+                let t_recv_ref = now();
+                let [t_recv_peer, t_send_peer] = pong;
+                samples.push(ClockSample {
+                    peer: peer as u32,
+                    phase,
+                    t_send_ref,
+                    t_recv_peer,
+                    t_send_peer,
+                    t_recv_ref,
+                });
+            }
+        }
+        self.rank_context()
+            .recorder()
+            .write_samples(samples)
+            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot write clock samples: {e}")))
+    }
+}
+
+/// Tag of clock-sampling messages on the world's collective context.
+const SYNC_TAG: i32 = crate::selectors::TAG_UB - 1;
+
+fn selector_rank(comm: &Communicator, src: Source) -> u32 {
+    match src {
+        Source::Rank(r) => comm.trace_rank(r),
+        Source::Any => ANY,
+    }
+}
+
+fn selector_tag(tag: Tag) -> u32 {
+    match tag {
+        Tag::Is(t) => t as u32,
+        Tag::Any => ANY,
+    }
+}
+
+/// What a traced non-blocking request remembers for its completion.
+pub(crate) struct Traced {
+    comm: Communicator,
+    id: u64,
+    is_recv: bool,
+    arrived: bool,
+}
+
+impl Communicator {
+    /// Records the posting of a non-blocking send; `Some` when tracing.
+    pub(crate) fn trace_isend(&self, span: Span, dest: usize, tag: i32, bytes: usize) -> Option<Box<Traced>> {
+        let Span(Some(_)) = span else { return None };
+        let world = self.trace_rank(dest);
+        let mut id = 0;
+        self.trace_end(span, EventKind::Isend, |rec, raw| {
+            id = rec.next_request();
+            let seq = rec.next_send_seq(world);
+            (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, seq << 32 | (id & 0xffff_ffff));
+        });
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: false, arrived: false }))
+    }
+
+    /// Records the posting of a non-blocking receive; `Some` when tracing.
+    pub(crate) fn trace_irecv(&self, span: Span, src: Source, tag: Tag, arrived: bool) -> Option<Box<Traced>> {
+        let Span(Some(_)) = span else { return None };
+        let (src, tag) = (selector_rank(self, src), selector_tag(tag));
+        let mut id = 0;
+        self.trace_end(span, EventKind::Irecv, |rec, raw| {
+            id = rec.next_request();
+            (raw.a, raw.b, raw.e) = (src, tag, id);
+        });
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: true, arrived }))
+    }
+}
+
+/// A span starting now on the request's communicator.
+pub(crate) fn traced_span(traced: &Traced) -> Span {
+    traced.comm.span()
+}
+
+/// Records a wait (`kind` Wait) or test (`kind` Test) of a traced request.
+pub(crate) fn trace_completion(traced: &Traced, span: Span, kind: EventKind, status: Option<Status>) {
+    let completion = status.map(|s| grappe_trace::Completion {
+        is_recv: traced.is_recv,
+        src: if traced.is_recv { traced.comm.trace_rank(s.source) } else { 0 },
+        tag: s.tag,
+        bytes: s.bytes as u64,
+        arrived: traced.arrived,
+    });
+    traced.comm.trace_end(span, kind, |_, raw| {
+        (raw.flags, raw.a, raw.b, raw.d) = grappe_trace::raw::pack_completion(completion);
+        raw.e = traced.id;
+    });
+}
+
+/// A region being traced; leaving it is recorded on drop.
+#[must_use = "the region ends when this guard is dropped"]
+pub struct Region<'a> {
+    comm: &'a Communicator,
+    name: Option<u32>,
+}
+
+impl Drop for Region<'_> {
+    fn drop(&mut self) {
+        if let (Some(a), true) = (self.name, self.comm.rank_context().tracing()) {
+            let mut rec = self.comm.rank_context().recorder();
+            let now = rec.now();
+            rec.record(RawEvent { start: now, end: now, kind: EventKind::RegionLeave.id(), a, ..RawEvent::default() });
+        }
+    }
+}

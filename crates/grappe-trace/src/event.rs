@@ -1,0 +1,331 @@
+//! What a trace records: one typed event per runtime call.
+//!
+//! A blocking call is one record with its start and end dates (Tape/PVM's
+//! choice: one header, the duration as an attribute). Every record carries
+//! α, the measured cost of recording it, for probe-effect compensation.
+
+use serde::Serialize;
+
+/// Kinds of events, with their stable numeric ids (the file schema lists
+/// them by name and id; readers of older files rely on these numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u16)]
+pub enum EventKind {
+    /// The rank joined the job.
+    Init = 1,
+    /// The rank left the job.
+    Finalize = 2,
+    /// Blocking send (start: call, end: return).
+    Send = 3,
+    /// Blocking receive (start: SR, end: ER).
+    Recv = 4,
+    /// Non-blocking send posted.
+    Isend = 5,
+    /// Non-blocking receive posted.
+    Irecv = 6,
+    /// Wait for a request (end: completion).
+    Wait = 7,
+    /// Test of a request.
+    Test = 8,
+    /// Blocking probe.
+    Probe = 9,
+    /// Non-blocking probe.
+    Iprobe = 10,
+    /// A collective operation.
+    Collective = 11,
+    /// A communicator was created (dup, split).
+    CommCreate = 12,
+    /// User region entered.
+    RegionEnter = 13,
+    /// User region left.
+    RegionLeave = 14,
+    /// User point event.
+    Point = 15,
+    /// User counter sample.
+    Counter = 16,
+    /// The recorder started writing a full buffer to its file.
+    FlushBegin = 17,
+    /// The recorder finished writing (start: begin, end: end).
+    FlushEnd = 18,
+}
+
+impl EventKind {
+    /// Every kind, in id order.
+    pub const ALL: [EventKind; 18] = [
+        EventKind::Init,
+        EventKind::Finalize,
+        EventKind::Send,
+        EventKind::Recv,
+        EventKind::Isend,
+        EventKind::Irecv,
+        EventKind::Wait,
+        EventKind::Test,
+        EventKind::Probe,
+        EventKind::Iprobe,
+        EventKind::Collective,
+        EventKind::CommCreate,
+        EventKind::RegionEnter,
+        EventKind::RegionLeave,
+        EventKind::Point,
+        EventKind::Counter,
+        EventKind::FlushBegin,
+        EventKind::FlushEnd,
+    ];
+
+    /// The kind with numeric id `id`.
+    pub fn from_id(id: u16) -> Option<EventKind> {
+        EventKind::ALL.get((id as usize).wrapping_sub(1)).copied()
+    }
+
+    /// Stable numeric id.
+    pub fn id(self) -> u16 {
+        self as u16
+    }
+
+    /// Name as in the schema and the tools.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Init => "init",
+            EventKind::Finalize => "finalize",
+            EventKind::Send => "send",
+            EventKind::Recv => "recv",
+            EventKind::Isend => "isend",
+            EventKind::Irecv => "irecv",
+            EventKind::Wait => "wait",
+            EventKind::Test => "test",
+            EventKind::Probe => "probe",
+            EventKind::Iprobe => "iprobe",
+            EventKind::Collective => "collective",
+            EventKind::CommCreate => "comm_create",
+            EventKind::RegionEnter => "region_enter",
+            EventKind::RegionLeave => "region_leave",
+            EventKind::Point => "point",
+            EventKind::Counter => "counter",
+            EventKind::FlushBegin => "flush_begin",
+            EventKind::FlushEnd => "flush_end",
+        }
+    }
+}
+
+/// Collective operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum CollectiveKind {
+    Barrier = 1,
+    Bcast = 2,
+    Reduce = 3,
+    Allreduce = 4,
+    Gather = 5,
+    Gatherv = 6,
+    Scatter = 7,
+    Scatterv = 8,
+    Allgather = 9,
+    Allgatherv = 10,
+    Alltoall = 11,
+    Alltoallv = 12,
+    Scan = 13,
+    Exscan = 14,
+    ReduceScatter = 15,
+    ReduceScatterBlock = 16,
+}
+
+impl CollectiveKind {
+    const ALL: [CollectiveKind; 16] = [
+        CollectiveKind::Barrier,
+        CollectiveKind::Bcast,
+        CollectiveKind::Reduce,
+        CollectiveKind::Allreduce,
+        CollectiveKind::Gather,
+        CollectiveKind::Gatherv,
+        CollectiveKind::Scatter,
+        CollectiveKind::Scatterv,
+        CollectiveKind::Allgather,
+        CollectiveKind::Allgatherv,
+        CollectiveKind::Alltoall,
+        CollectiveKind::Alltoallv,
+        CollectiveKind::Scan,
+        CollectiveKind::Exscan,
+        CollectiveKind::ReduceScatter,
+        CollectiveKind::ReduceScatterBlock,
+    ];
+
+    /// The operation with numeric id `id`.
+    pub fn from_id(id: u8) -> Option<CollectiveKind> {
+        CollectiveKind::ALL.get((id as usize).wrapping_sub(1)).copied()
+    }
+
+    /// MPI-style name (`MPI_Allreduce` is `allreduce`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveKind::Barrier => "barrier",
+            CollectiveKind::Bcast => "bcast",
+            CollectiveKind::Reduce => "reduce",
+            CollectiveKind::Allreduce => "allreduce",
+            CollectiveKind::Gather => "gather",
+            CollectiveKind::Gatherv => "gatherv",
+            CollectiveKind::Scatter => "scatter",
+            CollectiveKind::Scatterv => "scatterv",
+            CollectiveKind::Allgather => "allgather",
+            CollectiveKind::Allgatherv => "allgatherv",
+            CollectiveKind::Alltoall => "alltoall",
+            CollectiveKind::Alltoallv => "alltoallv",
+            CollectiveKind::Scan => "scan",
+            CollectiveKind::Exscan => "exscan",
+            CollectiveKind::ReduceScatter => "reduce_scatter",
+            CollectiveKind::ReduceScatterBlock => "reduce_scatter_block",
+        }
+    }
+}
+
+/// "Any" in a receive's source or tag selector.
+pub const ANY: u32 = u32::MAX;
+
+/// One event, as readers and tools see it. Dates are nanoseconds of the
+/// rank's local clock in a per-rank file, of the global clock in a merged
+/// trace (see the file header).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// World rank that recorded it.
+    pub rank: u32,
+    /// Start date (for a receive: SR).
+    pub start: u64,
+    /// End date (for a receive: ER); equal to `start` for instant events.
+    pub end: u64,
+    /// Cost of recording this event, in nanoseconds.
+    pub alpha_ns: u32,
+    /// What happened.
+    pub body: Body,
+}
+
+/// The attributes of each kind of event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub enum Body {
+    Init,
+    Finalize,
+    /// `seq` numbers the sends of this rank to `dest` (all communicators).
+    Send {
+        dest: u32,
+        tag: i32,
+        comm: u32,
+        bytes: u64,
+        seq: u64,
+    },
+    /// `arrived`: the message was already there when the receive started.
+    Recv {
+        src: u32,
+        tag: i32,
+        comm: u32,
+        bytes: u64,
+        arrived: bool,
+    },
+    Isend {
+        dest: u32,
+        tag: i32,
+        comm: u32,
+        bytes: u64,
+        seq: u64,
+        request: u64,
+    },
+    /// `src`/`tag` are the selectors ([`ANY`] for wildcards).
+    Irecv {
+        src: u32,
+        tag: u32,
+        comm: u32,
+        request: u64,
+    },
+    /// Completion of a request; for a receive, what arrived.
+    Wait {
+        request: u64,
+        completion: Completion,
+    },
+    Test {
+        request: u64,
+        completion: Option<Completion>,
+    },
+    /// `found`: the status, if a message matched.
+    Probe {
+        src: u32,
+        tag: u32,
+        comm: u32,
+        found: Option<Completion>,
+    },
+    Iprobe {
+        src: u32,
+        tag: u32,
+        comm: u32,
+        found: Option<Completion>,
+    },
+    /// `root`: [`ANY`] for rootless operations; `bytes`: this rank's contribution.
+    Collective {
+        op: CollectiveKind,
+        comm: u32,
+        root: u32,
+        bytes: u64,
+    },
+    /// `members`: world ranks of the new communicator, in its rank order.
+    CommCreate {
+        comm: u32,
+        parent: u32,
+        members: Vec<u32>,
+    },
+    RegionEnter {
+        name: String,
+        location: String,
+    },
+    RegionLeave {
+        name: String,
+    },
+    Point {
+        name: String,
+        location: String,
+    },
+    Counter {
+        name: String,
+        value: i64,
+    },
+    FlushBegin,
+    FlushEnd,
+}
+
+/// What a completed request or a probe reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Completion {
+    /// True for a receive (then the other fields describe the message).
+    pub is_recv: bool,
+    /// Source world rank.
+    pub src: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Message bytes.
+    pub bytes: u64,
+    /// The message had arrived before the wait started.
+    pub arrived: bool,
+}
+
+impl Body {
+    /// The kind of this event.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Body::Init => EventKind::Init,
+            Body::Finalize => EventKind::Finalize,
+            Body::Send { .. } => EventKind::Send,
+            Body::Recv { .. } => EventKind::Recv,
+            Body::Isend { .. } => EventKind::Isend,
+            Body::Irecv { .. } => EventKind::Irecv,
+            Body::Wait { .. } => EventKind::Wait,
+            Body::Test { .. } => EventKind::Test,
+            Body::Probe { .. } => EventKind::Probe,
+            Body::Iprobe { .. } => EventKind::Iprobe,
+            Body::Collective { .. } => EventKind::Collective,
+            Body::CommCreate { .. } => EventKind::CommCreate,
+            Body::RegionEnter { .. } => EventKind::RegionEnter,
+            Body::RegionLeave { .. } => EventKind::RegionLeave,
+            Body::Point { .. } => EventKind::Point,
+            Body::Counter { .. } => EventKind::Counter,
+            Body::FlushBegin => EventKind::FlushBegin,
+            Body::FlushEnd => EventKind::FlushEnd,
+        }
+    }
+}

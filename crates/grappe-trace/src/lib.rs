@@ -1,0 +1,24 @@
+//! Event traces of grappe programs.
+//!
+//! * [`Recorder`]: per-rank recording on the hot path, a few stores into a
+//!   preallocated buffer, flushed to a local file (never the network);
+//! * [`format`]: the compact self-describing file format;
+//! * [`TraceFile`]: the streaming reader, with errors that name the file,
+//!   the offset and what was expected.
+#![warn(unsafe_op_in_unsafe_fn, missing_docs)]
+
+pub mod clock;
+pub mod event;
+pub mod format;
+pub mod raw;
+mod reader;
+mod recorder;
+mod writer;
+
+pub use clock::TraceClock;
+pub use event::{ANY, Body, CollectiveKind, Completion, Event, EventKind};
+pub use format::{ClockSample, FileHeader, Footer};
+pub use raw::RawEvent;
+pub use reader::{Ending, TraceError, TraceFile};
+pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for};
+pub use writer::TraceWriter;

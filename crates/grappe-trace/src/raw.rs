@@ -1,0 +1,261 @@
+//! The raw record: what the recorder writes on the hot path, and what the
+//! file encoding compresses.
+//!
+//! Every event fits in 48 bytes of fixed slots, so recording one is a few
+//! stores into a preallocated buffer. What each slot means depends on the
+//! kind; [`slots_of`] is that table, and the file header publishes it (the
+//! schema), so readers in other languages can decode a trace without this
+//! code. Strings and member lists are not in the record: it holds their
+//! ids in the trace's definitions.
+
+use crate::event::{Body, CollectiveKind, Completion, EventKind};
+
+/// One recorded event in fixed slots.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RawEvent {
+    /// Start date, in ticks of the recorder's clock.
+    pub start: u64,
+    /// End date, in the same ticks.
+    pub end: u64,
+    /// [`EventKind`] id.
+    pub kind: u16,
+    /// Small attributes (see [`slots_of`]).
+    pub flags: u16,
+    /// Slots whose meaning depends on the kind.
+    pub a: u32,
+    #[allow(missing_docs)]
+    pub b: u32,
+    #[allow(missing_docs)]
+    pub c: u32,
+    #[allow(missing_docs)]
+    pub d: u64,
+    #[allow(missing_docs)]
+    pub e: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<RawEvent>() == 48);
+
+/// A slot of a raw record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// `flags` (u16)
+    Flags,
+    /// `a` (u32)
+    A,
+    /// `b` (u32; tags are stored as their two's complement)
+    B,
+    /// `c` (u32)
+    C,
+    /// `d` (u64)
+    D,
+    /// `e` (u64)
+    E,
+}
+
+impl Slot {
+    /// Name of the slot in the schema.
+    pub fn name(self) -> &'static str {
+        match self {
+            Slot::Flags => "flags",
+            Slot::A => "a",
+            Slot::B => "b",
+            Slot::C => "c",
+            Slot::D => "d",
+            Slot::E => "e",
+        }
+    }
+}
+
+/// The slots a kind uses, with the attribute each one holds.
+pub fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
+    use Slot::*;
+    match kind {
+        EventKind::Init | EventKind::Finalize | EventKind::FlushBegin | EventKind::FlushEnd => &[],
+        EventKind::Send => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq", E)],
+        EventKind::Recv => &[("src", A), ("tag", B), ("comm", C), ("bytes", D), ("arrived", Flags)],
+        EventKind::Isend => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq_request", E)],
+        EventKind::Irecv => &[("src", A), ("tag", B), ("comm", C), ("request", E)],
+        EventKind::Wait | EventKind::Test => {
+            &[("completion", Flags), ("src", A), ("tag", B), ("bytes", D), ("request", E)]
+        }
+        EventKind::Probe | EventKind::Iprobe => {
+            &[("found", Flags), ("src", A), ("tag", B), ("comm", C), ("bytes", D), ("found_src_tag", E)]
+        }
+        EventKind::Collective => &[("op", Flags), ("root", A), ("comm", C), ("bytes", D)],
+        EventKind::CommCreate => &[("comm", A), ("parent", C), ("members_def", E)],
+        EventKind::RegionEnter | EventKind::Point => &[("name_def", A), ("location_def", B)],
+        EventKind::RegionLeave => &[("name_def", A)],
+        EventKind::Counter => &[("name_def", A), ("value", E)],
+    }
+}
+
+// Bits of `flags` for completions (wait, test, probe).
+const DONE: u16 = 1;
+const IS_RECV: u16 = 2;
+const ARRIVED: u16 = 4;
+
+/// Packs a completion into (flags, a, b, d).
+pub fn pack_completion(c: Option<Completion>) -> (u16, u32, u32, u64) {
+    match c {
+        None => (0, 0, 0, 0),
+        Some(c) => {
+            let flags = DONE | if c.is_recv { IS_RECV } else { 0 } | if c.arrived { ARRIVED } else { 0 };
+            (flags, c.src, c.tag as u32, c.bytes)
+        }
+    }
+}
+
+fn unpack_completion(flags: u16, src: u32, tag: u32, bytes: u64) -> Option<Completion> {
+    (flags & DONE != 0).then_some(Completion {
+        is_recv: flags & IS_RECV != 0,
+        src,
+        tag: tag as i32,
+        bytes,
+        arrived: flags & ARRIVED != 0,
+    })
+}
+
+/// Strings and member lists referenced by raw records.
+pub trait Definitions {
+    /// The string with definition id `id`.
+    fn string(&self, id: u32) -> Option<&str>;
+    /// The member list with definition id `id`.
+    fn members(&self, id: u64) -> Option<&[u32]>;
+}
+
+/// Why a raw record could not become an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The kind id is not in the catalogue.
+    UnknownKind(u16),
+    /// A collective op id is not in the catalogue.
+    UnknownCollective(u16),
+    /// A definition id refers to nothing defined before it.
+    MissingDefinition(&'static str, u64),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::UnknownKind(id) => write!(f, "unknown event kind {id}"),
+            DecodeError::UnknownCollective(id) => write!(f, "unknown collective operation {id}"),
+            DecodeError::MissingDefinition(what, id) => {
+                write!(f, "{what} definition {id} is used before it is defined")
+            }
+        }
+    }
+}
+
+impl RawEvent {
+    /// The event body this record encodes.
+    pub fn body(&self, defs: &dyn Definitions) -> Result<Body, DecodeError> {
+        let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
+        let string =
+            |id: u32, what| defs.string(id).map(str::to_owned).ok_or(DecodeError::MissingDefinition(what, id as u64));
+        let tag = self.b as i32;
+        Ok(match kind {
+            EventKind::Init => Body::Init,
+            EventKind::Finalize => Body::Finalize,
+            EventKind::FlushBegin => Body::FlushBegin,
+            EventKind::FlushEnd => Body::FlushEnd,
+            EventKind::Send => Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq: self.e },
+            EventKind::Recv => {
+                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived: self.flags & ARRIVED != 0 }
+            }
+            EventKind::Isend => Body::Isend {
+                dest: self.a,
+                tag,
+                comm: self.c,
+                bytes: self.d,
+                seq: self.e >> 32,
+                request: self.e & 0xffff_ffff,
+            },
+            EventKind::Irecv => Body::Irecv { src: self.a, tag: self.b, comm: self.c, request: self.e },
+            EventKind::Wait => Body::Wait {
+                request: self.e,
+                completion: unpack_completion(self.flags | DONE, self.a, self.b, self.d).expect("done"),
+            },
+            EventKind::Test => {
+                Body::Test { request: self.e, completion: unpack_completion(self.flags, self.a, self.b, self.d) }
+            }
+            EventKind::Probe | EventKind::Iprobe => {
+                let found = unpack_completion(self.flags, (self.e >> 32) as u32, self.e as u32, self.d);
+                let (src, tag, comm) = (self.a, self.b, self.c);
+                if kind == EventKind::Probe {
+                    Body::Probe { src, tag, comm, found }
+                } else {
+                    Body::Iprobe { src, tag, comm, found }
+                }
+            }
+            EventKind::Collective => Body::Collective {
+                op: CollectiveKind::from_id(self.flags as u8).ok_or(DecodeError::UnknownCollective(self.flags))?,
+                comm: self.c,
+                root: self.a,
+                bytes: self.d,
+            },
+            EventKind::CommCreate => Body::CommCreate {
+                comm: self.a,
+                parent: self.c,
+                members: defs.members(self.e).ok_or(DecodeError::MissingDefinition("members", self.e))?.to_vec(),
+            },
+            EventKind::RegionEnter => {
+                Body::RegionEnter { name: string(self.a, "name")?, location: string(self.b, "location")? }
+            }
+            EventKind::RegionLeave => Body::RegionLeave { name: string(self.a, "name")? },
+            EventKind::Point => Body::Point { name: string(self.a, "name")?, location: string(self.b, "location")? },
+            EventKind::Counter => Body::Counter { name: string(self.a, "name")?, value: self.e as i64 },
+        })
+    }
+}
+
+/// Where the ids of strings and member lists come from when encoding.
+pub trait Interner {
+    /// Id of a string, defining it if new.
+    fn intern(&mut self, s: &str) -> u32;
+    /// Id of a member list, defining it.
+    fn members(&mut self, members: &[u32]) -> u64;
+}
+
+/// The raw record of an event body (start and end are set by the caller).
+pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
+    let mut r = RawEvent { kind: body.kind().id(), ..RawEvent::default() };
+    match body {
+        Body::Init | Body::Finalize | Body::FlushBegin | Body::FlushEnd => {}
+        Body::Send { dest, tag, comm, bytes, seq } => {
+            (r.a, r.b, r.c, r.d, r.e) = (*dest, *tag as u32, *comm, *bytes, *seq)
+        }
+        Body::Recv { src, tag, comm, bytes, arrived } => {
+            (r.a, r.b, r.c, r.d) = (*src, *tag as u32, *comm, *bytes);
+            r.flags = if *arrived { ARRIVED } else { 0 };
+        }
+        Body::Isend { dest, tag, comm, bytes, seq, request } => {
+            (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);
+            r.e = seq << 32 | (request & 0xffff_ffff);
+        }
+        Body::Irecv { src, tag, comm, request } => (r.a, r.b, r.c, r.e) = (*src, *tag, *comm, *request),
+        Body::Wait { request, completion } => {
+            (r.flags, r.a, r.b, r.d) = pack_completion(Some(*completion));
+            r.e = *request;
+        }
+        Body::Test { request, completion } => {
+            (r.flags, r.a, r.b, r.d) = pack_completion(*completion);
+            r.e = *request;
+        }
+        Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
+            let (flags, fsrc, ftag, bytes) = pack_completion(*found);
+            (r.flags, r.a, r.b, r.c, r.d) = (flags, *src, *tag, *comm, bytes);
+            r.e = (fsrc as u64) << 32 | ftag as u64;
+        }
+        Body::Collective { op, comm, root, bytes } => {
+            (r.flags, r.a, r.c, r.d) = (*op as u16, *root, *comm, *bytes);
+        }
+        Body::CommCreate { comm, parent, members } => (r.a, r.c, r.e) = (*comm, *parent, interner.members(members)),
+        Body::RegionEnter { name, location } | Body::Point { name, location } => {
+            (r.a, r.b) = (interner.intern(name), interner.intern(location));
+        }
+        Body::RegionLeave { name } => r.a = interner.intern(name),
+        Body::Counter { name, value } => (r.a, r.e) = (interner.intern(name), *value as u64),
+    }
+    r
+}

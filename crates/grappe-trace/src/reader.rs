@@ -1,0 +1,349 @@
+//! Reading trace files: one block at a time, so memory stays bounded by
+//! the largest block whatever the trace size.
+//!
+//! A file cut short (its rank was killed, the disk filled up) is not an
+//! error: everything up to the last complete block is read and
+//! [`TraceFile::ending`] says where the file stops and why. Bytes that are
+//! not what the format says (bad magic, checksum mismatch, undecodable
+//! payload) are an error naming the file, the offset and what was expected.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use crate::event::Event;
+use crate::format::{
+    BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, FileHeader, Footer, MAGIC, MAX_BLOCK, VERSION,
+    decode_definitions, decode_events, decode_footer, decode_samples,
+};
+use crate::raw::Definitions;
+
+/// What is wrong with a trace file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's answer.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not start like a grappe trace.
+    #[error("{path}: not a grappe trace (it starts with {found:?}, a trace starts with \"GRTRACE1\")")]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes.
+        found: String,
+    },
+    /// The header is unreadable.
+    #[error("{path}: bad header at offset {offset}: {reason}")]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        offset: u64,
+        /// What was expected.
+        reason: String,
+    },
+    /// A block does not hold what the format says.
+    #[error("{path}: corrupt block at offset {offset}: expected {expected}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the problem in the file.
+        offset: u64,
+        /// What should have been there.
+        expected: String,
+    },
+}
+
+/// How a trace file ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// With its footer: the rank finished.
+    Complete(Footer),
+    /// After a complete block but without a footer: the rank did not
+    /// finish (killed, or still running).
+    Unfinished {
+        /// Bytes read.
+        offset: u64,
+    },
+    /// In the middle of a block: its rank was killed while writing, or
+    /// the file was truncated.
+    Cut {
+        /// Where the incomplete block starts.
+        offset: u64,
+        /// What was missing.
+        reason: String,
+    },
+}
+
+/// A trace file being read.
+#[derive(Debug)]
+pub struct TraceFile {
+    path: PathBuf,
+    input: BufReader<File>,
+    header: FileHeader,
+    offset: u64,
+    defs: Defs,
+    samples: Vec<ClockSample>,
+    ending: Option<Ending>,
+}
+
+#[derive(Debug, Default)]
+struct Defs {
+    strings: HashMap<u32, String>,
+    members: HashMap<u64, Vec<u32>>,
+}
+
+impl Definitions for Defs {
+    fn string(&self, id: u32) -> Option<&str> {
+        self.strings.get(&id).map(String::as_str)
+    }
+    fn members(&self, id: u64) -> Option<&[u32]> {
+        self.members.get(&id).map(Vec::as_slice)
+    }
+}
+
+impl TraceFile {
+    /// Opens a trace and reads its header.
+    pub fn open(path: &Path) -> Result<TraceFile, TraceError> {
+        let file = File::open(path).map_err(|source| TraceError::Io { path: path.to_owned(), source })?;
+        let mut input = BufReader::with_capacity(1 << 20, file);
+        let (header, offset) = read_header(path, &mut input)?;
+        Ok(TraceFile {
+            path: path.to_owned(),
+            input,
+            header,
+            offset,
+            defs: Defs::default(),
+            samples: Vec::new(),
+            ending: None,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Clock samples read so far (all of them once the file is read).
+    pub fn clock_samples(&self) -> &[ClockSample] {
+        &self.samples
+    }
+
+    /// How the file ended, once it is read to the end.
+    pub fn ending(&self) -> Option<&Ending> {
+        self.ending.as_ref()
+    }
+
+    /// The events of the next events block; `Ok(None)` at the end of the
+    /// file (see [`Self::ending`]). Definitions, samples and the footer
+    /// met on the way are absorbed.
+    pub fn next_events(&mut self) -> Result<Option<Vec<Event>>, TraceError> {
+        while self.ending.is_none() {
+            let Some((kind, payload, at)) = self.next_block()? else { break };
+            match kind {
+                BlockKind::Events => return self.decode_event_block(&payload, at).map(Some),
+                BlockKind::Definitions => self.absorb_definitions(&payload, at)?,
+                BlockKind::ClockSamples => {
+                    let samples = decode_samples(&payload).map_err(|e| self.corrupt_in(at, e))?;
+                    self.samples.extend(samples);
+                }
+                BlockKind::Footer => {
+                    let footer = decode_footer(&payload).map_err(|e| self.corrupt_in(at, e))?;
+                    self.ending = Some(Ending::Complete(footer));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads the whole file, keeping only what is not events: clock
+    /// samples and the ending. Events are decoded (and so checked).
+    pub fn scan(&mut self) -> Result<u64, TraceError> {
+        let mut events = 0u64;
+        while let Some(block) = self.next_events()? {
+            events += block.len() as u64;
+        }
+        Ok(events)
+    }
+
+    /// Every event, one block in memory at a time.
+    pub fn events(self) -> Events {
+        Events { trace: self, block: Vec::new().into_iter() }
+    }
+
+    fn decode_event_block(&self, payload: &[u8], at: u64) -> Result<Vec<Event>, TraceError> {
+        let encoded = decode_events(payload).map_err(|e| self.corrupt_in(at, e))?;
+        encoded
+            .into_iter()
+            .map(|e| {
+                let body = e.raw.body(&self.defs).map_err(|reason| TraceError::Corrupt {
+                    path: self.path.clone(),
+                    offset: at,
+                    expected: format!("a decodable event ({reason})"),
+                })?;
+                Ok(Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body })
+            })
+            .collect()
+    }
+
+    fn absorb_definitions(&mut self, payload: &[u8], at: u64) -> Result<(), TraceError> {
+        for def in decode_definitions(payload).map_err(|e| self.corrupt_in(at, e))? {
+            match def {
+                Definition::String(id, s) => self.defs.strings.insert(id, s),
+                Definition::Members(id, m) => self.defs.members.insert(id, m).map(|_| String::new()),
+            };
+        }
+        Ok(())
+    }
+
+    /// Reads the next block: (kind, payload, payload offset). `None` at
+    /// a clean end of file, or after recording a cut in `ending`.
+    fn next_block(&mut self) -> Result<Option<(BlockKind, Vec<u8>, u64)>, TraceError> {
+        let start = self.offset;
+        let mut header = [0u8; BLOCK_HEADER];
+        match read_full(&mut self.input, &mut header).map_err(|source| self.io(source))? {
+            0 => {
+                self.ending = Some(Ending::Unfinished { offset: start });
+                return Ok(None);
+            }
+            n if n < BLOCK_HEADER => {
+                self.ending =
+                    Some(Ending::Cut { offset: start, reason: format!("a 16-byte block header, found {n} bytes") });
+                return Ok(None);
+            }
+            _ => {}
+        }
+        let magic = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
+        if magic != BLOCK_MAGIC {
+            return Err(self.corrupt(start, format!("block magic \"GRBK\", found {:?}", &header[0..4])));
+        }
+        if header[5..8] != [0, 0, 0] {
+            return Err(self.corrupt(start + 5, format!("reserved bytes 0, found {:?}", &header[5..8])));
+        }
+        let kind = BlockKind::from_u8(header[4])
+            .ok_or_else(|| self.corrupt(start + 4, format!("a block kind from 1 to 4, found {}", header[4])))?;
+        let len = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
+        if len > MAX_BLOCK {
+            return Err(self.corrupt(start + 8, format!("a block length up to {MAX_BLOCK} bytes, found {len}")));
+        }
+        let crc = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+        let mut payload = vec![0u8; len];
+        let got = read_full(&mut self.input, &mut payload).map_err(|source| self.io(source))?;
+        if got < len {
+            self.ending =
+                Some(Ending::Cut { offset: start, reason: format!("a {len}-byte block payload, found {got} bytes") });
+            return Ok(None);
+        }
+        let at = start + BLOCK_HEADER as u64;
+        if crc32fast::hash(&payload) != crc {
+            return Err(self.corrupt(
+                at,
+                format!("a payload with checksum {crc:#010x}, found {:#010x}", crc32fast::hash(&payload)),
+            ));
+        }
+        self.offset = at + len as u64;
+        Ok(Some((kind, payload, at)))
+    }
+
+    fn io(&self, source: std::io::Error) -> TraceError {
+        TraceError::Io { path: self.path.clone(), source }
+    }
+
+    fn corrupt(&self, offset: u64, expected: String) -> TraceError {
+        TraceError::Corrupt { path: self.path.clone(), offset, expected }
+    }
+
+    fn corrupt_in(&self, payload_offset: u64, (pos, expected): (usize, String)) -> TraceError {
+        self.corrupt(payload_offset + pos as u64, expected)
+    }
+}
+
+/// Iterator over the events of a trace file.
+#[derive(Debug)]
+pub struct Events {
+    trace: TraceFile,
+    block: std::vec::IntoIter<Event>,
+}
+
+impl Events {
+    /// The file being read (its ending, samples, header).
+    pub fn trace(&self) -> &TraceFile {
+        &self.trace
+    }
+}
+
+impl Iterator for Events {
+    type Item = Result<Event, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(event) = self.block.next() {
+                return Some(Ok(event));
+            }
+            match self.trace.next_events() {
+                Ok(Some(block)) => self.block = block.into_iter(),
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// The header, and the offset of the first block.
+fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), TraceError> {
+    let io = |source| TraceError::Io { path: path.to_owned(), source };
+    let mut head = [0u8; 12];
+    let got = read_full(input, &mut head).map_err(io)?;
+    if got < 8 || &head[..8] != MAGIC {
+        return Err(TraceError::NotATrace {
+            path: path.to_owned(),
+            found: String::from_utf8_lossy(&head[..got.min(8)]).into_owned(),
+        });
+    }
+    let bad = |offset, reason: String| TraceError::BadHeader { path: path.to_owned(), offset, reason };
+    if got < 12 {
+        return Err(bad(8, format!("a 4-byte header length, found {} bytes", got - 8)));
+    }
+    let len = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize;
+    if len > 16 << 20 {
+        return Err(bad(8, format!("a header of at most 16 MiB, found a length of {len}")));
+    }
+    let mut json = vec![0u8; len];
+    let got = read_full(input, &mut json).map_err(io)?;
+    if got < len {
+        return Err(bad(12, format!("{len} bytes of header, found {got}")));
+    }
+    let header: FileHeader =
+        serde_json::from_slice(&json).map_err(|e| bad(12 + e.column() as u64, format!("a JSON file header ({e})")))?;
+    if header.format != VERSION {
+        return Err(bad(12, format!("format version {VERSION}, found {}", header.format)));
+    }
+    Ok((header, 12 + len as u64))
+}

@@ -1,0 +1,461 @@
+//! Recording a rank's events.
+//!
+//! The hot path ([`Recorder::record`]) appends a 48-byte [`RawEvent`] to a
+//! preallocated buffer: no lock, no atomic, no encoding. When the buffer
+//! is full the policy decides:
+//!
+//! * `end`: keep what fits, count the rest as dropped (no I/O at all
+//!   during the run);
+//! * `full`: encode and write the buffer to the rank's local file right
+//!   away, bracketed by `FlushBegin`/`FlushEnd` events so that the flush
+//!   time can be compensated like any other perturbation;
+//! * `thread`: hand the buffer to a writer thread and continue with a
+//!   spare one (waiting, between flush events, only if none is free).
+//!
+//! Dates are recorded in clock ticks and turned into nanoseconds (and,
+//! for single-host tests of global time, distorted by a simulated clock)
+//! when written.
+
+use std::collections::HashMap;
+use std::panic::Location;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use crate::clock::TraceClock;
+use crate::event::EventKind;
+use crate::format::{Calibration, ClockInfo, ClockSample, Definition, Encoded, FileHeader, Footer, VERSION, schema};
+use crate::raw::RawEvent;
+use crate::writer::TraceWriter;
+
+/// What to do when the buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// Drop further events (counted).
+    End,
+    /// Write the buffer now, between flush events.
+    Full,
+    /// Hand the buffer to a writer thread.
+    Thread,
+}
+
+impl FlushPolicy {
+    fn name(self) -> &'static str {
+        match self {
+            FlushPolicy::End => "end",
+            FlushPolicy::Full => "full",
+            FlushPolicy::Thread => "thread",
+        }
+    }
+}
+
+/// Where and how to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecorderConfig {
+    /// Directory of the per-rank files (local storage).
+    pub dir: PathBuf,
+    /// Buffer policy.
+    pub policy: FlushPolicy,
+    /// Events per buffer.
+    pub buffer_events: usize,
+}
+
+impl RecorderConfig {
+    /// From the environment: `GRAPPE_TRACE=DIR` turns tracing on;
+    /// `GRAPPE_TRACE_FLUSH=end|full|thread` (default `full`);
+    /// `GRAPPE_TRACE_BUFFER=EVENTS` (default 65536, 3 MiB per rank).
+    pub fn from_env() -> Result<Option<RecorderConfig>, String> {
+        let Some(dir) = std::env::var_os("GRAPPE_TRACE").filter(|d| !d.is_empty()) else { return Ok(None) };
+        let policy = match std::env::var("GRAPPE_TRACE_FLUSH").as_deref() {
+            Err(_) | Ok("full") => FlushPolicy::Full,
+            Ok("end") => FlushPolicy::End,
+            Ok("thread") => FlushPolicy::Thread,
+            Ok(other) => return Err(format!("GRAPPE_TRACE_FLUSH={other:?}: expected end, full or thread")),
+        };
+        let buffer_events = match std::env::var("GRAPPE_TRACE_BUFFER") {
+            Err(_) => 65536,
+            Ok(v) => v.trim().parse().map_err(|_| format!("GRAPPE_TRACE_BUFFER={v:?} is not a number of events"))?,
+        };
+        if buffer_events < 16 {
+            return Err(format!("GRAPPE_TRACE_BUFFER={buffer_events}: a buffer needs at least 16 events"));
+        }
+        Ok(Some(RecorderConfig { dir: PathBuf::from(dir), policy, buffer_events }))
+    }
+}
+
+/// A distortion applied to every recorded date (local nanoseconds in,
+/// nanoseconds written out): the simulated clocks of single-host tests.
+pub trait TimeMap: Send + Sync {
+    /// The date written for a local date.
+    fn map(&self, local_ns: u64) -> u64;
+    /// What the distortion is, for the file header.
+    fn describe(&self) -> String;
+}
+
+/// Who a recorder records for.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// World rank.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// Ranks of this process.
+    pub process_ranks: Vec<u32>,
+}
+
+/// The per-rank recorder.
+pub struct Recorder {
+    rank: u32,
+    clock: TraceClock,
+    buf: Vec<RawEvent>,
+    capacity: usize,
+    policy: FlushPolicy,
+    sink: Sink,
+    strings: HashMap<String, u32>,
+    locations: HashMap<usize, u32>,
+    pending: Vec<Definition>,
+    next_members: u64,
+    send_seq: Vec<u64>,
+    next_request: u64,
+    codec: Codec,
+    footer: Footer,
+}
+
+/// What turns raw records into encoded ones (shared with the writer thread).
+#[derive(Clone)]
+struct Codec {
+    rank: u32,
+    clock: TraceClock,
+    alpha: [u32; 32],
+    time_map: Option<Arc<dyn TimeMap>>,
+}
+
+impl Codec {
+    fn date(&self, ticks: u64) -> u64 {
+        let ns = self.clock.to_ns(ticks);
+        self.time_map.as_ref().map_or(ns, |m| m.map(ns))
+    }
+
+    fn encode(&self, raw: &RawEvent) -> Encoded {
+        let (start, end) = (self.date(raw.start), self.date(raw.end.max(raw.start)));
+        let alpha_ns = match EventKind::from_id(raw.kind) {
+            // A flush's cost is its own duration, measured.
+            Some(EventKind::FlushEnd) => end.saturating_sub(start).min(u32::MAX as u64) as u32,
+            _ => self.alpha[raw.kind as usize % 32],
+        };
+        Encoded { rank: self.rank, start, end, alpha_ns, raw: *raw }
+    }
+}
+
+enum Sink {
+    File(TraceWriter),
+    Thread { jobs: SyncSender<Job>, spares: Receiver<Vec<RawEvent>>, writer: JoinHandle<std::io::Result<TraceWriter>> },
+    Closed,
+}
+
+enum Job {
+    Events(Vec<RawEvent>, Vec<Definition>),
+    Samples(Vec<ClockSample>),
+}
+
+impl Recorder {
+    /// Creates the rank's file in `config.dir` and calibrates α.
+    pub fn create(
+        config: &RecorderConfig,
+        who: Identity,
+        time_map: Option<Arc<dyn TimeMap>>,
+    ) -> std::io::Result<Recorder> {
+        std::fs::create_dir_all(&config.dir)?;
+        let clock = TraceClock::shared();
+        let alpha = calibrate(clock);
+        let header = header(config, &who, clock, &alpha, time_map.as_deref());
+        let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
+        let codec = Codec { rank: who.rank, clock, alpha, time_map };
+        let sink = match config.policy {
+            FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
+            _ => Sink::File(writer),
+        };
+        Ok(Recorder {
+            rank: who.rank,
+            clock,
+            buf: Vec::with_capacity(config.buffer_events),
+            capacity: config.buffer_events,
+            policy: config.policy,
+            sink,
+            strings: HashMap::new(),
+            locations: HashMap::new(),
+            pending: Vec::new(),
+            next_members: 0,
+            send_seq: vec![0; who.world_size as usize],
+            next_request: 0,
+            codec,
+            footer: Footer::default(),
+        })
+    }
+
+    /// The recording rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The current date, in ticks (pass it back in a [`RawEvent`]).
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// The current date as written in the trace (nanoseconds, simulated
+    /// distortion included): for clock samples.
+    pub fn now_ns(&self) -> u64 {
+        self.codec.date(self.clock.now())
+    }
+
+    /// Appends an event. The hot path: a 48-byte store and two comparisons.
+    /// The buffer is written out as soon as it fills (after the event that
+    /// filled it, so that dates stay in order in the file).
+    #[inline]
+    pub fn record(&mut self, raw: RawEvent) {
+        if self.buf.len() < self.capacity {
+            self.buf.push(raw);
+            if self.buf.len() == self.capacity {
+                self.buffer_full();
+            }
+        } else {
+            self.footer.dropped += 1; // policy `end` only
+        }
+    }
+
+    /// The sequence number of the next send to `dest` (all communicators).
+    #[inline]
+    pub fn next_send_seq(&mut self, dest: u32) -> u64 {
+        let slot = &mut self.send_seq[dest as usize];
+        *slot += 1;
+        *slot
+    }
+
+    /// A new id for a non-blocking request (links its post and its wait).
+    pub fn next_request(&mut self) -> u64 {
+        self.next_request += 1;
+        self.next_request
+    }
+
+    /// The id of a string (region or counter name), defined on first use.
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.insert(s.to_owned(), id);
+        self.pending.push(Definition::String(id, s.to_owned()));
+        id
+    }
+
+    /// The id of a source location (`file:line:column`).
+    pub fn location(&mut self, location: &'static Location<'static>) -> u32 {
+        let key = location as *const Location<'static> as usize;
+        if let Some(&id) = self.locations.get(&key) {
+            return id;
+        }
+        let id = self.intern(&format!("{}:{}:{}", location.file(), location.line(), location.column()));
+        self.locations.insert(key, id);
+        id
+    }
+
+    /// The id of a member list (communicator members).
+    pub fn members(&mut self, members: &[u32]) -> u64 {
+        let id = self.next_members;
+        self.next_members += 1;
+        self.pending.push(Definition::Members(id, members.to_vec()));
+        id
+    }
+
+    /// Writes clock samples (the reference rank, once per phase).
+    pub fn write_samples(&mut self, samples: Vec<ClockSample>) -> std::io::Result<()> {
+        match &mut self.sink {
+            Sink::File(writer) => writer.write_samples(&samples),
+            Sink::Thread { jobs, .. } => jobs.send(Job::Samples(samples)).map_err(|_| writer_gone()),
+            Sink::Closed => Err(writer_gone()),
+        }
+    }
+
+    /// Writes everything left and the footer; the file is then complete.
+    pub fn finish(&mut self) -> std::io::Result<Footer> {
+        self.flush()?;
+        let mut writer = match std::mem::replace(&mut self.sink, Sink::Closed) {
+            Sink::File(writer) => writer,
+            Sink::Thread { jobs, writer, .. } => {
+                drop(jobs);
+                writer.join().map_err(|_| std::io::Error::other("trace writer thread panicked"))??
+            }
+            Sink::Closed => return Err(writer_gone()),
+        };
+        writer.write_footer(&self.footer)?;
+        Ok(self.footer)
+    }
+
+    /// The buffer just filled: write it out between flush events, unless
+    /// the policy keeps it to the end (then later events are dropped).
+    #[cold]
+    fn buffer_full(&mut self) {
+        if self.policy == FlushPolicy::End {
+            return;
+        }
+        let begin = self.clock.now();
+        let written = self.flush();
+        let end = self.clock.now();
+        self.footer.flushes += 1;
+        self.buf.push(RawEvent { start: begin, end: begin, kind: EventKind::FlushBegin.id(), ..RawEvent::default() });
+        self.buf.push(RawEvent { start: begin, end, kind: EventKind::FlushEnd.id(), ..RawEvent::default() });
+        if let Err(e) = written {
+            // Recording must not kill the program: say it once, then drop.
+            eprintln!("grappe: rank {}: cannot write its trace ({e}); further events are dropped", self.rank);
+            self.policy = FlushPolicy::End;
+        }
+    }
+
+    /// Writes the buffer (and pending definitions) out.
+    fn flush(&mut self) -> std::io::Result<()> {
+        let defs = std::mem::take(&mut self.pending);
+        self.footer.events += self.buf.len() as u64;
+        match &mut self.sink {
+            Sink::File(writer) => {
+                writer.write_definitions(&defs)?;
+                let codec = &self.codec;
+                let written = writer.write_events(self.buf.iter().map(|raw| codec.encode(raw)));
+                self.buf.clear();
+                written
+            }
+            Sink::Thread { jobs, spares, .. } => {
+                let spare = spares.recv().map_err(|_| writer_gone())?;
+                let full = std::mem::replace(&mut self.buf, spare);
+                jobs.send(Job::Events(full, defs)).map_err(|_| writer_gone())
+            }
+            Sink::Closed => Err(writer_gone()),
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if !matches!(self.sink, Sink::Closed) {
+            let _ = self.finish();
+        }
+    }
+}
+
+fn writer_gone() -> std::io::Error {
+    std::io::Error::other("the trace writer stopped")
+}
+
+/// The writer thread: encodes and writes full buffers, hands them back.
+fn spawn_writer(mut writer: TraceWriter, codec: Codec, buffer_events: usize) -> Sink {
+    let (jobs, inbox) = sync_channel::<Job>(2);
+    let (give_back, spares) = sync_channel::<Vec<RawEvent>>(2);
+    give_back.send(Vec::with_capacity(buffer_events)).expect("fresh channel");
+    let handle = std::thread::Builder::new()
+        .name(format!("grappe-trace-{}", codec.rank))
+        .spawn(move || {
+            for job in inbox {
+                match job {
+                    Job::Events(mut events, defs) => {
+                        writer.write_definitions(&defs)?;
+                        writer.write_events(events.iter().map(|raw| codec.encode(raw)))?;
+                        events.clear();
+                        let _ = give_back.send(events);
+                    }
+                    Job::Samples(samples) => writer.write_samples(&samples)?,
+                }
+            }
+            Ok(writer)
+        })
+        .expect("cannot start the trace writer thread");
+    Sink::Thread { jobs, spares, writer: handle }
+}
+
+/// The file of rank `rank` in `dir`.
+pub fn file_for(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank:05}.gtrace"))
+}
+
+/// α per kind: the median cost of recording in a tight loop, with one
+/// clock read for instant events and two for timed ones (start and end).
+fn calibrate(clock: TraceClock) -> [u32; 32] {
+    let instant = median_cost(clock, 1);
+    let timed = median_cost(clock, 2);
+    let mut alpha = [0u32; 32];
+    for kind in EventKind::ALL {
+        alpha[kind.id() as usize] = if has_duration(kind) { timed } else { instant };
+    }
+    alpha
+}
+
+fn has_duration(kind: EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Isend
+            | EventKind::Irecv
+            | EventKind::Point
+            | EventKind::Counter
+            | EventKind::RegionEnter
+            | EventKind::RegionLeave
+            | EventKind::Init
+            | EventKind::CommCreate
+    )
+}
+
+/// Median over 9 batches of the time per record, in nanoseconds.
+fn median_cost(clock: TraceClock, reads: usize) -> u32 {
+    const BATCH: usize = 4096;
+    let mut buf: Vec<RawEvent> = Vec::with_capacity(BATCH);
+    let mut costs: Vec<f64> = (0..9)
+        .map(|_| {
+            buf.clear();
+            let t0 = clock.now();
+            for i in 0..BATCH {
+                let start = clock.now();
+                let end = if reads > 1 { clock.now() } else { start };
+                buf.push(RawEvent { start, end, kind: 15, a: i as u32, ..RawEvent::default() });
+            }
+            let t1 = clock.now();
+            std::hint::black_box(&buf);
+            (clock.to_ns(t1) - clock.to_ns(t0)) as f64 / BATCH as f64
+        })
+        .collect();
+    costs.sort_by(f64::total_cmp);
+    costs[costs.len() / 2].ceil() as u32
+}
+
+fn header(
+    config: &RecorderConfig,
+    who: &Identity,
+    clock: TraceClock,
+    alpha: &[u32; 32],
+    time_map: Option<&dyn TimeMap>,
+) -> FileHeader {
+    FileHeader {
+        format: VERSION,
+        rank: Some(who.rank),
+        world_size: who.world_size,
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_owned(),
+        pid: std::process::id(),
+        process_ranks: who.process_ranks.clone(),
+        clock: ClockInfo {
+            source: clock.source_name().to_owned(),
+            ticks_per_second: clock.ticks_per_second(),
+            time_base: "local".to_owned(),
+            simulated: time_map.map(TimeMap::describe),
+            estimation: None,
+        },
+        calibration: EventKind::ALL
+            .iter()
+            .map(|k| Calibration { kind: k.name().to_owned(), alpha_ns: alpha[k.id() as usize] })
+            .collect(),
+        schema: schema(),
+        flush_policy: config.policy.name().to_owned(),
+        buffer_events: config.buffer_events as u64,
+        started_unix_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    }
+}

@@ -1,0 +1,251 @@
+//! Traces written by the recorder read back exactly, whatever the events,
+//! the buffer size and the flush policy; cut and corrupted files give the
+//! place and the reason, never a panic.
+
+use std::path::{Path, PathBuf};
+
+use grappe_trace::format::ClockSample;
+use grappe_trace::raw::{Interner, raw_of};
+use grappe_trace::{
+    Body, CollectiveKind, Completion, Ending, Event, FlushPolicy, Identity, Recorder, RecorderConfig, TraceError,
+    TraceFile, file_for,
+};
+use proptest::prelude::*;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("grappe-trace-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn recorder(dir: &Path, policy: FlushPolicy, buffer_events: usize) -> Recorder {
+    let config = RecorderConfig { dir: dir.to_owned(), policy, buffer_events };
+    Recorder::create(&config, Identity { rank: 3, world_size: 8, process_ranks: vec![3] }, None).unwrap()
+}
+
+/// The recorder as its own interner (the runtime interns through it too).
+struct Through<'a>(&'a mut Recorder);
+
+impl Interner for Through<'_> {
+    fn intern(&mut self, s: &str) -> u32 {
+        self.0.intern(s)
+    }
+    fn members(&mut self, members: &[u32]) -> u64 {
+        self.0.members(members)
+    }
+}
+
+fn completion() -> impl Strategy<Value = Completion> {
+    (any::<bool>(), 0u32..64, any::<i32>(), any::<u64>(), any::<bool>())
+        .prop_map(|(is_recv, src, tag, bytes, arrived)| Completion { is_recv, src, tag, bytes, arrived })
+}
+
+fn body() -> impl Strategy<Value = Body> {
+    let name = "[a-z]{1,12}";
+    prop_oneof![
+        Just(Body::Init),
+        Just(Body::Finalize),
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<u64>())
+            .prop_map(|(dest, tag, comm, bytes, seq)| Body::Send { dest, tag, comm, bytes, seq }),
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>())
+            .prop_map(|(src, tag, comm, bytes, arrived)| Body::Recv { src, tag, comm, bytes, arrived }),
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 31, 0u64..1 << 32)
+            .prop_map(|(dest, tag, comm, bytes, seq, request)| Body::Isend { dest, tag, comm, bytes, seq, request }),
+        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(src, tag, comm, request)| Body::Irecv {
+            src,
+            tag,
+            comm,
+            request
+        }),
+        (any::<u64>(), completion()).prop_map(|(request, completion)| Body::Wait { request, completion }),
+        (any::<u64>(), proptest::option::of(completion()))
+            .prop_map(|(request, completion)| Body::Test { request, completion }),
+        (any::<u32>(), any::<u32>(), any::<u32>(), proptest::option::of(completion()))
+            .prop_map(|(src, tag, comm, found)| Body::Iprobe { src, tag, comm, found }),
+        (1u8..=16, any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(op, comm, root, bytes)| Body::Collective {
+            op: collective(op),
+            comm,
+            root,
+            bytes
+        }),
+        (any::<u32>(), any::<u32>(), proptest::collection::vec(0u32..64, 0..20))
+            .prop_map(|(comm, parent, members)| Body::CommCreate { comm, parent, members }),
+        (name, name).prop_map(|(name, location)| Body::RegionEnter { name, location }),
+        name.prop_map(|name| Body::RegionLeave { name }),
+        (name, any::<i64>()).prop_map(|(name, value)| Body::Counter { name, value }),
+    ]
+}
+
+fn collective(id: u8) -> CollectiveKind {
+    // Every id in 1..=16 is a collective; the trace crate owns the table.
+    let all = [
+        CollectiveKind::Barrier,
+        CollectiveKind::Bcast,
+        CollectiveKind::Reduce,
+        CollectiveKind::Allreduce,
+        CollectiveKind::Gather,
+        CollectiveKind::Gatherv,
+        CollectiveKind::Scatter,
+        CollectiveKind::Scatterv,
+        CollectiveKind::Allgather,
+        CollectiveKind::Allgatherv,
+        CollectiveKind::Alltoall,
+        CollectiveKind::Alltoallv,
+        CollectiveKind::Scan,
+        CollectiveKind::Exscan,
+        CollectiveKind::ReduceScatter,
+        CollectiveKind::ReduceScatterBlock,
+    ];
+    all[id as usize - 1]
+}
+
+/// Records `bodies` with increasing dates; returns what went in.
+fn record_all(rec: &mut Recorder, bodies: &[(Body, u32)]) -> Vec<(Body, u64, u64)> {
+    let mut out = Vec::new();
+    for (body, duration) in bodies {
+        let start = rec.now();
+        let mut raw = raw_of(body, &mut Through(rec));
+        raw.start = start;
+        raw.end = start + *duration as u64;
+        rec.record(raw);
+        out.push((body.clone(), start, raw.end));
+    }
+    out
+}
+
+fn read_all(path: &Path) -> (Vec<Event>, Option<Ending>) {
+    let mut trace = TraceFile::open(path).unwrap();
+    let mut events = Vec::new();
+    while let Some(block) = trace.next_events().unwrap() {
+        events.extend(block);
+    }
+    (events, trace.ending().cloned())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every event comes back with its body, rank, order and a duration
+    /// equal to the recorded one (dates are converted to nanoseconds).
+    #[test]
+    fn any_event_sequence_round_trips(bodies in proptest::collection::vec((body(), 0u32..1_000_000), 0..300), buffer in 16usize..200, policy in 0u8..2) {
+        let policy = [FlushPolicy::Full, FlushPolicy::Thread][policy as usize];
+        let d = dir(&format!("prop-{buffer}-{}", bodies.len()));
+        let mut rec = recorder(&d, policy, buffer);
+        let input = record_all(&mut rec, &bodies);
+        let footer = rec.finish().unwrap();
+        let (events, ending) = read_all(&file_for(&d, 3));
+        let ours: Vec<&Event> = events.iter().filter(|e| !matches!(e.body, Body::FlushBegin | Body::FlushEnd)).collect();
+        prop_assert_eq!(ours.len(), input.len());
+        for (event, (body, _, _)) in ours.iter().zip(&input) {
+            prop_assert_eq!(&event.body, body);
+            prop_assert_eq!(event.rank, 3);
+        }
+        prop_assert!(events.windows(2).all(|w| w[0].start <= w[1].start), "dates are not in recording order");
+        prop_assert_eq!(ending, Some(Ending::Complete(footer)));
+        prop_assert_eq!(footer.events as usize, events.len());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+#[test]
+fn a_small_buffer_flushes_between_flush_events() {
+    let d = dir("flushes");
+    let mut rec = recorder(&d, FlushPolicy::Full, 16);
+    record_all(&mut rec, &vec![(Body::Point { name: "p".into(), location: "here".into() }, 0); 100]);
+    let footer = rec.finish().unwrap();
+    let (events, _) = read_all(&file_for(&d, 3));
+    let flushes = events.iter().filter(|e| e.body == Body::FlushEnd).count() as u64;
+    assert!(flushes >= 5, "100 events in 16-event buffers need flushes, saw {flushes}");
+    assert_eq!(flushes, footer.flushes);
+    let flush = events.iter().find(|e| e.body == Body::FlushEnd).unwrap();
+    assert_eq!(flush.alpha_ns as u64, flush.end - flush.start, "a flush's cost is its measured duration");
+}
+
+#[test]
+fn policy_end_keeps_what_fits_and_counts_the_rest() {
+    let d = dir("drops");
+    let mut rec = recorder(&d, FlushPolicy::End, 16);
+    record_all(&mut rec, &vec![(Body::Init, 0); 40]);
+    let footer = rec.finish().unwrap();
+    assert_eq!((footer.events, footer.dropped), (16, 24));
+    assert_eq!(read_all(&file_for(&d, 3)).0.len(), 16);
+}
+
+#[test]
+fn clock_samples_are_kept() {
+    let d = dir("samples");
+    let mut rec = recorder(&d, FlushPolicy::Thread, 64);
+    let sample = ClockSample { peer: 2, phase: 1, t_send_ref: 10, t_recv_peer: 20, t_send_peer: 21, t_recv_ref: 35 };
+    rec.write_samples(vec![sample; 3]).unwrap();
+    rec.finish().unwrap();
+    let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+    trace.scan().unwrap();
+    assert_eq!(trace.clock_samples(), &[sample; 3]);
+}
+
+/// A complete trace of `events` point events in 32-event buffers.
+fn written_trace(name: &str, events: usize) -> (PathBuf, Vec<u8>) {
+    let d = dir(name);
+    let mut rec = recorder(&d, FlushPolicy::Full, 32);
+    record_all(&mut rec, &vec![(Body::Point { name: "p".into(), location: "l".into() }, 0); events]);
+    rec.finish().unwrap();
+    let path = file_for(&d, 3);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn a_file_cut_anywhere_reads_up_to_its_last_complete_block() {
+    let (path, bytes) = written_trace("cut", 200);
+    let (all, _) = read_all(&path);
+    let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    for cut in (header_end..bytes.len()).step_by(7) {
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let (events, ending) = read_all(&path);
+        assert!(events.len() <= all.len() && events[..] == all[..events.len()], "cut at {cut}: events differ");
+        match ending {
+            Some(Ending::Cut { offset, .. }) => assert!(offset as usize <= cut, "cut at {cut}, reported at {offset}"),
+            Some(Ending::Unfinished { offset }) => assert_eq!(offset as usize, cut),
+            other => panic!("cut at {cut}: ending {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn corrupted_bytes_give_the_file_and_offset() {
+    let (path, bytes) = written_trace("corrupt", 200);
+    let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    for at in (header_end..bytes.len()).step_by(11) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x5a;
+        std::fs::write(&path, &bad).unwrap();
+        let mut trace = TraceFile::open(&path).unwrap();
+        let result = (|| -> Result<(), TraceError> {
+            while trace.next_events()?.is_some() {}
+            Ok(())
+        })();
+        match result {
+            Err(TraceError::Corrupt { path: p, offset, .. }) => {
+                assert_eq!(p, path);
+                assert!(offset as usize <= at + 16, "flipped byte {at}, error at {offset}");
+            }
+            // A flipped length can turn into a cut file instead.
+            Ok(()) => assert!(matches!(trace.ending(), Some(Ending::Cut { .. })), "flip at {at} went unnoticed"),
+            Err(other) => panic!("flip at {at}: {other}"),
+        }
+    }
+}
+
+#[test]
+fn non_traces_and_bad_headers_are_named() {
+    let d = dir("headers");
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("x.gtrace");
+    std::fs::write(&path, b"hello, world").unwrap();
+    assert!(matches!(TraceFile::open(&path), Err(TraceError::NotATrace { .. })));
+    std::fs::write(&path, b"GRTRACE1\x05\x00\x00\x00{nope").unwrap();
+    let err = TraceFile::open(&path).unwrap_err();
+    assert!(matches!(err, TraceError::BadHeader { .. }), "{err}");
+    assert!(err.to_string().contains("x.gtrace"), "{err}");
+}

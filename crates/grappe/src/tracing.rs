@@ -1,0 +1,91 @@
+//! Tracing a job: the recorder of each rank, its clock samples, its
+//! beginning and end.
+//!
+//! `GRAPPE_TRACE=DIR` (what `grappe run --trace DIR` sets) turns it on.
+//! Clock sampling, for global time, follows Tape/PVM's SBA: one phase
+//! before the program and one after, rank 0 against every other rank.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `GRAPPE_TRACE` | directory of the per-rank trace files (local storage) | off |
+//! | `GRAPPE_TRACE_FLUSH` | `end`, `full` or `thread` (see `grappe_trace::FlushPolicy`) | `full` |
+//! | `GRAPPE_TRACE_BUFFER` | events per rank buffer | 65536 |
+//! | `GRAPPE_TRACE_SYNC` | `sba` (before and after) or `sb` (before only) | `sba` |
+//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase | 10 |
+//! | `GRAPPE_TRACE_SYNC_SPACING_US` | pause between rounds of exchanges | 1000 |
+
+use std::time::Duration;
+
+use grappe_comm::{Communicator, RankContext};
+use grappe_trace::{Identity, Recorder, RecorderConfig};
+
+use crate::job::Job;
+
+/// How this job records.
+#[derive(Debug, Clone)]
+pub(crate) struct TraceSettings {
+    pub recorder: RecorderConfig,
+    pub after_phase: bool,
+    pub points: usize,
+    pub spacing: Duration,
+}
+
+impl TraceSettings {
+    pub fn from_env() -> Result<Option<TraceSettings>, String> {
+        let Some(recorder) = RecorderConfig::from_env()? else { return Ok(None) };
+        let after_phase = match std::env::var("GRAPPE_TRACE_SYNC").as_deref() {
+            Err(_) | Ok("sba") => true,
+            Ok("sb") => false,
+            Ok(other) => return Err(format!("GRAPPE_TRACE_SYNC={other:?}: expected sba or sb")),
+        };
+        let number = |var: &str, default: u64| -> Result<u64, String> {
+            match std::env::var(var) {
+                Err(_) => Ok(default),
+                Ok(v) => v.trim().parse().map_err(|_| format!("{var}={v:?} is not a number")),
+            }
+        };
+        Ok(Some(TraceSettings {
+            recorder,
+            after_phase,
+            points: number("GRAPPE_TRACE_SYNC_POINTS", 10)?.max(3) as usize,
+            spacing: Duration::from_micros(number("GRAPPE_TRACE_SYNC_SPACING_US", 1000)?),
+        }))
+    }
+}
+
+/// The recorder of world rank `rank`, if the job records.
+pub(crate) fn recorder_for(job: &Job, rank: usize) -> Result<Option<Recorder>, String> {
+    let Some(settings) = &job.trace else { return Ok(None) };
+    let who = Identity {
+        rank: rank as u32,
+        world_size: job.locals.len() as u32,
+        process_ranks: job.mine.clone().map(|r| r as u32).collect(),
+    };
+    Recorder::create(&settings.recorder, who, None)
+        .map(Some)
+        .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))
+}
+
+/// Start of a traced rank: its first event, then the first sampling phase.
+pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()> {
+    let Some(settings) = &job.trace else { return Ok(()) };
+    world.trace_lifecycle(true);
+    world.sample_clocks(0, settings.points, settings.spacing)
+}
+
+/// End of a traced rank: the second sampling phase, the last event, and
+/// the file completed (before the final barrier, which is not traced).
+pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+    let Some(settings) = &job.trace else { return Ok(()) };
+    if settings.after_phase {
+        world.sample_clocks(1, settings.points, settings.spacing)?;
+    }
+    world.trace_lifecycle(false);
+    if let Some(mut recorder) = ctx.take_recorder() {
+        let rank = recorder.rank();
+        recorder
+            .finish()
+            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
+    }
+    Ok(())
+}

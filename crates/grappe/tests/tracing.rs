@@ -1,0 +1,149 @@
+//! Traces recorded by the runtime: every kind of call appears with its
+//! attributes, clock samples are taken before and after, files survive a
+//! killed rank.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use grappe::{ANY_SOURCE, Sum};
+use grappe_trace::{Body, CollectiveKind, Ending, Event, TraceFile, file_for};
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-tracing-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn read(path: &Path) -> (Vec<Event>, TraceFile) {
+    let mut trace = TraceFile::open(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut events = Vec::new();
+    while let Some(block) = trace.next_events().unwrap_or_else(|e| panic!("{e}")) {
+        events.extend(block);
+    }
+    (events, trace)
+}
+
+#[test]
+fn every_kind_of_call_is_recorded_with_its_attributes() {
+    let dir = fresh_dir("kinds");
+    grappe::testing::threads_traced(3, &dir, |world| {
+        let me = world.rank();
+        let _solve = world.region("solve");
+        if me == 0 {
+            world.send(&[1u64, 2, 3], 1, 7).unwrap();
+        } else if me == 1 {
+            let mut buf = [0u64; 3];
+            world.recv(&mut buf, 0, 7).unwrap();
+        }
+        let out = [me as u32; 4];
+        let mut incoming = [0u32; 4];
+        world.scope(|s| {
+            let right = (me + 1) % 3;
+            let left = (me + 2) % 3;
+            let r = world.irecv(s, &mut incoming, left, 9).unwrap();
+            let w = world.isend(s, &out, right, 9).unwrap();
+            r.wait().unwrap();
+            w.wait().unwrap();
+        });
+        let mut total = 0.0;
+        world.allreduce(&(me as f64), &mut total, Sum).unwrap();
+        let half = world.split(Some((me % 2) as u32), 0).unwrap().unwrap();
+        half.barrier().unwrap();
+        world.trace_counter("iterations", 42);
+        world.trace_event("checkpoint");
+        if me == 2 {
+            world.send(&5u8, 0, 3).unwrap();
+        }
+        if me == 0 {
+            world.probe(ANY_SOURCE, 3).unwrap();
+            let mut b = 0u8;
+            world.recv(&mut b, ANY_SOURCE, 3).unwrap();
+        }
+    });
+
+    let (rank0, trace0) = read(&file_for(&dir, 0));
+    let (rank1, _) = read(&file_for(&dir, 1));
+    let kinds = |events: &[Event]| events.iter().map(|e| e.body.kind()).collect::<Vec<_>>();
+    assert!(matches!(rank0.first().map(|e| &e.body), Some(Body::Init)), "{:?}", kinds(&rank0));
+    assert!(matches!(rank0.last().map(|e| &e.body), Some(Body::Finalize)), "{:?}", kinds(&rank0));
+    assert!(rank0.iter().all(|e| e.rank == 0 && e.end >= e.start && e.alpha_ns > 0));
+
+    let send = rank0.iter().find_map(|e| match &e.body {
+        Body::Send { dest: 1, tag: 7, bytes, seq, .. } => Some((*bytes, *seq)),
+        _ => None,
+    });
+    assert_eq!(send, Some((24, 1)), "the send to rank 1, first of its channel");
+    let recv = rank1.iter().find_map(|e| match &e.body {
+        Body::Recv { src: 0, tag: 7, bytes, .. } => Some(*bytes),
+        _ => None,
+    });
+    assert_eq!(recv, Some(24));
+    assert!(rank1.iter().any(|e| matches!(e.body, Body::Isend { dest: 2, tag: 9, bytes: 16, .. })));
+    assert!(rank1.iter().any(|e| matches!(e.body, Body::Irecv { src: 0, tag: 9, .. })));
+    assert!(rank1.iter().any(|e| matches!(&e.body, Body::Wait { completion, .. } if completion.is_recv && completion.src == 0 && completion.bytes == 16)));
+    assert!(rank1.iter().any(|e| matches!(e.body, Body::Collective { op: CollectiveKind::Allreduce, bytes: 8, .. })));
+    assert!(rank1.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![1])));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![0, 2])));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionEnter { name, location } if name == "solve" && location.contains("tracing.rs"))));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionLeave { name } if name == "solve")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Counter { name, value: 42 } if name == "iterations")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Point { name, .. } if name == "checkpoint")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Probe { found: Some(c), .. } if c.src == 2 && c.bytes == 1)));
+    // The probe came first, so the message had arrived when the receive began.
+    assert!(rank0.iter().any(|e| matches!(e.body, Body::Recv { src: 2, tag: 3, arrived: true, .. })));
+
+    // Rank 0, the reference, holds the clock samples of both phases.
+    let samples = trace0.clock_samples();
+    for peer in [1, 2] {
+        for phase in [0, 1] {
+            let n = samples.iter().filter(|s| s.peer == peer && s.phase == phase).count();
+            assert_eq!(n, 5, "peer {peer}, phase {phase}");
+        }
+    }
+    assert!(samples.iter().all(|s| s.t_send_ref <= s.t_recv_ref && s.t_recv_peer <= s.t_send_peer));
+    assert!(matches!(trace0.ending(), Some(Ending::Complete(f)) if f.dropped == 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn grappe_run_trace_writes_a_complete_file_per_rank() {
+    let dir = fresh_dir("run");
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "3", "--trace"]).arg(&dir).arg(util::example("jacobi")).args(["64", "50"]);
+    let output = util::run_bounded(cmd, Duration::from_secs(60));
+    assert!(output.status.success(), "{}", util::describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("trace in"), "{}", util::describe(&output));
+    for rank in 0..3 {
+        let (events, trace) = read(&file_for(&dir, rank));
+        let sendrecvs = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).count();
+        assert!(sendrecvs >= 50, "rank {rank}: {sendrecvs} sends for 50 iterations of halo exchange");
+        assert!(matches!(trace.ending(), Some(Ending::Complete(_))), "rank {rank}: {:?}", trace.ending());
+        assert_eq!(trace.header().rank, Some(rank));
+        assert_eq!(trace.header().world_size, 3);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_killed_rank_leaves_every_flushed_block_readable() {
+    let dir = fresh_dir("killed");
+    let mut cmd = Command::new(util::grappe());
+    cmd.env("GRAPPE_FAULT", "kill:1").env("GRAPPE_TRACE_BUFFER", "16");
+    cmd.args(["run", "-n", "3", "--trace"]).arg(&dir).arg(util::example("faulty"));
+    let output = util::run_bounded(cmd, Duration::from_secs(60));
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    let (events, trace) = read(&file_for(&dir, 1));
+    assert!(matches!(events.first().map(|e| &e.body), Some(Body::Init)), "the killed rank's start is readable");
+    let points = events.iter().filter(|e| matches!(e.body, Body::Point { .. })).count();
+    // 100 points in 16-event buffers: all but the unflushed tail survive.
+    assert!((84..=100).contains(&points), "{points} of the 100 events recorded before the kill were readable");
+    assert!(
+        matches!(trace.ending(), Some(Ending::Unfinished { .. }) | Some(Ending::Cut { .. })),
+        "no footer for a killed rank: {:?}",
+        trace.ending()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
