@@ -17,12 +17,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Run(cmd::run::RunArgs),
+    Trace(cmd::trace::TraceArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Run(args) => cmd::run::execute(args),
+        Command::Trace(args) => cmd::trace::execute(args),
     };
     std::process::exit(status);
 }

@@ -235,13 +235,16 @@ pub enum Body {
         comm: u32,
         request: u64,
     },
-    /// Completion of a request; for a receive, what arrived.
+    /// Completion of a request; for a receive, what arrived. `comm`: the
+    /// request's communicator (message matching needs it).
     Wait {
         request: u64,
+        comm: u32,
         completion: Completion,
     },
     Test {
         request: u64,
+        comm: u32,
         completion: Option<Completion>,
     },
     /// `found`: the status, if a message matched.

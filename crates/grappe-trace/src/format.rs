@@ -88,6 +88,24 @@ pub struct FileHeader {
     pub buffer_events: u64,
     /// Wall-clock start of the recording (Unix nanoseconds), for humans.
     pub started_unix_ns: u64,
+    /// For a merged trace: the per-rank files it was made from.
+    #[serde(default)]
+    pub merged_from: Vec<MergedRank>,
+}
+
+/// One per-rank file behind a merged trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedRank {
+    /// World rank.
+    pub rank: u32,
+    /// Its host.
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Its clock source.
+    pub clock: String,
+    /// How its dates were put on global time.
+    pub time: String,
 }
 
 /// The clock behind the dates.
@@ -105,6 +123,24 @@ pub struct ClockInfo {
     pub simulated: Option<String>,
     /// For merged traces: estimator and strategy used.
     pub estimation: Option<String>,
+    /// For `tsc`: the calibration that turned ticks into nanoseconds.
+    /// Processes on one host share the counter but each calibrates it;
+    /// with the anchors, the analysis puts them on one time base exactly
+    /// instead of estimating it.
+    #[serde(default)]
+    pub tsc: Option<TscAnchor>,
+}
+
+/// How one process turned time-stamp counter ticks into nanoseconds:
+/// ns = `ns0` + (ticks − `tick0`) × `ns_per_tick`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TscAnchor {
+    /// Counter value at calibration.
+    pub tick0: u64,
+    /// Raw monotonic date of `tick0`, ns.
+    pub ns0: u64,
+    /// Calibrated nanoseconds per tick.
+    pub ns_per_tick: f64,
 }
 
 /// α of one kind of event.

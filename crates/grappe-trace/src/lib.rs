@@ -17,8 +17,8 @@ mod writer;
 
 pub use clock::TraceClock;
 pub use event::{ANY, Body, CollectiveKind, Completion, Event, EventKind};
-pub use format::{ClockSample, FileHeader, Footer};
+pub use format::{ClockInfo, ClockSample, FileHeader, Footer, MergedRank, TscAnchor};
 pub use raw::RawEvent;
-pub use reader::{Ending, TraceError, TraceFile};
+pub use reader::{Ending, Events, TraceError, TraceFile};
 pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for};
 pub use writer::TraceWriter;

@@ -77,7 +77,7 @@ pub fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
         EventKind::Isend => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq_request", E)],
         EventKind::Irecv => &[("src", A), ("tag", B), ("comm", C), ("request", E)],
         EventKind::Wait | EventKind::Test => {
-            &[("completion", Flags), ("src", A), ("tag", B), ("bytes", D), ("request", E)]
+            &[("completion", Flags), ("src", A), ("tag", B), ("comm", C), ("bytes", D), ("request", E)]
         }
         EventKind::Probe | EventKind::Iprobe => {
             &[("found", Flags), ("src", A), ("tag", B), ("comm", C), ("bytes", D), ("found_src_tag", E)]
@@ -174,10 +174,12 @@ impl RawEvent {
             EventKind::Irecv => Body::Irecv { src: self.a, tag: self.b, comm: self.c, request: self.e },
             EventKind::Wait => Body::Wait {
                 request: self.e,
+                comm: self.c,
                 completion: unpack_completion(self.flags | DONE, self.a, self.b, self.d).expect("done"),
             },
             EventKind::Test => {
-                Body::Test { request: self.e, completion: unpack_completion(self.flags, self.a, self.b, self.d) }
+                let completion = unpack_completion(self.flags, self.a, self.b, self.d);
+                Body::Test { request: self.e, comm: self.c, completion }
             }
             EventKind::Probe | EventKind::Iprobe => {
                 let found = unpack_completion(self.flags, (self.e >> 32) as u32, self.e as u32, self.d);
@@ -234,13 +236,13 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
             r.e = seq << 32 | (request & 0xffff_ffff);
         }
         Body::Irecv { src, tag, comm, request } => (r.a, r.b, r.c, r.e) = (*src, *tag, *comm, *request),
-        Body::Wait { request, completion } => {
+        Body::Wait { request, comm, completion } => {
             (r.flags, r.a, r.b, r.d) = pack_completion(Some(*completion));
-            r.e = *request;
+            (r.c, r.e) = (*comm, *request);
         }
-        Body::Test { request, completion } => {
+        Body::Test { request, comm, completion } => {
             (r.flags, r.a, r.b, r.d) = pack_completion(*completion);
-            r.e = *request;
+            (r.c, r.e) = (*comm, *request);
         }
         Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
             let (flags, fsrc, ftag, bytes) = pack_completion(*found);

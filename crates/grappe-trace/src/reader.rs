@@ -84,10 +84,9 @@ pub enum Ending {
 }
 
 /// A trace file being read.
-#[derive(Debug)]
 pub struct TraceFile {
     path: PathBuf,
-    input: BufReader<File>,
+    input: BufReader<Box<dyn Read + Send>>,
     header: FileHeader,
     offset: u64,
     defs: Defs,
@@ -110,11 +109,22 @@ impl Definitions for Defs {
     }
 }
 
+impl std::fmt::Debug for TraceFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceFile").field("path", &self.path).field("offset", &self.offset).finish_non_exhaustive()
+    }
+}
+
 impl TraceFile {
     /// Opens a trace and reads its header.
     pub fn open(path: &Path) -> Result<TraceFile, TraceError> {
         let file = File::open(path).map_err(|source| TraceError::Io { path: path.to_owned(), source })?;
-        let mut input = BufReader::with_capacity(1 << 20, file);
+        TraceFile::from_reader(path, Box::new(file))
+    }
+
+    /// Reads a trace from any byte source; `path` names it in errors.
+    pub fn from_reader(path: &Path, source: Box<dyn Read + Send>) -> Result<TraceFile, TraceError> {
+        let mut input = BufReader::with_capacity(1 << 20, source);
         let (header, offset) = read_header(path, &mut input)?;
         Ok(TraceFile {
             path: path.to_owned(),
@@ -155,18 +165,27 @@ impl TraceFile {
             let Some((kind, payload, at)) = self.next_block()? else { break };
             match kind {
                 BlockKind::Events => return self.decode_event_block(&payload, at).map(Some),
-                BlockKind::Definitions => self.absorb_definitions(&payload, at)?,
-                BlockKind::ClockSamples => {
-                    let samples = decode_samples(&payload).map_err(|e| self.corrupt_in(at, e))?;
-                    self.samples.extend(samples);
-                }
-                BlockKind::Footer => {
-                    let footer = decode_footer(&payload).map_err(|e| self.corrupt_in(at, e))?;
-                    self.ending = Some(Ending::Complete(footer));
-                }
+                _ => self.absorb(kind, &payload, at)?,
             }
         }
         Ok(None)
+    }
+
+    /// Takes in a block that is not events.
+    fn absorb(&mut self, kind: BlockKind, payload: &[u8], at: u64) -> Result<(), TraceError> {
+        match kind {
+            BlockKind::Events => unreachable!("event blocks are decoded or skipped by the caller"),
+            BlockKind::Definitions => self.absorb_definitions(payload, at)?,
+            BlockKind::ClockSamples => {
+                let samples = decode_samples(payload).map_err(|e| self.corrupt_in(at, e))?;
+                self.samples.extend(samples);
+            }
+            BlockKind::Footer => {
+                let footer = decode_footer(payload).map_err(|e| self.corrupt_in(at, e))?;
+                self.ending = Some(Ending::Complete(footer));
+            }
+        }
+        Ok(())
     }
 
     /// Reads the whole file, keeping only what is not events: clock
@@ -177,6 +196,21 @@ impl TraceFile {
             events += block.len() as u64;
         }
         Ok(events)
+    }
+
+    /// Reads the whole file without decoding events (their blocks are
+    /// still checksummed): the quick way to the clock samples and the
+    /// ending. Returns the number of event blocks.
+    pub fn skim(&mut self) -> Result<u64, TraceError> {
+        let mut blocks = 0u64;
+        while self.ending.is_none() {
+            let Some((kind, payload, at)) = self.next_block()? else { break };
+            match kind {
+                BlockKind::Events => blocks += 1,
+                _ => self.absorb(kind, &payload, at)?,
+            }
+        }
+        Ok(blocks)
     }
 
     /// Every event, one block in memory at a time.

@@ -446,6 +446,7 @@ fn header(
             time_base: "local".to_owned(),
             simulated: time_map.map(TimeMap::describe),
             estimation: None,
+            tsc: clock.tsc_anchor(),
         },
         calibration: EventKind::ALL
             .iter()
@@ -457,5 +458,6 @@ fn header(
         started_unix_ns: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
+        merged_from: Vec::new(),
     }
 }

@@ -57,9 +57,13 @@ fn body() -> impl Strategy<Value = Body> {
             comm,
             request
         }),
-        (any::<u64>(), completion()).prop_map(|(request, completion)| Body::Wait { request, completion }),
-        (any::<u64>(), proptest::option::of(completion()))
-            .prop_map(|(request, completion)| Body::Test { request, completion }),
+        (any::<u64>(), any::<u32>(), completion()).prop_map(|(request, comm, completion)| Body::Wait {
+            request,
+            comm,
+            completion
+        }),
+        (any::<u64>(), any::<u32>(), proptest::option::of(completion()))
+            .prop_map(|(request, comm, completion)| Body::Test { request, comm, completion }),
         (any::<u32>(), any::<u32>(), any::<u32>(), proptest::option::of(completion()))
             .prop_map(|(src, tag, comm, found)| Body::Iprobe { src, tag, comm, found }),
         (1u8..=16, any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(op, comm, root, bytes)| Body::Collective {

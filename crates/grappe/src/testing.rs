@@ -40,6 +40,7 @@ where
         after_phase: true,
         points: 5,
         spacing: std::time::Duration::from_micros(100),
+        simulate: None,
     });
     run_job(job, body)
 }

@@ -11,13 +11,21 @@
 //! | `GRAPPE_TRACE_FLUSH` | `end`, `full` or `thread` (see `grappe_trace::FlushPolicy`) | `full` |
 //! | `GRAPPE_TRACE_BUFFER` | events per rank buffer | 65536 |
 //! | `GRAPPE_TRACE_SYNC` | `sba` (before and after) or `sb` (before only) | `sba` |
-//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase | 10 |
+//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase | 20 |
 //! | `GRAPPE_TRACE_SYNC_SPACING_US` | pause between rounds of exchanges | 1000 |
+//! | `GRAPPE_TRACE_SIMULATE` | distort each rank's clock, e.g. `offset=2ms,drift=50ppm,amplitude=5us,period=10s,jitter=50ns,seed=7` (see `grappe_clock::sim::SimulationSpec`; implies the raw monotonic clock) | off |
+//!
+//! Simulated clocks let one host test global time: every rank's dates are
+//! distorted as a clock of another host would be, and the header of each
+//! file says how. Jitter is read noise: dates closer together than it may
+//! come out of order, and `grappe trace check` says so.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use grappe_clock::sim::{LocalClock, SimulatedClock, SimulationSpec};
 use grappe_comm::{Communicator, RankContext};
-use grappe_trace::{Identity, Recorder, RecorderConfig};
+use grappe_trace::{Identity, Recorder, RecorderConfig, TimeMap};
 
 use crate::job::Job;
 
@@ -28,6 +36,7 @@ pub(crate) struct TraceSettings {
     pub after_phase: bool,
     pub points: usize,
     pub spacing: Duration,
+    pub simulate: Option<SimulationSpec>,
 }
 
 impl TraceSettings {
@@ -47,8 +56,12 @@ impl TraceSettings {
         Ok(Some(TraceSettings {
             recorder,
             after_phase,
-            points: number("GRAPPE_TRACE_SYNC_POINTS", 10)?.max(3) as usize,
+            points: number("GRAPPE_TRACE_SYNC_POINTS", 20)?.max(3) as usize,
             spacing: Duration::from_micros(number("GRAPPE_TRACE_SYNC_SPACING_US", 1000)?),
+            simulate: match std::env::var("GRAPPE_TRACE_SIMULATE") {
+                Err(_) => None,
+                Ok(v) => Some(v.parse().map_err(|e| format!("GRAPPE_TRACE_SIMULATE={v:?}: {e}"))?),
+            },
         }))
     }
 }
@@ -61,7 +74,9 @@ pub(crate) fn recorder_for(job: &Job, rank: usize) -> Result<Option<Recorder>, S
         world_size: job.locals.len() as u32,
         process_ranks: job.mine.clone().map(|r| r as u32).collect(),
     };
-    Recorder::create(&settings.recorder, who, None)
+    let time_map =
+        settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
+    Recorder::create(&settings.recorder, who, time_map)
         .map(Some)
         .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))
 }
@@ -88,4 +103,21 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
             .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
     }
     Ok(())
+}
+
+/// A rank's simulated clock, applied to every date it writes.
+struct SimulatedTime(SimulatedClock);
+
+impl TimeMap for SimulatedTime {
+    fn map(&self, local_ns: u64) -> u64 {
+        self.0.read(local_ns.min(i64::MAX as u64) as i64).max(0) as u64
+    }
+
+    fn describe(&self) -> String {
+        let c = &self.0;
+        format!(
+            "offset {} ns, drift {} ppm, amplitude {} ns, period {} s, phase {} rad, jitter {} ns, seed {}",
+            c.offset_ns, c.drift_ppm, c.amplitude_ns, c.period_s, c.phase_rad, c.jitter_ns, c.seed
+        )
+    }
 }

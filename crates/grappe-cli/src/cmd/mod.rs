@@ -2,3 +2,4 @@
 //! status.
 
 pub mod run;
+pub mod trace;

@@ -13,8 +13,10 @@
 //! message latencies from a seeded generator.
 
 mod pingpong;
+mod spec;
 
 pub use pingpong::{LatencyModel, OneWay, PingPongSim};
+pub use spec::{SimulationSpec, SpecError};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,225 @@
+//! `grappe trace check`: is the trace consistent? Tachyons (a receive
+//! dated before its send on global time), messages without their other
+//! half, sizes that disagree, records out of order, files cut short.
+
+use std::fmt;
+
+use grappe_trace::Ending;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::matching::{Channel, Message, receive_of};
+use crate::stream::{CausalStream, StreamSummary};
+
+/// Examples kept per kind of problem.
+const EXAMPLES: usize = 10;
+
+/// A message seen with its two ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MessageDates {
+    /// Its channel.
+    pub channel: Channel,
+    /// Send start, global ns.
+    pub send_start: u64,
+    /// Receive end, global ns.
+    pub recv_end: u64,
+    /// Bytes sent.
+    pub sent: u64,
+    /// Bytes received.
+    pub received: u64,
+}
+
+impl MessageDates {
+    /// Receive end minus send start: negative for a tachyon.
+    pub fn gap_ns(&self) -> i64 {
+        self.recv_end as i64 - self.send_start as i64
+    }
+}
+
+/// A receive with no send, or a send never received.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Orphan {
+    /// Its channel.
+    pub channel: Channel,
+    /// When (global ns).
+    pub date: u64,
+}
+
+/// The consistency of a trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// Events read.
+    pub events: u64,
+    /// Messages matched.
+    pub messages: u64,
+    /// Receives dated before their send.
+    pub tachyons: u64,
+    /// Some of them, worst first.
+    pub tachyon_examples: Vec<MessageDates>,
+    /// Smallest receive-end minus send-start over all messages, ns (the
+    /// margin global time left; negative with tachyons).
+    pub min_gap_ns: Option<i64>,
+    /// Messages whose received size differs from the sent size.
+    pub size_mismatches: u64,
+    /// Some of them.
+    pub size_examples: Vec<MessageDates>,
+    /// Receives with no send in the trace.
+    pub unmatched_receives: u64,
+    /// Some of them.
+    pub unmatched_examples: Vec<Orphan>,
+    /// Sends no receive took.
+    pub unreceived_sends: u64,
+    /// Some of them.
+    pub unreceived_examples: Vec<Orphan>,
+    /// Per rank: records, disorder, ending.
+    pub stream: StreamSummary,
+    /// Files that end without their footer, described.
+    pub unfinished: Vec<String>,
+}
+
+/// Reads the whole stream and checks it. `progress` gets the events read.
+pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<CheckReport> {
+    let mut report = CheckReport {
+        events: 0,
+        messages: 0,
+        tachyons: 0,
+        tachyon_examples: Vec::new(),
+        min_gap_ns: None,
+        size_mismatches: 0,
+        size_examples: Vec::new(),
+        unmatched_receives: 0,
+        unmatched_examples: Vec::new(),
+        unreceived_sends: 0,
+        unreceived_examples: Vec::new(),
+        stream: stream.summary(),
+        unfinished: Vec::new(),
+    };
+    for linked in &mut stream {
+        let linked = linked?;
+        report.events += 1;
+        if report.events % (1 << 20) == 0 {
+            progress(report.events);
+        }
+        match linked.message {
+            Message::Received { channel, send } => {
+                let received = receive_of(&linked.event).map_or(0, |(_, bytes)| bytes);
+                let dates = MessageDates {
+                    channel,
+                    send_start: send.start,
+                    recv_end: linked.event.end,
+                    sent: send.bytes,
+                    received,
+                };
+                report.message(dates);
+            }
+            Message::Unmatched { channel } => {
+                report.unmatched_receives += 1;
+                keep(&mut report.unmatched_examples, Orphan { channel, date: linked.event.end });
+            }
+            Message::Sent { .. } | Message::None => {}
+        }
+    }
+    progress(report.events);
+    let mut unreceived: Vec<Orphan> =
+        stream.matcher().unreceived().map(|(c, s)| Orphan { channel: *c, date: s.start }).collect();
+    unreceived.sort_by_key(|o| o.date);
+    report.unreceived_sends = unreceived.len() as u64;
+    report.unreceived_examples = unreceived.into_iter().take(EXAMPLES).collect();
+    report.stream = stream.summary();
+    report.unfinished = report.stream.flows.iter().filter_map(describe_unfinished).collect();
+    Ok(report)
+}
+
+fn keep<T>(examples: &mut Vec<T>, example: T) {
+    if examples.len() < EXAMPLES {
+        examples.push(example);
+    }
+}
+
+fn describe_unfinished(flow: &crate::stream::FlowSummary) -> Option<String> {
+    match flow.ending.as_ref()? {
+        Ending::Complete(_) => None,
+        Ending::Unfinished { offset } => {
+            Some(format!("rank {}: no footer after offset {offset} (the rank did not finish)", flow.rank))
+        }
+        Ending::Cut { offset, reason } => {
+            Some(format!("rank {}: file cut at offset {offset} (expected {reason})", flow.rank))
+        }
+    }
+}
+
+impl CheckReport {
+    fn message(&mut self, dates: MessageDates) {
+        self.messages += 1;
+        let gap = dates.gap_ns();
+        self.min_gap_ns = Some(self.min_gap_ns.map_or(gap, |g| g.min(gap)));
+        if gap < 0 {
+            self.tachyons += 1;
+            self.tachyon_examples.push(dates);
+            self.tachyon_examples.sort_by_key(MessageDates::gap_ns);
+            self.tachyon_examples.truncate(EXAMPLES);
+        }
+        if dates.sent != dates.received {
+            self.size_mismatches += 1;
+            keep(&mut self.size_examples, dates);
+        }
+    }
+
+    /// One line per kind of problem found; empty for a consistent trace.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        let mut count = |n: u64, what: &str| {
+            if n > 0 {
+                p.push(format!("{n} {what}"));
+            }
+        };
+        count(self.tachyons, "tachyons (receives dated before their send)");
+        count(self.size_mismatches, "messages received with another size than sent");
+        count(self.unmatched_receives, "receives with no send in the trace");
+        count(self.unreceived_sends, "sends never received");
+        count(self.stream.forced, "receives waiting for each other's sends in a cycle (contradictory traces)");
+        let disorder: u64 = self.stream.flows.iter().map(|f| f.disorder).sum();
+        count(disorder, "records out of order");
+        p.extend(self.unfinished.iter().cloned());
+        p
+    }
+}
+
+fn channel(c: &Channel) -> String {
+    format!("rank {} -> rank {} (comm {}, tag {})", c.src, c.dst, c.comm, c.tag)
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} events, {} messages matched", self.events, self.messages)?;
+        if let Some(gap) = self.min_gap_ns {
+            writeln!(f, "smallest receive-end minus send-start: {gap} ns")?;
+        }
+        if self.stream.deferred > 0 {
+            writeln!(f, "{} receives were deferred behind their send during the merge", self.stream.deferred)?;
+        }
+        for t in &self.tachyon_examples {
+            writeln!(f, "  tachyon: {} received {} ns before it was sent", channel(&t.channel), -t.gap_ns())?;
+        }
+        for m in &self.size_examples {
+            writeln!(f, "  size: {} sent {} bytes, received {}", channel(&m.channel), m.sent, m.received)?;
+        }
+        for o in &self.unmatched_examples {
+            writeln!(f, "  unmatched receive: {} at {} ns", channel(&o.channel), o.date)?;
+        }
+        for o in &self.unreceived_examples {
+            writeln!(f, "  never received: {} sent at {} ns", channel(&o.channel), o.date)?;
+        }
+        for flow in self.stream.flows.iter().filter(|f| f.disorder > 0) {
+            let first = flow.first_disorder.as_deref().unwrap_or("");
+            writeln!(f, "  rank {}: {} records out of order; first: {first}", flow.rank, flow.disorder)?;
+        }
+        let problems = self.problems();
+        if problems.is_empty() {
+            writeln!(f, "consistent: no tachyon, every message matched, every rank in order")
+        } else {
+            writeln!(f, "problems:")?;
+            problems.iter().try_for_each(|p| writeln!(f, "  - {p}"))
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! Chrome trace-event JSON, the JSON Object Format that Perfetto and
+//! `chrome://tracing` open:
+//!
+//! ```text
+//! {"traceEvents":[ ... ],"displayTimeUnit":"ns","otherData":{ ... }}
+//! ```
+//!
+//! One process (pid 0, "grappe job") with one thread lane per rank (tid =
+//! rank, named and sorted by `M` metadata events); runtime calls as `X`
+//! complete events with their attributes in `args`; regions as `B`/`E`;
+//! counters as `C` (one series per rank: `id` = rank); user points and
+//! runtime instants (init, finalize, flush start) as thread-scoped `i`.
+//! Each matched message is a flow: `s` inside the send's slice, `f` with
+//! `"bp":"e"` inside the receive's, both with the message id. Dates are
+//! microseconds from the first event with nanosecond decimals (`12.345`),
+//! written by integer arithmetic so they read back exact.
+//!
+//! The writer is on the hot path of `grappe trace export`: bytes go
+//! straight into one buffer (see `sink`), no allocation per event.
+
+use std::io::Write;
+
+use grappe_trace::{ANY, Body, Completion, Event};
+
+use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room};
+use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, shape};
+use crate::error::Result;
+use crate::matching::{Message, SendSide};
+use crate::stream::{CausalStream, StreamSummary};
+
+/// Microseconds: three decimals of nanoseconds.
+const US: u32 = 3;
+
+/// The head of an object of each phase, up to its thread id.
+const PH_LEN: usize = 26;
+const fn head_of(ph: u8) -> [u8; PH_LEN] {
+    let mut head = *b",\n{\"ph\":\"?\",\"pid\":0,\"tid\":";
+    head[9] = ph;
+    head
+}
+const PH_X: [u8; PH_LEN] = head_of(b'X');
+const PH_B: [u8; PH_LEN] = head_of(b'B');
+const PH_E: [u8; PH_LEN] = head_of(b'E');
+const PH_C: [u8; PH_LEN] = head_of(b'C');
+const PH_I: [u8; PH_LEN] = head_of(b'i');
+const PH_S: [u8; PH_LEN] = head_of(b's');
+const PH_F: [u8; PH_LEN] = head_of(b'f');
+
+/// Writes `stream` to `out` as Chrome trace-event JSON. `progress` gets
+/// the events written so far, now and then and at the end.
+pub fn write_chrome(
+    mut stream: CausalStream,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    let mut w = Chrome {
+        sink: Sink::new(out, "chrome trace output"),
+        origin: stream.pending_start_bound(),
+        lanes: PerRank::default(),
+        events: 0,
+        messages: 0,
+    };
+    w.sink.bytes(
+        b"{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}",
+    );
+    for linked in stream.by_ref() {
+        let linked = linked?;
+        w.event(&linked.event, &linked.message);
+        if w.events % PROGRESS_EVERY == 0 {
+            progress(w.events);
+        }
+        w.sink.maybe_flush()?;
+    }
+    progress(w.events);
+    let summary = stream.summary();
+    w.footer(&summary);
+    let (events, messages) = (w.events, w.messages);
+    let written_bytes = w.sink.finish()?;
+    Ok(ExportSummary { events, messages, written_bytes, late_records: 0, blocks: Vec::new(), stream: summary })
+}
+
+struct Chrome<'a> {
+    sink: Sink<'a>,
+    /// Date 0 of the output (the earliest start, or the first event's).
+    origin: Option<u64>,
+    lanes: PerRank<Lane>,
+    events: u64,
+    messages: u64,
+}
+
+/// A rank's lane.
+#[derive(Default)]
+struct Lane {
+    named: bool,
+    /// Regions open, so that a leave with no enter is left out.
+    depth: u32,
+}
+
+impl Chrome<'_> {
+    fn event(&mut self, e: &Event, message: &Message) {
+        self.events += 1;
+        let origin = *self.origin.get_or_insert(e.start);
+        let lane = self.lanes.get(e.rank);
+        if !lane.named {
+            lane.named = true;
+            name_lane(&mut self.sink, e.rank);
+        }
+        match shape(&e.body) {
+            Shape::Call(name) => {
+                let members = if let Body::CommCreate { members, .. } = &e.body { members.len() } else { 0 };
+                // Room for the slice and the two ends of a flow.
+                let mut c = self.sink.record(2 * RECORD_ROOM + NUMBER_ROOM * members);
+                call(&mut c, e, name, origin, message);
+                if let Message::Received { channel, send } = message {
+                    self.messages += 1;
+                    flow(&mut c, channel.src, send, e, origin);
+                }
+            }
+            Shape::Enter { name, location } => {
+                self.lanes.get(e.rank).depth += 1;
+                let mut c = self.sink.record(RECORD_ROOM + text_room(name) + text_room(location));
+                open(&mut c, &PH_B, e.rank, e.start, origin);
+                c.bytes(b",\"name\":");
+                c.json_str(name);
+                c.bytes(b",\"args\":{\"location\":");
+                c.json_str(location);
+                c.bytes(b"}}");
+            }
+            Shape::Leave { .. } => {
+                let lane = self.lanes.get(e.rank);
+                if lane.depth > 0 {
+                    lane.depth -= 1;
+                    let mut c = self.sink.record(RECORD_ROOM);
+                    open(&mut c, &PH_E, e.rank, e.start, origin);
+                    c.byte(b'}');
+                }
+            }
+            Shape::Counter { name, value } => {
+                let mut c = self.sink.record(RECORD_ROOM + text_room(name));
+                open(&mut c, &PH_C, e.rank, e.start, origin);
+                c.bytes(b",\"name\":");
+                c.json_str(name);
+                c.bytes(b",\"id\":");
+                c.uint(e.rank as u64);
+                c.bytes(b",\"args\":{\"value\":");
+                c.int(value);
+                c.bytes(b"}}");
+            }
+            Shape::Point { name, location } => {
+                let mut c = self.sink.record(RECORD_ROOM + text_room(name) + text_room(location));
+                instant(&mut c, e, name, origin);
+                c.bytes(b",\"args\":{\"location\":");
+                c.json_str(location);
+                c.bytes(b"}}");
+            }
+            Shape::Mark(name) => {
+                let mut c = self.sink.record(RECORD_ROOM + text_room(name));
+                instant(&mut c, e, name, origin);
+                c.byte(b'}');
+            }
+        }
+    }
+
+    fn footer(&mut self, summary: &StreamSummary) {
+        let mut c = self.sink.record(RECORD_ROOM);
+        c.bytes(b"\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"grappe\",\"time_origin_ns\":");
+        c.uint(self.origin.unwrap_or(0));
+        for (key, value) in [
+            (&b",\"events\":"[..], self.events),
+            (b",\"messages\":", self.messages),
+            (b",\"deferred_receives\":", summary.deferred),
+            (b",\"unmatched_receives\":", summary.unmatched_receives),
+            (b",\"unreceived_sends\":", summary.unreceived_sends),
+        ] {
+            c.bytes(key);
+            c.uint(value);
+        }
+        c.bytes(b"}}\n");
+    }
+}
+
+/// The metadata of a rank's lane: its name and place.
+fn name_lane(sink: &mut Sink, rank: u32) {
+    let mut c = sink.record(RECORD_ROOM);
+    c.bytes(b",\n{\"ph\":\"M\",\"pid\":0,\"tid\":");
+    c.uint(rank as u64);
+    c.bytes(b",\"name\":\"thread_name\",\"args\":{\"name\":\"rank ");
+    c.uint(rank as u64);
+    c.bytes(b"\"}},\n{\"ph\":\"M\",\"pid\":0,\"tid\":");
+    c.uint(rank as u64);
+    c.bytes(b",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+    c.uint(rank as u64);
+    c.bytes(b"}}");
+}
+
+/// `,\n{"ph":PH,"pid":0,"tid":RANK,"ts":T` — the object is left open.
+/// `ph` is the `PH_*` head of the phase.
+#[inline(always)]
+fn open(c: &mut Cursor, ph: &[u8; PH_LEN], rank: u32, t: u64, origin: u64) {
+    c.bytes(ph);
+    c.uint(rank as u64);
+    c.bytes(b",\"ts\":");
+    c.date(t, origin, US);
+}
+
+fn instant(c: &mut Cursor, e: &Event, name: &str, origin: u64) {
+    open(c, &PH_I, e.rank, e.start, origin);
+    c.bytes(b",\"s\":\"t\",\"name\":");
+    c.json_str(name);
+}
+
+fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Message) {
+    open(c, &PH_X, e.rank, e.start, origin);
+    c.bytes(b",\"dur\":");
+    c.fixed(e.end.saturating_sub(e.start), US);
+    c.bytes(b",\"name\":\"");
+    c.bytes(name.as_bytes());
+    c.byte(b'"');
+    args(c, &e.body, message);
+    c.byte(b'}');
+}
+
+/// The arrow of a matched message, written with its receive (so no flow
+/// is left without its end): `s` in the send's slice, `f` in the
+/// receive's.
+fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64) {
+    open(c, &PH_S, sender, middle(send.start, send.end), origin);
+    flow_tail(c, send.id);
+    open(c, &PH_F, recv.rank, middle(recv.start, recv.end), origin);
+    c.bytes(b",\"bp\":\"e\"");
+    flow_tail(c, send.id);
+}
+
+fn flow_tail(c: &mut Cursor, id: u64) {
+    c.bytes(b",\"id\":");
+    c.uint(id);
+    c.bytes(b",\"name\":\"message\",\"cat\":\"message\"}");
+}
+
+/// A date strictly inside `[start, end]` when it lasts 2 ns or more, so
+/// that viewers bind a flow to that slice and not a neighbour.
+fn middle(start: u64, end: u64) -> u64 {
+    start + end.saturating_sub(start) / 2
+}
+
+/// `,"args":{...}` of a call (nothing for a flush).
+fn args(c: &mut Cursor, body: &Body, message: &Message) {
+    match *body {
+        Body::Send { dest, tag, comm, bytes, .. } | Body::Isend { dest, tag, comm, bytes, .. } => {
+            head(c, comm);
+            peer(c, dest);
+            int(c, b",\"tag\":", tag as i64);
+            uint(c, b",\"bytes\":", bytes);
+            if let Body::Isend { request, .. } = *body {
+                uint(c, b",\"request\":", request);
+            }
+        }
+        Body::Recv { src, tag, comm, bytes, arrived } => {
+            head(c, comm);
+            peer(c, src);
+            int(c, b",\"tag\":", tag as i64);
+            uint(c, b",\"bytes\":", bytes);
+            flag(c, b",\"arrived\":", arrived);
+        }
+        Body::Irecv { src, tag, comm, request } => {
+            head(c, comm);
+            peer(c, src);
+            selector(c, b",\"tag\":", tag);
+            uint(c, b",\"request\":", request);
+        }
+        Body::Wait { request, comm, completion } => {
+            head(c, comm);
+            uint(c, b",\"request\":", request);
+            completed(c, &completion);
+        }
+        Body::Test { request, comm, completion } => {
+            head(c, comm);
+            uint(c, b",\"request\":", request);
+            match completion {
+                Some(done) => completed(c, &done),
+                None => c.bytes(b",\"completed\":false"),
+            }
+        }
+        Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
+            head(c, comm);
+            peer(c, src);
+            selector(c, b",\"tag\":", tag);
+            match found {
+                Some(done) => completed(c, &done),
+                None => c.bytes(b",\"found\":false"),
+            }
+        }
+        Body::Collective { comm, root, bytes, .. } => {
+            head(c, comm);
+            if root != ANY {
+                uint(c, b",\"root\":", root as u64);
+            }
+            uint(c, b",\"bytes\":", bytes);
+        }
+        Body::CommCreate { comm, parent, ref members } => {
+            head(c, comm);
+            uint(c, b",\"parent\":", parent as u64);
+            c.bytes(b",\"members\":[");
+            for (i, &m) in members.iter().enumerate() {
+                if i > 0 {
+                    c.byte(b',');
+                }
+                c.uint(m as u64);
+            }
+            c.byte(b']');
+        }
+        _ => return,
+    }
+    match message {
+        Message::Sent { id, .. } | Message::Received { send: SendSide { id, .. }, .. } => uint(c, b",\"msg\":", *id),
+        _ => {}
+    }
+    c.byte(b'}');
+}
+
+#[inline(always)]
+fn head(c: &mut Cursor, comm: u32) {
+    c.bytes(b",\"args\":{\"comm\":");
+    c.uint(comm as u64);
+}
+
+#[inline(always)]
+fn uint(c: &mut Cursor, key: &[u8], v: u64) {
+    c.bytes(key);
+    c.uint(v);
+}
+
+#[inline(always)]
+fn int(c: &mut Cursor, key: &[u8], v: i64) {
+    c.bytes(key);
+    c.int(v);
+}
+
+#[inline(always)]
+fn flag(c: &mut Cursor, key: &[u8], v: bool) {
+    c.bytes(key);
+    if v { c.bytes(b"true") } else { c.bytes(b"false") }
+}
+
+/// A source or tag selector: a number, or "any".
+#[inline(always)]
+fn selector(c: &mut Cursor, key: &[u8], v: u32) {
+    c.bytes(key);
+    if v == ANY { c.bytes(b"\"any\"") } else { c.uint(v as u64) }
+}
+
+#[inline(always)]
+fn peer(c: &mut Cursor, rank: u32) {
+    selector(c, b",\"peer\":", rank);
+}
+
+/// What a wait, test or probe completed: for a receive, the message.
+fn completed(c: &mut Cursor, done: &Completion) {
+    if !done.is_recv {
+        c.bytes(b",\"completed\":\"send\"");
+        return;
+    }
+    c.bytes(b",\"completed\":\"recv\"");
+    peer(c, done.src);
+    int(c, b",\"tag\":", done.tag as i64);
+    uint(c, b",\"bytes\":", done.bytes);
+    flag(c, b",\"arrived\":", done.arrived);
+}

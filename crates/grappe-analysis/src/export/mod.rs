@@ -1,0 +1,226 @@
+//! Exports of the causal stream to the formats of existing viewers.
+//!
+//! * [`chrome`]: Chrome trace-event JSON (Perfetto, `chrome://tracing`),
+//!   written as fast as the stream is read;
+//! * [`paje`]: the Pajé trace format (ViTE, pajeng's `pj_dump`);
+//! * [`picl`]: "new" PICL records, the input of ParaGraph (the route
+//!   Tape/PVM's `t2np` took).
+//!
+//! Every exporter reads one [`CausalStream`](crate::CausalStream) once and
+//! writes to any [`std::io::Write`]; all give each event the same display
+//! name ([`display_name`]). Pajé and PICL need their records in time order,
+//! which the stream is only nearly in: they go through a bounded reorder
+//! buffer (`order`).
+
+use grappe_trace::Body;
+use serde::Serialize;
+
+use crate::stream::StreamSummary;
+
+pub mod chrome;
+mod order;
+pub mod paje;
+pub mod picl;
+mod sink;
+
+pub use chrome::write_chrome;
+pub use paje::write_paje;
+pub use picl::write_picl;
+
+/// What an export wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportSummary {
+    /// Events read from the stream.
+    pub events: u64,
+    /// Messages drawn (matched sends and receives).
+    pub messages: u64,
+    /// Bytes written.
+    pub written_bytes: u64,
+    /// Records the time-ordered formats had to move later than their date,
+    /// because an earlier-dated record came after a later one was written
+    /// (a trace out of order, or one the reorder buffer could not hold).
+    pub late_records: u64,
+    /// Names of the PICL user block types: type `i + 1` is `blocks[i]`
+    /// (empty for the other formats).
+    pub blocks: Vec<String>,
+    /// What the stream saw.
+    pub stream: StreamSummary,
+}
+
+/// How an event is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Shape<'a> {
+    /// A runtime call, with a duration.
+    Call(&'static str),
+    /// A user region entered.
+    Enter { name: &'a str, location: &'a str },
+    /// A user region left.
+    Leave { name: &'a str },
+    /// A counter sample.
+    Counter { name: &'a str, value: i64 },
+    /// A user point.
+    Point { name: &'a str, location: &'a str },
+    /// An instant of the runtime (init, finalize, the start of a flush).
+    Mark(&'static str),
+}
+
+/// How `body` is drawn.
+#[inline]
+pub(crate) fn shape(body: &Body) -> Shape<'_> {
+    match body {
+        Body::RegionEnter { name, location } => Shape::Enter { name, location },
+        Body::RegionLeave { name } => Shape::Leave { name },
+        Body::Counter { name, value } => Shape::Counter { name, value: *value },
+        Body::Point { name, location } => Shape::Point { name, location },
+        Body::Init | Body::Finalize | Body::FlushBegin => Shape::Mark(body.kind().name()),
+        _ => Shape::Call(call_name(body)),
+    }
+}
+
+/// The name every export gives an event: the call (`send`, `wait`...),
+/// the collective operation (`allreduce`), or the user's name for
+/// regions, points and counters.
+pub fn display_name(body: &Body) -> &str {
+    match shape(body) {
+        Shape::Call(name) | Shape::Mark(name) => name,
+        Shape::Enter { name, .. } | Shape::Leave { name } | Shape::Counter { name, .. } | Shape::Point { name, .. } => {
+            name
+        }
+    }
+}
+
+fn call_name(body: &Body) -> &'static str {
+    match body {
+        Body::Collective { op, .. } => op.name(),
+        // The flush's record spans it; its start is only a mark.
+        Body::FlushEnd => "flush",
+        other => other.kind().name(),
+    }
+}
+
+/// The names [`display_name`] gives runtime calls, for formats that
+/// declare their values up front.
+pub(crate) const CALL_NAMES: [&str; 26] = [
+    "send",
+    "recv",
+    "isend",
+    "irecv",
+    "wait",
+    "test",
+    "probe",
+    "iprobe",
+    "comm_create",
+    "flush",
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "scan",
+    "exscan",
+    "reduce_scatter",
+    "reduce_scatter_block",
+];
+
+/// Per-rank state: a vector for the usual dense ranks, a map for the
+/// odd large one (a rank number never sizes an allocation).
+#[derive(Default)]
+pub(crate) struct PerRank<T> {
+    dense: Vec<T>,
+    sparse: rustc_hash::FxHashMap<u32, T>,
+}
+
+/// Ranks kept in the vector.
+const DENSE_RANKS: u32 = 1 << 16;
+
+impl<T: Default> PerRank<T> {
+    #[inline]
+    pub(crate) fn get(&mut self, rank: u32) -> &mut T {
+        if rank >= DENSE_RANKS {
+            return self.sparse.entry(rank).or_default();
+        }
+        let i = rank as usize;
+        if i >= self.dense.len() {
+            self.dense.resize_with(i + 1, T::default);
+        }
+        &mut self.dense[i]
+    }
+
+    /// Every rank's state, by rank.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
+        let mut sparse: Vec<_> = self.sparse.iter().map(|(&r, t)| (r, t)).collect();
+        sparse.sort_by_key(|(r, _)| *r);
+        self.dense.iter().enumerate().map(|(r, t)| (r as u32, t)).chain(sparse)
+    }
+}
+
+/// Names numbered in first-use order (region, counter, block names), so
+/// records carry a number, not a copy of the string.
+#[derive(Default)]
+pub(crate) struct Names {
+    ids: rustc_hash::FxHashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    /// The number of `name`, and whether it is new.
+    pub(crate) fn id(&mut self, name: &str) -> (u32, bool) {
+        if let Some(&id) = self.ids.get(name) {
+            return (id, false);
+        }
+        let id = self.names.len() as u32;
+        self.ids.insert(name.to_owned(), id);
+        self.names.push(name.to_owned());
+        (id, true)
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+}
+
+/// Events between two calls of the progress callback.
+pub(crate) const PROGRESS_EVERY: u64 = 1 << 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grappe_trace::{ANY, CollectiveKind, Completion};
+
+    #[test]
+    fn every_call_is_drawn_under_a_declared_name() {
+        let done = Completion { is_recv: true, src: 0, tag: 0, bytes: 0, arrived: false };
+        let mut calls = vec![
+            Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0 },
+            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 0, arrived: false },
+            Body::Isend { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, request: 0 },
+            Body::Irecv { src: 0, tag: 0, comm: 0, request: 0 },
+            Body::Wait { request: 0, comm: 0, completion: done },
+            Body::Test { request: 0, comm: 0, completion: None },
+            Body::Probe { src: 0, tag: 0, comm: 0, found: None },
+            Body::Iprobe { src: 0, tag: 0, comm: 0, found: None },
+            Body::CommCreate { comm: 1, parent: 0, members: vec![0] },
+            Body::FlushEnd,
+        ];
+        calls.extend((1..=16).map(|id| Body::Collective {
+            op: CollectiveKind::from_id(id).unwrap(),
+            comm: 0,
+            root: ANY,
+            bytes: 0,
+        }));
+        for body in &calls {
+            assert!(matches!(shape(body), Shape::Call(_)), "{body:?}");
+            assert!(CALL_NAMES.contains(&display_name(body)), "{body:?}");
+        }
+        assert_eq!(calls.len(), CALL_NAMES.len());
+        assert_eq!(display_name(&Body::RegionEnter { name: "step".into(), location: String::new() }), "step");
+        assert_eq!(shape(&Body::Init), Shape::Mark("init"));
+    }
+}

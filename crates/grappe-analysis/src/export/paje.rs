@@ -1,0 +1,504 @@
+//! The Pajé trace format, as ViTE and pajeng (`pj_dump`) read it.
+//!
+//! Types: a `JOB` container holds one `RANK` container per rank (created
+//! at the rank's first record, destroyed at the end). A rank has two state
+//! types, `CALL` (runtime calls, one value per call name: `send`, `wait`,
+//! `allreduce`..., declared with colours) and `REGION` (user regions,
+//! pushed and popped, so they nest), an event type `MARK` (user points,
+//! init, finalize, flush starts) and one variable type per counter name.
+//! Each matched message is a `MSG` link on the job container, from the
+//! send's start to the receive's end, keyed by the message id; a send
+//! never received draws no link (pajeng rejects links with one end).
+//!
+//! Pajé wants the file in nondecreasing date order: records go through
+//! the reorder buffer (`order`). Dates are seconds from the first event with
+//! nine decimals. A rank's records are made nondecreasing in call order,
+//! so the overlapping calls of a sendrecv are drawn one after the other
+//! and the `CALL` stack never pops the wrong state. Names (regions,
+//! points, counters) are quoted with their double quotes turned single:
+//! the format has no escapes.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
+
+use super::order::{Ordered, RankClocks, Reorder, run};
+use super::sink::{Cursor, RECORD_ROOM, Sink, text_room};
+use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, shape};
+use crate::error::Result;
+use crate::matching::Message;
+use crate::stream::{CausalStream, Linked};
+
+/// Seconds: nine decimals of nanoseconds.
+const SECONDS: u32 = 9;
+
+/// Writes `stream` to `out` in the Pajé format. `progress` gets the events
+/// read so far, now and then and at the end.
+pub fn write_paje(stream: CausalStream, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary> {
+    let mut sink = Sink::new(out, "paje trace output");
+    let mut paje = Paje::default();
+    let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
+        paje.origin = origin;
+        header(sink);
+    })?;
+    let written_bytes = sink.finish()?;
+    Ok(ExportSummary {
+        events: run.events,
+        messages: paje.links.drawn,
+        written_bytes,
+        late_records: run.late,
+        blocks: Vec::new(),
+        stream: run.summary,
+    })
+}
+
+/// A dated Pajé record, before it is written.
+enum Record {
+    Push {
+        rank: u32,
+        region: bool,
+        value: Value,
+    },
+    Pop {
+        rank: u32,
+        region: bool,
+    },
+    Mark {
+        rank: u32,
+        value: Value,
+    },
+    Counter {
+        rank: u32,
+        counter: u32,
+        value: i64,
+    },
+    /// A message's start: written only if its receive came by then.
+    LinkStart {
+        rank: u32,
+        id: u64,
+    },
+    LinkEnd {
+        rank: u32,
+        id: u64,
+    },
+}
+
+/// A state or event value: declared in the header, or a numbered name.
+#[derive(Clone, Copy)]
+enum Value {
+    Declared(&'static str),
+    Region(u32),
+    Point(u32),
+}
+
+#[derive(Default)]
+struct Paje {
+    origin: u64,
+    clocks: RankClocks,
+    lanes: PerRank<Lane>,
+    regions: Names,
+    points: Names,
+    counters: Names,
+    /// Names already declared in the file (`Value` numbers, by kind).
+    declared: FxHashSet<(u8, u32)>,
+    links: Links,
+}
+
+#[derive(Default)]
+struct Lane {
+    /// Regions open (records generated).
+    depth: u32,
+    /// The container is in the file.
+    created: bool,
+}
+
+/// Messages whose start is waiting for their receive.
+#[derive(Default)]
+struct Links {
+    /// Message id → start date, for sends not yet received.
+    in_flight: FxHashMap<u64, u64>,
+    /// The same, by date, for the earliest.
+    by_date: BTreeSet<(u64, u64)>,
+    /// Received: their start is to be written.
+    received: FxHashSet<u64>,
+    drawn: u64,
+}
+
+impl Ordered for Paje {
+    type Record = Record;
+
+    fn event(&mut self, linked: Linked, records: &mut Reorder<Record>) {
+        let e = &linked.event;
+        let rank = e.rank;
+        let start = self.clocks.at(rank, e.start);
+        match shape(&e.body) {
+            Shape::Call(name) => {
+                records.push(start, Record::Push { rank, region: false, value: Value::Declared(name) });
+                records.push(self.clocks.at(rank, e.end), Record::Pop { rank, region: false });
+            }
+            Shape::Enter { name, .. } => {
+                self.lanes.get(rank).depth += 1;
+                let value = Value::Region(self.regions.id(name).0);
+                records.push(start, Record::Push { rank, region: true, value });
+            }
+            Shape::Leave { .. } => {
+                let lane = self.lanes.get(rank);
+                if lane.depth > 0 {
+                    lane.depth -= 1;
+                    records.push(start, Record::Pop { rank, region: true });
+                }
+            }
+            Shape::Counter { name, value } => {
+                records.push(start, Record::Counter { rank, counter: self.counters.id(name).0, value });
+            }
+            Shape::Point { name, .. } => {
+                records.push(start, Record::Mark { rank, value: Value::Point(self.points.id(name).0) });
+            }
+            Shape::Mark(name) => records.push(start, Record::Mark { rank, value: Value::Declared(name) }),
+        }
+        let end = self.clocks.at(rank, e.end);
+        self.link(&linked.message, rank, start, end, records);
+    }
+
+    fn hold(&self) -> u64 {
+        self.links.by_date.first().map_or(u64::MAX, |&(date, _)| date)
+    }
+
+    fn write(&mut self, s: &mut Sink, t: u64, record: Record) {
+        match record {
+            Record::Push { rank, region, value } => {
+                self.create(s, rank, t);
+                self.declare(s, value);
+                let mut c = self.line(s, b"12 ", t, rank);
+                c.bytes(if region { b" REGION " } else { b" CALL " });
+                value.write(&mut c);
+            }
+            Record::Pop { rank, region } => {
+                let mut c = self.line(s, b"14 ", t, rank);
+                c.bytes(if region { b" REGION" } else { b" CALL" });
+            }
+            Record::Mark { rank, value } => {
+                self.create(s, rank, t);
+                self.declare(s, value);
+                let mut c = self.line(s, b"20 ", t, rank);
+                c.bytes(b" MARK ");
+                value.write(&mut c);
+            }
+            Record::Counter { rank, counter, value } => {
+                self.create(s, rank, t);
+                self.declare_counter(s, counter);
+                let mut c = self.line(s, b"8 ", t, rank);
+                c.bytes(b" v");
+                c.uint(counter as u64);
+                c.byte(b' ');
+                c.int(value);
+            }
+            Record::LinkStart { rank, id } => {
+                if !self.links.started(id) {
+                    return;
+                }
+                self.create(s, rank, t);
+                self.link_line(s, b"16 ", t, rank, id);
+            }
+            Record::LinkEnd { rank, id } => {
+                self.create(s, rank, t);
+                self.link_line(s, b"19 ", t, rank, id);
+            }
+        }
+        s.bytes(b"\n");
+    }
+
+    fn finish(&mut self, s: &mut Sink, end: u64) {
+        let lanes: Vec<(u32, u32)> = self.lanes.iter().filter(|(_, l)| l.created).map(|(r, l)| (r, l.depth)).collect();
+        for (rank, depth) in lanes {
+            for _ in 0..depth {
+                self.line(s, b"14 ", end, rank).bytes(b" REGION\n");
+            }
+            let mut c = s.record(RECORD_ROOM);
+            c.bytes(b"7 ");
+            c.date(end, self.origin, SECONDS);
+            c.bytes(b" RANK r");
+            c.uint(rank as u64);
+            c.byte(b'\n');
+        }
+        let mut c = s.record(RECORD_ROOM);
+        c.bytes(b"7 ");
+        c.date(end, self.origin, SECONDS);
+        c.bytes(b" JOB job\n");
+    }
+}
+
+impl Paje {
+    /// Records the link of a send or a matched receive.
+    fn link(&mut self, message: &Message, rank: u32, start: u64, end: u64, records: &mut Reorder<Record>) {
+        match *message {
+            Message::Sent { id, .. } => {
+                self.links.in_flight.insert(id, start);
+                self.links.by_date.insert((start, id));
+                records.push(start, Record::LinkStart { rank, id });
+            }
+            Message::Received { send, .. } => {
+                if let Some(sent) = self.links.in_flight.remove(&send.id) {
+                    self.links.by_date.remove(&(sent, send.id));
+                    self.links.received.insert(send.id);
+                    self.links.drawn += 1;
+                    records.push(end.max(sent), Record::LinkEnd { rank, id: send.id });
+                }
+            }
+            Message::None | Message::Unmatched { .. } => {}
+        }
+    }
+
+    /// `CODE DATE rRANK`, the start of a line on a rank's container; the
+    /// cursor has room for the rest of the line.
+    fn line<'s>(&self, s: &'s mut Sink, code: &[u8], t: u64, rank: u32) -> Cursor<'s> {
+        let mut c = s.record(RECORD_ROOM);
+        c.bytes(code);
+        c.date(t, self.origin, SECONDS);
+        c.bytes(b" r");
+        c.uint(rank as u64);
+        c
+    }
+
+    fn link_line(&self, s: &mut Sink, code: &[u8], t: u64, rank: u32, id: u64) {
+        let mut c = s.record(RECORD_ROOM);
+        c.bytes(code);
+        c.date(t, self.origin, SECONDS);
+        c.bytes(b" job MSG r");
+        c.uint(rank as u64);
+        c.bytes(b" msg m");
+        c.uint(id);
+    }
+
+    /// Creates a rank's container before its first record.
+    fn create(&mut self, s: &mut Sink, rank: u32, t: u64) {
+        let lane = self.lanes.get(rank);
+        if lane.created {
+            return;
+        }
+        lane.created = true;
+        let mut c = s.record(RECORD_ROOM);
+        c.bytes(b"6 ");
+        c.date(t, self.origin, SECONDS);
+        c.bytes(b" r");
+        c.uint(rank as u64);
+        c.bytes(b" RANK job \"rank ");
+        c.uint(rank as u64);
+        c.bytes(b"\"\n");
+    }
+
+    /// Declares a region or point name before its first use.
+    fn declare(&mut self, s: &mut Sink, value: Value) {
+        let (kind, id) = match value {
+            Value::Declared(_) => return,
+            Value::Region(id) => (0, id),
+            Value::Point(id) => (1, id),
+        };
+        if !self.declared.insert((kind, id)) {
+            return;
+        }
+        let (ty, name) = match kind {
+            0 => (&b" REGION "[..], self.regions.name(id)),
+            _ => (&b" MARK "[..], self.points.name(id)),
+        };
+        let mut c = s.record(RECORD_ROOM + text_room(name));
+        c.bytes(b"5 ");
+        value.write(&mut c);
+        c.bytes(ty);
+        c.quoted_plain(name);
+        c.byte(b' ');
+        colour(&mut c, name);
+        c.byte(b'\n');
+    }
+
+    fn declare_counter(&mut self, s: &mut Sink, id: u32) {
+        if !self.declared.insert((2, id)) {
+            return;
+        }
+        let name = self.counters.name(id);
+        let mut c = s.record(RECORD_ROOM + text_room(name));
+        c.bytes(b"1 v");
+        c.uint(id as u64);
+        c.bytes(b" RANK ");
+        c.quoted_plain(name);
+        c.byte(b' ');
+        colour(&mut c, name);
+        c.byte(b'\n');
+    }
+}
+
+impl Value {
+    fn write(self, c: &mut Cursor) {
+        match self {
+            Value::Declared(name) => c.bytes(name.as_bytes()),
+            Value::Region(id) => {
+                c.byte(b'g');
+                c.uint(id as u64);
+            }
+            Value::Point(id) => {
+                c.byte(b'p');
+                c.uint(id as u64);
+            }
+        }
+    }
+}
+
+impl Links {
+    /// Whether the start of message `id`, due now, is to be written: yes if
+    /// its receive came; if not, it never will be drawn.
+    fn started(&mut self, id: u64) -> bool {
+        if self.received.remove(&id) {
+            return true;
+        }
+        if let Some(sent) = self.in_flight.remove(&id) {
+            self.by_date.remove(&(sent, id));
+        }
+        false
+    }
+}
+
+/// A colour for a user name ("r g b", each in 0.30..=0.99), the same for
+/// the same name in every export.
+fn colour(c: &mut Cursor, name: &str) {
+    use std::hash::Hasher;
+    let mut h = FxHasher::default();
+    h.write(name.as_bytes());
+    let bits = h.finish();
+    c.byte(b'"');
+    for i in 0..3 {
+        if i > 0 {
+            c.byte(b' ');
+        }
+        c.fixed(30 + (bits >> (16 * i)) % 70, 2);
+    }
+    c.byte(b'"');
+}
+
+/// The colour of a call: point-to-point sends blue, receives red, waits
+/// and tests orange, probes yellow, collectives green, the rest grey.
+fn call_colour(name: &str) -> &'static str {
+    match name {
+        "send" | "isend" => "0.20 0.40 0.90",
+        "recv" | "irecv" => "0.90 0.25 0.20",
+        "wait" | "test" => "1.00 0.60 0.10",
+        "probe" | "iprobe" => "0.95 0.90 0.20",
+        "comm_create" | "flush" => "0.60 0.60 0.60",
+        _ => "0.20 0.75 0.30",
+    }
+}
+
+/// Event definitions (field order as pajeng's examples), types, the
+/// declared values, and the job container.
+fn header(s: &mut Sink) {
+    s.bytes(EVENT_DEFINITIONS.as_bytes());
+    s.bytes(
+        b"0 JOB 0 \"job\"\n0 RANK JOB \"rank\"\n2 CALL RANK \"call\"\n2 REGION RANK \"region\"\n\
+          3 MARK RANK \"mark\"\n4 MSG JOB RANK RANK \"message\"\n5 msg MSG \"message\" \"1 1 1\"\n",
+    );
+    for name in CALL_NAMES {
+        s.bytes(b"5 ");
+        s.bytes(name.as_bytes());
+        s.bytes(b" CALL \"");
+        s.bytes(name.as_bytes());
+        s.bytes(b"\" \"");
+        s.bytes(call_colour(name).as_bytes());
+        s.bytes(b"\"\n");
+    }
+    for name in ["init", "finalize", "flush_begin"] {
+        s.bytes(b"5 ");
+        s.bytes(name.as_bytes());
+        s.bytes(b" MARK \"");
+        s.bytes(name.as_bytes());
+        s.bytes(b"\" \"0.5 0.5 0.5\"\n");
+    }
+    s.bytes(b"6 0.000000000 job JOB 0 \"grappe job\"\n");
+}
+
+const EVENT_DEFINITIONS: &str = "\
+%EventDef PajeDefineContainerType 0
+%       Alias string
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineVariableType 1
+%       Alias string
+%       Type string
+%       Name string
+%       Color color
+%EndEventDef
+%EventDef PajeDefineStateType 2
+%       Alias string
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineEventType 3
+%       Alias string
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineLinkType 4
+%       Alias string
+%       Type string
+%       StartContainerType string
+%       EndContainerType string
+%       Name string
+%EndEventDef
+%EventDef PajeDefineEntityValue 5
+%       Alias string
+%       Type string
+%       Name string
+%       Color color
+%EndEventDef
+%EventDef PajeCreateContainer 6
+%       Time date
+%       Alias string
+%       Type string
+%       Container string
+%       Name string
+%EndEventDef
+%EventDef PajeDestroyContainer 7
+%       Time date
+%       Type string
+%       Name string
+%EndEventDef
+%EventDef PajeSetVariable 8
+%       Time date
+%       Container string
+%       Type string
+%       Value double
+%EndEventDef
+%EventDef PajePushState 12
+%       Time date
+%       Container string
+%       Type string
+%       Value string
+%EndEventDef
+%EventDef PajePopState 14
+%       Time date
+%       Container string
+%       Type string
+%EndEventDef
+%EventDef PajeStartLink 16
+%       Time date
+%       Container string
+%       Type string
+%       StartContainer string
+%       Value string
+%       Key string
+%EndEventDef
+%EventDef PajeEndLink 19
+%       Time date
+%       Container string
+%       Type string
+%       EndContainer string
+%       Value string
+%       Key string
+%EndEventDef
+%EventDef PajeNewEvent 20
+%       Time date
+%       Container string
+%       Type string
+%       Value string
+%EndEventDef
+";

@@ -1,0 +1,361 @@
+//! The byte buffer every export writes through: integers and decimal
+//! dates by integer arithmetic (no float formatting, so a date reads back
+//! as exactly the nanoseconds it was), escaped strings, and large writes
+//! to the output.
+//!
+//! It is the Chrome export's hot path: an event is some twenty pieces. So
+//! a record is written through a [`Cursor`] over a slice reserved for it
+//! at once (one capacity check per record, positions in registers),
+//! literal pieces are copied with their length known at compile time
+//! (inlined moves, no `memcpy` call), and integers are written digit by
+//! digit in place with `itoa`'s two-digit table (no copy out of a
+//! formatting buffer).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::error::{AnalysisError, Result};
+
+/// Bytes gathered before one write to the output.
+const CHUNK: usize = 1 << 20;
+
+/// Room for a record's fixed parts: its literals and up to sixteen
+/// numbers. Strings and lists need more ([`text_room`]).
+pub(crate) const RECORD_ROOM: usize = 512;
+
+/// The longest `u64`, in digits.
+const U64_DIGITS: usize = 20;
+
+/// Room for a number written by a cursor (sign and digits).
+pub(crate) const NUMBER_ROOM: usize = U64_DIGITS + 1;
+
+/// Two-digit decimal table: `DIGITS[2n..2n + 2]` is `n` for n < 100.
+const DIGITS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Room for `s` written as a JSON or quoted string (each byte escaped to
+/// at most six).
+pub(crate) fn text_room(s: &str) -> usize {
+    6 * s.len() + 16
+}
+
+/// A buffered output that counts what it wrote.
+pub(crate) struct Sink<'a> {
+    /// Storage; `buf[..pos]` is written, not yet handed to `out`.
+    buf: Vec<u8>,
+    pos: usize,
+    out: &'a mut dyn Write,
+    written: u64,
+    /// Names the output in errors.
+    what: &'static str,
+}
+
+impl<'a> Sink<'a> {
+    pub(crate) fn new(out: &'a mut dyn Write, what: &'static str) -> Self {
+        Sink { buf: vec![0; CHUNK + 64 * 1024], pos: 0, out, written: 0, what }
+    }
+
+    /// A cursor for one record of at most `room` bytes (an unusually long
+    /// one grows the buffer; the next flush writes it all).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, room: usize) -> Cursor<'_> {
+        if self.pos + room > self.buf.len() {
+            self.grow(room);
+        }
+        let start = self.pos;
+        Cursor { out: &mut self.buf[start..start + room], at: 0, pos: &mut self.pos }
+    }
+
+    #[cold]
+    fn grow(&mut self, room: usize) {
+        let len = (self.pos + room).max(2 * self.buf.len());
+        self.buf.resize(len, 0);
+    }
+
+    /// Writes literal bytes (of any length).
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.record(b.len()).bytes(b);
+    }
+
+    /// Hands the buffer to the output once it is large enough.
+    #[inline]
+    pub(crate) fn maybe_flush(&mut self) -> Result<()> {
+        if self.pos >= CHUNK { self.flush_buf() } else { Ok(()) }
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        self.out.write_all(&self.buf[..self.pos]).map_err(|e| self.error(e))?;
+        self.written += self.pos as u64;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// Writes everything and flushes the output; the bytes written.
+    pub(crate) fn finish(mut self) -> Result<u64> {
+        self.flush_buf()?;
+        self.out.flush().map_err(|e| self.error(e))?;
+        Ok(self.written)
+    }
+
+    fn error(&self, source: std::io::Error) -> AnalysisError {
+        AnalysisError::Io { path: PathBuf::from(self.what), source }
+    }
+}
+
+/// Writes one record into the room reserved for it; what was written is
+/// kept when the cursor is dropped.
+pub(crate) struct Cursor<'s> {
+    out: &'s mut [u8],
+    at: usize,
+    pos: &'s mut usize,
+}
+
+impl Drop for Cursor<'_> {
+    fn drop(&mut self) {
+        *self.pos += self.at;
+    }
+}
+
+impl Cursor<'_> {
+    #[inline(always)]
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.out[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+
+    #[inline(always)]
+    pub(crate) fn byte(&mut self, b: u8) {
+        self.out[self.at] = b;
+        self.at += 1;
+    }
+
+    #[inline(always)]
+    pub(crate) fn uint(&mut self, v: u64) {
+        // Most numbers (ranks, tags, communicators, short durations) are
+        // one or two digits.
+        if v < 10 {
+            self.byte(b'0' + v as u8);
+            return;
+        }
+        if v < 100 {
+            let pair = v as usize * 2;
+            self.bytes(&DIGITS[pair..pair + 2]);
+            return;
+        }
+        let len = v.ilog10() as usize + 1;
+        let out = &mut self.out[self.at..self.at + U64_DIGITS];
+        let (mut rest, mut end) = (v, len);
+        while rest >= 100 {
+            let pair = (rest % 100) as usize * 2;
+            rest /= 100;
+            end -= 2;
+            out[end..end + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
+        }
+        if rest >= 10 {
+            let pair = rest as usize * 2;
+            out[end - 2..end].copy_from_slice(&DIGITS[pair..pair + 2]);
+        } else {
+            out[end - 1] = b'0' + rest as u8;
+        }
+        self.at += len;
+    }
+
+    #[inline(always)]
+    pub(crate) fn int(&mut self, v: i64) {
+        if v < 0 {
+            self.byte(b'-');
+        }
+        self.uint(v.unsigned_abs());
+    }
+
+    /// `value` / 10^`decimals`, written with all its decimals (`12345`, 3
+    /// → `12.345`); `decimals` is 1 to 19.
+    #[inline(always)]
+    pub(crate) fn fixed(&mut self, value: u64, decimals: u32) {
+        let unit = 10u64.pow(decimals);
+        self.uint(value / unit);
+        self.byte(b'.');
+        self.digits(value % unit, decimals as usize);
+    }
+
+    /// The last `n` decimal digits of `v`, zero-padded.
+    #[inline(always)]
+    fn digits(&mut self, v: u64, n: usize) {
+        let out = &mut self.out[self.at..self.at + n];
+        let (mut rest, mut end) = (v, n);
+        while end >= 2 {
+            let pair = (rest % 100) as usize * 2;
+            rest /= 100;
+            end -= 2;
+            out[end..end + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
+        }
+        if end == 1 {
+            out[0] = b'0' + (rest % 10) as u8;
+        }
+        self.at += n;
+    }
+
+    /// The date `t` relative to `origin` (negative before it), in units of
+    /// 10^`decimals` ns: 3 for microseconds, 9 for seconds.
+    #[inline(always)]
+    pub(crate) fn date(&mut self, t: u64, origin: u64, decimals: u32) {
+        if t >= origin {
+            self.fixed(t - origin, decimals);
+        } else {
+            self.byte(b'-');
+            self.fixed(origin - t, decimals);
+        }
+    }
+
+    /// A JSON string literal, quotes included (room: [`text_room`]).
+    pub(crate) fn json_str(&mut self, s: &str) {
+        self.byte(b'"');
+        let bytes = s.as_bytes();
+        if json_plain(bytes) {
+            self.bytes(bytes);
+            self.byte(b'"');
+            return;
+        }
+        let mut plain = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let escape: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0..=0x1f => b"",
+                _ => continue,
+            };
+            self.bytes(&bytes[plain..i]);
+            plain = i + 1;
+            if escape.is_empty() {
+                self.bytes(b"\\u00");
+                self.bytes(&[hex(b >> 4), hex(b & 0xf)]);
+            } else {
+                self.bytes(escape);
+            }
+        }
+        self.bytes(&bytes[plain..]);
+        self.byte(b'"');
+    }
+
+    /// A quoted string for line formats with no escapes (Pajé): double
+    /// quotes become single quotes, control characters spaces, and the
+    /// empty string, which pajeng cannot read, `(unnamed)` (room:
+    /// [`text_room`]).
+    pub(crate) fn quoted_plain(&mut self, s: &str) {
+        if s.is_empty() {
+            self.bytes(b"\"(unnamed)\"");
+            return;
+        }
+        self.byte(b'"');
+        for &b in s.as_bytes() {
+            self.byte(match b {
+                b'"' => b'\'',
+                0..=0x1f | 0x7f => b' ',
+                _ => b,
+            });
+        }
+        self.byte(b'"');
+    }
+}
+
+/// Whether `bytes` need no JSON escape: no control character, quote or
+/// backslash. Eight bytes at a time (names are short and usually plain).
+fn json_plain(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Bytes of `w` below `n` (n <= 0x80) have their high bit set here
+    // (a byte of 0x80 or more never does).
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * n as u64) & !w & HIGHS;
+    let zero = |w: u64| below(w, 1);
+    let chunks = bytes.chunks_exact(8);
+    let tail = chunks.remainder();
+    let words = chunks.map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    let plain = |w: u64| below(w, 0x20) | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64)) == 0;
+    words.into_iter().all(plain) && tail.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+fn hex(nibble: u8) -> u8 {
+    b"0123456789abcdef"[nibble as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn written(f: impl FnOnce(&mut Cursor)) -> String {
+        let mut out = Vec::new();
+        let mut sink = Sink::new(&mut out, "test");
+        f(&mut sink.record(4 * RECORD_ROOM));
+        sink.finish().unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn dates_are_exact_decimals() {
+        assert_eq!(written(|c| c.date(12_345, 0, 3)), "12.345");
+        assert_eq!(written(|c| c.date(1_000_000_007, 1_000_000_000, 3)), "0.007");
+        assert_eq!(written(|c| c.date(5, 10, 3)), "-0.005");
+        assert_eq!(written(|c| c.date(3_000_000_001, 0, 9)), "3.000000001");
+        assert_eq!(written(|c| c.fixed(u64::MAX, 9)), "18446744073.709551615");
+    }
+
+    #[test]
+    fn integers_are_written_in_full() {
+        for v in [0, 7, 10, 99, 100, 12_345, 1 << 40, u64::MAX] {
+            assert_eq!(written(|c| c.uint(v)), v.to_string());
+        }
+        for v in [i64::MIN, -1, 0, 42, i64::MAX] {
+            assert_eq!(written(|c| c.int(v)), v.to_string());
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(written(|c| c.json_str("a\"b\\c\nd\u{1}é")), "\"a\\\"b\\\\c\\nd\\u0001é\"");
+        assert_eq!(written(|c| c.quoted_plain("say \"hi\"\n")), "\"say 'hi' \"");
+        assert_eq!(written(|c| c.quoted_plain("")), "\"(unnamed)\"");
+    }
+
+    #[test]
+    fn a_record_longer_than_the_buffer_grows_it() {
+        let long = "\u{1}".repeat(CHUNK);
+        let mut out = Vec::new();
+        let mut sink = Sink::new(&mut out, "test");
+        sink.record(text_room(&long)).json_str(&long);
+        sink.bytes(b"!");
+        sink.finish().unwrap();
+        assert_eq!(out.len(), 6 * CHUNK + 3);
+    }
+
+    proptest! {
+        #[test]
+        fn dates_are_ns_over_1000_exactly(t in any::<u64>(), origin in any::<u64>()) {
+            let text = written(|c| c.date(t, origin, 3));
+            let (sign, magnitude) = if t >= origin { ("", t - origin) } else { ("-", origin - t) };
+            prop_assert_eq!(text, format!("{sign}{}.{:03}", magnitude / 1000, magnitude % 1000));
+        }
+
+        #[test]
+        fn the_plain_test_agrees_with_byte_by_byte(s in any::<Vec<u8>>()) {
+            let slow = s.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
+            prop_assert_eq!(json_plain(&s), slow);
+        }
+
+        #[test]
+        fn json_strings_round_trip(s in any::<String>()) {
+            let mut out = Vec::new();
+            let mut sink = Sink::new(&mut out, "test");
+            sink.record(text_room(&s)).json_str(&s);
+            sink.finish().unwrap();
+            prop_assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), s);
+        }
+    }
+}

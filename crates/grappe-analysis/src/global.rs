@@ -1,0 +1,260 @@
+//! Global time: every rank's local dates put on the reference rank's
+//! clock (rank 0, which sampled every peer by ping-pong, see
+//! `grappe_clock`).
+//!
+//! Ranks that share the reference's clock need no estimate: processes of
+//! one host read the same raw monotonic clock or time-stamp counter, and
+//! the counter's per-process calibration is in each header, so their dates
+//! are rebased exactly. Other ranks (other hosts, or simulated clocks) get
+//! the fitted linear model; the strategy falls back from SBA to SB when a
+//! rank has no samples after the run (it was killed), and to uncorrected
+//! dates, with a note, when it has none at all.
+
+use grappe_clock::{ClockModel, ClockReport, FitConfig, PeerClock, Phase, Sample, SampleSet, Strategy};
+use grappe_trace::{ClockSample, FileHeader, TscAnchor};
+use serde::Serialize;
+
+use crate::error::{AnalysisError, Result};
+use crate::set::{Layout, TraceSet};
+
+/// The reference rank: the one that sampled the others.
+pub const REFERENCE: u32 = 0;
+
+/// How one rank's dates become global dates.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Basis {
+    /// The reference rank itself.
+    Reference,
+    /// Same host and clock as the reference: an exact rebase.
+    SharedClock,
+    /// A fitted clock model.
+    Estimated {
+        /// Strategy actually used (SB when SBA lacked the after phase).
+        strategy: Strategy,
+    },
+    /// No usable model: local dates are kept.
+    Uncorrected {
+        /// Why.
+        reason: String,
+    },
+    /// Already global (a merged trace).
+    Global,
+}
+
+impl Basis {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Basis::Reference => "reference clock".into(),
+            Basis::SharedClock => "shares the reference's clock (same host): rebased exactly".into(),
+            Basis::Estimated { strategy } => format!("estimated ({})", strategy_name(*strategy)),
+            Basis::Uncorrected { reason } => format!("uncorrected: {reason}"),
+            Basis::Global => "global dates".into(),
+        }
+    }
+}
+
+fn strategy_name(s: Strategy) -> &'static str {
+    match s {
+        Strategy::SampleBefore => "SB",
+        Strategy::SampleBeforeAfter => "SBA",
+    }
+}
+
+/// One rank's conversion to global time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankTime {
+    /// World rank.
+    pub rank: u32,
+    /// Local to global.
+    pub model: ClockModel,
+    /// Where the model comes from.
+    pub basis: Basis,
+}
+
+impl RankTime {
+    fn exact(rank: u32, model: ClockModel, basis: Basis) -> Self {
+        RankTime { rank, model, basis }
+    }
+
+    /// The global date of a local date (saturating at 0).
+    #[inline]
+    pub fn to_global(&self, local_ns: u64) -> u64 {
+        if self.model == ClockModel::identity() {
+            return local_ns;
+        }
+        self.model.to_global(local_ns.min(i64::MAX as u64) as i64).max(0) as u64
+    }
+}
+
+/// What [`GlobalTime::estimate`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct GlobalOptions {
+    /// Estimator, strategy and filter.
+    pub fit: FitConfig,
+    /// Estimate ranks that share the reference's clock too (to see the
+    /// estimator's error against a known answer).
+    pub estimate_shared: bool,
+}
+
+/// Every rank's conversion, and the clock-statistics report.
+#[derive(Debug, Clone, Serialize)]
+pub struct GlobalTime {
+    /// By rank; `None` for ranks without a trace.
+    pub ranks: Vec<Option<RankTime>>,
+    /// The statistics of the estimated ranks (Tape/PVM Fig. 6.1).
+    pub report: Option<ClockReport>,
+    /// Fallbacks and failures, for people.
+    pub notes: Vec<String>,
+    /// Estimator, strategy and window, for the merged file's header.
+    pub estimation: String,
+}
+
+impl GlobalTime {
+    /// Builds global time for a set: a merged set is global already;
+    /// per-rank sets use rank 0's clock samples.
+    pub fn estimate(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
+        options.fit.validate().map_err(|e| AnalysisError::Usage(format!("clock estimation settings: {e}")))?;
+        let estimation = describe_fit(&options.fit);
+        if set.layout() == Layout::Merged {
+            return Ok(GlobalTime { ranks: Vec::new(), report: None, notes: Vec::new(), estimation });
+        }
+        let mut ranks: Vec<Option<RankTime>> = vec![None; set.world_size() as usize];
+        let mut notes = Vec::new();
+        let Some(reference) = set.file_of(REFERENCE) else {
+            notes.push(format!("rank {REFERENCE}'s trace is missing: no clock samples, dates are uncorrected"));
+            for f in set.files() {
+                let rank = f.rank().expect("per-rank set");
+                let reason = "no reference rank".to_owned();
+                ranks[rank as usize] =
+                    Some(RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason }));
+            }
+            return Ok(GlobalTime { ranks, report: None, notes, estimation });
+        };
+        let samples = {
+            let mut file = reference.open()?;
+            file.skim()?;
+            file.clock_samples().to_vec()
+        };
+        let mut peers = Vec::new();
+        for f in set.files() {
+            let rank = f.rank().expect("per-rank set");
+            let time = if rank == REFERENCE {
+                RankTime::exact(rank, ClockModel::identity(), Basis::Reference)
+            } else {
+                let shared = shared_clock_model(&reference.header, &f.header).filter(|_| !options.estimate_shared);
+                match shared {
+                    Some(model) => RankTime::exact(rank, model, Basis::SharedClock),
+                    None => estimate_rank(rank, &samples, &options.fit, &mut peers, &mut notes),
+                }
+            };
+            ranks[rank as usize] = Some(time);
+        }
+        let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
+        Ok(GlobalTime { ranks, report, notes, estimation })
+    }
+
+    /// The conversion of a rank (`None` for a merged set or a missing rank).
+    pub fn rank(&self, rank: u32) -> Option<&RankTime> {
+        self.ranks.get(rank as usize).and_then(Option::as_ref)
+    }
+}
+
+fn describe_fit(fit: &FitConfig) -> String {
+    let window = fit.median_window.map_or("no median filter".to_owned(), |w| format!("median window {w}"));
+    format!("{} estimator, {}, {window}, reference rank {REFERENCE}", fit.estimator.name(), strategy_name(fit.strategy))
+}
+
+/// Fits one rank's clock, falling back from SBA to SB, then to local dates.
+fn estimate_rank(
+    rank: u32,
+    samples: &[ClockSample],
+    config: &FitConfig,
+    peers: &mut Vec<PeerClock>,
+    notes: &mut Vec<String>,
+) -> RankTime {
+    let set = samples_of(rank, samples);
+    let uncorrected = |reason: String| RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason });
+    if set.phase(Phase::Before).is_empty() {
+        let reason = "no clock samples (rank 0 did not sample it)".to_owned();
+        notes.push(format!("rank {rank}: {reason}; its dates are uncorrected"));
+        return uncorrected(reason);
+    }
+    let mut config = *config;
+    if config.strategy == Strategy::SampleBeforeAfter && set.phase(Phase::After).is_empty() {
+        notes.push(format!(
+            "rank {rank}: no clock samples after the run (a rank did not finish): SB extrapolation used, \
+             its error grows with the distance from the start"
+        ));
+        config.strategy = Strategy::SampleBefore;
+    }
+    match grappe_clock::fit(&set, &config) {
+        Ok(fit) => {
+            let time = RankTime::exact(rank, fit.model, Basis::Estimated { strategy: config.strategy });
+            peers.push(PeerClock { label: format!("rank {rank}"), fit });
+            time
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            notes.push(format!("rank {rank}: clock fit failed ({reason}); its dates are uncorrected"));
+            uncorrected(reason)
+        }
+    }
+}
+
+/// The samples of one peer, by phase, in the order taken.
+pub fn samples_of(peer: u32, samples: &[ClockSample]) -> SampleSet {
+    let mut set = SampleSet::new();
+    for s in samples.iter().filter(|s| s.peer == peer) {
+        let date = |ns: u64| ns.min(i64::MAX as u64) as i64;
+        let sample = Sample::new(date(s.t_send_ref), date(s.t_recv_peer), date(s.t_send_peer), date(s.t_recv_ref));
+        set.push(if s.phase == 0 { Phase::Before } else { Phase::After }, sample);
+    }
+    set
+}
+
+/// The exact model of a rank whose clock is the reference's: same host,
+/// same source, no simulated distortion. For the time-stamp counter, the
+/// two processes' calibrations give the affine map between their dates.
+fn shared_clock_model(reference: &FileHeader, peer: &FileHeader) -> Option<ClockModel> {
+    let (rc, pc) = (&reference.clock, &peer.clock);
+    let same_clock = reference.host == peer.host && rc.source == pc.source;
+    if !same_clock || rc.simulated.is_some() || pc.simulated.is_some() {
+        return None;
+    }
+    match (rc.source.as_str(), rc.tsc, pc.tsc) {
+        ("monotonic_raw", _, _) => Some(ClockModel::identity()),
+        ("tsc", Some(r), Some(p)) => tsc_rebase(&r, &p),
+        _ => None,
+    }
+}
+
+/// lt_peer = ns0_p + (tick − tick0_p)·npt_p with tick = tick0_r +
+/// (lt_ref − ns0_r)/npt_r: a line in lt_ref with slope npt_p/npt_r.
+fn tsc_rebase(r: &TscAnchor, p: &TscAnchor) -> Option<ClockModel> {
+    if r == p {
+        return Some(ClockModel::identity());
+    }
+    let ticks_between = (i128::from(r.tick0) - i128::from(p.tick0)) as f64;
+    let origin = i64::try_from(r.ns0).ok()?;
+    let peer_at_origin = p.ns0 as f64 + ticks_between * p.ns_per_tick;
+    let offset = peer_at_origin - r.ns0 as f64;
+    ClockModel::new(origin, offset, p.ns_per_tick / r.ns_per_tick - 1.0).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tsc_rebase_maps_the_same_tick_to_the_same_date() {
+        let r = TscAnchor { tick0: 5_000_000, ns0: 1_000_000_000, ns_per_tick: 0.3333334 };
+        let p = TscAnchor { tick0: 9_000_000, ns0: 1_001_400_000, ns_per_tick: 0.3333321 };
+        let model = tsc_rebase(&r, &p).expect("valid anchors");
+        for tick in [9_000_000u64, 50_000_000, 3_000_000_000_000] {
+            let ns = |a: &TscAnchor| a.ns0 as f64 + (tick as f64 - a.tick0 as f64) * a.ns_per_tick;
+            let global = model.to_global(ns(&p).round() as i64);
+            assert!((global as f64 - ns(&r)).abs() <= 2.0, "tick {tick}: {global} vs {}", ns(&r));
+        }
+    }
+}

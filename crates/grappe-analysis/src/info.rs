@@ -1,0 +1,205 @@
+//! `grappe trace info`: what is in a trace, rank by rank.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use grappe_trace::{Ending, EventKind, FileHeader};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::set::{Layout, TraceSet, list_ranks};
+
+/// One rank's events.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RankInfo {
+    /// World rank.
+    pub rank: u32,
+    /// Events.
+    pub events: u64,
+    /// First event start (ns, the file's time base).
+    pub first_ns: Option<u64>,
+    /// Last event end.
+    pub last_ns: Option<u64>,
+    /// Events per kind name.
+    pub kinds: BTreeMap<&'static str, u64>,
+}
+
+impl RankInfo {
+    fn add(&mut self, start: u64, end: u64, kind: EventKind) {
+        self.events += 1;
+        self.first_ns = Some(self.first_ns.map_or(start, |f| f.min(start)));
+        self.last_ns = Some(self.last_ns.map_or(end, |l| l.max(end)));
+        *self.kinds.entry(kind.name()).or_default() += 1;
+    }
+
+    /// Last end minus first start, ns.
+    pub fn duration_ns(&self) -> u64 {
+        match (self.first_ns, self.last_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        }
+    }
+}
+
+/// One file of the set.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Its rank (`None`: merged).
+    pub rank: Option<u32>,
+    /// Host and process.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Clock source and time base.
+    pub clock: String,
+    /// Simulated distortion, if any.
+    pub simulated: Option<String>,
+    /// Flush policy and buffer size.
+    pub buffering: String,
+    /// Events dropped (buffer full, policy `end`), when the file is complete.
+    pub dropped: Option<u64>,
+    /// Buffer flushes during the run.
+    pub flushes: Option<u64>,
+    /// Clock samples in the file.
+    pub clock_samples: usize,
+    /// How the file ends.
+    pub ending: String,
+    /// True if the file has its footer.
+    pub complete: bool,
+}
+
+/// Everything `info` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceInfo {
+    /// Per-rank or merged.
+    pub merged: bool,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// The files.
+    pub files: Vec<FileInfo>,
+    /// Ranks seen, with their events.
+    pub ranks: Vec<RankInfo>,
+    /// Missing ranks and other remarks.
+    pub notes: Vec<String>,
+}
+
+impl TraceInfo {
+    /// All events.
+    pub fn events(&self) -> u64 {
+        self.ranks.iter().map(|r| r.events).sum()
+    }
+
+    /// From the first start to the last end over all ranks, ns (meaningful
+    /// across ranks only for a merged trace or ranks sharing a clock).
+    pub fn span_ns(&self) -> u64 {
+        let first = self.ranks.iter().filter_map(|r| r.first_ns).min();
+        let last = self.ranks.iter().filter_map(|r| r.last_ns).max();
+        match (first, last) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        }
+    }
+}
+
+/// Reads every file of the set. `progress` gets the events read so far.
+pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> {
+    let mut ranks: BTreeMap<u32, RankInfo> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut read = 0u64;
+    for f in set.files() {
+        let mut trace = f.open()?;
+        while let Some(block) = trace.next_events()? {
+            for e in &block {
+                ranks.entry(e.rank).or_insert_with(|| RankInfo { rank: e.rank, ..RankInfo::default() }).add(
+                    e.start,
+                    e.end,
+                    e.body.kind(),
+                );
+            }
+            read += block.len() as u64;
+            progress(read);
+        }
+        if let Some(rank) = f.rank() {
+            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() });
+        }
+        files.push(file_info(f.path.clone(), &f.header, trace.ending(), trace.clock_samples().len()));
+    }
+    let mut notes = set.notes().to_vec();
+    let missing = set.missing_ranks();
+    if !missing.is_empty() && notes.is_empty() {
+        notes.push(format!("missing ranks: {}", list_ranks(&missing)));
+    }
+    Ok(TraceInfo {
+        merged: set.layout() == Layout::Merged,
+        world_size: set.world_size(),
+        files,
+        ranks: ranks.into_values().collect(),
+        notes,
+    })
+}
+
+fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_samples: usize) -> FileInfo {
+    let (dropped, flushes, complete, ending) = match ending {
+        Some(Ending::Complete(footer)) => (Some(footer.dropped), Some(footer.flushes), true, "complete".to_owned()),
+        Some(Ending::Unfinished { offset }) => {
+            (None, None, false, format!("unfinished: no footer after offset {offset} (the rank did not finish)"))
+        }
+        Some(Ending::Cut { offset, reason }) => {
+            (None, None, false, format!("cut at offset {offset}: expected {reason}; earlier blocks read"))
+        }
+        None => (None, None, false, "not read to the end".to_owned()),
+    };
+    FileInfo {
+        path,
+        rank: h.rank,
+        host: h.host.clone(),
+        pid: h.pid,
+        clock: format!(
+            "{} ({:.3} GHz), {} dates{}",
+            h.clock.source,
+            h.clock.ticks_per_second / 1e9,
+            h.clock.time_base,
+            h.clock.estimation.as_ref().map_or(String::new(), |e| format!(" ({e})"))
+        ),
+        simulated: h.clock.simulated.clone(),
+        buffering: format!("flush {}, buffer {} events", h.flush_policy, h.buffer_events),
+        dropped,
+        flushes,
+        clock_samples,
+        ending,
+        complete,
+    }
+}
+
+impl fmt::Display for TraceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.merged { "merged trace" } else { "per-rank traces" };
+        writeln!(
+            f,
+            "{kind}: {} ranks, {} events over {:.6} s",
+            self.world_size,
+            self.events(),
+            self.span_ns() as f64 / 1e9
+        )?;
+        for file in &self.files {
+            let who = file.rank.map_or("merged".to_owned(), |r| format!("rank {r}"));
+            writeln!(f, "{who}: {}", file.path.display())?;
+            writeln!(f, "    host {} pid {}, clock {}", file.host, file.pid, file.clock)?;
+            if let Some(sim) = &file.simulated {
+                writeln!(f, "    simulated clock: {sim}")?;
+            }
+            let drops = file.dropped.map_or("unknown".to_owned(), |d| d.to_string());
+            writeln!(f, "    {}, {drops} dropped, {} clock samples", file.buffering, file.clock_samples)?;
+            writeln!(f, "    {}", file.ending)?;
+        }
+        writeln!(f, "{:>6} {:>12} {:>14}  kinds", "rank", "events", "duration (s)")?;
+        for r in &self.ranks {
+            let kinds: Vec<String> = r.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            writeln!(f, "{:>6} {:>12} {:>14.6}  {}", r.rank, r.events, r.duration_ns() as f64 / 1e9, kinds.join(", "))?;
+        }
+        self.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
+    }
+}

@@ -1,0 +1,41 @@
+//! grappe's trace tools, over the files `grappe run --trace` writes.
+//!
+//! The pipeline every tool shares:
+//!
+//! 1. [`TraceSet`] finds the files of one job (a directory of per-rank
+//!    traces, or one merged trace) and checks they belong together;
+//! 2. [`GlobalTime`] puts every rank on the reference rank's clock: an
+//!    exact rebase for ranks sharing its clock, a fitted model (SB/SBA,
+//!    `grappe_clock`) for the others;
+//! 3. [`CausalStream`] merges the ranks' events on global time, sends
+//!    before their receives, and matches messages ([`Matcher`]), reading
+//!    one block per rank at a time.
+//!
+//! The tools consume that stream: [`check()`], [`merge_to_file`],
+//! [`info()`] (which reads files directly).
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod defs;
+mod error;
+
+pub mod check;
+pub mod export;
+pub mod global;
+pub mod info;
+pub mod matching;
+pub mod merge;
+pub mod profile;
+pub mod report;
+pub mod set;
+pub mod stream;
+pub mod synthetic;
+
+pub use check::{CheckReport, check};
+pub use error::{AnalysisError, Result};
+pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
+pub use info::{TraceInfo, info};
+pub use matching::{Channel, Matcher, Message, SendSide};
+pub use merge::{MergeOutcome, merge_to_file};
+pub use set::{Layout, TraceSet};
+pub use stream::{CausalStream, Linked, StreamSummary, merge_date};

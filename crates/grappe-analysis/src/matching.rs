@@ -1,0 +1,209 @@
+//! Send/receive matching.
+//!
+//! MPI delivers the messages of one channel — sender, receiver,
+//! communicator, tag — in the order they were sent (non-overtaking), so
+//! the k-th receive completed on a channel got the k-th message sent on it:
+//! a FIFO per channel, fed in causal order, matches every message. The
+//! receive's actual source and tag are in its record, so wildcards need
+//! nothing more.
+//!
+//! Known limit: two non-blocking receives with the same envelope that
+//! complete out of posting order are matched in completion order (the
+//! record of which request was posted first is in the trace, but using it
+//! would need the receives' posting order across waits; no tool we know
+//! does that either).
+
+use std::collections::VecDeque;
+
+use grappe_trace::{ANY, Body, Event};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// Sender, receiver, communicator, tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Channel {
+    /// Sending world rank.
+    pub src: u32,
+    /// Receiving world rank.
+    pub dst: u32,
+    /// Communicator (point-to-point context id).
+    pub comm: u32,
+    /// Tag.
+    pub tag: i32,
+}
+
+/// The send side of a message, as the receive needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SendSide {
+    /// Message id, in send order over the whole trace.
+    pub id: u64,
+    /// Send start (the call), global ns.
+    pub start: u64,
+    /// Send end, global ns.
+    pub end: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// The sender's sequence number towards this receiver.
+    pub seq: u64,
+}
+
+/// The message role of an event in the causal stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Message {
+    /// Not a send or a message-receiving event.
+    None,
+    /// A send; its message id.
+    Sent {
+        /// Id shared with the matching receive.
+        id: u64,
+        /// Its channel.
+        channel: Channel,
+    },
+    /// A receive and the send it matched.
+    Received {
+        /// Its channel.
+        channel: Channel,
+        /// The matching send.
+        send: SendSide,
+    },
+    /// A receive with no send in the trace (sender not traced, or its
+    /// trace cut before the send).
+    Unmatched {
+        /// Its channel (`src` may be [`ANY`] if the source was unknown).
+        channel: Channel,
+    },
+}
+
+/// The message an event sends, if any: its channel, bytes and sequence.
+pub fn send_of(event: &Event) -> Option<(Channel, u64, u64)> {
+    match event.body {
+        Body::Send { dest, tag, comm, bytes, seq } | Body::Isend { dest, tag, comm, bytes, seq, .. } => {
+            Some((Channel { src: event.rank, dst: dest, comm, tag }, bytes, seq))
+        }
+        _ => None,
+    }
+}
+
+/// The message an event receives, if any: its channel and bytes.
+pub fn receive_of(event: &Event) -> Option<(Channel, u64)> {
+    let dst = event.rank;
+    match &event.body {
+        Body::Recv { src, tag, comm, bytes, .. } => Some((Channel { src: *src, dst, comm: *comm, tag: *tag }, *bytes)),
+        Body::Wait { comm, completion, .. } if completion.is_recv => {
+            Some((Channel { src: completion.src, dst, comm: *comm, tag: completion.tag }, completion.bytes))
+        }
+        Body::Test { comm, completion: Some(c), .. } if c.is_recv => {
+            Some((Channel { src: c.src, dst, comm: *comm, tag: c.tag }, c.bytes))
+        }
+        _ => None,
+    }
+}
+
+/// Matches receives to sends, fed in causal order.
+#[derive(Debug, Default)]
+pub struct Matcher {
+    in_flight: FxHashMap<Channel, VecDeque<SendSide>>,
+    next_id: u64,
+    pending: u64,
+    matched: u64,
+    unmatched_receives: u64,
+}
+
+impl Matcher {
+    /// An empty matcher.
+    pub fn new() -> Self {
+        Matcher::default()
+    }
+
+    /// True if a receive on `channel` would find its send now.
+    pub fn has_send(&self, channel: &Channel) -> bool {
+        self.in_flight.get(channel).is_some_and(|q| !q.is_empty())
+    }
+
+    /// Takes the next event of the causal stream and says its message role.
+    pub fn observe(&mut self, event: &Event) -> Message {
+        if let Some((channel, bytes, seq)) = send_of(event) {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.pending += 1;
+            let side = SendSide { id, start: event.start, end: event.end, bytes, seq };
+            self.in_flight.entry(channel).or_default().push_back(side);
+            return Message::Sent { id, channel };
+        }
+        let Some((channel, _)) = receive_of(event) else { return Message::None };
+        let send =
+            if channel.src == ANY { None } else { self.in_flight.get_mut(&channel).and_then(VecDeque::pop_front) };
+        match send {
+            Some(send) => {
+                self.pending -= 1;
+                self.matched += 1;
+                Message::Received { channel, send }
+            }
+            None => {
+                self.unmatched_receives += 1;
+                Message::Unmatched { channel }
+            }
+        }
+    }
+
+    /// Messages matched so far.
+    pub fn matched(&self) -> u64 {
+        self.matched
+    }
+
+    /// Receives that found no send.
+    pub fn unmatched_receives(&self) -> u64 {
+        self.unmatched_receives
+    }
+
+    /// Sends not (yet) received.
+    pub fn pending_sends(&self) -> u64 {
+        self.pending
+    }
+
+    /// The sends never received, by channel (call at the end).
+    pub fn unreceived(&self) -> impl Iterator<Item = (&Channel, &SendSide)> {
+        self.in_flight.iter().flat_map(|(c, q)| q.iter().map(move |s| (c, s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grappe_trace::Completion;
+
+    fn ev(rank: u32, start: u64, body: Body) -> Event {
+        Event { rank, start, end: start + 1, alpha_ns: 0, body }
+    }
+
+    #[test]
+    fn messages_of_a_channel_match_in_order_and_channels_are_apart() {
+        let mut m = Matcher::new();
+        let send = |tag, bytes, seq| Body::Send { dest: 1, tag, comm: 3, bytes, seq };
+        assert!(matches!(m.observe(&ev(0, 1, send(7, 10, 0))), Message::Sent { id: 0, .. }));
+        assert!(matches!(m.observe(&ev(0, 2, send(8, 20, 1))), Message::Sent { id: 1, .. }));
+        assert!(matches!(m.observe(&ev(0, 3, send(7, 30, 2))), Message::Sent { id: 2, .. }));
+        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false };
+        let got = |m: &mut Matcher, tag| match m.observe(&ev(1, 9, recv(tag))) {
+            Message::Received { send, .. } => send.bytes,
+            other => panic!("expected a match, got {other:?}"),
+        };
+        assert_eq!(got(&mut m, 8), 20);
+        assert_eq!(got(&mut m, 7), 10);
+        assert_eq!(got(&mut m, 7), 30);
+        assert!(matches!(m.observe(&ev(1, 9, recv(7))), Message::Unmatched { .. }));
+        assert_eq!((m.matched(), m.unmatched_receives(), m.pending_sends()), (3, 1, 0));
+    }
+
+    #[test]
+    fn a_wait_completing_a_receive_matches_and_a_send_wait_does_not() {
+        let mut m = Matcher::new();
+        m.observe(&ev(2, 1, Body::Isend { dest: 0, tag: 1, comm: 5, bytes: 4, seq: 0, request: 0 }));
+        let done = |is_recv| Completion { is_recv, src: 2, tag: 1, bytes: 4, arrived: false };
+        assert_eq!(m.observe(&ev(2, 2, Body::Wait { request: 0, comm: 5, completion: done(false) })), Message::None);
+        let wait = Body::Wait { request: 9, comm: 5, completion: done(true) };
+        assert!(matches!(m.observe(&ev(0, 3, wait)), Message::Received { send: SendSide { id: 0, .. }, .. }));
+        let other_comm = Body::Wait { request: 9, comm: 6, completion: done(true) };
+        assert!(matches!(m.observe(&ev(0, 3, other_comm)), Message::Unmatched { .. }));
+    }
+}

@@ -1,0 +1,139 @@
+//! `grappe trace merge`: the causal stream written as one trace file in
+//! the same format (rank `None`, global dates), so every tool reads it
+//! like the per-rank files and merges chain.
+
+use std::path::Path;
+
+use crate::defs::FileDefinitions;
+use crate::error::{AnalysisError, Result};
+use crate::global::{GlobalTime, REFERENCE};
+use crate::set::{Layout, TraceSet};
+use crate::stream::{CausalStream, StreamSummary};
+use grappe_trace::format::{Encoded, FileHeader, MergedRank, VERSION};
+use grappe_trace::raw::raw_of;
+use grappe_trace::{ClockInfo, Footer, TraceWriter};
+
+/// Events per block of the merged file.
+const BLOCK_EVENTS: usize = 8192;
+
+/// What a merge wrote.
+#[derive(Debug, Clone)]
+pub struct MergeOutcome {
+    /// Events written.
+    pub events: u64,
+    /// What the causal stream saw.
+    pub summary: StreamSummary,
+}
+
+/// Merges `set` into `out`. `progress` is called with the events written
+/// so far, every block.
+pub fn merge_to_file(
+    set: &TraceSet,
+    time: &GlobalTime,
+    out: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<MergeOutcome> {
+    let header = merged_header(set, time)?;
+    let io = |e| AnalysisError::io(out, e);
+    let mut writer = TraceWriter::create(out, &header).map_err(io)?;
+    let samples = reference_samples(set)?;
+    if !samples.is_empty() {
+        writer.write_samples(&samples).map_err(io)?;
+    }
+    let mut stream = CausalStream::open(set, time)?;
+    let mut defs = FileDefinitions::default();
+    let mut block: Vec<Encoded> = Vec::with_capacity(BLOCK_EVENTS);
+    let mut written = 0u64;
+    for linked in &mut stream {
+        let e = linked?.event;
+        let raw = raw_of(&e.body, &mut defs);
+        block.push(Encoded { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, raw });
+        if block.len() == BLOCK_EVENTS {
+            written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
+            progress(written);
+        }
+    }
+    written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
+    progress(written);
+    let dropped = dropped_events(&stream.summary());
+    writer.write_footer(&Footer { events: written, dropped, flushes: 0 }).map_err(io)?;
+    Ok(MergeOutcome { events: written, summary: stream.summary() })
+}
+
+fn write_block(writer: &mut TraceWriter, defs: &mut FileDefinitions, block: &mut Vec<Encoded>) -> std::io::Result<u64> {
+    let n = block.len() as u64;
+    if n == 0 {
+        return Ok(0);
+    }
+    writer.write_definitions(&defs.take_pending())?;
+    writer.write_events(block.drain(..))?;
+    Ok(n)
+}
+
+fn dropped_events(summary: &StreamSummary) -> u64 {
+    summary
+        .flows
+        .iter()
+        .filter_map(|f| match &f.ending {
+            Some(grappe_trace::Ending::Complete(footer)) => Some(footer.dropped),
+            _ => None,
+        })
+        .sum()
+}
+
+/// Rank 0's clock samples, kept so `grappe trace clock` works on the
+/// merged file too.
+fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
+    let file = match set.layout() {
+        Layout::PerRank => set.file_of(REFERENCE),
+        Layout::Merged => set.files().first(),
+    };
+    let Some(file) = file else { return Ok(Vec::new()) };
+    let mut trace = file.open()?;
+    trace.skim()?;
+    Ok(trace.clock_samples().to_vec())
+}
+
+fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
+    let first = &set.files()[0].header;
+    if set.layout() == Layout::Merged {
+        return Ok(first.clone());
+    }
+    let reference = set.file_of(REFERENCE).map_or(first, |f| &f.header);
+    let merged_from = set
+        .files()
+        .iter()
+        .map(|f| {
+            let rank = f.rank().expect("per-rank set");
+            MergedRank {
+                rank,
+                host: f.header.host.clone(),
+                pid: f.header.pid,
+                clock: f.header.clock.source.clone(),
+                time: time.rank(rank).map_or("missing".into(), |t| t.basis.describe()),
+            }
+        })
+        .collect();
+    Ok(FileHeader {
+        format: VERSION,
+        rank: None,
+        world_size: set.world_size(),
+        host: reference.host.clone(),
+        pid: reference.pid,
+        process_ranks: Vec::new(),
+        clock: ClockInfo {
+            source: reference.clock.source.clone(),
+            ticks_per_second: reference.clock.ticks_per_second,
+            time_base: "global".into(),
+            simulated: None,
+            estimation: Some(time.estimation.clone()),
+            tsc: None,
+        },
+        calibration: reference.calibration.clone(),
+        schema: reference.schema.clone(),
+        flush_policy: reference.flush_policy.clone(),
+        buffer_events: BLOCK_EVENTS as u64,
+        started_unix_ns: set.files().iter().map(|f| f.header.started_unix_ns).min().unwrap_or(0),
+        merged_from,
+    })
+}

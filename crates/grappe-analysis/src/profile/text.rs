@@ -1,0 +1,191 @@
+//! The profile as text tables, laid out like mpiP's report.
+
+use std::fmt;
+
+use super::{CallStats, Profile, SizeBin};
+
+/// Rows printed at most in the long tables (the JSON has them all).
+const ROWS: usize = 40;
+/// Ranks up to which the matrix is printed as a square.
+const SQUARE: usize = 16;
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn us(ns: f64) -> f64 {
+    ns / 1e3
+}
+
+fn section(f: &mut fmt::Formatter<'_>, title: &str) -> fmt::Result {
+    writeln!(f, "---------------------------------------------------------------------------")?;
+    writeln!(f, "@--- {title} ---")?;
+    writeln!(f, "---------------------------------------------------------------------------")
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "@ grappe profile (mpiP-style)")?;
+        writeln!(
+            f,
+            "@ Ranks: {} traced of {}; events: {}; run: {:.3} ms (first to last event); aggregate: {:.3} ms",
+            self.ranks.len(),
+            self.world_size,
+            self.events,
+            ms(self.span_ns),
+            ms(self.aggregate_ns)
+        )?;
+        self.write_ranks(f)?;
+        self.write_calls(f)?;
+        self.write_sites(f)?;
+        write_sizes(f, "Message sizes: point-to-point messages sent", &self.p2p_sizes)?;
+        write_sizes(f, "Message sizes: collective calls, bytes contributed", &self.collective_sizes)?;
+        self.write_matrix(f)?;
+        self.write_regions(f)?;
+        for note in &self.notes {
+            writeln!(f, "@ note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Profile {
+    fn write_ranks(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        section(f, "Time per rank (ms; %: of the rank's total)")?;
+        writeln!(
+            f,
+            "@ Waiting: late sender (receive before its send started), collective entered before the last rank"
+        )?;
+        writeln!(
+            f,
+            "{:>6} {:>12} {:>12} {:>7} {:>12} {:>7} {:>12} {:>7} {:>12} {:>7}",
+            "Rank", "Total", "Calls", "Calls%", "Waiting", "Wait%", "Comm", "Comm%", "Compute", "Comp%"
+        )?;
+        for r in &self.ranks {
+            writeln!(
+                f,
+                "{:>6} {:>12.3} {:>12.3} {:>7.2} {:>12.3} {:>7.2} {:>12.3} {:>7.2} {:>12.3} {:>7.2}",
+                r.rank,
+                ms(r.total_ns),
+                ms(r.calls_ns),
+                r.pct(r.calls_ns),
+                ms(r.waiting_ns),
+                r.pct(r.waiting_ns),
+                ms(r.communication_ns),
+                r.pct(r.communication_ns),
+                ms(r.compute_ns),
+                r.pct(r.compute_ns)
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_calls(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        section(f, "Calls by type (Run%: of the aggregate run time; Calls%: of the time in calls)")?;
+        writeln!(f, "{:<22} {}", "Call", STATS_HEADER)?;
+        let in_calls = self.calls.iter().fold(0u64, |a, c| a.saturating_add(c.stats.total_ns));
+        for c in &self.calls {
+            writeln!(f, "{:<22} {}", c.call.name(), self.stats(&c.stats, in_calls))?;
+        }
+        Ok(())
+    }
+
+    fn write_sites(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        section(
+            f,
+            "Call sites: call type x innermost enclosing user region (records carry no per-call source \
+             location, so the region plays mpiP's call-site role)",
+        )?;
+        writeln!(f, "{:>4} {:<14} {:<28} {}", "Site", "Call", "Region (location)", STATS_HEADER)?;
+        let in_calls = self.sites.iter().fold(0u64, |a, s| a.saturating_add(s.stats.total_ns));
+        for (i, s) in self.sites.iter().take(ROWS).enumerate() {
+            let region = match (&s.region, &s.location) {
+                (Some(name), Some(location)) => format!("{name} ({location})"),
+                _ => "<no region>".to_owned(),
+            };
+            writeln!(f, "{:>4} {:<14} {:<28} {}", i + 1, s.call.name(), region, self.stats(&s.stats, in_calls))?;
+        }
+        if self.sites.len() > ROWS {
+            writeln!(f, "... {} more sites", self.sites.len() - ROWS)?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self, s: &CallStats, in_calls: u64) -> String {
+        let of_calls = if in_calls == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / in_calls as f64 };
+        format!(
+            "{:>10} {:>12.3} {:>10.3} {:>10.3} {:>10.3} {:>7.2} {:>7.2} {:>14}",
+            s.count,
+            ms(s.total_ns),
+            us(s.mean_ns()),
+            us(s.min_ns as f64),
+            us(s.max_ns as f64),
+            self.pct_of_run(s.total_ns),
+            of_calls,
+            s.bytes
+        )
+    }
+
+    fn write_matrix(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        section(f, "Communication matrix: messages (bytes), sender rows x receiver columns")?;
+        let n = self.world_size as usize;
+        if n > SQUARE || n == 0 {
+            writeln!(f, "{:>6} {:>6} {:>12} {:>16}", "Src", "Dst", "Messages", "Bytes")?;
+            let mut cells: Vec<_> = self.matrix.iter().collect();
+            cells.sort_by_key(|c| std::cmp::Reverse(c.bytes));
+            for c in cells.iter().take(ROWS) {
+                writeln!(f, "{:>6} {:>6} {:>12} {:>16}", c.src, c.dst, c.messages, c.bytes)?;
+            }
+            return Ok(());
+        }
+        write!(f, "{:>6}", "")?;
+        (0..n).try_for_each(|d| write!(f, " {:>18}", format!("-> {d}")))?;
+        writeln!(f)?;
+        for src in 0..n as u32 {
+            write!(f, "{src:>6}")?;
+            for dst in 0..n as u32 {
+                let (m, b) = self.messages(src, dst);
+                write!(f, " {:>18}", if m == 0 { "-".to_owned() } else { format!("{m} ({b})") })?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+
+    fn write_regions(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        section(f, "User regions by inclusive time (all ranks)")?;
+        writeln!(
+            f,
+            "{:<24} {:<28} {:>10} {:>12} {:>10} {:>7}",
+            "Region", "Location", "Count", "Incl(ms)", "Mean(us)", "Run%"
+        )?;
+        for r in self.regions.iter().take(ROWS) {
+            let mean = if r.count == 0 { 0.0 } else { r.inclusive_ns as f64 / r.count as f64 };
+            writeln!(
+                f,
+                "{:<24} {:<28} {:>10} {:>12.3} {:>10.3} {:>7.2}",
+                r.name,
+                r.location,
+                r.count,
+                ms(r.inclusive_ns),
+                us(mean),
+                self.pct_of_run(r.inclusive_ns)
+            )?;
+        }
+        if self.region_count > self.regions.len().min(ROWS) {
+            writeln!(f, "... {} more regions", self.region_count - self.regions.len().min(ROWS))?;
+        }
+        Ok(())
+    }
+}
+
+const STATS_HEADER: &str = "     Count    Total(ms)   Mean(us)    Min(us)    Max(us)    Run%  Calls%          Bytes";
+
+fn write_sizes(f: &mut fmt::Formatter<'_>, title: &str, bins: &[SizeBin]) -> fmt::Result {
+    section(f, title)?;
+    writeln!(f, "{:>24} {:>12} {:>16}", "Bytes", "Count", "Total bytes")?;
+    for b in bins {
+        writeln!(f, "{:>24} {:>12} {:>16}", format!("{}-{}", b.min, b.max), b.count, b.bytes)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! One rank's lane of the diagram: the calls and regions kept, and their
+//! columns as the page reads them.
+
+use grappe_trace::ANY;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// One call kept for the diagram.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Call {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) kind: u16,
+    pub(super) bytes: u64,
+    pub(super) peer: u32,
+    pub(super) waiting: u64,
+}
+
+/// A region activation kept for the diagram.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Span {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) name: u32,
+    pub(super) depth: u8,
+}
+
+/// A region entered and not left yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Open {
+    pub(super) name: u32,
+    pub(super) start: u64,
+    pub(super) kept: bool,
+}
+
+/// One rank: its span, what is kept of it, its open regions and the
+/// collectives it entered per communicator.
+#[derive(Debug)]
+pub(super) struct Lane {
+    pub(super) rank: u32,
+    pub(super) first: u64,
+    pub(super) last: u64,
+    pub(super) calls: Vec<Call>,
+    pub(super) regions: Vec<Span>,
+    pub(super) stack: Vec<Open>,
+    pub(super) collectives: FxHashMap<u32, u64>,
+}
+
+impl Lane {
+    pub(super) fn new(rank: u32, start: u64) -> Self {
+        Lane {
+            rank,
+            first: start,
+            last: start,
+            calls: Vec::new(),
+            regions: Vec::new(),
+            stack: Vec::new(),
+            collectives: FxHashMap::default(),
+        }
+    }
+
+    pub(super) fn close_top(&mut self, at: u64) {
+        let depth = self.stack.len().saturating_sub(1) as u8;
+        if let Some(open) = self.stack.pop()
+            && open.kept
+        {
+            self.regions.push(Span { start: open.start, end: at.max(open.start), name: open.name, depth });
+        }
+    }
+}
+
+/// One rank's lane, columns sorted by start; dates relative to the
+/// diagram's origin, starts as differences from the previous one.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LaneData {
+    rank: u32,
+    first: u64,
+    last: u64,
+    /// Calls: start deltas, durations, kinds, bytes, peers (-1: none),
+    /// waiting prefixes.
+    t: Vec<u64>,
+    d: Vec<u64>,
+    k: Vec<u16>,
+    b: Vec<u64>,
+    p: Vec<i64>,
+    w: Vec<u64>,
+    /// Regions: start deltas, durations, names, depths.
+    rt: Vec<u64>,
+    rd: Vec<u64>,
+    rn: Vec<i64>,
+    rz: Vec<u8>,
+}
+
+fn deltas(starts: impl Iterator<Item = u64>, origin: u64) -> Vec<u64> {
+    let mut previous = origin;
+    starts
+        .map(|s| {
+            let d = s.saturating_sub(previous);
+            previous = previous.max(s);
+            d
+        })
+        .collect()
+}
+
+impl LaneData {
+    pub(super) fn of(lane: &mut Lane, origin: u64) -> Self {
+        lane.calls.sort_by_key(|c| c.start);
+        lane.regions.sort_by_key(|r| (r.start, r.depth));
+        let calls = &lane.calls;
+        let regions = &lane.regions;
+        let signed = |v: u32| if v == ANY { -1 } else { v as i64 };
+        LaneData {
+            rank: lane.rank,
+            first: lane.first - origin,
+            last: lane.last - origin,
+            t: deltas(calls.iter().map(|c| c.start), origin),
+            d: calls.iter().map(|c| c.end - c.start).collect(),
+            k: calls.iter().map(|c| c.kind).collect(),
+            b: calls.iter().map(|c| c.bytes).collect(),
+            p: calls.iter().map(|c| signed(c.peer)).collect(),
+            w: calls.iter().map(|c| c.waiting.min(c.end - c.start)).collect(),
+            rt: deltas(regions.iter().map(|r| r.start), origin),
+            rd: regions.iter().map(|r| r.end - r.start).collect(),
+            rn: regions.iter().map(|r| signed(r.name)).collect(),
+            rz: regions.iter().map(|r| r.depth).collect(),
+        }
+    }
+}
+
+/// Messages, sorted by receive end: sender and receiver lanes (-1: the
+/// sender has no lane), receive end deltas, receive end minus send start.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Arrows {
+    s: Vec<i64>,
+    r: Vec<u32>,
+    t: Vec<u64>,
+    l: Vec<i64>,
+}
+
+impl Arrows {
+    pub(super) fn of(
+        arrows: &mut [(usize, u32, u64, u64)],
+        lanes: &[Lane],
+        position: &FxHashMap<u32, u32>,
+        origin: u64,
+    ) -> Self {
+        arrows.sort_by_key(|a| a.3);
+        let lane_of = |rank: u32| position.get(&rank).map_or(-1, |&p| p as i64);
+        Arrows {
+            s: arrows.iter().map(|a| lane_of(a.1)).collect(),
+            r: arrows.iter().map(|a| position.get(&lanes[a.0].rank).copied().unwrap_or(0)).collect(),
+            t: deltas(arrows.iter().map(|a| a.3), origin),
+            l: arrows.iter().map(|a| a.3.wrapping_sub(a.2) as i64).collect(),
+        }
+    }
+}

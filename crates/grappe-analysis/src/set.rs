@@ -1,0 +1,199 @@
+//! The traces of one job: a directory of per-rank files, or one merged
+//! file (the output of `grappe trace merge`; tools read both alike).
+
+use std::path::{Path, PathBuf};
+
+use grappe_trace::{FileHeader, TraceFile};
+
+use crate::error::{AnalysisError, Result};
+
+/// How the events of a job are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One file per rank, local dates.
+    PerRank,
+    /// One merged file, global dates, causal order.
+    Merged,
+}
+
+/// One trace file of the set and its header.
+#[derive(Debug, Clone)]
+pub struct SetFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: FileHeader,
+}
+
+impl SetFile {
+    /// The rank of a per-rank file.
+    pub fn rank(&self) -> Option<u32> {
+        self.header.rank
+    }
+
+    /// Opens the file for reading from its first block.
+    pub fn open(&self) -> Result<TraceFile> {
+        Ok(TraceFile::open(&self.path)?)
+    }
+}
+
+/// The trace files of one job.
+#[derive(Debug, Clone)]
+pub struct TraceSet {
+    location: PathBuf,
+    layout: Layout,
+    files: Vec<SetFile>,
+    world_size: u32,
+    notes: Vec<String>,
+}
+
+impl TraceSet {
+    /// Opens a directory of per-rank traces (as written by `grappe run
+    /// --trace DIR`) or a single trace file, checking that the files belong
+    /// to one job.
+    pub fn open(location: &Path) -> Result<TraceSet> {
+        let meta = std::fs::metadata(location).map_err(|e| AnalysisError::io(location, e))?;
+        if meta.is_dir() { TraceSet::open_dir(location) } else { TraceSet::open_file(location) }
+    }
+
+    fn open_file(path: &Path) -> Result<TraceSet> {
+        let header = TraceFile::open(path)?.header().clone();
+        let layout = if header.rank.is_some() { Layout::PerRank } else { Layout::Merged };
+        let world_size = header.world_size;
+        let file = SetFile { path: path.to_owned(), header };
+        let mut set = TraceSet { location: path.to_owned(), layout, files: vec![file], world_size, notes: Vec::new() };
+        if layout == Layout::PerRank {
+            set.note_missing_ranks();
+        }
+        Ok(set)
+    }
+
+    fn open_dir(dir: &Path) -> Result<TraceSet> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| AnalysisError::io(dir, e))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|ext| ext == "gtrace"))
+            .collect();
+        paths.sort();
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for path in paths {
+            let header = TraceFile::open(&path)?.header().clone();
+            if header.rank.is_none() {
+                notes.push(format!("{}: a merged trace, left out (read it on its own)", path.display()));
+                continue;
+            }
+            files.push(SetFile { path, header });
+        }
+        let Some(first) = files.first() else { return Err(AnalysisError::NoTraces { dir: dir.to_owned() }) };
+        let world_size = first.header.world_size;
+        check_one_job(&files, world_size)?;
+        files.sort_by_key(|f| f.header.rank);
+        let mut set = TraceSet { location: dir.to_owned(), layout: Layout::PerRank, files, world_size, notes };
+        set.note_missing_ranks();
+        Ok(set)
+    }
+
+    fn note_missing_ranks(&mut self) {
+        let missing = self.missing_ranks();
+        if !missing.is_empty() {
+            self.notes.push(format!(
+                "no trace for {} of {} ranks ({}): their events and messages are absent",
+                missing.len(),
+                self.world_size,
+                list_ranks(&missing)
+            ));
+        }
+    }
+
+    /// Where the set was opened from.
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
+    /// Per-rank files or one merged file.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The files, by rank for a per-rank set.
+    pub fn files(&self) -> &[SetFile] {
+        &self.files
+    }
+
+    /// Ranks in the job.
+    pub fn world_size(&self) -> u32 {
+        self.world_size
+    }
+
+    /// The file of a rank (per-rank sets).
+    pub fn file_of(&self, rank: u32) -> Option<&SetFile> {
+        self.files.iter().find(|f| f.header.rank == Some(rank))
+    }
+
+    /// Ranks of the job with no file (per-rank sets).
+    pub fn missing_ranks(&self) -> Vec<u32> {
+        match self.layout {
+            Layout::Merged => Vec::new(),
+            Layout::PerRank => (0..self.world_size).filter(|&r| self.file_of(r).is_none()).collect(),
+        }
+    }
+
+    /// What the reader should know about the set (missing ranks, files
+    /// left out).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
+/// Refuses files of different jobs: another world size, a rank out of
+/// range, a rank twice.
+fn check_one_job(files: &[SetFile], world_size: u32) -> Result<()> {
+    let mut seen: Vec<Option<&Path>> = vec![None; world_size as usize];
+    for f in files {
+        let rank = f.header.rank.expect("per-rank files only");
+        let inconsistent = |reason: String| AnalysisError::Inconsistent { path: f.path.clone(), reason };
+        if f.header.world_size != world_size {
+            return Err(inconsistent(format!(
+                "a trace of a {}-rank job among traces of a {world_size}-rank job ({})",
+                f.header.world_size,
+                files[0].path.display()
+            )));
+        }
+        let Some(slot) = seen.get_mut(rank as usize) else {
+            return Err(inconsistent(format!("rank {rank} in a {world_size}-rank job")));
+        };
+        if let Some(other) = slot {
+            return Err(inconsistent(format!("rank {rank} is also traced in {}", other.display())));
+        }
+        *slot = Some(&f.path);
+    }
+    Ok(())
+}
+
+/// "0, 3-5, 9": ranks as ranges.
+pub fn list_ranks(ranks: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { ranks[i].to_string() } else { format!("{}-{}", ranks[i], ranks[j]) });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::list_ranks;
+
+    #[test]
+    fn rank_lists_collapse_runs() {
+        assert_eq!(list_ranks(&[0, 3, 4, 5, 9]), "0, 3-5, 9");
+        assert_eq!(list_ranks(&[]), "");
+        assert_eq!(list_ranks(&[7]), "7");
+    }
+}

@@ -1,0 +1,654 @@
+//! The text exports (Chrome JSON, Pajé, PICL) on jobs whose content is
+//! known: synthetic jobs, and small hand-made traces for the corners
+//! (a sendrecv's overlapping calls, odd region names, messages with one
+//! end). Chrome output is read back by serde_json, Pajé output by the
+//! real `pj_dump` (pajeng), PICL output by the grammar `export::picl`
+//! documents.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use grappe_analysis::export::{ExportSummary, display_name, write_chrome, write_paje, write_picl};
+use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
+use grappe_trace::format::{Encoded, FileHeader, VERSION, schema};
+use grappe_trace::raw::{Interner, raw_of};
+use grappe_trace::{Body, ClockInfo, Completion, Event, Footer, TraceWriter};
+use proptest::prelude::*;
+use serde_json::Value;
+
+type Exporter = fn(CausalStream, &mut dyn Write, &mut dyn FnMut(u64)) -> Result<ExportSummary>;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-export-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stream(location: &Path) -> CausalStream {
+    let set = TraceSet::open(location).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    CausalStream::open(&set, &time).unwrap()
+}
+
+/// Exports `location` with `export`; the text and the summary.
+fn export(location: &Path, export: Exporter) -> (String, ExportSummary) {
+    let mut out = Vec::new();
+    let mut calls = 0;
+    let summary = export(stream(location), &mut out, &mut |_| calls += 1).unwrap();
+    assert!(calls > 0, "progress is reported at least at the end");
+    assert_eq!(summary.written_bytes, out.len() as u64);
+    (String::from_utf8(out).unwrap(), summary)
+}
+
+/// What a rank of a synthetic job does, counted.
+struct Expected {
+    /// Runtime calls (sends, receives, waits, allreduces).
+    calls: u64,
+    /// Iterations: regions entered, counter samples.
+    iterations: u64,
+    ring: bool,
+    paired: bool,
+    allreduces: u64,
+}
+
+fn expected(job: &SyntheticJob, rank: u32) -> Expected {
+    let (ring, paired) = (job.ranks > 1, rank ^ 1 < job.ranks);
+    let allreduces = job.iterations.div_ceil(10);
+    let per_iteration = if ring { 4 } else { 0 } + if paired { 2 } else { 0 };
+    Expected {
+        calls: job.iterations * per_iteration + allreduces,
+        iterations: job.iterations,
+        ring,
+        paired,
+        allreduces,
+    }
+}
+
+// ---------------------------------------------------------------- Chrome
+
+fn chrome_events(text: &str) -> (Vec<Value>, Value) {
+    let doc: Value = serde_json::from_str(text).expect("the Chrome export is valid JSON");
+    assert_eq!(doc["displayTimeUnit"], "ns");
+    let events = doc["traceEvents"].as_array().expect("a traceEvents array").clone();
+    (events, doc["otherData"].clone())
+}
+
+fn tid(e: &Value) -> u64 {
+    e["tid"].as_u64().unwrap()
+}
+
+/// Microseconds with three decimals, back to nanoseconds.
+fn ns(us: &Value) -> i64 {
+    (us.as_f64().unwrap() * 1000.0).round() as i64
+}
+
+#[test]
+fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
+    let dir = scratch("chrome");
+    let job = SyntheticJob::new(5, 200);
+    write_job(&dir, &job).unwrap();
+    let (text, summary) = export(&dir, write_chrome);
+    assert_eq!((summary.events, summary.messages), (job.events(), job.messages()));
+    let (events, other) = chrome_events(&text);
+    assert_eq!(other["events"], job.events());
+
+    let mut count: BTreeMap<(u64, String), u64> = BTreeMap::new();
+    let mut depth: HashMap<u64, i64> = HashMap::new();
+    for e in &events {
+        let ph = e["ph"].as_str().unwrap().to_owned();
+        if ph == "M" && e["name"] == "process_name" {
+            assert_eq!(e["args"]["name"], "grappe job");
+            continue;
+        }
+        *count.entry((tid(e), ph.clone())).or_default() += 1;
+        match ph.as_str() {
+            "X" => assert!(e["dur"].as_f64().unwrap() >= 0.0, "{e}"),
+            "B" | "E" => {
+                let d = depth.entry(tid(e)).or_default();
+                *d += if ph == "B" { 1 } else { -1 };
+                assert!(*d >= 0, "an E before its B on rank {}", tid(e));
+            }
+            "M" => match e["name"].as_str().unwrap() {
+                "thread_name" => assert_eq!(e["args"]["name"], format!("rank {}", tid(e))),
+                "thread_sort_index" => assert_eq!(e["args"]["sort_index"], tid(e)),
+                other => panic!("unexpected metadata {other}"),
+            },
+            _ => {}
+        }
+    }
+    for rank in 0..job.ranks {
+        let r = rank as u64;
+        let n = |ph: &str| count.get(&(r, ph.to_owned())).copied().unwrap_or(0);
+        let x = expected(&job, rank);
+        assert_eq!(n("X"), x.calls, "calls of rank {rank}");
+        assert_eq!((n("B"), n("E")), (x.iterations, x.iterations), "regions of rank {rank}");
+        assert_eq!(depth[&r], 0);
+        assert_eq!(n("C"), x.iterations, "counter samples of rank {rank}");
+        assert_eq!(n("i"), 2, "init and finalize of rank {rank}");
+        assert_eq!(n("M"), 2, "thread name and sort index of rank {rank}");
+    }
+    check_flows(&events, job.messages());
+}
+
+/// Every message is one `s` inside a send slice and one `f` inside a
+/// receiving slice, with the same id.
+fn check_flows(events: &[Value], messages: u64) {
+    let mut slices: HashMap<u64, Vec<(i64, i64, &str)>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let start = ns(&e["ts"]);
+        slices.entry(tid(e)).or_default().push((start, start + ns(&e["dur"]), e["name"].as_str().unwrap()));
+    }
+    for lane in slices.values_mut() {
+        lane.sort();
+    }
+    // Whether a slice of the flow's lane with one of `names` holds it.
+    let inside = |e: &Value, names: &[&str]| {
+        let (lane, t) = (&slices[&tid(e)], ns(&e["ts"]));
+        lane[..lane.partition_point(|s| s.0 <= t)].iter().any(|s| s.1 >= t && names.contains(&s.2))
+    };
+    let (mut starts, mut ends) = (HashSet::new(), HashSet::new());
+    for e in events {
+        match e["ph"].as_str().unwrap() {
+            "s" => {
+                assert!(inside(e, &["send", "isend"]), "{e}");
+                assert!(starts.insert(e["id"].as_u64().unwrap()));
+            }
+            "f" => {
+                assert_eq!(e["bp"], "e");
+                assert!(inside(e, &["recv", "wait", "test"]), "{e}");
+                assert!(ends.insert(e["id"].as_u64().unwrap()));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(starts.len() as u64, messages);
+    assert_eq!(starts, ends);
+}
+
+#[test]
+fn chrome_dates_and_names_are_the_stream_s_exactly() {
+    let dir = scratch("chrome-dates");
+    let job = SyntheticJob::new(3, 50);
+    write_job(&dir, &job).unwrap();
+    let (text, _) = export(&dir, write_chrome);
+    let (events, other) = chrome_events(&text);
+    let origin = other["time_origin_ns"].as_u64().unwrap() as i64;
+    let calls: Vec<Event> = stream(&dir)
+        .map(|l| l.unwrap().event)
+        .filter(|e| !matches!(e.body, Body::RegionEnter { .. } | Body::RegionLeave { .. } | Body::Counter { .. }))
+        .filter(|e| !matches!(e.body, Body::Init | Body::Finalize | Body::Point { .. } | Body::FlushBegin))
+        .collect();
+    let slices: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), calls.len());
+    for (slice, call) in slices.iter().zip(&calls) {
+        assert_eq!(slice["name"], display_name(&call.body));
+        assert_eq!(tid(slice), call.rank as u64);
+        assert_eq!(ns(&slice["ts"]), call.start as i64 - origin);
+        assert_eq!(ns(&slice["dur"]), (call.end - call.start) as i64);
+    }
+}
+
+// ---------------------------------------------------------------- Pajé
+
+/// Runs pajeng's `pj_dump` on `path`: its output lines, split on ", ".
+fn pj_dump(path: &Path) -> Vec<Vec<String>> {
+    let output = match Command::new("pj_dump").arg("-l").arg("9").arg(path).output() {
+        Ok(output) => output,
+        Err(e) => panic!("pj_dump (Debian package pajeng) cannot run ({e}): run scripts/install-deps"),
+    };
+    assert!(
+        output.status.success(),
+        "pj_dump rejected {}: {}\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    text.lines().map(|l| l.split(", ").map(str::to_owned).collect()).collect()
+}
+
+/// pj_dump's entities counted by (kind, container, type).
+fn entities(rows: &[Vec<String>]) -> HashMap<(String, String, String), u64> {
+    let mut count = HashMap::new();
+    for row in rows {
+        *count.entry((row[0].clone(), row[1].clone(), row[2].clone())).or_default() += 1;
+    }
+    count
+}
+
+fn write_text(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn paje_is_read_by_pj_dump_with_every_state_mark_and_link() {
+    let dir = scratch("paje");
+    let job = SyntheticJob::new(5, 120);
+    write_job(&dir, &job).unwrap();
+    let (text, summary) = export(&dir, write_paje);
+    assert_eq!((summary.events, summary.messages, summary.late_records), (job.events(), job.messages(), 0));
+    let rows = pj_dump(&write_text(&dir, "job.paje", &text));
+    check_paje(&rows, &job);
+}
+
+fn check_paje(rows: &[Vec<String>], job: &SyntheticJob) {
+    let count = entities(rows);
+    let n = |kind: &str, rank: u32, ty: &str| {
+        count.get(&(kind.to_owned(), format!("rank {rank}"), ty.to_owned())).copied().unwrap_or(0)
+    };
+    for rank in 0..job.ranks {
+        let x = expected(job, rank);
+        assert_eq!(n("State", rank, "call"), x.calls, "call states of rank {rank}");
+        assert_eq!(n("State", rank, "region"), x.iterations, "region states of rank {rank}");
+        assert_eq!(n("Event", rank, "mark"), 2, "init and finalize of rank {rank}");
+        assert!(x.iterations == 0 || n("Variable", rank, "residual") > 0, "counter of rank {rank}");
+    }
+    let links: Vec<_> = rows.iter().filter(|r| r[0] == "Link").collect();
+    assert_eq!(links.len() as u64, job.messages());
+    for link in links {
+        let duration: f64 = link[5].parse().unwrap();
+        assert!(duration >= 0.0, "{link:?}");
+    }
+}
+
+#[test]
+fn paje_of_a_merged_file_is_the_same() {
+    let dir = scratch("paje-merged");
+    let job = SyntheticJob::new(4, 60);
+    write_job(&dir, &job).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let (text, summary) = export(&merged, write_paje);
+    assert_eq!((summary.events, summary.messages, summary.late_records), (job.events(), job.messages(), 0));
+    check_paje(&pj_dump(&write_text(&dir, "merged.paje", &text)), &job);
+    let (direct, _) = export(&dir, write_paje);
+    assert_eq!(text, direct, "per-rank and merged inputs give the same file");
+}
+
+// ---------------------------------------------------------------- PICL
+
+/// A PICL record as `export::picl` documents it.
+#[derive(Debug)]
+struct PiclRecord {
+    record: i64,
+    event: i64,
+    date: f64,
+    node: i64,
+    data: Vec<i64>,
+}
+
+fn parse_picl(text: &str) -> Vec<PiclRecord> {
+    let mut last = f64::NEG_INFINITY;
+    text.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            assert!(f.len() >= 6, "short record: {line}");
+            let int = |s: &str| s.parse::<i64>().unwrap_or_else(|_| panic!("not an integer: {s} in {line}"));
+            let n = int(f[5]) as usize;
+            let data: Vec<i64> = if n == 0 {
+                assert_eq!(f.len(), 6, "{line}");
+                Vec::new()
+            } else {
+                assert_eq!((f.len(), f[6]), (7 + n, "2"), "{line}");
+                f[7..].iter().map(|s| int(s)).collect()
+            };
+            let date: f64 = f[2].parse().unwrap();
+            assert!(date >= last, "record dated {date} after one at {last}: {line}");
+            last = date;
+            assert!(matches!(int(f[0]), -3 | -4 | -202), "{line}");
+            PiclRecord { record: int(f[0]), event: int(f[1]), date, node: int(f[3]), data }
+        })
+        .collect()
+}
+
+#[test]
+fn picl_records_are_sorted_balanced_and_counted() {
+    let dir = scratch("picl");
+    let job = SyntheticJob::new(5, 90);
+    write_job(&dir, &job).unwrap();
+    let (text, summary) = export(&dir, write_picl);
+    assert_eq!((summary.events, summary.messages, summary.late_records), (job.events(), job.messages(), 0));
+    assert_eq!(summary.blocks, vec!["region step".to_owned()]);
+    let records = parse_picl(&text);
+    assert!(records.iter().all(|r| r.date >= 0.0));
+    let mut count: HashMap<(i64, i64, i64), u64> = HashMap::new();
+    for r in &records {
+        *count.entry((r.record, r.event, r.node)).or_default() += 1;
+    }
+    for rank in 0..job.ranks {
+        let x = expected(&job, rank);
+        let n = |event: i64| {
+            let begins = count.get(&(-3, event, rank as i64)).copied().unwrap_or(0);
+            assert_eq!(begins, count.get(&(-4, event, rank as i64)).copied().unwrap_or(0), "event {event}");
+            begins
+        };
+        let ring = if x.ring { job.iterations } else { 0 };
+        let pair = if x.paired { job.iterations } else { 0 };
+        assert_eq!(n(-901), 1);
+        assert_eq!((n(-27), n(-57), n(-31), n(-61)), (ring, ring, ring, ring), "ring of rank {rank}");
+        assert_eq!((n(-21), n(-52)), (pair, pair), "pair of rank {rank}");
+        assert_eq!(n(-782), x.allreduces);
+        assert_eq!(n(1), x.iterations, "region blocks of rank {rank}");
+    }
+    check_picl_messages(&records, job.messages());
+}
+
+/// The messages sent (bytes, tag, to) are the messages received.
+fn check_picl_messages(records: &[PiclRecord], messages: u64) {
+    let mut sent = BTreeMap::new();
+    let mut received = BTreeMap::new();
+    for r in records {
+        let (from, to, tag, bytes) = match (r.record, r.event) {
+            (-3, -21 | -27) => (r.node, r.data[2], r.data[1], r.data[0]),
+            (-4, -52 | -61) => (r.data[2], r.node, r.data[1], r.data[0]),
+            _ => continue,
+        };
+        let side = if r.record == -3 { &mut sent } else { &mut received };
+        *side.entry((from, to, tag, bytes)).or_insert(0u64) += 1;
+    }
+    assert_eq!(sent.values().sum::<u64>(), messages);
+    assert_eq!(sent, received);
+}
+
+// ---------------------------------------------------------------- corners
+
+#[test]
+fn an_empty_job_exports_valid_files() {
+    let dir = scratch("empty");
+    let job = SyntheticJob::new(3, 0);
+    write_job(&dir, &job).unwrap();
+    let (text, summary) = export(&dir, write_chrome);
+    assert_eq!((summary.events, summary.messages), (6, 0));
+    let (events, _) = chrome_events(&text);
+    assert_eq!(events.iter().filter(|e| e["ph"] == "i").count(), 6);
+    let (text, _) = export(&dir, write_paje);
+    assert_eq!(text.lines().filter(|l| l.starts_with("20 ")).count(), 6, "init and finalize marks");
+    // (pj_dump lists one entity per date of a container that lasts no
+    // time, so only its containers are counted here.)
+    let rows = pj_dump(&write_text(&dir, "empty.paje", &text));
+    assert_eq!(rows.iter().filter(|r| r[0] == "Container" && r[2] == "rank").count(), 3);
+    let (text, _) = export(&dir, write_picl);
+    let records = parse_picl(&text);
+    assert_eq!(records.len(), 6, "tracing on and off for each rank");
+}
+
+#[test]
+fn distorted_clocks_left_uncorrected_still_give_valid_ordered_files() {
+    let dir = scratch("raw-clocks");
+    let mut job = SyntheticJob::new(4, 100);
+    job.one_host = false;
+    job.clocks = (0..4)
+        .map(|r| grappe_analysis::synthetic::SyntheticClock {
+            offset_ns: [0, 30_000, -12_000, 4_500][r],
+            drift_ppm: 0.0,
+        })
+        .collect();
+    write_job(&dir, &job).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    for rank in time.ranks.iter_mut().flatten() {
+        rank.model = grappe_clock::ClockModel::identity();
+    }
+    let raw = || CausalStream::open(&set, &time).unwrap();
+    let mut paje = Vec::new();
+    let summary = write_paje(raw(), &mut paje, &mut |_| {}).unwrap();
+    assert!(summary.stream.deferred > 0, "the offsets make receives wait for their sends");
+    let rows = pj_dump(&write_text(&dir, "raw.paje", std::str::from_utf8(&paje).unwrap()));
+    assert_eq!(rows.iter().filter(|r| r[0] == "Link").count() as u64, job.messages());
+    let mut picl = Vec::new();
+    write_picl(raw(), &mut picl, &mut |_| {}).unwrap();
+    parse_picl(std::str::from_utf8(&picl).unwrap());
+}
+
+/// Writes hand-made per-rank traces: each rank's events as (start, end,
+/// body), dates in ns on one shared clock.
+fn write_handmade(dir: &Path, ranks: &[Vec<(u64, u64, Body)>]) {
+    for (rank, events) in ranks.iter().enumerate() {
+        let rank = rank as u32;
+        let path = grappe_trace::file_for(dir, rank);
+        let mut writer = TraceWriter::create(&path, &handmade_header(rank, ranks.len() as u32)).unwrap();
+        let mut names = Names::default();
+        let encoded: Vec<Encoded> = events
+            .iter()
+            .map(|(start, end, body)| Encoded {
+                rank,
+                start: *start,
+                end: *end,
+                alpha_ns: 0,
+                raw: raw_of(body, &mut names),
+            })
+            .collect();
+        writer.write_definitions(&names.pending).unwrap();
+        writer.write_events(encoded.into_iter()).unwrap();
+        writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0 }).unwrap();
+    }
+}
+
+#[derive(Default)]
+struct Names {
+    ids: HashMap<String, u32>,
+    pending: Vec<grappe_trace::format::Definition>,
+}
+
+impl Interner for Names {
+    fn intern(&mut self, s: &str) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry(s.to_owned()).or_insert_with(|| {
+            self.pending.push(grappe_trace::format::Definition::String(next, s.to_owned()));
+            next
+        })
+    }
+
+    fn members(&mut self, members: &[u32]) -> u64 {
+        let id = self.pending.len() as u64 + 1_000;
+        self.pending.push(grappe_trace::format::Definition::Members(id, members.to_vec()));
+        id
+    }
+}
+
+fn handmade_header(rank: u32, world_size: u32) -> FileHeader {
+    FileHeader {
+        format: VERSION,
+        rank: Some(rank),
+        world_size,
+        host: "hand".into(),
+        pid: 100 + rank,
+        process_ranks: vec![rank],
+        clock: ClockInfo {
+            source: "monotonic_raw".into(),
+            ticks_per_second: 1e9,
+            time_base: "local".into(),
+            simulated: None,
+            estimation: None,
+            tsc: None,
+        },
+        calibration: Vec::new(),
+        schema: schema(),
+        flush_policy: "end".into(),
+        buffer_events: 1024,
+        started_unix_ns: 0,
+        merged_from: Vec::new(),
+    }
+}
+
+const T: u64 = 5_000_000_000;
+
+/// Rank 0 and 1 swap messages with sendrecv (a send and a receive with
+/// the same start); rank 0 also sends one message nobody receives and
+/// leaves a region it never entered, rank 1 receives one nobody sent.
+fn corners() -> Vec<Vec<(u64, u64, Body)>> {
+    let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false };
+    let region = |enter: bool| {
+        let name = "odd \"region\"\n".to_owned();
+        if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
+    };
+    vec![
+        vec![
+            (T, T, Body::Init),
+            (T + 5, T + 5, region(false)),
+            (T + 10, T + 10, region(true)),
+            (T + 100, T + 300, send(1)),
+            (T + 100, T + 900, recv(1)),
+            (T + 1_000, T + 1_200, Body::Send { dest: 1, tag: 9, comm: 0, bytes: 1, seq: 1 }),
+            (T + 1_500, T + 1_500, Body::Point { name: "checkpoint".into(), location: "here".into() }),
+            (T + 2_000, T + 2_000, Body::Finalize),
+        ],
+        vec![
+            (T, T, Body::Init),
+            (T + 200, T + 700, send(0)),
+            (T + 200, T + 800, recv(0)),
+            (T + 900, T + 1_900, Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false }),
+            (T + 1_950, T + 1_950, Body::Counter { name: "depth".into(), value: -3 }),
+        ],
+    ]
+}
+
+#[test]
+fn corners_give_files_every_reader_accepts() {
+    let dir = scratch("corners");
+    write_handmade(&dir, &corners());
+    let (text, summary) = export(&dir, write_chrome);
+    assert_eq!((summary.events, summary.messages), (13, 2));
+    let (events, _) = chrome_events(&text);
+    check_flows(&events, 2);
+    let begins: Vec<_> = events.iter().filter(|e| e["ph"] == "B").collect();
+    assert_eq!(begins.len(), 1);
+    assert_eq!(begins[0]["name"], "odd \"region\"\n");
+    assert_eq!(events.iter().filter(|e| e["ph"] == "E").count(), 0, "the leave with no enter is left out");
+
+    let (text, summary) = export(&dir, write_paje);
+    assert_eq!(summary.messages, 2);
+    let rows = pj_dump(&write_text(&dir, "corners.paje", &text));
+    let count = entities(&rows);
+    let n = |kind: &str, c: &str, ty: &str| count.get(&(kind.into(), c.into(), ty.into())).copied().unwrap_or(0);
+    assert_eq!((n("State", "rank 0", "call"), n("State", "rank 1", "call")), (3, 3));
+    assert_eq!(n("State", "rank 0", "region"), 1, "the region open at the end is closed");
+    assert_eq!(n("Link", "grappe job", "message"), 2, "only the two received messages are drawn");
+    // The sendrecv's receive is drawn from the end of its send on.
+    let recv0 = rows.iter().find(|r| r[0] == "State" && r[1] == "rank 0" && r[7] == "recv").unwrap();
+    assert_eq!((recv0[3].as_str(), recv0[4].as_str()), ("0.000000300", "0.000000900"));
+
+    let (text, summary) = export(&dir, write_picl);
+    assert_eq!(summary.blocks, vec!["region odd \"region\"\n".to_owned()]);
+    let records = parse_picl(&text);
+    let closes = records.iter().filter(|r| r.record == -4 && r.event == -901).count();
+    assert_eq!(closes, 2, "rank 1, cut before finalize, is closed at the end");
+}
+
+/// The text of a number field of a one-line JSON object.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let rest = &line[line.find(key).unwrap() + key.len()..];
+    &rest[..rest.find([',', '}']).unwrap()]
+}
+
+/// A one-rank trace of regions with the given names and dates.
+fn regions_trace(dir: &Path, spans: &[(String, u64, u64)]) {
+    let mut events = vec![(T, T, Body::Init)];
+    let mut t = T;
+    for (name, gap, length) in spans {
+        t += gap;
+        events.push((t, t, Body::RegionEnter { name: name.clone(), location: name.clone() }));
+        events.push((
+            t,
+            t + length,
+            Body::Collective { op: grappe_trace::CollectiveKind::Barrier, comm: 0, root: u32::MAX, bytes: 0 },
+        ));
+        t += length;
+        events.push((t, t, Body::RegionLeave { name: name.clone() }));
+    }
+    write_handmade(dir, &[events]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn chrome_names_and_dates_read_back_exactly(
+        spans in prop::collection::vec((any::<String>(), 0u64..5_000_000_000, 0u64..3_000_000), 1..6)
+    ) {
+        let dir = scratch("prop-chrome");
+        regions_trace(&dir, &spans);
+        let (text, _) = export(&dir, write_chrome);
+        let (events, other) = chrome_events(&text);
+        let origin = other["time_origin_ns"].as_u64().unwrap();
+        prop_assert_eq!(origin, T);
+        let begins: Vec<_> = events.iter().filter(|e| e["ph"] == "B").collect();
+        // One event a line: the dates of the slices as written.
+        let slices: Vec<(&str, &str)> = text
+            .lines()
+            .filter(|l| l.contains("\"ph\":\"X\""))
+            .map(|l| (field(l, "\"ts\":"), field(l, "\"dur\":")))
+            .collect();
+        prop_assert_eq!(begins.len(), spans.len());
+        prop_assert_eq!(slices.len(), spans.len());
+        let mut t = 0u64;
+        for ((name, gap, length), (begin, (ts, dur))) in spans.iter().zip(begins.iter().zip(&slices)) {
+            t += gap;
+            prop_assert_eq!(begin["name"].as_str().unwrap(), name.as_str());
+            prop_assert_eq!(begin["args"]["location"].as_str().unwrap(), name.as_str());
+            prop_assert_eq!(ns(&begin["ts"]), t as i64);
+            prop_assert_eq!(*ts, format!("{}.{:03}", t / 1000, t % 1000));
+            prop_assert_eq!(*dur, format!("{}.{:03}", length / 1000, length % 1000));
+            t += length;
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn pj_dump_accepts_names_with_quotes_and_spaces() {
+    let dir = scratch("paje-names");
+    let spans: Vec<(String, u64, u64)> =
+        ["a \"quoted\" name", "tab\there", "ünï cödé", ""].iter().map(|n| (n.to_string(), 10, 100)).collect();
+    regions_trace(&dir, &spans);
+    let (text, _) = export(&dir, write_paje);
+    let rows = pj_dump(&write_text(&dir, "names.paje", &text));
+    let regions: Vec<&str> =
+        rows.iter().filter(|r| r[0] == "State" && r[2] == "region").map(|r| r[7].as_str()).collect();
+    assert_eq!(regions, vec!["a 'quoted' name", "tab here", "ünï cödé", "(unnamed)"]);
+}
+
+#[test]
+fn a_wait_for_a_receive_carries_the_message_in_every_format() {
+    let dir = scratch("wait");
+    let done = Completion { is_recv: true, src: 0, tag: 5, bytes: 64, arrived: true };
+    write_handmade(
+        &dir,
+        &[
+            vec![
+                (T, T, Body::Init),
+                (T + 10, T + 20, Body::Isend { dest: 1, tag: 5, comm: 0, bytes: 64, seq: 0, request: 0 }),
+            ],
+            vec![
+                (T, T, Body::Init),
+                (T + 5, T + 6, Body::Irecv { src: u32::MAX, tag: u32::MAX, comm: 0, request: 7 }),
+                (T + 30, T + 40, Body::Wait { request: 7, comm: 0, completion: done }),
+            ],
+        ],
+    );
+    let (text, _) = export(&dir, write_chrome);
+    let (events, _) = chrome_events(&text);
+    let irecv = events.iter().find(|e| e["name"] == "irecv").unwrap();
+    assert_eq!((&irecv["args"]["peer"], &irecv["args"]["tag"]), (&Value::from("any"), &Value::from("any")));
+    let wait = events.iter().find(|e| e["name"] == "wait").unwrap();
+    assert_eq!(wait["args"]["completed"], "recv");
+    assert_eq!(
+        (&wait["args"]["peer"], &wait["args"]["bytes"], &wait["args"]["msg"]),
+        (&Value::from(0), &Value::from(64), &Value::from(0))
+    );
+    let (text, _) = export(&dir, write_picl);
+    let records = parse_picl(&text);
+    let posted = records.iter().find(|r| r.record == -3 && r.event == -57).unwrap();
+    assert_eq!(posted.data, vec![-1, -1, 0]);
+    let got = records.iter().find(|r| r.record == -4 && r.event == -61).unwrap();
+    assert_eq!(got.data, vec![64, 5, 0, 0]);
+}

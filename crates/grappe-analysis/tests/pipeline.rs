@@ -1,0 +1,168 @@
+//! The shared pipeline on synthetic jobs, whose messages and clock
+//! distortions are known: global time, the causal stream, matching,
+//! `check` and `merge`.
+
+use std::path::{Path, PathBuf};
+
+use grappe_analysis::synthetic::{SyntheticJob, T0, write_job};
+use grappe_analysis::{
+    Basis, CausalStream, GlobalOptions, GlobalTime, Layout, Message, TraceSet, check, merge_date, merge_to_file,
+};
+use grappe_clock::Strategy;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-pipeline-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn open(dir: &Path, options: &GlobalOptions) -> (TraceSet, GlobalTime) {
+    let set = TraceSet::open(dir).unwrap();
+    let time = GlobalTime::estimate(&set, options).unwrap();
+    (set, time)
+}
+
+fn distorted(ranks: u32, iterations: u64) -> SyntheticJob {
+    SyntheticJob::distorted(ranks, iterations)
+}
+
+#[test]
+fn the_stream_of_a_one_host_job_is_causal_matched_and_complete() {
+    let dir = scratch("one-host");
+    let job = SyntheticJob::new(5, 300);
+    write_job(&dir, &job).unwrap();
+    let (set, time) = open(&dir, &GlobalOptions::default());
+    assert_eq!(set.layout(), Layout::PerRank);
+    assert!(time.rank(0).is_some_and(|t| t.basis == Basis::Reference));
+    for r in 1..5 {
+        assert_eq!(time.rank(r).unwrap().basis, Basis::SharedClock, "rank {r}");
+    }
+    let mut events = 0u64;
+    let mut last = 0u64;
+    let mut sent = std::collections::HashSet::new();
+    for linked in CausalStream::open(&set, &time).unwrap() {
+        let linked = linked.unwrap();
+        events += 1;
+        let date = merge_date(&linked.event);
+        assert!(date >= last, "event {events} at {date} after one at {last}");
+        last = date;
+        match linked.message {
+            Message::Sent { id, .. } => assert!(sent.insert(id)),
+            Message::Received { send, .. } => assert!(sent.contains(&send.id), "a receive before its send"),
+            Message::Unmatched { channel } => panic!("unmatched receive on {channel:?}"),
+            Message::None => {}
+        }
+    }
+    assert_eq!(events, job.events());
+    assert_eq!(sent.len() as u64, job.messages());
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert!(report.problems().is_empty(), "{report}");
+    assert_eq!(report.messages, job.messages());
+    assert_eq!(report.stream.deferred, 0);
+}
+
+#[test]
+fn distorted_clocks_are_recovered_within_their_confidence_intervals() {
+    let dir = scratch("distorted");
+    let job = distorted(4, 2_000);
+    write_job(&dir, &job).unwrap();
+    // Student intervals hold for OLS on independent noise; the running
+    // median correlates neighbouring points and narrows them (it is for
+    // outliers, which this job has none of).
+    let mut options = GlobalOptions::default();
+    options.fit.median_window = None;
+    let (set, time) = open(&dir, &options);
+    let report = time.report.as_ref().expect("three estimated peers");
+    assert_eq!(report.peers.len(), 3);
+    for (peer, r) in report.peers.iter().zip(1u32..) {
+        assert_eq!(time.rank(r).unwrap().basis, Basis::Estimated { strategy: Strategy::SampleBeforeAfter });
+        let truth = job.clocks[r as usize];
+        let origin = peer.fit.model.origin_ns as f64;
+        let offset_at_origin = truth.offset_ns as f64 + truth.drift_ppm * 1e-6 * (origin - T0 as f64);
+        assert!(peer.fit.offset.contains(offset_at_origin), "rank {r}: {:?} vs {offset_at_origin}", peer.fit.offset);
+        assert!(peer.fit.drift.contains(truth.drift_ppm * 1e-6), "rank {r}: {:?}", peer.fit.drift);
+    }
+    let check = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert!(check.problems().is_empty(), "{check}");
+    assert_eq!(check.messages, job.messages());
+}
+
+#[test]
+fn sb_extrapolation_makes_tachyons_on_a_long_run_where_sba_makes_none() {
+    let dir = scratch("sb-sba");
+    let mut job = distorted(4, 20_000);
+    job.sample_points = 10;
+    write_job(&dir, &job).unwrap();
+    let sba = GlobalOptions::default();
+    let mut sb = GlobalOptions::default();
+    sb.fit.strategy = Strategy::SampleBefore;
+    let tachyons = |options: &GlobalOptions| {
+        let (set, time) = open(&dir, options);
+        let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+        assert_eq!(report.messages, job.messages(), "every message matched whatever the clocks");
+        assert_eq!(report.unmatched_receives, 0);
+        report.tachyons
+    };
+    let (with_sb, with_sba) = (tachyons(&sb), tachyons(&sba));
+    assert!(with_sb > 0, "SB extrapolated over 0.4 s should misdate some messages");
+    assert_eq!(with_sba, 0);
+}
+
+#[test]
+fn without_global_time_the_merge_defers_receives_and_still_matches_everything() {
+    let dir = scratch("raw-dates");
+    let job = distorted(4, 200);
+    write_job(&dir, &job).unwrap();
+    // Pretend every rank shares rank 0's clock: the 3 ms offsets stay.
+    let set = TraceSet::open(&dir).unwrap();
+    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    for rank in time.ranks.iter_mut().flatten() {
+        rank.model = grappe_clock::ClockModel::identity();
+    }
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert!(report.tachyons > 0);
+    assert!(report.stream.deferred > 0);
+    assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (job.messages(), 0, 0));
+}
+
+#[test]
+fn a_merged_file_reads_back_as_the_same_causal_stream() {
+    let dir = scratch("merge");
+    let job = distorted(3, 500);
+    write_job(&dir, &job.clone()).unwrap();
+    let (set, time) = open(&dir, &GlobalOptions::default());
+    let merged = dir.join("merged.gtrace");
+    let outcome = merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    assert_eq!(outcome.events, job.events());
+    let direct: Vec<_> = CausalStream::open(&set, &time).unwrap().map(Result::unwrap).collect();
+
+    let merged_set = TraceSet::open(&merged).unwrap();
+    assert_eq!(merged_set.layout(), Layout::Merged);
+    let merged_time = GlobalTime::estimate(&merged_set, &GlobalOptions::default()).unwrap();
+    let reread: Vec<_> = CausalStream::open(&merged_set, &merged_time).unwrap().map(Result::unwrap).collect();
+    assert_eq!(direct, reread);
+    // The directory now holds the merged file too: it is left out, with a note.
+    let again = TraceSet::open(&dir).unwrap();
+    assert_eq!(again.files().len(), 3);
+    assert!(again.notes().iter().any(|n| n.contains("merged.gtrace")), "{:?}", again.notes());
+}
+
+#[test]
+fn a_cut_or_missing_rank_ends_the_stream_with_unmatched_messages_not_a_hang() {
+    let dir = scratch("cut");
+    let job = SyntheticJob { block_events: 256, ..SyntheticJob::new(4, 400) };
+    write_job(&dir, &job).unwrap();
+    let cut = grappe_trace::file_for(&dir, 2);
+    let len = std::fs::metadata(&cut).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+    file.set_len(len / 2).unwrap();
+    std::fs::remove_file(grappe_trace::file_for(&dir, 3)).unwrap();
+    let (set, time) = open(&dir, &GlobalOptions::default());
+    assert_eq!(set.missing_ranks(), vec![3]);
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert!(report.unmatched_receives > 0, "{report}");
+    assert!(report.unreceived_sends > 0, "{report}");
+    assert!(report.unfinished.iter().any(|u| u.contains("rank 2") && u.contains("cut at offset")), "{report}");
+    assert!(report.events < job.events());
+}

@@ -1,0 +1,247 @@
+//! The profile of synthetic jobs, whose every call date is laid out in
+//! `synthetic.rs`: per iteration `t`, a region `step` [t, t+16 us]; an
+//! isend [t+100, t+300] of 64 bytes to the right neighbour, an irecv
+//! [t+400, t+500], waits [t+5000, t+6000] (send) and [t+6000, t+7000]
+//! (receive, its message sent at t+100); with the pair rank `r ^ 1`, even
+//! ranks send [t+8000, t+8500] then receive [t+9000, t+11000] (the odd
+//! rank's send starts at t+9200: 200 ns late), odd ranks receive
+//! [t+7500, t+8800] (the even send starts at t+8000: 500 ns late) then send
+//! [t+9200, t+9500], 1024 + 8 (i mod 16) bytes; every tenth iteration an
+//! allreduce [t+12000, t+15000] of 8 bytes, entered by all at once.
+
+use std::path::PathBuf;
+
+use grappe_analysis::profile::{Profile, Profiler, profile};
+use grappe_analysis::synthetic::{ITERATION_NS, SyntheticClock, SyntheticJob, write_job};
+use grappe_analysis::{CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet};
+use grappe_trace::{ANY, Body, CollectiveKind, Event};
+use proptest::prelude::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-profile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn profile_of(job: &SyntheticJob, name: &str) -> Profile {
+    let dir = scratch(name);
+    write_job(&dir, job).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let stream = CausalStream::open(&set, &time).unwrap();
+    let mut last_progress = 0;
+    let result = profile(stream, set.world_size(), &mut |n| last_progress = n).unwrap();
+    assert_eq!(last_progress, job.events());
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// (count, total ns, min, max, bytes) of a call type.
+fn call(p: &Profile, name: &str) -> (u64, u64, u64, u64, u64) {
+    let s = p.call(name).unwrap_or_else(|| panic!("no {name} row in\n{p}")).stats;
+    (s.count, s.total_ns, s.min_ns, s.max_ns, s.bytes)
+}
+
+#[test]
+fn a_four_rank_job_gives_the_counts_times_and_bytes_of_its_layout() {
+    let (n, iters) = (4u64, 300u64);
+    let p = profile_of(&SyntheticJob::new(n as u32, iters), "four");
+    let collectives = iters.div_ceil(10);
+    let pair_bytes: u64 = (0..iters).map(|i| 1024 + 8 * (i % 16)).sum();
+    assert_eq!(p.events, SyntheticJob::new(4, iters).events());
+    assert_eq!(p.span_ns, iters * ITERATION_NS);
+    assert_eq!(p.aggregate_ns, n * iters * ITERATION_NS);
+
+    assert_eq!(call(&p, "isend"), (n * iters, n * iters * 200, 200, 200, n * iters * 64));
+    assert_eq!(call(&p, "irecv"), (n * iters, n * iters * 100, 100, 100, 0));
+    // Receive completions carry their 64 bytes, send completions none.
+    assert_eq!(call(&p, "wait"), (2 * n * iters, 2 * n * iters * 1000, 1000, 1000, n * iters * 64));
+    assert_eq!(call(&p, "send"), (n * iters, iters * 2 * (500 + 300), 300, 500, n * pair_bytes));
+    assert_eq!(call(&p, "recv"), (n * iters, iters * 2 * (2000 + 1300), 1300, 2000, n * pair_bytes));
+    assert_eq!(call(&p, "allreduce"), (n * collectives, n * collectives * 3000, 3000, 3000, n * collectives * 8));
+    assert_eq!(p.calls.len(), 6, "{p}");
+    assert_eq!(p.calls[0].call.name(), "wait", "longest total first");
+
+    // Every call is inside `step`: one site per call type.
+    assert_eq!(p.sites.len(), 6);
+    for site in &p.sites {
+        assert_eq!((site.region.as_deref(), site.location.as_deref()), (Some("step"), Some("synthetic.rs:1")));
+        assert_eq!(site.stats, p.call(site.call.name()).unwrap().stats);
+    }
+    assert_eq!(p.regions.len(), 1);
+    assert_eq!(
+        (p.regions[0].count, p.regions[0].inclusive_ns, p.regions[0].unclosed),
+        (n * iters, n * iters * 16_000, 0)
+    );
+
+    for r in &p.ranks {
+        let even = r.rank % 2 == 0;
+        let calls = iters * (200 + 100 + 2000 + if even { 500 + 2000 } else { 1300 + 300 }) + collectives * 3000;
+        let waiting = iters * if even { 200 } else { 500 };
+        assert_eq!(r.total_ns, iters * ITERATION_NS, "rank {}", r.rank);
+        assert_eq!(r.calls_ns, calls, "rank {}", r.rank);
+        assert_eq!(r.waiting_ns, waiting, "rank {}: late senders only, the allreduce is entered together", r.rank);
+        assert_eq!(r.communication_ns, calls - waiting);
+        assert_eq!(r.compute_ns, iters * ITERATION_NS - calls);
+        assert_eq!(r.events, SyntheticJob::new(4, iters).events_of(r.rank));
+    }
+
+    // Ring to the right (64 bytes) and pairs 0-1, 2-3.
+    assert_eq!(p.messages(0, 1), (2 * iters, iters * 64 + pair_bytes));
+    assert_eq!(p.messages(1, 2), (iters, iters * 64));
+    assert_eq!(p.messages(1, 0), (iters, pair_bytes));
+    assert_eq!(p.messages(3, 0), (iters, iters * 64));
+    assert_eq!(p.messages(0, 2), (0, 0));
+    assert_eq!(p.matrix.len(), 6);
+
+    let bins: Vec<_> = p.p2p_sizes.iter().map(|b| (b.min, b.max, b.count)).collect();
+    assert_eq!(bins, vec![(64, 127, n * iters), (1024, 2047, n * iters)]);
+    let bins: Vec<_> = p.collective_sizes.iter().map(|b| (b.min, b.max, b.count, b.bytes)).collect();
+    assert_eq!(bins, vec![(8, 15, n * collectives, 8 * n * collectives)]);
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+}
+
+#[test]
+fn the_text_report_has_mpip_like_tables() {
+    let p = profile_of(&SyntheticJob::new(3, 20), "text");
+    let text = p.to_string();
+    for title in [
+        "Time per rank",
+        "Calls by type",
+        "Call sites: call type x innermost enclosing user region",
+        "no per-call source location",
+        "Message sizes: point-to-point",
+        "Message sizes: collective",
+        "Communication matrix",
+        "User regions by inclusive time",
+    ] {
+        assert!(text.contains(title), "{title:?} missing from\n{text}");
+    }
+    assert!(text.contains("step (synthetic.rs:1)"), "{text}");
+    // Rank 2 has no pair partner in a 3-rank job: ring messages only.
+    assert_eq!(p.messages(2, 0), (20, 20 * 64));
+    assert_eq!(p.rank(2).unwrap().waiting_ns, 0);
+    let json = serde_json::to_value(&p).unwrap();
+    assert_eq!(json["calls"][0]["call"], "wait");
+    assert!(json["ranks"][0]["compute_ns"].is_u64());
+}
+
+fn linked(rank: u32, start: u64, end: u64, body: Body, message: Message) -> Linked {
+    Linked { event: Event { rank, start, end, alpha_ns: 0, body }, message }
+}
+
+/// A receive of rank `dst` from `src` whose send started at `send_start`.
+fn received(src: u32, dst: u32, send_start: u64) -> Message {
+    let channel = Channel { src, dst, comm: 0, tag: 0 };
+    Message::Received { channel, send: SendSide { id: 0, start: send_start, end: send_start + 50, bytes: 8, seq: 0 } }
+}
+
+#[test]
+fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
+    let region = |name: &str| Body::RegionEnter { name: name.into(), location: "app.rs:7".into() };
+    let leave = |name: &str| Body::RegionLeave { name: name.into() };
+    let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8 };
+    let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false };
+    let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
+    let events = [
+        linked(0, 0, 0, Body::Init, Message::None),
+        linked(1, 0, 0, Body::Init, Message::None),
+        linked(0, 50, 50, region("outer"), Message::None),
+        linked(0, 60, 60, region("outer"), Message::None),
+        // Rank 0 enters the allreduce at 100, rank 1 at 400: 300 ns lost.
+        linked(0, 100, 1000, allreduce.clone(), Message::None),
+        linked(1, 400, 1000, allreduce, Message::None),
+        linked(0, 1050, 1050, leave("outer"), Message::None),
+        // Rank 0's sendrecv: the send record covers the receive's wait for
+        // rank 1's send, which starts 300 ns after it.
+        linked(0, 1100, 1500, send(1), sent(0, 1)),
+        linked(1, 1400, 1450, send(0), sent(1, 0)),
+        linked(1, 1500, 1600, recv(0), received(0, 1, 1100)),
+        linked(0, 1100, 1600, recv(1), received(1, 0, 1400)),
+        linked(0, 1700, 1700, leave("outer"), Message::None),
+        linked(0, 2000, 2000, Body::Finalize, Message::None),
+        linked(1, 2000, 2000, Body::Finalize, Message::None),
+    ];
+    let mut profiler = Profiler::new(2);
+    events.iter().for_each(|e| profiler.observe(e));
+    let p = profiler.finish();
+    let r0 = p.rank(0).unwrap();
+    assert_eq!(
+        (r0.total_ns, r0.calls_ns, r0.waiting_ns, r0.communication_ns, r0.compute_ns),
+        (2000, 1400, 600, 800, 600)
+    );
+    let r1 = p.rank(1).unwrap();
+    assert_eq!(
+        (r1.total_ns, r1.calls_ns, r1.waiting_ns, r1.communication_ns, r1.compute_ns),
+        (2000, 750, 0, 750, 1250)
+    );
+    // The recursive region counts twice but its time once; rank 0's calls
+    // are all inside it, rank 1's outside any region.
+    assert_eq!(p.regions.len(), 1);
+    assert_eq!((p.regions[0].count, p.regions[0].inclusive_ns), (2, 1650));
+    let site = |call: &str, region: Option<&str>| {
+        p.sites.iter().find(|s| s.call.name() == call && s.region.as_deref() == region).map(|s| s.stats.count)
+    };
+    assert_eq!(site("allreduce", Some("outer")), Some(1));
+    assert_eq!(site("allreduce", None), Some(1));
+    assert_eq!(site("recv", Some("outer")), Some(1));
+    assert_eq!(site("send", None), Some(1));
+    assert_eq!(p.messages(0, 1), (1, 8));
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+}
+
+#[test]
+fn unbalanced_regions_and_a_collective_missing_a_rank_are_noted_not_fatal() {
+    let mut profiler = Profiler::new(3);
+    let allreduce = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    profiler.observe(&linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None));
+    profiler.observe(&linked(0, 20, 20, Body::RegionLeave { name: "b".into() }, Message::None));
+    profiler.observe(&linked(0, 30, 90, allreduce.clone(), Message::None));
+    profiler.observe(&linked(1, 50, 90, allreduce, Message::None));
+    // A record dated before the previous one is moved to it.
+    profiler.observe(&linked(1, 40, 45, Body::Finalize, Message::None));
+    let p = profiler.finish();
+    assert_eq!(p.rank(0).unwrap().waiting_ns, 20);
+    assert_eq!(p.rank(1).unwrap().total_ns, 40);
+    assert_eq!((p.regions[0].count, p.regions[0].unclosed, p.regions[0].inclusive_ns), (1, 1, 80));
+    assert_eq!(p.notes.len(), 3, "{:?}", p.notes);
+}
+
+fn clocks() -> impl Strategy<Value = Vec<SyntheticClock>> {
+    let clock = (-2_000_000i64..2_000_000, -100.0f64..100.0)
+        .prop_map(|(offset_ns, drift_ppm)| SyntheticClock { offset_ns, drift_ppm });
+    proptest::collection::vec(clock, 0..6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Whatever the job and its clocks, each rank's time splits exactly.
+    #[test]
+    fn compute_communication_and_waiting_add_up_to_each_ranks_total(
+        ranks in 1u32..6,
+        iterations in 1u64..40,
+        distorted in any::<bool>(),
+        clocks in clocks(),
+    ) {
+        let mut job = SyntheticJob::new(ranks, iterations);
+        if distorted {
+            job.one_host = false;
+            job.clocks = clocks;
+        }
+        let p = profile_of(&job, &format!("prop-{ranks}-{iterations}-{distorted}"));
+        prop_assert_eq!(p.ranks.len(), ranks as usize);
+        for r in &p.ranks {
+            prop_assert_eq!(r.compute_ns + r.communication_ns + r.waiting_ns, r.total_ns, "{:?}", r);
+            prop_assert!(r.waiting_ns <= r.calls_ns && r.calls_ns <= r.total_ns, "{:?}", r);
+            prop_assert!(r.total_ns > 0);
+        }
+        let calls: u64 = p.calls.iter().map(|c| c.stats.count).sum();
+        let per_rank = if ranks > 1 { 4 } else { 0 };
+        let pairs = (ranks - ranks % 2) as u64;
+        let expected = iterations * (ranks as u64 * per_rank + 2 * pairs) + ranks as u64 * iterations.div_ceil(10);
+        prop_assert_eq!(calls, expected);
+    }
+}

@@ -1,0 +1,290 @@
+//! The HTML report in a real browser: headless Chromium loads it, the
+//! dumped DOM must say it rendered, the console must stay silent, and a
+//! screenshot must show the diagram's colours. Chromium is required (run
+//! scripts/install-deps); every run is bounded by `timeout`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use grappe_analysis::report::{ReportOptions, ReportSummary, write_report};
+use grappe_analysis::synthetic::{SyntheticClock, SyntheticJob, write_job};
+use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+
+/// Seconds a Chromium run may take before it is killed.
+const CHROMIUM_SECONDS: u32 = 45;
+/// Colours of the diagram (report/diagram.js).
+const SEND: [u8; 3] = [0x1f, 0x6f, 0xd1];
+const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
+const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
+
+/// A scratch directory, removed when the test passes (kept for a look
+/// when it fails).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("grappe-report-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+/// Writes a synthetic job and its report in `dir`.
+fn report_of(dir: &Path, job: &SyntheticJob, options: &ReportOptions) -> (PathBuf, ReportSummary) {
+    let traces = dir.join("trace");
+    write_job(&traces, job).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let out = dir.join("report.html");
+    let mut read = 0;
+    let summary = write_report(&set, &time, &out, options, &mut |n| read = n).unwrap();
+    assert_eq!(read, 2 * job.events(), "two passes");
+    (out, summary)
+}
+
+/// What a Chromium run printed.
+struct Run {
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Console messages of the page (Chromium logs them as
+    /// `[pid:tid:date:INFO:CONSOLE:line] "message", source: url (line)`;
+    /// a report logs nothing, so any is an error).
+    fn console(&self) -> Vec<&str> {
+        self.stderr.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).collect()
+    }
+}
+
+/// Runs headless Chromium on `page` with `args`, under `timeout`.
+fn chromium(dir: &Path, page: &str, args: &[&str]) -> Run {
+    let version = Command::new("timeout").args(["20", "chromium", "--version"]).stdin(Stdio::null()).output();
+    match version.map(|o| o.status.code()) {
+        Ok(Some(0)) => {}
+        Ok(Some(127)) => panic!("chromium is not installed: it is required by this test; run scripts/install-deps"),
+        Ok(code) => panic!("`chromium --version` failed ({code:?}): run scripts/install-deps"),
+        Err(e) => panic!("cannot run timeout(1) ({e}): coreutils are required"),
+    }
+    let profile = tempdir(dir, "chromium-profile");
+    let output = Command::new("timeout")
+        .args(["--kill-after=5", &CHROMIUM_SECONDS.to_string(), "chromium"])
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        .args(["--disable-dev-shm-usage", "--no-first-run", "--disable-extensions", "--hide-scrollbars"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"])
+        .args(args)
+        .arg(page)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run timeout(1)");
+    let _ = std::fs::remove_dir_all(&profile);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_ne!(output.status.code(), Some(124), "chromium did not finish in {CHROMIUM_SECONDS} s; stderr:\n{stderr}");
+    assert!(output.status.success(), "chromium failed ({}); stderr:\n{stderr}", output.status);
+    Run { stdout: String::from_utf8_lossy(&output.stdout).into_owned(), stderr }
+}
+
+fn tempdir(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(&path).unwrap();
+    path
+}
+
+fn url(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// Loads the page (`#selftest`: it drives its own controls, see
+/// report/selftest.js), returns the DOM after its scripts ran; fails on a
+/// console message or a missing `data-rendered="ok"`/`data-selftest="ok"`.
+fn rendered_dom(dir: &Path, page: &Path) -> String {
+    let run = chromium(dir, &format!("{}#selftest", url(page)), &["--dump-dom"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    let body = run.stdout.find("<body").map(|i| &run.stdout[i..]).unwrap_or("");
+    let tag = &body[..body.find('>').unwrap_or(body.len())];
+    assert!(!tag.contains("data-error"), "the page reported an error: {tag}");
+    assert!(tag.contains("data-rendered=\"ok\""), "the page did not say it rendered: {tag}");
+    assert!(tag.contains("data-selftest=\"ok\""), "zoom, pan, tooltips or reset failed: {tag}");
+    run.stdout
+}
+
+/// Pixels of `png` within 10 of `colour` on every channel.
+fn pixels_near(png: &Path, colour: [u8; 3]) -> usize {
+    let mut decoder = png::Decoder::new(std::fs::File::open(png).unwrap());
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "a colour screenshot expected, got {:?}", info.color_type);
+    buf[..info.buffer_size()]
+        .chunks_exact(channels)
+        .filter(|p| p.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) <= 10))
+        .count()
+}
+
+fn assert_self_contained(html: &str) {
+    for external in ["http://", "https://", "<link", " src=", "@import", "url("] {
+        assert!(!html.contains(external), "the report refers to something outside ({external:?})");
+    }
+}
+
+#[test]
+fn a_report_renders_in_chromium_without_console_errors_and_shows_every_section() {
+    let dir = scratch("render");
+    let job = SyntheticJob::new(4, 300);
+    let (page, summary) = report_of(&dir, &job, &ReportOptions::default());
+    // Calls and regions: all events but init, finalize and the counters.
+    let regions = 4 * 300;
+    assert_eq!(summary.intervals, job.events() - 2 * 4 - 4 * 300 - regions);
+    assert_eq!(summary.embedded_intervals, summary.intervals);
+    assert_eq!((summary.messages, summary.embedded_arrows), (job.messages(), job.messages()));
+    assert!(summary.omitted.is_empty() && summary.window_end_ns.is_none(), "{:?}", summary.omitted);
+    assert!(summary.check.problems().is_empty());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("<script type=\"application/json\" id=\"report-data\">"));
+
+    let dom = rendered_dom(&dir, &page);
+    for text in [
+        "4 (4 traced)",
+        "synthetic (ranks 0-3)",
+        "Every call, region and message of the trace is in the diagram.",
+        "Time per rank",
+        "Calls by type",
+        "allreduce",
+        "Call sites",
+        "innermost enclosing user region",
+        "step",
+        "synthetic.rs:1",
+        "Message sizes",
+        "1024–2047",
+        "User regions by inclusive time",
+        "Global time",
+        "shares the reference",
+        "Consistency check",
+        "Consistent: no tachyon",
+    ] {
+        assert!(dom.contains(text), "{text:?} is not on the rendered page");
+    }
+}
+
+#[test]
+fn a_screenshot_shows_the_diagram_in_the_call_colours() {
+    let dir = scratch("screenshot");
+    let (page, _) = report_of(&dir, &SyntheticJob::new(4, 300), &ReportOptions::default());
+    let png = dir.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let run = chromium(&dir, &url(&page), &[&shot, "--window-size=1400,1000"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    // The legend has a 14x10 swatch of each colour; the diagram's four
+    // lanes of 300 iterations have many more pixels of them.
+    for (name, colour) in [("send", SEND), ("recv", RECV), ("collective", COLLECTIVE)] {
+        let n = pixels_near(&png, colour);
+        assert!(n > 2_000, "{n} pixels of the {name} colour in {}", png.display());
+    }
+    // Zoomed on the first iteration (address #view=START,END, ns), every
+    // call is wide: sends and receives fill whole bars.
+    let zoomed = dir.join("zoomed.png");
+    let shot = format!("--screenshot={}", zoomed.display());
+    chromium(&dir, &format!("{}#view=0,20000", url(&page)), &[&shot, "--window-size=1400,1000"]);
+    assert!(pixels_near(&zoomed, SEND) > 3_000, "{}", zoomed.display());
+    assert!(pixels_near(&zoomed, RECV) > 5_000, "{}", zoomed.display());
+}
+
+#[test]
+fn a_big_trace_is_cut_to_a_window_that_the_page_describes() {
+    let dir = scratch("big");
+    // Four hosts whose clocks are off by up to 3 ms and 80 ppm.
+    let mut job = SyntheticJob::new(4, 3_000);
+    job.one_host = false;
+    job.clocks = [(0, 0.0), (3_000_000, 80.0), (-1_200_000, -35.0), (450_000, 12.5)]
+        .map(|(offset_ns, drift_ppm)| SyntheticClock { offset_ns, drift_ppm })
+        .to_vec();
+    let options = ReportOptions { max_events: 10_000, max_arrows: 2_000 };
+    let (page, summary) = report_of(&dir, &job, &options);
+    assert!(summary.intervals > 80_000);
+    let kept = summary.embedded_intervals;
+    assert!((10_000..=11_001).contains(&kept), "{kept} intervals kept for at most 10 000 (+10%)");
+    assert_eq!(summary.embedded_arrows, 2_000);
+    assert!(summary.window_end_ns.is_some());
+    assert_eq!(summary.omitted.len(), 2, "{:?}", summary.omitted);
+    // About 40 bytes per embedded interval, plus the overview and tables.
+    assert!(summary.bytes < 800_000, "{} bytes", summary.bytes);
+    let dom = rendered_dom(&dir, &page);
+    assert!(dom.contains("Left out of the diagram:"), "no word of what was left out");
+    assert!(dom.contains("Clock statistics, reference rank 0") && dom.contains("estimated (SBA)"), "no clock report");
+    assert!(dom.contains("2\u{202f}000 of the trace") || dom.contains("2000 of the trace"), "arrows note missing");
+    // The profile still covers the whole trace.
+    assert_eq!(summary.profile.events, job.events());
+    assert_eq!(summary.check.messages, job.messages());
+}
+
+#[test]
+fn the_console_check_catches_a_script_error() {
+    let dir = scratch("negative");
+    let page = dir.join("broken.html");
+    let html = "<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>";
+    std::fs::write(&page, html).unwrap();
+    let run = chromium(&dir, &url(&page), &["--dump-dom"]);
+    assert!(run.console().iter().any(|l| l.contains("undefinedFunction")), "stderr:\n{}", run.stderr);
+}
+
+#[test]
+fn a_merged_trace_gets_the_same_report() {
+    let dir = scratch("merged");
+    let job = SyntheticJob::new(3, 200);
+    let traces = dir.join("trace");
+    write_job(&traces, &job).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let options = ReportOptions::default();
+    let direct = write_report(&set, &time, &dir.join("direct.html"), &options, &mut |_| {}).unwrap();
+    let merged_set = TraceSet::open(&merged).unwrap();
+    let merged_time = GlobalTime::estimate(&merged_set, &GlobalOptions::default()).unwrap();
+    let from_merged = write_report(&merged_set, &merged_time, &dir.join("merged.html"), &options, &mut |_| {}).unwrap();
+    assert_eq!(from_merged.profile, direct.profile);
+    assert_eq!((from_merged.intervals, from_merged.messages), (direct.intervals, direct.messages));
+    let html = std::fs::read_to_string(dir.join("merged.html")).unwrap();
+    assert!(html.contains("one merged file") && html.contains("its dates are global already"));
+}
+
+#[test]
+fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
+    let dir = scratch("cut");
+    let job = SyntheticJob { block_events: 256, ..SyntheticJob::new(4, 400) };
+    let traces = dir.join("trace");
+    write_job(&traces, &job).unwrap();
+    let cut = grappe_trace::file_for(&traces, 2);
+    let len = std::fs::metadata(&cut).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&cut).unwrap().set_len(len / 2).unwrap();
+    std::fs::remove_file(grappe_trace::file_for(&traces, 3)).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let page = dir.join("report.html");
+    let summary = write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    assert!(summary.check.unmatched_receives > 0 && summary.check.unreceived_sends > 0);
+    assert_eq!(summary.profile.ranks.len(), 3);
+    let dom = rendered_dom(&dir, &page);
+    assert!(dom.contains("4 (3 traced)"), "the header should count the traced ranks");
+    assert!(dom.contains("no trace for 1 of 4 ranks (3)"), "the missing rank is not noted");
+    assert!(dom.contains("rank 2: file cut at offset"), "the cut file is not noted");
+    assert!(dom.contains("receives with no send in the trace"), "the problems are not listed");
+}

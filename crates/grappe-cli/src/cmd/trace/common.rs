@@ -1,0 +1,77 @@
+//! What the trace tools share: the clock-estimation options, opening a
+//! set on global time, progress bars, JSON output.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet};
+use grappe_clock::{Estimator, Strategy};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// The trace to read.
+#[derive(Debug, Args)]
+pub struct TraceInput {
+    /// Directory of per-rank traces, or a merged trace file.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+}
+
+/// How global time is estimated.
+#[derive(Debug, Clone, Args)]
+pub struct EstimationArgs {
+    /// Clock estimator: dunigan (Tape/PVM's), haddad, min-rtt[=FRACTION] or convex-hull.
+    #[arg(long, value_name = "NAME", default_value = "dunigan")]
+    estimator: Estimator,
+    /// Sampling strategy: sba (samples before and after the run, interpolated) or sb
+    /// (samples before, extrapolated).
+    #[arg(long, value_name = "sb|sba", default_value = "sba")]
+    strategy: Strategy,
+    /// Running-median window over each phase's offsets (odd; 1 keeps every sample).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    median_window: usize,
+    /// Estimate the clocks of ranks that share rank 0's clock too (they are rebased
+    /// exactly otherwise): shows the estimator's error against a known answer.
+    #[arg(long)]
+    estimate_shared: bool,
+}
+
+impl EstimationArgs {
+    pub fn options(&self) -> GlobalOptions {
+        let mut options = GlobalOptions { estimate_shared: self.estimate_shared, ..GlobalOptions::default() };
+        options.fit.estimator = self.estimator;
+        options.fit.strategy = self.strategy;
+        options.fit.median_window = (self.median_window > 1).then_some(self.median_window);
+        options
+    }
+}
+
+/// Opens the set and builds global time, printing the notes of both.
+pub fn open(path: &Path, estimation: &EstimationArgs) -> Result<(TraceSet, GlobalTime)> {
+    let set = TraceSet::open(path)?;
+    let time = GlobalTime::estimate(&set, &estimation.options())?;
+    for note in set.notes().iter().chain(&time.notes) {
+        eprintln!("grappe trace: note: {note}");
+    }
+    Ok((set, time))
+}
+
+/// A spinner counting events on stderr (hidden when stderr is not a
+/// terminal).
+pub fn progress(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template("{spinner} {msg}: {human_pos} events ({per_sec}, {elapsed})")
+        .expect("a valid template");
+    bar.set_style(style);
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// Prints a value as pretty JSON on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).context("encoding the JSON output")?;
+    println!("{text}");
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! `grappe trace export`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
+use grappe_analysis::{CausalStream, GlobalTime, TraceSet};
+
+use super::common::{EstimationArgs, TraceInput, open, progress};
+
+const AFTER_HELP: &str = "\
+Formats: chrome (trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing),
+paje (ViTE, pajeng), otf2 (Vampir, Score-P tools: OUTPUT names the archive, OUTPUT.otf2 is the
+anchor file to open), picl (ParaGraph).";
+
+/// Converts a trace for the viewers HPC users have, on global time.
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    input: TraceInput,
+    #[command(flatten)]
+    estimation: EstimationArgs,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    format: Format,
+    /// Output file (for otf2: the archive's path without `.otf2`).
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Chrome,
+    Paje,
+    Otf2,
+    Picl,
+}
+
+pub fn execute(args: ExportArgs) -> Result<i32> {
+    let (set, time) = open(&args.input.trace, &args.estimation)?;
+    let bar = progress("exporting");
+    let mut tick = |n| bar.set_position(n);
+    let writer: TextWriter = match args.format {
+        Format::Otf2 => {
+            let line = export_otf2(&set, &time, &args.output, &mut tick)?;
+            bar.finish_and_clear();
+            println!("{}: {line}", args.output.display());
+            return Ok(0);
+        }
+        Format::Chrome => chrome::write_chrome,
+        Format::Paje => paje::write_paje,
+        Format::Picl => picl::write_picl,
+    };
+    let s = export_text(writer, CausalStream::open(&set, &time)?, &args.output, &mut tick)?;
+    let line = format!("{} events, {} messages, {:.1} MB", s.events, s.messages, s.written_bytes as f64 / 1e6);
+    bar.finish_and_clear();
+    println!("{}: {line}", args.output.display());
+    Ok(0)
+}
+
+/// The exporters that write one text file.
+type TextWriter = fn(CausalStream, &mut dyn Write, &mut dyn FnMut(u64)) -> grappe_analysis::Result<ExportSummary>;
+
+fn export_text(
+    writer: TextWriter,
+    stream: CausalStream,
+    path: &Path,
+    tick: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let summary = writer(stream, &mut out, tick)?;
+    out.flush().with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(summary)
+}
+
+fn export_otf2(set: &TraceSet, time: &GlobalTime, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
+    let name = output.file_name().and_then(|n| n.to_str()).context("the OTF2 output needs a file name")?;
+    let name = name.strip_suffix(".otf2").unwrap_or(name);
+    let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let summary = grappe_otf2::write_otf2(set, CausalStream::open(set, time)?, dir, name, tick)?;
+    Ok(format!(
+        "{} OTF2 events on {} locations, {} messages; open {}",
+        summary.events_written,
+        summary.locations,
+        summary.messages,
+        summary.anchor.display()
+    ))
+}

@@ -1,0 +1,40 @@
+//! `grappe trace merge`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::common::{EstimationArgs, TraceInput, open, progress};
+
+/// Merges per-rank traces into one trace on global time, in causal order (every
+/// send before its receive), in the same format: every tool reads it.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    #[command(flatten)]
+    input: TraceInput,
+    #[command(flatten)]
+    estimation: EstimationArgs,
+    /// The merged trace to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+}
+
+pub fn execute(args: MergeArgs) -> Result<i32> {
+    let (set, time) = open(&args.input.trace, &args.estimation)?;
+    let bar = progress("merging");
+    let outcome = grappe_analysis::merge_to_file(&set, &time, &args.output, &mut |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    let s = &outcome.summary;
+    println!(
+        "{}: {} events of {} ranks, {} messages matched, {} receives unmatched, {} sends never received, {} receives deferred behind their send",
+        args.output.display(),
+        outcome.events,
+        s.flows.len(),
+        s.matched,
+        s.unmatched_receives,
+        s.unreceived_sends,
+        s.deferred
+    );
+    Ok(0)
+}

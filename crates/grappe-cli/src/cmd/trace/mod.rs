@@ -1,0 +1,55 @@
+//! `grappe trace ...`: the trace tools, over a directory of per-rank traces
+//! (`grappe run --trace DIR`) or a merged trace file.
+
+mod check;
+mod clock;
+mod common;
+mod export;
+mod info;
+mod merge;
+mod profile;
+mod report;
+
+use clap::{Args, Subcommand};
+
+const AFTER_HELP: &str = "\
+TRACE is a directory written by `grappe run --trace DIR` (one rank-NNNNN.gtrace file per rank)
+or a file written by `grappe trace merge`. Exit status: 0 on success, 1 when `check` finds
+problems, 2 when the input cannot be read (the message names the file, the offset and what was
+expected there).";
+
+/// Read, check and convert traces.
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: TraceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum TraceCommand {
+    Info(info::InfoArgs),
+    Check(check::CheckArgs),
+    Clock(clock::ClockArgs),
+    Merge(merge::MergeArgs),
+    Profile(profile::ProfileArgs),
+    Export(export::ExportArgs),
+    Report(report::ReportArgs),
+}
+
+/// Runs a trace tool; returns the exit status.
+pub fn execute(args: TraceArgs) -> i32 {
+    let result = match args.command {
+        TraceCommand::Info(a) => info::execute(a),
+        TraceCommand::Check(a) => check::execute(a),
+        TraceCommand::Clock(a) => clock::execute(a),
+        TraceCommand::Merge(a) => merge::execute(a),
+        TraceCommand::Profile(a) => profile::execute(a),
+        TraceCommand::Export(a) => export::execute(a),
+        TraceCommand::Report(a) => report::execute(a),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("grappe trace: {e:#}");
+        2
+    })
+}

@@ -1,0 +1,50 @@
+//! `grappe trace report`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use grappe_analysis::report::{ReportOptions, write_report};
+
+use super::common::{EstimationArgs, TraceInput, open, progress};
+
+/// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
+/// dragging), communication matrix, profile tables, clock statistics and the
+/// consistency check. Opens in any browser, offline.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    input: TraceInput,
+    #[command(flatten)]
+    estimation: EstimationArgs,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "grappe-report.html")]
+    output: PathBuf,
+    /// Calls and regions drawn in the diagram at most (the page says what is left out).
+    #[arg(long, value_name = "N", default_value_t = ReportOptions::default().max_events)]
+    max_events: usize,
+    /// Messages drawn as arrows at most.
+    #[arg(long, value_name = "N", default_value_t = ReportOptions::default().max_arrows)]
+    max_arrows: usize,
+}
+
+pub fn execute(args: ReportArgs) -> Result<i32> {
+    let (set, time) = open(&args.input.trace, &args.estimation)?;
+    let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows };
+    let bar = progress("reporting");
+    let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    println!(
+        "{}: {:.1} MB, {} of {} calls and {} of {} messages drawn",
+        args.output.display(),
+        summary.bytes as f64 / 1e6,
+        summary.embedded_intervals,
+        summary.intervals,
+        summary.embedded_arrows,
+        summary.messages
+    );
+    for omitted in &summary.omitted {
+        println!("  {omitted}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,392 @@
+//! A safe face on the OTF2 writer: the only module with `unsafe` blocks.
+//!
+//! An archive is written in three phases, each a type that the next one
+//! consumes, so calls cannot come in an order OTF2 would refuse:
+//! [`EventPhase`] (event writers, one per location), [`GlobalDefs`] (the
+//! global definitions, written once every event is), then
+//! [`GlobalDefs::close`], which writes the anchor file. Dropping a phase
+//! closes the archive as it is (an error path: the caller removes it).
+//!
+//! The archive is written by one process: OTF2's serial collective
+//! callbacks stand in for MPI, and buffers are flushed to their files
+//! whenever they fill.
+
+use std::ffi::{CStr, CString, c_void};
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr::{NonNull, null_mut};
+
+use crate::error::Otf2Error;
+use crate::ffi::{self, *};
+
+type Result<T, E = Otf2Error> = std::result::Result<T, E>;
+
+/// Flush every full buffer to its file.
+unsafe extern "C" fn pre_flush(
+    _user_data: *mut c_void,
+    _file_type: OTF2_FileType,
+    _location: OTF2_LocationRef,
+    _caller_data: *mut c_void,
+    _last: bool,
+) -> OTF2_FlushType {
+    OTF2_FLUSH
+}
+
+/// No post-flush callback: with one, OTF2 writes a `BufferFlush` event
+/// (stamped with the callback's answer) at the head of every new chunk.
+/// Those flushes are the exporter's own I/O, not pauses of the traced
+/// program, so they must not appear in its timeline (nor in the event
+/// counts). The recorder's real flushes are exported from the trace.
+static FLUSH_CALLBACKS: OTF2_FlushCallbacks =
+    OTF2_FlushCallbacks { otf2_pre_flush: Some(pre_flush), otf2_post_flush: None };
+
+/// `Err` naming `call` unless `code` is `OTF2_SUCCESS`.
+#[inline]
+fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<()> {
+    if code == OTF2_SUCCESS { Ok(()) } else { Err(call_error(call, code)) }
+}
+
+#[cold]
+fn call_error(call: &'static str, code: OTF2_ErrorCode) -> Otf2Error {
+    let text = |s: *const std::ffi::c_char| {
+        if s.is_null() {
+            String::new()
+        } else {
+            // SAFETY: OTF2_Error_GetName/GetDescription return pointers to
+            // static NUL-terminated strings (or NULL, handled above).
+            unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+        }
+    };
+    // SAFETY: both functions accept any code and return static strings.
+    let (name, description) = unsafe { (ffi::OTF2_Error_GetName(code), ffi::OTF2_Error_GetDescription(code)) };
+    Otf2Error::Call { call, code, name: text(name), description: text(description) }
+}
+
+/// A C string of `s`; NUL bytes, which C strings cannot hold, become U+FFFD.
+fn c_string(s: &str) -> CString {
+    CString::new(s)
+        .unwrap_or_else(|_| CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_else(|_| CString::from(c"?")))
+}
+
+/// Buffer sizes, in bytes (OTF2 takes 256 KiB to 16 MiB). OTF2 allocates
+/// and clears a buffer per event writer, and one per definition writer,
+/// local (one per location, empty) or global; a definition record must fit
+/// in one buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunks {
+    pub events: u64,
+    pub definitions: u64,
+}
+
+/// An open archive in write mode.
+struct Archive {
+    raw: NonNull<OTF2_Archive>,
+}
+
+impl Archive {
+    /// Closes the archive: writes what is buffered, and the anchor file.
+    fn close(self) -> Result<()> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `raw` is an open archive; ManuallyDrop keeps Drop from
+        // closing it a second time.
+        check("OTF2_Archive_Close", unsafe { ffi::OTF2_Archive_Close(this.raw.as_ptr()) })
+    }
+}
+
+impl Drop for Archive {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is an open archive, closed only here or in
+        // `close`, which skips this. The error is dropped: this runs on
+        // error paths, whose first error is the one reported.
+        let _ = unsafe { ffi::OTF2_Archive_Close(self.raw.as_ptr()) };
+    }
+}
+
+/// The first phase: an archive whose event files are open, and the event
+/// writers of its locations, numbered from 0. The writers stay here (OTF2
+/// hands out the same writer for a location every time it is asked, so a
+/// writer given away could be closed behind another's back): callers
+/// borrow one for a while with [`EventPhase::location`].
+pub(crate) struct EventPhase {
+    archive: Archive,
+    writers: Vec<Option<NonNull<OTF2_EvtWriter>>>,
+}
+
+impl EventPhase {
+    /// Creates `dir/name.otf2` and `dir/name/`, which must not exist, for
+    /// `locations` locations.
+    pub(crate) fn create(dir: &Path, name: &str, chunks: Chunks, creator: &str, locations: u32) -> Result<EventPhase> {
+        let c_dir = CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| Otf2Error::InvalidPath { path: dir.to_owned(), reason: "a path with a NUL byte" })?;
+        let c_name = CString::new(name)
+            .map_err(|_| Otf2Error::InvalidPath { path: dir.join(name), reason: "a name with a NUL byte" })?;
+        let size = |bytes: u64| bytes.clamp(OTF2_CHUNK_SIZE_MIN, OTF2_CHUNK_SIZE_MAX);
+        // SAFETY: both strings are NUL-terminated and outlive the call
+        // (OTF2 copies them); the other arguments are plain values.
+        let raw = unsafe {
+            ffi::OTF2_Archive_Open(
+                c_dir.as_ptr(),
+                c_name.as_ptr(),
+                OTF2_FILEMODE_WRITE,
+                size(chunks.events),
+                size(chunks.definitions),
+                OTF2_SUBSTRATE_POSIX,
+                OTF2_COMPRESSION_NONE,
+            )
+        };
+        let Some(raw) = NonNull::new(raw) else {
+            return Err(Otf2Error::NoHandle { call: "OTF2_Archive_Open", what: dir.join(name).display().to_string() });
+        };
+        let archive = Archive { raw };
+        let a = archive.raw.as_ptr();
+        let creator = c_string(creator);
+        // SAFETY: `a` is the archive just opened; FLUSH_CALLBACKS is a
+        // static (OTF2 keeps the pointer) and its callbacks ignore the NULL
+        // user data; `creator` outlives the call (OTF2 copies it).
+        unsafe {
+            check(
+                "OTF2_Archive_SetFlushCallbacks",
+                ffi::OTF2_Archive_SetFlushCallbacks(a, &FLUSH_CALLBACKS, null_mut()),
+            )?;
+            check("OTF2_Archive_SetSerialCollectiveCallbacks", ffi::OTF2_Archive_SetSerialCollectiveCallbacks(a))?;
+            check("OTF2_Archive_SetCreator", ffi::OTF2_Archive_SetCreator(a, creator.as_ptr()))?;
+            check("OTF2_Archive_OpenEvtFiles", ffi::OTF2_Archive_OpenEvtFiles(a))?;
+        }
+        Ok(EventPhase { archive, writers: vec![None; locations as usize] })
+    }
+
+    /// The event writer of `location`, made on first use.
+    #[inline]
+    pub(crate) fn location(&mut self, location: u32) -> Result<EventWriter<'_>> {
+        let world = self.writers.len();
+        let Some(slot) = self.writers.get_mut(location as usize) else {
+            return Err(Otf2Error::RankOutOfRange { rank: location, world });
+        };
+        let raw = match slot {
+            Some(raw) => *raw,
+            None => {
+                // SAFETY: the archive is open in write mode with its event
+                // files open; the writer is kept in `writers` until closed.
+                let raw = unsafe { ffi::OTF2_Archive_GetEvtWriter(self.archive.raw.as_ptr(), location as u64) };
+                let Some(raw) = NonNull::new(raw) else {
+                    let what = format!("location {location}");
+                    return Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetEvtWriter", what });
+                };
+                *slot.insert(raw)
+            }
+        };
+        Ok(EventWriter { raw, _phase: PhantomData })
+    }
+
+    /// Closes the event writers (making the empty event files of locations
+    /// never written to, which readers open all the same) and the event
+    /// files, writes the (empty) local definitions, one file per location
+    /// as readers expect, and opens the global definitions. Returns the
+    /// events of each location.
+    pub(crate) fn into_definitions(mut self) -> Result<(Vec<u64>, GlobalDefs)> {
+        let mut events = Vec::with_capacity(self.writers.len());
+        for location in 0..self.writers.len() as u32 {
+            let writer = self.location(location)?.raw.as_ptr();
+            self.writers[location as usize] = None;
+            let mut count = 0;
+            // SAFETY: `writer` is an open writer of the open archive, just
+            // taken out of `writers`, so it is never used once closed.
+            unsafe {
+                check("OTF2_EvtWriter_GetNumberOfEvents", ffi::OTF2_EvtWriter_GetNumberOfEvents(writer, &mut count))?;
+                check(
+                    "OTF2_Archive_CloseEvtWriter",
+                    ffi::OTF2_Archive_CloseEvtWriter(self.archive.raw.as_ptr(), writer),
+                )?;
+            }
+            events.push(count);
+        }
+        let a = self.archive.raw.as_ptr();
+        // SAFETY: `a` is open with its event files open, their writers
+        // closed.
+        unsafe {
+            check("OTF2_Archive_CloseEvtFiles", ffi::OTF2_Archive_CloseEvtFiles(a))?;
+            check("OTF2_Archive_OpenDefFiles", ffi::OTF2_Archive_OpenDefFiles(a))?;
+        }
+        for location in 0..events.len() as u64 {
+            // SAFETY: the definition files are open; each writer is closed
+            // right after it is made.
+            unsafe {
+                let writer = ffi::OTF2_Archive_GetDefWriter(a, location);
+                if writer.is_null() {
+                    let what = format!("location {location}");
+                    return Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetDefWriter", what });
+                }
+                check("OTF2_Archive_CloseDefWriter", ffi::OTF2_Archive_CloseDefWriter(a, writer))?;
+            }
+        }
+        // SAFETY: as above; the global writer belongs to the archive, which
+        // closes it.
+        let raw = unsafe {
+            check("OTF2_Archive_CloseDefFiles", ffi::OTF2_Archive_CloseDefFiles(a))?;
+            ffi::OTF2_Archive_GetGlobalDefWriter(a)
+        };
+        match NonNull::new(raw) {
+            Some(raw) => Ok((events, GlobalDefs { raw, archive: self.archive })),
+            None => Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetGlobalDefWriter", what: "the archive".into() }),
+        }
+    }
+}
+
+/// The event writer of one location, borrowed from its phase.
+pub(crate) struct EventWriter<'a> {
+    raw: NonNull<OTF2_EvtWriter>,
+    _phase: PhantomData<&'a mut EventPhase>,
+}
+
+/// Declares event-writing methods: each passes its arguments to the OTF2
+/// function of the same name, with no attribute list, and checks the code.
+macro_rules! events {
+    ($($method:ident => $call:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[inline]
+        pub(crate) fn $method(&mut self, time: u64 $(, $arg: $ty)*) -> Result<()> {
+            // SAFETY: `raw` is an open writer of an open archive (writers
+            // are closed only by their phase, borrowed here); the arguments
+            // are plain values.
+            let code = unsafe { ffi::$call(self.raw.as_ptr(), null_mut(), time $(, $arg)*) };
+            check(stringify!($call), code)
+        }
+    )*};
+}
+
+impl EventWriter<'_> {
+    events! {
+        enter => OTF2_EvtWriter_Enter(region: OTF2_RegionRef);
+        leave => OTF2_EvtWriter_Leave(region: OTF2_RegionRef);
+        mpi_send => OTF2_EvtWriter_MpiSend(receiver: u32, comm: OTF2_CommRef, tag: u32, bytes: u64);
+        mpi_isend => OTF2_EvtWriter_MpiIsend(receiver: u32, comm: OTF2_CommRef, tag: u32, bytes: u64, request: u64);
+        mpi_isend_complete => OTF2_EvtWriter_MpiIsendComplete(request: u64);
+        mpi_irecv_request => OTF2_EvtWriter_MpiIrecvRequest(request: u64);
+        mpi_recv => OTF2_EvtWriter_MpiRecv(sender: u32, comm: OTF2_CommRef, tag: u32, bytes: u64);
+        mpi_irecv => OTF2_EvtWriter_MpiIrecv(sender: u32, comm: OTF2_CommRef, tag: u32, bytes: u64, request: u64);
+        mpi_request_test => OTF2_EvtWriter_MpiRequestTest(request: u64);
+        mpi_collective_begin => OTF2_EvtWriter_MpiCollectiveBegin();
+        mpi_collective_end => OTF2_EvtWriter_MpiCollectiveEnd(
+            op: OTF2_CollectiveOp, comm: OTF2_CommRef, root: u32, sent: u64, received: u64);
+        parameter_string => OTF2_EvtWriter_ParameterString(parameter: OTF2_ParameterRef, value: OTF2_StringRef);
+        buffer_flush => OTF2_EvtWriter_BufferFlush(stop: u64);
+    }
+
+    /// A sample of a one-member metric class holding a signed integer.
+    #[inline]
+    pub(crate) fn metric_i64(&mut self, time: u64, metric: OTF2_MetricRef, value: i64) -> Result<()> {
+        let types = [OTF2_TYPE_INT64];
+        let values = [OTF2_MetricValue { signed_int: value }];
+        // SAFETY: as in `events!`; `types` and `values` hold the one
+        // member announced, and OTF2 copies them before returning.
+        let code = unsafe {
+            ffi::OTF2_EvtWriter_Metric(self.raw.as_ptr(), null_mut(), time, metric, 1, types.as_ptr(), values.as_ptr())
+        };
+        check("OTF2_EvtWriter_Metric", code)
+    }
+}
+
+/// The last phase: the global definition writer.
+pub(crate) struct GlobalDefs {
+    raw: NonNull<OTF2_GlobalDefWriter>,
+    archive: Archive,
+}
+
+/// Declares definition-writing methods, like `events!`. They take the C
+/// function's arguments one for one, however many it has.
+macro_rules! definitions {
+    ($($method:ident => $call:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) fn $method(&mut self $(, $arg: $ty)*) -> Result<()> {
+            // SAFETY: `raw` is the open global definition writer of the
+            // open archive; the arguments are plain values.
+            let code = unsafe { ffi::$call(self.raw.as_ptr() $(, $arg)*) };
+            check(stringify!($call), code)
+        }
+    )*};
+}
+
+impl GlobalDefs {
+    definitions! {
+        clock_properties => OTF2_GlobalDefWriter_WriteClockProperties(
+            resolution: u64, offset: u64, length: u64, realtime: u64);
+        system_tree_node => OTF2_GlobalDefWriter_WriteSystemTreeNode(
+            id: OTF2_SystemTreeNodeRef, name: OTF2_StringRef, class: OTF2_StringRef, parent: OTF2_SystemTreeNodeRef);
+        location_group => OTF2_GlobalDefWriter_WriteLocationGroup(
+            id: OTF2_LocationGroupRef, name: OTF2_StringRef, kind: OTF2_LocationGroupType,
+            node: OTF2_SystemTreeNodeRef, creator: OTF2_LocationGroupRef);
+        location => OTF2_GlobalDefWriter_WriteLocation(
+            id: OTF2_LocationRef, name: OTF2_StringRef, kind: OTF2_LocationType, events: u64,
+            group: OTF2_LocationGroupRef);
+        region => OTF2_GlobalDefWriter_WriteRegion(
+            id: OTF2_RegionRef, name: OTF2_StringRef, canonical: OTF2_StringRef, description: OTF2_StringRef,
+            role: OTF2_RegionRole, paradigm: OTF2_Paradigm, flags: OTF2_RegionFlag, file: OTF2_StringRef,
+            begin_line: u32, end_line: u32);
+        comm => OTF2_GlobalDefWriter_WriteComm(
+            id: OTF2_CommRef, name: OTF2_StringRef, group: OTF2_GroupRef, parent: OTF2_CommRef, flags: OTF2_CommFlag);
+        metric_member => OTF2_GlobalDefWriter_WriteMetricMember(
+            id: OTF2_MetricMemberRef, name: OTF2_StringRef, description: OTF2_StringRef, kind: OTF2_MetricType,
+            mode: OTF2_MetricMode, value: OTF2_Type, base: OTF2_Base, exponent: i64, unit: OTF2_StringRef);
+        parameter => OTF2_GlobalDefWriter_WriteParameter(
+            id: OTF2_ParameterRef, name: OTF2_StringRef, kind: OTF2_ParameterType);
+    }
+
+    pub(crate) fn string(&mut self, id: OTF2_StringRef, s: &str) -> Result<()> {
+        let s = c_string(s);
+        // SAFETY: `raw` is the open global definition writer; `s` is
+        // NUL-terminated and OTF2 copies it.
+        let code = unsafe { ffi::OTF2_GlobalDefWriter_WriteString(self.raw.as_ptr(), id, s.as_ptr()) };
+        check("OTF2_GlobalDefWriter_WriteString", code)
+    }
+
+    pub(crate) fn group(
+        &mut self,
+        id: OTF2_GroupRef,
+        name: OTF2_StringRef,
+        kind: OTF2_GroupType,
+        members: &[u64],
+    ) -> Result<()> {
+        let count = u32::try_from(members.len())
+            .map_err(|_| Otf2Error::TooMany { what: "group members", limit: u32::MAX as u64 })?;
+        // SAFETY: `raw` is the open global definition writer; `members`
+        // holds `count` values, which OTF2 copies.
+        let code = unsafe {
+            ffi::OTF2_GlobalDefWriter_WriteGroup(
+                self.raw.as_ptr(),
+                id,
+                name,
+                kind,
+                OTF2_PARADIGM_MPI,
+                OTF2_GROUP_FLAG_NONE,
+                count,
+                members.as_ptr(),
+            )
+        };
+        check("OTF2_GlobalDefWriter_WriteGroup", code)
+    }
+
+    /// A metric class of one member, sampled by its location (synchronous).
+    pub(crate) fn metric_class(&mut self, id: OTF2_MetricRef, member: OTF2_MetricMemberRef) -> Result<()> {
+        let members = [member];
+        // SAFETY: `raw` is the open global definition writer; `members`
+        // holds the one member announced, which OTF2 copies.
+        let code = unsafe {
+            ffi::OTF2_GlobalDefWriter_WriteMetricClass(
+                self.raw.as_ptr(),
+                id,
+                1,
+                members.as_ptr(),
+                OTF2_METRIC_SYNCHRONOUS,
+                OTF2_RECORDER_KIND_CPU,
+            )
+        };
+        check("OTF2_GlobalDefWriter_WriteMetricClass", code)
+    }
+
+    /// Closes the archive (the global writer with it): OTF2 writes the
+    /// definitions and the anchor file.
+    pub(crate) fn close(self) -> Result<()> {
+        self.archive.close()
+    }
+}

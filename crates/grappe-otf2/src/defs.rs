@@ -1,0 +1,532 @@
+//! The global definitions: numbered as events first use them, written
+//! once every event is (OTF2 readers take the definitions from the end of
+//! the archive, so nothing has to be known in advance).
+
+use std::collections::HashMap;
+
+use grappe_trace::{ANY, CollectiveKind};
+
+use crate::archive::GlobalDefs;
+use crate::error::Otf2Error;
+use crate::ffi::*;
+
+type Result<T, E = Otf2Error> = std::result::Result<T, E>;
+
+/// The runtime calls that become MPI regions, named as MPI names them so
+/// that Vampir and Score-P's tools colour and group them as MPI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    Init,
+    Finalize,
+    Send,
+    Recv,
+    Isend,
+    Irecv,
+    Wait,
+    Test,
+    Probe,
+    Iprobe,
+    Collective(CollectiveKind),
+}
+
+/// Calls before the collectives in `Call::index`.
+const POINT_CALLS: usize = 10;
+/// Every call, collectives included.
+const CALLS: usize = POINT_CALLS + 16;
+
+impl Call {
+    fn index(self) -> usize {
+        match self {
+            Call::Init => 0,
+            Call::Finalize => 1,
+            Call::Send => 2,
+            Call::Recv => 3,
+            Call::Isend => 4,
+            Call::Irecv => 5,
+            Call::Wait => 6,
+            Call::Test => 7,
+            Call::Probe => 8,
+            Call::Iprobe => 9,
+            // Collective ids run from 1 to 16.
+            Call::Collective(op) => POINT_CALLS + (op as usize - 1),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        use CollectiveKind::*;
+        match self {
+            Call::Init => "MPI_Init",
+            Call::Finalize => "MPI_Finalize",
+            Call::Send => "MPI_Send",
+            Call::Recv => "MPI_Recv",
+            Call::Isend => "MPI_Isend",
+            Call::Irecv => "MPI_Irecv",
+            Call::Wait => "MPI_Wait",
+            Call::Test => "MPI_Test",
+            Call::Probe => "MPI_Probe",
+            Call::Iprobe => "MPI_Iprobe",
+            Call::Collective(op) => match op {
+                Barrier => "MPI_Barrier",
+                Bcast => "MPI_Bcast",
+                Reduce => "MPI_Reduce",
+                Allreduce => "MPI_Allreduce",
+                Gather => "MPI_Gather",
+                Gatherv => "MPI_Gatherv",
+                Scatter => "MPI_Scatter",
+                Scatterv => "MPI_Scatterv",
+                Allgather => "MPI_Allgather",
+                Allgatherv => "MPI_Allgatherv",
+                Alltoall => "MPI_Alltoall",
+                Alltoallv => "MPI_Alltoallv",
+                Scan => "MPI_Scan",
+                Exscan => "MPI_Exscan",
+                ReduceScatter => "MPI_Reduce_scatter",
+                ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            },
+        }
+    }
+
+    /// The region role Score-P gives the MPI function.
+    fn role(self) -> OTF2_RegionRole {
+        use CollectiveKind::*;
+        match self {
+            Call::Init | Call::Finalize => OTF2_REGION_ROLE_FUNCTION,
+            Call::Send | Call::Recv | Call::Isend | Call::Irecv => OTF2_REGION_ROLE_POINT2POINT,
+            Call::Wait | Call::Test | Call::Probe | Call::Iprobe => OTF2_REGION_ROLE_POINT2POINT,
+            Call::Collective(op) => match op {
+                Barrier => OTF2_REGION_ROLE_BARRIER,
+                Bcast | Scatter | Scatterv => OTF2_REGION_ROLE_COLL_ONE2ALL,
+                Reduce | Gather | Gatherv => OTF2_REGION_ROLE_COLL_ALL2ONE,
+                Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv => OTF2_REGION_ROLE_COLL_ALL2ALL,
+                ReduceScatter | ReduceScatterBlock => OTF2_REGION_ROLE_COLL_ALL2ALL,
+                Scan | Exscan => OTF2_REGION_ROLE_COLL_OTHER,
+            },
+        }
+    }
+}
+
+/// OTF2's name for a collective operation.
+pub(crate) fn collective_op(op: CollectiveKind) -> OTF2_CollectiveOp {
+    use CollectiveKind::*;
+    match op {
+        Barrier => OTF2_COLLECTIVE_OP_BARRIER,
+        Bcast => OTF2_COLLECTIVE_OP_BCAST,
+        Reduce => OTF2_COLLECTIVE_OP_REDUCE,
+        Allreduce => OTF2_COLLECTIVE_OP_ALLREDUCE,
+        Gather => OTF2_COLLECTIVE_OP_GATHER,
+        Gatherv => OTF2_COLLECTIVE_OP_GATHERV,
+        Scatter => OTF2_COLLECTIVE_OP_SCATTER,
+        Scatterv => OTF2_COLLECTIVE_OP_SCATTERV,
+        Allgather => OTF2_COLLECTIVE_OP_ALLGATHER,
+        Allgatherv => OTF2_COLLECTIVE_OP_ALLGATHERV,
+        Alltoall => OTF2_COLLECTIVE_OP_ALLTOALL,
+        Alltoallv => OTF2_COLLECTIVE_OP_ALLTOALLV,
+        Scan => OTF2_COLLECTIVE_OP_SCAN,
+        Exscan => OTF2_COLLECTIVE_OP_EXSCAN,
+        ReduceScatter => OTF2_COLLECTIVE_OP_REDUCE_SCATTER,
+        ReduceScatterBlock => OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK,
+    }
+}
+
+/// A 32-bit reference for the `n`-th definition of a kind.
+fn reference(n: usize, what: &'static str) -> Result<u32> {
+    // u32::MAX is OTF2's "undefined".
+    u32::try_from(n).ok().filter(|&r| r != u32::MAX).ok_or(Otf2Error::TooMany { what, limit: u32::MAX as u64 - 1 })
+}
+
+/// Strings, numbered in order of first use.
+#[derive(Default)]
+struct Strings {
+    ids: HashMap<String, OTF2_StringRef>,
+    all: Vec<String>,
+}
+
+impl Strings {
+    fn get(&self, s: &str) -> Option<OTF2_StringRef> {
+        self.ids.get(s).copied()
+    }
+
+    fn intern(&mut self, s: &str) -> Result<OTF2_StringRef> {
+        if let Some(id) = self.get(s) {
+            return Ok(id);
+        }
+        let id = reference(self.all.len(), "strings")?;
+        self.ids.insert(s.to_owned(), id);
+        self.all.push(s.to_owned());
+        Ok(id)
+    }
+}
+
+struct Region {
+    name: OTF2_StringRef,
+    role: OTF2_RegionRole,
+    paradigm: OTF2_Paradigm,
+    file: OTF2_StringRef,
+    line: u32,
+}
+
+/// A communicator, by its grappe context id.
+struct Comm {
+    id: u32,
+    /// World ranks in communicator rank order, from its `CommCreate`;
+    /// `None`: never seen created, taken as world-sized.
+    members: Option<Vec<u32>>,
+    /// Communicator rank of each member.
+    rank_of: HashMap<u32, u32>,
+    parent: Option<u32>,
+}
+
+/// Where each rank ran, for the system tree.
+pub(crate) struct RankPlace {
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    /// OTF2 events written on the rank's location.
+    pub events: u64,
+}
+
+/// Every definition the events referenced so far.
+#[derive(Default)]
+pub(crate) struct Registry {
+    strings: Strings,
+    calls: [Option<OTF2_RegionRef>; CALLS],
+    regions: Vec<Region>,
+    user_regions: HashMap<(OTF2_StringRef, OTF2_StringRef), OTF2_RegionRef>,
+    comm_refs: HashMap<u32, OTF2_CommRef>,
+    comms: Vec<Comm>,
+    /// Counter name -> metric (member and class share the number).
+    metrics: HashMap<OTF2_StringRef, OTF2_MetricRef>,
+    metric_names: Vec<OTF2_StringRef>,
+    /// Point name -> parameter.
+    parameters: HashMap<OTF2_StringRef, OTF2_ParameterRef>,
+    parameter_names: Vec<OTF2_StringRef>,
+}
+
+/// grappe's world communicator context: named `MPI_COMM_WORLD` unless a
+/// trace says it was created with other members.
+const WORLD_CONTEXT: u32 = 0;
+
+impl Registry {
+    pub(crate) fn new() -> Registry {
+        let mut r = Registry::default();
+        r.comm(WORLD_CONTEXT).ok();
+        r
+    }
+
+    /// A string's reference, defining it if new.
+    pub(crate) fn string(&mut self, s: &str) -> Result<OTF2_StringRef> {
+        self.strings.intern(s)
+    }
+
+    /// A string's reference if it was ever defined.
+    pub(crate) fn known_string(&self, s: &str) -> Option<OTF2_StringRef> {
+        self.strings.get(s)
+    }
+
+    /// The region of a runtime call.
+    #[inline]
+    pub(crate) fn call(&mut self, call: Call) -> Result<OTF2_RegionRef> {
+        if let Some(r) = self.calls[call.index()] {
+            return Ok(r);
+        }
+        let name = self.strings.intern(call.name())?;
+        let region =
+            Region { name, role: call.role(), paradigm: OTF2_PARADIGM_MPI, file: OTF2_UNDEFINED_STRING, line: 0 };
+        let r = self.add_region(region)?;
+        self.calls[call.index()] = Some(r);
+        Ok(r)
+    }
+
+    /// The region of a user's `name` entered at `location` ("file:line"),
+    /// and the reference of its name.
+    pub(crate) fn user_region(&mut self, name: &str, location: &str) -> Result<(OTF2_StringRef, OTF2_RegionRef)> {
+        let name_ref = self.strings.intern(name)?;
+        let location_ref = self.strings.intern(location)?;
+        if let Some(&r) = self.user_regions.get(&(name_ref, location_ref)) {
+            return Ok((name_ref, r));
+        }
+        let (file, line) = split_location(location);
+        let file = if file.is_empty() { OTF2_UNDEFINED_STRING } else { self.strings.intern(file)? };
+        let region =
+            Region { name: name_ref, role: OTF2_REGION_ROLE_FUNCTION, paradigm: OTF2_PARADIGM_USER, file, line };
+        let r = self.add_region(region)?;
+        self.user_regions.insert((name_ref, location_ref), r);
+        Ok((name_ref, r))
+    }
+
+    fn add_region(&mut self, region: Region) -> Result<OTF2_RegionRef> {
+        let r = reference(self.regions.len(), "regions")?;
+        self.regions.push(region);
+        Ok(r)
+    }
+
+    /// The communicator of a grappe context id.
+    #[inline]
+    pub(crate) fn comm(&mut self, id: u32) -> Result<OTF2_CommRef> {
+        if let Some(&c) = self.comm_refs.get(&id) {
+            return Ok(c);
+        }
+        let c = reference(self.comms.len(), "communicators")?;
+        self.comms.push(Comm { id, members: None, rank_of: HashMap::new(), parent: None });
+        self.comm_refs.insert(id, c);
+        Ok(c)
+    }
+
+    /// A communicator's creation: its members (world ranks, in its rank
+    /// order) and parent. Every member records it; the first one counts.
+    pub(crate) fn comm_created(&mut self, id: u32, parent: u32, members: &[u32]) -> Result<()> {
+        let c = self.comm(id)? as usize;
+        self.comm(parent)?;
+        let comm = &mut self.comms[c];
+        if comm.members.is_none() {
+            comm.rank_of = members.iter().zip(0u32..).map(|(&w, r)| (w, r)).collect();
+            comm.members = Some(members.to_vec());
+            comm.parent = (parent != id).then_some(parent);
+        }
+        Ok(())
+    }
+
+    /// The rank in communicator `comm` of world rank `world`, as OTF2's
+    /// message records want it. Communicators never seen created are taken
+    /// as world-sized (their ranks are world ranks); a rank that is not a
+    /// member keeps its world rank; an unknown one is OTF2's undefined.
+    #[inline]
+    pub(crate) fn comm_rank(&self, comm: OTF2_CommRef, world: u32) -> u32 {
+        if world == ANY {
+            return OTF2_UNDEFINED_UINT32;
+        }
+        match self.comms.get(comm as usize) {
+            Some(Comm { members: Some(_), rank_of, .. }) => rank_of.get(&world).copied().unwrap_or(world),
+            _ => world,
+        }
+    }
+
+    /// The metric class of a counter.
+    pub(crate) fn metric(&mut self, name: &str) -> Result<OTF2_MetricRef> {
+        let name = self.strings.intern(name)?;
+        if let Some(&m) = self.metrics.get(&name) {
+            return Ok(m);
+        }
+        let m = reference(self.metric_names.len(), "counters")?;
+        self.metric_names.push(name);
+        self.metrics.insert(name, m);
+        Ok(m)
+    }
+
+    /// The parameter of a point event.
+    pub(crate) fn parameter(&mut self, name: &str) -> Result<OTF2_ParameterRef> {
+        let name = self.strings.intern(name)?;
+        if let Some(&p) = self.parameters.get(&name) {
+            return Ok(p);
+        }
+        let p = reference(self.parameter_names.len(), "point names")?;
+        self.parameter_names.push(name);
+        self.parameters.insert(name, p);
+        Ok(p)
+    }
+
+    /// Writes every definition: clock, strings, system tree, locations,
+    /// regions, groups, communicators, metrics, parameters. `ranks[r]` is
+    /// world rank `r`, whose location and location group are numbered `r`;
+    /// `clock` is the first timestamp and the trace's length.
+    pub(crate) fn write(mut self, out: &mut GlobalDefs, ranks: &[RankPlace], clock: (u64, u64)) -> Result<()> {
+        // Name everything first: strings are written before what uses them.
+        let tree = self.system_tree(ranks)?;
+        let mut locations = Vec::with_capacity(ranks.len());
+        for (r, place) in ranks.iter().enumerate() {
+            let group = self.strings.intern(&format!("rank {r}"))?;
+            let name = match place.pid {
+                Some(pid) => format!("rank {r} (pid {pid})"),
+                None => format!("rank {r} (not traced)"),
+            };
+            locations.push((group, self.strings.intern(&name)?));
+        }
+        let groups = self.comm_groups(ranks.len())?;
+        let empty = self.strings.intern("")?;
+
+        out.clock_properties(1_000_000_000, clock.0, clock.1, OTF2_UNDEFINED_TIMESTAMP)?;
+        for (id, s) in self.strings.all.iter().enumerate() {
+            out.string(id as OTF2_StringRef, s)?;
+        }
+        for (id, &(name, class, parent)) in tree.nodes.iter().enumerate() {
+            out.system_tree_node(id as OTF2_SystemTreeNodeRef, name, class, parent)?;
+        }
+        for (r, &(group, name)) in locations.iter().enumerate() {
+            let node = tree.node_of_rank[r];
+            out.location_group(r as u32, group, OTF2_LOCATION_GROUP_TYPE_PROCESS, node, OTF2_UNDEFINED_LOCATION_GROUP)?;
+            let events = ranks[r].events;
+            out.location(r as u64, name, OTF2_LOCATION_TYPE_CPU_THREAD, events, r as u32)?;
+        }
+        for (id, g) in self.regions.iter().enumerate() {
+            let id = id as OTF2_RegionRef;
+            let (name, file, line) = (g.name, g.file, g.line);
+            out.region(id, name, name, empty, g.role, g.paradigm, OTF2_REGION_FLAG_NONE, file, line, line)?;
+        }
+        for (id, (name, kind, members)) in groups.groups.iter().enumerate() {
+            out.group(id as OTF2_GroupRef, *name, *kind, members)?;
+        }
+        for c in comm_order(&self.comms, &self.comm_refs) {
+            let parent = self.comms[c].parent.and_then(|p| self.comm_refs.get(&p).copied());
+            let (name, group) = groups.comm[c];
+            out.comm(c as OTF2_CommRef, name, group, parent.unwrap_or(OTF2_UNDEFINED_COMM), OTF2_COMM_FLAG_NONE)?;
+        }
+        for (id, &name) in self.metric_names.iter().enumerate() {
+            let id = id as OTF2_MetricRef;
+            let (mode, value, base) = (OTF2_METRIC_ABSOLUTE_POINT, OTF2_TYPE_INT64, OTF2_BASE_DECIMAL);
+            out.metric_member(id, name, empty, OTF2_METRIC_TYPE_USER, mode, value, base, 0, empty)?;
+            out.metric_class(id, id)?;
+        }
+        for (id, &name) in self.parameter_names.iter().enumerate() {
+            out.parameter(id as OTF2_ParameterRef, name, OTF2_PARAMETER_TYPE_STRING)?;
+        }
+        Ok(())
+    }
+
+    /// A root node for the job, one node per host under it.
+    fn system_tree(&mut self, ranks: &[RankPlace]) -> Result<SystemTree> {
+        let root =
+            (self.strings.intern("grappe job")?, self.strings.intern("machine")?, OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+        let node_class = self.strings.intern("node")?;
+        let mut tree = SystemTree { nodes: vec![root], node_of_rank: Vec::with_capacity(ranks.len()) };
+        let mut hosts: HashMap<&str, OTF2_SystemTreeNodeRef> = HashMap::new();
+        for place in ranks {
+            let host = place.host.as_deref().unwrap_or("unknown host");
+            let node = match hosts.get(host) {
+                Some(&n) => n,
+                None => {
+                    let n = reference(tree.nodes.len(), "hosts")?;
+                    tree.nodes.push((self.strings.intern(host)?, node_class, 0));
+                    hosts.insert(host, n);
+                    n
+                }
+            };
+            tree.node_of_rank.push(node);
+        }
+        Ok(tree)
+    }
+
+    /// Group 0 lists the world's locations (by world rank); each
+    /// communicator gets a sub-group of it, the same for equal member lists.
+    fn comm_groups(&mut self, world: usize) -> Result<CommGroups> {
+        let all: Vec<u64> = (0..world as u64).collect();
+        let locations_name = self.strings.intern("MPI_COMM_WORLD locations")?;
+        let mut out =
+            CommGroups { groups: vec![(locations_name, OTF2_GROUP_TYPE_COMM_LOCATIONS, all)], comm: Vec::new() };
+        let mut by_members: HashMap<Vec<u64>, OTF2_GroupRef> = HashMap::new();
+        for c in 0..self.comms.len() {
+            let comm = &self.comms[c];
+            let world_sized = comm.members.is_none();
+            // Members that are not ranks of the job cannot be listed.
+            let members: Vec<u64> = match &comm.members {
+                Some(m) => m.iter().filter(|&&w| (w as usize) < world).map(|&w| w as u64).collect(),
+                None => (0..world as u64).collect(),
+            };
+            let name = match (comm.id, world_sized) {
+                (WORLD_CONTEXT, true) => "MPI_COMM_WORLD".to_owned(),
+                (id, true) => format!("comm {id} (never seen created: taken as world-sized)"),
+                (id, false) => format!("comm {id}"),
+            };
+            let name = self.strings.intern(&name)?;
+            let group = match by_members.get(&members) {
+                Some(&g) => g,
+                None => {
+                    // Named after the first communicator of these members.
+                    let g = reference(out.groups.len(), "groups")?;
+                    by_members.insert(members.clone(), g);
+                    out.groups.push((name, OTF2_GROUP_TYPE_COMM_GROUP, members));
+                    g
+                }
+            };
+            out.comm.push((name, group));
+        }
+        Ok(out)
+    }
+}
+
+struct SystemTree {
+    /// (name, class, parent) by node reference.
+    nodes: Vec<(OTF2_StringRef, OTF2_StringRef, OTF2_SystemTreeNodeRef)>,
+    node_of_rank: Vec<OTF2_SystemTreeNodeRef>,
+}
+
+struct CommGroups {
+    /// (name, type, members) by group reference.
+    groups: Vec<(OTF2_StringRef, OTF2_GroupType, Vec<u64>)>,
+    /// (name, group) by communicator reference.
+    comm: Vec<(OTF2_StringRef, OTF2_GroupRef)>,
+}
+
+/// Communicator references, each after its parent (readers may resolve a
+/// parent when they read its child); a parent cycle, which only a corrupt
+/// trace could hold, is broken where it is found.
+fn comm_order(comms: &[Comm], refs: &HashMap<u32, OTF2_CommRef>) -> Vec<usize> {
+    let mut order = Vec::with_capacity(comms.len());
+    let mut state = vec![0u8; comms.len()]; // 0 new, 1 on the path, 2 placed
+    for start in 0..comms.len() {
+        let mut path = Vec::new();
+        let mut c = start;
+        while state[c] == 0 {
+            state[c] = 1;
+            path.push(c);
+            match comms[c].parent.and_then(|p| refs.get(&p)) {
+                Some(&p) if state[p as usize] == 0 => c = p as usize,
+                _ => break,
+            }
+        }
+        for &c in path.iter().rev() {
+            state[c] = 2;
+            order.push(c);
+        }
+    }
+    order
+}
+
+/// "src/main.rs:12:5" -> ("src/main.rs", 12); no line -> 0.
+fn split_location(location: &str) -> (&str, u32) {
+    let mut file = location;
+    let mut line = 0;
+    // Up to two numeric suffixes: a column after a line.
+    for _ in 0..2 {
+        match file.rsplit_once(':') {
+            Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => {
+                line = tail.parse().unwrap_or(0);
+                file = head;
+            }
+            _ => break,
+        }
+    }
+    (file, line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_split_into_file_and_line() {
+        assert_eq!(split_location("src/main.rs:12:5"), ("src/main.rs", 12));
+        assert_eq!(split_location("synthetic.rs:1"), ("synthetic.rs", 1));
+        assert_eq!(split_location("nowhere"), ("nowhere", 0));
+        assert_eq!(split_location("c:\\x.rs:"), ("c:\\x.rs:", 0));
+        assert_eq!(split_location(""), ("", 0));
+    }
+
+    #[test]
+    fn every_call_has_its_own_region_slot() {
+        let mut calls = vec![Call::Init, Call::Finalize, Call::Send, Call::Recv, Call::Isend, Call::Irecv];
+        calls.extend([Call::Wait, Call::Test, Call::Probe, Call::Iprobe]);
+        calls.extend((1..=16).filter_map(CollectiveKind::from_id).map(Call::Collective));
+        let mut slots: Vec<usize> = calls.iter().map(|c| c.index()).collect();
+        slots.sort();
+        assert_eq!(slots, (0..CALLS).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parents_come_before_children_and_cycles_end() {
+        let comm = |id, parent| Comm { id, members: Some(vec![0]), rank_of: HashMap::new(), parent };
+        let comms = vec![comm(4, Some(2)), comm(2, Some(0)), comm(0, None), comm(6, Some(8)), comm(8, Some(6))];
+        let refs: HashMap<u32, u32> = comms.iter().zip(0..).map(|(c, r)| (c.id, r)).collect();
+        let order = comm_order(&comms, &refs);
+        assert_eq!(&order[..3], &[2, 1, 0]);
+        assert_eq!(order.len(), 5);
+    }
+}

@@ -1,0 +1,74 @@
+//! What can go wrong writing an OTF2 archive, and whose fault it is.
+
+use std::path::PathBuf;
+
+use grappe_analysis::AnalysisError;
+
+/// An error of the OTF2 export.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Otf2Error {
+    /// The OTF2 library refused a call.
+    #[error("{call} failed: {name} ({description}, OTF2 error code {code})")]
+    Call {
+        /// The OTF2 function.
+        call: &'static str,
+        /// Its `OTF2_ErrorCode`.
+        code: i32,
+        /// `OTF2_Error_GetName` of the code.
+        name: String,
+        /// `OTF2_Error_GetDescription` of the code.
+        description: String,
+    },
+    /// An OTF2 call that returns a handle returned none (these calls give
+    /// no error code; the library's own message went to standard error).
+    #[error("{call} failed for {what} (the OTF2 library printed why on standard error)")]
+    NoHandle {
+        /// The OTF2 function.
+        call: &'static str,
+        /// What it was asked for.
+        what: String,
+    },
+    /// The archive would overwrite files already there.
+    #[error("{path}: already exists; remove it or export under another name (OTF2 never writes into an archive)")]
+    Exists {
+        /// The anchor file or archive directory found.
+        path: PathBuf,
+    },
+    /// An archive path OTF2 cannot take.
+    #[error("{path}: {reason}")]
+    InvalidPath {
+        /// The path.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// The output directory could not be created or inspected.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The system's answer.
+        #[source]
+        source: std::io::Error,
+    },
+    /// More definitions of one kind than OTF2 numbers (32-bit references).
+    #[error("more than {limit} {what}: beyond what an OTF2 archive can reference")]
+    TooMany {
+        /// What overflowed.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// An event of a rank outside the job (a corrupt trace).
+    #[error("an event of rank {rank} in a {world}-rank job")]
+    RankOutOfRange {
+        /// The event's rank.
+        rank: u32,
+        /// Ranks in the job.
+        world: usize,
+    },
+    /// The traces could not be read.
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+}

@@ -1,0 +1,259 @@
+//! grappe events as OTF2 events, the way Score-P records MPI: each call is
+//! a region, Enter at its start and Leave at its end, with the message or
+//! collective record inside (a send at the call, a receive at its
+//! completion).
+//!
+//! Each event is written as soon as the stream gives it, to its rank's
+//! location: the stream keeps each rank's own order, so a location needs
+//! no buffering. OTF2 wants each location's timestamps nondecreasing and
+//! its regions nested; a rank's calls may overlap (a `sendrecv` records a
+//! send and a receive that start together), so a call that starts before
+//! the previous one ended is entered when that one is left.
+
+use grappe_analysis::{Linked, Message};
+use grappe_trace::{ANY, Body, Completion, Event};
+
+use crate::archive::{EventPhase, EventWriter, GlobalDefs};
+use crate::defs::{Call, Registry, collective_op};
+use crate::error::Otf2Error;
+use crate::ffi::{OTF2_CommRef, OTF2_RegionRef, OTF2_StringRef, OTF2_UNDEFINED_UINT32};
+
+type Result<T, E = Otf2Error> = std::result::Result<T, E>;
+
+/// The state of one rank's location being written.
+#[derive(Default)]
+struct Timeline {
+    /// Latest timestamp written (OTF2 timestamps never go back).
+    last: u64,
+    first: Option<u64>,
+    /// User regions entered and not left: (name, region), innermost last.
+    open: Vec<(OTF2_StringRef, OTF2_RegionRef)>,
+}
+
+impl Timeline {
+    /// The timestamp to write for date `t`: never before the last one.
+    #[inline]
+    fn at(&mut self, t: u64) -> u64 {
+        self.last = self.last.max(t);
+        self.first.get_or_insert(self.last);
+        self.last
+    }
+}
+
+/// What the export wrote.
+pub(crate) struct Written {
+    /// OTF2 events of each location (world rank).
+    pub events: Vec<u64>,
+    /// First timestamp and trace length, for the clock definition.
+    pub clock: (u64, u64),
+    /// Messages whose send and receive are both in the archive.
+    pub messages: u64,
+    /// User region leaves with no matching enter, skipped.
+    pub unmatched_leaves: u64,
+}
+
+/// Writes the events of a causal stream into an archive's locations.
+pub(crate) struct Exporter {
+    phase: EventPhase,
+    defs: Registry,
+    timelines: Vec<Timeline>,
+    messages: u64,
+    unmatched_leaves: u64,
+}
+
+impl Exporter {
+    /// An exporter into `phase`, whose locations are the job's world ranks.
+    pub(crate) fn new(phase: EventPhase, world: u32) -> Self {
+        let timelines = (0..world).map(|_| Timeline::default()).collect();
+        Exporter { phase, defs: Registry::new(), timelines, messages: 0, unmatched_leaves: 0 }
+    }
+
+    /// Writes one event of the stream.
+    #[inline]
+    pub(crate) fn write(&mut self, linked: &Linked) -> Result<()> {
+        if let Message::Received { .. } = linked.message {
+            self.messages += 1;
+        }
+        let event = &linked.event;
+        let Some(timeline) = self.timelines.get_mut(event.rank as usize) else {
+            return Err(Otf2Error::RankOutOfRange { rank: event.rank, world: self.timelines.len() });
+        };
+        let mut writer = self.phase.location(event.rank)?;
+        if (Out { defs: &mut self.defs, t: timeline, w: &mut writer }).event(event)? {
+            self.unmatched_leaves += 1;
+        }
+        Ok(())
+    }
+
+    /// Leaves the user regions still open at each location's last
+    /// timestamp (a rank that died inside one), then closes the event
+    /// writers: the definitions come next.
+    pub(crate) fn finish(mut self) -> Result<(Registry, Written, GlobalDefs)> {
+        let (mut first, mut last) = (u64::MAX, 0);
+        for (rank, t) in (0u32..).zip(&mut self.timelines) {
+            if !t.open.is_empty() {
+                let mut writer = self.phase.location(rank)?;
+                while let Some((_, region)) = t.open.pop() {
+                    writer.leave(t.last, region)?;
+                }
+            }
+            first = first.min(t.first.unwrap_or(u64::MAX));
+            last = last.max(t.last);
+        }
+        let clock = if first == u64::MAX { (0, 0) } else { (first, last - first) };
+        let (events, out) = self.phase.into_definitions()?;
+        let written = Written { events, clock, messages: self.messages, unmatched_leaves: self.unmatched_leaves };
+        Ok((self.defs, written, out))
+    }
+}
+
+/// OTF2 request ids: grappe records a non-blocking send's request in 32
+/// bits, its completion in 64; both are cut to 32 so that they pair.
+#[inline]
+fn request_id(request: u64) -> u64 {
+    request & 0xffff_ffff
+}
+
+/// One event being written: the definitions, and the location's state
+/// and writer.
+struct Out<'a, 'w> {
+    defs: &'a mut Registry,
+    t: &'a mut Timeline,
+    w: &'a mut EventWriter<'w>,
+}
+
+impl Out<'_, '_> {
+    /// Writes event `e`; `true` for a region leave with no enter, skipped.
+    fn event(&mut self, e: &Event) -> Result<bool> {
+        match &e.body {
+            Body::Init => self.call(Call::Init, e, |_, _, _| Ok(())),
+            Body::Finalize => self.call(Call::Finalize, e, |_, _, _| Ok(())),
+            Body::Send { dest, tag, comm, bytes, .. } => {
+                let (comm, to) = self.peer(*comm, *dest)?;
+                self.call(Call::Send, e, |w, start, _| w.mpi_send(start, to, comm, *tag as u32, *bytes))
+            }
+            Body::Recv { src, tag, comm, bytes, .. } => {
+                let (comm, from) = self.peer(*comm, *src)?;
+                self.call(Call::Recv, e, |w, _, end| w.mpi_recv(end, from, comm, *tag as u32, *bytes))
+            }
+            Body::Isend { dest, tag, comm, bytes, request, .. } => {
+                let (comm, to) = self.peer(*comm, *dest)?;
+                let request = request_id(*request);
+                self.call(Call::Isend, e, |w, start, _| w.mpi_isend(start, to, comm, *tag as u32, *bytes, request))
+            }
+            Body::Irecv { request, .. } => {
+                let request = request_id(*request);
+                self.call(Call::Irecv, e, |w, start, _| w.mpi_irecv_request(start, request))
+            }
+            Body::Wait { request, comm, completion } => {
+                self.completed(Call::Wait, e, *request, *comm, Some(completion))
+            }
+            Body::Test { request, comm, completion } => {
+                self.completed(Call::Test, e, *request, *comm, completion.as_ref())
+            }
+            Body::Probe { .. } => self.call(Call::Probe, e, |_, _, _| Ok(())),
+            Body::Iprobe { .. } => self.call(Call::Iprobe, e, |_, _, _| Ok(())),
+            Body::Collective { op, comm, root, bytes } => {
+                let comm = self.defs.comm(*comm)?;
+                // grappe records the root as a rank of the communicator, as
+                // OTF2 wants it, and only this rank's contribution in bytes,
+                // given as both the bytes sent and received.
+                let root = if *root == ANY { OTF2_UNDEFINED_UINT32 } else { *root };
+                let op_id = collective_op(*op);
+                self.call(Call::Collective(*op), e, |w, start, end| {
+                    w.mpi_collective_begin(start)?;
+                    w.mpi_collective_end(end, op_id, comm, root, *bytes, *bytes)
+                })
+            }
+            // A definition only: OTF2's CommCreate event needs a communicator
+            // flagged for creation events and a CREATE_HANDLE collective.
+            Body::CommCreate { comm, parent, members } => {
+                self.defs.comm_created(*comm, *parent, members).map(|_| false)
+            }
+            Body::RegionEnter { name, location } => {
+                let (name, region) = self.defs.user_region(name, location)?;
+                let at = self.t.at(e.start);
+                self.w.enter(at, region)?;
+                self.t.open.push((name, region));
+                Ok(false)
+            }
+            Body::RegionLeave { name } => self.leave_region(name, e.start),
+            // A point is a named string parameter whose value is where it
+            // was recorded; Vampir shows parameters on the timeline.
+            Body::Point { name, location } => {
+                let parameter = self.defs.parameter(name)?;
+                let value = self.defs.string(location)?;
+                let at = self.t.at(e.start);
+                self.w.parameter_string(at, parameter, value).map(|_| false)
+            }
+            Body::Counter { name, value } => {
+                let metric = self.defs.metric(name)?;
+                let at = self.t.at(e.start);
+                self.w.metric_i64(at, metric, *value).map(|_| false)
+            }
+            // The end record carries both dates of the recorder's flush,
+            // which OTF2 has a record for; the begin record adds nothing.
+            Body::FlushBegin => Ok(false),
+            Body::FlushEnd => {
+                let at = self.t.at(e.start);
+                self.w.buffer_flush(at, e.end.max(at)).map(|_| false)
+            }
+        }
+    }
+
+    /// The communicator of a message and the peer's rank in it.
+    #[inline]
+    fn peer(&mut self, comm: u32, world_rank: u32) -> Result<(OTF2_CommRef, u32)> {
+        let comm = self.defs.comm(comm)?;
+        Ok((comm, self.defs.comm_rank(comm, world_rank)))
+    }
+
+    /// Enter, what `inside` writes (given the enter and leave
+    /// timestamps), Leave.
+    #[inline]
+    fn call(
+        &mut self,
+        call: Call,
+        e: &Event,
+        inside: impl FnOnce(&mut EventWriter, u64, u64) -> Result<()>,
+    ) -> Result<bool> {
+        let region = self.defs.call(call)?;
+        let start = self.t.at(e.start);
+        let end = self.t.at(e.end);
+        self.w.enter(start, region)?;
+        inside(self.w, start, end)?;
+        self.w.leave(end, region)?;
+        Ok(false)
+    }
+
+    /// A wait or test: the completion of a non-blocking receive is the
+    /// receive record (OTF2's MpiIrecv), that of a send an IsendComplete;
+    /// a test that completed nothing is a RequestTest.
+    fn completed(&mut self, kind: Call, e: &Event, request: u64, comm: u32, done: Option<&Completion>) -> Result<bool> {
+        let request = request_id(request);
+        match done {
+            Some(c) if c.is_recv => {
+                let (comm, from) = self.peer(comm, c.src)?;
+                let (tag, bytes) = (c.tag as u32, c.bytes);
+                self.call(kind, e, |w, _, end| w.mpi_irecv(end, from, comm, tag, bytes, request))
+            }
+            Some(_) => self.call(kind, e, |w, _, end| w.mpi_isend_complete(end, request)),
+            None => self.call(kind, e, |w, _, end| w.mpi_request_test(end, request)),
+        }
+    }
+
+    /// Leaves the innermost open user region named `name`, and first those
+    /// opened inside it and not left (OTF2 regions must nest). A leave
+    /// with no open region of that name is skipped.
+    fn leave_region(&mut self, name: &str, date: u64) -> Result<bool> {
+        let open = &self.t.open;
+        let found = self.defs.known_string(name).and_then(|name| open.iter().rposition(|&(n, _)| n == name));
+        let Some(depth) = found else { return Ok(true) };
+        let at = self.t.at(date);
+        while self.t.open.len() > depth {
+            let Some((_, region)) = self.t.open.pop() else { break };
+            self.w.leave(at, region)?;
+        }
+        Ok(false)
+    }
+}

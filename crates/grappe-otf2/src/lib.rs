@@ -1,0 +1,167 @@
+//! OTF2 export of grappe traces, so that Vampir and the Score-P tools
+//! (Scalasca, Cube's trace tools, otf2-print) open them.
+//!
+//! The archive is written by the real OTF2 library (3.0 or later, linked
+//! by `build.rs`), never by an encoder of our own: the format is the
+//! library's, and readers are tested against it. Layout, as Score-P:
+//!
+//! - a location group (process) and a location (CPU thread) per world
+//!   rank, numbered by rank, under a system tree node per host;
+//! - a region per runtime call, named as MPI names it (`MPI_Send`,
+//!   `MPI_Allreduce`...) with OTF2's MPI paradigm and roles, and a region
+//!   per user region (name and source location);
+//! - `MPI_COMM_WORLD` and a communicator per grappe context id seen,
+//!   their groups from the traces' communicator creations (a context never
+//!   seen created is taken as world-sized);
+//! - counters as metrics, points as string parameters.
+//!
+//! Dates are the stream's global nanoseconds (timer resolution 1 GHz).
+//! The event mapping is in `events.rs`, the definitions in `defs.rs`, the
+//! calls into the library in `archive.rs` over the declarations of `ffi.rs`.
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+#![warn(unsafe_op_in_unsafe_fn)]
+
+// The one module with unsafe blocks, each argued.
+#[allow(unsafe_code)]
+mod archive;
+mod defs;
+mod error;
+mod events;
+// Declarations only (`unsafe extern "C"`).
+#[allow(unsafe_code)]
+mod ffi;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use grappe_analysis::{CausalStream, TraceSet};
+
+use crate::archive::{Chunks, EventPhase};
+use crate::defs::RankPlace;
+pub use crate::error::Otf2Error;
+use crate::events::Exporter;
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Otf2Summary {
+    /// OTF2 events in the archive (enters, leaves, messages...), as the
+    /// locations' definitions count them.
+    pub events_written: u64,
+    /// Point-to-point messages whose send and receive are both in it.
+    pub messages: u64,
+    /// Locations (one per world rank).
+    pub locations: u64,
+    /// User region leaves with no matching enter (left out).
+    pub unmatched_leaves: u64,
+    /// The anchor file, `dir/name.otf2`, to give to readers.
+    pub anchor: PathBuf,
+}
+
+/// Events read between calls of `progress`.
+const PROGRESS_EVERY: u64 = 1 << 20;
+
+/// Writes the events of `stream` (the causal stream of `set`) as the OTF2
+/// archive `dir/name.otf2` + `dir/name/`, which must not exist (`dir` is
+/// created if needed). `progress` gets the number of events read, now and
+/// then. On error, the partial archive is removed.
+pub fn write_otf2(
+    set: &TraceSet,
+    stream: CausalStream,
+    dir: &Path,
+    name: &str,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Otf2Summary, Otf2Error> {
+    check_name(dir, name)?;
+    std::fs::create_dir_all(dir).map_err(|source| Otf2Error::Io { path: dir.to_owned(), source })?;
+    let anchor = dir.join(format!("{name}.otf2"));
+    let archive_dir = dir.join(name);
+    for path in [&anchor, &archive_dir] {
+        if path.symlink_metadata().is_ok() {
+            return Err(Otf2Error::Exists { path: path.clone() });
+        }
+    }
+    let world = set.world_size();
+    let creator = format!("grappe {} (grappe trace export)", env!("CARGO_PKG_VERSION"));
+    let phase = EventPhase::create(dir, name, chunks(world), &creator, world)?;
+    match write_archive(set, stream, Exporter::new(phase, world), progress) {
+        Ok(summary) => Ok(Otf2Summary { anchor, ..summary }),
+        Err(e) => {
+            // Ours since the archive was opened: OTF2 refuses existing ones.
+            let _ = std::fs::remove_dir_all(&archive_dir);
+            let _ = std::fs::remove_file(&anchor);
+            Err(e)
+        }
+    }
+}
+
+fn write_archive(
+    set: &TraceSet,
+    stream: CausalStream,
+    mut exporter: Exporter,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Otf2Summary, Otf2Error> {
+    let mut read = 0u64;
+    for linked in stream {
+        exporter.write(&linked?)?;
+        read += 1;
+        if read % PROGRESS_EVERY == 0 {
+            progress(read);
+        }
+    }
+    progress(read);
+    let (defs, written, mut out) = exporter.finish()?;
+    defs.write(&mut out, &places(set, &written.events), written.clock)?;
+    out.close()?;
+    Ok(Otf2Summary {
+        events_written: written.events.iter().sum(),
+        messages: written.messages,
+        locations: written.events.len() as u64,
+        unmatched_leaves: written.unmatched_leaves,
+        anchor: PathBuf::new(),
+    })
+}
+
+/// Host, pid and event count of each world rank.
+fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
+    let mut known: HashMap<u32, (&str, u32)> = HashMap::new();
+    for f in set.files() {
+        if let Some(rank) = f.header.rank {
+            known.insert(rank, (&f.header.host, f.header.pid));
+        }
+        for m in &f.header.merged_from {
+            known.insert(m.rank, (&m.host, m.pid));
+        }
+    }
+    (0u32..)
+        .zip(events)
+        .map(|(rank, &events)| {
+            let place = known.get(&rank);
+            RankPlace { host: place.map(|p| p.0.to_owned()), pid: place.map(|p| p.1), events }
+        })
+        .collect()
+}
+
+/// Buffer sizes for a job of `world` ranks. Event buffers: up to 4 MiB,
+/// less for large jobs so that all of them hold in about 256 MiB (OTF2
+/// keeps one per location). Definition buffers: large enough for the
+/// largest record, a group of every rank (at most 9 bytes a member), and
+/// no larger, as one is allocated and cleared per location.
+fn chunks(world: u32) -> Chunks {
+    let world = world.max(1) as u64;
+    Chunks { events: ((256 << 20) / world).min(4 << 20), definitions: 9 * world + (64 << 10) }
+}
+
+/// An archive name is one path component.
+fn check_name(dir: &Path, name: &str) -> Result<(), Otf2Error> {
+    let reason = if name.is_empty() {
+        "an empty archive name"
+    } else if name.contains('/') || name.contains('\0') {
+        "an archive name is a file name: no '/' or NUL"
+    } else if name == "." || name == ".." {
+        "not a usable archive name"
+    } else {
+        return Ok(());
+    };
+    Err(Otf2Error::InvalidPath { path: dir.join(name), reason })
+}

@@ -1,0 +1,188 @@
+//! Every kind of grappe event, including the awkward ones (a sendrecv's
+//! overlapping halves, ill-nested user regions, a region left open, a
+//! communicator whose ranks differ from world ranks), exported and read
+//! back by `otf2-print`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::*;
+use grappe_trace::format::{Calibration, Definition, Encoded, FileHeader, VERSION, schema};
+use grappe_trace::raw::{Interner, raw_of};
+use grappe_trace::{ANY, Body, ClockInfo, CollectiveKind, Completion, EventKind, Footer, TraceWriter};
+
+/// Comm context 2: world ranks [1, 0], so world rank 1 is its rank 0.
+const SWAPPED: u32 = 2;
+
+fn rank0() -> Vec<(u64, u64, Body)> {
+    let region = |name: &str, location: &str| Body::RegionEnter { name: name.into(), location: location.into() };
+    let leave = |name: &str| Body::RegionLeave { name: name.into() };
+    let done = |is_recv, src| Completion { is_recv, src, tag: 8, bytes: 4, arrived: false };
+    vec![
+        (100, 100, Body::Init),
+        (110, 110, region("outer", "src/main.rs:10:5")),
+        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0] }),
+        // A sendrecv: both halves start together, the send ends first.
+        (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0 }),
+        (130, 160, Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false }),
+        (170, 170, region("inner", "src/main.rs:20")),
+        (175, 175, Body::Point { name: "checkpoint".into(), location: "src/main.rs:21".into() }),
+        // Leaves "inner" too; then a leave of a region never entered.
+        (180, 180, leave("outer")),
+        (185, 185, leave("never")),
+        (190, 190, Body::FlushBegin),
+        (190, 250, Body::FlushEnd),
+        (260, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),
+        (310, 320, Body::Isend { dest: 1, tag: 7, comm: 0, bytes: 4, seq: 0, request: 1 }),
+        (330, 335, Body::Test { request: 1, comm: 0, completion: None }),
+        (340, 345, Body::Test { request: 1, comm: 0, completion: Some(done(false, 0)) }),
+        (350, 351, Body::Iprobe { src: ANY, tag: ANY, comm: 0, found: None }),
+        (352, 360, Body::Probe { src: 1, tag: 8, comm: 0, found: Some(done(true, 1)) }),
+        (365, 366, Body::Irecv { src: 1, tag: 8, comm: 0, request: 2 }),
+        (370, 400, Body::Wait { request: 2, comm: 0, completion: done(true, 1) }),
+        (410, 410, region("open at the end", "src/main.rs:30")),
+        (415, 415, Body::Counter { name: "residual".into(), value: -7 }),
+        (420, 420, Body::Finalize),
+    ]
+}
+
+fn rank1() -> Vec<(u64, u64, Body)> {
+    vec![
+        (100, 100, Body::Init),
+        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0] }),
+        (125, 145, Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false }),
+        (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0 }),
+        (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),
+        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false }),
+        (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0 }),
+        (420, 420, Body::Finalize),
+    ]
+}
+
+#[test]
+fn every_kind_of_event_is_written_in_order_and_nested() {
+    let dir = scratch("kinds");
+    write_rank(&dir.join("traces"), 0, &rank0());
+    write_rank(&dir.join("traces"), 1, &rank1());
+    let summary = export(&dir.join("traces"), &dir.join("out"), "kinds").unwrap();
+    assert_eq!((summary.messages, summary.unmatched_leaves), (4, 1));
+
+    let lines = events(&summary.anchor);
+    let per_location = check_timelines(&lines);
+    assert_eq!(defined_locations(&summary.anchor), per_location);
+    let on = |location: u64, kind: &str| -> Vec<&Line> {
+        lines.iter().filter(|l| l.location == location && l.kind == kind).collect()
+    };
+    // Message peers are ranks of the message's communicator.
+    let send = on(0, "MPI_SEND");
+    assert_eq!(send.len(), 1);
+    assert!(send[0].attrs.starts_with("Receiver: 0 (\"rank 1"), "{:?}", send[0]);
+    assert!(send[0].attrs.contains("Communicator: \"comm 2\""), "{:?}", send[0]);
+    assert!(on(1, "MPI_RECV")[0].attrs.starts_with("Sender: 1 (\"rank 0"), "{:?}", on(1, "MPI_RECV"));
+    // The receive half of the sendrecv starts when the send half ends.
+    let recv_enter = lines.iter().find(|l| l.location == 0 && l.kind == "ENTER" && l.attrs.contains("MPI_Recv"));
+    assert_eq!(recv_enter.map(|l| l.time), Some(140));
+    assert_eq!(on(0, "MPI_RECV")[0].time, 160);
+
+    let end = on(0, "MPI_COLLECTIVE_END");
+    assert!(end[0].attrs.contains("Operation: BCAST") && end[0].attrs.contains("Root: 0"), "{:?}", end[0]);
+    assert_eq!(on(1, "MPI_COLLECTIVE_BEGIN").len(), 1);
+    for kind in ["MPI_ISEND", "MPI_REQUEST_TEST", "MPI_ISEND_COMPLETE", "MPI_IRECV_REQUEST", "MPI_IRECV"] {
+        assert_eq!(on(0, kind).len(), 1, "{kind}");
+    }
+    assert!(on(0, "MPI_IRECV")[0].attrs.contains("Request: 2"), "{:?}", on(0, "MPI_IRECV"));
+    assert!(on(0, "PARAMETER_STRING")[0].attrs.contains("\"src/main.rs:21\""), "{:?}", on(0, "PARAMETER_STRING"));
+    assert!(on(0, "METRIC")[0].attrs.contains("-7"), "{:?}", on(0, "METRIC"));
+    let flush = on(0, "BUFFER_FLUSH");
+    assert!(flush.len() == 1 && flush[0].time == 190 && flush[0].attrs.contains("250"), "{flush:?}");
+    // "inner" is left with "outer", the region still open at the end at
+    // the last timestamp.
+    let left: Vec<(u64, &str)> =
+        on(0, "LEAVE").iter().filter(|l| !l.attrs.contains("MPI_")).map(|l| (l.time, l.attrs.as_str())).collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(left[0].0 == 180 && left[0].1.contains("inner") && left[1].1.contains("outer"), "{left:?}");
+    assert!(left[2].0 == 420 && left[2].1.contains("open at the end"), "{left:?}");
+
+    let defs = otf2_print(&["-G"], &summary.anchor);
+    let line = |kind: &str, name: &str| {
+        let name = format!("Name: \"{name}\"");
+        let found = defs.lines().find(|l| l.split_whitespace().next() == Some(kind) && l.contains(&name));
+        found.unwrap_or_else(|| panic!("no {kind} {name}:\n{defs}"))
+    };
+    let comm = line("COMM", "comm 2");
+    assert!(comm.contains("Parent: \"MPI_COMM_WORLD\"") && comm.contains("Group: \"comm 2\""), "{defs}");
+    assert!(line("GROUP", "comm 2").contains("2 Members: 1 (\"rank 1"), "{defs}");
+    let outer = line("REGION", "outer");
+    assert!(outer.contains("Paradigm: USER") && outer.contains("\"src/main.rs\"") && outer.contains("Begin: 10"));
+    assert!(line("REGION", "MPI_Bcast").contains("Role: COLL_ONE2ALL"), "{defs}");
+    line("PARAMETER", "checkpoint");
+}
+
+/// Writes a per-rank trace file of a two-rank job on one host.
+fn write_rank(dir: &Path, rank: u32, events: &[(u64, u64, Body)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut writer = TraceWriter::create(&grappe_trace::file_for(dir, rank), &header(rank)).unwrap();
+    let mut defs = Defs::default();
+    let encoded: Vec<Encoded> = events
+        .iter()
+        .map(|(start, end, body)| {
+            let raw = raw_of(body, &mut defs);
+            Encoded { rank, start: *start, end: *end, alpha_ns: 0, raw }
+        })
+        .collect();
+    writer.write_definitions(&defs.pending).unwrap();
+    writer.write_events(encoded.into_iter()).unwrap();
+    writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 1 }).unwrap();
+}
+
+#[derive(Default)]
+struct Defs {
+    strings: HashMap<String, u32>,
+    members: HashMap<Vec<u32>, u64>,
+    pending: Vec<Definition>,
+}
+
+impl Interner for Defs {
+    fn intern(&mut self, s: &str) -> u32 {
+        let next = self.strings.len() as u32;
+        *self.strings.entry(s.to_owned()).or_insert_with(|| {
+            self.pending.push(Definition::String(next, s.to_owned()));
+            next
+        })
+    }
+
+    fn members(&mut self, members: &[u32]) -> u64 {
+        let next = self.members.len() as u64;
+        *self.members.entry(members.to_vec()).or_insert_with(|| {
+            self.pending.push(Definition::Members(next, members.to_vec()));
+            next
+        })
+    }
+}
+
+fn header(rank: u32) -> FileHeader {
+    FileHeader {
+        format: VERSION,
+        rank: Some(rank),
+        world_size: 2,
+        host: "node-a".into(),
+        pid: 4000 + rank,
+        process_ranks: vec![rank],
+        clock: ClockInfo {
+            source: "monotonic_raw".into(),
+            ticks_per_second: 1e9,
+            time_base: "local".into(),
+            simulated: None,
+            estimation: None,
+            tsc: None,
+        },
+        calibration: EventKind::ALL.iter().map(|k| Calibration { kind: k.name().into(), alpha_ns: 0 }).collect(),
+        schema: schema(),
+        flush_policy: "full".into(),
+        buffer_events: 64,
+        started_unix_ns: 0,
+        merged_from: Vec::new(),
+    }
+}

@@ -1,0 +1,109 @@
+//! A synthetic job (known events and messages) exported through libotf2
+//! and read back by `otf2-print`: every call, message, collective and
+//! counter is there, on the right location, in order.
+
+mod common;
+
+use common::*;
+use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_otf2::Otf2Error;
+
+#[test]
+fn a_synthetic_job_reads_back_with_every_event_counted() {
+    let dir = scratch("synthetic");
+    let job = SyntheticJob::new(4, 200);
+    write_job(&dir.join("traces"), &job).unwrap();
+    let summary = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    assert_eq!(summary.anchor, dir.join("out/job.otf2"));
+    assert!(dir.join("out/job").is_dir());
+    assert_eq!(summary.locations, 4);
+    assert_eq!(summary.messages, job.messages());
+    assert_eq!(summary.unmatched_leaves, 0);
+
+    let lines = events(&summary.anchor);
+    let kinds = kinds(&lines);
+    let count = |k: &str| kinds.get(k).copied().unwrap_or(0);
+    let (ranks, iterations) = (job.ranks as u64, job.iterations);
+    // Every trace event but region leaves and counters is one Enter (a
+    // call, or a user region) with its Leave.
+    let regions = job.events() - 2 * ranks * iterations;
+    assert_eq!(count("ENTER"), regions, "{kinds:?}");
+    assert_eq!(count("LEAVE"), regions, "{kinds:?}");
+    assert_eq!(count("MPI_SEND") + count("MPI_ISEND"), job.messages(), "{kinds:?}");
+    assert_eq!(count("MPI_RECV") + count("MPI_IRECV"), job.messages(), "{kinds:?}");
+    assert_eq!(count("MPI_ISEND"), count("MPI_ISEND_COMPLETE"));
+    assert_eq!(count("MPI_IRECV"), count("MPI_IRECV_REQUEST"));
+    let allreduces = ranks * iterations.div_ceil(10);
+    assert_eq!(count("MPI_COLLECTIVE_BEGIN"), allreduces);
+    assert_eq!(count("MPI_COLLECTIVE_END"), allreduces);
+    assert_eq!(count("METRIC"), ranks * iterations);
+    assert_eq!(lines.len() as u64, summary.events_written, "{kinds:?}");
+
+    let per_location = check_timelines(&lines);
+    let defined = defined_locations(&summary.anchor);
+    assert_eq!(defined.len(), 4);
+    assert_eq!(defined, per_location, "LOCATION event counts against the events printed");
+    for rank in 0..job.ranks {
+        // Init, finalize, allreduces, point-to-point calls (one message
+        // record each), and per iteration a region and a counter.
+        let collectives = iterations.div_ceil(10);
+        let p2p = job.events_of(rank) - 2 - collectives - 3 * iterations;
+        let expected = 2 * (2 + p2p + collectives + iterations) + p2p + 2 * collectives + iterations;
+        assert_eq!(defined[&(rank as u64)], expected, "rank {rank}");
+    }
+}
+
+#[test]
+fn an_existing_archive_is_refused_and_left_as_it_was() {
+    let dir = scratch("existing");
+    write_job(&dir.join("traces"), &SyntheticJob::new(2, 5)).unwrap();
+    let first = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    let events_before = events(&first.anchor).len();
+
+    let again = export(&dir.join("traces"), &dir.join("out"), "job").unwrap_err();
+    assert!(matches!(&again, Otf2Error::Exists { path } if path == &first.anchor), "{again:?}");
+    assert!(again.to_string().contains(&first.anchor.display().to_string()), "{again}");
+    assert_eq!(events(&first.anchor).len(), events_before, "the first archive is intact");
+
+    // A directory in the way, even without its anchor file.
+    std::fs::create_dir_all(dir.join("out/other")).unwrap();
+    let other = export(&dir.join("traces"), &dir.join("out"), "other").unwrap_err();
+    assert!(matches!(&other, Otf2Error::Exists { path } if path == &dir.join("out/other")), "{other:?}");
+    assert!(!dir.join("out/other.otf2").exists());
+
+    let bad = export(&dir.join("traces"), &dir.join("out"), "a/b").unwrap_err();
+    assert!(matches!(bad, Otf2Error::InvalidPath { .. }), "{bad:?}");
+}
+
+#[test]
+fn a_rank_without_a_trace_keeps_its_location_with_no_events() {
+    let dir = scratch("missing-rank");
+    write_job(&dir.join("traces"), &SyntheticJob::new(3, 10)).unwrap();
+    std::fs::remove_file(grappe_trace::file_for(&dir.join("traces"), 1)).unwrap();
+    let summary = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    let per_location = check_timelines(&events(&summary.anchor));
+    let defined = defined_locations(&summary.anchor);
+    assert_eq!(defined.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(defined[&1], 0);
+    assert_eq!(defined.get(&0), per_location.get(&0));
+    assert_eq!(defined.get(&2), per_location.get(&2));
+}
+
+#[test]
+fn a_merged_trace_exports_like_its_per_rank_files() {
+    let dir = scratch("merged");
+    write_job(&dir.join("traces"), &SyntheticJob::new(3, 30)).unwrap();
+    let set = grappe_analysis::TraceSet::open(&dir.join("traces")).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    grappe_analysis::merge_to_file(&set, &time, &dir.join("merged.gtrace"), &mut |_| {}).unwrap();
+
+    let per_rank = export(&dir.join("traces"), &dir.join("out"), "per-rank").unwrap();
+    let merged = export(&dir.join("merged.gtrace"), &dir.join("out"), "merged").unwrap();
+    assert_eq!((merged.events_written, merged.messages), (per_rank.events_written, per_rank.messages));
+    let (a, b) = (events(&per_rank.anchor), events(&merged.anchor));
+    assert_eq!(kinds(&a), kinds(&b));
+    assert_eq!(check_timelines(&a), check_timelines(&b));
+    let names = |anchor| otf2_print(&["-G"], anchor).lines().filter(|l| l.starts_with("LOCATION ")).count();
+    assert_eq!(names(&merged.anchor), 3);
+    assert!(otf2_print(&["-G"], &merged.anchor).contains("\"rank 2 (pid 1002)\""));
+}
