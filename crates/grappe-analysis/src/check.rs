@@ -94,13 +94,12 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
         stream: stream.summary(),
         unfinished: Vec::new(),
     };
-    for linked in &mut stream {
-        let linked = linked?;
+    while let Some(linked) = stream.next_event()? {
         report.events += 1;
         if report.events % (1 << 20) == 0 {
             progress(report.events);
         }
-        match linked.message {
+        match *linked.message {
             Message::Received { channel, send } => {
                 let received = receive_of(&linked.event).map_or(0, |(_, bytes)| bytes);
                 let dates = MessageDates {

@@ -38,4 +38,4 @@ pub use info::{TraceInfo, info};
 pub use matching::{Channel, Matcher, Message, SendSide};
 pub use merge::{MergeOutcome, merge_to_file};
 pub use set::{Layout, TraceSet};
-pub use stream::{CausalStream, Linked, StreamSummary, merge_date};
+pub use stream::{CausalStream, Linked, LinkedRef, StreamSummary, merge_date};

@@ -44,8 +44,8 @@ pub fn merge_to_file(
     let mut defs = FileDefinitions::default();
     let mut block: Vec<Encoded> = Vec::with_capacity(BLOCK_EVENTS);
     let mut written = 0u64;
-    for linked in &mut stream {
-        let e = linked?.event;
+    while let Some(linked) = stream.next_event()? {
+        let e = linked.event;
         let raw = raw_of(&e.body, &mut defs);
         block.push(Encoded { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, raw });
         if block.len() == BLOCK_EVENTS {

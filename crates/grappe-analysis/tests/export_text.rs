@@ -488,7 +488,7 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
     let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0 };
     let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false };
     let region = |enter: bool| {
-        let name = "odd \"region\"\n".to_owned();
+        let name: std::sync::Arc<str> = "odd \"region\"\n".into();
         if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
     };
     vec![
@@ -556,14 +556,14 @@ fn regions_trace(dir: &Path, spans: &[(String, u64, u64)]) {
     let mut t = T;
     for (name, gap, length) in spans {
         t += gap;
-        events.push((t, t, Body::RegionEnter { name: name.clone(), location: name.clone() }));
+        events.push((t, t, Body::RegionEnter { name: name.as_str().into(), location: name.as_str().into() }));
         events.push((
             t,
             t + length,
             Body::Collective { op: grappe_trace::CollectiveKind::Barrier, comm: 0, root: u32::MAX, bytes: 0 },
         ));
         t += length;
-        events.push((t, t, Body::RegionLeave { name: name.clone() }));
+        events.push((t, t, Body::RegionLeave { name: name.as_str().into() }));
     }
     write_handmade(dir, &[events]);
 }

@@ -165,7 +165,7 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
         linked(1, 2000, 2000, Body::Finalize, Message::None),
     ];
     let mut profiler = Profiler::new(2);
-    events.iter().for_each(|e| profiler.observe(e));
+    events.iter().for_each(|e| profiler.observe(e.as_ref()));
     let p = profiler.finish();
     let r0 = p.rank(0).unwrap();
     assert_eq!(
@@ -196,12 +196,12 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
 fn unbalanced_regions_and_a_collective_missing_a_rank_are_noted_not_fatal() {
     let mut profiler = Profiler::new(3);
     let allreduce = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
-    profiler.observe(&linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None));
-    profiler.observe(&linked(0, 20, 20, Body::RegionLeave { name: "b".into() }, Message::None));
-    profiler.observe(&linked(0, 30, 90, allreduce.clone(), Message::None));
-    profiler.observe(&linked(1, 50, 90, allreduce, Message::None));
+    profiler.observe(linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None).as_ref());
+    profiler.observe(linked(0, 20, 20, Body::RegionLeave { name: "b".into() }, Message::None).as_ref());
+    profiler.observe(linked(0, 30, 90, allreduce.clone(), Message::None).as_ref());
+    profiler.observe(linked(1, 50, 90, allreduce, Message::None).as_ref());
     // A record dated before the previous one is moved to it.
-    profiler.observe(&linked(1, 40, 45, Body::Finalize, Message::None));
+    profiler.observe(linked(1, 40, 45, Body::Finalize, Message::None).as_ref());
     let p = profiler.finish();
     assert_eq!(p.rank(0).unwrap().waiting_ns, 20);
     assert_eq!(p.rank(1).unwrap().total_ns, 40);

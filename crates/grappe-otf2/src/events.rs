@@ -10,7 +10,7 @@
 //! send and a receive that start together), so a call that starts before
 //! the previous one ended is entered when that one is left.
 
-use grappe_analysis::{Linked, Message};
+use grappe_analysis::{LinkedRef, Message};
 use grappe_trace::{ANY, Body, Completion, Event};
 
 use crate::archive::{EventPhase, EventWriter, GlobalDefs};
@@ -70,7 +70,7 @@ impl Exporter {
 
     /// Writes one event of the stream.
     #[inline]
-    pub(crate) fn write(&mut self, linked: &Linked) -> Result<()> {
+    pub(crate) fn write(&mut self, linked: LinkedRef<'_>) -> Result<()> {
         if let Message::Received { .. } = linked.message {
             self.messages += 1;
         }

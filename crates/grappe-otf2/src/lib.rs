@@ -102,8 +102,9 @@ fn write_archive(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     let mut read = 0u64;
-    for linked in stream {
-        exporter.write(&linked?)?;
+    let mut stream = stream;
+    while let Some(linked) = stream.next_event()? {
+        exporter.write(linked)?;
         read += 1;
         if read % PROGRESS_EVERY == 0 {
             progress(read);

@@ -4,6 +4,8 @@
 //! choice: one header, the duration as an attribute). Every record carries
 //! α, the measured cost of recording it, for probe-effect compensation.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// Kinds of events, with their stable numeric ids (the file schema lists
@@ -198,7 +200,8 @@ pub struct Event {
     pub body: Body,
 }
 
-/// The attributes of each kind of event.
+/// The attributes of each kind of event. Names are shared with the
+/// trace's definitions (`Arc<str>`), so reading an event allocates nothing.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[allow(missing_docs)]
 pub enum Body {
@@ -274,18 +277,18 @@ pub enum Body {
         members: Vec<u32>,
     },
     RegionEnter {
-        name: String,
-        location: String,
+        name: Arc<str>,
+        location: Arc<str>,
     },
     RegionLeave {
-        name: String,
+        name: Arc<str>,
     },
     Point {
-        name: String,
-        location: String,
+        name: Arc<str>,
+        location: Arc<str>,
     },
     Counter {
-        name: String,
+        name: Arc<str>,
         value: i64,
     },
     FlushBegin,

@@ -234,6 +234,23 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// Reads a LEB128 value at `*pos`, advancing it; `None` if malformed or cut.
 #[inline]
 pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    // Most values of a trace (ranks, tags, kinds) take one byte, dates in
+    // nanoseconds two or three.
+    let first = *buf.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(first as u64);
+    }
+    if let Some(&second) = buf.get(*pos + 1)
+        && second < 0x80
+    {
+        *pos += 2;
+        return Some((first & 0x7f) as u64 | (second as u64) << 7);
+    }
+    get_long_varint(buf, pos)
+}
+
+fn get_long_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *buf.get(*pos)?;
@@ -304,16 +321,29 @@ pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut V
 /// Decodes an events block payload. The error names the byte (within the
 /// payload) where decoding failed and what was expected there.
 pub fn decode_events(payload: &[u8]) -> Result<Vec<Encoded>, (usize, String)> {
+    let mut events = Vec::new();
+    decode_events_with(payload, |count, e| {
+        events.reserve_exact(count - events.len());
+        events.push(*e)
+    })?;
+    Ok(events)
+}
+
+/// Decodes an events block payload, handing each event to `each` with the
+/// number of events the block announces, as it comes (readers build their
+/// own events without an intermediate vector). By reference: copying the
+/// record whole right after writing it field by field stalls the CPU.
+#[inline]
+pub fn decode_events_with(payload: &[u8], mut each: impl FnMut(usize, &Encoded)) -> Result<(), (usize, String)> {
     let mut pos = 0;
     let next =
         |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let count = next(&mut pos, "event count")? as usize;
-    if count > payload.len() {
-        return Err((0, format!("at most {} events in {} bytes, not {count}", payload.len(), payload.len())));
+    let announced = next(&mut pos, "event count")? as usize;
+    if announced > payload.len() {
+        return Err((0, format!("at most {} events in {} bytes, not {announced}", payload.len(), payload.len())));
     }
-    let mut events = Vec::with_capacity(count);
     let mut previous = 0u64;
-    for _ in 0..count {
+    for _ in 0..announced {
         let rank = u32::try_from(next(&mut pos, "rank")?).map_err(|_| (pos, "a rank below 2^32".to_owned()))?;
         let start = previous.wrapping_add(unzigzag(next(&mut pos, "start delta")?) as u64);
         let end = start.saturating_add(next(&mut pos, "duration")?);
@@ -329,13 +359,13 @@ pub fn decode_events(payload: &[u8]) -> Result<Vec<Encoded>, (usize, String)> {
             let v = next(&mut pos, name)?;
             set_slot(&mut raw, *slot, v).ok_or_else(|| (pos, format!("{name} within its slot's range")))?;
         }
-        events.push(Encoded { rank, start, end, alpha_ns, raw });
+        each(announced, &Encoded { rank, start, end, alpha_ns, raw });
         previous = start;
     }
     if pos != payload.len() {
         return Err((pos, format!("the end of the block ({} bytes left)", payload.len() - pos)));
     }
-    Ok(events)
+    Ok(())
 }
 
 // ---- definitions ----

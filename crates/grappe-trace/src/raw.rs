@@ -8,6 +8,8 @@
 //! code. Strings and member lists are not in the record: it holds their
 //! ids in the trace's definitions.
 
+use std::sync::Arc;
+
 use crate::event::{Body, CollectiveKind, Completion, EventKind};
 
 /// One recorded event in fixed slots.
@@ -119,7 +121,7 @@ fn unpack_completion(flags: u16, src: u32, tag: u32, bytes: u64) -> Option<Compl
 /// Strings and member lists referenced by raw records.
 pub trait Definitions {
     /// The string with definition id `id`.
-    fn string(&self, id: u32) -> Option<&str>;
+    fn string(&self, id: u32) -> Option<&Arc<str>>;
     /// The member list with definition id `id`.
     fn members(&self, id: u64) -> Option<&[u32]>;
 }
@@ -149,10 +151,11 @@ impl std::fmt::Display for DecodeError {
 
 impl RawEvent {
     /// The event body this record encodes.
+    #[inline]
     pub fn body(&self, defs: &dyn Definitions) -> Result<Body, DecodeError> {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
         let string =
-            |id: u32, what| defs.string(id).map(str::to_owned).ok_or(DecodeError::MissingDefinition(what, id as u64));
+            |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));
         let tag = self.b as i32;
         Ok(match kind {
             EventKind::Init => Body::Init,

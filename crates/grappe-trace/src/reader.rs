@@ -7,15 +7,17 @@
 //! not what the format says (bad magic, checksum mismatch, undecodable
 //! payload) are an error naming the file, the offset and what was expected.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use crate::event::Event;
 use crate::format::{
     BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, FileHeader, Footer, MAGIC, MAX_BLOCK, VERSION,
-    decode_definitions, decode_events, decode_footer, decode_samples,
+    decode_definitions, decode_events_with, decode_footer, decode_samples,
 };
 use crate::raw::Definitions;
 
@@ -94,15 +96,17 @@ pub struct TraceFile {
     ending: Option<Ending>,
 }
 
+/// Definitions by id (hashed with Fx: ids are small integers, and a
+/// lookup happens for every region, point and counter event).
 #[derive(Debug, Default)]
 struct Defs {
-    strings: HashMap<u32, String>,
-    members: HashMap<u64, Vec<u32>>,
+    strings: FxHashMap<u32, Arc<str>>,
+    members: FxHashMap<u64, Vec<u32>>,
 }
 
 impl Definitions for Defs {
-    fn string(&self, id: u32) -> Option<&str> {
-        self.strings.get(&id).map(String::as_str)
+    fn string(&self, id: u32) -> Option<&Arc<str>> {
+        self.strings.get(&id)
     }
     fn members(&self, id: u64) -> Option<&[u32]> {
         self.members.get(&id).map(Vec::as_slice)
@@ -219,25 +223,27 @@ impl TraceFile {
     }
 
     fn decode_event_block(&self, payload: &[u8], at: u64) -> Result<Vec<Event>, TraceError> {
-        let encoded = decode_events(payload).map_err(|e| self.corrupt_in(at, e))?;
-        encoded
-            .into_iter()
-            .map(|e| {
-                let body = e.raw.body(&self.defs).map_err(|reason| TraceError::Corrupt {
-                    path: self.path.clone(),
-                    offset: at,
-                    expected: format!("a decodable event ({reason})"),
-                })?;
-                Ok(Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body })
-            })
-            .collect()
+        let mut events = Vec::new();
+        let mut undecodable = None;
+        decode_events_with(payload, |count, e| match e.raw.body(&self.defs) {
+            Ok(body) => {
+                events.reserve_exact(count - events.len());
+                events.push(Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body })
+            }
+            Err(reason) => _ = undecodable.get_or_insert(reason),
+        })
+        .map_err(|e| self.corrupt_in(at, e))?;
+        match undecodable {
+            None => Ok(events),
+            Some(reason) => Err(self.corrupt(at, format!("a decodable event ({reason})"))),
+        }
     }
 
     fn absorb_definitions(&mut self, payload: &[u8], at: u64) -> Result<(), TraceError> {
         for def in decode_definitions(payload).map_err(|e| self.corrupt_in(at, e))? {
             match def {
-                Definition::String(id, s) => self.defs.strings.insert(id, s),
-                Definition::Members(id, m) => self.defs.members.insert(id, m).map(|_| String::new()),
+                Definition::String(id, s) => self.defs.strings.insert(id, s.into()).map(|_| ()),
+                Definition::Members(id, m) => self.defs.members.insert(id, m).map(|_| ()),
             };
         }
         Ok(())

@@ -74,9 +74,9 @@ fn body() -> impl Strategy<Value = Body> {
         }),
         (any::<u32>(), any::<u32>(), proptest::collection::vec(0u32..64, 0..20))
             .prop_map(|(comm, parent, members)| Body::CommCreate { comm, parent, members }),
-        (name, name).prop_map(|(name, location)| Body::RegionEnter { name, location }),
-        name.prop_map(|name| Body::RegionLeave { name }),
-        (name, any::<i64>()).prop_map(|(name, value)| Body::Counter { name, value }),
+        (name, name).prop_map(|(name, location)| Body::RegionEnter { name: name.into(), location: location.into() }),
+        name.prop_map(|name| Body::RegionLeave { name: name.into() }),
+        (name, any::<i64>()).prop_map(|(name, value)| Body::Counter { name: name.into(), value }),
     ]
 }
 

@@ -87,10 +87,10 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     assert!(rank1.iter().any(|e| matches!(e.body, Body::Collective { op: CollectiveKind::Allreduce, bytes: 8, .. })));
     assert!(rank1.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![1])));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![0, 2])));
-    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionEnter { name, location } if name == "solve" && location.contains("tracing.rs"))));
-    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionLeave { name } if name == "solve")));
-    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Counter { name, value: 42 } if name == "iterations")));
-    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Point { name, .. } if name == "checkpoint")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionEnter { name, location } if &**name == "solve" && location.contains("tracing.rs"))));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionLeave { name } if &**name == "solve")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Counter { name, value: 42 } if &**name == "iterations")));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::Point { name, .. } if &**name == "checkpoint")));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::Probe { found: Some(c), .. } if c.src == 2 && c.bytes == 1)));
     // The probe came first, so the message had arrived when the receive began.
     assert!(rank0.iter().any(|e| matches!(e.body, Body::Recv { src: 2, tag: 3, arrived: true, .. })));

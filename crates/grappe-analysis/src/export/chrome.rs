@@ -63,9 +63,8 @@ pub fn write_chrome(
     w.sink.bytes(
         b"{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}",
     );
-    for linked in stream.by_ref() {
-        let linked = linked?;
-        w.event(&linked.event, &linked.message);
+    while let Some(linked) = stream.next_event()? {
+        w.event(linked.event, &linked.message);
         if w.events % PROGRESS_EVERY == 0 {
             progress(w.events);
         }

@@ -220,7 +220,7 @@ mod tests {
             assert!(CALL_NAMES.contains(&display_name(body)), "{body:?}");
         }
         assert_eq!(calls.len(), CALL_NAMES.len());
-        assert_eq!(display_name(&Body::RegionEnter { name: "step".into(), location: String::new() }), "step");
+        assert_eq!(display_name(&Body::RegionEnter { name: "step".into(), location: "".into() }), "step");
         assert_eq!(shape(&Body::Init), Shape::Mark("init"));
     }
 }

@@ -291,8 +291,8 @@ fn pct(part: u64, whole: u64) -> f64 {
 pub fn profile(mut stream: CausalStream, world_size: u32, progress: &mut dyn FnMut(u64)) -> Result<Profile> {
     let mut profiler = Profiler::for_stream(&stream, world_size);
     let mut events = 0u64;
-    for linked in &mut stream {
-        profiler.observe(&linked?);
+    while let Some(linked) = stream.next_event()? {
+        profiler.observe(linked);
         events += 1;
         if events % (1 << 20) == 0 {
             progress(events);

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 use super::collectives::{Entry, Instances};
 use super::{CallRow, CallStats, CallType, MatrixCell, Profile, RankRow, RegionRow, SiteRow, SizeBin};
 use crate::matching::Message;
-use crate::stream::{CausalStream, Linked, merge_date};
+use crate::stream::{CausalStream, LinkedRef, merge_date};
 
 /// Regions open at once on a rank, at most (deeper ones are not tracked).
 const MAX_DEPTH: usize = 256;
@@ -66,8 +66,8 @@ impl Profiler {
     }
 
     /// Takes the next event of the causal stream.
-    pub fn observe(&mut self, linked: &Linked) {
-        let event = &linked.event;
+    pub fn observe(&mut self, linked: LinkedRef<'_>) {
+        let event = linked.event;
         self.events += 1;
         let state = self.ranks.entry(event.rank).or_default();
         let (start, end) = state.dates(event);

@@ -20,7 +20,7 @@ use super::overview::{Overview, OverviewData};
 use crate::matching::Message;
 use crate::profile::CallType;
 use crate::profile::collectives::{Entry, Instances};
-use crate::stream::{CausalStream, Linked, merge_date};
+use crate::stream::{CausalStream, LinkedRef, merge_date};
 
 /// Regions open at once on a rank that are drawn.
 const MAX_DEPTH: usize = 64;
@@ -92,8 +92,8 @@ impl Builder {
     }
 
     /// Takes the next event of the causal stream.
-    pub fn observe(&mut self, linked: &Linked) {
-        let event = &linked.event;
+    pub fn observe(&mut self, linked: LinkedRef<'_>) {
+        let event = linked.event;
         let date = merge_date(event);
         let lane = self.lane(event.rank, event.start);
         let (start, end) = (event.start, event.end.max(event.start));

@@ -99,14 +99,13 @@ pub fn write_report(
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReportSummary> {
     let check = check(CausalStream::open(set, time)?, &mut *progress)?;
-    let stream = CausalStream::open(set, time)?;
+    let mut stream = CausalStream::open(set, time)?;
     let mut profiler = Profiler::for_stream(&stream, set.world_size());
     let mut builder = diagram::Builder::new(&stream, set.world_size(), options.max_events, options.max_arrows);
     let mut read = 0u64;
-    for linked in stream {
-        let linked = linked?;
-        profiler.observe(&linked);
-        builder.observe(&linked);
+    while let Some(linked) = stream.next_event()? {
+        profiler.observe(linked);
+        builder.observe(linked);
         read += 1;
         if read % (1 << 20) == 0 {
             progress(check.events + read);

@@ -1,0 +1,246 @@
+//! The k-way merge of per-rank files on global time.
+//!
+//! Each rank's events are read a block at a time, put on global time in
+//! place, and taken from the block by reference until they go out: the
+//! merge looks at heads without moving them. The flow that just went out
+//! stays outside the heap while it is still the earliest (runs of one
+//! rank's events cost no heap operation).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use grappe_trace::{ANY, Event, TraceFile};
+use rustc_hash::FxHashMap;
+
+use super::{FlowSummary, merge_date};
+use crate::error::Result;
+use crate::global::{GlobalTime, RankTime};
+use crate::matching::{Channel, Matcher, receive_of};
+use crate::set::TraceSet;
+
+/// One rank's file being merged.
+struct Flow {
+    /// `None` once read to the end.
+    file: Option<TraceFile>,
+    /// Events of the current block not yet out; never empty while the
+    /// file has more.
+    block: std::vec::IntoIter<Event>,
+    time: RankTime,
+    last_start: u64,
+    summary: FlowSummary,
+}
+
+impl Flow {
+    fn open(file: TraceFile, time: RankTime, rank: u32) -> Result<Flow> {
+        let mut flow = Flow {
+            file: Some(file),
+            block: Vec::new().into_iter(),
+            time,
+            last_start: 0,
+            summary: FlowSummary::new(rank),
+        };
+        flow.fill()?;
+        Ok(flow)
+    }
+
+    fn head(&self) -> Option<&Event> {
+        self.block.as_slice().first()
+    }
+
+    /// Drops the head and makes sure the next one is there.
+    fn advance(&mut self) -> Result<()> {
+        self.block.next();
+        self.fill()
+    }
+
+    /// Reads blocks until one has events or the file ends.
+    fn fill(&mut self) -> Result<()> {
+        while self.block.len() == 0 {
+            let Some(file) = &mut self.file else { return Ok(()) };
+            match file.next_events()? {
+                Some(mut events) => {
+                    self.to_global(&mut events);
+                    self.block = events.into_iter();
+                }
+                None => {
+                    self.summary.ending = file.ending().cloned();
+                    self.file = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the local order of a block and puts it on global time.
+    fn to_global(&mut self, events: &mut [Event]) {
+        for e in events {
+            self.check_order(e);
+            self.summary.events += 1;
+            e.start = self.time.to_global(e.start);
+            e.end = self.time.to_global(e.end);
+        }
+    }
+
+    fn check_order(&mut self, e: &Event) {
+        let problem = if e.end < e.start {
+            Some(format!("ends at {} ns, before its start at {} ns", e.end, e.start))
+        } else if e.start < self.last_start {
+            Some(format!("starts at {} ns, before the previous record's start at {} ns", e.start, self.last_start))
+        } else {
+            None
+        };
+        self.last_start = self.last_start.max(e.start);
+        if let Some(problem) = problem {
+            self.summary.disorder += 1;
+            self.summary
+                .first_disorder
+                .get_or_insert_with(|| format!("record {} ({}) {problem}", self.summary.events, e.body.kind().name()));
+        }
+    }
+}
+
+/// The merge: flows, the ready heap, the receives waiting for their send.
+pub(super) struct KWay {
+    flows: Vec<Flow>,
+    /// The flow that went out last, while it is still the earliest.
+    current: Option<(u64, usize)>,
+    /// Other flows whose head can go, by (merge date, flow).
+    ready: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Flows whose head is a receive waiting for its send.
+    waiting: FxHashMap<Channel, usize>,
+    /// Flow index of each rank.
+    flow_of: FxHashMap<u32, usize>,
+    /// The flow whose head is out (borrowed by the stream's caller).
+    out: Option<usize>,
+    /// Receives held back (clock error) and let go unmatched (contradictions).
+    pub(super) deferred: u64,
+    pub(super) forced: u64,
+}
+
+impl KWay {
+    pub(super) fn open(set: &TraceSet, time: &GlobalTime) -> Result<KWay> {
+        let mut k = KWay {
+            flows: Vec::new(),
+            current: None,
+            ready: BinaryHeap::new(),
+            waiting: FxHashMap::default(),
+            flow_of: FxHashMap::default(),
+            out: None,
+            deferred: 0,
+            forced: 0,
+        };
+        for f in set.files() {
+            let rank = f.rank().expect("per-rank set");
+            let time = time.rank(rank).cloned().expect("global time covers every traced rank");
+            k.flow_of.insert(rank, k.flows.len());
+            k.flows.push(Flow::open(f.open()?, time, rank)?);
+        }
+        for i in 0..k.flows.len() {
+            k.schedule(i);
+        }
+        Ok(k)
+    }
+
+    pub(super) fn summaries(&self) -> impl Iterator<Item = &FlowSummary> {
+        self.flows.iter().map(|f| &f.summary)
+    }
+
+    /// A lower bound of the start of every event not out yet.
+    pub(super) fn pending_start_bound(&self) -> Option<u64> {
+        self.flows.iter().filter_map(|f| f.head().map(|e| e.start)).min()
+    }
+
+    fn schedule(&mut self, i: usize) {
+        if let Some(head) = self.flows[i].head() {
+            self.ready.push(Reverse((merge_date(head), i)));
+        }
+    }
+
+    /// A send on `channel` went out: its receiver may go on.
+    pub(super) fn wake(&mut self, channel: &Channel) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        if let Some(i) = self.waiting.remove(channel) {
+            self.schedule(i);
+        }
+    }
+
+    /// Finds the next event in causal order and puts it out (it stays at
+    /// the head of its flow until [`KWay::release_out`]).
+    pub(super) fn select(&mut self, matcher: &Matcher) -> Result<Option<&Event>> {
+        let Some(i) = self.next_flow(matcher) else { return Ok(None) };
+        self.out = Some(i);
+        Ok(self.flows[i].head())
+    }
+
+    /// The event out.
+    pub(super) fn out_event(&self) -> Option<&Event> {
+        self.out.and_then(|i| self.flows[i].head())
+    }
+
+    fn next_flow(&mut self, matcher: &Matcher) -> Option<usize> {
+        while let Some(i) = self.earliest() {
+            let head = self.flows[i].head().expect("ready flows have a head");
+            if let Some((channel, _)) = receive_of(head)
+                && !matcher.has_send(&channel)
+                && self.sender_may_send(channel.src)
+            {
+                self.deferred += 1;
+                self.waiting.insert(channel, i);
+                continue;
+            }
+            return Some(i);
+        }
+        // Only receives whose sends never come are left: the traces
+        // contradict each other. Let the earliest go.
+        let (&channel, &i) = self.waiting.iter().min_by_key(|(_, i)| self.head_date(**i))?;
+        self.waiting.remove(&channel);
+        self.forced += 1;
+        Some(i)
+    }
+
+    /// The ready flow with the earliest head: the current one if no other
+    /// is earlier (no heap operation), else the heap's.
+    fn earliest(&mut self) -> Option<usize> {
+        match (self.current.take(), self.ready.peek()) {
+            (Some((date, i)), Some(Reverse((other, _)))) if date <= *other => Some(i),
+            (Some((date, i)), Some(_)) => {
+                self.ready.push(Reverse((date, i)));
+                self.ready.pop().map(|Reverse((_, j))| j)
+            }
+            (Some((_, i)), None) => Some(i),
+            (None, _) => self.ready.pop().map(|Reverse((_, j))| j),
+        }
+    }
+
+    fn head_date(&self, i: usize) -> u64 {
+        self.flows[i].head().map_or(u64::MAX, merge_date)
+    }
+
+    fn sender_may_send(&self, src: u32) -> bool {
+        src != ANY && self.flow_of.get(&src).is_some_and(|&s| self.flows[s].head().is_some())
+    }
+
+    /// Drops the event out and reads on in its flow, which stays current
+    /// while it has more.
+    pub(super) fn release_out(&mut self) -> Result<()> {
+        let Some(i) = self.out.take() else { return Ok(()) };
+        self.flows[i].advance()?;
+        match self.flows[i].head() {
+            Some(next) => self.current = Some((merge_date(next), i)),
+            None => self.release_waiting_on(self.flows[i].summary.rank),
+        }
+        Ok(())
+    }
+
+    /// A rank's trace ended: receives waiting for its sends go unmatched.
+    fn release_waiting_on(&mut self, rank: u32) {
+        let stuck: Vec<Channel> = self.waiting.keys().filter(|c| c.src == rank).copied().collect();
+        for channel in stuck {
+            if let Some(i) = self.waiting.remove(&channel) {
+                self.schedule(i);
+            }
+        }
+    }
+}
