@@ -101,7 +101,7 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
         }
         match *linked.message {
             Message::Received { channel, send } => {
-                let received = receive_of(&linked.event).map_or(0, |(_, bytes)| bytes);
+                let received = receive_of(linked.event).map_or(0, |(_, bytes)| bytes);
                 let dates = MessageDates {
                     channel,
                     send_start: send.start,

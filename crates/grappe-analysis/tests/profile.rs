@@ -196,7 +196,9 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
 fn unbalanced_regions_and_a_collective_missing_a_rank_are_noted_not_fatal() {
     let mut profiler = Profiler::new(3);
     let allreduce = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
-    profiler.observe(linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None).as_ref());
+    profiler.observe(
+        linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None).as_ref(),
+    );
     profiler.observe(linked(0, 20, 20, Body::RegionLeave { name: "b".into() }, Message::None).as_ref());
     profiler.observe(linked(0, 30, 90, allreduce.clone(), Message::None).as_ref());
     profiler.observe(linked(1, 50, 90, allreduce, Message::None).as_ref());

@@ -154,8 +154,7 @@ impl RawEvent {
     #[inline]
     pub fn body(&self, defs: &dyn Definitions) -> Result<Body, DecodeError> {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
-        let string =
-            |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));
+        let string = |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));
         let tag = self.b as i32;
         Ok(match kind {
             EventKind::Init => Body::Init,

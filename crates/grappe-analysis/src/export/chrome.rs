@@ -64,7 +64,7 @@ pub fn write_chrome(
         b"{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}",
     );
     while let Some(linked) = stream.next_event()? {
-        w.event(linked.event, &linked.message);
+        w.event(linked.event, linked.message);
         if w.events % PROGRESS_EVERY == 0 {
             progress(w.events);
         }

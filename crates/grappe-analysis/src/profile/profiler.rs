@@ -84,7 +84,7 @@ impl Profiler {
             _ => {}
         }
         if let Some(call) = CallType::of(&event.body) {
-            self.call(call, event, &linked.message, start, end);
+            self.call(call, event, linked.message, start, end);
         }
         if self.events % EXPIRE_EVERY == 0 {
             let ranks = &mut self.ranks;

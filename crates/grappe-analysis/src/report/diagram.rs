@@ -106,7 +106,7 @@ impl Builder {
             _ => {}
         }
         if let Some(call) = CallType::of(&event.body) {
-            self.call(lane, call, event, &linked.message, date);
+            self.call(lane, call, event, linked.message, date);
         }
         if self.events % EXPIRE_EVERY == 0 {
             let lanes = &mut self.lanes;

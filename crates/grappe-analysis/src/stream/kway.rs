@@ -59,7 +59,7 @@ impl Flow {
             let Some(file) = &mut self.file else { return Ok(()) };
             match file.next_events()? {
                 Some(mut events) => {
-                    self.to_global(&mut events);
+                    self.globalize(&mut events);
                     self.block = events.into_iter();
                 }
                 None => {
@@ -72,7 +72,7 @@ impl Flow {
     }
 
     /// Checks the local order of a block and puts it on global time.
-    fn to_global(&mut self, events: &mut [Event]) {
+    fn globalize(&mut self, events: &mut [Event]) {
         for e in events {
             self.check_order(e);
             self.summary.events += 1;
