@@ -18,7 +18,10 @@ fn main() {
     let batches = args.next().unwrap_or(21);
     let dir = std::env::temp_dir().join(format!("grappe-record-cost-{}", std::process::id()));
     for (name, policy) in [("full", FlushPolicy::Full), ("thread", FlushPolicy::Thread), ("end", FlushPolicy::End)] {
-        let config = RecorderConfig { dir: dir.join(name), policy, buffer_events: 65536 };
+        // Policy `end` keeps everything in memory: its buffer holds every
+        // batch, so that no event is dropped (a drop costs less).
+        let buffer_events = if policy == FlushPolicy::End { per_batch * batches } else { 65536 };
+        let config = RecorderConfig { dir: dir.join(name), policy, buffer_events };
         let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0] };
         let mut rec = Recorder::create(&config, who, None).expect("a recorder");
         let mut per_event: Vec<f64> = (0..batches).map(|_| batch(&mut rec, per_batch)).collect();
@@ -35,6 +38,49 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+    floors(per_batch, batches);
+}
+
+/// What part of the cost is the clock: a loop of clock reads alone, and
+/// of point events (one read and a record each), policy `end`.
+fn floors(per_batch: usize, batches: usize) {
+    let config = RecorderConfig {
+        dir: std::env::temp_dir().join("grappe-record-cost-floor"),
+        policy: FlushPolicy::End,
+        buffer_events: 1 << 16,
+    };
+    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0] };
+    let mut rec = Recorder::create(&config, who, None).expect("a recorder");
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let clock = median((0..batches).map(|_| clock_reads(&rec, per_batch)).collect());
+    let point = median((0..batches).map(|_| points(&mut rec, per_batch)).collect());
+    println!("record_cost clock_read_ns={clock:.2} point_event_ns={point:.2}");
+    drop(rec);
+    let _ = std::fs::remove_dir_all(&config.dir);
+}
+
+fn clock_reads(rec: &Recorder, n: usize) -> f64 {
+    let t0 = Instant::now();
+    let mut sum = 0u64;
+    for _ in 0..n {
+        sum = sum.wrapping_add(std::hint::black_box(rec.now()));
+    }
+    std::hint::black_box(sum);
+    t0.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// Point events, one clock read each; the buffer (policy `end`) fills
+/// once and the rest are counted as dropped, which costs the same branch.
+fn points(rec: &mut Recorder, n: usize) -> f64 {
+    let t0 = Instant::now();
+    for i in 0..n {
+        let start = rec.now();
+        rec.record(RawEvent { start, end: start, kind: 3, a: 1, b: 7, c: 0, d: 8, e: i as u64, ..RawEvent::default() });
+    }
+    t0.elapsed().as_nanos() as f64 / n as f64
 }
 
 /// Records `n` timed events as fast as possible; ns per event.

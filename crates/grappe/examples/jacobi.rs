@@ -5,6 +5,9 @@
 //!
 //!     grappe run -n 4 target/release/examples/jacobi [N] [MAX_ITERATIONS]
 //!
+//! Traced (`grappe run --trace DIR`), it shows two regions per iteration,
+//! "halo exchange" and "sweep", and the largest change as a counter.
+//!
 //! The top edge is held at 100, the other edges at 0. Rank 0 prints the
 //! iterations, the final change, the temperature at the centre and a
 //! checksum that does not depend on how many ranks ran it.
@@ -78,8 +81,13 @@ impl Plate {
         let mut change = f64::INFINITY;
         for iteration in 1..=max {
             self.exchange_halos(world)?;
-            let local = self.sweep();
+            let local = {
+                let _sweep = world.region("sweep");
+                self.sweep()
+            };
             world.allreduce(&local, &mut change, Max)?;
+            // A counter in the trace (ignored when tracing is off).
+            world.trace_counter("largest change (1e-6)", (change * 1e6) as i64);
             std::mem::swap(&mut self.cur, &mut self.next);
             if change < TOLERANCE {
                 return Ok((iteration, change));
@@ -91,6 +99,7 @@ impl Plate {
     /// Sends the first and last owned rows to the neighbours and receives
     /// their edge rows into the halos.
     fn exchange_halos(&mut self, world: &Communicator) -> grappe::Result<()> {
+        let _halos = world.region("halo exchange");
         let (rank, size, n, rows) = (world.rank(), world.size(), self.n, self.rows);
         if rank > 0 {
             let (halo, owned) = self.cur.split_at_mut(n);
