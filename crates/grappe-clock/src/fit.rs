@@ -75,7 +75,9 @@ fn ols_fit(
         used.extend(filter_phase(phase_points, config.median_window, phase)?);
     }
     let line_fit = ols::ols(&used)?;
-    ClockFit::from_ols(frame, &used, &line_fit, config, diagnostics.with_points(total, used.len()))
+    let samples = phases.iter().flat_map(|(_, s)| s.iter());
+    let diagnostics = diagnostics.with_points(total, used.len()).with_contradiction(frame, line_fit.line, samples);
+    ClockFit::from_ols(frame, &used, &line_fit, config, diagnostics)
 }
 
 /// Points of one phase for the OLS estimators.

@@ -57,6 +57,16 @@ pub enum Warning {
         /// µ estimated from the shortest exchange, ns.
         min_one_way_ns: f64,
     },
+    /// The fitted line crosses the bounds of its own samples: it would date
+    /// a sampling message before its send, so it is wrong by at least that
+    /// much. The delays were lopsided (a loaded host); the convex-hull
+    /// estimator respects every sample by construction.
+    ContradictsSamples {
+        /// The peer.
+        label: String,
+        /// By how much, ns.
+        by_ns: f64,
+    },
 }
 
 impl Warning {
@@ -78,7 +88,12 @@ impl Warning {
         }
         let (granularity_ns, min_one_way_ns) = (fit.granularity_ns, fit.diagnostics.min_one_way_ns);
         if granularity_ns >= min_one_way_ns {
-            warnings.push(Warning::CausalityAtRisk { label, granularity_ns, min_one_way_ns });
+            warnings.push(Warning::CausalityAtRisk { label: label.clone(), granularity_ns, min_one_way_ns });
+        }
+        // Half a nanosecond: below it, the crossing is rounding.
+        let by_ns = fit.diagnostics.contradiction_ns;
+        if by_ns > 0.5 {
+            warnings.push(Warning::ContradictsSamples { label, by_ns });
         }
         warnings
     }
@@ -103,6 +118,13 @@ impl fmt::Display for Warning {
                  dated before their sends (lengthen the phases or sample more points)",
                 granularity_ns / 1e3,
                 min_one_way_ns / 1e3
+            ),
+            Warning::ContradictsSamples { label, by_ns } => write!(
+                f,
+                "{label}: the fitted line dates one of its own clock samples {:.1} us before its send: the \
+                 sampling delays were lopsided (a loaded host); use --estimator convex-hull or min-rtt, or sample \
+                 again",
+                by_ns / 1e3
             ),
         }
     }

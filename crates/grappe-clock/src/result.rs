@@ -97,6 +97,12 @@ pub struct Diagnostics {
     /// Half the shortest time on the wire (round trip − turnaround): the
     /// minimum one-way latency µ if the links are symmetric, ns.
     pub min_one_way_ns: f64,
+    /// How far the fitted line crosses the bounds the samples themselves
+    /// set (it must pass below every ping's offset and above every pong's,
+    /// as latencies are positive), ns; 0 when it does not. Positive means
+    /// the estimate dates one of its own sampling messages before its send:
+    /// delays were too lopsided for the estimator (a loaded host).
+    pub contradiction_ns: f64,
 }
 
 impl Diagnostics {
@@ -114,11 +120,28 @@ impl Diagnostics {
             points_used: 0,
             min_round_trip_ns,
             min_one_way_ns: wire as f64 / 2.0,
+            contradiction_ns: 0.0,
         }
     }
 
     pub(crate) fn with_points(self, total: usize, used: usize) -> Self {
         Diagnostics { points_total: total, points_used: used, ..self }
+    }
+
+    /// Measures how far `line` crosses the samples' bounds.
+    pub(crate) fn with_contradiction<'a>(
+        self,
+        frame: &Frame,
+        line: Line,
+        samples: impl Iterator<Item = &'a Sample>,
+    ) -> Self {
+        let worst = samples
+            .map(|s| {
+                let (ping, pong) = (frame.forward(s), frame.back(s));
+                (line.at(ping.x) - ping.d).max(pong.d - line.at(pong.x))
+            })
+            .fold(0.0, f64::max);
+        Diagnostics { contradiction_ns: worst, ..self }
     }
 }
 

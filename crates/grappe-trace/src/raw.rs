@@ -151,7 +151,7 @@ impl std::fmt::Display for DecodeError {
 
 impl RawEvent {
     /// The event body this record encodes.
-    #[inline]
+    #[inline(always)]
     pub fn body(&self, defs: &dyn Definitions) -> Result<Body, DecodeError> {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
         let string = |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));

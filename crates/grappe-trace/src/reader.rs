@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::event::Event;
+use crate::event::{Body, Event};
 use crate::format::{
-    BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, FileHeader, Footer, MAGIC, MAX_BLOCK, VERSION,
-    decode_definitions, decode_events_with, decode_footer, decode_samples,
+    BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, FileHeader, Footer, MAGIC, MAX_BLOCK,
+    VERSION, decode_definitions, decode_events_with, decode_footer, decode_samples,
 };
 use crate::raw::Definitions;
 
@@ -225,12 +225,14 @@ impl TraceFile {
     fn decode_event_block(&self, payload: &[u8], at: u64) -> Result<Vec<Event>, TraceError> {
         let mut events = Vec::new();
         let mut undecodable = None;
-        decode_events_with(payload, |count, e| match e.raw.body(&self.defs) {
-            Ok(body) => {
-                events.reserve_exact(count - events.len());
-                events.push(Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body })
+        decode_events_with(payload, |count, e| {
+            if events.capacity() == 0 {
+                events.reserve_exact(count);
             }
-            Err(reason) => _ = undecodable.get_or_insert(reason),
+            match e.raw.body(&self.defs) {
+                Ok(body) => push_in_place(&mut events, e, body),
+                Err(reason) => _ = undecodable.get_or_insert(reason),
+            }
         })
         .map_err(|e| self.corrupt_in(at, e))?;
         match undecodable {
@@ -386,4 +388,24 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
         return Err(bad(12, format!("format version {VERSION}, found {}", header.format)));
     }
     Ok((header, 12 + len as u64))
+}
+
+/// Appends an event built straight in the vector's free capacity. A plain
+/// `push` builds the 64-byte event on the stack and copies it (its grow
+/// path is a call the value must survive), and that copy, read right
+/// after the event was written field by field, stalls the CPU: a quarter
+/// of the decoding time.
+#[inline(always)]
+fn push_in_place(events: &mut Vec<Event>, e: &Encoded, body: Body) {
+    let event = |body| Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body };
+    let len = events.len();
+    match events.spare_capacity_mut().first_mut() {
+        Some(slot) => {
+            slot.write(event(body));
+            // SAFETY: the element at `len`, the first past the length, is
+            // within capacity and was just initialised.
+            unsafe { events.set_len(len + 1) };
+        }
+        None => events.push(event(body)),
+    }
 }

@@ -8,7 +8,9 @@
 //!   assume that messages take a positive time;
 //! * Dunigan's estimate is within a round trip of the truth (its Student
 //!   intervals assume symmetric latencies, which shared memory between
-//!   processes on 2 cores does not give: they miss a bias of ~100 ns);
+//!   processes on 2 cores does not give: they miss a bias of ~100 ns),
+//!   unless the report warns that the line contradicts its own samples
+//!   (lopsided delays on a loaded host: it must then warn);
 //! * interpolated between the two sampling phases (SBA), the dates are
 //!   causal (no receive before its send) whenever the estimator does not
 //!   itself warn that its granularity reaches the message latency (the
@@ -72,8 +74,19 @@ fn simulated_clocks_are_recovered_and_sba_dates_are_causal_where_sb_dates_are_no
     }
 
     let (_, dunigan) = global_time(&dir, Estimator::Dunigan, Strategy::SampleBeforeAfter);
-    for (peer, rank) in dunigan.report.as_ref().unwrap().peers.iter().zip(1u32..) {
+    let report = dunigan.report.as_ref().unwrap();
+    for (peer, rank) in report.peers.iter().zip(1u32..) {
         let (fit, truth) = (&peer.fit, truth(rank));
+        // A host loaded while sampling can delay most pings and mislead
+        // the estimator; the fast ones then prove the line wrong, and the
+        // report must say so (an error beyond a round trip implies it).
+        let contradicted = report
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::ContradictsSamples { label, .. } if *label == peer.label));
+        if contradicted {
+            continue;
+        }
         let error = fit.offset.value - truth.offset_at(fit.model.origin_ns);
         let round_trip = fit.diagnostics.min_round_trip_ns as f64;
         assert!(error.abs() < round_trip, "rank {rank}: offset off by {error} ns, round trip {round_trip} ns");

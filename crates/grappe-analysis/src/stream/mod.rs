@@ -163,9 +163,9 @@ impl CausalStream {
             Source::Merged(m) => m.head(),
         };
         let Some(event) = event else { return Ok(false) };
-        self.message = self.matcher.observe(event);
-        if let (Message::Sent { channel, .. }, Source::Merge(k)) = (&self.message, &mut self.source) {
-            k.wake(channel);
+        let sent = self.matcher.observe_into(event, &mut self.message);
+        if let (Some(channel), Source::Merge(k)) = (sent, &mut self.source) {
+            k.wake(&channel);
         }
         self.out = true;
         Ok(true)

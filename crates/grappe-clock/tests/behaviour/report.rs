@@ -109,14 +109,21 @@ fn ranks_sharing_a_clock_get_no_warning() {
 
 /// The SP2 case of §2.8: a 50 µs periodic noise with 20 µs messages. The
 /// offset is well determined (no %Err warning) but the granularity 4A
-/// exceeds µ.
+/// exceeds µ; and the noise being larger than the latency, the straight
+/// line does cross some of the samples' own bounds.
 #[test]
 fn periodic_noise_above_latency_warns_about_causality() {
     let clock =
         SimulatedClock { amplitude_ns: 50_000.0, period_s: 1_020.0, ..SimulatedClock::linear(352_856_000, 0.42) };
     let report = ClockReport::new("geronimo", vec![peer("nsw22", &samples_of(&clock, 20, 10 * SECOND, 9))]);
-    assert!(matches!(report.warnings[..], [Warning::CausalityAtRisk { granularity_ns, min_one_way_ns, .. }]
-        if granularity_ns > min_one_way_ns));
+    assert!(
+        matches!(report.warnings[..], [
+        Warning::CausalityAtRisk { granularity_ns, min_one_way_ns, .. },
+        Warning::ContradictsSamples { .. },
+    ] if granularity_ns > min_one_way_ns),
+        "{:?}",
+        report.warnings
+    );
 }
 
 /// Tools get the same numbers as JSON.
@@ -133,4 +140,39 @@ fn report_serialises() {
     assert_eq!(row["fit"]["interval"], "HullBounds");
     assert!(row["fit"]["slope"]["value"].as_f64().unwrap() > 1.0);
     assert!(report.to_string().contains("intervals convex-hull bounds"));
+}
+
+/// A loaded host: most pings wait 500 µs for a descheduled peer, a few go
+/// through at once. The median keeps the delayed majority, so Dunigan's
+/// line is off by about half the delay, and the fast pings prove it wrong:
+/// the report says so, by at least the error's part beyond their latency.
+/// The convex hull respects every sample and stays quiet.
+#[test]
+fn lopsided_delays_that_mislead_dunigan_are_reported() {
+    let clock = SimulatedClock::linear(1_000_000, 5.0);
+    let latency = LatencyModel::symmetric(3 * MICRO, 200.0).with_outliers(0.8, 500 * MICRO);
+    let mut sim = PingPongSim::new(latency, MICRO, SECOND / 100, 5).unwrap();
+    let reference = SimulatedClock::perfect();
+    let before = sim.phase(&reference, &clock, 0, 40);
+    let after = sim.phase(&reference, &clock, 60 * SECOND, 40);
+    let samples = SampleSet::from_phases(before, after);
+
+    let report = ClockReport::new("0", vec![peer("1", &samples)]);
+    let fit = &report.peers[0].fit;
+    let error = offset_error(fit, &clock.linear_model(&reference)).abs();
+    assert!(error > 100.0 * MICRO as f64, "the scenario should mislead Dunigan, error {error} ns");
+    let by_ns = report
+        .warnings
+        .iter()
+        .find_map(|w| match w {
+            Warning::ContradictsSamples { by_ns, .. } => Some(*by_ns),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no contradiction reported: {:?}", report.warnings));
+    assert!(by_ns > error - 10.0 * MICRO as f64 && by_ns <= error + MICRO as f64, "by {by_ns} ns, error {error} ns");
+    assert!(report.to_string().contains("dates one of its own clock samples"));
+
+    let hull = FitConfig { estimator: Estimator::ConvexHull, ..FitConfig::default() };
+    let hull = ClockReport::new("0", vec![PeerClock { label: "1".into(), fit: fit_ok(&samples, &hull) }]);
+    assert!(!hull.warnings.iter().any(|w| matches!(w, Warning::ContradictsSamples { .. })), "{:?}", hull.warnings);
 }
