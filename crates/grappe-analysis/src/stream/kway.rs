@@ -10,6 +10,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use grappe_trace::{ANY, Event, TraceFile};
+
+use super::blocks::Blocks;
 use rustc_hash::FxHashMap;
 
 use super::{FlowSummary, merge_date};
@@ -20,11 +22,12 @@ use crate::set::TraceSet;
 
 /// One rank's file being merged.
 struct Flow {
-    /// `None` once read to the end.
-    file: Option<TraceFile>,
-    /// Events of the current block not yet out; never empty while the
-    /// file has more.
-    block: std::vec::IntoIter<Event>,
+    blocks: Blocks,
+    clock: LocalOrder,
+}
+
+/// A rank's dates: checked in local order, then put on global time.
+struct LocalOrder {
     time: RankTime,
     last_start: u64,
     summary: FlowSummary,
@@ -32,45 +35,32 @@ struct Flow {
 
 impl Flow {
     fn open(file: TraceFile, time: RankTime, rank: u32) -> Result<Flow> {
-        let mut flow = Flow {
-            file: Some(file),
-            block: Vec::new().into_iter(),
-            time,
-            last_start: 0,
-            summary: FlowSummary::new(rank),
-        };
+        let clock = LocalOrder { time, last_start: 0, summary: FlowSummary::new(rank) };
+        let mut flow = Flow { blocks: Blocks::new(file), clock };
         flow.fill()?;
         Ok(flow)
     }
 
     fn head(&self) -> Option<&Event> {
-        self.block.as_slice().first()
+        self.blocks.head()
     }
 
     /// Drops the head and makes sure the next one is there.
     fn advance(&mut self) -> Result<()> {
-        self.block.next();
+        self.blocks.drop_head();
         self.fill()
     }
 
-    /// Reads blocks until one has events or the file ends.
     fn fill(&mut self) -> Result<()> {
-        while self.block.len() == 0 {
-            let Some(file) = &mut self.file else { return Ok(()) };
-            match file.next_events()? {
-                Some(mut events) => {
-                    self.globalize(&mut events);
-                    self.block = events.into_iter();
-                }
-                None => {
-                    self.summary.ending = file.ending().cloned();
-                    self.file = None;
-                }
-            }
+        let clock = &mut self.clock;
+        if let Some(ending) = self.blocks.fill(|events| clock.globalize(events))? {
+            clock.summary.ending = Some(ending);
         }
         Ok(())
     }
+}
 
+impl LocalOrder {
     /// Checks the local order of a block and puts it on global time.
     fn globalize(&mut self, events: &mut [Event]) {
         for e in events {
@@ -142,7 +132,7 @@ impl KWay {
     }
 
     pub(super) fn summaries(&self) -> impl Iterator<Item = &FlowSummary> {
-        self.flows.iter().map(|f| &f.summary)
+        self.flows.iter().map(|f| &f.clock.summary)
     }
 
     /// A lower bound of the start of every event not out yet.
@@ -230,7 +220,7 @@ impl KWay {
         self.flows[i].advance()?;
         match self.flows[i].head() {
             Some(next) => self.current = Some((merge_date(next), i)),
-            None => self.release_waiting_on(self.flows[i].summary.rank),
+            None => self.release_waiting_on(self.flows[i].clock.summary.rank),
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 use grappe_trace::{Ending, Event};
 use serde::Serialize;
 
+mod blocks;
 mod kway;
 mod merged;
 
