@@ -273,6 +273,43 @@ fn paje_of_a_merged_file_is_the_same() {
     assert_eq!(text, direct, "per-rank and merged inputs give the same file");
 }
 
+/// The viewer Pajé users open, ViTE, loads the export without error and
+/// draws it: run headless (Qt's offscreen platform), it exports the
+/// whole trace as SVG, with a lane per rank and an arrow per message.
+#[test]
+fn paje_opens_in_vite_and_is_drawn() {
+    let dir = scratch("vite");
+    let job = SyntheticJob::new(3, 20);
+    write_job(&dir, &job).unwrap();
+    let (text, _) = export(&dir, write_paje);
+    let paje = write_text(&dir, "job.paje", &text);
+    let svg = dir.join("job.svg");
+    let output = match Command::new("vite")
+        .env("QT_QPA_PLATFORM", "offscreen")
+        .env("XDG_RUNTIME_DIR", &dir)
+        .arg("-f")
+        .arg(&paje)
+        .arg("-e")
+        .arg(&svg)
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) => panic!("vite (Debian package vite) cannot run ({e}): run scripts/install-deps"),
+    };
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "vite failed on {}:\n{said}", paje.display());
+    assert!(said.contains("0 errors and 0 warnings were found during parsing"), "{said}");
+    let drawing = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("no SVG from vite ({e}):\n{said}"));
+    for rank in 0..job.ranks {
+        assert!(drawing.contains(&format!(">rank {rank}<")), "no lane for rank {rank}");
+    }
+    // States are rectangles; each message is a line and its arrow head.
+    let rects = drawing.matches("<rect").count() as u64;
+    let lines = drawing.matches("<line").count() as u64;
+    assert!(rects > job.events() / 2, "{rects} rectangles for {} events", job.events());
+    assert!(lines >= job.messages(), "{lines} lines for {} messages", job.messages());
+}
+
 // ---------------------------------------------------------------- PICL
 
 /// A PICL record as `export::picl` documents it.
