@@ -18,6 +18,7 @@ struct Cli {
 enum Command {
     Run(cmd::run::RunArgs),
     Trace(cmd::trace::TraceArgs),
+    CheckpointServer(cmd::checkpoint_server::CheckpointServerArgs),
 }
 
 fn main() {
@@ -25,6 +26,7 @@ fn main() {
     let status = match cli.command {
         Command::Run(args) => cmd::run::execute(args),
         Command::Trace(args) => cmd::trace::execute(args),
+        Command::CheckpointServer(args) => cmd::checkpoint_server::execute(args),
     };
     std::process::exit(status);
 }

@@ -1,0 +1,60 @@
+//! Errors that say who is to blame: the network, the disk, the other end
+//! (a refusal it explained), or bytes that break the protocol.
+
+use std::path::PathBuf;
+
+/// A fault-tolerance error.
+#[derive(Debug, thiserror::Error)]
+pub enum FtError {
+    /// Reading or writing the connection failed.
+    #[error("{what}: {source}")]
+    Net {
+        /// What was being done, with whom.
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the store could not be used.
+    #[error("{}: {source}", path.display())]
+    Disk {
+        /// The file or directory.
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The other end refused the request and said why.
+    #[error("refused by {peer}: {reason}")]
+    Refused {
+        /// The server or client address.
+        peer: String,
+        /// Its words.
+        reason: String,
+    },
+    /// Bytes that break the protocol, from the peer or in a stored file.
+    #[error("{source_name} at byte {offset}: expected {expected}")]
+    Protocol {
+        /// The connection or file.
+        source_name: String,
+        /// Where in its stream.
+        offset: u64,
+        /// What should have been there (and what was).
+        expected: String,
+    },
+    /// A stored image whose checksum does not match its bytes.
+    #[error("{}: image of rank {rank}, wave {wave} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The image file (on the server).
+        path: PathBuf,
+        /// The rank and wave it holds.
+        rank: u32,
+        wave: u64,
+        /// What does not match.
+        detail: String,
+    },
+    /// A name or number the request cannot have.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// Results of this crate.
+pub type Result<T, E = FtError> = std::result::Result<T, E>;
