@@ -54,6 +54,29 @@ pub enum FtError {
     /// A name or number the request cannot have.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// A communication call of the checkpoint protocol failed.
+    #[error("checkpoint wave {wave}: {source}")]
+    Runtime {
+        /// The wave (0 while restoring).
+        wave: u64,
+        #[source]
+        source: grappe_comm::Error,
+    },
+    /// A setting that cannot be used.
+    #[error("{0}")]
+    Settings(String),
+    /// The application's state could not be encoded or decoded.
+    #[error("rank {rank}: the application state of wave {wave} cannot be {what}: {detail}")]
+    State {
+        /// The rank.
+        rank: usize,
+        /// The wave.
+        wave: u64,
+        /// "saved" or "restored".
+        what: &'static str,
+        /// The encoder's words.
+        detail: String,
+    },
 }
 
 /// Results of this crate.

@@ -13,13 +13,24 @@
 //!   acknowledges it; a wave is committed by a durable marker; the newest
 //!   committed wave survives every clean-up.
 //! * [`server`] and [`client`].
+//!
+//! On top, the waves: [`wave::Checkpointer`] takes coordinated checkpoints
+//! of the application's state (serde) at the program's checkpoint points,
+//! blocking (pcl) or not (vcl), stores them in [`local`] copies and on the
+//! servers, commits them, and restores the newest committed wave every
+//! rank can read.
 
 pub mod client;
 pub mod error;
+pub mod local;
 pub mod server;
+pub mod settings;
 pub mod store;
+pub mod wave;
 pub mod wire;
 
 pub use client::{CheckpointClient, WaveInfo};
 pub use error::{FtError, Result};
 pub use server::{CheckpointServer, ServerConfig};
+pub use settings::{FtSettings, Protocol};
+pub use wave::{Checkpointer, FtStats};

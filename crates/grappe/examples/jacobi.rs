@@ -8,13 +8,21 @@
 //! Traced (`grappe run --trace DIR`), it shows two regions per iteration,
 //! "halo exchange" and "sweep", and the largest change as a counter.
 //!
+//! It checkpoints: under `grappe run --checkpoint-dir D --checkpoint-every
+//! 1s`, a wave saves each rank's rows at the top of an iteration, and a job
+//! whose rank dies restarts from the last committed wave with the same
+//! result to the last bit.
+//!
 //! The top edge is held at 100, the other edges at 0. Rank 0 prints the
 //! iterations, the final change, the temperature at the centre and a
 //! checksum that does not depend on how many ranks ran it.
 
+use std::error::Error;
 use std::time::Instant;
 
+use grappe::ft::Checkpointer;
 use grappe::{Communicator, Max, Sum};
+use serde::{Deserialize, Serialize};
 
 /// Stop when no point changes by more than this.
 const TOLERANCE: f64 = 1e-4;
@@ -23,24 +31,53 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(128);
     let max_iterations: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(50_000);
-    grappe::run(|world| -> grappe::Result<()> {
-        let start = Instant::now();
-        let mut plate = Plate::new(world, n);
-        let (iterations, change) = plate.relax(world, max_iterations)?;
-        let checksum = plate.checksum(world)?;
-        let centre = plate.value_at(world, n / 2, n / 2)?;
-        if world.rank() == 0 {
-            println!(
-                "jacobi n={n} ranks={} iterations={iterations} change={change:.3e} centre={centre:.6} checksum={checksum:.9e} seconds={:.3}",
-                world.size(),
-                start.elapsed().as_secs_f64()
-            );
+    grappe::ft::run(
+        |world| Relaxation { plate: Plate::new(world, n), iteration: 0, change: f64::INFINITY },
+        |world, ft, state| -> Result<(), String> {
+            let start = Instant::now();
+            state.relax(world, ft, max_iterations).map_err(|e| e.to_string())?;
+            let Relaxation { plate, iteration, change } = state;
+            let checksum = plate.checksum(world).map_err(|e| e.to_string())?;
+            let centre = plate.value_at(world, n / 2, n / 2).map_err(|e| e.to_string())?;
+            if world.rank() == 0 {
+                println!(
+                    "jacobi n={n} ranks={} iterations={iteration} change={change:.3e} centre={centre:.6} checksum={checksum:.9e} bits={:016x} seconds={:.3}",
+                    world.size(),
+                    checksum.to_bits(),
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            Ok(())
+        },
+    );
+}
+
+/// The whole state of a rank between two iterations: what a checkpoint
+/// saves (`grappe run --checkpoint-dir`).
+#[derive(Serialize, Deserialize)]
+struct Relaxation {
+    plate: Plate,
+    /// Iterations done.
+    iteration: usize,
+    /// The largest change of the last one.
+    change: f64,
+}
+
+impl Relaxation {
+    /// Iterates until converged or `max` iterations, with a checkpoint
+    /// point at the top of each iteration.
+    fn relax(&mut self, world: &Communicator, ft: &mut Checkpointer, max: usize) -> Result<(), Box<dyn Error>> {
+        while self.iteration < max && self.change >= TOLERANCE {
+            ft.point(self)?;
+            self.change = self.plate.iterate(world)?;
+            self.iteration += 1;
         }
         Ok(())
-    });
+    }
 }
 
 /// This rank's rows of the plate, with one halo row above and below.
+#[derive(Serialize, Deserialize)]
 struct Plate {
     n: usize,
     /// First global row owned by this rank.
@@ -76,24 +113,19 @@ impl Plate {
         &self.cur[local * self.n..(local + 1) * self.n]
     }
 
-    /// Iterates until converged or `max` iterations; returns both.
-    fn relax(&mut self, world: &Communicator, max: usize) -> grappe::Result<(usize, f64)> {
-        let mut change = f64::INFINITY;
-        for iteration in 1..=max {
-            self.exchange_halos(world)?;
-            let local = {
-                let _sweep = world.region("sweep");
-                self.sweep()
-            };
-            world.allreduce(&local, &mut change, Max)?;
-            // A counter in the trace (ignored when tracing is off).
-            world.trace_counter("largest change (1e-6)", (change * 1e6) as i64);
-            std::mem::swap(&mut self.cur, &mut self.next);
-            if change < TOLERANCE {
-                return Ok((iteration, change));
-            }
-        }
-        Ok((max, change))
+    /// One iteration; returns the largest change over the plate.
+    fn iterate(&mut self, world: &Communicator) -> grappe::Result<f64> {
+        self.exchange_halos(world)?;
+        let local = {
+            let _sweep = world.region("sweep");
+            self.sweep()
+        };
+        let mut change = 0.0;
+        world.allreduce(&local, &mut change, Max)?;
+        // A counter in the trace (ignored when tracing is off).
+        world.trace_counter("largest change (1e-6)", (change * 1e6) as i64);
+        std::mem::swap(&mut self.cur, &mut self.next);
+        Ok(change)
     }
 
     /// Sends the first and last owned rows to the neighbours and receives

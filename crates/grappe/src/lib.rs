@@ -26,6 +26,7 @@
 //! `grappe-comm` (communicators, collectives), `grappe-launch` (PMI,
 //! launcher). This crate re-exports what programs need.
 
+pub mod ft;
 mod job;
 mod run;
 mod settings;

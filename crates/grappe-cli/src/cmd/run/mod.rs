@@ -1,6 +1,8 @@
 //! `grappe run`: launch a program as N ranks on this host (a thin wrapper over
 //! [`grappe_launch::launcher::launch`]).
 
+mod checkpoint;
+
 use clap::Args;
 use grappe_launch::launcher::{LaunchSpec, Layout, launch};
 use std::ffi::OsString;
@@ -43,6 +45,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     trace: Option<std::path::PathBuf>,
 
+    #[command(flatten)]
+    checkpoint: checkpoint::CheckpointArgs,
+
     /// The program to run, then its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true,
           allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
@@ -72,6 +77,7 @@ impl RunArgs {
         if let Some(dir) = trace {
             spec.env.push(("GRAPPE_TRACE".into(), dir.into_os_string()));
         }
+        spec.env.extend(self.checkpoint.env());
         spec
     }
 }
@@ -85,22 +91,32 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// Runs the job; returns grappe's exit status.
+/// Runs the job (again after a failure, when it checkpoints); returns
+/// grappe's exit status.
 pub fn execute(args: RunArgs) -> i32 {
     let trace = args.trace.clone();
-    match launch(&args.into_spec()) {
-        Ok(outcome) => {
-            if let Some(failure) = &outcome.failure {
-                eprintln!("grappe: {failure}");
+    let checkpoint = args.checkpoint.clone();
+    let spec = args.into_spec();
+    let mut restarts = 0;
+    loop {
+        match launch(&spec) {
+            Ok(outcome) => {
+                if let Some(failure) = &outcome.failure {
+                    eprintln!("grappe: {failure}");
+                    if checkpoint.should_restart(&outcome, restarts) {
+                        restarts += 1;
+                        continue;
+                    }
+                }
+                if let Some(dir) = trace {
+                    eprintln!("grappe: trace in {} (see `grappe trace info {}`)", dir.display(), dir.display());
+                }
+                return outcome.exit_code();
             }
-            if let Some(dir) = trace {
-                eprintln!("grappe: trace in {} (see `grappe trace info {}`)", dir.display(), dir.display());
+            Err(error) => {
+                eprintln!("grappe: {error}");
+                return error.exit_code();
             }
-            outcome.exit_code()
-        }
-        Err(error) => {
-            eprintln!("grappe: {error}");
-            error.exit_code()
         }
     }
 }

@@ -1,0 +1,120 @@
+//! `grappe run --checkpoint-dir`: the checkpoint settings handed to the
+//! ranks, and the restarts after a rank dies.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use grappe_ft::local::CheckpointDir;
+use grappe_launch::launcher::{JobFailure, JobOutcome};
+
+/// Coordinated checkpoints and automatic restart (MPICH-V style).
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointArgs {
+    /// Take checkpoint waves and keep the images (and the commit record)
+    /// in DIR; restart the job from the last committed wave if a rank dies.
+    /// The program must checkpoint its state (`grappe::ft::run`).
+    #[arg(long, value_name = "DIR")]
+    checkpoint_dir: Option<PathBuf>,
+    /// Time between waves: `30s`, `500ms`, `2m`, or seconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_interval, default_value = "60s",
+          requires = "checkpoint_dir")]
+    checkpoint_every: Duration,
+    /// pcl: every rank waits at the wave's point until it is committed;
+    /// vcl: images are stored in the background while ranks compute.
+    #[arg(long, value_enum, value_name = "PROTOCOL", default_value = "pcl", requires = "checkpoint_dir")]
+    checkpoint_protocol: CheckpointProtocol,
+    /// Checkpoint servers (`grappe checkpoint-server`), `host:port,...`;
+    /// rank r uses server r mod count. Needs GRAPPE_CKPT_SECRET.
+    #[arg(long, value_name = "LIST", requires = "checkpoint_dir")]
+    checkpoint_servers: Option<String>,
+    /// Restarts allowed before giving up.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "checkpoint_dir")]
+    max_restarts: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CheckpointProtocol {
+    Pcl,
+    Vcl,
+}
+
+impl CheckpointArgs {
+    /// The environment of the ranks.
+    pub fn env(&self) -> Vec<(OsString, OsString)> {
+        let Some(dir) = &self.checkpoint_dir else { return Vec::new() };
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        let protocol = match self.checkpoint_protocol {
+            CheckpointProtocol::Pcl => "pcl",
+            CheckpointProtocol::Vcl => "vcl",
+        };
+        let mut env = vec![
+            ("GRAPPE_FT_DIR".into(), dir.into_os_string()),
+            ("GRAPPE_FT_INTERVAL_MS".into(), self.checkpoint_every.as_millis().to_string().into()),
+            ("GRAPPE_FT_PROTOCOL".into(), protocol.into()),
+        ];
+        if let Some(servers) = &self.checkpoint_servers {
+            env.push(("GRAPPE_FT_SERVERS".into(), servers.into()));
+        }
+        env
+    }
+
+    /// After a failed attempt: whether to launch again, saying so.
+    pub fn should_restart(&self, outcome: &JobOutcome, restarts_done: u32) -> bool {
+        let Some(dir) = &self.checkpoint_dir else { return false };
+        // A timeout or an interrupt is the user's stop, not a fault.
+        if !matches!(outcome.failure, Some(JobFailure::Process { .. })) {
+            return false;
+        }
+        if restarts_done >= self.max_restarts {
+            eprintln!("grappe: {} restarts done (--max-restarts): giving up", self.max_restarts);
+            return false;
+        }
+        let from = match CheckpointDir::new(dir.clone()).committed() {
+            Ok(waves) if !waves.is_empty() => format!("from checkpoint wave {}", waves[0]),
+            Ok(_) => "from the start (no wave committed yet)".to_owned(),
+            Err(e) => format!("from the start ({e})"),
+        };
+        eprintln!("grappe: restarting the job {from} (restart {} of {})", restarts_done + 1, self.max_restarts);
+        true
+    }
+}
+
+/// `30s`, `500ms`, `2m`, `1.5` (seconds).
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let scale = match unit {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("{text:?}: expected a time like 30s, 500ms or 2m")),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => {
+            Duration::try_from_secs_f64(v * scale).map_err(|e| format!("{text:?}: {e}"))
+        }
+        _ => Err(format!("{text:?}: expected a positive time like 30s, 500ms or 2m")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_take_units() {
+        assert_eq!(parse_interval("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_interval("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_interval("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "0s", "-1s", "soon", "3 parsecs"] {
+            let err = parse_interval(bad).unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! What a job keeps in its checkpoint directory: each rank's local copy
+//! of its last images, and the record of committed waves.
+//!
+//! ```text
+//! DIR/COMMITTED              "grappe committed waves: 7 6"   (newest first, at most two)
+//! DIR/rank-<r>/wave-<w>.img  "GRFTIMG1" wave:u64 rank:u32 ranks:u32 len:u64 crc32:u32 pad:u32, then the state
+//! ```
+//!
+//! Every file is written to a temporary name, fsynced, renamed and its
+//! directory fsynced: a crash leaves the old version or the new one, never
+//! half of one. The same encoded image goes to the checkpoint server, so a
+//! copy fetched from there is checked the same way.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{FtError, Result};
+
+const MAGIC: &[u8; 8] = b"GRFTIMG1";
+const HEADER: usize = 40;
+const COMMIT_FILE: &str = "COMMITTED";
+const COMMIT_PREFIX: &str = "grappe committed waves:";
+
+/// Encodes a rank's image of a wave.
+pub fn encode(wave: u64, rank: u32, ranks: u32, state: &[u8]) -> Vec<u8> {
+    let mut image = Vec::with_capacity(HEADER + state.len());
+    image.extend_from_slice(MAGIC);
+    image.extend_from_slice(&wave.to_le_bytes());
+    image.extend_from_slice(&rank.to_le_bytes());
+    image.extend_from_slice(&ranks.to_le_bytes());
+    image.extend_from_slice(&(state.len() as u64).to_le_bytes());
+    image.extend_from_slice(&crc32fast::hash(state).to_le_bytes());
+    image.extend_from_slice(&[0; 4]);
+    image.extend_from_slice(state);
+    image
+}
+
+/// The state in an image, if it is the image of (wave, rank) in a job of
+/// `ranks` ranks and its checksum holds; `origin` names it in errors.
+pub fn decode<'a>(image: &'a [u8], wave: u64, rank: u32, ranks: u32, origin: &Path) -> Result<&'a [u8]> {
+    let corrupt = |detail: String| FtError::Corrupt { path: origin.to_path_buf(), rank, wave, detail };
+    if image.len() < HEADER || &image[..8] != MAGIC {
+        return Err(corrupt(format!("a {HEADER}-byte header starting \"GRFTIMG1\"")));
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| u32::from_le_bytes(image[at..at + 4].try_into().expect("4 bytes"));
+    let found = (u64_at(8), u32_at(16), u32_at(20));
+    if found != (wave, rank, ranks) {
+        return Err(corrupt(format!(
+            "the image of wave {wave}, rank {rank} of {ranks}, found wave {}, rank {} of {}",
+            found.0, found.1, found.2
+        )));
+    }
+    let (len, crc) = (u64_at(24), u32_at(32));
+    let state = &image[HEADER..];
+    if state.len() as u64 != len {
+        return Err(corrupt(format!("{len} bytes of state, found {}", state.len())));
+    }
+    let actual = crc32fast::hash(state);
+    if actual != crc {
+        return Err(corrupt(format!("checksum {crc:#010x}, found {actual:#010x}")));
+    }
+    Ok(state)
+}
+
+/// A job's checkpoint directory.
+#[derive(Clone, Debug)]
+pub struct CheckpointDir {
+    dir: PathBuf,
+}
+
+impl CheckpointDir {
+    pub fn new(dir: PathBuf) -> Self {
+        CheckpointDir { dir }
+    }
+
+    /// The local copy of a rank's image.
+    pub fn image_path(&self, rank: usize, wave: u64) -> PathBuf {
+        self.dir.join(format!("rank-{rank}")).join(format!("wave-{wave}.img"))
+    }
+
+    /// Stores a rank's encoded image durably.
+    pub fn write_image(&self, rank: usize, wave: u64, image: &[u8]) -> Result<()> {
+        write_durably(&self.image_path(rank, wave), image)
+    }
+
+    /// Reads a rank's encoded image.
+    pub fn read_image(&self, rank: usize, wave: u64) -> Result<Vec<u8>> {
+        let path = self.image_path(rank, wave);
+        fs::read(&path).map_err(|e| FtError::Disk { path, source: e })
+    }
+
+    /// Deletes the rank's images of waves not in `keep`.
+    pub fn retain(&self, rank: usize, keep: &[u64]) {
+        let Ok(entries) = fs::read_dir(self.dir.join(format!("rank-{rank}"))) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let wave = name.to_str().and_then(|n| n.strip_prefix("wave-")?.strip_suffix(".img")?.parse::<u64>().ok());
+            if wave.is_some_and(|w| !keep.contains(&w)) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// The committed waves, newest first (none if never committed).
+    pub fn committed(&self) -> Result<Vec<u64>> {
+        let path = self.dir.join(COMMIT_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(FtError::Disk { path, source: e }),
+        };
+        let bad = || FtError::Protocol {
+            source_name: path.display().to_string(),
+            offset: 0,
+            expected: format!("\"{COMMIT_PREFIX} N [M]\", found {:?}", text.trim()),
+        };
+        let waves = text.trim().strip_prefix(COMMIT_PREFIX).ok_or_else(bad)?;
+        waves.split_whitespace().map(|w| w.parse().map_err(|_| bad())).collect()
+    }
+
+    /// Records `wave` as the newest committed wave (keeping the one before).
+    pub fn commit(&self, wave: u64) -> Result<Vec<u64>> {
+        let mut waves = vec![wave];
+        waves.extend(self.committed()?.into_iter().filter(|&w| w < wave).take(1));
+        let text = format!("{COMMIT_PREFIX} {}\n", waves.iter().map(u64::to_string).collect::<Vec<_>>().join(" "));
+        write_durably(&self.dir.join(COMMIT_FILE), text.as_bytes())?;
+        Ok(waves)
+    }
+}
+
+/// Writes a file under a temporary name, fsyncs it, renames it and fsyncs
+/// its directory.
+fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().expect("files of the checkpoint directory have a parent");
+    let disk = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| FtError::Disk { path: p, source: e }
+    };
+    fs::create_dir_all(dir).map_err(disk(dir))?;
+    let partial = path.with_extension("partial");
+    let mut file = File::create(&partial).map_err(disk(&partial))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(disk(&partial))?;
+    fs::rename(&partial, path).map_err(disk(path))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(disk(dir))
+}

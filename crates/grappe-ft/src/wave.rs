@@ -1,0 +1,400 @@
+//! Coordinated checkpoint waves at the program's checkpoint points.
+//!
+//! The program calls [`Checkpointer::point`] at places where its state is
+//! whole (the top of an iteration), the same number of times on every
+//! rank, with no message crossing a point: what a rank sends after its
+//! k-th point is received after the receiver's k-th point. The state is
+//! the application's (serde), so a wave must happen at the *same* point on
+//! every rank, and the ranks agree on it cheaply:
+//!
+//! * most points cost one comparison: an agreement (a 24-byte allreduce
+//!   on the protocol's own communicator) happens every `stride` points,
+//!   the stride chosen together so that agreements are ~10 ms apart;
+//! * rank 0 asks for a wave in an agreement once the interval has passed;
+//!   every rank then takes it at that same point.
+//!
+//! A wave, MPICH-V's two ways:
+//! * **pcl** (blocking): markers on every channel; each rank receives the
+//!   markers of all the others, so every message sent before them has
+//!   arrived (the rings are FIFO per pair) and a message still unreceived
+//!   at the point is seen (the wave is then skipped, as the contract was
+//!   broken); the state is encoded, stored locally and on the rank's
+//!   checkpoint server; rank 0 commits the wave once every rank has stored
+//!   it; then everyone resumes.
+//! * **vcl** (non-blocking): the same markers and the state encoded in
+//!   memory at the point, then storing happens in a background thread
+//!   while the rank computes; the wave is committed at the first agreement
+//!   where every rank reports its image stored. No new wave starts before.
+//!
+//! With the no-crossing contract there is never a message in transit at
+//! the cut, so neither protocol has messages to log; the markers verify
+//! it instead of assuming it.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use grappe_comm::{ANY_SOURCE, ANY_TAG, BitAnd, Communicator, Max};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::CheckpointClient;
+use crate::error::{FtError, Result};
+use crate::local::{self, CheckpointDir};
+use crate::settings::{FtSettings, Protocol};
+
+/// Tag of the markers on the protocol's communicator.
+const MARKER: i32 = 1;
+/// Agreements are spaced about this far apart.
+const AGREEMENT_PERIOD: Duration = Duration::from_millis(10);
+/// The largest stride, in points.
+const MAX_STRIDE: u64 = 1 << 20;
+
+/// What a rank's checkpointing did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FtStats {
+    /// Waves taken by this rank.
+    pub waves: u64,
+    /// Waves committed.
+    pub committed: u64,
+    /// Waves skipped because a message crossed the point.
+    pub skipped: u64,
+    /// Time spent in waves at points (blocking part), seconds.
+    pub wave_seconds: f64,
+    /// Agreements made.
+    pub agreements: u64,
+    /// The wave this rank was restored from, if any.
+    pub restored_from: Option<u64>,
+}
+
+/// A vcl wave being stored in the background.
+struct Background {
+    wave: u64,
+    handle: JoinHandle<Result<()>>,
+}
+
+/// A rank's part in the job's checkpoints.
+pub struct Checkpointer {
+    app: Communicator,
+    ctl: Communicator,
+    settings: Option<FtSettings>,
+    dir: Option<CheckpointDir>,
+    rank: usize,
+    ranks: usize,
+    points: u64,
+    next_agreement: u64,
+    stride: u64,
+    last_agreement: (Instant, u64),
+    /// The last wave started (numbers go on across restarts).
+    wave: u64,
+    committed: Vec<u64>,
+    last_wave_start: Instant,
+    background: Option<Background>,
+    stats: FtStats,
+}
+
+impl Checkpointer {
+    /// The checkpointer of a rank of `world` (collective: every rank calls
+    /// it), set up from the environment ([`FtSettings::from_env`]).
+    pub fn new(world: &Communicator) -> Result<Checkpointer> {
+        let settings = FtSettings::from_env()?;
+        Checkpointer::with_settings(world, settings)
+    }
+
+    /// The same with explicit settings (`None`: points do nothing).
+    pub fn with_settings(world: &Communicator, settings: Option<FtSettings>) -> Result<Checkpointer> {
+        let ctl = world.dup().map_err(|source| FtError::Runtime { wave: 0, source })?;
+        let dir = settings.as_ref().map(|s| CheckpointDir::new(s.dir.clone()));
+        let now = Instant::now();
+        Ok(Checkpointer {
+            app: world.clone(),
+            ctl,
+            rank: world.rank(),
+            ranks: world.size(),
+            points: 0,
+            next_agreement: if settings.is_some() { 1 } else { u64::MAX },
+            stride: 1,
+            last_agreement: (now, 0),
+            wave: 0,
+            committed: Vec::new(),
+            last_wave_start: now,
+            background: None,
+            stats: FtStats::default(),
+            settings,
+            dir,
+        })
+    }
+
+    /// What this rank's checkpointing did so far.
+    pub fn stats(&self) -> &FtStats {
+        &self.stats
+    }
+
+    /// A checkpoint point: `state` is the rank's whole state here. Costs a
+    /// comparison unless an agreement or a wave falls on it.
+    #[inline]
+    pub fn point<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        self.points += 1;
+        if self.points < self.next_agreement {
+            return Ok(());
+        }
+        self.agree(state)
+    }
+
+    fn runtime(&self, source: grappe_comm::Error) -> FtError {
+        FtError::Runtime { wave: self.wave, source }
+    }
+
+    /// The agreement: the next stride, whether a wave starts here, and
+    /// whether a background wave can be committed.
+    fn agree<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        let settings = self.settings.as_ref().expect("agreements only happen with settings");
+        let now = Instant::now();
+        let (since, at) = self.last_agreement;
+        let per_point = now.duration_since(since).as_secs_f64() / (self.points - at).max(1) as f64;
+        let proposal = (AGREEMENT_PERIOD.as_secs_f64() / per_point.max(1e-9)).clamp(1.0, MAX_STRIDE as f64) as u64;
+        let due = self.rank == 0
+            && self.background.is_none()
+            && settings.interval.is_some_and(|i| now.duration_since(self.last_wave_start) >= i);
+        let mut agreed = [0u64; 3];
+        let mine = [u64::from(due), proposal, self.still_storing()];
+        self.ctl.allreduce(&mine, &mut agreed, Max).map_err(|e| self.runtime(e))?;
+        self.stats.agreements += 1;
+        self.stride = agreed[1];
+        self.next_agreement = self.points + self.stride;
+        self.last_agreement = (Instant::now(), self.points);
+        if self.background.is_some() && agreed[2] == 0 {
+            self.settle_background()?;
+        }
+        if agreed[0] != 0 {
+            self.take_wave(state)?;
+        }
+        Ok(())
+    }
+
+    /// 1 while the background wave is still being stored.
+    fn still_storing(&self) -> u64 {
+        u64::from(self.background.as_ref().is_some_and(|b| !b.handle.is_finished()))
+    }
+
+    /// Every rank finished storing the background wave: commit it, or
+    /// drop it if any failed.
+    fn settle_background(&mut self) -> Result<()> {
+        let background = self.background.take().expect("a background wave");
+        let mine =
+            background.handle.join().unwrap_or_else(|_| Err(FtError::Invalid("the storing thread panicked".into())));
+        if let Err(e) = &mine {
+            eprintln!("grappe: rank {}: checkpoint wave {}: {e}", self.rank, background.wave);
+        }
+        let ok = u64::from(mine.is_ok());
+        let mut all = [0u64];
+        self.ctl.allreduce(&[ok], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
+        if all[0] == 1 { self.commit(background.wave) } else { Ok(()) }
+    }
+
+    /// A wave at this point, on every rank.
+    fn take_wave<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        let started = Instant::now();
+        self.wave += 1;
+        let wave = self.wave;
+        self.last_wave_start = started;
+        self.stats.waves += 1;
+        if !self.exchange_markers(wave)? {
+            self.stats.skipped += 1;
+            return Ok(());
+        }
+        let encoded = bincode::serialize(state).map_err(|e| FtError::State {
+            rank: self.rank,
+            wave,
+            what: "saved",
+            detail: e.to_string(),
+        })?;
+        let image = local::encode(wave, self.rank as u32, self.ranks as u32, &encoded);
+        let settings = self.settings.clone().expect("waves only happen with settings");
+        let store = Storing { settings, rank: self.rank, wave, image };
+        match store.settings.protocol {
+            Protocol::Pcl => {
+                let stored = store.run();
+                if let Err(e) = &stored {
+                    eprintln!("grappe: rank {}: checkpoint wave {wave}: {e}", self.rank);
+                }
+                let mut all = [0u64];
+                self.ctl.allreduce(&[u64::from(stored.is_ok())], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
+                if all[0] == 1 {
+                    self.commit(wave)?;
+                }
+            }
+            Protocol::Vcl => {
+                let handle = std::thread::Builder::new()
+                    .name(format!("grappe-ckpt-{}", self.rank))
+                    .spawn(move || store.run())
+                    .map_err(|e| FtError::Disk { path: "a storing thread".into(), source: e })?;
+                self.background = Some(Background { wave, handle });
+            }
+        }
+        self.stats.wave_seconds += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Sends this wave's marker to every other rank and takes theirs:
+    /// every message sent before them has then arrived. False if one is
+    /// still unreceived on some rank (the wave is skipped everywhere).
+    fn exchange_markers(&mut self, wave: u64) -> Result<bool> {
+        for peer in (0..self.ranks).filter(|&p| p != self.rank) {
+            self.ctl.send(&[wave], peer, MARKER).map_err(|e| self.runtime(e))?;
+        }
+        for _ in 1..self.ranks {
+            let mut marker = [0u64];
+            let status = self.ctl.recv(&mut marker, ANY_SOURCE, MARKER).map_err(|e| self.runtime(e))?;
+            if marker[0] != wave {
+                return Err(FtError::Invalid(format!(
+                    "rank {}: marker of wave {} from rank {} during wave {wave}",
+                    self.rank, marker[0], status.source
+                )));
+            }
+        }
+        let crossing = self.app.iprobe(ANY_SOURCE, ANY_TAG).map_err(|e| self.runtime(e))?;
+        if let Some(status) = crossing {
+            eprintln!(
+                "grappe: rank {}: checkpoint wave {wave} skipped: a message from rank {} (tag {}, {} bytes) is \
+                 unreceived at this checkpoint point; messages must not cross checkpoint points",
+                self.rank, status.source, status.tag, status.bytes
+            );
+        }
+        let mut any = [0u64];
+        self.ctl.allreduce(&[u64::from(crossing.is_some())], &mut any, Max).map_err(|e| self.runtime(e))?;
+        Ok(any[0] == 0)
+    }
+
+    /// Every rank stored `wave`: rank 0 records it committed (locally, then
+    /// on the servers) and tells the others, who then drop older images.
+    fn commit(&mut self, wave: u64) -> Result<()> {
+        let settings = self.settings.as_ref().expect("commits only happen with settings");
+        let dir = self.dir.as_ref().expect("a directory with settings");
+        let mut done = [0u64];
+        if self.rank == 0 {
+            let recorded = dir.commit(wave).and_then(|_| commit_on_servers(settings, wave, self.ranks));
+            match &recorded {
+                Ok(()) => done[0] = 1,
+                Err(e) => eprintln!("grappe: checkpoint wave {wave} not committed: {e}"),
+            }
+        }
+        self.ctl.bcast(&mut done, 0).map_err(|e| self.runtime(e))?;
+        if done[0] == 1 {
+            self.committed.insert(0, wave);
+            self.committed.truncate(2);
+            self.stats.committed += 1;
+            dir.retain(self.rank, &self.committed);
+            if std::env::var_os("GRAPPE_FT_VERBOSE").is_some() && self.rank == 0 {
+                eprintln!("grappe: checkpoint wave {wave} committed");
+            }
+        }
+        Ok(())
+    }
+
+    /// The state of the newest committed wave every rank can restore,
+    /// from its local copy or its server; `None` for a fresh start.
+    /// Collective.
+    pub fn restore<S: DeserializeOwned>(&mut self) -> Result<Option<S>> {
+        let Some(dir) = self.dir.clone() else { return Ok(None) };
+        let committed = dir.committed()?;
+        self.wave = committed.first().copied().unwrap_or(0);
+        if committed.is_empty() {
+            return Ok(None);
+        }
+        let mut states = Vec::new();
+        let mut mask = 0u64;
+        for (i, &wave) in committed.iter().enumerate() {
+            match self.fetch(&dir, wave) {
+                Ok(state) => {
+                    mask |= 1 << i;
+                    states.push((wave, state));
+                }
+                Err(e) => eprintln!("grappe: rank {}: cannot restore wave {wave}: {e}", self.rank),
+            }
+        }
+        let mut all = [0u64];
+        self.ctl.allreduce(&[mask], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
+        let Some(chosen) = (0..committed.len()).find(|i| all[0] & (1 << i) != 0).map(|i| committed[i]) else {
+            if self.rank == 0 {
+                eprintln!("grappe: no committed wave ({committed:?}) can be restored by every rank: starting over");
+            }
+            return Ok(None);
+        };
+        let (_, bytes) = states.into_iter().find(|(w, _)| *w == chosen).expect("the mask says this rank has it");
+        let state = bincode::deserialize(&bytes).map_err(|e| FtError::State {
+            rank: self.rank,
+            wave: chosen,
+            what: "restored",
+            detail: e.to_string(),
+        })?;
+        self.committed = committed.into_iter().filter(|&w| w <= chosen).collect();
+        self.stats.restored_from = Some(chosen);
+        if self.rank == 0 {
+            eprintln!("grappe: restarted from checkpoint wave {chosen}");
+        }
+        Ok(Some(state))
+    }
+
+    /// This rank's state in `wave`: the local copy, else the server's.
+    fn fetch(&self, dir: &CheckpointDir, wave: u64) -> Result<Vec<u8>> {
+        let (rank, ranks) = (self.rank as u32, self.ranks as u32);
+        let path = dir.image_path(self.rank, wave);
+        let local = dir
+            .read_image(self.rank, wave)
+            .and_then(|image| local::decode(&image, wave, rank, ranks, &path).map(<[u8]>::to_vec));
+        let settings = self.settings.as_ref().expect("restores only happen with settings");
+        match (local, settings.server_of(self.rank)) {
+            (Ok(state), _) => Ok(state),
+            (Err(e), None) => Err(e),
+            (Err(e), Some(server)) => {
+                eprintln!(
+                    "grappe: rank {}: local copy of wave {wave} unusable ({e}); fetching it from {server}",
+                    self.rank
+                );
+                let mut image = Vec::new();
+                CheckpointClient::connect(server, &settings.name, &settings.secret)?.get(wave, rank, &mut image)?;
+                let origin = std::path::PathBuf::from(format!("{server}:{}/wave-{wave}/rank-{rank}", settings.name));
+                local::decode(&image, wave, rank, ranks, &origin).map(<[u8]>::to_vec)
+            }
+        }
+    }
+
+    /// The end of the rank's work: a background wave is finished and
+    /// settled (collective).
+    pub fn finish(mut self) -> Result<FtStats> {
+        if self.background.is_some() {
+            while self.background.as_ref().is_some_and(|b| !b.handle.is_finished()) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.settle_background()?;
+        }
+        Ok(self.stats)
+    }
+}
+
+/// Storing one rank's image: the local copy, then its server.
+struct Storing {
+    settings: FtSettings,
+    rank: usize,
+    wave: u64,
+    image: Vec<u8>,
+}
+
+impl Storing {
+    fn run(&self) -> Result<()> {
+        CheckpointDir::new(self.settings.dir.clone()).write_image(self.rank, self.wave, &self.image)?;
+        if let Some(server) = self.settings.server_of(self.rank) {
+            let mut client = CheckpointClient::connect(server, &self.settings.name, &self.settings.secret)?;
+            client.put(self.wave, self.rank as u32, &mut &self.image[..])?;
+        }
+        Ok(())
+    }
+}
+
+/// Commits a wave on every server that holds images of it.
+fn commit_on_servers(settings: &FtSettings, wave: u64, ranks: usize) -> Result<()> {
+    for server in settings.servers.iter().take(ranks) {
+        CheckpointClient::connect(server, &settings.name, &settings.secret)?.commit(wave)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! Checkpoint and restart of a real job: the Jacobi example under
+//! `grappe run --checkpoint-dir`, one of its processes SIGKILLed at a
+//! random moment, must end with the result of the fault-free run to the
+//! last bit, for both protocols and for process and thread ranks.
+
+mod util;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SIZE: &str = "64";
+const ITERATIONS: &str = "20000";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-ft-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The result line without its timing.
+fn result_of(stdout: &str) -> String {
+    let line = stdout.lines().find(|l| l.starts_with("jacobi ")).unwrap_or_else(|| panic!("no result in {stdout:?}"));
+    line.split(" seconds=").next().unwrap().to_owned()
+}
+
+fn reference() -> String {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "4"]).arg(util::example("jacobi")).args([SIZE, ITERATIONS]);
+    let output = util::run_bounded(cmd, Duration::from_secs(120));
+    assert!(output.status.success(), "{}", util::describe(&output));
+    result_of(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// A small deterministic generator (the trial's seed is printed on failure).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// The pids of the launcher's children.
+fn children(launcher: u32) -> Vec<i32> {
+    let path = format!("/proc/{launcher}/task/{launcher}/children");
+    std::fs::read_to_string(path).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// One trial: the job with checkpoints, a process killed after `delay`.
+/// Returns (result line, stderr, whether the kill landed).
+fn trial(layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &PathBuf) -> (String, String, bool) {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "4"])
+        .args(layout)
+        .args(["--checkpoint-every", "40ms", "--checkpoint-protocol", protocol, "--checkpoint-dir"])
+        .arg(dir)
+        .arg(util::example("jacobi"))
+        .args([SIZE, ITERATIONS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("grappe starts");
+    let launcher = child.id();
+    // The kill lands `delay` after the first committed wave (before it,
+    // a restart is a fresh start, which the other case covers).
+    let started = Instant::now();
+    while !dir.join("COMMITTED").exists() && child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no wave committed in a minute");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(delay);
+    let pids = children(launcher);
+    let killed = pids
+        .get(victim as usize % pids.len().max(1))
+        .is_some_and(|&pid| unsafe { libc::kill(pid, libc::SIGKILL) } == 0);
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the job did not survive:\n{stderr}\n{stdout}");
+    (result_of(&stdout), stderr.into_owned(), killed)
+}
+
+fn survives(layout: &[&str], protocol: &str, seed: u64) {
+    let expected = reference();
+    let mut rng = Lcg(seed);
+    let mut restarts = 0;
+    for t in 0..3 {
+        let dir = scratch(&format!("{protocol}-{}-{seed}-{t}", layout.len()));
+        let delay = Duration::from_millis(rng.below(300));
+        let victim = rng.below(4);
+        let (result, stderr, killed) = trial(layout, protocol, delay, victim, &dir);
+        let context = format!("trial {t} (seed {seed}, kill after {delay:?}, victim {victim})");
+        assert_eq!(result, expected, "{context}: the result changed\n{stderr}");
+        if killed {
+            assert!(stderr.contains("was killed by signal 9"), "{context}: {stderr}");
+            assert!(stderr.contains("grappe: restarting the job from checkpoint wave"), "{context}: {stderr}");
+            assert!(stderr.contains("grappe: restarted from checkpoint wave"), "{context}: {stderr}");
+            restarts += 1;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert!(restarts >= 2, "only {restarts} of 3 kills landed: the job ends too soon for this test");
+}
+
+#[test]
+fn process_ranks_survive_a_kill_with_pcl() {
+    survives(&[], "pcl", 1);
+}
+
+#[test]
+fn process_ranks_survive_a_kill_with_vcl() {
+    survives(&[], "vcl", 2);
+}
+
+#[test]
+fn thread_ranks_survive_a_kill_with_pcl() {
+    survives(&["--threads"], "pcl", 3);
+}
+
+#[test]
+fn thread_ranks_survive_a_kill_with_vcl() {
+    survives(&["--threads"], "vcl", 4);
+}
+
+/// A corrupted local image of the newest wave: every rank goes back to
+/// the wave before, which all of them can read.
+#[test]
+fn a_corrupted_image_sends_every_rank_back_to_the_previous_wave() {
+    let expected = reference();
+    let dir = scratch("corrupt");
+    let run = || {
+        let mut cmd = Command::new(util::grappe());
+        cmd.args(["run", "-n", "4", "--checkpoint-every", "20ms", "--checkpoint-dir"])
+            .arg(&dir)
+            .arg(util::example("jacobi"))
+            .args([SIZE, ITERATIONS]);
+        util::run_bounded(cmd, Duration::from_secs(120))
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", util::describe(&first));
+    let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
+    let waves: Vec<u64> = committed
+        .trim()
+        .trim_start_matches("grappe committed waves:")
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(waves.len(), 2, "{committed}");
+    let image = dir.join(format!("rank-2/wave-{}.img", waves[0]));
+    let mut bytes = std::fs::read(&image).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&image, bytes).unwrap();
+    // Running again restores (the job had finished: it resumes at its end).
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{}", util::describe(&second));
+    assert!(stderr.contains(&format!("rank 2: cannot restore wave {}", waves[0])), "{stderr}");
+    assert!(stderr.contains("is corrupt"), "{stderr}");
+    assert!(stderr.contains(&format!("restarted from checkpoint wave {}", waves[1])), "{stderr}");
+    assert_eq!(result_of(&String::from_utf8_lossy(&second.stdout)), expected);
+}
+
+/// With checkpoint servers, a rank whose local copy is gone (its node was
+/// lost) is restored from its server while the others use theirs.
+#[test]
+fn a_rank_without_its_local_copy_is_restored_from_its_server() {
+    let expected = reference();
+    let dir = scratch("servers");
+    let secret = "job-secret-for-the-test";
+    let servers: Vec<String> = (0..2)
+        .map(|i| {
+            let config = grappe_ft::ServerConfig::new(
+                dir.join(format!("server-{i}")),
+                "127.0.0.1:0".into(),
+                secret.as_bytes().to_vec(),
+            );
+            let server = grappe_ft::CheckpointServer::bind(config).unwrap();
+            let addr = server.local_addr().to_string();
+            std::thread::spawn(move || server.serve());
+            addr
+        })
+        .collect();
+    let images = dir.join("images");
+    let run = || {
+        let mut cmd = Command::new(util::grappe());
+        cmd.env("GRAPPE_CKPT_SECRET", secret)
+            .args(["run", "-n", "4", "--checkpoint-every", "20ms", "--checkpoint-servers", &servers.join(",")])
+            .arg("--checkpoint-dir")
+            .arg(&images)
+            .arg(util::example("jacobi"))
+            .args([SIZE, ITERATIONS]);
+        util::run_bounded(cmd, Duration::from_secs(120))
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", util::describe(&first));
+    std::fs::remove_dir_all(images.join("rank-1")).unwrap();
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{}", util::describe(&second));
+    assert!(stderr.contains("rank 1: local copy of wave") && stderr.contains(&servers[1]), "{stderr}");
+    assert!(stderr.contains("restarted from checkpoint wave"), "{stderr}");
+    assert!(!stderr.contains("cannot restore"), "{stderr}");
+    assert_eq!(result_of(&String::from_utf8_lossy(&second.stdout)), expected);
+}
