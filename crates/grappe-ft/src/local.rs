@@ -24,16 +24,35 @@ const COMMIT_PREFIX: &str = "grappe committed waves:";
 
 /// Encodes a rank's image of a wave.
 pub fn encode(wave: u64, rank: u32, ranks: u32, state: &[u8]) -> Vec<u8> {
-    let mut image = Vec::with_capacity(HEADER + state.len());
+    encode_with(wave, rank, ranks, state.len(), |out| {
+        out.extend_from_slice(state);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|never| match never {})
+}
+
+/// Encodes a rank's image with the state written by `write` straight
+/// after the header (no copy of a state that may be gigabytes);
+/// `size_hint` bytes are reserved for it.
+pub fn encode_with<E>(
+    wave: u64,
+    rank: u32,
+    ranks: u32,
+    size_hint: usize,
+    write: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<u8>, E> {
+    let mut image = Vec::with_capacity(HEADER + size_hint);
     image.extend_from_slice(MAGIC);
     image.extend_from_slice(&wave.to_le_bytes());
     image.extend_from_slice(&rank.to_le_bytes());
     image.extend_from_slice(&ranks.to_le_bytes());
-    image.extend_from_slice(&(state.len() as u64).to_le_bytes());
-    image.extend_from_slice(&crc32fast::hash(state).to_le_bytes());
-    image.extend_from_slice(&[0; 4]);
-    image.extend_from_slice(state);
-    image
+    image.extend_from_slice(&[0; 16]);
+    write(&mut image)?;
+    let state_len = (image.len() - HEADER) as u64;
+    let crc = crc32fast::hash(&image[HEADER..]);
+    image[24..32].copy_from_slice(&state_len.to_le_bytes());
+    image[32..36].copy_from_slice(&crc.to_le_bytes());
+    Ok(image)
 }
 
 /// The state in an image, if it is the image of (wave, rank) in a job of
@@ -101,6 +120,31 @@ impl CheckpointDir {
                 let _ = fs::remove_file(entry.path());
             }
         }
+    }
+
+    /// Locks the directory for this job (held until the returned file is
+    /// closed, by the process's end at the latest): two jobs sharing a
+    /// directory would delete each other's images.
+    pub fn lock(&self) -> Result<File> {
+        let path = self.dir.join("LOCK");
+        fs::create_dir_all(&self.dir).map_err(|e| FtError::Disk { path: self.dir.clone(), source: e })?;
+        let file = File::create(&path).map_err(|e| FtError::Disk { path: path.clone(), source: e })?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
+        if locked != 0 {
+            return Err(FtError::Settings(format!(
+                "checkpoint directory {} is in use by another running job (its rank 0 holds {})",
+                self.dir.display(),
+                path.display()
+            )));
+        }
+        Ok(file)
+    }
+
+    /// Takes a request for a wave now (the file `REQUEST`, created by
+    /// whoever wants one: `touch DIR/REQUEST`).
+    pub fn take_request(&self) -> bool {
+        fs::remove_file(self.dir.join("REQUEST")).is_ok()
     }
 
     /// The committed waves, newest first (none if never committed).
