@@ -5,7 +5,7 @@
 
 mod util;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,18 @@ fn reference() -> String {
     let output = util::run_bounded(cmd, Duration::from_secs(120));
     assert!(output.status.success(), "{}", util::describe(&output));
     result_of(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The Jacobi job to its end with a wave every 20 ms in `dir`, with extra
+/// environment.
+fn checkpointed_run(dir: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(util::grappe());
+    cmd.envs(env.iter().copied())
+        .args(["run", "-n", "4", "--checkpoint-every", "20ms", "--checkpoint-dir"])
+        .arg(dir)
+        .arg(util::example("jacobi"))
+        .args([SIZE, ITERATIONS]);
+    util::run_bounded(cmd, Duration::from_secs(120))
 }
 
 /// A small deterministic generator (the trial's seed is printed on failure).
@@ -128,14 +140,7 @@ fn thread_ranks_survive_a_kill_with_vcl() {
 fn a_corrupted_image_sends_every_rank_back_to_the_previous_wave() {
     let expected = reference();
     let dir = scratch("corrupt");
-    let run = || {
-        let mut cmd = Command::new(util::grappe());
-        cmd.args(["run", "-n", "4", "--checkpoint-every", "20ms", "--checkpoint-dir"])
-            .arg(&dir)
-            .arg(util::example("jacobi"))
-            .args([SIZE, ITERATIONS]);
-        util::run_bounded(cmd, Duration::from_secs(120))
-    };
+    let run = || checkpointed_run(&dir, &[]);
     let first = run();
     assert!(first.status.success(), "{}", util::describe(&first));
     let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
@@ -182,16 +187,9 @@ fn a_rank_without_its_local_copy_is_restored_from_its_server() {
         })
         .collect();
     let images = dir.join("images");
-    let run = || {
-        let mut cmd = Command::new(util::grappe());
-        cmd.env("GRAPPE_CKPT_SECRET", secret)
-            .args(["run", "-n", "4", "--checkpoint-every", "20ms", "--checkpoint-servers", &servers.join(",")])
-            .arg("--checkpoint-dir")
-            .arg(&images)
-            .arg(util::example("jacobi"))
-            .args([SIZE, ITERATIONS]);
-        util::run_bounded(cmd, Duration::from_secs(120))
-    };
+    // The servers are given by the environment, as under mpiexec or srun.
+    let run =
+        || checkpointed_run(&images, &[("GRAPPE_CKPT_SECRET", secret), ("GRAPPE_FT_SERVERS", &servers.join(","))]);
     let first = run();
     assert!(first.status.success(), "{}", util::describe(&first));
     std::fs::remove_dir_all(images.join("rank-1")).unwrap();
@@ -202,4 +200,22 @@ fn a_rank_without_its_local_copy_is_restored_from_its_server() {
     assert!(stderr.contains("restarted from checkpoint wave"), "{stderr}");
     assert!(!stderr.contains("cannot restore"), "{stderr}");
     assert_eq!(result_of(&String::from_utf8_lossy(&second.stdout)), expected);
+}
+
+/// `touch DIR/REQUEST` asks for a wave now, whatever the interval.
+#[test]
+fn a_request_file_takes_a_wave_at_the_next_agreement() {
+    let dir = scratch("request");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("REQUEST"), "").unwrap();
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "2", "--checkpoint-every", "1h", "--checkpoint-dir"])
+        .arg(&dir)
+        .arg(util::example("jacobi"))
+        .args([SIZE, "200"]);
+    let output = util::run_bounded(cmd, Duration::from_secs(120));
+    assert!(output.status.success(), "{}", util::describe(&output));
+    assert!(!dir.join("REQUEST").exists(), "the request was taken");
+    let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
+    assert_eq!(committed.trim(), "grappe committed waves: 1", "one wave, the requested one");
 }
