@@ -122,6 +122,13 @@ impl Communicator {
         &self.inner.rank_ctx
     }
 
+    /// The contexts of the communicator's traffic (point-to-point, then
+    /// collective), as the engine knows them: for tools that look at the
+    /// engine's queues, like checkpointing.
+    pub fn context_ids(&self) -> [u32; 2] {
+        [self.p2p_ctx(), self.coll_ctx()]
+    }
+
     /// Context of the communicator's collective traffic.
     pub(crate) fn coll_ctx(&self) -> u32 {
         self.inner.ctx + 1

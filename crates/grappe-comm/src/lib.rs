@@ -22,7 +22,7 @@ pub use buffer::{Buffer, BufferMut};
 pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserOp};
 pub use coll::{ARENAS, arena_bytes};
 pub use communicator::Communicator;
-pub use grappe_proto::{Error, ErrorClass, Result, Status};
+pub use grappe_proto::{Error, ErrorClass, InTransit, Result, Status};
 pub use rank::RankContext;
 pub use scope::{Request, Scope, test_all, wait_all, wait_any};
 pub use selectors::{ANY_SOURCE, ANY_TAG, Source, TAG_UB, Tag};

@@ -1,41 +1,49 @@
 //! Coordinated checkpoint waves at the program's checkpoint points.
 //!
-//! The program calls [`Checkpointer::point`] at places where its state is
-//! whole (the top of an iteration), the same number of times on every
-//! rank, with no message crossing a point: what a rank sends after its
-//! k-th point is received after the receiver's k-th point. The state is
-//! the application's (serde), so a wave must happen at the *same* point on
-//! every rank, and the ranks agree on it cheaply:
+//! The program calls [`Checkpointer::point`] where its state is whole (the
+//! top of an iteration), the same number of times on every rank. The state
+//! is the application's (serde). So a wave must happen at the *same* point
+//! on every rank, and the ranks agree on that point cheaply:
 //!
-//! * most points cost one comparison: an agreement (a 24-byte allreduce
-//!   on the protocol's own communicator) happens every `stride` points,
-//!   the stride chosen together so that agreements are ~10 ms apart;
-//! * rank 0 asks for a wave in an agreement once the interval has passed;
-//!   every rank then takes it at that same point.
+//! * most points cost one comparison. An agreement (a 24-byte allreduce on
+//!   the protocol's own communicator) happens every `stride` points. The
+//!   ranks choose the stride together so that agreements are about 10 ms
+//!   apart.
+//! * rank 0 asks for a wave in an agreement once the interval has passed
+//!   (or `DIR/REQUEST` exists). Every rank then takes the wave at that same
+//!   point.
 //!
-//! A wave, MPICH-V's two ways:
-//! * **pcl** (blocking): markers on every channel; each rank receives the
-//!   markers of all the others, so every message sent before them has
-//!   arrived (the rings are FIFO per pair) and a message still unreceived
-//!   at the point is seen (the wave is then skipped, as the contract was
-//!   broken); the state is encoded, stored locally and on the rank's
-//!   checkpoint server; rank 0 commits the wave once every rank has stored
-//!   it; then everyone resumes.
-//! * **vcl** (non-blocking): the same markers and the state encoded in
-//!   memory at the point, then storing happens in a background thread
-//!   while the rank computes; the wave is committed at the first agreement
-//!   where every rank reports its image stored. No new wave starts before.
+//! A wave starts with Chandy–Lamport markers on every channel. Each rank
+//! receives the markers of all the others. The rings are FIFO per pair, so
+//! every message sent before a marker has then arrived. The messages that
+//! have arrived but were not received yet are the channels' state at the
+//! cut: they were sent before the sender's point and will be received after
+//! the receiver's. They are saved with the rank's state and put back, in
+//! order, before anything else on restart. A message still being sent at
+//! the point (a rendezvous from a pending `isend`) cannot be saved, so that
+//! wave is skipped on every rank, with a message naming the message.
 //!
-//! With the no-crossing contract there is never a message in transit at
-//! the cut, so neither protocol has messages to log; the markers verify
-//! it instead of assuming it.
+//! Then MPICH-V's two ways:
+//! * **pcl** (blocking): the image is stored locally and on the rank's
+//!   checkpoint server. Rank 0 commits the wave once every rank has stored
+//!   it, and then everyone resumes.
+//! * **vcl** (non-blocking): the image is encoded in memory at the point,
+//!   then stored by a background thread while the rank computes. The wave
+//!   is committed at the first agreement where every rank reports its
+//!   image stored. No new wave starts before that.
+//!
+//! Unlike MPICH-V's vcl, the in-transit messages are found at the point
+//! (after the markers) rather than logged while the rank runs on. The
+//! state can only be taken at a point, and the markers have been exchanged
+//! by then.
 
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use grappe_comm::{ANY_SOURCE, ANY_TAG, BitAnd, Communicator, Max};
-use serde::Serialize;
+use grappe_comm::InTransit;
+use grappe_comm::{ANY_SOURCE, BitAnd, Communicator, Max};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::client::CheckpointClient;
 use crate::error::{FtError, Result};
@@ -56,8 +64,10 @@ pub struct FtStats {
     pub waves: u64,
     /// Waves committed.
     pub committed: u64,
-    /// Waves skipped because a message crossed the point.
+    /// Waves skipped because a message was still being sent at the point.
     pub skipped: u64,
+    /// Messages in transit at the cut, saved with this rank's images.
+    pub saved_messages: u64,
     /// Time spent in waves at points (blocking part), seconds.
     pub wave_seconds: f64,
     /// Agreements made.
@@ -205,16 +215,19 @@ impl Checkpointer {
         self.wave += 1;
         let wave = self.wave;
         self.stats.waves += 1;
-        if !self.exchange_markers(wave)? {
+        let Some(channels) = self.exchange_markers(wave)? else {
             self.stats.skipped += 1;
             self.last_wave_end = Instant::now();
             return Ok(());
-        }
+        };
+        self.stats.saved_messages += channels.len() as u64;
+        // The application's state, then the messages in transit at the cut.
+        let saved = (state, &channels);
         let state_error =
             |e: bincode::Error| FtError::State { rank: self.rank, wave, what: "saved", detail: e.to_string() };
-        let size = bincode::serialized_size(state).map_err(state_error)? as usize;
+        let size = bincode::serialized_size(&saved).map_err(state_error)? as usize;
         let image = local::encode_with(wave, self.rank as u32, self.ranks as u32, size, |out| {
-            bincode::serialize_into(out, state)
+            bincode::serialize_into(out, &saved)
         })
         .map_err(state_error)?;
         let settings = self.settings.clone().expect("waves only happen with settings");
@@ -247,9 +260,12 @@ impl Checkpointer {
     }
 
     /// Sends this wave's marker to every other rank and takes theirs:
-    /// every message sent before them has then arrived. False if one is
-    /// still unreceived on some rank (the wave is skipped everywhere).
-    fn exchange_markers(&mut self, wave: u64) -> Result<bool> {
+    /// every message sent before them has then arrived (the rings are FIFO
+    /// per pair), and those not received yet are the channels' state at the
+    /// cut, returned to be saved. `None` if some rank holds a message that
+    /// is not whole yet (a rendezvous whose sender is still sending crosses
+    /// the point): the wave is skipped everywhere.
+    fn exchange_markers(&mut self, wave: u64) -> Result<Option<Vec<SavedMessage>>> {
         for peer in (0..self.ranks).filter(|&p| p != self.rank) {
             self.ctl.send(&[wave], peer, MARKER).map_err(|e| self.runtime(e))?;
         }
@@ -263,17 +279,16 @@ impl Checkpointer {
                 )));
             }
         }
-        let crossing = self.app.iprobe(ANY_SOURCE, ANY_TAG).map_err(|e| self.runtime(e))?;
-        if let Some(status) = crossing {
-            eprintln!(
-                "grappe: rank {}: checkpoint wave {wave} skipped: a message from rank {} (tag {}, {} bytes) is \
-                 unreceived at this checkpoint point; messages must not cross checkpoint points",
-                self.rank, status.source, status.tag, status.bytes
-            );
+        let channels = self.ctl.rank_context().engine().in_transit(&self.ctl.context_ids());
+        if let Err(reason) = &channels {
+            eprintln!("grappe: rank {}: checkpoint wave {wave} skipped: {reason} at the checkpoint point", self.rank);
         }
         let mut any = [0u64];
-        self.ctl.allreduce(&[u64::from(crossing.is_some())], &mut any, Max).map_err(|e| self.runtime(e))?;
-        Ok(any[0] == 0)
+        self.ctl.allreduce(&[u64::from(channels.is_err())], &mut any, Max).map_err(|e| self.runtime(e))?;
+        Ok(match channels {
+            Ok(messages) if any[0] == 0 => Some(messages.into_iter().map(SavedMessage::from).collect()),
+            _ => None,
+        })
     }
 
     /// Every rank stored `wave`: rank 0 records it committed (locally, then
@@ -333,12 +348,16 @@ impl Checkpointer {
             return Ok(None);
         };
         let (_, bytes) = states.into_iter().find(|(w, _)| *w == chosen).expect("the mask says this rank has it");
-        let state = bincode::deserialize(&bytes).map_err(|e| FtError::State {
+        let (state, channels): (S, Vec<SavedMessage>) = bincode::deserialize(&bytes).map_err(|e| FtError::State {
             rank: self.rank,
             wave: chosen,
             what: "restored",
             detail: e.to_string(),
         })?;
+        // Before the barrier: no peer sends anything new before these are
+        // back in place, so they are received first.
+        let channels = channels.into_iter().map(SavedMessage::into_in_transit).collect();
+        self.app.rank_context().engine().restore_in_transit(channels);
         self.committed = committed.into_iter().filter(|&w| w <= chosen).collect();
         self.stats.restored_from = Some(chosen);
         self.ctl.barrier().map_err(|e| self.runtime(e))?;
@@ -385,6 +404,29 @@ impl Checkpointer {
             self.settle_background()?;
         }
         Ok(self.stats)
+    }
+}
+
+/// A message in transit at the cut, as an image keeps it.
+#[derive(Serialize, Deserialize)]
+struct SavedMessage {
+    src_world: u32,
+    src_comm: u32,
+    ctx: u32,
+    tag: i32,
+    payload: Vec<u8>,
+}
+
+impl From<InTransit> for SavedMessage {
+    fn from(m: InTransit) -> Self {
+        SavedMessage { src_world: m.src_world, src_comm: m.src_comm, ctx: m.ctx, tag: m.tag, payload: m.payload }
+    }
+}
+
+impl SavedMessage {
+    fn into_in_transit(self) -> InTransit {
+        let SavedMessage { src_world, src_comm, ctx, tag, payload } = self;
+        InTransit { src_world, src_comm, ctx, tag, payload }
     }
 }
 

@@ -24,7 +24,7 @@ mod request;
 mod settings;
 pub mod wire;
 
-pub use engine::{Engine, EngineStats, announce};
+pub use engine::{Engine, EngineStats, InTransit, announce};
 pub use error::{Error, ErrorClass, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};

@@ -110,6 +110,14 @@ impl Unexpected {
     pub fn len(&self) -> usize {
         self.count
     }
+
+    /// Every arrival with its source bucket, in arrival order.
+    pub fn in_order(&self) -> Vec<(usize, &Arrival)> {
+        let mut all: Vec<(usize, &Arrival)> =
+            self.buckets.iter().enumerate().flat_map(|(src, q)| q.iter().map(move |a| (src, a))).collect();
+        all.sort_by_key(|(_, a)| a.seq);
+        all
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +133,24 @@ mod tests {
             Body::Eager(v) => v[0],
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn arrivals_are_listed_in_arrival_order_across_sources() {
+        let mut u = Unexpected::new(3);
+        u.push(2, 0, 5, 2, eager(1));
+        u.push(0, 0, 5, 0, eager(2));
+        u.push(2, 1, 6, 2, eager(3));
+        u.push(1, 0, 7, 1, eager(4));
+        let order: Vec<(usize, u8)> = u
+            .in_order()
+            .into_iter()
+            .map(|(src, a)| match &a.body {
+                Body::Eager(v) => (src, v[0]),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, vec![(2, 1), (0, 2), (2, 3), (1, 4)]);
     }
 
     #[test]

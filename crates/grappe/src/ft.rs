@@ -24,8 +24,10 @@
 //! wave every 30 s and restarts the job when a rank dies. The body starts
 //! from `init` on a fresh run and from the restored state after a restart,
 //! so it must resume from what the state says (the loop above does). The
-//! rules of [`grappe_ft::wave`]: every rank calls `point` the same number of
-//! times, and no message crosses a point.
+//! rule of [`grappe_ft::wave`]: every rank calls `point` the same number of
+//! times. Messages may cross points (they are saved with the wave), except
+//! a rendezvous still being sent by a pending `isend`, which makes a wave
+//! be skipped.
 //!
 //! Without `GRAPPE_FT_DIR` (no `--checkpoint-dir`), points cost one
 //! comparison and nothing is saved.

@@ -1,7 +1,9 @@
-//! Checkpoint and restart of a real job: the Jacobi example under
-//! `grappe run --checkpoint-dir`, one of its processes SIGKILLed at a
-//! random moment, must end with the result of the fault-free run to the
-//! last bit, for both protocols and for process and thread ranks.
+//! Checkpoint and restart of real jobs under `grappe run --checkpoint-dir`,
+//! one of their processes SIGKILLed at a random moment: they must end with
+//! the result of the fault-free run to the last bit, for both protocols and
+//! for process and thread ranks. Two workloads: the Jacobi example, and
+//! `ft_ring`, whose messages cross the checkpoint points (they must be
+//! saved with the wave and delivered again after the restart).
 
 mod util;
 
@@ -18,15 +20,34 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The result line without its timing.
-fn result_of(stdout: &str) -> String {
-    let line = stdout.lines().find(|l| l.starts_with("jacobi ")).unwrap_or_else(|| panic!("no result in {stdout:?}"));
-    line.split(" seconds=").next().unwrap().to_owned()
+/// A program and its arguments.
+#[derive(Clone, Copy)]
+struct Workload {
+    example: &'static str,
+    args: &'static [&'static str],
 }
 
-fn reference() -> String {
+const JACOBI: Workload = Workload { example: "jacobi", args: &[SIZE, ITERATIONS] };
+const RING: Workload = Workload { example: "ft_ring", args: &["20000"] };
+
+/// The result line without what may differ between runs (time, counts of
+/// saved messages).
+fn result_of(stdout: &str) -> String {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("jacobi ") || l.starts_with("ft_ring "))
+        .unwrap_or_else(|| panic!("no result in {stdout:?}"));
+    line.split(" seconds=").next().unwrap().split(" saved_messages=").next().unwrap().to_owned()
+}
+
+/// Messages in transit saved over the job, as `ft_ring` reports them.
+fn saved_messages(stdout: &str) -> u64 {
+    stdout.split("saved_messages=").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+fn reference(work: Workload) -> String {
     let mut cmd = Command::new(util::grappe());
-    cmd.args(["run", "-n", "4"]).arg(util::example("jacobi")).args([SIZE, ITERATIONS]);
+    cmd.args(["run", "-n", "4"]).arg(util::example(work.example)).args(work.args);
     let output = util::run_bounded(cmd, Duration::from_secs(120));
     assert!(output.status.success(), "{}", util::describe(&output));
     result_of(&String::from_utf8_lossy(&output.stdout))
@@ -60,16 +81,24 @@ fn children(launcher: u32) -> Vec<i32> {
     std::fs::read_to_string(path).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
 }
 
-/// One trial: the job with checkpoints, a process killed after `delay`.
-/// Returns (result line, stderr, whether the kill landed).
-fn trial(layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &PathBuf) -> (String, String, bool) {
+/// How a trial ended.
+struct Trial {
+    result: String,
+    stdout: String,
+    stderr: String,
+    killed: bool,
+}
+
+/// One trial: the job with checkpoints, a process killed `delay` after
+/// the first committed wave.
+fn trial(work: Workload, layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &PathBuf) -> Trial {
     let mut cmd = Command::new(util::grappe());
     cmd.args(["run", "-n", "4"])
         .args(layout)
         .args(["--checkpoint-every", "40ms", "--checkpoint-protocol", protocol, "--checkpoint-dir"])
         .arg(dir)
-        .arg(util::example("jacobi"))
-        .args([SIZE, ITERATIONS])
+        .arg(util::example(work.example))
+        .args(work.args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("grappe starts");
@@ -89,20 +118,23 @@ fn trial(layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &Pa
     let output = child.wait_with_output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "the job did not survive:\n{stderr}\n{stdout}");
-    (result_of(&stdout), stderr.into_owned(), killed)
+    Trial { result: result_of(&stdout), stdout: stdout.into_owned(), stderr: stderr.into_owned(), killed }
 }
 
-fn survives(layout: &[&str], protocol: &str, seed: u64) {
-    let expected = reference();
+fn survives(work: Workload, layout: &[&str], protocol: &str, seed: u64) {
+    let expected = reference(work);
     let mut rng = Lcg(seed);
     let mut restarts = 0;
     for t in 0..4 {
-        let dir = scratch(&format!("{protocol}-{}-{seed}-{t}", layout.len()));
+        let dir = scratch(&format!("{}-{protocol}-{}-{seed}-{t}", work.example, layout.len()));
         let delay = Duration::from_millis(rng.below(300));
         let victim = rng.below(4);
-        let (result, stderr, killed) = trial(layout, protocol, delay, victim, &dir);
-        let context = format!("trial {t} (seed {seed}, kill after {delay:?}, victim {victim})");
+        let Trial { result, stdout, stderr, killed } = trial(work, layout, protocol, delay, victim, &dir);
+        let context = format!("{} trial {t} (seed {seed}, kill after {delay:?}, victim {victim})", work.example);
         assert_eq!(result, expected, "{context}: the result changed\n{stderr}");
+        if work.example == "ft_ring" {
+            assert!(saved_messages(&stdout) > 0, "{context}: no message in transit was saved: {stdout}");
+        }
         if killed {
             assert!(stderr.contains("was killed by signal 9"), "{context}: {stderr}");
             assert!(stderr.contains("grappe: restarting the job from checkpoint wave"), "{context}: {stderr}");
@@ -115,30 +147,40 @@ fn survives(layout: &[&str], protocol: &str, seed: u64) {
 }
 
 #[test]
+fn messages_crossing_points_are_saved_and_delivered_again_with_pcl() {
+    survives(RING, &[], "pcl", 5);
+}
+
+#[test]
+fn messages_crossing_points_are_saved_and_delivered_again_with_vcl_on_threads() {
+    survives(RING, &["--threads"], "vcl", 6);
+}
+
+#[test]
 fn process_ranks_survive_a_kill_with_pcl() {
-    survives(&[], "pcl", 1);
+    survives(JACOBI, &[], "pcl", 1);
 }
 
 #[test]
 fn process_ranks_survive_a_kill_with_vcl() {
-    survives(&[], "vcl", 2);
+    survives(JACOBI, &[], "vcl", 2);
 }
 
 #[test]
 fn thread_ranks_survive_a_kill_with_pcl() {
-    survives(&["--threads"], "pcl", 3);
+    survives(JACOBI, &["--threads"], "pcl", 3);
 }
 
 #[test]
 fn thread_ranks_survive_a_kill_with_vcl() {
-    survives(&["--threads"], "vcl", 4);
+    survives(JACOBI, &["--threads"], "vcl", 4);
 }
 
 /// A corrupted local image of the newest wave: every rank goes back to
 /// the wave before, which all of them can read.
 #[test]
 fn a_corrupted_image_sends_every_rank_back_to_the_previous_wave() {
-    let expected = reference();
+    let expected = reference(JACOBI);
     let dir = scratch("corrupt");
     let run = || checkpointed_run(&dir, &[]);
     let first = run();
@@ -170,7 +212,7 @@ fn a_corrupted_image_sends_every_rank_back_to_the_previous_wave() {
 /// lost) is restored from its server while the others use theirs.
 #[test]
 fn a_rank_without_its_local_copy_is_restored_from_its_server() {
-    let expected = reference();
+    let expected = reference(JACOBI);
     let dir = scratch("servers");
     let secret = "job-secret-for-the-test";
     let servers: Vec<String> = (0..2)

@@ -22,7 +22,7 @@ use grappe_fabric::{Doorbell, HostMemory};
 use grappe_sched::{Backoff, Snooze, WaitSettings};
 use slab::Slab;
 
-use crate::matching::Unexpected;
+use crate::matching::{self, Unexpected};
 use crate::request::{RecvReq, RecvState, Request, SendState};
 use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
 
@@ -58,6 +58,22 @@ unsafe impl Send for Engine {}
 struct Inbound {
     src: usize,
     ring: Consumer,
+}
+
+/// A message that arrived and was not received yet, whole in this
+/// rank's memory: what a checkpoint keeps of a channel's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InTransit {
+    /// Sender's world rank.
+    pub src_world: u32,
+    /// Sender's rank in the communicator.
+    pub src_comm: u32,
+    /// Context id of the communicator.
+    pub ctx: u32,
+    /// Its tag.
+    pub tag: i32,
+    /// Its bytes.
+    pub payload: Vec<u8>,
 }
 
 /// The requests of one engine and the queues they sit in.
@@ -246,6 +262,44 @@ impl Engine {
         self.book.posted.remove(pos);
         self.book.reqs.remove(id.0);
         true
+    }
+
+    /// Copies of the messages that arrived and were not received, in
+    /// arrival order, except those of the contexts in `skip`. `Err` names
+    /// one that is not whole here (a rendezvous still in its sender's
+    /// buffer, a staged message still coming): its sender has not finished
+    /// sending it.
+    pub fn in_transit(&self, skip: &[u32]) -> std::result::Result<Vec<InTransit>, String> {
+        let mut messages = Vec::new();
+        for (src, arrival) in self.book.unexpected.in_order() {
+            if skip.contains(&arrival.ctx) {
+                continue;
+            }
+            let payload = match &arrival.body {
+                matching::Body::Eager(data) => data.clone(),
+                matching::Body::Handover(owned) => owned.as_slice().to_vec(),
+                matching::Body::Staged { total, data } if data.len() == *total => data.clone(),
+                body => {
+                    return Err(format!(
+                        "a {}-byte message from rank {src} (tag {}) is still being sent",
+                        body.len(),
+                        arrival.tag
+                    ));
+                }
+            };
+            let (ctx, tag, src_comm) = (arrival.ctx, arrival.tag, arrival.src_comm);
+            messages.push(InTransit { src_world: src as u32, src_comm, ctx, tag, payload });
+        }
+        Ok(messages)
+    }
+
+    /// Puts saved messages back as arrived and not received (a restart),
+    /// before any new message: they are received first, in their order.
+    pub fn restore_in_transit(&mut self, messages: Vec<InTransit>) {
+        for m in messages {
+            let body = matching::Body::Eager(m.payload);
+            self.book.unexpected.push(m.src_world as usize, m.ctx, m.tag, m.src_comm, body);
+        }
     }
 
     /// Status of the first message matching (src, ctx, tag) that has
