@@ -185,7 +185,11 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     fs::create_dir_all(dir).map_err(disk(dir))?;
     let partial = path.with_extension("partial");
     let mut file = File::create(&partial).map_err(disk(&partial))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(disk(&partial))?;
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        // A full disk must not stay full of what could not be written.
+        let _ = fs::remove_file(&partial);
+        return Err(disk(&partial)(e));
+    }
     fs::rename(&partial, path).map_err(disk(path))?;
     File::open(dir).and_then(|d| d.sync_all()).map_err(disk(dir))
 }

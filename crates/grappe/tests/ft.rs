@@ -270,7 +270,7 @@ fn a_request_file_takes_a_wave_at_the_next_agreement() {
 fn a_full_checkpoint_disk_costs_a_wave_not_the_job_or_a_committed_wave() {
     let expected = {
         let mut cmd = Command::new(util::grappe());
-        cmd.args(["run", "-n", "2"]).arg(util::example("ft_bench")).args(["4", "300", "20000"]);
+        cmd.args(["run", "-n", "2"]).arg(util::example("ft_bench")).args(["4", "3000", "20000"]);
         let output = util::run_bounded(cmd, Duration::from_secs(120));
         assert!(output.status.success(), "{}", util::describe(&output));
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -279,8 +279,8 @@ fn a_full_checkpoint_disk_costs_a_wave_not_the_job_or_a_committed_wave() {
     let dir = scratch("full");
     std::fs::create_dir_all(&dir).unwrap();
     let script = format!(
-        "mount -t tmpfs -o size=12m grappe-ft-full {d} && exec {grappe} run -n 2 --checkpoint-every 30ms \
-         --checkpoint-dir {d} {bench} 4 300 20000",
+        "mount -t tmpfs -o size=12m grappe-ft-full {d} && {grappe} run -n 2 --checkpoint-every 30ms \
+         --checkpoint-dir {d} {bench} 4 3000 20000 && ls {d}/rank-0 {d}/rank-1",
         d = dir.display(),
         grappe = util::grappe().display(),
         bench = util::example("ft_bench").display(),
@@ -296,4 +296,7 @@ fn a_full_checkpoint_disk_costs_a_wave_not_the_job_or_a_committed_wave() {
     let committed: u64 = stdout.split("committed=").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     let waves: u64 = stdout.split("waves=").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     assert!(committed >= 1 && committed < waves, "{waves} waves, {committed} committed: {stdout}\n{stderr}");
+    // What is left on the full disk (listed inside the namespace): no
+    // half-written image.
+    assert!(stdout.contains("wave-") && !stdout.contains(".partial"), "{stdout}");
 }
