@@ -1,0 +1,60 @@
+//! What a wave stores: a rank's image (its local copy, then its server's)
+//! and the in-transit messages inside it, and the commits on the servers.
+
+use grappe_comm::InTransit;
+use serde::{Deserialize, Serialize};
+
+use crate::client::CheckpointClient;
+use crate::error::Result;
+use crate::local::CheckpointDir;
+use crate::settings::FtSettings;
+
+/// A message in transit at the cut, as an image keeps it.
+#[derive(Serialize, Deserialize)]
+pub(super) struct SavedMessage {
+    src_world: u32,
+    src_comm: u32,
+    ctx: u32,
+    tag: i32,
+    payload: Vec<u8>,
+}
+
+impl From<InTransit> for SavedMessage {
+    fn from(m: InTransit) -> Self {
+        SavedMessage { src_world: m.src_world, src_comm: m.src_comm, ctx: m.ctx, tag: m.tag, payload: m.payload }
+    }
+}
+
+impl SavedMessage {
+    pub(super) fn into_in_transit(self) -> InTransit {
+        let SavedMessage { src_world, src_comm, ctx, tag, payload } = self;
+        InTransit { src_world, src_comm, ctx, tag, payload }
+    }
+}
+
+/// Storing one rank's image: the local copy, then its server.
+pub(super) struct Storing {
+    pub settings: FtSettings,
+    pub rank: usize,
+    pub wave: u64,
+    pub image: Vec<u8>,
+}
+
+impl Storing {
+    pub(super) fn run(&self) -> Result<()> {
+        CheckpointDir::new(self.settings.dir.clone()).write_image(self.rank, self.wave, &self.image)?;
+        if let Some(server) = self.settings.server_of(self.rank) {
+            let mut client = CheckpointClient::connect(server, &self.settings.name, &self.settings.secret)?;
+            client.put(self.wave, self.rank as u32, &mut &self.image[..])?;
+        }
+        Ok(())
+    }
+}
+
+/// Commits a wave on every server that holds images of it.
+pub(super) fn commit_on_servers(settings: &FtSettings, wave: u64, ranks: usize) -> Result<()> {
+    for server in settings.servers.iter().take(ranks) {
+        CheckpointClient::connect(server, &settings.name, &settings.secret)?.commit(wave)?;
+    }
+    Ok(())
+}
