@@ -58,10 +58,7 @@ impl Communicator {
         let elem = recv.elem_size();
         let (ctx, bytes) = (self.p2p_ctx(), send.bytes());
         let status = self.sendrecv_bytes(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
-        if status.is_ok() {
-            self.trace_send(span, dest, send_tag, bytes.len());
-        }
-        self.trace_recv(span, &status, false);
+        self.trace_sendrecv(span, dest, send_tag, bytes.len(), &status);
         check_elements(status?, elem)
     }
 

@@ -60,6 +60,38 @@ impl Communicator {
         });
     }
 
+    /// A sendrecv: its send and its receive, one record each with the
+    /// call's dates, written together (no flush between them).
+    pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, status: &Result<Status>) {
+        let (Span(Some(start)), Ok(status)) = (span, status) else { return };
+        let (dest_world, src_world) = (self.trace_rank(dest), self.trace_rank(status.source));
+        let mut rec = self.rank_context().recorder();
+        let (end, c) = (rec.now(), self.p2p_ctx());
+        let seq = rec.next_send_seq(dest_world);
+        let send = RawEvent {
+            start,
+            end,
+            kind: EventKind::Send.id(),
+            c,
+            a: dest_world,
+            b: tag as u32,
+            d: bytes as u64,
+            e: seq,
+            ..RawEvent::default()
+        };
+        let recv = RawEvent {
+            start,
+            end,
+            kind: EventKind::Recv.id(),
+            c,
+            a: src_world,
+            b: status.tag as u32,
+            d: status.bytes as u64,
+            ..RawEvent::default()
+        };
+        rec.record_pair(send, recv);
+    }
+
     /// A blocking receive's completion.
     pub(crate) fn trace_done(&self, span: Span, done: &Result<grappe_proto::Completion>) {
         if let Ok(done) = done {

@@ -110,6 +110,11 @@ pub struct Recorder {
     clock: TraceClock,
     buf: Vec<RawEvent>,
     capacity: usize,
+    /// The length at which the buffer is written out: one short of full
+    /// when it is written during the run, so that the two events of a
+    /// call that records two always fit before the flush (see
+    /// [`Recorder::record_pair`]).
+    flush_at: usize,
     policy: FlushPolicy,
     sink: Sink,
     strings: HashMap<String, u32>,
@@ -181,6 +186,10 @@ impl Recorder {
             clock,
             buf: touched_buffer(config.buffer_events),
             capacity: config.buffer_events,
+            flush_at: match config.policy {
+                FlushPolicy::End => config.buffer_events,
+                _ => config.buffer_events.saturating_sub(1).max(1),
+            },
             policy: config.policy,
             sink,
             strings: HashMap::new(),
@@ -218,11 +227,27 @@ impl Recorder {
     pub fn record(&mut self, raw: RawEvent) {
         if self.buf.len() < self.capacity {
             self.buf.push(raw);
-            if self.buf.len() == self.capacity {
+            if self.buf.len() >= self.flush_at {
                 self.buffer_full();
             }
         } else {
             self.footer.dropped += 1; // policy `end` only
+        }
+    }
+
+    /// Appends the two events of one call that share its start (a
+    /// sendrecv's send and receive). No flush falls between them: a flush
+    /// there would be dated after their start yet written before the
+    /// second, and the file would go back in time.
+    pub fn record_pair(&mut self, first: RawEvent, second: RawEvent) {
+        if self.buf.len() + 2 <= self.capacity {
+            self.buf.push(first);
+            self.buf.push(second);
+            if self.buf.len() >= self.flush_at {
+                self.buffer_full();
+            }
+        } else {
+            self.footer.dropped += 2; // policy `end` only
         }
     }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
-    Body, CollectiveKind, Completion, Ending, Event, FlushPolicy, Identity, Recorder, RecorderConfig, TraceError,
-    TraceFile, file_for,
+    Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RawEvent, Recorder,
+    RecorderConfig, TraceError, TraceFile, file_for,
 };
 use proptest::prelude::*;
 
@@ -174,6 +174,37 @@ fn policy_end_keeps_what_fits_and_counts_the_rest() {
     let footer = rec.finish().unwrap();
     assert_eq!((footer.events, footer.dropped), (16, 24));
     assert_eq!(read_all(&file_for(&d, 3)).0.len(), 16);
+}
+
+/// A call that records two events with one start (a sendrecv) never has
+/// a flush between them, wherever the buffer boundary falls: the file's
+/// starts never go back, flushes included.
+#[test]
+fn pairs_of_events_never_straddle_a_flush() {
+    for policy in [FlushPolicy::Full, FlushPolicy::Thread] {
+        for singles in 0..20 {
+            let d = dir(&format!("pairs-{policy:?}-{singles}"));
+            let mut rec = recorder(&d, policy, 16);
+            for _ in 0..singles {
+                let start = rec.now();
+                rec.record(RawEvent { start, end: start, kind: EventKind::Init.id(), ..RawEvent::default() });
+            }
+            for _ in 0..40 {
+                let start = rec.now();
+                std::thread::sleep(std::time::Duration::from_micros(20));
+                let end = rec.now();
+                let pair = |kind: EventKind| RawEvent { start, end, kind: kind.id(), ..RawEvent::default() };
+                rec.record_pair(pair(EventKind::Send), pair(EventKind::Recv));
+            }
+            let footer = rec.finish().unwrap();
+            assert!(footer.flushes > 0 && footer.dropped == 0, "{footer:?}");
+            let (events, _) = read_all(&file_for(&d, 3));
+            assert_eq!(events.len() as u64, singles + 80 + 2 * footer.flushes);
+            for w in events.windows(2) {
+                assert!(w[1].start >= w[0].start, "{policy:?}, {singles} singles: {:?} after {:?}", w[1], w[0]);
+            }
+        }
+    }
 }
 
 #[test]

@@ -127,6 +127,34 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Small buffers flushed during the run, wherever their boundaries fall
+/// among a sendrecv's two records: every file stays in date order (a
+/// flush once landed between them and `grappe trace check` saw a record
+/// go back in time).
+#[test]
+fn flushes_keep_every_rank_s_records_in_date_order() {
+    for buffer in ["16", "17", "23"] {
+        let dir = fresh_dir(&format!("order-{buffer}"));
+        let mut cmd = Command::new(util::grappe());
+        cmd.env("GRAPPE_TRACE_BUFFER", buffer);
+        cmd.args(["run", "-n", "3", "--trace"]).arg(&dir).arg(util::example("jacobi")).args(["32", "60"]);
+        let output = util::run_bounded(cmd, Duration::from_secs(60));
+        assert!(output.status.success(), "{}", util::describe(&output));
+        for rank in 0..3 {
+            let (events, trace) = read(&file_for(&dir, rank));
+            let flushes = match trace.ending() {
+                Some(Ending::Complete(footer)) => footer.flushes,
+                other => panic!("rank {rank}: {other:?}"),
+            };
+            assert!(flushes > 5, "rank {rank}: the buffer of {buffer} events flushed {flushes} times");
+            for w in events.windows(2) {
+                assert!(w[1].start >= w[0].start, "rank {rank}, buffer {buffer}: {:?} after {:?}", w[1], w[0]);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn a_killed_rank_leaves_every_flushed_block_readable() {
     let dir = fresh_dir("killed");
