@@ -141,6 +141,22 @@ fn write_rank(path: &Path, job: &SyntheticJob, rank: u32) -> std::io::Result<()>
     writer.write_footer(&Footer { events: job.events_of(rank), dropped: 0, flushes: 0 })
 }
 
+/// Writes one rank's file from given events, (start, end, body) with
+/// local dates in ns, under `header`: for hand-made corner cases.
+pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<()> {
+    let io = |e| AnalysisError::io(path, e);
+    let rank = header.rank.unwrap_or(0);
+    let mut writer = TraceWriter::create(path, header).map_err(io)?;
+    let mut defs = FileDefinitions::default();
+    let encoded: Vec<Encoded> = events
+        .iter()
+        .map(|&(start, end, ref body)| Encoded { rank, start, end, alpha_ns: 0, raw: raw_of(body, &mut defs) })
+        .collect();
+    writer.write_definitions(&defs.take_pending()).map_err(io)?;
+    writer.write_events(encoded.into_iter()).map_err(io)?;
+    writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0 }).map_err(io)
+}
+
 struct RankWriter<'a> {
     writer: TraceWriter,
     defs: FileDefinitions,
@@ -256,25 +272,36 @@ fn header(job: &SyntheticJob, rank: u32) -> FileHeader {
     let clock = job.clock(rank);
     let simulated = (!clock.is_perfect())
         .then(|| format!("synthetic: offset {} ns, drift {} ppm", clock.offset_ns, clock.drift_ppm));
+    let host = if job.one_host { "synthetic".into() } else { format!("synthetic-{rank}") };
+    let mut header = plain_header(rank, job.ranks, &host);
+    header.clock.simulated = simulated;
+    header.calibration = EventKind::ALL.iter().map(|k| Calibration { kind: k.name().into(), alpha_ns: 10 }).collect();
+    header.buffer_events = job.block_events as u64;
+    header
+}
+
+/// The header of a rank's file on `host`: raw monotonic clock in ns,
+/// local dates, no calibration, 1024-event buffers flushed when full.
+pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
     FileHeader {
         format: VERSION,
         rank: Some(rank),
-        world_size: job.ranks,
-        host: if job.one_host { "synthetic".into() } else { format!("synthetic-{rank}") },
+        world_size,
+        host: host.into(),
         pid: 1000 + rank,
         process_ranks: vec![rank],
         clock: ClockInfo {
             source: "monotonic_raw".into(),
             ticks_per_second: 1e9,
             time_base: "local".into(),
-            simulated,
+            simulated: None,
             estimation: None,
             tsc: None,
         },
-        calibration: EventKind::ALL.iter().map(|k| Calibration { kind: k.name().into(), alpha_ns: 10 }).collect(),
+        calibration: Vec::new(),
         schema: schema(),
         flush_policy: "full".into(),
-        buffer_events: job.block_events as u64,
+        buffer_events: 1024,
         started_unix_ns: 0,
         merged_from: Vec::new(),
     }

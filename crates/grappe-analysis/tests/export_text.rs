@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use grappe_analysis::export::{ExportSummary, display_name, write_chrome, write_paje, write_picl};
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_analysis::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
-use grappe_trace::format::{Encoded, FileHeader, VERSION, schema};
-use grappe_trace::raw::{Interner, raw_of};
-use grappe_trace::{Body, ClockInfo, Completion, Event, Footer, TraceWriter};
+use grappe_trace::format::FileHeader;
+use grappe_trace::{Body, Completion, Event};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -451,69 +450,12 @@ fn write_handmade(dir: &Path, ranks: &[Vec<(u64, u64, Body)>]) {
     for (rank, events) in ranks.iter().enumerate() {
         let rank = rank as u32;
         let path = grappe_trace::file_for(dir, rank);
-        let mut writer = TraceWriter::create(&path, &handmade_header(rank, ranks.len() as u32)).unwrap();
-        let mut names = Names::default();
-        let encoded: Vec<Encoded> = events
-            .iter()
-            .map(|(start, end, body)| Encoded {
-                rank,
-                start: *start,
-                end: *end,
-                alpha_ns: 0,
-                raw: raw_of(body, &mut names),
-            })
-            .collect();
-        writer.write_definitions(&names.pending).unwrap();
-        writer.write_events(encoded.into_iter()).unwrap();
-        writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0 }).unwrap();
-    }
-}
-
-#[derive(Default)]
-struct Names {
-    ids: HashMap<String, u32>,
-    pending: Vec<grappe_trace::format::Definition>,
-}
-
-impl Interner for Names {
-    fn intern(&mut self, s: &str) -> u32 {
-        let next = self.ids.len() as u32;
-        *self.ids.entry(s.to_owned()).or_insert_with(|| {
-            self.pending.push(grappe_trace::format::Definition::String(next, s.to_owned()));
-            next
-        })
-    }
-
-    fn members(&mut self, members: &[u32]) -> u64 {
-        let id = self.pending.len() as u64 + 1_000;
-        self.pending.push(grappe_trace::format::Definition::Members(id, members.to_vec()));
-        id
+        write_events(&path, &handmade_header(rank, ranks.len() as u32), events).unwrap();
     }
 }
 
 fn handmade_header(rank: u32, world_size: u32) -> FileHeader {
-    FileHeader {
-        format: VERSION,
-        rank: Some(rank),
-        world_size,
-        host: "hand".into(),
-        pid: 100 + rank,
-        process_ranks: vec![rank],
-        clock: ClockInfo {
-            source: "monotonic_raw".into(),
-            ticks_per_second: 1e9,
-            time_base: "local".into(),
-            simulated: None,
-            estimation: None,
-            tsc: None,
-        },
-        calibration: Vec::new(),
-        schema: schema(),
-        flush_policy: "end".into(),
-        buffer_events: 1024,
-        started_unix_ns: 0,
-        merged_from: Vec::new(),
-    }
+    FileHeader { pid: 100 + rank, flush_policy: "end".into(), ..plain_header(rank, world_size, "hand") }
 }
 
 const T: u64 = 5_000_000_000;

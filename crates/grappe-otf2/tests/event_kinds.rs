@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use common::*;
-use grappe_trace::format::{Calibration, Definition, Encoded, FileHeader, VERSION, schema};
-use grappe_trace::raw::{Interner, raw_of};
-use grappe_trace::{ANY, Body, ClockInfo, CollectiveKind, Completion, EventKind, Footer, TraceWriter};
+use grappe_analysis::synthetic::{plain_header, write_events};
+use grappe_trace::format::{Calibration, FileHeader};
+use grappe_trace::{ANY, Body, CollectiveKind, Completion, EventKind};
 
 /// Comm context 2: world ranks [1, 0], so world rank 1 is its rank 0.
 const SWAPPED: u32 = 2;
@@ -123,66 +122,14 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
 /// Writes a per-rank trace file of a two-rank job on one host.
 fn write_rank(dir: &Path, rank: u32, events: &[(u64, u64, Body)]) {
     std::fs::create_dir_all(dir).unwrap();
-    let mut writer = TraceWriter::create(&grappe_trace::file_for(dir, rank), &header(rank)).unwrap();
-    let mut defs = Defs::default();
-    let encoded: Vec<Encoded> = events
-        .iter()
-        .map(|(start, end, body)| {
-            let raw = raw_of(body, &mut defs);
-            Encoded { rank, start: *start, end: *end, alpha_ns: 0, raw }
-        })
-        .collect();
-    writer.write_definitions(&defs.pending).unwrap();
-    writer.write_events(encoded.into_iter()).unwrap();
-    writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 1 }).unwrap();
-}
-
-#[derive(Default)]
-struct Defs {
-    strings: HashMap<String, u32>,
-    members: HashMap<Vec<u32>, u64>,
-    pending: Vec<Definition>,
-}
-
-impl Interner for Defs {
-    fn intern(&mut self, s: &str) -> u32 {
-        let next = self.strings.len() as u32;
-        *self.strings.entry(s.to_owned()).or_insert_with(|| {
-            self.pending.push(Definition::String(next, s.to_owned()));
-            next
-        })
-    }
-
-    fn members(&mut self, members: &[u32]) -> u64 {
-        let next = self.members.len() as u64;
-        *self.members.entry(members.to_vec()).or_insert_with(|| {
-            self.pending.push(Definition::Members(next, members.to_vec()));
-            next
-        })
-    }
+    write_events(&grappe_trace::file_for(dir, rank), &header(rank), events).unwrap();
 }
 
 fn header(rank: u32) -> FileHeader {
     FileHeader {
-        format: VERSION,
-        rank: Some(rank),
-        world_size: 2,
-        host: "node-a".into(),
         pid: 4000 + rank,
-        process_ranks: vec![rank],
-        clock: ClockInfo {
-            source: "monotonic_raw".into(),
-            ticks_per_second: 1e9,
-            time_base: "local".into(),
-            simulated: None,
-            estimation: None,
-            tsc: None,
-        },
         calibration: EventKind::ALL.iter().map(|k| Calibration { kind: k.name().into(), alpha_ns: 0 }).collect(),
-        schema: schema(),
-        flush_policy: "full".into(),
         buffer_events: 64,
-        started_unix_ns: 0,
-        merged_from: Vec::new(),
+        ..plain_header(rank, 2, "node-a")
     }
 }

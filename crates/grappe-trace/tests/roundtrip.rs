@@ -81,26 +81,7 @@ fn body() -> impl Strategy<Value = Body> {
 }
 
 fn collective(id: u8) -> CollectiveKind {
-    // Every id in 1..=16 is a collective; the trace crate owns the table.
-    let all = [
-        CollectiveKind::Barrier,
-        CollectiveKind::Bcast,
-        CollectiveKind::Reduce,
-        CollectiveKind::Allreduce,
-        CollectiveKind::Gather,
-        CollectiveKind::Gatherv,
-        CollectiveKind::Scatter,
-        CollectiveKind::Scatterv,
-        CollectiveKind::Allgather,
-        CollectiveKind::Allgatherv,
-        CollectiveKind::Alltoall,
-        CollectiveKind::Alltoallv,
-        CollectiveKind::Scan,
-        CollectiveKind::Exscan,
-        CollectiveKind::ReduceScatter,
-        CollectiveKind::ReduceScatterBlock,
-    ];
-    all[id as usize - 1]
+    CollectiveKind::from_id(id).expect("every id in 1..=16 is a collective")
 }
 
 /// Records `bodies` with increasing dates; returns what went in.
