@@ -18,11 +18,13 @@
 //! of the application's state (serde) at the program's checkpoint points,
 //! blocking (pcl) or not (vcl), stores them in [`local`] copies and on the
 //! servers, commits them, and restores the newest committed wave every
-//! rank can read.
+//! rank can read. The launcher's [`schedule::WaveScheduler`] asks for the
+//! waves.
 
 pub mod client;
 pub mod error;
 pub mod local;
+pub mod schedule;
 pub mod server;
 pub mod settings;
 pub mod store;
@@ -31,6 +33,7 @@ pub mod wire;
 
 pub use client::{CheckpointClient, WaveInfo};
 pub use error::{FtError, Result};
+pub use schedule::WaveScheduler;
 pub use server::{CheckpointServer, ServerConfig};
 pub use settings::{FtSettings, Protocol};
 pub use wave::{Checkpointer, FtStats};

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! DIR/COMMITTED              "grappe committed waves: 7 6"   (newest first, at most two)
+//! DIR/REQUEST                a wave is asked for (by the launcher's scheduler, or `touch`)
+//! DIR/WAVE                   the asked-for wave is in progress (REQUEST renamed by rank 0)
 //! DIR/rank-<r>/wave-<w>.img  "GRFTIMG1" wave:u64 rank:u32 ranks:u32 len:u64 crc32:u32 pad:u32, then the state
 //! ```
 //!
@@ -21,6 +23,10 @@ const MAGIC: &[u8; 8] = b"GRFTIMG1";
 const HEADER: usize = 40;
 const COMMIT_FILE: &str = "COMMITTED";
 const COMMIT_PREFIX: &str = "grappe committed waves:";
+/// Asks rank 0 for a wave.
+const REQUEST_FILE: &str = "REQUEST";
+/// A requested wave in progress.
+const WAVE_FILE: &str = "WAVE";
 
 /// Encodes a rank's image of a wave.
 pub fn encode(wave: u64, rank: u32, ranks: u32, state: &[u8]) -> Vec<u8> {
@@ -41,18 +47,30 @@ pub fn encode_with<E>(
     size_hint: usize,
     write: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<u8>, E> {
+    let mut image = image_header(wave, rank, ranks, size_hint);
+    write(&mut image)?;
+    seal(&mut image);
+    Ok(image)
+}
+
+/// The header of an image, with room for `size_hint` bytes of state to be
+/// appended before [`seal`] fills in their length and checksum.
+pub fn image_header(wave: u64, rank: u32, ranks: u32, size_hint: usize) -> Vec<u8> {
     let mut image = Vec::with_capacity(HEADER + size_hint);
     image.extend_from_slice(MAGIC);
     image.extend_from_slice(&wave.to_le_bytes());
     image.extend_from_slice(&rank.to_le_bytes());
     image.extend_from_slice(&ranks.to_le_bytes());
     image.extend_from_slice(&[0; 16]);
-    write(&mut image)?;
+    image
+}
+
+/// Writes the length and checksum of the state behind the header.
+pub fn seal(image: &mut [u8]) {
     let state_len = (image.len() - HEADER) as u64;
     let crc = crc32fast::hash(&image[HEADER..]);
     image[24..32].copy_from_slice(&state_len.to_le_bytes());
     image[32..36].copy_from_slice(&crc.to_le_bytes());
-    Ok(image)
 }
 
 /// The state in an image, if it is the image of (wave, rank) in a job of
@@ -141,10 +159,29 @@ impl CheckpointDir {
         Ok(file)
     }
 
-    /// Takes a request for a wave now (the file `REQUEST`, created by
-    /// whoever wants one: `touch DIR/REQUEST`).
+    /// Asks for a wave at the next agreement (what the launcher's scheduler
+    /// does; `touch DIR/REQUEST` does the same).
+    pub fn request_wave(&self) -> Result<()> {
+        let path = self.dir.join(REQUEST_FILE);
+        fs::create_dir_all(&self.dir).map_err(|e| FtError::Disk { path: self.dir.clone(), source: e })?;
+        File::create(&path).map(drop).map_err(|e| FtError::Disk { path, source: e })
+    }
+
+    /// Takes a request for a wave now: `REQUEST` becomes `WAVE` until
+    /// [`CheckpointDir::wave_over`].
     pub fn take_request(&self) -> bool {
-        fs::remove_file(self.dir.join("REQUEST")).is_ok()
+        fs::rename(self.dir.join(REQUEST_FILE), self.dir.join(WAVE_FILE)).is_ok()
+    }
+
+    /// The wave rank 0 took is over (committed, failed or skipped); also
+    /// clears what a rank 0 that died in a wave left.
+    pub fn wave_over(&self) {
+        let _ = fs::remove_file(self.dir.join(WAVE_FILE));
+    }
+
+    /// A wave was asked for and is not over yet.
+    pub fn wave_pending(&self) -> bool {
+        self.dir.join(REQUEST_FILE).exists() || self.dir.join(WAVE_FILE).exists()
     }
 
     /// The committed waves, newest first (none if never committed).

@@ -4,8 +4,8 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `GRAPPE_FT_DIR` | directory of the images and the commit record; fault tolerance is off without it | off |
-//! | `GRAPPE_FT_INTERVAL_MS` | time between the starts of two waves (0: none) | 60000 |
-//! | `GRAPPE_FT_PROTOCOL` | `pcl` (blocking: markers, drain, save, commit, resume) or `vcl` (save in the background, commit later) | `pcl` |
+//! | `GRAPPE_FT_INTERVAL_MS` | rank 0's own timer, for jobs started by mpiexec or srun: time from the end of a wave to the next (0: none; `grappe run` sets 0, its scheduler asks for waves through `DIR/REQUEST`) | 60000 |
+//! | `GRAPPE_FT_PROTOCOL` | `pcl` (blocking: markers, drain, save, commit, resume) or `vcl` (save at the point, log the channels until the markers, store in the background, commit later) | `pcl` |
 //! | `GRAPPE_FT_SERVERS` | checkpoint servers, `host:port,...`; rank r uses server r mod count | none |
 //! | `GRAPPE_FT_NAME` | the job's name on the servers | `grappe-` + a hash of the directory |
 //! | `GRAPPE_CKPT_SECRET` | the secret the servers require | (needed with servers) |
@@ -21,8 +21,10 @@ pub enum Protocol {
     /// Blocking: every rank stops at the wave's point until the wave is
     /// committed.
     Pcl,
-    /// Non-blocking: the image is written and uploaded in the background
-    /// while the rank computes; the wave is committed at a later point.
+    /// Non-blocking: the state is saved at the point, the channels are
+    /// logged until every marker is in, and the image is written and
+    /// uploaded in the background while the rank computes; the wave is
+    /// committed at a later point.
     Vcl,
 }
 

@@ -2,80 +2,13 @@
 //! eager, rendezvous (cooperative single copy), staged fragments and
 //! hand-over; ordering, wildcards, truncation, probe and cancel.
 
-use std::sync::Arc;
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use grappe_fabric::{HostMemory, LayoutParams};
-use grappe_proto::{Engine, Error, OwnedBytes, ProtoSettings, RecvTarget, Started, Status, announce};
+use common::{modes, pattern, recv, run, run_waiting, send};
+use grappe_proto::{Error, OwnedBytes, ProtoSettings, RecvTarget, Started, Status};
 use grappe_sched::WaitSettings;
-
-/// Runs `body` on `n` thread ranks sharing one host segment.
-fn run<R: Send>(n: usize, settings: ProtoSettings, body: impl Fn(&mut Engine) -> R + Sync) -> Vec<R> {
-    run_waiting(n, settings, WaitSettings { spin_iters: 200, ..WaitSettings::default() }, body)
-}
-
-fn run_waiting<R: Send>(
-    n: usize,
-    settings: ProtoSettings,
-    wait: WaitSettings,
-    body: impl Fn(&mut Engine) -> R + Sync,
-) -> Vec<R> {
-    let params = LayoutParams { local_ranks: n, ring_bytes: 64 << 10, rdv_slots: 8, arena_bytes: 4096, arenas: 1 };
-    let host = Arc::new(HostMemory::anonymous(params).unwrap());
-    for r in 0..n {
-        announce(&host, r, r, r);
-    }
-    let locals: Vec<usize> = (0..n).collect();
-    // As in the runtime: everyone connects, then a barrier, then user code;
-    // a rank that panics is marked failed so its peers stop waiting.
-    let connected = std::sync::Barrier::new(n);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|r| {
-                let (host, locals, body, connected) = (host.clone(), &locals, &body, &connected);
-                s.spawn(move || {
-                    let mut engine = Engine::connect(host, r, locals, settings, wait).unwrap();
-                    connected.wait();
-                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut engine)));
-                    let out = out.unwrap_or_else(|panic| {
-                        engine.mark_failed();
-                        std::panic::resume_unwind(panic)
-                    });
-                    engine.finalize().unwrap();
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
-fn modes() -> [ProtoSettings; 2] {
-    let single = ProtoSettings::for_ring(64 << 10);
-    [single, ProtoSettings { single_copy: false, ..single }]
-}
-
-fn send(e: &mut Engine, data: &[u8], dest: usize, tag: i32) {
-    let me = e.world_rank() as u32;
-    match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
-        Started::Done(_) => {}
-        Started::Pending(id) => {
-            e.wait(id).unwrap();
-        }
-    }
-}
-
-fn recv(e: &mut Engine, buf: &mut [u8], src: Option<usize>, tag: Option<i32>) -> Result<Status, Error> {
-    let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
-    match unsafe { e.irecv(target, src, 0, tag) }? {
-        Started::Done(done) => Ok(done.status),
-        Started::Pending(id) => e.wait(id).map(|done| done.status),
-    }
-}
-
-fn pattern(seed: usize, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i.wrapping_mul(7) ^ seed) as u8).collect()
-}
 
 #[test]
 fn every_size_arrives_intact_both_ways_in_every_mode() {

@@ -157,6 +157,11 @@ fn messages_crossing_points_are_saved_and_delivered_again_with_vcl_on_threads() 
 }
 
 #[test]
+fn messages_crossing_points_are_logged_and_delivered_again_with_vcl_on_processes() {
+    survives(RING, &[], "vcl", 7);
+}
+
+#[test]
 fn process_ranks_survive_a_kill_with_pcl() {
     survives(JACOBI, &[], "pcl", 1);
 }
@@ -260,6 +265,37 @@ fn a_request_file_takes_a_wave_at_the_next_agreement() {
     assert!(!dir.join("REQUEST").exists(), "the request was taken");
     let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
     assert_eq!(committed.trim(), "grappe committed waves: 1", "one wave, the requested one");
+}
+
+/// `kill -USR1` on the launcher asks for a wave at once, whatever the
+/// interval: its scheduler creates the request, rank 0 takes it.
+#[test]
+fn sigusr1_on_the_launcher_takes_a_wave() {
+    let dir = scratch("sigusr1");
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "2", "--checkpoint-every", "1h", "--checkpoint-dir"])
+        .arg(&dir)
+        .arg(util::example("jacobi"))
+        .args([SIZE, ITERATIONS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("grappe starts");
+    let launcher = child.id() as i32;
+    let started = Instant::now();
+    // The handler is in place before the ranks are started.
+    while children(launcher as u32).is_empty() && child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no rank started in a minute");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    unsafe { libc::kill(launcher, libc::SIGUSR1) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("grappe: checkpoint wave asked for on request"), "{stderr}");
+    let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
+    assert_eq!(committed.trim(), "grappe committed waves: 1", "one wave, the requested one\n{stderr}");
+    assert!(!dir.join("REQUEST").exists() && !dir.join("WAVE").exists(), "the wave is over");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A checkpoint directory that fills up: the wave that does not fit is

@@ -13,31 +13,31 @@
 //!   (or `DIR/REQUEST` exists). Every rank then takes the wave at that same
 //!   point.
 //!
-//! A wave starts with Chandy–Lamport markers on every channel. Each rank
-//! receives the markers of all the others. The rings are FIFO per pair, so
-//! every message sent before a marker has then arrived. The messages that
-//! have arrived but were not received yet are the channels' state at the
-//! cut: they were sent before the sender's point and will be received after
-//! the receiver's. They are saved with the rank's state and put back, in
-//! order, before anything else on restart. A message still being sent at
-//! the point (a rendezvous from a pending `isend`) cannot be saved, so that
-//! wave is skipped on every rank, with a message naming the message.
+//! A wave starts with Chandy–Lamport markers on every channel. The
+//! channels' state at the cut is the messages sent before the sender's
+//! point and received after the receiver's: they are saved with the
+//! rank's state.
 //!
 //! Then MPICH-V's two ways:
-//! * **pcl** (blocking): the image is stored locally and on the rank's
-//!   checkpoint server. Rank 0 commits the wave once every rank has stored
-//!   it, and then everyone resumes.
-//! * **vcl** (non-blocking): the image is encoded in memory at the point,
-//!   then stored by a background thread while the rank computes. The wave
-//!   is committed at the first agreement where every rank reports its
-//!   image stored. No new wave starts before that.
+//! * **pcl** (blocking): each rank waits for the markers of all the
+//!   others. The rings are FIFO per pair, so every message sent before a
+//!   marker has then arrived, and those not received yet are the channels'
+//!   state at the cut. A message still being sent at the point (a
+//!   rendezvous from a pending `isend`) cannot be saved, so that wave is
+//!   skipped on every rank, with a message naming the message. The image
+//!   is stored locally and on the rank's checkpoint server; rank 0 commits
+//!   the wave once every rank has stored it, and then everyone resumes.
+//! * **vcl** (non-blocking Chandy–Lamport, see `vcl`): the rank encodes its
+//!   state at the point, sends its markers and goes on computing while the
+//!   engine logs every message that arrives from a peer before that peer's
+//!   marker. Once all markers are in, the log joins the image and a
+//!   background thread stores it. The wave is committed at the first
+//!   agreement where every rank reports its image stored. No new wave
+//!   starts before that.
 //!
-//! Unlike MPICH-V's vcl, the in-transit messages are found at the point
-//! (after the markers) rather than logged while the rank runs on. The
-//! state can only be taken at a point, and the markers have been exchanged
-//! by then.
+//! Either way the image holds the state, then the channels' messages,
+//! which a restart puts back, in order, before anything else.
 
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use grappe_comm::{ANY_SOURCE, BitAnd, Communicator, Max};
@@ -49,8 +49,10 @@ use crate::settings::{FtSettings, Protocol};
 
 mod restore;
 mod storing;
+mod vcl;
 
 use storing::{SavedMessage, Storing, commit_on_servers};
+use vcl::Background;
 
 /// Tag of the markers on the protocol's communicator.
 const MARKER: i32 = 1;
@@ -76,12 +78,6 @@ pub struct FtStats {
     pub agreements: u64,
     /// The wave this rank was restored from, if any.
     pub restored_from: Option<u64>,
-}
-
-/// A vcl wave being stored in the background.
-struct Background {
-    wave: u64,
-    handle: JoinHandle<Result<()>>,
 }
 
 /// A rank's part in the job's checkpoints.
@@ -119,7 +115,11 @@ impl Checkpointer {
         let ctl = world.dup().map_err(|source| FtError::Runtime { wave: 0, source })?;
         let dir = settings.as_ref().map(|s| CheckpointDir::new(s.dir.clone()));
         let lock = match &dir {
-            Some(dir) if world.rank() == 0 => Some(dir.lock()?),
+            Some(dir) if world.rank() == 0 => {
+                let lock = dir.lock()?;
+                dir.wave_over(); // a wave cut short by a failure
+                Some(lock)
+            }
             _ => None,
         };
         let now = Instant::now();
@@ -175,6 +175,7 @@ impl Checkpointer {
             && self.background.is_none()
             && (settings.interval.is_some_and(|i| now.duration_since(self.last_wave_end) >= i)
                 || self.dir.as_ref().is_some_and(CheckpointDir::take_request));
+        self.advance_background()?;
         let mut agreed = [0u64; 3];
         let mine = [u64::from(due), proposal, self.still_storing()];
         self.ctl.allreduce(&mine, &mut agreed, Max).map_err(|e| self.runtime(e))?;
@@ -191,73 +192,75 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// 1 while the background wave is still being stored.
-    fn still_storing(&self) -> u64 {
-        u64::from(self.background.as_ref().is_some_and(|b| !b.handle.is_finished()))
-    }
-
-    /// Every rank finished storing the background wave: commit it, or
-    /// drop it if any failed.
-    fn settle_background(&mut self) -> Result<()> {
-        let background = self.background.take().expect("a background wave");
-        let mine =
-            background.handle.join().unwrap_or_else(|_| Err(FtError::Invalid("the storing thread panicked".into())));
-        if let Err(e) = &mine {
-            eprintln!("grappe: rank {}: checkpoint wave {}: {e}", self.rank, background.wave);
-        }
-        let ok = u64::from(mine.is_ok());
-        let mut all = [0u64];
-        self.ctl.allreduce(&[ok], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
-        if all[0] == 1 { self.commit(background.wave) } else { Ok(()) }
-    }
-
     /// A wave at this point, on every rank.
     fn take_wave<S: Serialize>(&mut self, state: &S) -> Result<()> {
         let started = Instant::now();
         self.wave += 1;
-        let wave = self.wave;
         self.stats.waves += 1;
-        let Some(channels) = self.exchange_markers(wave)? else {
-            self.stats.skipped += 1;
-            self.last_wave_end = Instant::now();
-            return Ok(());
-        };
-        self.stats.saved_messages += channels.len() as u64;
-        // The application's state, then the messages in transit at the cut.
-        let saved = (state, &channels);
-        let state_error =
-            |e: bincode::Error| FtError::State { rank: self.rank, wave, what: "saved", detail: e.to_string() };
-        let size = bincode::serialized_size(&saved).map_err(state_error)? as usize;
-        let image = local::encode_with(wave, self.rank as u32, self.ranks as u32, size, |out| {
-            bincode::serialize_into(out, &saved)
-        })
-        .map_err(state_error)?;
-        let settings = self.settings.clone().expect("waves only happen with settings");
-        let store = Storing { settings, rank: self.rank, wave, image };
-        match store.settings.protocol {
+        match self.settings.as_ref().expect("waves only happen with settings").protocol {
             Protocol::Pcl => {
-                let stored = store.run();
-                if let Err(e) = &stored {
-                    eprintln!("grappe: rank {}: checkpoint wave {wave}: {e}", self.rank);
-                }
-                let mut all = [0u64];
-                self.ctl.allreduce(&[u64::from(stored.is_ok())], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
-                if all[0] == 1 {
-                    self.commit(wave)?;
-                }
+                self.blocking_wave(state)?;
+                self.wave_over();
             }
-            Protocol::Vcl => {
-                let handle = std::thread::Builder::new()
-                    .name(format!("grappe-ckpt-{}", self.rank))
-                    .spawn(move || store.run())
-                    .map_err(|e| FtError::Disk { path: "a storing thread".into(), source: e })?;
-                self.background = Some(Background { wave, handle });
-            }
+            Protocol::Vcl => self.start_vcl(state)?,
         }
         self.stats.wave_seconds += started.elapsed().as_secs_f64();
         // The interval runs from the end of a wave: however long waves
         // take, the ranks compute for an interval between two.
         self.last_wave_end = Instant::now();
+        Ok(())
+    }
+
+    /// The image of this rank in the current wave, with `state` encoded
+    /// (the channels' messages are appended before it is stored).
+    fn encode_state<S: Serialize>(&self, state: &S, extra: usize) -> Result<Vec<u8>> {
+        let wave = self.wave;
+        let state_error =
+            |e: bincode::Error| FtError::State { rank: self.rank, wave, what: "saved", detail: e.to_string() };
+        let size = bincode::serialized_size(state).map_err(state_error)? as usize;
+        let mut image = local::image_header(wave, self.rank as u32, self.ranks as u32, size + extra);
+        bincode::serialize_into(&mut image, state).map_err(state_error)?;
+        Ok(image)
+    }
+
+    /// Rank 0 tells the scheduler the wave is over.
+    fn wave_over(&self) {
+        if let (0, Some(dir)) = (self.rank, &self.dir) {
+            dir.wave_over();
+        }
+    }
+
+    /// Appends the channels' messages to an image.
+    fn append_channels(&self, image: &mut Vec<u8>, channels: &[SavedMessage]) -> Result<()> {
+        bincode::serialize_into(image, channels).map_err(|e| FtError::State {
+            rank: self.rank,
+            wave: self.wave,
+            what: "saved",
+            detail: e.to_string(),
+        })
+    }
+
+    /// pcl: markers, channels drained, image stored, wave committed, all
+    /// while the application waits.
+    fn blocking_wave<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        let wave = self.wave;
+        let Some(channels) = self.exchange_markers(wave)? else {
+            self.stats.skipped += 1;
+            return Ok(());
+        };
+        self.stats.saved_messages += channels.len() as u64;
+        let mut image = self.encode_state(state, 0)?;
+        self.append_channels(&mut image, &channels)?;
+        let settings = self.settings.clone().expect("waves only happen with settings");
+        let stored = Storing { settings, rank: self.rank, wave, image }.run();
+        if let Err(e) = &stored {
+            eprintln!("grappe: rank {}: checkpoint wave {wave}: {e}", self.rank);
+        }
+        let mut all = [0u64];
+        self.ctl.allreduce(&[u64::from(stored.is_ok())], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
+        if all[0] == 1 {
+            self.commit(wave)?;
+        }
         Ok(())
     }
 
@@ -268,19 +271,8 @@ impl Checkpointer {
     /// is not whole yet (a rendezvous whose sender is still sending crosses
     /// the point): the wave is skipped everywhere.
     fn exchange_markers(&mut self, wave: u64) -> Result<Option<Vec<SavedMessage>>> {
-        for peer in (0..self.ranks).filter(|&p| p != self.rank) {
-            self.ctl.send(&[wave], peer, MARKER).map_err(|e| self.runtime(e))?;
-        }
-        for _ in 1..self.ranks {
-            let mut marker = [0u64];
-            let status = self.ctl.recv(&mut marker, ANY_SOURCE, MARKER).map_err(|e| self.runtime(e))?;
-            if marker[0] != wave {
-                return Err(FtError::Invalid(format!(
-                    "rank {}: marker of wave {} from rank {} during wave {wave}",
-                    self.rank, marker[0], status.source
-                )));
-            }
-        }
+        self.send_markers(wave)?;
+        self.recv_markers(wave)?;
         let channels = self.ctl.rank_context().engine().in_transit(&self.ctl.context_ids());
         if let Err(reason) = &channels {
             eprintln!("grappe: rank {}: checkpoint wave {wave} skipped: {reason} at the checkpoint point", self.rank);
@@ -291,6 +283,28 @@ impl Checkpointer {
             Ok(messages) if any[0] == 0 => Some(messages.into_iter().map(SavedMessage::from).collect()),
             _ => None,
         })
+    }
+
+    fn send_markers(&self, wave: u64) -> Result<()> {
+        for peer in (0..self.ranks).filter(|&p| p != self.rank) {
+            self.ctl.send(&[wave], peer, MARKER).map_err(|e| self.runtime(e))?;
+        }
+        Ok(())
+    }
+
+    /// Takes every other rank's marker of `wave`.
+    fn recv_markers(&self, wave: u64) -> Result<()> {
+        for _ in 1..self.ranks {
+            let mut marker = [0u64];
+            let status = self.ctl.recv(&mut marker, ANY_SOURCE, MARKER).map_err(|e| self.runtime(e))?;
+            if marker[0] != wave {
+                return Err(FtError::Invalid(format!(
+                    "rank {}: marker of wave {} from rank {} during wave {wave}",
+                    self.rank, marker[0], status.source
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Every rank stored `wave`: rank 0 records it committed (locally, then
@@ -323,7 +337,11 @@ impl Checkpointer {
     /// settled (collective).
     pub fn finish(mut self) -> Result<FtStats> {
         if self.background.is_some() {
-            while self.background.as_ref().is_some_and(|b| !b.handle.is_finished()) {
+            loop {
+                self.advance_background()?;
+                if self.still_storing() == 0 {
+                    break;
+                }
                 std::thread::sleep(Duration::from_millis(1));
             }
             self.settle_background()?;

@@ -37,11 +37,13 @@ pub(super) struct Storing {
     pub settings: FtSettings,
     pub rank: usize,
     pub wave: u64,
+    /// Not sealed yet: the checksum is computed here, off the point for vcl.
     pub image: Vec<u8>,
 }
 
 impl Storing {
-    pub(super) fn run(&self) -> Result<()> {
+    pub(super) fn run(mut self) -> Result<()> {
+        crate::local::seal(&mut self.image);
         CheckpointDir::new(self.settings.dir.clone()).write_image(self.rank, self.wave, &self.image)?;
         if let Some(server) = self.settings.server_of(self.rank) {
             let mut client = CheckpointClient::connect(server, &self.settings.name, &self.settings.secret)?;

@@ -22,6 +22,9 @@ impl Book {
         let env = Envelope::decode(record.meta())
             .ok_or_else(|| corrupt(src, format!("unknown record metadata {:?}", record.meta())))?;
         let payload = record.payload();
+        if env.kind != Kind::Handover {
+            self.log_record(src, &env, payload);
+        }
         match env.kind {
             Kind::Eager => match self.take_posted(env.ctx, src, env.tag) {
                 Some(key) => self.deliver(key, status(&env, payload.len()), payload),
@@ -41,6 +44,7 @@ impl Book {
                 let owned = unsafe {
                     OwnedBytes::from_raw_parts(h.ptr as *mut u8, h.len as usize, h.cap as usize, h.align as usize)
                 };
+                self.log_record(src, &env, owned.as_slice());
                 match self.take_posted(env.ctx, src, env.tag) {
                     Some(key) => self.deliver_owned(key, status(&env, owned.len()), owned),
                     None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Handover(owned)),

@@ -73,8 +73,8 @@ impl Engine {
         None
     }
 
-    /// True if no request, queued send or unexpected message exists: only
-    /// then may a receive bypass the matching queues.
+    /// True if no request, queued send or unexpected message exists and no
+    /// channel log is open: only then may a receive bypass the dispatch.
     fn nothing_in_flight(&self) -> bool {
         let b = &self.book;
         b.reqs.is_empty()
@@ -82,6 +82,7 @@ impl Engine {
             && b.queued_total == 0
             && b.fins.is_empty()
             && b.retiring.is_empty()
+            && b.log.is_none()
     }
 
     /// Takes the record at the head of `src`'s mailbox if it is an eager

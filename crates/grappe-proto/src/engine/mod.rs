@@ -6,6 +6,7 @@
 //! ranks (mailboxes, slots, doorbells) lives in the host segment and is
 //! synchronised by the fabric's atomics.
 
+mod channel_log;
 mod dispatch;
 mod fast;
 mod net;
@@ -96,6 +97,8 @@ pub(crate) struct Book {
     retiring: Vec<u32>,
     /// FINs owed to senders of slot-less rendezvous: (sender, request).
     fins: Vec<(usize, u64)>,
+    /// The channels' log of a non-blocking checkpoint wave, while open.
+    log: Option<Box<channel_log::ChannelLog>>,
 }
 
 /// Destination of fragments of a staged message.
@@ -140,6 +143,7 @@ impl Engine {
             free_slots: (0..slots).rev().collect(),
             retiring: Vec::new(),
             fins: Vec::new(),
+            log: None,
         };
         Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default() })
     }

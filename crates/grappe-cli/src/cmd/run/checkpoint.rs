@@ -1,11 +1,16 @@
 //! `grappe run --checkpoint-dir`: the checkpoint settings handed to the
-//! ranks, and the restarts after a rank dies.
+//! ranks, the wave scheduler, and the restarts after a rank dies.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use clap::{Args, ValueEnum};
+use grappe_ft::WaveScheduler;
 use grappe_ft::local::CheckpointDir;
 use grappe_launch::launcher::{JobFailure, JobOutcome};
 
@@ -17,7 +22,9 @@ pub struct CheckpointArgs {
     /// The program must checkpoint its state (`grappe::ft::run`).
     #[arg(long, value_name = "DIR")]
     checkpoint_dir: Option<PathBuf>,
-    /// Time between waves: `30s`, `500ms`, `2m`, or seconds.
+    /// Time from the end of one wave to the next: `30s`, `500ms`, `2m`, or
+    /// seconds. The launcher asks for the waves; `kill -USR1` on it asks
+    /// for one at once, and so does `touch DIR/REQUEST`.
     #[arg(long, value_name = "TIME", value_parser = parse_interval, default_value = "60s",
           requires = "checkpoint_dir")]
     checkpoint_every: Duration,
@@ -51,13 +58,27 @@ impl CheckpointArgs {
         };
         let mut env = vec![
             ("GRAPPE_FT_DIR".into(), dir.into_os_string()),
-            ("GRAPPE_FT_INTERVAL_MS".into(), self.checkpoint_every.as_millis().to_string().into()),
+            // The launcher's scheduler asks for the waves, not rank 0's timer.
+            ("GRAPPE_FT_INTERVAL_MS".into(), "0".into()),
             ("GRAPPE_FT_PROTOCOL".into(), protocol.into()),
         ];
         if let Some(servers) = &self.checkpoint_servers {
             env.push(("GRAPPE_FT_SERVERS".into(), servers.into()));
         }
         env
+    }
+
+    /// The wave scheduler of the job, for as long as it is kept (across
+    /// restarts): every `--checkpoint-every`, and on SIGUSR1.
+    pub fn scheduler(&self) -> anyhow::Result<Option<WaveScheduler>> {
+        let Some(dir) = &self.checkpoint_dir else { return Ok(None) };
+        let asked = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, asked.clone())
+            .context("cannot take SIGUSR1 for checkpoint requests")?;
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        let scheduler = WaveScheduler::start(dir, Some(self.checkpoint_every), asked)
+            .context("cannot start the checkpoint scheduler")?;
+        Ok(Some(scheduler))
     }
 
     /// After a failed attempt: whether to launch again, saying so.

@@ -97,6 +97,13 @@ pub fn execute(args: RunArgs) -> i32 {
     let trace = args.trace.clone();
     let checkpoint = args.checkpoint.clone();
     let spec = args.into_spec();
+    let _scheduler = match checkpoint.scheduler() {
+        Ok(scheduler) => scheduler,
+        Err(e) => {
+            eprintln!("grappe: {e:#}");
+            return 1;
+        }
+    };
     let mut restarts = 0;
     loop {
         match launch(&spec) {
