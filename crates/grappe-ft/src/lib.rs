@@ -22,6 +22,7 @@
 //! waves.
 
 pub mod client;
+mod direct;
 pub mod error;
 pub mod local;
 pub mod schedule;

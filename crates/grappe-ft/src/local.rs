@@ -14,7 +14,6 @@
 //! copy fetched from there is checked the same way.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{FtError, Result};
@@ -221,8 +220,7 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     fs::create_dir_all(dir).map_err(disk(dir))?;
     let partial = path.with_extension("partial");
-    let mut file = File::create(&partial).map_err(disk(&partial))?;
-    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+    if let Err(e) = crate::direct::write_synced(&partial, bytes) {
         // A full disk must not stay full of what could not be written.
         let _ = fs::remove_file(&partial);
         return Err(disk(&partial)(e));
