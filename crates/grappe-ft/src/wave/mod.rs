@@ -213,12 +213,12 @@ impl Checkpointer {
 
     /// The image of this rank in the current wave, with `state` encoded
     /// (the channels' messages are appended before it is stored).
-    fn encode_state<S: Serialize>(&self, state: &S, extra: usize) -> Result<Vec<u8>> {
+    fn encode_state<S: Serialize>(&self, state: &S) -> Result<Vec<u8>> {
         let wave = self.wave;
         let state_error =
             |e: bincode::Error| FtError::State { rank: self.rank, wave, what: "saved", detail: e.to_string() };
         let size = bincode::serialized_size(state).map_err(state_error)? as usize;
-        let mut image = local::image_header(wave, self.rank as u32, self.ranks as u32, size + extra);
+        let mut image = local::image_header(wave, self.rank as u32, self.ranks as u32, size);
         bincode::serialize_into(&mut image, state).map_err(state_error)?;
         Ok(image)
     }
@@ -249,7 +249,7 @@ impl Checkpointer {
             return Ok(());
         };
         self.stats.saved_messages += channels.len() as u64;
-        let mut image = self.encode_state(state, 0)?;
+        let mut image = self.encode_state(state)?;
         self.append_channels(&mut image, &channels)?;
         let settings = self.settings.clone().expect("waves only happen with settings");
         let stored = Storing { settings, rank: self.rank, wave, image }.run();

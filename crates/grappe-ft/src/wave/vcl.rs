@@ -40,7 +40,7 @@ impl Checkpointer {
         let [p2p, coll] = self.ctl.context_ids();
         self.ctl.rank_context().engine().start_channel_log(p2p, MARKER, &[p2p, coll]).map_err(|e| self.runtime(e))?;
         self.send_markers(wave)?;
-        let image = self.encode_state(state, 0)?;
+        let image = self.encode_state(state)?;
         self.background = Some(Background::Logging { wave, image });
         Ok(())
     }
