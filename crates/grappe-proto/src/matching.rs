@@ -36,6 +36,17 @@ pub(crate) enum Body {
 }
 
 impl Body {
+    /// The bytes held here so far and the message's whole length; `None`
+    /// for a rendezvous, whose bytes are still in the sender's buffer.
+    pub fn held(&self) -> Option<(&[u8], usize)> {
+        match self {
+            Body::Eager(data) => Some((data, data.len())),
+            Body::Handover(owned) => Some((owned.as_slice(), owned.len())),
+            Body::Staged { total, data } => Some((data, *total)),
+            Body::Rts(_) => None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Body::Eager(data) => data.len(),

@@ -71,18 +71,10 @@ impl ChannelLog {
         if !self.logs(src, arrival.ctx) {
             return;
         }
-        let (payload, total) = match &arrival.body {
-            Body::Eager(data) => (data.clone(), data.len()),
-            Body::Handover(owned) => (owned.as_slice().to_vec(), owned.len()),
-            Body::Staged { data, total } => (data.clone(), *total),
-            Body::Rts(rts) => {
-                return self.fail(format!(
-                    "a {}-byte rendezvous message from rank {src} (tag {}) crossed the checkpoint",
-                    rts.len, arrival.tag
-                ));
-            }
-        };
-        self.push(src, (arrival.ctx, arrival.tag, arrival.src_comm), payload, total);
+        match arrival.body.held() {
+            Some((data, total)) => self.push(src, (arrival.ctx, arrival.tag, arrival.src_comm), data.to_vec(), total),
+            None => self.fail(rendezvous_crossed(src, arrival.tag)),
+        }
     }
 
     /// A record from `src` being dispatched while the log is open.
@@ -112,12 +104,16 @@ impl ChannelLog {
                 Some((total, first)) => self.push(src, key, first.to_vec(), u64::from_le_bytes(*total) as usize),
                 None => self.fail(format!("a short first fragment from rank {src}")),
             },
-            Kind::Rts => {
-                self.fail(format!("a rendezvous message from rank {src} (tag {}) crossed the checkpoint", env.tag))
-            }
+            Kind::Rts => self.fail(rendezvous_crossed(src, env.tag)),
             Kind::Frag | Kind::Fin => {}
         }
     }
+}
+
+/// A rendezvous message's bytes stay in its sender's buffer until it is
+/// received, so the log cannot hold one.
+fn rendezvous_crossed(src: usize, tag: i32) -> String {
+    format!("a rendezvous message from rank {src} (tag {tag}) crossed the checkpoint")
 }
 
 impl Engine {

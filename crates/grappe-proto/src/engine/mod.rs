@@ -279,14 +279,12 @@ impl Engine {
             if skip.contains(&arrival.ctx) {
                 continue;
             }
-            let payload = match &arrival.body {
-                matching::Body::Eager(data) => data.clone(),
-                matching::Body::Handover(owned) => owned.as_slice().to_vec(),
-                matching::Body::Staged { total, data } if data.len() == *total => data.clone(),
-                body => {
+            let payload = match arrival.body.held() {
+                Some((data, total)) if data.len() == total => data.to_vec(),
+                _ => {
                     return Err(format!(
                         "a {}-byte message from rank {src} (tag {}) is still being sent",
-                        body.len(),
+                        arrival.body.len(),
                         arrival.tag
                     ));
                 }
