@@ -22,7 +22,6 @@
 //! waves.
 
 pub mod client;
-mod direct;
 pub mod error;
 pub mod local;
 pub mod schedule;

@@ -46,7 +46,8 @@ pub fn encode_with<E>(
     size_hint: usize,
     write: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<u8>, E> {
-    let mut image = image_header(wave, rank, ranks, size_hint);
+    let mut image = Vec::new();
+    start_image(&mut image, wave, rank, ranks, size_hint);
     write(&mut image)?;
     seal(&mut image);
     Ok(image)
@@ -54,14 +55,17 @@ pub fn encode_with<E>(
 
 /// The header of an image, with room for `size_hint` bytes of state to be
 /// appended before [`seal`] fills in their length and checksum.
-pub fn image_header(wave: u64, rank: u32, ranks: u32, size_hint: usize) -> Vec<u8> {
-    let mut image = Vec::with_capacity(HEADER + size_hint);
+///
+/// `image` is emptied first and its capacity kept: a rank reuses one
+/// buffer from wave to wave (see `wave::Checkpointer`).
+pub fn start_image(image: &mut Vec<u8>, wave: u64, rank: u32, ranks: u32, size_hint: usize) {
+    image.clear();
+    image.reserve(HEADER + size_hint);
     image.extend_from_slice(MAGIC);
     image.extend_from_slice(&wave.to_le_bytes());
     image.extend_from_slice(&rank.to_le_bytes());
     image.extend_from_slice(&ranks.to_le_bytes());
     image.extend_from_slice(&[0; 16]);
-    image
 }
 
 /// Writes the length and checksum of the state behind the header.
@@ -220,7 +224,7 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     fs::create_dir_all(dir).map_err(disk(dir))?;
     let partial = path.with_extension("partial");
-    if let Err(e) = crate::direct::write_synced(&partial, bytes) {
+    if let Err(e) = grappe_direct::write_synced(&partial, bytes) {
         // A full disk must not stay full of what could not be written.
         let _ = fs::remove_file(&partial);
         return Err(disk(&partial)(e));

@@ -10,9 +10,15 @@
 //! (inlined moves, no `memcpy` call), and integers are written digit by
 //! digit in place with `itoa`'s two-digit table (no copy out of a
 //! formatting buffer).
+//!
+//! The buffer is aligned and handed out in whole blocks, so that a
+//! [`grappe_direct::DirectWriter`] takes it to the device without a copy;
+//! any other output takes the same bytes.
 
 use std::io::Write;
 use std::path::PathBuf;
+
+use grappe_direct::{ALIGN, AlignedBuf};
 
 use crate::error::{AnalysisError, Result};
 
@@ -46,7 +52,7 @@ pub(crate) fn text_room(s: &str) -> usize {
 /// A buffered output that counts what it wrote.
 pub(crate) struct Sink<'a> {
     /// Storage; `buf[..pos]` is written, not yet handed to `out`.
-    buf: Vec<u8>,
+    buf: AlignedBuf,
     pos: usize,
     out: &'a mut dyn Write,
     written: u64,
@@ -56,7 +62,7 @@ pub(crate) struct Sink<'a> {
 
 impl<'a> Sink<'a> {
     pub(crate) fn new(out: &'a mut dyn Write, what: &'static str) -> Self {
-        Sink { buf: vec![0; CHUNK + 64 * 1024], pos: 0, out, written: 0, what }
+        Sink { buf: AlignedBuf::new(CHUNK + 64 * 1024), pos: 0, out, written: 0, what }
     }
 
     /// A cursor for one record of at most `room` bytes (an unusually long
@@ -67,13 +73,13 @@ impl<'a> Sink<'a> {
             self.grow(room);
         }
         let start = self.pos;
-        Cursor { out: &mut self.buf[start..start + room], at: 0, pos: &mut self.pos }
+        Cursor { out: &mut self.buf.bytes_mut()[start..start + room], at: 0, pos: &mut self.pos }
     }
 
     #[cold]
     fn grow(&mut self, room: usize) {
         let len = (self.pos + room).max(2 * self.buf.len());
-        self.buf.resize(len, 0);
+        self.buf.grow(len);
     }
 
     /// Writes literal bytes (of any length).
@@ -81,22 +87,31 @@ impl<'a> Sink<'a> {
         self.record(b.len()).bytes(b);
     }
 
-    /// Hands the buffer to the output once it is large enough.
+    /// Hands the buffer's whole blocks to the output once it is large
+    /// enough; the partial last block moves to the front.
     #[inline]
     pub(crate) fn maybe_flush(&mut self) -> Result<()> {
-        if self.pos >= CHUNK { self.flush_buf() } else { Ok(()) }
+        if self.pos >= CHUNK { self.flush_blocks() } else { Ok(()) }
     }
 
-    fn flush_buf(&mut self) -> Result<()> {
-        self.out.write_all(&self.buf[..self.pos]).map_err(|e| self.error(e))?;
-        self.written += self.pos as u64;
-        self.pos = 0;
+    fn flush_blocks(&mut self) -> Result<()> {
+        let whole = self.pos / ALIGN * ALIGN;
+        self.write(whole)?;
+        self.buf.bytes_mut().copy_within(whole..self.pos, 0);
+        self.pos -= whole;
+        Ok(())
+    }
+
+    fn write(&mut self, len: usize) -> Result<()> {
+        self.out.write_all(&self.buf.bytes()[..len]).map_err(|e| self.error(e))?;
+        self.written += len as u64;
         Ok(())
     }
 
     /// Writes everything and flushes the output; the bytes written.
     pub(crate) fn finish(mut self) -> Result<u64> {
-        self.flush_buf()?;
+        self.write(self.pos)?;
+        self.pos = 0;
         self.out.flush().map_err(|e| self.error(e))?;
         Ok(self.written)
     }
@@ -333,6 +348,42 @@ mod tests {
         sink.bytes(b"!");
         sink.finish().unwrap();
         assert_eq!(out.len(), 6 * CHUNK + 3);
+    }
+
+    /// An output that checks what a direct writer needs of the sink.
+    struct Blocks {
+        writes: Vec<(bool, usize)>,
+        bytes: Vec<u8>,
+    }
+
+    impl Write for Blocks {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.writes.push(((b.as_ptr() as usize) % ALIGN == 0, b.len()));
+            self.bytes.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_output_gets_aligned_whole_blocks_until_the_last_write() {
+        let mut out = Blocks { writes: Vec::new(), bytes: Vec::new() };
+        let mut expected = Vec::new();
+        let mut sink = Sink::new(&mut out, "test");
+        for i in 0..300_000u64 {
+            sink.record(RECORD_ROOM).uint(i * 7919);
+            sink.bytes(b",");
+            expected.extend_from_slice(format!("{},", i * 7919).as_bytes());
+            sink.maybe_flush().unwrap();
+        }
+        sink.finish().unwrap();
+        let (last, whole) = out.writes.split_last().unwrap();
+        assert!(whole.len() >= 2, "{} writes", out.writes.len());
+        assert!(whole.iter().all(|&(aligned, len)| aligned && len % ALIGN == 0), "{whole:?}");
+        assert!(last.0, "the last write starts the buffer");
+        assert!(out.bytes == expected);
     }
 
     proptest! {

@@ -41,8 +41,19 @@ pub(super) struct Storing {
     pub image: Vec<u8>,
 }
 
+/// A stored image: whether it was, and its buffer, for the next wave.
+pub(super) struct Stored {
+    pub outcome: Result<()>,
+    pub buffer: Vec<u8>,
+}
+
 impl Storing {
-    pub(super) fn run(mut self) -> Result<()> {
+    pub(super) fn run(mut self) -> Stored {
+        let outcome = self.store();
+        Stored { outcome, buffer: self.image }
+    }
+
+    fn store(&mut self) -> Result<()> {
         crate::local::seal(&mut self.image);
         CheckpointDir::new(self.settings.dir.clone()).write_image(self.rank, self.wave, &self.image)?;
         if let Some(server) = self.settings.server_of(self.rank) {

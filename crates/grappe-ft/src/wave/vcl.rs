@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use grappe_comm::BitAnd;
 use serde::Serialize;
 
-use super::storing::{SavedMessage, Storing};
+use super::storing::{SavedMessage, Stored, Storing};
 use super::{Checkpointer, MARKER};
 use crate::error::{FtError, Result};
 
@@ -28,7 +28,7 @@ pub(super) enum Background {
     /// image holds the state.
     Logging { wave: u64, image: Vec<u8> },
     /// A thread stores the image.
-    Storing { wave: u64, handle: JoinHandle<Result<()>> },
+    Storing { wave: u64, handle: JoinHandle<Stored> },
     /// This rank cannot store the wave (its channels could not be saved).
     Refused { wave: u64 },
 }
@@ -97,12 +97,11 @@ impl Checkpointer {
     pub(super) fn settle_background(&mut self) -> Result<()> {
         let (wave, mine) = match self.background.take().expect("a background wave") {
             Background::Storing { wave, handle } => {
-                let stored =
-                    handle.join().unwrap_or_else(|_| Err(FtError::Invalid("the storing thread panicked".into())));
-                if let Err(e) = &stored {
-                    eprintln!("grappe: rank {}: checkpoint wave {wave}: {e}", self.rank);
-                }
-                (wave, stored.is_ok())
+                let stored = handle.join().unwrap_or_else(|_| Stored {
+                    outcome: Err(FtError::Invalid("the storing thread panicked".into())),
+                    buffer: Vec::new(),
+                });
+                (wave, self.keep_buffer(stored))
             }
             Background::Refused { wave } => (wave, false),
             Background::Logging { .. } => unreachable!("settled only once every rank is done"),

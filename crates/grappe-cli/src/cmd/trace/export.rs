@@ -1,13 +1,13 @@
 //! `grappe trace export`.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
 use grappe_analysis::{CausalStream, GlobalTime, TraceSet};
+use grappe_direct::DirectWriter;
 
 use super::common::{EstimationArgs, TraceInput, open, progress};
 
@@ -71,10 +71,11 @@ fn export_text(
     path: &Path,
     tick: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    // Exports are written once and read once by a viewer, often gigabytes:
+    // not worth the page cache's copy (see grappe_direct).
+    let mut out = DirectWriter::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let summary = writer(stream, &mut out, tick)?;
-    out.flush().with_context(|| format!("cannot write {}", path.display()))?;
+    out.finish().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(summary)
 }
 
