@@ -49,38 +49,31 @@ impl DirectWriter {
         Ok(self.file.take().expect("a file until finished"))
     }
 
-    fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("a file until finished")
-    }
-
     /// Writes the bounce buffer's pending bytes (a partial last block is
     /// padded and the file cut back to its length).
     fn write_tail(&mut self) -> io::Result<()> {
         let padded = if self.direct { self.pending.next_multiple_of(ALIGN) } else { self.pending };
         self.bounce.bytes_mut()[self.pending..padded].fill(0);
-        let file = self.file.as_mut().expect("a file until finished");
-        write_out(file, &mut self.direct, &self.bounce.bytes()[..padded])?;
+        self.write_bounce(padded)?;
         if padded > self.pending {
-            file.set_len(self.len)?;
+            self.file.as_mut().expect("a file until finished").set_len(self.len)?;
         }
         self.pending = 0;
         Ok(())
     }
 
-    fn write_bounce(&mut self) -> io::Result<()> {
+    /// Writes the first `len` bytes of the bounce buffer.
+    fn write_bounce(&mut self, len: usize) -> io::Result<()> {
         let file = self.file.as_mut().expect("a file until finished");
-        write_out(file, &mut self.direct, &self.bounce.bytes()[..self.pending])?;
-        self.pending = 0;
-        Ok(())
+        write_out(file, &mut self.direct, &self.bounce.bytes()[..len])
     }
 }
 
 impl Write for DirectWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if self.pending == 0 && is_aligned(data) {
-            let mut direct = self.direct;
-            write_out(self.file(), &mut direct, data)?;
-            self.direct = direct;
+            let file = self.file.as_mut().expect("a file until finished");
+            write_out(file, &mut self.direct, data)?;
             self.len += data.len() as u64;
             return Ok(data.len());
         }
@@ -89,20 +82,18 @@ impl Write for DirectWriter {
         self.pending += n;
         self.len += n as u64;
         if self.pending == self.bounce.len() {
-            self.write_bounce()?;
+            self.write_bounce(self.pending)?;
+            self.pending = 0;
         }
         Ok(n)
     }
 
-    /// Writes whole blocks; a partial last block waits for `finish`.
+    /// Writes what is pending: all of it through the page cache, whole
+    /// blocks with `O_DIRECT` (a partial last block waits for `finish`).
     fn flush(&mut self) -> io::Result<()> {
-        if !self.direct {
-            return self.write_bounce();
-        }
-        let whole = self.pending / ALIGN * ALIGN;
+        let whole = if self.direct { self.pending / ALIGN * ALIGN } else { self.pending };
         if whole > 0 {
-            let file = self.file.as_mut().expect("a file until finished");
-            write_out(file, &mut self.direct, &self.bounce.bytes()[..whole])?;
+            self.write_bounce(whole)?;
             self.bounce.bytes_mut().copy_within(whole..self.pending, 0);
             self.pending -= whole;
         }

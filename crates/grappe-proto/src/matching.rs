@@ -140,7 +140,11 @@ mod tests {
     }
 
     fn payload(u: &Unexpected, slot: Slot) -> u8 {
-        match &u.get(slot).body {
+        first_byte(&u.get(slot).body)
+    }
+
+    fn first_byte(body: &Body) -> u8 {
+        match body {
             Body::Eager(v) => v[0],
             _ => unreachable!(),
         }
@@ -153,14 +157,7 @@ mod tests {
         u.push(0, 0, 5, 0, eager(2));
         u.push(2, 1, 6, 2, eager(3));
         u.push(1, 0, 7, 1, eager(4));
-        let order: Vec<(usize, u8)> = u
-            .in_order()
-            .into_iter()
-            .map(|(src, a)| match &a.body {
-                Body::Eager(v) => (src, v[0]),
-                _ => unreachable!(),
-            })
-            .collect();
+        let order: Vec<(usize, u8)> = u.in_order().into_iter().map(|(src, a)| (src, first_byte(&a.body))).collect();
         assert_eq!(order, vec![(2, 1), (0, 2), (2, 3), (1, 4)]);
     }
 
