@@ -18,7 +18,7 @@ use grappe_trace::{Body, Completion, Event};
 use proptest::prelude::*;
 use serde_json::Value;
 
-type Exporter = fn(CausalStream, &mut dyn Write, &mut dyn FnMut(u64)) -> Result<ExportSummary>;
+type Exporter = fn(CausalStream, &mut (dyn Write + Send), &mut dyn FnMut(u64)) -> Result<ExportSummary>;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("grappe-export-{}-{name}", std::process::id()));

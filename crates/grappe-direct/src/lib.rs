@@ -14,11 +14,16 @@
 //! its length at the end. Where the filesystem refuses `O_DIRECT` (tmpfs,
 //! some network filesystems), it writes through the page cache instead.
 //!
+//! [`write_behind`] puts the writes on a thread of their own, so that the
+//! program goes on filling the next buffer while the device takes the last.
+//!
 //! No crate does this for a plain `std::fs::File`, hence this one.
 
+mod behind;
 mod buf;
 mod writer;
 
+pub use behind::{BUFFERS, Behind, write_behind};
 pub use buf::{ALIGN, AlignedBuf};
 pub use writer::DirectWriter;
 

@@ -235,7 +235,9 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 #[inline]
 pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     // Most values of a trace (ranks, tags, kinds) take one byte, dates in
-    // nanoseconds two or three.
+    // nanoseconds two or three. (Unpacking eight bytes at once without a
+    // branch per byte was tried: slower here, its dependency chain is
+    // longer than the branches it saves.)
     let first = *buf.get(*pos)?;
     if first < 0x80 {
         *pos += 1;
@@ -287,17 +289,36 @@ fn slot_value(raw: &RawEvent, slot: Slot) -> u64 {
     }
 }
 
-fn set_slot(raw: &mut RawEvent, slot: Slot, v: u64) -> Option<()> {
-    match slot {
-        Slot::Flags => raw.flags = u16::try_from(v).ok()?,
-        Slot::A => raw.a = u32::try_from(v).ok()?,
-        Slot::B => raw.b = u32::try_from(v).ok()?,
-        Slot::C => raw.c = u32::try_from(v).ok()?,
-        Slot::D => raw.d = v,
-        Slot::E => raw.e = v,
-    }
-    Some(())
+/// Where the slots of a kind come from in a record: their indices in
+/// `[flags, a, b, c, d, e]`, in encoding order.
+#[derive(Clone, Copy)]
+struct Layout {
+    len: usize,
+    at: [usize; 6],
 }
+
+/// The layout of every kind, by kind id, made from [`slots_of`] at
+/// compile time: the decoder's loop is then a table walk, without a
+/// `match` per slot.
+const LAYOUTS: [Layout; EventKind::ALL.len() + 1] = {
+    let mut out = [Layout { len: 0, at: [0; 6] }; EventKind::ALL.len() + 1];
+    let mut k = 0;
+    while k < EventKind::ALL.len() {
+        let kind = EventKind::ALL[k];
+        let slots = slots_of(kind);
+        let mut i = 0;
+        while i < slots.len() {
+            out[kind as usize].at[i] = slots[i].1 as usize;
+            i += 1;
+        }
+        out[kind as usize].len = slots.len();
+        k += 1;
+    }
+    out
+};
+
+/// The largest value of each slot, in the same order.
+const SLOT_MAX: [u64; 6] = [u16::MAX as u64, u32::MAX as u64, u32::MAX as u64, u32::MAX as u64, u64::MAX, u64::MAX];
 
 /// Encodes events as the payload of an events block.
 pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut Vec<u8>) {
@@ -354,11 +375,27 @@ pub fn decode_events_with(payload: &[u8], mut each: impl FnMut(usize, &Encoded))
             .ok()
             .and_then(EventKind::from_id)
             .ok_or_else(|| (pos, format!("a known event kind, not {kind_id}")))?;
-        let mut raw = RawEvent { kind: kind.id(), ..RawEvent::default() };
-        for (name, slot) in slots_of(kind) {
-            let v = next(&mut pos, name)?;
-            set_slot(&mut raw, *slot, v).ok_or_else(|| (pos, format!("{name} within its slot's range")))?;
+        let layout = &LAYOUTS[kind as usize];
+        let mut v = [0u64; 6];
+        for i in 0..layout.len {
+            let slot = layout.at[i];
+            let name = || slots_of(kind)[i].0;
+            v[slot] = get_varint(payload, &mut pos).ok_or_else(|| (pos, format!("a varint ({})", name())))?;
+            if v[slot] > SLOT_MAX[slot] {
+                return Err((pos, format!("{} within its slot's range", name())));
+            }
         }
+        let raw = RawEvent {
+            start: 0,
+            end: 0,
+            kind: kind.id(),
+            flags: v[0] as u16,
+            a: v[1] as u32,
+            b: v[2] as u32,
+            c: v[3] as u32,
+            d: v[4],
+            e: v[5],
+        };
         each(announced, &Encoded { rank, start, end, alpha_ns, raw });
         previous = start;
     }

@@ -38,11 +38,12 @@ pub struct RawEvent {
 
 const _: () = assert!(std::mem::size_of::<RawEvent>() == 48);
 
-/// A slot of a raw record.
+/// A slot of a raw record. The discriminant orders the slots as the
+/// record does (the decoder gathers values in an array by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
     /// `flags` (u16)
-    Flags,
+    Flags = 0,
     /// `a` (u32)
     A,
     /// `b` (u32; tags are stored as their two's complement)
@@ -70,7 +71,7 @@ impl Slot {
 }
 
 /// The slots a kind uses, with the attribute each one holds.
-pub fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
+pub const fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
     use Slot::*;
     match kind {
         EventKind::Init | EventKind::Finalize | EventKind::FlushBegin | EventKind::FlushEnd => &[],
@@ -152,7 +153,7 @@ impl std::fmt::Display for DecodeError {
 impl RawEvent {
     /// The event body this record encodes.
     #[inline(always)]
-    pub fn body(&self, defs: &dyn Definitions) -> Result<Body, DecodeError> {
+    pub fn body<D: Definitions + ?Sized>(&self, defs: &D) -> Result<Body, DecodeError> {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
         let string = |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));
         let tag = self.b as i32;

@@ -94,19 +94,46 @@ pub struct TraceFile {
     defs: Defs,
     samples: Vec<ClockSample>,
     ending: Option<Ending>,
+    /// The payload of the block being read, kept from one block to the
+    /// next (a fresh one per block costs an allocation and a memset).
+    payload: Vec<u8>,
 }
 
-/// Definitions by id (hashed with Fx: ids are small integers, and a
-/// lookup happens for every region, point and counter event).
+/// Definitions by id. A string lookup happens for every region, point
+/// and counter event; recorders number strings from 0, so they are kept
+/// in a vector by id, and an id too large for it (another writer's, or a
+/// corrupt one) in a map, so that no id sizes an allocation.
 #[derive(Debug, Default)]
 struct Defs {
-    strings: FxHashMap<u32, Arc<str>>,
+    strings: Vec<Option<Arc<str>>>,
+    sparse_strings: FxHashMap<u32, Arc<str>>,
     members: FxHashMap<u64, Vec<u32>>,
 }
 
+/// String ids kept in the vector.
+const DENSE_STRINGS: u32 = 1 << 16;
+
+impl Defs {
+    fn define_string(&mut self, id: u32, s: Arc<str>) {
+        if id >= DENSE_STRINGS {
+            self.sparse_strings.insert(id, s);
+            return;
+        }
+        let i = id as usize;
+        if i >= self.strings.len() {
+            self.strings.resize(i + 1, None);
+        }
+        self.strings[i] = Some(s);
+    }
+}
+
 impl Definitions for Defs {
+    #[inline]
     fn string(&self, id: u32) -> Option<&Arc<str>> {
-        self.strings.get(&id)
+        match self.strings.get(id as usize) {
+            Some(dense) => dense.as_ref(),
+            None => self.sparse_strings.get(&id),
+        }
     }
     fn members(&self, id: u64) -> Option<&[u32]> {
         self.members.get(&id).map(Vec::as_slice)
@@ -138,6 +165,7 @@ impl TraceFile {
             defs: Defs::default(),
             samples: Vec::new(),
             ending: None,
+            payload: Vec::new(),
         })
     }
 
@@ -165,14 +193,28 @@ impl TraceFile {
     /// file (see [`Self::ending`]). Definitions, samples and the footer
     /// met on the way are absorbed.
     pub fn next_events(&mut self) -> Result<Option<Vec<Event>>, TraceError> {
+        let mut events = Vec::new();
+        Ok(self.next_events_into(&mut events)?.then_some(events))
+    }
+
+    /// [`Self::next_events`] into `events` (emptied first), so that a
+    /// reader going through many blocks reuses one vector; false at the
+    /// end of the file.
+    pub fn next_events_into(&mut self, events: &mut Vec<Event>) -> Result<bool, TraceError> {
+        events.clear();
         while self.ending.is_none() {
-            let Some((kind, payload, at)) = self.next_block()? else { break };
-            match kind {
-                BlockKind::Events => return self.decode_event_block(&payload, at).map(Some),
-                _ => self.absorb(kind, &payload, at)?,
+            let Some((kind, at)) = self.next_block()? else { break };
+            let payload = std::mem::take(&mut self.payload);
+            let done = match kind {
+                BlockKind::Events => self.decode_event_block(&payload, at, events).map(|()| true),
+                _ => self.absorb(kind, &payload, at).map(|()| false),
+            };
+            self.payload = payload;
+            if done? {
+                return Ok(true);
             }
         }
-        Ok(None)
+        Ok(false)
     }
 
     /// Takes in a block that is not events.
@@ -208,11 +250,17 @@ impl TraceFile {
     pub fn skim(&mut self) -> Result<u64, TraceError> {
         let mut blocks = 0u64;
         while self.ending.is_none() {
-            let Some((kind, payload, at)) = self.next_block()? else { break };
-            match kind {
-                BlockKind::Events => blocks += 1,
-                _ => self.absorb(kind, &payload, at)?,
-            }
+            let Some((kind, at)) = self.next_block()? else { break };
+            let payload = std::mem::take(&mut self.payload);
+            let absorbed = match kind {
+                BlockKind::Events => {
+                    blocks += 1;
+                    Ok(())
+                }
+                _ => self.absorb(kind, &payload, at),
+            };
+            self.payload = payload;
+            absorbed?;
         }
         Ok(blocks)
     }
@@ -222,21 +270,20 @@ impl TraceFile {
         Events { trace: self, block: Vec::new().into_iter() }
     }
 
-    fn decode_event_block(&self, payload: &[u8], at: u64) -> Result<Vec<Event>, TraceError> {
-        let mut events = Vec::new();
+    fn decode_event_block(&self, payload: &[u8], at: u64, events: &mut Vec<Event>) -> Result<(), TraceError> {
         let mut undecodable = None;
         decode_events_with(payload, |count, e| {
-            if events.capacity() == 0 {
-                events.reserve_exact(count);
+            if events.is_empty() {
+                events.reserve(count);
             }
             match e.raw.body(&self.defs) {
-                Ok(body) => push_in_place(&mut events, e, body),
+                Ok(body) => push_in_place(events, e, body),
                 Err(reason) => _ = undecodable.get_or_insert(reason),
             }
         })
         .map_err(|e| self.corrupt_in(at, e))?;
         match undecodable {
-            None => Ok(events),
+            None => Ok(()),
             Some(reason) => Err(self.corrupt(at, format!("a decodable event ({reason})"))),
         }
     }
@@ -244,16 +291,16 @@ impl TraceFile {
     fn absorb_definitions(&mut self, payload: &[u8], at: u64) -> Result<(), TraceError> {
         for def in decode_definitions(payload).map_err(|e| self.corrupt_in(at, e))? {
             match def {
-                Definition::String(id, s) => self.defs.strings.insert(id, s.into()).map(|_| ()),
-                Definition::Members(id, m) => self.defs.members.insert(id, m).map(|_| ()),
-            };
+                Definition::String(id, s) => self.defs.define_string(id, s.into()),
+                Definition::Members(id, m) => _ = self.defs.members.insert(id, m),
+            }
         }
         Ok(())
     }
 
-    /// Reads the next block: (kind, payload, payload offset). `None` at
-    /// a clean end of file, or after recording a cut in `ending`.
-    fn next_block(&mut self) -> Result<Option<(BlockKind, Vec<u8>, u64)>, TraceError> {
+    /// Reads the next block into `self.payload`: (kind, payload offset).
+    /// `None` at a clean end of file, or after recording a cut in `ending`.
+    fn next_block(&mut self) -> Result<Option<(BlockKind, u64)>, TraceError> {
         let start = self.offset;
         let mut header = [0u8; BLOCK_HEADER];
         match read_full(&mut self.input, &mut header).map_err(|source| self.io(source))? {
@@ -282,22 +329,24 @@ impl TraceFile {
             return Err(self.corrupt(start + 8, format!("a block length up to {MAX_BLOCK} bytes, found {len}")));
         }
         let crc = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
-        let mut payload = vec![0u8; len];
-        let got = read_full(&mut self.input, &mut payload).map_err(|source| self.io(source))?;
+        // Bytes already initialised are not zeroed again.
+        if self.payload.len() < len {
+            self.payload.resize(len, 0);
+        }
+        self.payload.truncate(len);
+        let got = read_full(&mut self.input, &mut self.payload).map_err(|source| self.io(source))?;
         if got < len {
             self.ending =
                 Some(Ending::Cut { offset: start, reason: format!("a {len}-byte block payload, found {got} bytes") });
             return Ok(None);
         }
         let at = start + BLOCK_HEADER as u64;
-        if crc32fast::hash(&payload) != crc {
-            return Err(self.corrupt(
-                at,
-                format!("a payload with checksum {crc:#010x}, found {:#010x}", crc32fast::hash(&payload)),
-            ));
+        let found = crc32fast::hash(&self.payload);
+        if found != crc {
+            return Err(self.corrupt(at, format!("a payload with checksum {crc:#010x}, found {found:#010x}")));
         }
         self.offset = at + len as u64;
-        Ok(Some((kind, payload, at)))
+        Ok(Some((kind, at)))
     }
 
     fn io(&self, source: std::io::Error) -> TraceError {

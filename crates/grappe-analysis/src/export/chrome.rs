@@ -22,7 +22,7 @@ use std::io::Write;
 
 use grappe_trace::{ANY, Body, Completion, Event};
 
-use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room};
+use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
 use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, shape};
 use crate::error::Result;
 use crate::matching::{Message, SendSide};
@@ -49,17 +49,16 @@ const PH_F: [u8; PH_LEN] = head_of(b'f');
 /// Writes `stream` to `out` as Chrome trace-event JSON. `progress` gets
 /// the events written so far, now and then and at the end.
 pub fn write_chrome(
-    mut stream: CausalStream,
-    out: &mut dyn Write,
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    let mut w = Chrome {
-        sink: Sink::new(out, "chrome trace output"),
-        origin: stream.pending_start_bound(),
-        lanes: PerRank::default(),
-        events: 0,
-        messages: 0,
-    };
+    with_sink(out, "chrome trace output", |sink| write_events(stream, sink, progress))
+}
+
+fn write_events(mut stream: CausalStream, sink: Sink, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary> {
+    let mut w =
+        Chrome { sink, origin: stream.pending_start_bound(), lanes: PerRank::default(), events: 0, messages: 0 };
     w.sink.bytes(
         b"{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}",
     );

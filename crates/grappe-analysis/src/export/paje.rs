@@ -24,7 +24,7 @@ use std::io::Write;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
-use super::sink::{Cursor, RECORD_ROOM, Sink, text_room};
+use super::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
 use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, shape};
 use crate::error::Result;
 use crate::matching::Message;
@@ -35,21 +35,26 @@ const SECONDS: u32 = 9;
 
 /// Writes `stream` to `out` in the Pajé format. `progress` gets the events
 /// read so far, now and then and at the end.
-pub fn write_paje(stream: CausalStream, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary> {
-    let mut sink = Sink::new(out, "paje trace output");
-    let mut paje = Paje::default();
-    let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
-        paje.origin = origin;
-        header(sink);
-    })?;
-    let written_bytes = sink.finish()?;
-    Ok(ExportSummary {
-        events: run.events,
-        messages: paje.links.drawn,
-        written_bytes,
-        late_records: run.late,
-        blocks: Vec::new(),
-        stream: run.summary,
+pub fn write_paje(
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    with_sink(out, "paje trace output", |mut sink| {
+        let mut paje = Paje::default();
+        let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
+            paje.origin = origin;
+            header(sink);
+        })?;
+        let written_bytes = sink.finish()?;
+        Ok(ExportSummary {
+            events: run.events,
+            messages: paje.links.drawn,
+            written_bytes,
+            late_records: run.late,
+            blocks: Vec::new(),
+            stream: run.summary,
+        })
     })
 }
 

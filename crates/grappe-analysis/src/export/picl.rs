@@ -47,7 +47,7 @@ use grappe_trace::{ANY, Body, CollectiveKind, Event};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
-use super::sink::{NUMBER_ROOM, RECORD_ROOM, Sink};
+use super::sink::{NUMBER_ROOM, RECORD_ROOM, Sink, with_sink};
 use super::{ExportSummary, PerRank, Shape, shape};
 use crate::error::Result;
 use crate::matching::Message;
@@ -61,18 +61,23 @@ const WORLD: u32 = 0;
 
 /// Writes `stream` to `out` as PICL records. `progress` gets the events
 /// read so far, now and then and at the end.
-pub fn write_picl(stream: CausalStream, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary> {
-    let mut sink = Sink::new(out, "picl trace output");
-    let mut picl = Picl::default();
-    let run = run(stream, &mut picl, &mut sink, progress, |picl, _, origin| picl.origin = origin)?;
-    let written_bytes = sink.finish()?;
-    Ok(ExportSummary {
-        events: run.events,
-        messages: picl.messages,
-        written_bytes,
-        late_records: run.late,
-        blocks: picl.blocks.legend,
-        stream: run.summary,
+pub fn write_picl(
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    with_sink(out, "picl trace output", |mut sink| {
+        let mut picl = Picl::default();
+        let run = run(stream, &mut picl, &mut sink, progress, |picl, _, origin| picl.origin = origin)?;
+        let written_bytes = sink.finish()?;
+        Ok(ExportSummary {
+            events: run.events,
+            messages: picl.messages,
+            written_bytes,
+            late_records: run.late,
+            blocks: picl.blocks.legend,
+            stream: run.summary,
+        })
     })
 }
 

@@ -8,43 +8,54 @@ use crate::error::Result;
 pub(super) struct Blocks {
     /// `None` once read to the end.
     file: Option<TraceFile>,
-    /// Events of the current block not yet dropped; never empty while the
-    /// file has more (after [`Blocks::fill`]).
-    block: std::vec::IntoIter<Event>,
+    /// The current block, kept from one block to the next (the events
+    /// passed are dropped all at once when the next block is read).
+    block: Vec<Event>,
+    /// Index of the head in `block`; the block has more while the file
+    /// has more (after [`Blocks::fill`]).
+    head: usize,
 }
 
 impl Blocks {
     pub(super) fn new(file: TraceFile) -> Blocks {
-        Blocks { file: Some(file), block: Vec::new().into_iter() }
+        Blocks { file: Some(file), block: Vec::new(), head: 0 }
     }
 
+    #[inline]
     pub(super) fn head(&self) -> Option<&Event> {
-        self.block.as_slice().first()
+        self.block.get(self.head)
     }
 
-    /// Drops the head (call [`Blocks::fill`] next).
+    /// Passes the head (call [`Blocks::fill`] next).
+    #[inline]
     pub(super) fn drop_head(&mut self) {
-        self.block.next();
+        self.head += 1;
     }
 
     /// Reads blocks until one has events or the file ends, handing each
     /// block to `each` first (to change its events in place). Returns how
     /// the file ended when it just did.
-    pub(super) fn fill(&mut self, mut each: impl FnMut(&mut [Event])) -> Result<Option<Ending>> {
-        while self.block.len() == 0 {
-            let Some(file) = &mut self.file else { return Ok(None) };
-            match file.next_events()? {
-                Some(mut events) => {
-                    each(&mut events);
-                    self.block = events.into_iter();
-                }
-                None => {
-                    let ending = file.ending().cloned();
-                    self.file = None;
-                    return Ok(ending);
-                }
+    #[inline]
+    pub(super) fn fill(&mut self, each: impl FnMut(&mut [Event])) -> Result<Option<Ending>> {
+        if self.head < self.block.len() { Ok(None) } else { self.read_block(each) }
+    }
+
+    fn read_block(&mut self, mut each: impl FnMut(&mut [Event])) -> Result<Option<Ending>> {
+        self.head = 0;
+        loop {
+            let Some(file) = &mut self.file else {
+                self.block.clear();
+                return Ok(None);
+            };
+            if !file.next_events_into(&mut self.block)? {
+                let ending = file.ending().cloned();
+                self.file = None;
+                return Ok(ending);
+            }
+            if !self.block.is_empty() {
+                each(&mut self.block);
+                return Ok(None);
             }
         }
-        Ok(None)
     }
 }

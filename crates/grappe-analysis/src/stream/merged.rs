@@ -36,8 +36,10 @@ impl MergedFile {
     fn fill(&mut self) -> Result<()> {
         let flows = &mut self.flows;
         self.blocks.fill(|events| {
-            for e in events.iter() {
-                flows.entry(e.rank).or_insert_with(|| FlowSummary::new(e.rank)).events += 1;
+            // Counted by runs of one rank (a map lookup per run, not per event).
+            for run in events.chunk_by(|a, b| a.rank == b.rank) {
+                let rank = run[0].rank;
+                flows.entry(rank).or_insert_with(|| FlowSummary::new(rank)).events += run.len() as u64;
             }
         })?;
         Ok(())

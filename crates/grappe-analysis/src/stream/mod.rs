@@ -135,19 +135,18 @@ impl CausalStream {
         if self.done {
             return Ok(None);
         }
-        match self.select() {
-            Ok(true) => {
-                let event = match &self.source {
-                    Source::Merge(k) => k.out_event(),
-                    Source::Merged(m) => m.head(),
-                };
-                Ok(event.map(|event| LinkedRef { event, message: &self.message }))
-            }
-            other => {
-                self.done = true;
-                other.map(|_| None)
-            }
+        // Taken apart by `?`, which moves the result: a `match` on it
+        // would drop it on every event, a call into the error's drop glue.
+        let more = self.select().inspect_err(|_| self.done = true)?;
+        if !more {
+            self.done = true;
+            return Ok(None);
         }
+        let event = match &self.source {
+            Source::Merge(k) => k.out_event(),
+            Source::Merged(m) => m.head(),
+        };
+        Ok(event.map(|event| LinkedRef { event, message: &self.message }))
     }
 
     /// Lets the previous event go, finds the next one and matches it;

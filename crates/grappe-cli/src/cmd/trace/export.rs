@@ -63,7 +63,8 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
 }
 
 /// The exporters that write one text file.
-type TextWriter = fn(CausalStream, &mut dyn Write, &mut dyn FnMut(u64)) -> grappe_analysis::Result<ExportSummary>;
+type TextWriter =
+    fn(CausalStream, &mut (dyn Write + Send), &mut dyn FnMut(u64)) -> grappe_analysis::Result<ExportSummary>;
 
 fn export_text(
     writer: TextWriter,
