@@ -1,13 +1,10 @@
 //! Writing on another thread while the caller fills the next buffer.
 //!
 //! An `O_DIRECT` write returns when the device has the bytes, so a program
-//! that formats and writes on one thread sleeps through every transfer.
-//! Here, that made the formatting itself a third slower as well: a thread
-//! that keeps going to sleep comes back each time to a slower core and a
-//! cold cache (user time of a Chrome export, 18 M events: 1.9 s to
-//! `/dev/null`, 3.0–3.4 s to a file on ext4). With the writes on a thread
-//! of their own, the formatting thread does not stop while the device
-//! works, and the two overlap.
+//! that formats and writes on one thread waits through every transfer.
+//! With the writes on a thread of their own, formatting and transfers
+//! overlap: a Chrome export of 18 M events to a file on ext4 took 30–43%
+//! less wall time here (BENCHMARKS.md, "Trace tools").
 //!
 //! Buffers go back and forth without a copy: the caller fills an
 //! [`AlignedBuf`], hands it over with [`Behind::write`], and takes an empty

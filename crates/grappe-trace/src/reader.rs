@@ -204,21 +204,24 @@ impl TraceFile {
         events.clear();
         while self.ending.is_none() {
             let Some((kind, at)) = self.next_block()? else { break };
-            let payload = std::mem::take(&mut self.payload);
-            let done = match kind {
-                BlockKind::Events => self.decode_event_block(&payload, at, events).map(|()| true),
-                _ => self.absorb(kind, &payload, at).map(|()| false),
-            };
-            self.payload = payload;
-            if done? {
+            if kind == BlockKind::Events {
+                self.decode_event_block(&self.payload, at, events)?;
                 return Ok(true);
             }
+            self.absorb(kind, at)?;
         }
         Ok(false)
     }
 
-    /// Takes in a block that is not events.
-    fn absorb(&mut self, kind: BlockKind, payload: &[u8], at: u64) -> Result<(), TraceError> {
+    /// Takes in the block just read (in `self.payload`), which is not events.
+    fn absorb(&mut self, kind: BlockKind, at: u64) -> Result<(), TraceError> {
+        let payload = std::mem::take(&mut self.payload);
+        let absorbed = self.absorb_payload(kind, &payload, at);
+        self.payload = payload;
+        absorbed
+    }
+
+    fn absorb_payload(&mut self, kind: BlockKind, payload: &[u8], at: u64) -> Result<(), TraceError> {
         match kind {
             BlockKind::Events => unreachable!("event blocks are decoded or skipped by the caller"),
             BlockKind::Definitions => self.absorb_definitions(payload, at)?,
@@ -251,16 +254,10 @@ impl TraceFile {
         let mut blocks = 0u64;
         while self.ending.is_none() {
             let Some((kind, at)) = self.next_block()? else { break };
-            let payload = std::mem::take(&mut self.payload);
-            let absorbed = match kind {
-                BlockKind::Events => {
-                    blocks += 1;
-                    Ok(())
-                }
-                _ => self.absorb(kind, &payload, at),
-            };
-            self.payload = payload;
-            absorbed?;
+            match kind {
+                BlockKind::Events => blocks += 1,
+                _ => self.absorb(kind, at)?,
+            }
         }
         Ok(blocks)
     }

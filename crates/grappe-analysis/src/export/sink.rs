@@ -13,9 +13,9 @@
 //!
 //! The buffer is aligned and handed out in whole blocks, so that a
 //! [`grappe_direct::DirectWriter`] takes it to the device without a copy;
-//! any other output takes the same bytes. The exporters write through
-//! [`with_sink`]: a thread of its own writes each full buffer while the
-//! next one is filled ([`grappe_direct::write_behind`]).
+//! any other output takes the same bytes. A sink is made by [`with_sink`]:
+//! a thread of its own writes each full buffer while the next one is
+//! filled ([`grappe_direct::write_behind`]).
 
 use std::io::Write;
 
@@ -71,31 +71,17 @@ pub(crate) struct Sink<'a> {
     /// Storage; `buf[..pos]` is written, not yet handed to `out`.
     buf: AlignedBuf,
     pos: usize,
-    out: Output<'a>,
+    /// The writer thread: takes full buffers, gives empty ones.
+    behind: &'a mut Behind,
     written: u64,
     /// Names the output in errors.
     what: &'static str,
 }
 
-/// Where a sink's bytes go.
-enum Output<'a> {
-    /// Written from the sink's buffer.
-    Plain(&'a mut dyn Write),
-    /// The buffer itself is handed to a writer thread for an empty one.
-    Behind(&'a mut Behind),
-}
-
 impl<'a> Sink<'a> {
-    /// A sink that writes to `out` itself.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn new(out: &'a mut dyn Write, what: &'static str) -> Self {
-        Sink { buf: AlignedBuf::new(BUFFER), pos: 0, out: Output::Plain(out), written: 0, what }
-    }
-
-    /// A sink whose buffers go to a writer thread.
     fn behind(behind: &'a mut Behind, what: &'static str) -> Result<Self> {
         let buf = behind.empty(BUFFER).map_err(|source| AnalysisError::io(what, source))?;
-        Ok(Sink { buf, pos: 0, out: Output::Behind(behind), written: 0, what })
+        Ok(Sink { buf, pos: 0, behind, written: 0, what })
     }
 
     /// A cursor for one record of at most `room` bytes (an unusually long
@@ -127,37 +113,25 @@ impl<'a> Sink<'a> {
         if self.pos >= CHUNK { self.flush_blocks() } else { Ok(()) }
     }
 
-    /// Writes the whole blocks and keeps the partial last one (at the
-    /// front of the buffer, or of the next one).
+    /// Hands the whole blocks to the writer; the partial last one starts
+    /// the next buffer.
     fn flush_blocks(&mut self) -> Result<()> {
         let whole = self.pos / ALIGN * ALIGN;
         let tail = whole..self.pos;
-        match &mut self.out {
-            Output::Plain(out) => {
-                out.write_all(&self.buf.bytes()[..whole]).map_err(|e| AnalysisError::io(self.what, e))?;
-                self.buf.bytes_mut().copy_within(tail, 0);
-            }
-            Output::Behind(behind) => {
-                let mut next = behind.empty(self.buf.len()).map_err(|e| AnalysisError::io(self.what, e))?;
-                next.bytes_mut()[..tail.len()].copy_from_slice(&self.buf.bytes()[tail]);
-                let full = std::mem::replace(&mut self.buf, next);
-                behind.write(full, whole).map_err(|e| AnalysisError::io(self.what, e))?;
-            }
-        }
+        let mut next = self.behind.empty(self.buf.len()).map_err(|e| AnalysisError::io(self.what, e))?;
+        next.bytes_mut()[..tail.len()].copy_from_slice(&self.buf.bytes()[tail]);
+        let full = std::mem::replace(&mut self.buf, next);
+        self.behind.write(full, whole).map_err(|e| AnalysisError::io(self.what, e))?;
         self.written += whole as u64;
         self.pos -= whole;
         Ok(())
     }
 
-    /// Writes everything and flushes the output; the bytes written.
+    /// Hands everything to the writer (which flushes the output once it
+    /// has written it); the bytes written.
     pub(crate) fn finish(self) -> Result<u64> {
-        let Sink { buf, pos, out, written, what } = self;
-        let done = match out {
-            Output::Plain(out) => out.write_all(&buf.bytes()[..pos]).and_then(|()| out.flush()),
-            // The writer flushes once it has written everything.
-            Output::Behind(behind) => behind.write(buf, pos),
-        };
-        done.map_err(|e| AnalysisError::io(what, e))?;
+        let Sink { buf, pos, behind, written, what } = self;
+        behind.write(buf, pos).map_err(|e| AnalysisError::io(what, e))?;
         Ok(written + pos as u64)
     }
 }
@@ -346,12 +320,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn written(f: impl FnOnce(&mut Cursor)) -> String {
+    /// What `write` puts in a sink over a vector.
+    fn sunk(write: impl FnOnce(&mut Sink)) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut sink = Sink::new(&mut out, "test");
-        f(&mut sink.record(4 * RECORD_ROOM));
-        sink.finish().unwrap();
-        String::from_utf8(out).unwrap()
+        with_sink(&mut out, "test", |mut sink| {
+            write(&mut sink);
+            sink.finish()
+        })
+        .unwrap();
+        out
+    }
+
+    fn written(f: impl FnOnce(&mut Cursor)) -> String {
+        String::from_utf8(sunk(|sink| f(&mut sink.record(4 * RECORD_ROOM)))).unwrap()
     }
 
     #[test]
@@ -383,11 +364,10 @@ mod tests {
     #[test]
     fn a_record_longer_than_the_buffer_grows_it() {
         let long = "\u{1}".repeat(CHUNK);
-        let mut out = Vec::new();
-        let mut sink = Sink::new(&mut out, "test");
-        sink.record(text_room(&long)).json_str(&long);
-        sink.bytes(b"!");
-        sink.finish().unwrap();
+        let out = sunk(|sink| {
+            sink.record(text_room(&long)).json_str(&long);
+            sink.bytes(b"!");
+        });
         assert_eq!(out.len(), 6 * CHUNK + 3);
     }
 
@@ -411,16 +391,8 @@ mod tests {
     #[test]
     fn the_output_gets_aligned_whole_blocks_until_the_last_write() {
         let mut out = Blocks { writes: Vec::new(), bytes: Vec::new() };
-        let mut expected = Vec::new();
-        let mut sink = Sink::new(&mut out, "test");
         // Some 3 chunks of numbers of 8 to 11 digits and a comma.
-        for i in 0..(3 * CHUNK / 9) as u64 {
-            sink.record(RECORD_ROOM).uint(10_000_000 + i * 7919);
-            sink.bytes(b",");
-            expected.extend_from_slice(format!("{},", 10_000_000 + i * 7919).as_bytes());
-            sink.maybe_flush().unwrap();
-        }
-        sink.finish().unwrap();
+        let (expected, _) = numbers_behind(&mut out, 10_000_000, (3 * CHUNK / 9) as u64).unwrap();
         let (last, whole) = out.writes.split_last().unwrap();
         assert!(whole.len() >= 2, "{} writes", out.writes.len());
         assert!(whole.iter().all(|&(aligned, len)| aligned && len % ALIGN == 0), "{whole:?}");
@@ -428,14 +400,15 @@ mod tests {
         assert!(out.bytes == expected);
     }
 
-    /// Writes numbers through a sink with a writer thread; the bytes expected.
-    fn numbers_behind(out: &mut (dyn Write + Send), count: u64) -> Result<(Vec<u8>, u64)> {
+    /// Writes `count` numbers from `first` on through a sink; the bytes
+    /// expected and the bytes the sink says it wrote.
+    fn numbers_behind(out: &mut (dyn Write + Send), first: u64, count: u64) -> Result<(Vec<u8>, u64)> {
         with_sink(out, "test", |mut sink| {
             let mut expected = Vec::new();
             for i in 0..count {
-                sink.record(RECORD_ROOM).uint(i * 7919);
+                sink.record(RECORD_ROOM).uint(first + i * 7919);
                 sink.bytes(b",");
-                expected.extend_from_slice(format!("{},", i * 7919).as_bytes());
+                expected.extend_from_slice(format!("{},", first + i * 7919).as_bytes());
                 sink.maybe_flush()?;
             }
             Ok((expected, sink.finish()?))
@@ -445,7 +418,7 @@ mod tests {
     #[test]
     fn a_writer_thread_writes_the_same_bytes() {
         let mut out = Vec::new();
-        let (expected, written) = numbers_behind(&mut out, 2_000_000).unwrap();
+        let (expected, written) = numbers_behind(&mut out, 0, 2_000_000).unwrap();
         assert!(out.len() > 2 * CHUNK, "several buffers were handed over");
         assert!(out == expected);
         assert_eq!(written, out.len() as u64);
@@ -466,7 +439,7 @@ mod tests {
     #[test]
     fn a_full_output_is_an_error_naming_it() {
         for count in [10, 2_000_000] {
-            match numbers_behind(&mut Full, count) {
+            match numbers_behind(&mut Full, 0, count) {
                 Err(AnalysisError::Io { path, source }) => {
                     assert_eq!(path, std::path::Path::new("test"));
                     assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{count} numbers");
@@ -492,10 +465,7 @@ mod tests {
 
         #[test]
         fn json_strings_round_trip(s in any::<String>()) {
-            let mut out = Vec::new();
-            let mut sink = Sink::new(&mut out, "test");
-            sink.record(text_room(&s)).json_str(&s);
-            sink.finish().unwrap();
+            let out = sunk(|sink| sink.record(text_room(&s)).json_str(&s));
             prop_assert_eq!(serde_json::from_slice::<String>(&out).unwrap(), s);
         }
     }
