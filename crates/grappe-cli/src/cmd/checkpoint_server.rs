@@ -36,7 +36,7 @@ pub struct CheckpointServerArgs {
 
 pub fn execute(args: CheckpointServerArgs) -> i32 {
     run(args).unwrap_or_else(|e| {
-        eprintln!("grappe checkpoint-server: {e:#}");
+        eprintln!("grappe checkpoint-server: {}", super::describe(&e));
         2
     })
 }

@@ -100,7 +100,7 @@ pub fn execute(args: RunArgs) -> i32 {
     let _scheduler = match checkpoint.scheduler() {
         Ok(scheduler) => scheduler,
         Err(e) => {
-            eprintln!("grappe: {e:#}");
+            eprintln!("grappe: {}", super::describe(&e));
             return 1;
         }
     };

@@ -49,7 +49,7 @@ pub fn execute(args: TraceArgs) -> i32 {
         TraceCommand::Report(a) => report::execute(a),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("grappe trace: {e:#}");
+        eprintln!("grappe trace: {}", super::describe(&e));
         2
     })
 }
