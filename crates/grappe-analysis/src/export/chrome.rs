@@ -222,11 +222,25 @@ fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Me
 /// is left without its end): `s` in the send's slice, `f` in the
 /// receive's.
 fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64) {
-    open(c, &PH_S, sender, middle(send.start, send.end), origin);
+    let (at_send, at_recv) = flow_dates(send, recv);
+    open(c, &PH_S, sender, at_send, origin);
     flow_tail(c, send.id);
-    open(c, &PH_F, recv.rank, middle(recv.start, recv.end), origin);
+    open(c, &PH_F, recv.rank, at_recv, origin);
     c.bytes(b",\"bp\":\"e\"");
     flow_tail(c, send.id);
+}
+
+/// The dates of a flow's two ends: each inside its slice (its middle when
+/// it can be), and the end no earlier than the start. Perfetto reads
+/// events in date order and drops a flow whose `f` comes before its `s`,
+/// which the middles alone give for a receive posted before its send.
+/// Only a tachyon (send started after the receive ended) leaves them out
+/// of order.
+fn flow_dates(send: &SendSide, recv: &Event) -> (u64, u64) {
+    let last_in_recv = recv.end.saturating_sub(1).max(recv.start);
+    let at_send = middle(send.start, send.end).min(last_in_recv).max(send.start);
+    let at_recv = middle(recv.start, recv.end).max(at_send).min(last_in_recv);
+    (at_send, at_recv)
 }
 
 fn flow_tail(c: &mut Cursor, id: u64) {
@@ -363,4 +377,45 @@ fn completed(c: &mut Cursor, done: &Completion) {
     int(c, b",\"tag\":", done.tag as i64);
     uint(c, b",\"bytes\":", done.bytes);
     flag(c, b",\"arrived\":", done.arrived);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn recv_at(start: u64, end: u64) -> Event {
+        Event { rank: 1, start, end, alpha_ns: 0, body: Body::Init }
+    }
+
+    fn send_at(start: u64, end: u64) -> SendSide {
+        SendSide { id: 0, start, end, bytes: 8, seq: 0 }
+    }
+
+    #[test]
+    fn a_receive_posted_before_its_send_ends_its_flow_after_the_start() {
+        // The middles alone would put the end (8150) before the start (8250).
+        assert_eq!(flow_dates(&send_at(8_000, 8_500), &recv_at(7_500, 8_800)), (8_250, 8_250));
+        // A send ending after the receive: its start moves into the receive.
+        assert_eq!(flow_dates(&send_at(100, 1_000), &recv_at(0, 200)), (199, 199));
+        // The usual case keeps both middles.
+        assert_eq!(flow_dates(&send_at(0, 100), &recv_at(500, 700)), (50, 600));
+    }
+
+    proptest! {
+        #[test]
+        fn flow_ends_are_inside_their_slices_and_in_order(
+            ss in 0u64..1_000, send_len in 0u64..1_000, rs in 0u64..1_000, recv_len in 0u64..1_000,
+        ) {
+            let (se, re) = (ss + send_len, rs + recv_len);
+            let (at_send, at_recv) = flow_dates(&send_at(ss, se), &recv_at(rs, re));
+            // Inside: from the start, before the end (at the start for an empty slice).
+            prop_assert!(ss <= at_send && (at_send < se || at_send == ss), "{at_send} not in [{ss}, {se})");
+            prop_assert!(rs <= at_recv && (at_recv < re || at_recv == rs), "{at_recv} not in [{rs}, {re})");
+            // In order whenever the message is causal (sent before the receive ended).
+            if ss < re || (ss == re && rs == re) {
+                prop_assert!(at_send <= at_recv, "{at_send} > {at_recv}");
+            }
+        }
+    }
 }
