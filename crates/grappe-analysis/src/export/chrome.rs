@@ -201,12 +201,14 @@ fn open(c: &mut Cursor, ph: &[u8; PH_LEN], rank: u32, t: u64, origin: u64) {
     c.date(t, origin, US);
 }
 
+#[inline(always)]
 fn instant(c: &mut Cursor, e: &Event, name: &str, origin: u64) {
     open(c, &PH_I, e.rank, e.start, origin);
     c.bytes(b",\"s\":\"t\",\"name\":");
     c.json_str(name);
 }
 
+#[inline(always)]
 fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Message) {
     open(c, &PH_X, e.rank, e.start, origin);
     c.bytes(b",\"dur\":");
@@ -221,6 +223,7 @@ fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Me
 /// The arrow of a matched message, written with its receive (so no flow
 /// is left without its end): `s` in the send's slice, `f` in the
 /// receive's.
+#[inline(always)]
 fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64) {
     let (at_send, at_recv) = flow_dates(send, recv);
     open(c, &PH_S, sender, at_send, origin);
@@ -243,6 +246,7 @@ fn flow_dates(send: &SendSide, recv: &Event) -> (u64, u64) {
     (at_send, at_recv)
 }
 
+#[inline(always)]
 fn flow_tail(c: &mut Cursor, id: u64) {
     c.bytes(b",\"id\":");
     c.uint(id);
@@ -256,6 +260,7 @@ fn middle(start: u64, end: u64) -> u64 {
 }
 
 /// `,"args":{...}` of a call (nothing for a flush).
+#[inline(always)]
 fn args(c: &mut Cursor, body: &Body, message: &Message) {
     match *body {
         Body::Send { dest, tag, comm, bytes, .. } | Body::Isend { dest, tag, comm, bytes, .. } => {
@@ -367,6 +372,7 @@ fn peer(c: &mut Cursor, rank: u32) {
 }
 
 /// What a wait, test or probe completed: for a receive, the message.
+#[inline(always)]
 fn completed(c: &mut Cursor, done: &Completion) {
     if !done.is_recv {
         c.bytes(b",\"completed\":\"send\"");
