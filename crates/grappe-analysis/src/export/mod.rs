@@ -141,15 +141,23 @@ pub(crate) struct PerRank<T> {
 const DENSE_RANKS: u32 = 1 << 16;
 
 impl<T: Default> PerRank<T> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&mut self, rank: u32) -> &mut T {
+        let i = rank as usize;
+        if i >= self.dense.len() {
+            return self.get_new(rank);
+        }
+        &mut self.dense[i]
+    }
+
+    /// A rank met for the first time, or beyond the vector.
+    #[cold]
+    fn get_new(&mut self, rank: u32) -> &mut T {
         if rank >= DENSE_RANKS {
             return self.sparse.entry(rank).or_default();
         }
         let i = rank as usize;
-        if i >= self.dense.len() {
-            self.dense.resize_with(i + 1, T::default);
-        }
+        self.dense.resize_with(i + 1, T::default);
         &mut self.dense[i]
     }
 

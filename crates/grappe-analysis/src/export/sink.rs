@@ -176,22 +176,28 @@ impl Cursor<'_> {
             self.bytes(&DIGITS[pair..pair + 2]);
             return;
         }
-        let len = v.ilog10() as usize + 1;
-        let out = &mut self.out[self.at..self.at + U64_DIGITS];
-        let (mut rest, mut end) = (v, len);
+        // Digits from the last, at the end of the first half of a scratch
+        // array; then one copy of a fixed size, whose bytes past the
+        // number are overwritten by what follows. (No length to compute
+        // first: `ilog10` was a tenth of the Chrome writer.)
+        let mut scratch = [0u8; 2 * U64_DIGITS];
+        let (mut rest, mut first) = (v, U64_DIGITS);
         while rest >= 100 {
             let pair = (rest % 100) as usize * 2;
             rest /= 100;
-            end -= 2;
-            out[end..end + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
+            first -= 2;
+            scratch[first..first + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
         }
         if rest >= 10 {
             let pair = rest as usize * 2;
-            out[end - 2..end].copy_from_slice(&DIGITS[pair..pair + 2]);
+            first -= 2;
+            scratch[first..first + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
         } else {
-            out[end - 1] = b'0' + rest as u8;
+            first -= 1;
+            scratch[first] = b'0' + rest as u8;
         }
-        self.at += len;
+        self.out[self.at..self.at + U64_DIGITS].copy_from_slice(&scratch[first..first + U64_DIGITS]);
+        self.at += U64_DIGITS - first;
     }
 
     #[inline(always)]
@@ -455,6 +461,25 @@ mod tests {
             let text = written(|c| c.date(t, origin, 3));
             let (sign, magnitude) = if t >= origin { ("", t - origin) } else { ("-", origin - t) };
             prop_assert_eq!(text, format!("{sign}{}.{:03}", magnitude / 1000, magnitude % 1000));
+        }
+
+        #[test]
+        fn numbers_in_the_room_reserved_for_them_read_back(
+            vs in proptest::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 1..40),
+            negative in any::<i64>(),
+        ) {
+            // A list the way the exporters write one (members of a
+            // communicator): NUMBER_ROOM per number, commas included.
+            let out = sunk(|sink| {
+                let mut c = sink.record(NUMBER_ROOM * (vs.len() + 1));
+                c.int(negative);
+                for v in &vs {
+                    c.byte(b',');
+                    c.uint(*v);
+                }
+            });
+            let expected: Vec<String> = std::iter::once(negative.to_string()).chain(vs.iter().map(u64::to_string)).collect();
+            prop_assert_eq!(String::from_utf8(out).unwrap(), expected.join(","));
         }
 
         #[test]
