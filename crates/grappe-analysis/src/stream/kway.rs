@@ -45,12 +45,15 @@ impl Flow {
         self.blocks.head()
     }
 
-    /// Drops the head and makes sure the next one is there.
+    /// Drops the head and makes sure the next one is there (reading the
+    /// next block once in a few thousand events: out of line).
+    #[inline]
     fn advance(&mut self) -> Result<()> {
         self.blocks.drop_head();
-        self.fill()
+        if self.blocks.head().is_some() { Ok(()) } else { self.fill() }
     }
 
+    #[inline(never)]
     fn fill(&mut self) -> Result<()> {
         let clock = &mut self.clock;
         if let Some(ending) = self.blocks.fill(|events| clock.globalize(events))? {

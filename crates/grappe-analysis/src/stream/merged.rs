@@ -27,12 +27,14 @@ impl MergedFile {
         self.blocks.head()
     }
 
-    /// Drops the head and reads on.
+    /// Drops the head and reads on (the next block out of line).
+    #[inline]
     pub(super) fn advance(&mut self) -> Result<()> {
         self.blocks.drop_head();
-        self.fill()
+        if self.blocks.head().is_some() { Ok(()) } else { self.fill() }
     }
 
+    #[inline(never)]
     fn fill(&mut self) -> Result<()> {
         let flows = &mut self.flows;
         self.blocks.fill(|events| {
