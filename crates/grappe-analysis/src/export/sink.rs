@@ -7,9 +7,9 @@
 //! a record is written through a [`Cursor`] over a slice reserved for it
 //! at once (one capacity check per record, positions in registers),
 //! literal pieces are copied with their length known at compile time
-//! (inlined moves, no `memcpy` call), and integers are written digit by
-//! digit in place with `itoa`'s two-digit table (no copy out of a
-//! formatting buffer).
+//! (inlined moves, no `memcpy` call), integers are written two digits at a
+//! time from the last into a scratch array and copied out at a fixed size
+//! (no length computed first), and fractions three digits per lookup.
 //!
 //! The buffer is aligned and handed out in whole blocks, so that a
 //! [`grappe_direct::DirectWriter`] takes it to the device without a copy;
