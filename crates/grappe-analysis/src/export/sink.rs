@@ -188,9 +188,10 @@ impl Cursor<'_> {
             return;
         }
         // Digits from the last, at the end of the first half of a scratch
-        // array; then one copy of a fixed size, whose bytes past the
-        // number are overwritten by what follows. (No length to compute
-        // first: `ilog10` was a tenth of the Chrome writer.)
+        // array; then one copy of a fixed size (within the NUMBER_ROOM
+        // every number has), whose bytes past the number are overwritten by
+        // what follows. No length to compute first: `ilog10` was a tenth
+        // of the Chrome writer.
         let mut scratch = [0u8; 2 * U64_DIGITS];
         let (mut rest, mut first) = (v, U64_DIGITS);
         while rest >= 100 {
