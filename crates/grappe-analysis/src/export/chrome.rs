@@ -238,7 +238,9 @@ fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64)
 /// events in date order and drops a flow whose `f` comes before its `s`,
 /// which the middles alone give for a receive posted before its send.
 /// Only a tachyon (send started after the receive ended) leaves them out
-/// of order.
+/// of order. (Perfetto then orients the arrow by the slices' starts, so a
+/// receive posted first is drawn as its tail; binding the end to a short
+/// slice at the delivery would fix that, unchecked here without Perfetto.)
 fn flow_dates(send: &SendSide, recv: &Event) -> (u64, u64) {
     let last_in_recv = recv.end.saturating_sub(1).max(recv.start);
     let at_send = middle(send.start, send.end).min(last_in_recv).max(send.start);
