@@ -131,6 +131,7 @@ impl CausalStream {
 
     /// The next event and its message role; `Ok(None)` at the end. An error
     /// (a corrupt block) ends the stream.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<LinkedRef<'_>>> {
         if self.done {
             return Ok(None);
