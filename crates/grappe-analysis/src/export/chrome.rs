@@ -11,7 +11,10 @@
 //! counters as `C` (one series per rank: `id` = rank); user points and
 //! runtime instants (init, finalize, flush start) as thread-scoped `i`.
 //! Each matched message is a flow: `s` inside the send's slice, `f` with
-//! `"bp":"e"` inside the receive's, both with the message id. Dates are
+//! `"bp":"e"` inside the receive's, both with the message id; when the
+//! receive was posted before the send, the `f` binds to a `delivery`
+//! instant inside the receive instead (Perfetto points a flow from the
+//! slice that starts first, which would draw the arrow backwards). Dates are
 //! microseconds from the first event with nanosecond decimals (`12.345`),
 //! written by integer arithmetic so they read back exact.
 //!
@@ -106,8 +109,8 @@ impl Chrome<'_> {
         match shape(&e.body) {
             Shape::Call(name) => {
                 let members = if let Body::CommCreate { members, .. } = &e.body { members.len() } else { 0 };
-                // Room for the slice and the two ends of a flow.
-                let mut c = self.sink.record(2 * RECORD_ROOM + NUMBER_ROOM * members);
+                // Room for the slice, the two ends of a flow and a delivery.
+                let mut c = self.sink.record(3 * RECORD_ROOM + NUMBER_ROOM * members);
                 call(&mut c, e, name, origin, message);
                 if let Message::Received { channel, send } = message {
                     self.messages += 1;
@@ -228,6 +231,14 @@ fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64)
     let (at_send, at_recv) = flow_dates(send, recv);
     open(c, &PH_S, sender, at_send, origin);
     flow_tail(c, send.id);
+    if recv.start < send.start {
+        // Perfetto binds an `f` to the latest slice begun on its lane and
+        // points the flow from whichever of its two slices starts first:
+        // here the receive's. A mark at the delivery, begun after the send,
+        // takes the flow's end instead, and the arrow goes forward in time.
+        open(c, &PH_I, recv.rank, at_recv, origin);
+        c.bytes(b",\"s\":\"t\",\"name\":\"delivery\",\"cat\":\"message\"}");
+    }
     open(c, &PH_F, recv.rank, at_recv, origin);
     c.bytes(b",\"bp\":\"e\"");
     flow_tail(c, send.id);
@@ -238,9 +249,7 @@ fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64)
 /// events in date order and drops a flow whose `f` comes before its `s`,
 /// which the middles alone give for a receive posted before its send.
 /// Only a tachyon (send started after the receive ended) leaves them out
-/// of order. (Perfetto then orients the arrow by the slices' starts, so a
-/// receive posted first is drawn as its tail; binding the end to a short
-/// slice at the delivery would fix that, unchecked here without Perfetto.)
+/// of order.
 fn flow_dates(send: &SendSide, recv: &Event) -> (u64, u64) {
     let last_in_recv = recv.end.saturating_sub(1).max(recv.start);
     let at_send = middle(send.start, send.end).min(last_in_recv).max(send.start);
