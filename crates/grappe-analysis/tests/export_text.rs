@@ -170,9 +170,17 @@ fn check_flows(events: &[Value], messages: u64) {
         let t = || ns(&e["ts"]);
         match e["ph"].as_str().unwrap() {
             "s" => {
-                let (slice, _) = bound_to(e, at);
-                assert!(["send", "isend"].contains(&slice.3) && slice.2 >= t(), "{e} bound to {slice:?}");
-                assert!(starts.insert(e["id"].as_u64().unwrap(), (t(), slice.0)).is_none());
+                let (slice, before) = bound_to(e, at);
+                let t = t();
+                // A sendrecv's receive starts with its send and is begun
+                // after it: the flow then starts on the same call's receive.
+                let is_send = |s: &&(i64, usize, i64, &str)| ["send", "isend"].contains(&s.3);
+                let send = std::iter::once(&slice)
+                    .chain(before.iter().rev().take_while(|s| s.0 == slice.0))
+                    .find(is_send)
+                    .unwrap_or_else(|| panic!("{e} bound to {slice:?}, no send"));
+                assert!(send.0 <= t && t <= send.2 && t <= slice.2, "{e} bound to {slice:?}");
+                assert!(starts.insert(e["id"].as_u64().unwrap(), (t, slice.0)).is_none());
             }
             "f" => {
                 assert_eq!(e["bp"], "e");
