@@ -322,6 +322,7 @@ const MAX_RECORD: usize = 5 + 10 + 10 + 5 + 3 + 3 + 3 * 5 + 2 * 10;
 /// this 10).
 pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut Vec<u8>) {
     put_varint(out, events.len() as u64);
+    // Records take 12-13 bytes in real traces: one reservation for most blocks.
     out.reserve(events.len() * 16);
     let mut previous = 0u64;
     for e in events {

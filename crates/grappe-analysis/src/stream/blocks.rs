@@ -26,10 +26,13 @@ impl Blocks {
         self.block.get(self.head)
     }
 
-    /// Passes the head (call [`Blocks::fill`] next).
+    /// Passes the head; false when the block has no more, and
+    /// [`Blocks::fill`] must read the next one (callers keep that out of
+    /// line: it happens once a block, the pass once an event).
     #[inline]
-    pub(super) fn drop_head(&mut self) {
+    pub(super) fn pass_head(&mut self) -> bool {
         self.head += 1;
+        self.head < self.block.len()
     }
 
     /// Reads blocks until one has events or the file ends, handing each

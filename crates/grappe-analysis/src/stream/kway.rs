@@ -49,8 +49,7 @@ impl Flow {
     /// next block once in a few thousand events: out of line).
     #[inline]
     fn advance(&mut self) -> Result<()> {
-        self.blocks.drop_head();
-        if self.blocks.head().is_some() { Ok(()) } else { self.fill() }
+        if self.blocks.pass_head() { Ok(()) } else { self.fill() }
     }
 
     #[inline(never)]

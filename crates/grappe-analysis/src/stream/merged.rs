@@ -30,8 +30,7 @@ impl MergedFile {
     /// Drops the head and reads on (the next block out of line).
     #[inline]
     pub(super) fn advance(&mut self) -> Result<()> {
-        self.blocks.drop_head();
-        if self.blocks.head().is_some() { Ok(()) } else { self.fill() }
+        if self.blocks.pass_head() { Ok(()) } else { self.fill() }
     }
 
     #[inline(never)]
