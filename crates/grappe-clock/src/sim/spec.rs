@@ -91,16 +91,49 @@ impl FromStr for SimulationSpec {
         if spec.amplitude_ns < 0.0 || spec.jitter_ns < 0.0 || spec.offset_ns < 0.0 || spec.drift_ppm < 0.0 {
             return Err(SpecError(format!("{text:?}: offsets, drifts, amplitudes and jitters are magnitudes (>= 0)")));
         }
+        spec.check_bounds().map_err(|e| SpecError(format!("{text:?}: {e}")))?;
         spec.clock_for(0).validate().map_err(|e| SpecError(format!("{text:?}: {e}")))?;
         Ok(spec)
     }
 }
 
-/// "2ms", "5us", "50ns", "10s", "1.5min" to nanoseconds.
+/// The largest offset, amplitude or jitter (about 31 years): with room to
+/// spare, dates of runs up to a century stay within an `i64` of nanoseconds.
+const MAX_SPAN_NS: f64 = 1e18;
+
+impl SimulationSpec {
+    /// Refuses what a clock cannot do: dates out of range, or a clock
+    /// running backwards. A clock's rate is 1 ± drift plus the slope of
+    /// its oscillation, at most 2πA/P; a simulation where that could reach
+    /// 0 would write traces whose dates go back in time, which no real
+    /// clock does (the jitter alone may swap two close readings, as read
+    /// noise does).
+    fn check_bounds(&self) -> Result<(), String> {
+        for (name, value) in [("offset", self.offset_ns), ("amplitude", self.amplitude_ns), ("jitter", self.jitter_ns)]
+        {
+            if value > MAX_SPAN_NS {
+                return Err(format!("{name} {value:e} ns is over the {MAX_SPAN_NS:e} ns (31 years) a simulation allows"));
+            }
+        }
+        let drift = self.drift_ppm * 1e-6;
+        let swing = std::f64::consts::TAU * self.amplitude_ns / (self.period_s * 1e9);
+        if drift + swing >= 1.0 {
+            return Err(format!(
+                "a clock this far off runs backwards: drift {:.3e} plus the oscillation's slope 2πA/P = {swing:.3e} \
+                 reach 1 (lower the drift or the amplitude, or lengthen the period)",
+                drift
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// "2ms", "5us", "50ns", "10s", "1.5min", "1e3ns" to nanoseconds.
 fn duration_ns(text: &str) -> Option<f64> {
     let text = text.trim();
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
+    // The unit is the trailing letters, so that "1e10s" is 10^10 s.
+    let number = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &text[number.len()..];
     let scale = match unit {
         "ns" => 1.0,
         "us" => 1e3,
@@ -109,8 +142,8 @@ fn duration_ns(text: &str) -> Option<f64> {
         "min" => 60e9,
         _ => return None,
     };
-    let value: f64 = number.trim().parse().ok()?;
-    value.is_finite().then_some(value * scale)
+    let value = number.trim().parse::<f64>().ok()? * scale;
+    value.is_finite().then_some(value)
 }
 
 fn ppm(text: &str) -> Option<f64> {
@@ -121,6 +154,7 @@ fn ppm(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::LocalClock;
 
     #[test]
     fn a_full_setting_parses_with_its_units() {
@@ -148,9 +182,26 @@ mod tests {
             ("period=0s", "period"),
             ("offset", "KEY=VALUE"),
             ("jitter=-3ns", "magnitudes"),
+            ("offset=1e300min", "offset"),
+            ("offset=40000d", "offset"),
+            ("offset=1e10s", "31 years"),
+            ("jitter=2e18ns", "jitter"),
+            ("drift=2000000ppm", "runs backwards"),
+            ("amplitude=1s,period=1s", "runs backwards"),
         ] {
             let err = text.parse::<SimulationSpec>().unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_fastest_oscillation_allowed_still_moves_forward() {
+        // 2πA/P just under 1 - drift: every rank's clock still advances.
+        let spec: SimulationSpec = "drift=100000ppm,amplitude=143ms,period=1s,seed=9".parse().unwrap();
+        for rank in 0..8 {
+            let clock = spec.clock_for(rank);
+            let readings: Vec<i64> = (0..2000).map(|i| clock.read(i * 1_000_000)).collect();
+            assert!(readings.windows(2).all(|w| w[1] > w[0]), "rank {rank} goes back in time");
         }
     }
 
