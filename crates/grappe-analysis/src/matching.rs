@@ -188,7 +188,7 @@ mod tests {
     use grappe_trace::Completion;
 
     fn ev(rank: u32, start: u64, body: Body) -> Event {
-        Event { rank, start, end: start + 1, alpha_ns: 0, body }
+        Event { rank, start, end: start + 1, alpha_ns: 0, site: None, body }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::global::{GlobalTime, REFERENCE};
 use crate::set::{Layout, TraceSet};
 use crate::stream::{CausalStream, StreamSummary};
 use grappe_trace::format::{Encoded, FileHeader, MergedRank, VERSION};
-use grappe_trace::raw::raw_of;
+use grappe_trace::raw::raw_of_event;
 use grappe_trace::{ClockInfo, Footer, TraceWriter};
 
 /// Events per block of the merged file.
@@ -46,7 +46,7 @@ pub fn merge_to_file(
     let mut written = 0u64;
     while let Some(linked) = stream.next_event()? {
         let e = linked.event;
-        let raw = raw_of(&e.body, &mut defs);
+        let raw = raw_of_event(e, &mut defs);
         block.push(Encoded { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, raw });
         if block.len() == BLOCK_EVENTS {
             written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;

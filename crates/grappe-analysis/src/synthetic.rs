@@ -15,8 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use grappe_trace::format::{Calibration, Encoded, FileHeader, VERSION, schema};
-use grappe_trace::raw::raw_of;
-use grappe_trace::{ANY, Body, ClockInfo, ClockSample, CollectiveKind, Completion, EventKind, Footer, TraceWriter};
+use grappe_trace::raw::{Interner, raw_of};
+use grappe_trace::{
+    ANY, Body, ClockInfo, ClockSample, CollectiveKind, Completion, EventKind, Footer, Site, TraceWriter,
+};
 
 use crate::defs::FileDefinitions;
 use crate::error::{AnalysisError, Result};
@@ -125,7 +127,12 @@ fn write_rank(path: &Path, job: &SyntheticJob, rank: u32) -> std::io::Result<()>
     if rank == 0 && job.ranks > 1 {
         writer.write_samples(&samples(job, 0))?;
     }
-    let mut out = RankWriter { writer, defs: FileDefinitions::default(), block: Vec::new(), job, rank, clock };
+    let mut sites = [None; EventKind::ALL.len() + 1];
+    for kind in EventKind::ALL {
+        sites[kind as usize] = synthetic_site(kind);
+    }
+    let defs = FileDefinitions::default();
+    let mut out = RankWriter { writer, defs, block: Vec::new(), job, rank, clock, sites };
     let mut seq = [0u64; 2];
     out.push(T0, T0, Body::Init)?;
     for i in 0..job.iterations {
@@ -164,11 +171,16 @@ struct RankWriter<'a> {
     job: &'a SyntheticJob,
     rank: u32,
     clock: SyntheticClock,
+    /// Call sites by kind id.
+    sites: [Option<Site>; EventKind::ALL.len() + 1],
 }
 
 impl RankWriter<'_> {
     fn push(&mut self, start: u64, end: u64, body: Body) -> std::io::Result<()> {
-        let raw = raw_of(&body, &mut self.defs);
+        let mut raw = raw_of(&body, &mut self.defs);
+        if let Some(site) = self.sites[body.kind() as usize] {
+            raw.site = self.defs.site(site) + 1;
+        }
         let (start, end) = (self.clock.local(start), self.clock.local(end));
         self.block.push(Encoded { rank: self.rank, start, end, alpha_ns: 10, raw });
         if self.block.len() >= self.job.block_events {
@@ -183,6 +195,17 @@ impl RankWriter<'_> {
         }
         self.writer.write_definitions(&self.defs.take_pending())?;
         self.writer.write_events(self.block.drain(..))
+    }
+}
+
+/// The call site of a kind of call in the synthetic program: one line per
+/// kind (`synthetic.rs:1003:9` for a send), none for init and finalize,
+/// which the runtime records on its own.
+pub fn synthetic_site(kind: EventKind) -> Option<Site> {
+    match kind {
+        EventKind::Init | EventKind::Finalize => None,
+        kind if kind.is_call() => Site::of(&format!("synthetic.rs:{}:9", 1000 + kind.id())),
+        _ => None,
     }
 }
 

@@ -12,9 +12,9 @@
 use std::path::PathBuf;
 
 use grappe_analysis::profile::{Profile, Profiler, profile};
-use grappe_analysis::synthetic::{ITERATION_NS, SyntheticClock, SyntheticJob, write_job};
+use grappe_analysis::synthetic::{ITERATION_NS, SyntheticClock, SyntheticJob, synthetic_site, write_job};
 use grappe_analysis::{CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet};
-use grappe_trace::{ANY, Body, CollectiveKind, Event};
+use grappe_trace::{ANY, Body, CollectiveKind, Event, EventKind};
 use proptest::prelude::*;
 
 fn scratch(name: &str) -> PathBuf {
@@ -109,8 +109,7 @@ fn the_text_report_has_mpip_like_tables() {
     for title in [
         "Time per rank",
         "Calls by type",
-        "Call sites: call type x innermost enclosing user region",
-        "no per-call source location",
+        "Call sites: call type x source location of the call, in its innermost enclosing user region",
         "Message sizes: point-to-point",
         "Message sizes: collective",
         "Communication matrix",
@@ -118,7 +117,18 @@ fn the_text_report_has_mpip_like_tables() {
     ] {
         assert!(text.contains(title), "{title:?} missing from\n{text}");
     }
-    assert!(text.contains("step (synthetic.rs:1)"), "{text}");
+    // The longest site: the waits, at the synthetic program's wait line,
+    // in region `step`.
+    let wait_site = synthetic_site(EventKind::Wait).unwrap().to_string();
+    let top = &p.sites[0];
+    assert_eq!(
+        (top.call.name(), top.site.as_deref(), top.region.as_deref()),
+        ("wait", Some(&*wait_site), Some("step"))
+    );
+    assert!(text.contains(&format!("wait           {wait_site:<34} step")), "{text}");
+    // One site per call type of the synthetic program, init and finalize
+    // (recorded by the runtime itself) apart.
+    assert!(p.sites.iter().all(|s| s.site.is_some() != matches!(s.call.name(), "init" | "finalize")), "{:?}", p.sites);
     // Rank 2 has no pair partner in a 3-rank job: ring messages only.
     assert_eq!(p.messages(2, 0), (20, 20 * 64));
     assert_eq!(p.rank(2).unwrap().waiting_ns, 0);
@@ -128,7 +138,7 @@ fn the_text_report_has_mpip_like_tables() {
 }
 
 fn linked(rank: u32, start: u64, end: u64, body: Body, message: Message) -> Linked {
-    Linked { event: Event { rank, start, end, alpha_ns: 0, body }, message }
+    Linked { event: Event { rank, start, end, alpha_ns: 0, site: None, body }, message }
 }
 
 /// A receive of rank `dst` from `src` whose send started at `send_start`.

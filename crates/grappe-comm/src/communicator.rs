@@ -141,6 +141,7 @@ impl Communicator {
 
     /// A new communicator with the same ranks and a new context, like
     /// `MPI_Comm_dup`. Collective over this communicator.
+    #[track_caller]
     pub fn dup(&self) -> Result<Communicator> {
         let span = self.span();
         let inner = self.live()?;
@@ -159,6 +160,7 @@ impl Communicator {
     /// Splits the communicator by `color`, ordering each part by `key` and
     /// then by rank, like `MPI_Comm_split`. `None` is `MPI_UNDEFINED`: the
     /// rank takes part but gets no communicator. Collective.
+    #[track_caller]
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
         let span = self.span();
         let inner = self.live()?;

@@ -16,6 +16,7 @@ use crate::{Buffer, BufferMut, Communicator};
 impl Communicator {
     /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when
     /// the buffer may be reused).
+    #[track_caller]
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag)?;
@@ -26,6 +27,7 @@ impl Communicator {
     /// Receives into `buf` a message from `src` with `tag` (either may be a
     /// wildcard). The message may be shorter than the buffer; a longer one
     /// is [`Error::Truncated`].
+    #[track_caller]
     pub fn recv<B: BufferMut + ?Sized>(
         &self,
         buf: &mut B,
@@ -41,6 +43,7 @@ impl Communicator {
 
     /// Sends `send` to `dest` and receives into `recv` from `src`, without
     /// deadlock whatever the peers do first.
+    #[track_caller]
     pub fn sendrecv<S, R>(
         &self,
         send: &S,
@@ -64,6 +67,7 @@ impl Communicator {
 
     /// Sends a vector. To a thread rank of the same process the allocation
     /// itself moves (no copy); to another process it is copied.
+    #[track_caller]
     pub fn send_vec<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         let inner = self.live()?;
@@ -81,6 +85,7 @@ impl Communicator {
     }
 
     /// Receives a whole message as a vector, whatever its length.
+    #[track_caller]
     pub fn recv_vec<T: Pod>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(Vec<T>, Status)> {
         let span = self.span();
         let (owned, status) = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src.into(), tag.into())?;
@@ -89,6 +94,7 @@ impl Communicator {
     }
 
     /// Sends any serialisable value (bincode encoding).
+    #[track_caller]
     pub fn send_obj<T: Serialize + ?Sized>(&self, value: &T, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         let bytes = bincode::serialize(value)
@@ -99,6 +105,7 @@ impl Communicator {
     }
 
     /// Receives a value sent with [`send_obj`](Self::send_obj).
+    #[track_caller]
     pub fn recv_obj<T: DeserializeOwned>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(T, Status)> {
         let span = self.span();
         let (owned, status) = self.recv_owned(self.p2p_ctx(), 8, src.into(), tag.into())?;
@@ -114,6 +121,7 @@ impl Communicator {
 
     /// Waits for a matching message and returns its status without
     /// receiving it.
+    #[track_caller]
     pub fn probe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
@@ -125,6 +133,7 @@ impl Communicator {
     }
 
     /// The status of a matching message that has arrived, if any.
+    #[track_caller]
     pub fn iprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Status>> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());

@@ -74,6 +74,7 @@ impl Communicator {
     }
 
     /// Starts sending `buf` to `dest`; the buffer stays borrowed for the scope.
+    #[track_caller]
     pub fn isend<'scope, B: Buffer + ?Sized>(
         &self,
         scope: &'scope Scope<'scope, '_>,
@@ -95,6 +96,7 @@ impl Communicator {
     }
 
     /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
+    #[track_caller]
     pub fn irecv<'scope, B: BufferMut + ?Sized>(
         &self,
         scope: &'scope Scope<'scope, '_>,
@@ -132,6 +134,7 @@ impl<'scope> Scope<'scope, '_> {
 
 impl Request<'_> {
     /// Waits for completion. For a receive, the status of the message.
+    #[track_caller]
     pub fn wait(mut self) -> Result<Status> {
         let span = self.span();
         let status = match std::mem::replace(&mut self.state, State::Taken) {
@@ -148,6 +151,7 @@ impl Request<'_> {
         check_elements(status, self.elem)
     }
 
+    #[track_caller]
     fn span(&self) -> Span {
         match &self.traced {
             Some(traced) => traced_span(traced),
@@ -156,6 +160,7 @@ impl Request<'_> {
     }
 
     /// The status if the request completed; `Ok(None)` if still pending.
+    #[track_caller]
     pub fn test(&mut self) -> Result<Option<Status>> {
         let span = self.span();
         let status = match self.state {
@@ -190,12 +195,20 @@ impl Request<'_> {
 
 /// Waits for every request; statuses in the same order. Stops at the first
 /// error (the remaining requests are then waited for by their scope).
+#[track_caller]
 pub fn wait_all<'s>(requests: impl IntoIterator<Item = Request<'s>>) -> Result<Vec<Status>> {
-    requests.into_iter().map(Request::wait).collect()
+    // A loop, not `map(Request::wait)`: the waits are then recorded at the
+    // caller's site.
+    let mut statuses = Vec::new();
+    for request in requests {
+        statuses.push(request.wait()?);
+    }
+    Ok(statuses)
 }
 
 /// Waits until one request completes; removes it from `requests` and
 /// returns its index and status.
+#[track_caller]
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
     let first = requests.first().ok_or_else(|| Error::BufferSize { op: "wait_any", detail: "no requests".into() })?;
     let ids: Vec<RequestId> = requests
@@ -216,6 +229,7 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
 }
 
 /// True when every request has completed (and then completes them all).
+#[track_caller]
 pub fn test_all(requests: &mut [Request<'_>]) -> Result<bool> {
     let mut all = true;
     for request in requests.iter_mut() {

@@ -14,9 +14,10 @@ use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 use crate::Communicator;
 use crate::selectors::{Source, Tag};
 
-/// A traced call in progress: the start date, if tracing is on.
+/// A traced call in progress, if tracing is on: its start date and the
+/// program's call site (`None` for calls the runtime makes itself).
 #[derive(Clone, Copy)]
-pub(crate) struct Span(Option<u64>);
+pub(crate) struct Span(Option<(u64, Option<&'static Location<'static>>)>);
 
 impl Span {
     /// The span of a call made while tracing is off.
@@ -24,25 +25,43 @@ impl Span {
 }
 
 impl Communicator {
-    /// Starts a traced call.
+    /// Starts a traced call made by the program. Every public call that
+    /// starts one is `#[track_caller]`, down to here, so that the site is
+    /// where the program called (what mpiP reports as a call site).
     #[inline(always)]
+    #[track_caller]
     pub(crate) fn span(&self) -> Span {
+        let site = Location::caller();
         let ctx = self.rank_context();
-        Span(if ctx.tracing() { Some(ctx.recorder().now()) } else { None })
+        Span(if ctx.tracing() { Some((ctx.recorder().now(), Some(site))) } else { None })
+    }
+
+    /// Starts a traced call the runtime makes on its own (init, finalize).
+    fn span_without_site(&self) -> Span {
+        let ctx = self.rank_context();
+        Span(if ctx.tracing() { Some((ctx.recorder().now(), None)) } else { None })
     }
 
     /// Records the event of a call that started at `span`, built by `fill`.
     #[inline]
     pub(crate) fn trace_end(&self, span: Span, kind: EventKind, fill: impl FnOnce(&mut Recorder, &mut RawEvent)) {
-        if let Span(Some(start)) = span {
-            self.trace_record(start, kind, fill);
+        if let Span(Some((start, site))) = span {
+            self.trace_record(start, site, kind, fill);
         }
     }
 
     #[cold]
-    fn trace_record(&self, start: u64, kind: EventKind, fill: impl FnOnce(&mut Recorder, &mut RawEvent)) {
+    fn trace_record(
+        &self,
+        start: u64,
+        site: Option<&'static Location<'static>>,
+        kind: EventKind,
+        fill: impl FnOnce(&mut Recorder, &mut RawEvent),
+    ) {
         let mut rec = self.rank_context().recorder();
-        let mut raw = RawEvent { start, end: rec.now(), kind: kind.id(), c: self.p2p_ctx(), ..RawEvent::default() };
+        let end = rec.now();
+        let site = site.map_or(0, |location| rec.site(location));
+        let mut raw = RawEvent { start, end, kind: kind.id(), c: self.p2p_ctx(), site, ..RawEvent::default() };
         fill(&mut rec, &mut raw);
         rec.record(raw);
     }
@@ -63,10 +82,11 @@ impl Communicator {
     /// A sendrecv: its send and its receive, one record each with the
     /// call's dates, written together (no flush between them).
     pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, status: &Result<Status>) {
-        let (Span(Some(start)), Ok(status)) = (span, status) else { return };
+        let (Span(Some((start, site))), Ok(status)) = (span, status) else { return };
         let (dest_world, src_world) = (self.trace_rank(dest), self.trace_rank(status.source));
         let mut rec = self.rank_context().recorder();
         let (end, c) = (rec.now(), self.p2p_ctx());
+        let site = site.map_or(0, |location| rec.site(location));
         let seq = rec.next_send_seq(dest_world);
         let send = RawEvent {
             start,
@@ -77,6 +97,7 @@ impl Communicator {
             b: tag as u32,
             d: bytes as u64,
             e: seq,
+            site,
             ..RawEvent::default()
         };
         let recv = RawEvent {
@@ -87,6 +108,7 @@ impl Communicator {
             a: src_world,
             b: status.tag as u32,
             d: status.bytes as u64,
+            site,
             ..RawEvent::default()
         };
         rec.record_pair(send, recv);
@@ -109,6 +131,7 @@ impl Communicator {
     }
 
     /// Runs a collective's body and records it (on success).
+    #[track_caller]
     pub(crate) fn traced<T>(
         &self,
         op: CollectiveKind,
@@ -163,7 +186,7 @@ impl Communicator {
 
     /// Records that the rank joined (`true`) or is leaving (`false`) the job.
     pub fn trace_lifecycle(&self, joined: bool) {
-        let span = self.span();
+        let span = self.span_without_site();
         let kind = if joined { EventKind::Init } else { EventKind::Finalize };
         self.trace_end(span, kind, |_, _| {});
     }
@@ -323,6 +346,7 @@ impl Communicator {
 }
 
 /// A span starting now on the request's communicator.
+#[track_caller]
 pub(crate) fn traced_span(traced: &Traced) -> Span {
     traced.comm.span()
 }

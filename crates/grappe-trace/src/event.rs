@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::site::Site;
+
 /// Kinds of events, with their stable numeric ids (the file schema lists
 /// them by name and id; readers of older files rely on these numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -77,6 +79,12 @@ impl EventKind {
     /// The kind with numeric id `id`.
     pub fn from_id(id: u16) -> Option<EventKind> {
         EventKind::ALL.get((id as usize).wrapping_sub(1)).copied()
+    }
+
+    /// A call into the runtime (init to comm_create): what a call site
+    /// is recorded for.
+    pub fn is_call(self) -> bool {
+        self.id() <= EventKind::CommCreate.id()
     }
 
     /// Stable numeric id.
@@ -196,6 +204,9 @@ pub struct Event {
     pub end: u64,
     /// Cost of recording this event, in nanoseconds.
     pub alpha_ns: u32,
+    /// Where the program made the call (runtime calls; `None` for other
+    /// events and for calls recorded without their caller).
+    pub site: Option<Site>,
     /// What happened.
     pub body: Body,
 }

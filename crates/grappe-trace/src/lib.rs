@@ -13,6 +13,7 @@ pub mod format;
 pub mod raw;
 mod reader;
 mod recorder;
+pub mod site;
 mod writer;
 
 pub use clock::TraceClock;
@@ -21,4 +22,5 @@ pub use format::{ClockInfo, ClockSample, FileHeader, Footer, MergedRank, TscAnch
 pub use raw::RawEvent;
 pub use reader::{Ending, Events, TraceError, TraceFile};
 pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for};
+pub use site::Site;
 pub use writer::TraceWriter;

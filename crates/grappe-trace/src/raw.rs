@@ -1,7 +1,7 @@
 //! The raw record: what the recorder writes on the hot path, and what the
 //! file encoding compresses.
 //!
-//! Every event fits in 48 bytes of fixed slots, so recording one is a few
+//! Every event fits in 56 bytes of fixed slots, so recording one is a few
 //! stores into a preallocated buffer. What each slot means depends on the
 //! kind; [`slots_of`] is that table, and the file header publishes it (the
 //! schema), so readers in other languages can decode a trace without this
@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use crate::event::{Body, CollectiveKind, Completion, EventKind};
+use crate::event::{Body, CollectiveKind, Completion, Event, EventKind};
+use crate::site::Site;
 
 /// One recorded event in fixed slots.
 #[repr(C)]
@@ -30,13 +31,15 @@ pub struct RawEvent {
     pub b: u32,
     #[allow(missing_docs)]
     pub c: u32,
+    /// The call site: its string id plus one, 0 for none.
+    pub site: u32,
     #[allow(missing_docs)]
     pub d: u64,
     #[allow(missing_docs)]
     pub e: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<RawEvent>() == 48);
+const _: () = assert!(std::mem::size_of::<RawEvent>() == 56);
 
 /// A slot of a raw record. The discriminant orders the slots as the
 /// record does (the decoder gathers values in an array by it).
@@ -54,6 +57,8 @@ pub enum Slot {
     D,
     /// `e` (u64)
     E,
+    /// `site` (u32: a string id plus one, 0 for none)
+    Site,
 }
 
 impl Slot {
@@ -66,6 +71,7 @@ impl Slot {
             Slot::C => "c",
             Slot::D => "d",
             Slot::E => "e",
+            Slot::Site => "site",
         }
     }
 }
@@ -74,19 +80,34 @@ impl Slot {
 pub const fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
     use Slot::*;
     match kind {
-        EventKind::Init | EventKind::Finalize | EventKind::FlushBegin | EventKind::FlushEnd => &[],
-        EventKind::Send => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq", E)],
-        EventKind::Recv => &[("src", A), ("tag", B), ("comm", C), ("bytes", D), ("arrived", Flags)],
-        EventKind::Isend => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq_request", E)],
-        EventKind::Irecv => &[("src", A), ("tag", B), ("comm", C), ("request", E)],
-        EventKind::Wait | EventKind::Test => {
-            &[("completion", Flags), ("src", A), ("tag", B), ("comm", C), ("bytes", D), ("request", E)]
+        EventKind::FlushBegin | EventKind::FlushEnd => &[],
+        EventKind::Init | EventKind::Finalize => &[("site_def", Site)],
+        EventKind::Send => &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq", E), ("site_def", Site)],
+        EventKind::Recv => &[("src", A), ("tag", B), ("comm", C), ("bytes", D), ("arrived", Flags), ("site_def", Site)],
+        EventKind::Isend => {
+            &[("dest", A), ("tag", B), ("comm", C), ("bytes", D), ("seq_request", E), ("site_def", Site)]
         }
-        EventKind::Probe | EventKind::Iprobe => {
-            &[("found", Flags), ("src", A), ("tag", B), ("comm", C), ("bytes", D), ("found_src_tag", E)]
-        }
-        EventKind::Collective => &[("op", Flags), ("root", A), ("comm", C), ("bytes", D)],
-        EventKind::CommCreate => &[("comm", A), ("parent", C), ("members_def", E)],
+        EventKind::Irecv => &[("src", A), ("tag", B), ("comm", C), ("request", E), ("site_def", Site)],
+        EventKind::Wait | EventKind::Test => &[
+            ("completion", Flags),
+            ("src", A),
+            ("tag", B),
+            ("comm", C),
+            ("bytes", D),
+            ("request", E),
+            ("site_def", Site),
+        ],
+        EventKind::Probe | EventKind::Iprobe => &[
+            ("found", Flags),
+            ("src", A),
+            ("tag", B),
+            ("comm", C),
+            ("bytes", D),
+            ("found_src_tag", E),
+            ("site_def", Site),
+        ],
+        EventKind::Collective => &[("op", Flags), ("root", A), ("comm", C), ("bytes", D), ("site_def", Site)],
+        EventKind::CommCreate => &[("comm", A), ("parent", C), ("members_def", E), ("site_def", Site)],
         EventKind::RegionEnter | EventKind::Point => &[("name_def", A), ("location_def", B)],
         EventKind::RegionLeave => &[("name_def", A)],
         EventKind::Counter => &[("name_def", A), ("value", E)],
@@ -123,6 +144,8 @@ fn unpack_completion(flags: u16, src: u32, tag: u32, bytes: u64) -> Option<Compl
 pub trait Definitions {
     /// The string with definition id `id`.
     fn string(&self, id: u32) -> Option<&Arc<str>>;
+    /// The string with definition id `id`, as a call site.
+    fn site(&self, id: u32) -> Option<Site>;
     /// The member list with definition id `id`.
     fn members(&self, id: u64) -> Option<&[u32]>;
 }
@@ -136,6 +159,9 @@ pub enum DecodeError {
     UnknownCollective(u16),
     /// A definition id refers to nothing defined before it.
     MissingDefinition(&'static str, u64),
+    /// A site whose text is past the process's bound on site text
+    /// ([`crate::site::MAX_SITE_BYTES`]).
+    TooManySites(u32),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -146,11 +172,26 @@ impl std::fmt::Display for DecodeError {
             DecodeError::MissingDefinition(what, id) => {
                 write!(f, "{what} definition {id} is used before it is defined")
             }
+            DecodeError::TooManySites(id) => write!(
+                f,
+                "site definition {id} is past the {} MiB of distinct call sites a process reads",
+                crate::site::MAX_SITE_BYTES >> 20
+            ),
         }
     }
 }
 
 impl RawEvent {
+    /// The call site this record names, if any.
+    #[inline(always)]
+    pub fn site_of<D: Definitions + ?Sized>(&self, defs: &D) -> Result<Option<Site>, DecodeError> {
+        let Some(id) = self.site.checked_sub(1) else { return Ok(None) };
+        match defs.site(id) {
+            Some(site) => Ok(Some(site)),
+            None => Err(site_error(defs, id)),
+        }
+    }
+
     /// The event body this record encodes.
     #[inline(always)]
     pub fn body<D: Definitions + ?Sized>(&self, defs: &D) -> Result<Body, DecodeError> {
@@ -214,15 +255,36 @@ impl RawEvent {
     }
 }
 
+#[cold]
+fn site_error<D: Definitions + ?Sized>(defs: &D, id: u32) -> DecodeError {
+    match defs.string(id) {
+        Some(_) => DecodeError::TooManySites(id),
+        None => DecodeError::MissingDefinition("site", id as u64),
+    }
+}
+
 /// Where the ids of strings and member lists come from when encoding.
 pub trait Interner {
     /// Id of a string, defining it if new.
     fn intern(&mut self, s: &str) -> u32;
+    /// Id of a call site's text, defining it if new.
+    fn site(&mut self, site: Site) -> u32 {
+        self.intern(site.text())
+    }
     /// Id of a member list, defining it.
     fn members(&mut self, members: &[u32]) -> u64;
 }
 
-/// The raw record of an event body (start and end are set by the caller).
+/// The raw record of an event, call site included (start and end are set
+/// by the caller).
+pub fn raw_of_event(event: &Event, interner: &mut dyn Interner) -> RawEvent {
+    let mut raw = raw_of(&event.body, interner);
+    raw.site = event.site.map_or(0, |site| interner.site(site) + 1);
+    raw
+}
+
+/// The raw record of an event body, without a call site (start and end
+/// are set by the caller).
 pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
     let mut r = RawEvent { kind: body.kind().id(), ..RawEvent::default() };
     match body {

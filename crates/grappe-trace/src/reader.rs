@@ -20,6 +20,7 @@ use crate::format::{
     VERSION, decode_definitions, decode_events_with, decode_footer, decode_samples,
 };
 use crate::raw::Definitions;
+use crate::site::Site;
 
 /// What is wrong with a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +108,10 @@ pub struct TraceFile {
 struct Defs {
     strings: Vec<Option<Arc<str>>>,
     sparse_strings: FxHashMap<u32, Arc<str>>,
+    /// The strings as call sites, by the same ids (most call records name
+    /// one: a vector of its own keeps that lookup to a load).
+    sites: Vec<Option<Site>>,
+    sparse_sites: FxHashMap<u32, Site>,
     members: FxHashMap<u64, Vec<u32>>,
 }
 
@@ -114,16 +119,25 @@ struct Defs {
 const DENSE_STRINGS: u32 = 1 << 16;
 
 impl Defs {
+    /// Defines a string, and its site (any string may name one: which do
+    /// is only known from the events; none past the process's bound on
+    /// site text, and then an event naming it is an error).
     fn define_string(&mut self, id: u32, s: Arc<str>) {
+        let site = Site::of(&s);
         if id >= DENSE_STRINGS {
             self.sparse_strings.insert(id, s);
+            if let Some(site) = site {
+                self.sparse_sites.insert(id, site);
+            }
             return;
         }
         let i = id as usize;
         if i >= self.strings.len() {
             self.strings.resize(i + 1, None);
+            self.sites.resize(i + 1, None);
         }
         self.strings[i] = Some(s);
+        self.sites[i] = site;
     }
 }
 
@@ -133,6 +147,13 @@ impl Definitions for Defs {
         match self.strings.get(id as usize) {
             Some(dense) => dense.as_ref(),
             None => self.sparse_strings.get(&id),
+        }
+    }
+    #[inline(always)]
+    fn site(&self, id: u32) -> Option<Site> {
+        match self.sites.get(id as usize) {
+            Some(&dense) => dense,
+            None => self.sparse_sites.get(&id).copied(),
         }
     }
     fn members(&self, id: u64) -> Option<&[u32]> {
@@ -273,8 +294,17 @@ impl TraceFile {
             if events.is_empty() {
                 events.reserve(count);
             }
+            // One result at a time: matching a pair of them moved whole
+            // bodies around, 30 instructions an event.
+            let site = match e.raw.site_of(&self.defs) {
+                Ok(site) => site,
+                Err(reason) => {
+                    undecodable.get_or_insert(reason);
+                    return;
+                }
+            };
             match e.raw.body(&self.defs) {
-                Ok(body) => push_in_place(events, e, body),
+                Ok(body) => push_in_place(events, e, site, body),
                 Err(reason) => _ = undecodable.get_or_insert(reason),
             }
         })
@@ -431,7 +461,7 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     let header: FileHeader =
         serde_json::from_slice(&json).map_err(|e| bad(12 + e.column() as u64, format!("a JSON file header ({e})")))?;
     if header.format != VERSION {
-        return Err(bad(12, format!("format version {VERSION}, found {}", header.format)));
+        return Err(bad(12, format!("format version {VERSION}, found {} (record the trace again)", header.format)));
     }
     Ok((header, 12 + len as u64))
 }
@@ -442,8 +472,8 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
 /// after the event was written field by field, stalls the CPU: a quarter
 /// of the decoding time.
 #[inline(always)]
-fn push_in_place(events: &mut Vec<Event>, e: &Encoded, body: Body) {
-    let event = |body| Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, body };
+fn push_in_place(events: &mut Vec<Event>, e: &Encoded, site: Option<Site>, body: Body) {
+    let event = |body| Event { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, site, body };
     let len = events.len();
     match events.spare_capacity_mut().first_mut() {
         Some(slot) => {

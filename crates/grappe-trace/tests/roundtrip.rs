@@ -2,6 +2,7 @@
 //! the buffer size and the flush policy; cut and corrupted files give the
 //! place and the reason, never a panic.
 
+use std::panic::Location;
 use std::path::{Path, PathBuf};
 
 use grappe_trace::format::ClockSample;
@@ -86,10 +87,28 @@ fn collective(id: u8) -> CollectiveKind {
 
 /// Records `bodies` with increasing dates; returns what went in.
 fn record_all(rec: &mut Recorder, bodies: &[(Body, u32)]) -> Vec<(Body, u64, u64)> {
+    let sited: Vec<_> = bodies.iter().map(|(body, duration)| (body.clone(), *duration, None)).collect();
+    record_sited(rec, &sited)
+}
+
+/// Three call sites of this file.
+fn sites() -> [&'static Location<'static>; 3] {
+    #[track_caller]
+    fn here() -> &'static Location<'static> {
+        Location::caller()
+    }
+    [here(), here(), here()]
+}
+
+/// Records `bodies`, calls with the call site of the index given.
+fn record_sited(rec: &mut Recorder, bodies: &[(Body, u32, Option<usize>)]) -> Vec<(Body, u64, u64)> {
     let mut out = Vec::new();
-    for (body, duration) in bodies {
+    for (body, duration, site) in bodies {
         let start = rec.now();
         let mut raw = raw_of(body, &mut Through(rec));
+        if let Some(i) = site.filter(|_| body.kind().is_call()) {
+            raw.site = rec.site(sites()[i]);
+        }
         raw.start = start;
         raw.end = start + *duration as u64;
         rec.record(raw);
@@ -113,18 +132,20 @@ proptest! {
     /// Every event comes back with its body, rank, order and a duration
     /// equal to the recorded one (dates are converted to nanoseconds).
     #[test]
-    fn any_event_sequence_round_trips(bodies in proptest::collection::vec((body(), 0u32..1_000_000), 0..300), buffer in 16usize..200, policy in 0u8..2) {
+    fn any_event_sequence_round_trips(bodies in proptest::collection::vec((body(), 0u32..1_000_000, proptest::option::of(0usize..3)), 0..300), buffer in 16usize..200, policy in 0u8..2) {
         let policy = [FlushPolicy::Full, FlushPolicy::Thread][policy as usize];
         let d = dir(&format!("prop-{buffer}-{}", bodies.len()));
         let mut rec = recorder(&d, policy, buffer);
-        let input = record_all(&mut rec, &bodies);
+        let input = record_sited(&mut rec, &bodies);
         let footer = rec.finish().unwrap();
         let (events, ending) = read_all(&file_for(&d, 3));
         let ours: Vec<&Event> = events.iter().filter(|e| !matches!(e.body, Body::FlushBegin | Body::FlushEnd)).collect();
         prop_assert_eq!(ours.len(), input.len());
-        for (event, (body, _, _)) in ours.iter().zip(&input) {
+        for ((event, (body, _, _)), (_, _, site)) in ours.iter().zip(&input).zip(&bodies) {
             prop_assert_eq!(&event.body, body);
             prop_assert_eq!(event.rank, 3);
+            let expected = site.filter(|_| body.kind().is_call()).map(|i| sites()[i].to_string());
+            prop_assert_eq!(event.site.map(|s| s.to_string()), expected);
         }
         prop_assert!(events.windows(2).all(|w| w[0].start <= w[1].start), "dates are not in recording order");
         prop_assert_eq!(ending, Some(Ending::Complete(footer)));

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
-use grappe_trace::{Body, CollectiveKind, Ending, Event, TraceFile, file_for};
+use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 
 fn fresh_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("grappe-tracing-{}-{name}", std::process::id()));
@@ -105,6 +105,59 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     }
     assert!(samples.iter().all(|s| s.t_send_ref <= s.t_recv_ref && s.t_recv_peer <= s.t_send_peer));
     assert!(matches!(trace0.ending(), Some(Ending::Complete(f)) if f.dropped == 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each call records the line of the program that made it (mpiP's call
+/// site), through the wrappers too (`wait_all`, a collective's body);
+/// init and finalize, made by the runtime, have none.
+#[test]
+fn every_call_names_the_line_that_made_it() {
+    let dir = fresh_dir("sites");
+    let lines = grappe::testing::threads_traced(2, &dir, |world| {
+        let me = world.rank();
+        let mut lines = Vec::new();
+        let mut mark = |kind: EventKind, line: u32| lines.push((kind, line));
+        if me == 0 {
+            mark(EventKind::Send, line!() + 1);
+            world.send(&[1u64], 1, 7).unwrap();
+        } else {
+            mark(EventKind::Recv, line!() + 1);
+            world.recv(&mut [0u64], 0, 7).unwrap();
+        }
+        let (out, mut incoming) = ([me as u32], [0u32]);
+        world.scope(|s| {
+            let peer = 1 - me;
+            mark(EventKind::Irecv, line!() + 1);
+            let r = world.irecv(s, &mut incoming, peer, 9).unwrap();
+            mark(EventKind::Isend, line!() + 1);
+            let w = world.isend(s, &out, peer, 9).unwrap();
+            mark(EventKind::Wait, line!() + 1);
+            grappe::wait_all([r, w]).unwrap();
+        });
+        let mut total = 0u64;
+        mark(EventKind::Collective, line!() + 1);
+        world.allreduce(&1u64, &mut total, Sum).unwrap();
+        mark(EventKind::CommCreate, line!() + 1);
+        world.dup().unwrap();
+        lines
+    });
+
+    for (rank, lines) in lines.iter().enumerate() {
+        let (events, _) = read(&file_for(&dir, rank as u32));
+        for &(kind, line) in lines {
+            let at = format!("{}:{line}:", file!());
+            let sites: Vec<_> = events.iter().filter(|e| e.body.kind() == kind).map(|e| e.site).collect();
+            assert!(!sites.is_empty(), "rank {rank}: no {kind:?}");
+            for site in sites {
+                let site = site.unwrap_or_else(|| panic!("rank {rank}: a {kind:?} without its site"));
+                assert!(site.text().starts_with(&at), "rank {rank}: {kind:?} at {site}, not at {at}");
+            }
+        }
+        for e in events.iter().filter(|e| matches!(e.body, Body::Init | Body::Finalize)) {
+            assert_eq!(e.site, None, "rank {rank}: {:?} is the runtime's", e.body.kind());
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

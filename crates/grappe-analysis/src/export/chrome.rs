@@ -402,7 +402,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn recv_at(start: u64, end: u64) -> Event {
-        Event { rank: 1, start, end, alpha_ns: 0, body: Body::Init }
+        Event { rank: 1, start, end, alpha_ns: 0, site: None, body: Body::Init }
     }
 
     fn send_at(start: u64, end: u64) -> SendSide {

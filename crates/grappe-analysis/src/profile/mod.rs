@@ -8,10 +8,12 @@
 //! - **calls by type** (send, recv, isend, irecv, wait, test, probe,
 //!   iprobe, comm_create, each collective operation): count, total, mean,
 //!   min and max time, share of the run time, bytes;
-//! - **call sites**: mpiP's call site is the source location of a call;
-//!   grappe's records carry no per-call location, so a site here is the
-//!   call type within the *innermost enclosing user region* (its name and
-//!   source location, from `Communicator::region`), or `<no region>`;
+//! - **call sites**, as mpiP's: the call type at the source location of
+//!   the program's call (`file:line:column`, recorded with every runtime
+//!   call), with the *innermost enclosing user region* (its name and
+//!   source location, from `Communicator::region`) beside it. Records
+//!   without a location (made by the runtime itself) are told apart by
+//!   their region alone;
 //! - **message sizes**: power-of-two histograms of the point-to-point
 //!   messages sent and of the collectives' per-rank contributions;
 //! - **per rank**: total (first to last event), time in runtime calls
@@ -132,11 +134,15 @@ pub struct CallRow {
     pub stats: CallStats,
 }
 
-/// One call site: a call type within the innermost enclosing user region.
+/// One call site: a call type at a source location, within the innermost
+/// enclosing user region.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SiteRow {
     /// The call type.
     pub call: CallType,
+    /// Where the program made the call (`file:line:column`; `None` for
+    /// calls recorded without one).
+    pub site: Option<String>,
     /// The innermost enclosing region (`None`: outside every region).
     pub region: Option<String>,
     /// The region's source location.

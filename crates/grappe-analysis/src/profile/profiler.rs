@@ -1,6 +1,6 @@
 //! The streaming state of a profile: what one pass keeps.
 
-use grappe_trace::{Body, Event};
+use grappe_trace::{Body, Event, Site};
 use rustc_hash::FxHashMap;
 
 use super::collectives::{Entry, Instances};
@@ -25,7 +25,7 @@ pub struct Profiler {
     world_size: u32,
     events: u64,
     calls: FxHashMap<CallType, CallStats>,
-    sites: FxHashMap<(CallType, Option<u32>), CallStats>,
+    sites: FxHashMap<(CallType, Option<Site>, Option<u32>), CallStats>,
     regions: Regions,
     p2p_sizes: Histogram,
     collective_sizes: Histogram,
@@ -97,8 +97,8 @@ impl Profiler {
         let (ns, bytes) = (end - start, call_bytes(&event.body));
         self.calls.entry(call).or_default().add(ns, bytes);
         let Some(state) = self.ranks.get_mut(&event.rank) else { return };
-        let site = state.stack.last().map(|open| open.region);
-        self.sites.entry((call, site)).or_default().add(ns, bytes);
+        let region = state.stack.last().map(|open| open.region);
+        self.sites.entry((call, event.site, region)).or_default().add(ns, bytes);
         state.add_call(start, end);
         match &event.body {
             Body::Send { dest, bytes, .. } | Body::Isend { dest, bytes, .. } => {
@@ -139,8 +139,10 @@ impl Profiler {
         let mut calls: Vec<CallRow> = self.calls.iter().map(|(&call, &stats)| CallRow { call, stats }).collect();
         calls.sort_by(|a, b| b.stats.total_ns.cmp(&a.stats.total_ns).then(a.call.cmp(&b.call)));
         let mut sites: Vec<SiteRow> =
-            self.sites.iter().map(|(&(call, region), &stats)| self.site(call, region, stats)).collect();
-        sites.sort_by(|a, b| b.stats.total_ns.cmp(&a.stats.total_ns).then(a.call.cmp(&b.call)));
+            self.sites.iter().map(|(&(call, site, region), &stats)| self.site(call, site, region, stats)).collect();
+        sites.sort_by(|a, b| {
+            b.stats.total_ns.cmp(&a.stats.total_ns).then(a.call.cmp(&b.call)).then_with(|| a.site.cmp(&b.site))
+        });
         let mut matrix: Vec<MatrixCell> = self
             .matrix
             .iter()
@@ -169,9 +171,15 @@ impl Profiler {
         }
     }
 
-    fn site(&self, call: CallType, region: Option<u32>, stats: CallStats) -> SiteRow {
+    fn site(&self, call: CallType, site: Option<Site>, region: Option<u32>, stats: CallStats) -> SiteRow {
         let row = region.and_then(|r| self.regions.rows.get(r as usize));
-        SiteRow { call, region: row.map(|r| r.name.clone()), location: row.map(|r| r.location.clone()), stats }
+        SiteRow {
+            call,
+            site: site.map(|s| s.text().to_owned()),
+            region: row.map(|r| r.name.clone()),
+            location: row.map(|r| r.location.clone()),
+            stats,
+        }
     }
 
     fn notes(&self, unclosed: u64) -> Vec<String> {

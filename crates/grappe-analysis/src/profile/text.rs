@@ -91,19 +91,14 @@ impl Profile {
     }
 
     fn write_sites(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        section(
-            f,
-            "Call sites: call type x innermost enclosing user region (records carry no per-call source \
-             location, so the region plays mpiP's call-site role)",
-        )?;
-        writeln!(f, "{:>4} {:<14} {:<28} {}", "Site", "Call", "Region (location)", STATS_HEADER)?;
+        section(f, "Call sites: call type x source location of the call, in its innermost enclosing user region")?;
+        writeln!(f, "{:>4} {:<14} {:<34} {:<16} {}", "Site", "Call", "Location", "Region", STATS_HEADER)?;
         let in_calls = self.sites.iter().fold(0u64, |a, s| a.saturating_add(s.stats.total_ns));
         for (i, s) in self.sites.iter().take(ROWS).enumerate() {
-            let region = match (&s.region, &s.location) {
-                (Some(name), Some(location)) => format!("{name} ({location})"),
-                _ => "<no region>".to_owned(),
-            };
-            writeln!(f, "{:>4} {:<14} {:<28} {}", i + 1, s.call.name(), region, self.stats(&s.stats, in_calls))?;
+            let site = s.site.as_deref().map_or("<runtime>".to_owned(), short_path);
+            let region = s.region.as_deref().unwrap_or("<no region>");
+            let stats = self.stats(&s.stats, in_calls);
+            writeln!(f, "{:>4} {:<14} {:<34} {:<16} {stats}", i + 1, s.call.name(), site, region)?;
         }
         if self.sites.len() > ROWS {
             writeln!(f, "... {} more sites", self.sites.len() - ROWS)?;
@@ -188,4 +183,15 @@ fn write_sizes(f: &mut fmt::Formatter<'_>, title: &str, bins: &[SizeBin]) -> fmt
         writeln!(f, "{:>24} {:>12} {:>16}", format!("{}-{}", b.min, b.max), b.count, b.bytes)?;
     }
     Ok(())
+}
+
+/// A source location with its path cut to the last two components
+/// (`examples/jacobi.rs:88:17`), as mpiP prints file names: the table
+/// stays readable; the JSON and the report keep the whole path.
+fn short_path(location: &str) -> String {
+    let mut parts = location.rsplitn(3, '/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(file), Some(dir), Some(_)) => format!("{dir}/{file}"),
+        _ => location.to_owned(),
+    }
 }

@@ -89,12 +89,12 @@ GRAPPE.renderTables = function (profile, sitesTotal, box) {
   const shown = profile.sites.slice(0, 50);
   box.append(
     h("h3", {}, "Call sites"),
-    h("p", {}, "A call site is a call type within the innermost enclosing user region: grappe's records carry no " +
-      "per-call source location, so the region (its name and where it was opened) plays mpiP's call-site role."),
+    h("p", {}, "A call site, as mpiP's: a call type at the source location where the program made the call, " +
+      "in its innermost enclosing user region (<runtime>: a call the runtime made itself)."),
     table(
-      [["Site", true], ["Call", false], ["Region", false], ["Location", false], ...STATS_COLUMNS],
-      shown.map((s, i) => [i + 1, s.call, s.region === null ? "<no region>" : s.region, s.location || "",
-        ...statsCells(s, profile, callsTotal)]),
+      [["Site", true], ["Call", false], ["Location", false], ["Region", false], ...STATS_COLUMNS],
+      shown.map((s, i) => [i + 1, s.call, s.site === null ? "<runtime>" : s.site,
+        s.region === null ? "<no region>" : s.region, ...statsCells(s, profile, callsTotal)]),
     ),
   );
   if (sitesTotal > shown.length) box.append(h("p", {}, sitesTotal - shown.length + " more sites (the longest are shown)."));

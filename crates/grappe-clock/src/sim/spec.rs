@@ -112,7 +112,9 @@ impl SimulationSpec {
         for (name, value) in [("offset", self.offset_ns), ("amplitude", self.amplitude_ns), ("jitter", self.jitter_ns)]
         {
             if value > MAX_SPAN_NS {
-                return Err(format!("{name} {value:e} ns is over the {MAX_SPAN_NS:e} ns (31 years) a simulation allows"));
+                return Err(format!(
+                    "{name} {value:e} ns is over the {MAX_SPAN_NS:e} ns (31 years) a simulation allows"
+                ));
             }
         }
         let drift = self.drift_ppm * 1e-6;

@@ -30,6 +30,7 @@ pub(super) const BRUCK_MAX_BYTES: usize = 80 * 1024;
 impl Communicator {
     /// Gathers every rank's `send` into `recv` on every rank: `recv` holds
     /// `size() * send.len()` elements, rank `r`'s at block `r`.
+    #[track_caller]
     pub fn allgather<S, R>(&self, send: &S, recv: &mut R) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -46,6 +47,7 @@ impl Communicator {
 
     /// [`allgather`](Self::allgather) into a new vector: every rank's
     /// `send`, in rank order (one scalar each gives one element per rank).
+    #[track_caller]
     pub fn allgather_vec<S: Buffer + ?Sized>(&self, send: &S) -> Result<Vec<S::Elem>> {
         let mut all = vec![<S::Elem as bytemuck::Zeroable>::zeroed(); self.size() * send.elems().len()];
         self.allgather(send, &mut all[..])?;
@@ -55,6 +57,7 @@ impl Communicator {
     /// Gathers blocks of different lengths: rank `r` contributes
     /// `counts[r]` elements, and `recv` (on every rank) holds them all end
     /// to end in rank order. `counts` is the same on every rank.
+    #[track_caller]
     pub fn allgatherv<S, R>(&self, send: &S, recv: &mut R, counts: &[usize]) -> Result<()>
     where
         S: Buffer + ?Sized,

@@ -32,6 +32,7 @@ impl Communicator {
     /// Reduces `send` over all ranks with `op` into `recv` on every rank.
     /// Contributions combine in rank order, so operations need only be
     /// associative, and every rank gets the same bits, run after run.
+    #[track_caller]
     pub fn allreduce<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,

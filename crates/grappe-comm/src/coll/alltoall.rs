@@ -37,6 +37,7 @@ impl Communicator {
     /// All-to-all: `send` and `recv` hold `size()` blocks of equal length;
     /// block `d` of `send` goes to rank `d`, and block `s` of `recv` comes
     /// from rank `s`.
+    #[track_caller]
     pub fn alltoall<S, R>(&self, send: &S, recv: &mut R) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -81,6 +82,7 @@ impl Communicator {
     /// elements go to rank `d`, `recv_counts[s]` come from rank `s`, blocks
     /// end to end in rank order in both buffers. `recv_counts[s]` must be
     /// what rank `s` sends us.
+    #[track_caller]
     pub fn alltoallv<S, R>(&self, send: &S, send_counts: &[usize], recv: &mut R, recv_counts: &[usize]) -> Result<()>
     where
         S: Buffer + ?Sized,

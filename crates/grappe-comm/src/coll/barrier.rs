@@ -11,6 +11,7 @@ const TAG: i32 = super::tags::BARRIER;
 
 impl Communicator {
     /// Blocks until every rank of the communicator has called `barrier`.
+    #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         let bytes = 0;
         self.traced(grappe_trace::CollectiveKind::Barrier, None, bytes, || {

@@ -29,6 +29,7 @@ pub(super) const SCATTER_ALLGATHER_MIN_RANKS: usize = 8;
 impl Communicator {
     /// Broadcasts `buf` from `root`: afterwards every rank's `buf` holds
     /// the root's. Every rank passes a buffer of the same length.
+    #[track_caller]
     pub fn bcast<B: BufferMut + ?Sized>(&self, buf: &mut B, root: usize) -> Result<()> {
         let bytes = std::mem::size_of_val(buf.elems());
         self.traced(grappe_trace::CollectiveKind::Bcast, Some(root), bytes, || {

@@ -31,6 +31,7 @@ impl Communicator {
     /// holds `size() * send.len()` elements, rank `r`'s at block `r`.
     /// Elsewhere `recv` is not used (pass `&mut []`). Every rank sends the
     /// same number of elements.
+    #[track_caller]
     pub fn gather<S, R>(&self, send: &S, recv: &mut R, root: usize) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -54,6 +55,7 @@ impl Communicator {
     /// in rank order. `counts` and `recv` matter at the root only (pass
     /// `&[]` and `&mut []` elsewhere; counts given elsewhere are checked
     /// against `send`).
+    #[track_caller]
     pub fn gatherv<S, R>(&self, send: &S, recv: &mut R, counts: &[usize], root: usize) -> Result<()>
     where
         S: Buffer + ?Sized,

@@ -45,6 +45,7 @@ impl Communicator {
     /// world.reduce(&mine, &mut [], 0, grappe_comm::Sum)?; // as good on ranks other than 0
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn reduce<S, R, O>(&self, send: &S, recv: &mut R, root: usize, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,

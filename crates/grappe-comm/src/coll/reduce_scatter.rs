@@ -29,6 +29,7 @@ impl Communicator {
     /// rank `r` gets `counts[r]` elements into `recv`, the blocks taken end
     /// to end in rank order (`send` holds their sum of elements, `counts`
     /// is the same on every rank). Like `MPI_Reduce_scatter`.
+    #[track_caller]
     pub fn reduce_scatter<S, R, O>(&self, send: &S, recv: &mut R, counts: &[usize], op: O) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -49,6 +50,7 @@ impl Communicator {
     /// [`reduce_scatter`](Self::reduce_scatter) with blocks of
     /// `recv.len()` elements for every rank (`send` holds `size()` of
     /// them). Like `MPI_Reduce_scatter_block`.
+    #[track_caller]
     pub fn reduce_scatter_block<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,

@@ -30,6 +30,7 @@ enum Prefix {
 impl Communicator {
     /// Inclusive prefix reduction: rank `r`'s `recv` gets
     /// `send(0) ⊕ send(1) ⊕ ... ⊕ send(r)`, combined in rank order.
+    #[track_caller]
     pub fn scan<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -46,6 +47,7 @@ impl Communicator {
     /// Exclusive prefix reduction: rank `r > 0`'s `recv` gets
     /// `send(0) ⊕ ... ⊕ send(r - 1)`. Rank 0's `recv` is left untouched,
     /// as MPI leaves it undefined.
+    #[track_caller]
     pub fn exscan<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<()>
     where
         S: Buffer + ?Sized,

@@ -24,6 +24,7 @@ impl Communicator {
     /// blocks: rank `r` receives block `r` into `recv`. `send` is not used
     /// elsewhere (pass `&[]`). Every rank receives the same number of
     /// elements.
+    #[track_caller]
     pub fn scatter<S, R>(&self, send: &S, recv: &mut R, root: usize) -> Result<()>
     where
         S: Buffer + ?Sized,
@@ -46,6 +47,7 @@ impl Communicator {
     /// `counts[r]` elements, taken end to end from the root's `send` in
     /// rank order. `send` and `counts` matter at the root only (pass `&[]`
     /// elsewhere; counts given elsewhere are checked against `recv`).
+    #[track_caller]
     pub fn scatterv<S, R>(&self, send: &S, counts: &[usize], recv: &mut R, root: usize) -> Result<()>
     where
         S: Buffer + ?Sized,
