@@ -4,32 +4,21 @@
 use grappe_trace::Site;
 use grappe_trace::format::Definition;
 use grappe_trace::raw::Interner;
+use grappe_trace::site::RecentIds;
 use rustc_hash::FxHashMap;
 
 /// Entries of the table of recent call sites.
 const RECENT_SITES: usize = 256;
 
 /// An interner that remembers the definitions not written yet.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct FileDefinitions {
     strings: FxHashMap<String, u32>,
-    /// Ids of call sites, by site: one lookup per call event, so by the
-    /// site's key in a table of recent ones (a program has few sites),
-    /// rather than by hashing the text.
-    recent_sites: [(usize, u32); RECENT_SITES],
+    /// Ids of call sites, by site key: one lookup per call event, so in a
+    /// table of recent ones rather than by hashing the text.
+    recent_sites: RecentIds<RECENT_SITES>,
     members: FxHashMap<Vec<u32>, u64>,
     pending: Vec<Definition>,
-}
-
-impl Default for FileDefinitions {
-    fn default() -> Self {
-        FileDefinitions {
-            strings: FxHashMap::default(),
-            recent_sites: [(0, 0); RECENT_SITES],
-            members: FxHashMap::default(),
-            pending: Vec::new(),
-        }
-    }
 }
 
 impl FileDefinitions {
@@ -53,15 +42,12 @@ impl Interner for FileDefinitions {
 
     #[inline]
     fn site(&mut self, site: Site) -> u32 {
-        let slot = (site.key() >> 3) % RECENT_SITES;
-        match self.recent_sites[slot] {
-            (key, id) if key == site.key() => id,
-            _ => {
-                let id = self.intern(site.text());
-                self.recent_sites[slot] = (site.key(), id);
-                id
-            }
+        if let Some(id) = self.recent_sites.get(site.key()) {
+            return id;
         }
+        let id = self.intern(site.text());
+        self.recent_sites.insert(site.key(), id);
+        id
     }
 
     fn members(&mut self, members: &[u32]) -> u64 {

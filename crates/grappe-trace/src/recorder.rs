@@ -27,6 +27,7 @@ use crate::clock::TraceClock;
 use crate::event::EventKind;
 use crate::format::{Calibration, ClockInfo, ClockSample, Definition, Encoded, FileHeader, Footer, VERSION, schema};
 use crate::raw::RawEvent;
+use crate::site::RecentIds;
 use crate::writer::TraceWriter;
 
 /// Entries of the recent-sites table (a program's hot loop makes a few
@@ -123,9 +124,9 @@ pub struct Recorder {
     sink: Sink,
     strings: HashMap<String, u32>,
     locations: HashMap<usize, u32>,
-    /// Recent call sites: (location address, site slot value), by address
-    /// bits, so that a call's site costs a load and a compare.
-    recent_sites: [(usize, u32); SITE_CACHE],
+    /// Site slot values by location address, so that a call's site costs
+    /// a load and a compare.
+    recent_sites: RecentIds<SITE_CACHE>,
     pending: Vec<Definition>,
     next_members: u64,
     send_seq: Vec<u64>,
@@ -201,7 +202,7 @@ impl Recorder {
             sink,
             strings: HashMap::new(),
             locations: HashMap::new(),
-            recent_sites: [(0, 0); SITE_CACHE],
+            recent_sites: RecentIds::default(),
             pending: Vec::new(),
             next_members: 0,
             send_seq: vec![0; who.world_size as usize],
@@ -300,17 +301,16 @@ impl Recorder {
     #[inline]
     pub fn site(&mut self, location: &'static Location<'static>) -> u32 {
         let key = location as *const Location<'static> as usize;
-        let slot = (key >> 3) % SITE_CACHE;
-        match self.recent_sites[slot] {
-            (cached, site) if cached == key => site,
-            _ => self.site_miss(location, slot),
+        match self.recent_sites.get(key) {
+            Some(site) => site,
+            None => self.site_miss(location, key),
         }
     }
 
     #[cold]
-    fn site_miss(&mut self, location: &'static Location<'static>, slot: usize) -> u32 {
+    fn site_miss(&mut self, location: &'static Location<'static>, key: usize) -> u32 {
         let site = self.location(location) + 1;
-        self.recent_sites[slot] = (location as *const Location<'static> as usize, site);
+        self.recent_sites.insert(key, site);
         site
     }
 

@@ -65,6 +65,41 @@ impl Site {
     }
 }
 
+/// Ids by address, direct-mapped: the last id seen at each of `N` slots.
+/// Call records name one of a program's few sites over and over, so the
+/// recorder and the merged file's writer look them up here first: a load
+/// and a compare, where a hash map costs a hash and a probe per event.
+/// Address 0 is never a key.
+#[derive(Debug, Clone)]
+pub struct RecentIds<const N: usize> {
+    entries: [(usize, u32); N],
+}
+
+impl<const N: usize> Default for RecentIds<N> {
+    fn default() -> Self {
+        RecentIds { entries: [(0, 0); N] }
+    }
+}
+
+impl<const N: usize> RecentIds<N> {
+    /// The id last kept for `key`, if its slot still holds it.
+    #[inline]
+    pub fn get(&self, key: usize) -> Option<u32> {
+        let (held, id) = self.entries[Self::slot(key)];
+        (held == key).then_some(id)
+    }
+
+    /// Keeps `id` for `key`, in place of whatever shared its slot.
+    pub fn insert(&mut self, key: usize, id: u32) {
+        self.entries[Self::slot(key)] = (key, id);
+    }
+
+    fn slot(key: usize) -> usize {
+        // Addresses of 8-byte aligned values: their low bits say nothing.
+        (key >> 3) % N
+    }
+}
+
 impl PartialEq for Site {
     fn eq(&self, other: &Site) -> bool {
         // One `Site` per text: the pointers decide.
@@ -113,6 +148,18 @@ impl Serialize for Site {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_ids_keep_the_last_key_of_each_slot() {
+        let mut table = RecentIds::<4>::default();
+        assert_eq!(table.get(8), None);
+        table.insert(8, 1);
+        table.insert(16, 2);
+        assert_eq!((table.get(8), table.get(16)), (Some(1), Some(2)));
+        // 40 shares 8's slot: it takes it.
+        table.insert(40, 5);
+        assert_eq!((table.get(40), table.get(8), table.get(16)), (Some(5), None, Some(2)));
+    }
 
     #[test]
     fn one_site_per_text() {
