@@ -7,9 +7,9 @@
 //! a record is written through a [`Cursor`] over a slice reserved for it
 //! at once (one capacity check per record, positions in registers),
 //! literal pieces are copied with their length known at compile time
-//! (inlined moves, no `memcpy` call), integers are written two digits at a
-//! time from the last into a scratch array and copied out at a fixed size
-//! (no length computed first), and fractions three digits per lookup.
+//! (inlined moves, no `memcpy` call), integers are put together eight
+//! digits at a time in a register and stored as one word (no branch on
+//! their length), and fractions three digits per lookup.
 //!
 //! The buffer is aligned and handed out in whole blocks, so that a
 //! [`grappe_direct::DirectWriter`] takes it to the device without a copy;
@@ -35,11 +35,9 @@ const BUFFER: usize = CHUNK + 64 * 1024;
 /// numbers. Strings and lists need more ([`text_room`]).
 pub(crate) const RECORD_ROOM: usize = 512;
 
-/// The longest `u64`, in digits.
-const U64_DIGITS: usize = 20;
-
-/// Room for a number written by a cursor (sign and digits).
-pub(crate) const NUMBER_ROOM: usize = U64_DIGITS + 1;
+/// Room for a number written by a cursor: a sign and the 20 digits of the
+/// longest `u64` (the last eight of them stored as one word).
+pub(crate) const NUMBER_ROOM: usize = 21;
 
 /// Two-digit decimal table: `DIGITS[2n..2n + 2]` is `n` for n < 100.
 const DIGITS: &[u8; 200] = b"\
@@ -48,6 +46,34 @@ const DIGITS: &[u8; 200] = b"\
 4041424344454647484950515253545556575859\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
+
+const E8: u64 = 100_000_000;
+const E16: u64 = E8 * E8;
+
+/// 10, 100, ... 10^7: a number of eight digits at most has one more digit
+/// than the bounds it reaches.
+const DIGIT_BOUNDS: [u64; 7] = [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// `PAIRS[n]`, for n < 100, is the two digits of `n` as they lie in memory
+/// (the first in the low byte).
+const PAIRS: [u16; 100] = {
+    let mut table = [0u16; 100];
+    let mut n = 0;
+    while n < 100 {
+        table[n] = u16::from_le_bytes([b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+        n += 1;
+    }
+    table
+};
+
+/// The eight digits of `v` (< 10^8), zero-padded, as they lie in memory:
+/// four independent pair lookups.
+#[inline(always)]
+fn eight_digits(v: u64) -> u64 {
+    let (high, low) = ((v / 10_000) as usize, (v % 10_000) as usize);
+    let pair = |n: usize| PAIRS[n] as u64;
+    pair(high / 100) | pair(high % 100) << 16 | pair(low / 100) << 32 | pair(low % 100) << 48
+}
 
 /// `TRIPLES[n]` is a dot and the three digits of `n`, for n < 1000.
 const TRIPLES: [[u8; 4]; 1000] = {
@@ -187,29 +213,40 @@ impl Cursor<'_> {
             self.bytes(&DIGITS[pair..pair + 2]);
             return;
         }
-        // Digits from the last, at the end of the first half of a scratch
-        // array; then one copy of a fixed size (within the NUMBER_ROOM
-        // every number has), whose bytes past the number are overwritten by
-        // what follows. No length to compute first: `ilog10` was a tenth
-        // of the Chrome writer.
-        let mut scratch = [0u8; 2 * U64_DIGITS];
-        let (mut rest, mut first) = (v, U64_DIGITS);
-        while rest >= 100 {
-            let pair = (rest % 100) as usize * 2;
-            rest /= 100;
-            first -= 2;
-            scratch[first..first + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
-        }
-        if rest >= 10 {
-            let pair = rest as usize * 2;
-            first -= 2;
-            scratch[first..first + 2].copy_from_slice(&DIGITS[pair..pair + 2]);
+        // Digits are put together in a register and stored eight bytes at
+        // a time (within the NUMBER_ROOM every number has; bytes past the
+        // number are overwritten by what follows). Digits stored a pair at
+        // a time into a scratch array and copied out whole were as many
+        // instructions, but the copy's wide load waited on the narrow
+        // stores before it (no store forwarding): a quarter of the Chrome
+        // writer's time.
+        if v < E8 {
+            self.up_to_eight(v);
+        } else if v < E16 {
+            self.up_to_eight(v / E8);
+            self.eight(v % E8);
         } else {
-            first -= 1;
-            scratch[first] = b'0' + rest as u8;
+            self.up_to_eight(v / E16);
+            self.eight(v / E8 % E8);
+            self.eight(v % E8);
         }
-        self.out[self.at..self.at + U64_DIGITS].copy_from_slice(&scratch[first..first + U64_DIGITS]);
-        self.at += U64_DIGITS - first;
+    }
+
+    /// `v` (< 10^8) without leading zeros: its eight digits, shifted past
+    /// the leading zeros (no branch on the length).
+    #[inline(always)]
+    fn up_to_eight(&mut self, v: u64) {
+        let len = 1 + DIGIT_BOUNDS.iter().map(|&bound| (v >= bound) as usize).sum::<usize>();
+        let word = eight_digits(v) >> (8 * (8 - len));
+        self.out[self.at..self.at + 8].copy_from_slice(&word.to_le_bytes());
+        self.at += len;
+    }
+
+    /// `v` (< 10^8) as exactly eight digits, zero-padded.
+    #[inline(always)]
+    fn eight(&mut self, v: u64) {
+        self.out[self.at..self.at + 8].copy_from_slice(&eight_digits(v).to_le_bytes());
+        self.at += 8;
     }
 
     #[inline(always)]
@@ -382,7 +419,9 @@ mod tests {
 
     #[test]
     fn integers_are_written_in_full() {
-        for v in [0, 7, 10, 99, 100, 12_345, 1 << 40, u64::MAX] {
+        // Every length, and both sides of each power of ten.
+        let powers = (1..20).map(|n| 10u64.pow(n)).flat_map(|p| [p - 1, p, p + 1]);
+        for v in [0, 7, 12_345, 1 << 40, u64::MAX].into_iter().chain(powers) {
             assert_eq!(written(|c| c.uint(v)), v.to_string());
         }
         for v in [i64::MIN, -1, 0, 42, i64::MAX] {
