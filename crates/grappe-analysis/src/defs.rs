@@ -1,22 +1,23 @@
 //! Strings and member lists numbered for a file being written (each file
 //! has its own ids; the merged file and generated traces renumber).
 
-use grappe_trace::Site;
+use grappe_trace::Text;
 use grappe_trace::format::Definition;
 use grappe_trace::raw::Interner;
 use grappe_trace::site::RecentIds;
 use rustc_hash::FxHashMap;
 
-/// Entries of the table of recent call sites.
-const RECENT_SITES: usize = 256;
+/// Entries of the table of recent texts.
+const RECENT_TEXTS: usize = 256;
 
 /// An interner that remembers the definitions not written yet.
 #[derive(Debug, Default)]
 pub(crate) struct FileDefinitions {
     strings: FxHashMap<String, u32>,
-    /// Ids of call sites, by site key: one lookup per call event, so in a
-    /// table of recent ones rather than by hashing the text.
-    recent_sites: RecentIds<RECENT_SITES>,
+    /// Ids of texts (call sites, names, locations), by text key: a lookup
+    /// per call, region, point or counter, so in a table of recent ones
+    /// rather than by hashing the text.
+    recent_texts: RecentIds<RECENT_TEXTS>,
     members: FxHashMap<Vec<u32>, u64>,
     pending: Vec<Definition>,
 }
@@ -41,12 +42,12 @@ impl Interner for FileDefinitions {
     }
 
     #[inline]
-    fn site(&mut self, site: Site) -> u32 {
-        if let Some(id) = self.recent_sites.get(site.key()) {
+    fn text(&mut self, text: Text) -> u32 {
+        if let Some(id) = self.recent_texts.get(text.key()) {
             return id;
         }
-        let id = self.intern(site.text());
-        self.recent_sites.insert(site.key(), id);
+        let id = self.intern(text.as_str());
+        self.recent_texts.insert(text.key(), id);
         id
     }
 

@@ -12,7 +12,6 @@
 //! laid out on a true time line so that every message is causal.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use grappe_trace::format::{Calibration, Encoded, FileHeader, VERSION, schema};
 use grappe_trace::raw::{Interner, raw_of};
@@ -213,8 +212,7 @@ pub fn synthetic_site(kind: EventKind) -> Option<Site> {
 fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Result<()> {
     let (rank, n) = (out.rank, out.job.ranks);
     let t = T0 + i * ITERATION_NS;
-    let location: Arc<str> = "synthetic.rs:1".into();
-    out.push(t, t, Body::RegionEnter { name: "step".into(), location })?;
+    out.push(t, t, Body::RegionEnter { name: "step".into(), location: "synthetic.rs:1".into() })?;
     if n > 1 {
         let (right, left) = ((rank + 1) % n, (rank + n - 1) % n);
         let request = 2 * i;

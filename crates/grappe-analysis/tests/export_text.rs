@@ -510,7 +510,7 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
     let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0 };
     let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false };
     let region = |enter: bool| {
-        let name: std::sync::Arc<str> = "odd \"region\"\n".into();
+        let name: grappe_trace::Text = "odd \"region\"\n".into();
         if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
     };
     vec![

@@ -4,11 +4,10 @@
 //! choice: one header, the duration as an attribute). Every record carries
 //! α, the measured cost of recording it, for probe-effect compensation.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 
 use crate::site::Site;
+use crate::text::Text;
 
 /// Kinds of events, with their stable numeric ids (the file schema lists
 /// them by name and id; readers of older files rely on these numbers).
@@ -211,8 +210,9 @@ pub struct Event {
     pub body: Body,
 }
 
-/// The attributes of each kind of event. Names are shared with the
-/// trace's definitions (`Arc<str>`), so reading an event allocates nothing.
+/// The attributes of each kind of event. Names and locations are
+/// process-wide [`Text`]s, so reading an event allocates nothing and
+/// touches no reference count.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[allow(missing_docs)]
 pub enum Body {
@@ -288,18 +288,18 @@ pub enum Body {
         members: Vec<u32>,
     },
     RegionEnter {
-        name: Arc<str>,
-        location: Arc<str>,
+        name: Text,
+        location: Text,
     },
     RegionLeave {
-        name: Arc<str>,
+        name: Text,
     },
     Point {
-        name: Arc<str>,
-        location: Arc<str>,
+        name: Text,
+        location: Text,
     },
     Counter {
-        name: Arc<str>,
+        name: Text,
         value: i64,
     },
     FlushBegin,

@@ -14,6 +14,7 @@ pub mod raw;
 mod reader;
 mod recorder;
 pub mod site;
+pub mod text;
 mod writer;
 
 pub use clock::TraceClock;
@@ -23,4 +24,5 @@ pub use raw::RawEvent;
 pub use reader::{Ending, Events, TraceError, TraceFile};
 pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for};
 pub use site::Site;
+pub use text::Text;
 pub use writer::TraceWriter;

@@ -8,10 +8,9 @@
 //! code. Strings and member lists are not in the record: it holds their
 //! ids in the trace's definitions.
 
-use std::sync::Arc;
-
 use crate::event::{Body, CollectiveKind, Completion, Event, EventKind};
 use crate::site::Site;
+use crate::text::Text;
 
 /// One recorded event in fixed slots.
 #[repr(C)]
@@ -142,10 +141,12 @@ fn unpack_completion(flags: u16, src: u32, tag: u32, bytes: u64) -> Option<Compl
 
 /// Strings and member lists referenced by raw records.
 pub trait Definitions {
-    /// The string with definition id `id`.
-    fn string(&self, id: u32) -> Option<&Arc<str>>;
-    /// The string with definition id `id`, as a call site.
-    fn site(&self, id: u32) -> Option<Site>;
+    /// The string with definition id `id`, if it is defined and was kept
+    /// (see [`Definitions::defined`]).
+    fn string(&self, id: u32) -> Option<Text>;
+    /// Whether string `id` was defined, kept or not: a string is not kept
+    /// past the process's bound on text ([`crate::text::MAX_TEXT_BYTES`]).
+    fn defined(&self, id: u32) -> bool;
     /// The member list with definition id `id`.
     fn members(&self, id: u64) -> Option<&[u32]>;
 }
@@ -159,9 +160,9 @@ pub enum DecodeError {
     UnknownCollective(u16),
     /// A definition id refers to nothing defined before it.
     MissingDefinition(&'static str, u64),
-    /// A site whose text is past the process's bound on site text
-    /// ([`crate::site::MAX_SITE_BYTES`]).
-    TooManySites(u32),
+    /// A string (of the slot named) defined past the process's bound on
+    /// text ([`crate::text::MAX_TEXT_BYTES`]).
+    PastTextBound(&'static str, u32),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -172,10 +173,10 @@ impl std::fmt::Display for DecodeError {
             DecodeError::MissingDefinition(what, id) => {
                 write!(f, "{what} definition {id} is used before it is defined")
             }
-            DecodeError::TooManySites(id) => write!(
+            DecodeError::PastTextBound(what, id) => write!(
                 f,
-                "site definition {id} is past the {} MiB of distinct call sites a process reads",
-                crate::site::MAX_SITE_BYTES >> 20
+                "{what} definition {id} is past the {} MiB of distinct texts a process reads",
+                crate::text::MAX_TEXT_BYTES >> 20
             ),
         }
     }
@@ -186,9 +187,9 @@ impl RawEvent {
     #[inline(always)]
     pub fn site_of<D: Definitions + ?Sized>(&self, defs: &D) -> Result<Option<Site>, DecodeError> {
         let Some(id) = self.site.checked_sub(1) else { return Ok(None) };
-        match defs.site(id) {
-            Some(site) => Ok(Some(site)),
-            None => Err(site_error(defs, id)),
+        match defs.string(id) {
+            Some(text) => Ok(Some(Site::from_text(text))),
+            None => Err(string_error(defs, id, "site")),
         }
     }
 
@@ -196,7 +197,7 @@ impl RawEvent {
     #[inline(always)]
     pub fn body<D: Definitions + ?Sized>(&self, defs: &D) -> Result<Body, DecodeError> {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
-        let string = |id: u32, what| defs.string(id).cloned().ok_or(DecodeError::MissingDefinition(what, id as u64));
+        let string = |id: u32, what| defs.string(id).ok_or_else(|| string_error(defs, id, what));
         let tag = self.b as i32;
         Ok(match kind {
             EventKind::Init => Body::Init,
@@ -256,10 +257,11 @@ impl RawEvent {
 }
 
 #[cold]
-fn site_error<D: Definitions + ?Sized>(defs: &D, id: u32) -> DecodeError {
-    match defs.string(id) {
-        Some(_) => DecodeError::TooManySites(id),
-        None => DecodeError::MissingDefinition("site", id as u64),
+fn string_error<D: Definitions + ?Sized>(defs: &D, id: u32, what: &'static str) -> DecodeError {
+    if defs.defined(id) {
+        DecodeError::PastTextBound(what, id)
+    } else {
+        DecodeError::MissingDefinition(what, id as u64)
     }
 }
 
@@ -267,9 +269,13 @@ fn site_error<D: Definitions + ?Sized>(defs: &D, id: u32) -> DecodeError {
 pub trait Interner {
     /// Id of a string, defining it if new.
     fn intern(&mut self, s: &str) -> u32;
+    /// Id of an event's text (a name, a location), defining it if new.
+    fn text(&mut self, text: Text) -> u32 {
+        self.intern(text.as_str())
+    }
     /// Id of a call site's text, defining it if new.
     fn site(&mut self, site: Site) -> u32 {
-        self.intern(site.text())
+        self.text(site.as_text())
     }
     /// Id of a member list, defining it.
     fn members(&mut self, members: &[u32]) -> u64;
@@ -319,10 +325,10 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
         }
         Body::CommCreate { comm, parent, members } => (r.a, r.c, r.e) = (*comm, *parent, interner.members(members)),
         Body::RegionEnter { name, location } | Body::Point { name, location } => {
-            (r.a, r.b) = (interner.intern(name), interner.intern(location));
+            (r.a, r.b) = (interner.text(*name), interner.text(*location));
         }
-        Body::RegionLeave { name } => r.a = interner.intern(name),
-        Body::Counter { name, value } => (r.a, r.e) = (interner.intern(name), *value as u64),
+        Body::RegionLeave { name } => r.a = interner.text(*name),
+        Body::Counter { name, value } => (r.a, r.e) = (interner.text(*name), *value as u64),
     }
     r
 }

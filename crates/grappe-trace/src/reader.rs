@@ -10,9 +10,8 @@
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Body, Event};
 use crate::format::{
@@ -21,6 +20,7 @@ use crate::format::{
 };
 use crate::raw::Definitions;
 use crate::site::Site;
+use crate::text::Text;
 
 /// What is wrong with a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -100,18 +100,17 @@ pub struct TraceFile {
     payload: Vec<u8>,
 }
 
-/// Definitions by id. A string lookup happens for every region, point
-/// and counter event; recorders number strings from 0, so they are kept
-/// in a vector by id, and an id too large for it (another writer's, or a
-/// corrupt one) in a map, so that no id sizes an allocation.
+/// Definitions by id. A string lookup happens for every region, point,
+/// counter and call event; recorders number strings from 0, so they are
+/// kept in a vector by id, and an id too large for it (another writer's,
+/// or a corrupt one) in a map, so that no id sizes an allocation.
 #[derive(Debug, Default)]
 struct Defs {
-    strings: Vec<Option<Arc<str>>>,
-    sparse_strings: FxHashMap<u32, Arc<str>>,
-    /// The strings as call sites, by the same ids (most call records name
-    /// one: a vector of its own keeps that lookup to a load).
-    sites: Vec<Option<Site>>,
-    sparse_sites: FxHashMap<u32, Site>,
+    strings: Vec<Option<Text>>,
+    sparse_strings: FxHashMap<u32, Text>,
+    /// Strings defined past the process's bound on text: an event naming
+    /// one is an error that says so.
+    past_bound: FxHashSet<u32>,
     members: FxHashMap<u64, Vec<u32>>,
 }
 
@@ -119,42 +118,33 @@ struct Defs {
 const DENSE_STRINGS: u32 = 1 << 16;
 
 impl Defs {
-    /// Defines a string, and its site (any string may name one: which do
-    /// is only known from the events; none past the process's bound on
-    /// site text, and then an event naming it is an error).
-    fn define_string(&mut self, id: u32, s: Arc<str>) {
-        let site = Site::of(&s);
+    fn define_string(&mut self, id: u32, s: &str) {
+        let Some(text) = Text::of(s) else {
+            self.past_bound.insert(id);
+            return;
+        };
         if id >= DENSE_STRINGS {
-            self.sparse_strings.insert(id, s);
-            if let Some(site) = site {
-                self.sparse_sites.insert(id, site);
-            }
+            self.sparse_strings.insert(id, text);
             return;
         }
         let i = id as usize;
         if i >= self.strings.len() {
             self.strings.resize(i + 1, None);
-            self.sites.resize(i + 1, None);
         }
-        self.strings[i] = Some(s);
-        self.sites[i] = site;
+        self.strings[i] = Some(text);
     }
 }
 
 impl Definitions for Defs {
-    #[inline]
-    fn string(&self, id: u32) -> Option<&Arc<str>> {
+    #[inline(always)]
+    fn string(&self, id: u32) -> Option<Text> {
         match self.strings.get(id as usize) {
-            Some(dense) => dense.as_ref(),
-            None => self.sparse_strings.get(&id),
+            Some(&dense) => dense,
+            None => self.sparse_strings.get(&id).copied(),
         }
     }
-    #[inline(always)]
-    fn site(&self, id: u32) -> Option<Site> {
-        match self.sites.get(id as usize) {
-            Some(&dense) => dense,
-            None => self.sparse_sites.get(&id).copied(),
-        }
+    fn defined(&self, id: u32) -> bool {
+        self.string(id).is_some() || self.past_bound.contains(&id)
     }
     fn members(&self, id: u64) -> Option<&[u32]> {
         self.members.get(&id).map(Vec::as_slice)
@@ -318,7 +308,7 @@ impl TraceFile {
     fn absorb_definitions(&mut self, payload: &[u8], at: u64) -> Result<(), TraceError> {
         for def in decode_definitions(payload).map_err(|e| self.corrupt_in(at, e))? {
             match def {
-                Definition::String(id, s) => self.defs.define_string(id, s.into()),
+                Definition::String(id, s) => self.defs.define_string(id, &s),
                 Definition::Members(id, m) => _ = self.defs.members.insert(id, m),
             }
         }

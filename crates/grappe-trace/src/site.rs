@@ -1,67 +1,46 @@
 //! Call sites: the source location (`file:line:column`) of the program's
 //! call into the runtime, mpiP's unit of profile.
 //!
-//! A record carries its site as a string id of its file. Readers turn it
-//! into a [`Site`], a thin pointer to a process-wide copy of the text, so
-//! that an event carries it without a reference count to touch (an `Arc`
-//! per event costs two atomic operations on the tools' hot path) and
-//! events of different files compare and hash their sites alike.
-//!
-//! The copies are never freed: a process holds one per distinct site text
-//! it has read, as many as the program has call sites, which a trace's
-//! definitions bound.
+//! A record carries its site as a string id of its file; readers turn it
+//! into a [`Site`], a process-wide [`Text`] (no reference count per event;
+//! events of different files compare and hash their sites alike).
 
 use std::fmt;
-use std::sync::Mutex;
 
-use rustc_hash::FxHashMap;
 use serde::{Serialize, Serializer};
 
+use crate::text::Text;
+
 /// The source location of a call, as `file:line:column`.
-#[derive(Clone, Copy)]
-pub struct Site(&'static &'static str);
-
-/// The most site text a process keeps: far above any program's (a
-/// million call sites of 64 bytes), and a bound on what hostile files
-/// can make it hold.
-pub const MAX_SITE_BYTES: usize = 64 << 20;
-
-/// The process's sites, by text.
-#[derive(Default)]
-struct Sites {
-    by_text: FxHashMap<&'static str, Site>,
-    bytes: usize,
-}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Site(Text);
 
 impl Site {
-    /// The site of this text (one per distinct text in the process), or
-    /// `None` once the process holds [`MAX_SITE_BYTES`] of them.
+    /// The site of this text, or `None` once the process holds
+    /// [`crate::text::MAX_TEXT_BYTES`] of texts.
     pub fn of(text: &str) -> Option<Site> {
-        static SITES: Mutex<Option<Sites>> = Mutex::new(None);
-        let mut sites = SITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let sites = sites.get_or_insert_with(Sites::default);
-        if let Some(&site) = sites.by_text.get(text) {
-            return Some(site);
-        }
-        if sites.bytes + text.len() > MAX_SITE_BYTES {
-            return None;
-        }
-        sites.bytes += text.len();
-        let owned: &'static str = Box::leak(text.to_owned().into_boxed_str());
-        let site = Site(Box::leak(Box::new(owned)));
-        sites.by_text.insert(owned, site);
-        Some(site)
+        Text::of(text).map(Site)
+    }
+
+    /// The site a text names.
+    pub fn from_text(text: Text) -> Site {
+        Site(text)
+    }
+
+    /// The site's text.
+    pub fn as_text(self) -> Text {
+        self.0
     }
 
     /// `file:line:column`.
     pub fn text(self) -> &'static str {
-        self.0
+        self.0.as_str()
     }
 
     /// A number for this site, unique in the process while it runs (for
     /// caches keyed by site).
     pub fn key(self) -> usize {
-        self.0 as *const &'static str as usize
+        self.0.key()
     }
 }
 
@@ -100,33 +79,6 @@ impl<const N: usize> RecentIds<N> {
     }
 }
 
-impl PartialEq for Site {
-    fn eq(&self, other: &Site) -> bool {
-        // One `Site` per text: the pointers decide.
-        std::ptr::eq(self.0, other.0)
-    }
-}
-
-impl Eq for Site {}
-
-impl std::hash::Hash for Site {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        std::ptr::hash(self.0, state)
-    }
-}
-
-impl PartialOrd for Site {
-    fn partial_cmp(&self, other: &Site) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Site {
-    fn cmp(&self, other: &Site) -> std::cmp::Ordering {
-        self.text().cmp(other.text())
-    }
-}
-
 impl fmt::Debug for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.text(), f)
@@ -162,14 +114,10 @@ mod tests {
     }
 
     #[test]
-    fn one_site_per_text() {
+    fn a_site_is_its_text() {
         let a = Site::of("src/main.rs:10:5").unwrap();
-        let b = Site::of(&String::from("src/main.rs:10:5")).unwrap();
-        let c = Site::of("src/main.rs:11:5").unwrap();
-        assert_eq!(a, b);
-        assert!(std::ptr::eq(a.text(), b.text()));
-        assert_ne!(a, c);
-        assert!(a < c);
+        assert_eq!(a, Site::from_text(Text::from("src/main.rs:10:5")));
+        assert_ne!(a, Site::of("src/main.rs:11:5").unwrap());
         assert_eq!(a.to_string(), "src/main.rs:10:5");
     }
 }

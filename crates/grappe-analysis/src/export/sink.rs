@@ -50,26 +50,27 @@ const DIGITS: &[u8; 200] = b"\
 const E8: u64 = 100_000_000;
 const E16: u64 = E8 * E8;
 
-/// 10, 100, ... 10^7: a number of eight digits at most has one more digit
-/// than the bounds it reaches.
-const DIGIT_BOUNDS: [u64; 7] = [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
-
-/// `PAIRS[n]`, for n < 100, is the two digits of `n` as they lie in memory
-/// (the first in the low byte).
+/// `PAIRS[n]`, for n < 100, is the two digit values of `n` as they lie in
+/// memory (the first in the low byte).
 const PAIRS: [u16; 100] = {
     let mut table = [0u16; 100];
     let mut n = 0;
     while n < 100 {
-        table[n] = u16::from_le_bytes([b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+        table[n] = u16::from_le_bytes([(n / 10) as u8, (n % 10) as u8]);
         n += 1;
     }
     table
 };
 
-/// The eight digits of `v` (< 10^8), zero-padded, as they lie in memory:
-/// four independent pair lookups.
+/// Added to digit values (0 to 9, one per byte) to make them characters:
+/// no byte carries into the next.
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// The eight digit values of `v` (< 10^8), zero-padded, as they lie in
+/// memory: four independent pair lookups. The number's leading zeros are
+/// the word's low zero bytes, which `trailing_zeros` counts.
 #[inline(always)]
-fn eight_digits(v: u64) -> u64 {
+fn digit_values(v: u64) -> u64 {
     let (high, low) = ((v / 10_000) as usize, (v % 10_000) as usize);
     let pair = |n: usize| PAIRS[n] as u64;
     pair(high / 100) | pair(high % 100) << 16 | pair(low / 100) << 32 | pair(low % 100) << 48
@@ -232,20 +233,21 @@ impl Cursor<'_> {
         }
     }
 
-    /// `v` (< 10^8) without leading zeros: its eight digits, shifted past
-    /// the leading zeros (no branch on the length).
+    /// `v` (< 10^8, not 0) without leading zeros: its eight digits,
+    /// shifted past the zeros (no branch on the length).
     #[inline(always)]
     fn up_to_eight(&mut self, v: u64) {
-        let len = 1 + DIGIT_BOUNDS.iter().map(|&bound| (v >= bound) as usize).sum::<usize>();
-        let word = eight_digits(v) >> (8 * (8 - len));
+        let values = digit_values(v);
+        let zeros = values.trailing_zeros() / 8;
+        let word = (values + ASCII_ZEROS) >> (8 * zeros);
         self.out[self.at..self.at + 8].copy_from_slice(&word.to_le_bytes());
-        self.at += len;
+        self.at += 8 - zeros as usize;
     }
 
     /// `v` (< 10^8) as exactly eight digits, zero-padded.
     #[inline(always)]
     fn eight(&mut self, v: u64) {
-        self.out[self.at..self.at + 8].copy_from_slice(&eight_digits(v).to_le_bytes());
+        self.out[self.at..self.at + 8].copy_from_slice(&(digit_values(v) + ASCII_ZEROS).to_le_bytes());
         self.at += 8;
     }
 
