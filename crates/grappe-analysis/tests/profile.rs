@@ -161,7 +161,7 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
         linked(0, 50, 50, region("outer"), Message::None),
         linked(0, 60, 60, region("outer"), Message::None),
         // Rank 0 enters the allreduce at 100, rank 1 at 400: 300 ns lost.
-        linked(0, 100, 1000, allreduce.clone(), Message::None),
+        linked(0, 100, 1000, allreduce, Message::None),
         linked(1, 400, 1000, allreduce, Message::None),
         linked(0, 1050, 1050, leave("outer"), Message::None),
         // Rank 0's sendrecv: the send record covers the receive's wait for
@@ -210,7 +210,7 @@ fn unbalanced_regions_and_a_collective_missing_a_rank_are_noted_not_fatal() {
         linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None).as_ref(),
     );
     profiler.observe(linked(0, 20, 20, Body::RegionLeave { name: "b".into() }, Message::None).as_ref());
-    profiler.observe(linked(0, 30, 90, allreduce.clone(), Message::None).as_ref());
+    profiler.observe(linked(0, 30, 90, allreduce, Message::None).as_ref());
     profiler.observe(linked(1, 50, 90, allreduce, Message::None).as_ref());
     // A record dated before the previous one is moved to it.
     profiler.observe(linked(1, 40, 45, Body::Finalize, Message::None).as_ref());

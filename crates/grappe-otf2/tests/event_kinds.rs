@@ -22,7 +22,7 @@ fn rank0() -> Vec<(u64, u64, Body)> {
     vec![
         (100, 100, Body::Init),
         (110, 110, region("outer", "src/main.rs:10:5")),
-        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0] }),
+        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
         // A sendrecv: both halves start together, the send ends first.
         (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0 }),
         (130, 160, Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false }),
@@ -50,7 +50,7 @@ fn rank0() -> Vec<(u64, u64, Body)> {
 fn rank1() -> Vec<(u64, u64, Body)> {
     vec![
         (100, 100, Body::Init),
-        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0] }),
+        (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
         (125, 145, Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false }),
         (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0 }),
         (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),

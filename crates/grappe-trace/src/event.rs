@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
+use crate::interned::{Members, Text};
 use crate::site::Site;
-use crate::text::Text;
 
 /// Kinds of events, with their stable numeric ids (the file schema lists
 /// them by name and id; readers of older files rely on these numbers).
@@ -193,7 +193,7 @@ pub const ANY: u32 = u32::MAX;
 /// One event, as readers and tools see it. Dates are nanoseconds of the
 /// rank's local clock in a per-rank file, of the global clock in a merged
 /// trace (see the file header).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Event {
     /// World rank that recorded it.
     pub rank: u32,
@@ -213,7 +213,7 @@ pub struct Event {
 /// The attributes of each kind of event. Names and locations are
 /// process-wide [`Text`]s, so reading an event allocates nothing and
 /// touches no reference count.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[allow(missing_docs)]
 pub enum Body {
     Init,
@@ -285,7 +285,7 @@ pub enum Body {
     CommCreate {
         comm: u32,
         parent: u32,
-        members: Vec<u32>,
+        members: Members,
     },
     RegionEnter {
         name: Text,

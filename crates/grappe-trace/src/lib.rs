@@ -10,19 +10,19 @@
 pub mod clock;
 pub mod event;
 pub mod format;
+pub mod interned;
 pub mod raw;
 mod reader;
 mod recorder;
 pub mod site;
-pub mod text;
 mod writer;
 
 pub use clock::TraceClock;
 pub use event::{ANY, Body, CollectiveKind, Completion, Event, EventKind};
 pub use format::{ClockInfo, ClockSample, FileHeader, Footer, MergedRank, TscAnchor};
+pub use interned::{Members, Text};
 pub use raw::RawEvent;
 pub use reader::{Ending, Events, TraceError, TraceFile};
 pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for};
 pub use site::Site;
-pub use text::Text;
 pub use writer::TraceWriter;

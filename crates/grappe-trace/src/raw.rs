@@ -9,8 +9,8 @@
 //! ids in the trace's definitions.
 
 use crate::event::{Body, CollectiveKind, Completion, Event, EventKind};
+use crate::interned::{Members, Text};
 use crate::site::Site;
-use crate::text::Text;
 
 /// One recorded event in fixed slots.
 #[repr(C)]
@@ -145,10 +145,12 @@ pub trait Definitions {
     /// (see [`Definitions::defined`]).
     fn string(&self, id: u32) -> Option<Text>;
     /// Whether string `id` was defined, kept or not: a string is not kept
-    /// past the process's bound on text ([`crate::text::MAX_TEXT_BYTES`]).
+    /// past the process's bound on text ([`crate::interned::MAX_TEXT_BYTES`]).
     fn defined(&self, id: u32) -> bool;
-    /// The member list with definition id `id`.
-    fn members(&self, id: u64) -> Option<&[u32]>;
+    /// The member list with definition id `id`: a missing definition, or
+    /// one past the process's bound ([`crate::interned::MAX_MEMBER_BYTES`]),
+    /// is an error.
+    fn members(&self, id: u64) -> Result<Members, DecodeError>;
 }
 
 /// Why a raw record could not become an event.
@@ -161,8 +163,11 @@ pub enum DecodeError {
     /// A definition id refers to nothing defined before it.
     MissingDefinition(&'static str, u64),
     /// A string (of the slot named) defined past the process's bound on
-    /// text ([`crate::text::MAX_TEXT_BYTES`]).
+    /// text ([`crate::interned::MAX_TEXT_BYTES`]).
     PastTextBound(&'static str, u32),
+    /// A member list defined past the process's bound on them
+    /// ([`crate::interned::MAX_MEMBER_BYTES`]).
+    PastMemberBound(u64),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -176,7 +181,12 @@ impl std::fmt::Display for DecodeError {
             DecodeError::PastTextBound(what, id) => write!(
                 f,
                 "{what} definition {id} is past the {} MiB of distinct texts a process reads",
-                crate::text::MAX_TEXT_BYTES >> 20
+                crate::interned::MAX_TEXT_BYTES >> 20
+            ),
+            DecodeError::PastMemberBound(id) => write!(
+                f,
+                "members definition {id} is past the {} MiB of distinct member lists a process reads",
+                crate::interned::MAX_MEMBER_BYTES >> 20
             ),
         }
     }
@@ -241,11 +251,7 @@ impl RawEvent {
                 root: self.a,
                 bytes: self.d,
             },
-            EventKind::CommCreate => Body::CommCreate {
-                comm: self.a,
-                parent: self.c,
-                members: defs.members(self.e).ok_or(DecodeError::MissingDefinition("members", self.e))?.to_vec(),
-            },
+            EventKind::CommCreate => Body::CommCreate { comm: self.a, parent: self.c, members: defs.members(self.e)? },
             EventKind::RegionEnter => {
                 Body::RegionEnter { name: string(self.a, "name")?, location: string(self.b, "location")? }
             }

@@ -18,9 +18,9 @@ use crate::format::{
     BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, FileHeader, Footer, MAGIC, MAX_BLOCK,
     VERSION, decode_definitions, decode_events_with, decode_footer, decode_samples,
 };
-use crate::raw::Definitions;
+use crate::interned::{Members, Text};
+use crate::raw::{DecodeError, Definitions};
 use crate::site::Site;
-use crate::text::Text;
 
 /// What is wrong with a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -111,7 +111,8 @@ struct Defs {
     /// Strings defined past the process's bound on text: an event naming
     /// one is an error that says so.
     past_bound: FxHashSet<u32>,
-    members: FxHashMap<u64, Vec<u32>>,
+    /// Member lists; `None` for one defined past the process's bound.
+    members: FxHashMap<u64, Option<Members>>,
 }
 
 /// String ids kept in the vector.
@@ -146,8 +147,12 @@ impl Definitions for Defs {
     fn defined(&self, id: u32) -> bool {
         self.string(id).is_some() || self.past_bound.contains(&id)
     }
-    fn members(&self, id: u64) -> Option<&[u32]> {
-        self.members.get(&id).map(Vec::as_slice)
+    fn members(&self, id: u64) -> Result<Members, DecodeError> {
+        match self.members.get(&id) {
+            Some(&Some(members)) => Ok(members),
+            Some(None) => Err(DecodeError::PastMemberBound(id)),
+            None => Err(DecodeError::MissingDefinition("members", id)),
+        }
     }
 }
 
@@ -309,7 +314,7 @@ impl TraceFile {
         for def in decode_definitions(payload).map_err(|e| self.corrupt_in(at, e))? {
             match def {
                 Definition::String(id, s) => self.defs.define_string(id, &s),
-                Definition::Members(id, m) => _ = self.defs.members.insert(id, m),
+                Definition::Members(id, m) => _ = self.defs.members.insert(id, Members::of(&m)),
             }
         }
         Ok(())

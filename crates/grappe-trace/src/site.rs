@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use crate::text::Text;
+use crate::interned::Text;
 
 /// The source location of a call, as `file:line:column`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -17,7 +17,7 @@ pub struct Site(Text);
 
 impl Site {
     /// The site of this text, or `None` once the process holds
-    /// [`crate::text::MAX_TEXT_BYTES`] of texts.
+    /// [`crate::interned::MAX_TEXT_BYTES`] of texts.
     pub fn of(text: &str) -> Option<Site> {
         Text::of(text).map(Site)
     }

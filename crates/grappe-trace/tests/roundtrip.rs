@@ -74,7 +74,7 @@ fn body() -> impl Strategy<Value = Body> {
             bytes
         }),
         (any::<u32>(), any::<u32>(), proptest::collection::vec(0u32..64, 0..20))
-            .prop_map(|(comm, parent, members)| Body::CommCreate { comm, parent, members }),
+            .prop_map(|(comm, parent, members)| Body::CommCreate { comm, parent, members: members.into() }),
         (name, name).prop_map(|(name, location)| Body::RegionEnter { name: name.into(), location: location.into() }),
         name.prop_map(|name| Body::RegionLeave { name: name.into() }),
         (name, any::<i64>()).prop_map(|(name, value)| Body::Counter { name: name.into(), value }),
@@ -87,7 +87,7 @@ fn collective(id: u8) -> CollectiveKind {
 
 /// Records `bodies` with increasing dates; returns what went in.
 fn record_all(rec: &mut Recorder, bodies: &[(Body, u32)]) -> Vec<(Body, u64, u64)> {
-    let sited: Vec<_> = bodies.iter().map(|(body, duration)| (body.clone(), *duration, None)).collect();
+    let sited: Vec<_> = bodies.iter().map(|(body, duration)| (*body, *duration, None)).collect();
     record_sited(rec, &sited)
 }
 
@@ -112,7 +112,7 @@ fn record_sited(rec: &mut Recorder, bodies: &[(Body, u32, Option<usize>)]) -> Ve
         raw.start = start;
         raw.end = start + *duration as u64;
         rec.record(raw);
-        out.push((body.clone(), start, raw.end));
+        out.push((*body, start, raw.end));
     }
     out
 }

@@ -85,8 +85,8 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     assert!(rank1.iter().any(|e| matches!(e.body, Body::Irecv { src: 0, tag: 9, .. })));
     assert!(rank1.iter().any(|e| matches!(&e.body, Body::Wait { completion, .. } if completion.is_recv && completion.src == 0 && completion.bytes == 16)));
     assert!(rank1.iter().any(|e| matches!(e.body, Body::Collective { op: CollectiveKind::Allreduce, bytes: 8, .. })));
-    assert!(rank1.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![1])));
-    assert!(rank0.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if members == &vec![0, 2])));
+    assert!(rank1.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if **members == [1])));
+    assert!(rank0.iter().any(|e| matches!(&e.body, Body::CommCreate { members, .. } if **members == [0, 2])));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionEnter { name, location } if &**name == "solve" && location.contains("tracing.rs"))));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::RegionLeave { name } if &**name == "solve")));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::Counter { name, value: 42 } if &**name == "iterations")));

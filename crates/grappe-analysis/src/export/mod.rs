@@ -214,7 +214,7 @@ mod tests {
             Body::Test { request: 0, comm: 0, completion: None },
             Body::Probe { src: 0, tag: 0, comm: 0, found: None },
             Body::Iprobe { src: 0, tag: 0, comm: 0, found: None },
-            Body::CommCreate { comm: 1, parent: 0, members: vec![0] },
+            Body::CommCreate { comm: 1, parent: 0, members: vec![0].into() },
             Body::FlushEnd,
         ];
         calls.extend((1..=16).map(|id| Body::Collective {

@@ -43,7 +43,7 @@
 
 use std::io::Write;
 
-use grappe_trace::{ANY, Body, CollectiveKind, Event};
+use grappe_trace::{ANY, Body, CollectiveKind, Event, Members};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
@@ -86,7 +86,7 @@ enum Record {
     /// `-3`/`-4 EVENT DATE NODE 0 N [2 DATA..]`.
     Event { begin: bool, event: i32, rank: u32, data: Data },
     /// A communicator's members.
-    Subset { id: u32, members: Vec<u32> },
+    Subset { id: u32, members: Members },
 }
 
 /// Up to four integers.
@@ -203,11 +203,11 @@ impl Ordered for Picl {
             }
             Shape::Counter { .. } | Shape::Point { .. } | Shape::Mark(_) => {}
         }
-        if let Body::CommCreate { comm, ref members, .. } = e.body
+        if let Body::CommCreate { comm, members, .. } = e.body
             && comm != WORLD
             && self.subsets.insert(comm)
         {
-            records.push(start, Record::Subset { id: comm, members: members.clone() });
+            records.push(start, Record::Subset { id: comm, members });
         }
     }
 
@@ -240,7 +240,7 @@ impl Ordered for Picl {
                 c.uint(members.len() as u64 + 1);
                 c.bytes(b" 2 ");
                 c.uint(id as u64);
-                for m in members {
+                for &m in members.iter() {
                     c.byte(b' ');
                     c.uint(m as u64);
                 }

@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn an_instance_missing_a_member_is_resolved_once_the_stream_passed_it() {
         let mut instances = Instances::new(4);
-        instances.observe_creation(&Body::CommCreate { comm: 9, parent: 0, members: vec![1, 3] });
+        instances.observe_creation(&Body::CommCreate { comm: 9, parent: 0, members: vec![1, 3].into() });
         let mut got = Vec::new();
         instances.enter(0, 0, entry(0, 100, 400), &mut keep(&mut got));
         instances.enter(0, 0, entry(1, 150, 400), &mut keep(&mut got));

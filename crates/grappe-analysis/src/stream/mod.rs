@@ -54,7 +54,7 @@ pub struct LinkedRef<'a> {
 impl LinkedRef<'_> {
     /// An owned copy.
     pub fn to_linked(&self) -> Linked {
-        Linked { event: self.event.clone(), message: *self.message }
+        Linked { event: *self.event, message: *self.message }
     }
 }
 
