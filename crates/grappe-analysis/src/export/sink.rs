@@ -70,12 +70,12 @@ fn digit_values(v: u64) -> u64 {
     const LANES_32: u64 = 0x0000_007f_0000_007f;
     const LANES_16: u64 = 0x000f_000f_000f_000f;
     // [first four digits | last four], the first in the low lane.
-    let fours = v / 10_000 | (v % 10_000) << 32;
-    let hundreds = (fours * 10_486 >> 20) & LANES_32;
+    let fours = (v / 10_000) | ((v % 10_000) << 32);
+    let hundreds = ((fours * 10_486) >> 20) & LANES_32;
     // [pair 1 | pair 2 | pair 3 | pair 4] in 16-bit lanes.
-    let pairs = hundreds | (fours - hundreds * 100) << 16;
-    let tens = (pairs * 103 >> 10) & LANES_16;
-    tens | (pairs - tens * 10) << 8
+    let pairs = hundreds | ((fours - hundreds * 100) << 16);
+    let tens = ((pairs * 103) >> 10) & LANES_16;
+    tens | ((pairs - tens * 10) << 8)
 }
 
 /// `TRIPLES[n]` is a dot and the three digits of `n`, for n < 1000.
