@@ -7,12 +7,13 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::interned::Text;
 
 /// The source location of a call, as `file:line:column`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
 pub struct Site(Text);
 
 impl Site {
@@ -79,21 +80,16 @@ impl<const N: usize> RecentIds<N> {
     }
 }
 
+/// A site shows as its text.
 impl fmt::Debug for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.text(), f)
+        fmt::Debug::fmt(&self.0, f)
     }
 }
 
 impl fmt::Display for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.text())
-    }
-}
-
-impl Serialize for Site {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.text())
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -119,5 +115,7 @@ mod tests {
         assert_eq!(a, Site::from_text(Text::from("src/main.rs:10:5")));
         assert_ne!(a, Site::of("src/main.rs:11:5").unwrap());
         assert_eq!(a.to_string(), "src/main.rs:10:5");
+        assert_eq!(format!("{a:?}"), "\"src/main.rs:10:5\"");
+        assert_eq!(serde_json::to_string(&a).unwrap(), "\"src/main.rs:10:5\"");
     }
 }
