@@ -462,7 +462,7 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
 }
 
 /// Appends an event built straight in the vector's free capacity. A plain
-/// `push` builds the 64-byte event on the stack and copies it (its grow
+/// `push` builds the event on the stack and copies it (its grow
 /// path is a call the value must survive), and that copy, read right
 /// after the event was written field by field, stalls the CPU: a quarter
 /// of the decoding time.
