@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::{FlowSummary, merge_date};
 use crate::error::Result;
-use crate::global::{GlobalTime, RankTime};
+use crate::global::{GlobalTime, RankTime, global_of};
 use crate::matching::{Channel, Matcher, receive_of};
 use crate::set::TraceSet;
 
@@ -65,11 +65,14 @@ impl Flow {
 impl LocalOrder {
     /// Checks the local order of a block and puts it on global time.
     fn globalize(&mut self, events: &mut [Event]) {
+        let conversion = self.time.conversion();
         for e in events {
             self.check_order(e);
             self.summary.events += 1;
-            e.start = self.time.to_global(e.start);
-            e.end = self.time.to_global(e.end);
+            if let Some(model) = &conversion {
+                e.start = global_of(model, e.start);
+                e.end = global_of(model, e.end);
+            }
         }
     }
 
