@@ -84,6 +84,12 @@ pub fn send_of(event: &Event) -> Option<(Channel, u64, u64)> {
     }
 }
 
+/// Whether `body` is of a kind that sends or receives a message.
+#[inline(always)]
+fn may_carry_a_message(body: &Body) -> bool {
+    matches!(body, Body::Send { .. } | Body::Isend { .. } | Body::Recv { .. } | Body::Wait { .. } | Body::Test { .. })
+}
+
 /// The message an event receives, if any: its channel and bytes.
 pub fn receive_of(event: &Event) -> Option<(Channel, u64)> {
     let dst = event.rank;
@@ -132,6 +138,12 @@ impl Matcher {
     /// path); returns the channel when the event is a send.
     #[inline]
     pub fn observe_into(&mut self, event: &Event, message: &mut Message) -> Option<Channel> {
+        // Most events carry no message (regions, counters, collectives):
+        // one look at the kind spares them the two matches below.
+        if !may_carry_a_message(&event.body) {
+            *message = Message::None;
+            return None;
+        }
         if let Some((channel, bytes, seq)) = send_of(event) {
             let id = self.next_id;
             self.next_id += 1;

@@ -65,7 +65,7 @@ pub(crate) enum Shape<'a> {
 }
 
 /// How `body` is drawn.
-#[inline]
+#[inline(always)]
 pub(crate) fn shape(body: &Body) -> Shape<'_> {
     match body {
         Body::RegionEnter { name, location } => Shape::Enter { name, location },
