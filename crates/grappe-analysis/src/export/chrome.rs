@@ -98,6 +98,7 @@ struct Lane {
 }
 
 impl Chrome<'_> {
+    #[inline(always)]
     fn event(&mut self, e: &Event, message: &Message) {
         self.events += 1;
         let origin = *self.origin.get_or_insert(e.start);
