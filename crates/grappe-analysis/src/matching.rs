@@ -228,7 +228,7 @@ mod tests {
         assert!(matches!(m.observe(&ev(0, 1, send(7, 10, 0))), Message::Sent { id: 0, .. }));
         assert!(matches!(m.observe(&ev(0, 2, send(8, 20, 1))), Message::Sent { id: 1, .. }));
         assert!(matches!(m.observe(&ev(0, 3, send(7, 30, 2))), Message::Sent { id: 2, .. }));
-        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false };
+        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false, sendrecv: false };
         let got = |m: &mut Matcher, tag| match m.observe(&ev(1, 9, recv(tag))) {
             Message::Received { send, .. } => send.bytes,
             other => panic!("expected a match, got {other:?}"),

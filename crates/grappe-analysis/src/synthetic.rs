@@ -232,7 +232,7 @@ fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Resul
             s[1] += 1;
             Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1 }
         };
-        let recv = Body::Recv { src: partner, tag: 2, comm: 0, bytes, arrived: false };
+        let recv = Body::Recv { src: partner, tag: 2, comm: 0, bytes, arrived: false, sendrecv: false };
         if rank % 2 == 0 {
             out.push(t + 8_000, t + 8_500, send(seq))?;
             out.push(t + 9_000, t + 11_000, recv)?;

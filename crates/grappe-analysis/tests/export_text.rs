@@ -508,7 +508,7 @@ const T: u64 = 5_000_000_000;
 /// leaves a region it never entered, rank 1 receives one nobody sent.
 fn corners() -> Vec<Vec<(u64, u64, Body)>> {
     let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false };
+    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false, sendrecv: false };
     let region = |enter: bool| {
         let name: grappe_trace::Text = "odd \"region\"\n".into();
         if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
@@ -528,7 +528,7 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
             (T, T, Body::Init),
             (T + 200, T + 700, send(0)),
             (T + 200, T + 800, recv(0)),
-            (T + 900, T + 1_900, Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false }),
+            (T + 900, T + 1_900, Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false, sendrecv: false }),
             (T + 1_950, T + 1_950, Body::Counter { name: "depth".into(), value: -3 }),
         ],
     ]

@@ -153,7 +153,7 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
     let leave = |name: &str| Body::RegionLeave { name: name.into() };
     let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8 };
     let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false };
+    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false };
     let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
     let events = [
         linked(0, 0, 0, Body::Init, Message::None),
@@ -200,6 +200,39 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
     assert_eq!(site("send", None), Some(1));
     assert_eq!(p.messages(0, 1), (1, 8));
     assert!(p.notes.is_empty(), "{:?}", p.notes);
+}
+
+#[test]
+fn a_sendrecv_is_one_call_timed_once() {
+    // Ranks 0 and 1 swap 8 and 16 bytes with sendrecv: each a send and
+    // the receive marked as its second half, with the same dates. Rank 0
+    // then sends alone, and rank 1 receives alone.
+    let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0 };
+    let recv = |src, bytes, sendrecv| Body::Recv { src, tag: 0, comm: 0, bytes, arrived: false, sendrecv };
+    let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
+    let events = [
+        linked(0, 100, 500, send(1, 8), sent(0, 1)),
+        linked(1, 300, 600, send(0, 16), sent(1, 0)),
+        linked(0, 100, 500, recv(1, 16, true), received(1, 0, 300)),
+        linked(1, 300, 600, recv(0, 8, true), received(0, 1, 100)),
+        linked(0, 700, 800, send(1, 4), sent(0, 1)),
+        linked(1, 750, 900, recv(0, 4, false), received(0, 1, 700)),
+    ];
+    let mut profiler = Profiler::new(2);
+    events.iter().for_each(|e| profiler.observe(e.as_ref()));
+    let p = profiler.finish();
+    // (count, total, min, max, bytes): the pairs' sent bytes, their time once.
+    assert_eq!(call(&p, "sendrecv"), (2, 700, 300, 400, 24));
+    assert_eq!(call(&p, "send"), (1, 100, 100, 100, 4));
+    assert_eq!(call(&p, "recv"), (1, 150, 150, 150, 4));
+    // Rank 0 waited from 100 for rank 1's send, which started at 300.
+    let r0 = p.rank(0).unwrap();
+    assert_eq!((r0.calls_ns, r0.waiting_ns), (500, 200));
+    // Sent messages, by pair: the sendrecvs' and the lone send.
+    assert_eq!(
+        p.matrix.iter().map(|c| (c.src, c.dst, c.messages, c.bytes)).collect::<Vec<_>>(),
+        [(0, 1, 2, 12), (1, 0, 1, 16)]
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::panic::Location;
 
 use grappe_proto::{Result, Status};
 use grappe_trace::format::ClockSample;
+use grappe_trace::raw::RECV_OF_SENDRECV;
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 
 use crate::Communicator;
@@ -100,10 +101,13 @@ impl Communicator {
             site,
             ..RawEvent::default()
         };
+        // Marked as the second half of the pair, so that readers can tell
+        // one sendrecv from a send and a receive.
         let recv = RawEvent {
             start,
             end,
             kind: EventKind::Recv.id(),
+            flags: RECV_OF_SENDRECV,
             c,
             a: src_world,
             b: status.tag as u32,

@@ -25,7 +25,7 @@ fn rank0() -> Vec<(u64, u64, Body)> {
         (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
         // A sendrecv: both halves start together, the send ends first.
         (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0 }),
-        (130, 160, Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false }),
+        (130, 160, Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false, sendrecv: false }),
         (170, 170, region("inner", "src/main.rs:20")),
         (175, 175, Body::Point { name: "checkpoint".into(), location: "src/main.rs:21".into() }),
         // Leaves "inner" too; then a leave of a region never entered.
@@ -51,10 +51,10 @@ fn rank1() -> Vec<(u64, u64, Body)> {
     vec![
         (100, 100, Body::Init),
         (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
-        (125, 145, Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false }),
+        (125, 145, Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false, sendrecv: false }),
         (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0 }),
         (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),
-        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false }),
+        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false, sendrecv: false }),
         (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0 }),
         (420, 420, Body::Finalize),
     ]

@@ -227,12 +227,15 @@ pub enum Body {
         seq: u64,
     },
     /// `arrived`: the message was already there when the receive started.
+    /// `sendrecv`: this receive is the second half of a `sendrecv`, whose
+    /// first half is the rank's send just before it, with the same dates.
     Recv {
         src: u32,
         tag: i32,
         comm: u32,
         bytes: u64,
         arrived: bool,
+        sendrecv: bool,
     },
     Isend {
         dest: u32,

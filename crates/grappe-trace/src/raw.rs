@@ -113,10 +113,17 @@ pub const fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
     }
 }
 
-// Bits of `flags` for completions (wait, test, probe).
+// Bits of `flags` for completions (wait, test, probe), and of a receive's
+// `arrived` slot (ARRIVED and RECV_OF_SENDRECV).
 const DONE: u16 = 1;
 const IS_RECV: u16 = 2;
 const ARRIVED: u16 = 4;
+
+/// Bit of a receive's `arrived` slot: the receive is the second half of a
+/// `sendrecv`, whose first half is the send the rank recorded just before
+/// it, with the same dates. (Older files never set it: their sendrecvs
+/// read as a send and a receive.)
+pub const RECV_OF_SENDRECV: u16 = 8;
 
 /// Packs a completion into (flags, a, b, d).
 pub fn pack_completion(c: Option<Completion>) -> (u16, u32, u32, u64) {
@@ -216,7 +223,8 @@ impl RawEvent {
             EventKind::FlushEnd => Body::FlushEnd,
             EventKind::Send => Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq: self.e },
             EventKind::Recv => {
-                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived: self.flags & ARRIVED != 0 }
+                let (arrived, sendrecv) = (self.flags & ARRIVED != 0, self.flags & RECV_OF_SENDRECV != 0);
+                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived, sendrecv }
             }
             EventKind::Isend => Body::Isend {
                 dest: self.a,
@@ -304,9 +312,9 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
         Body::Send { dest, tag, comm, bytes, seq } => {
             (r.a, r.b, r.c, r.d, r.e) = (*dest, *tag as u32, *comm, *bytes, *seq)
         }
-        Body::Recv { src, tag, comm, bytes, arrived } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv } => {
             (r.a, r.b, r.c, r.d) = (*src, *tag as u32, *comm, *bytes);
-            r.flags = if *arrived { ARRIVED } else { 0 };
+            r.flags = if *arrived { ARRIVED } else { 0 } | if *sendrecv { RECV_OF_SENDRECV } else { 0 };
         }
         Body::Isend { dest, tag, comm, bytes, seq, request } => {
             (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);

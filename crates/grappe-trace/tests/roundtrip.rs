@@ -48,8 +48,9 @@ fn body() -> impl Strategy<Value = Body> {
         Just(Body::Finalize),
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<u64>())
             .prop_map(|(dest, tag, comm, bytes, seq)| Body::Send { dest, tag, comm, bytes, seq }),
-        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>())
-            .prop_map(|(src, tag, comm, bytes, arrived)| Body::Recv { src, tag, comm, bytes, arrived }),
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>()).prop_map(
+            |(src, tag, comm, bytes, arrived, sendrecv)| Body::Recv { src, tag, comm, bytes, arrived, sendrecv }
+        ),
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 31, 0u64..1 << 32)
             .prop_map(|(dest, tag, comm, bytes, seq, request)| Body::Isend { dest, tag, comm, bytes, seq, request }),
         (any::<u32>(), any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(src, tag, comm, request)| Body::Irecv {

@@ -173,6 +173,16 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
         let (events, trace) = read(&file_for(&dir, rank));
         let sendrecvs = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).count();
         assert!(sendrecvs >= 50, "rank {rank}: {sendrecvs} sends for 50 iterations of halo exchange");
+        // Jacobi only calls sendrecv: each send is followed by the receive
+        // marked as its second half, with the same dates and call site.
+        let pairs = events
+            .windows(2)
+            .filter(|w| {
+                matches!(w[0].body, Body::Send { .. }) && matches!(w[1].body, Body::Recv { sendrecv: true, .. })
+            })
+            .filter(|w| (w[0].start, w[0].end, w[0].site) == (w[1].start, w[1].end, w[1].site))
+            .count();
+        assert_eq!(pairs, sendrecvs, "rank {rank}: sends not followed by their sendrecv's receive");
         assert!(matches!(trace.ending(), Some(Ending::Complete(_))), "rank {rank}: {:?}", trace.ending());
         assert_eq!(trace.header().rank, Some(rank));
         assert_eq!(trace.header().world_size, 3);

@@ -284,12 +284,15 @@ fn args(c: &mut Cursor, body: &Body, message: &Message) {
                 uint(c, b",\"request\":", request);
             }
         }
-        Body::Recv { src, tag, comm, bytes, arrived } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv } => {
             head(c, comm);
             peer(c, src);
             int(c, b",\"tag\":", tag as i64);
             uint(c, b",\"bytes\":", bytes);
             flag(c, b",\"arrived\":", arrived);
+            if sendrecv {
+                c.bytes(b",\"sendrecv\":true");
+            }
         }
         Body::Irecv { src, tag, comm, request } => {
             head(c, comm);

@@ -52,6 +52,8 @@ pub enum CallType {
     Call(EventKind),
     /// A collective operation.
     Collective(CollectiveKind),
+    /// A sendrecv: a send and the receive marked as its second half.
+    Sendrecv,
 }
 
 impl CallType {
@@ -84,6 +86,7 @@ impl CallType {
         match self {
             CallType::Call(kind) => kind.name(),
             CallType::Collective(op) => op.name(),
+            CallType::Sendrecv => "sendrecv",
         }
     }
 }

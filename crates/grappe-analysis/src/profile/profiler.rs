@@ -1,6 +1,6 @@
 //! The streaming state of a profile: what one pass keeps.
 
-use grappe_trace::{Body, Event, Site};
+use grappe_trace::{Body, Event, EventKind, Site};
 use rustc_hash::FxHashMap;
 
 use super::collectives::{Entry, Instances};
@@ -71,6 +71,21 @@ impl Profiler {
         self.events += 1;
         let state = self.ranks.entry(event.rank).or_default();
         let (start, end) = state.dates(event);
+        // A rank's events come in its own order, so the event after a send
+        // tells whether that send began a sendrecv: its receive is marked
+        // and has the same dates. mpiP counts a sendrecv as one call.
+        if let Some(held) = state.held_send.take() {
+            if is_second_half(&held, event) {
+                self.sendrecv(held, event, linked.message, start, end);
+                return self.expire_collectives(event);
+            }
+            self.call(CallType::Call(EventKind::Send), &held.event, &held.message, held.start, held.end);
+        }
+        let state = self.ranks.entry(event.rank).or_default();
+        if matches!(event.body, Body::Send { .. }) {
+            state.held_send = Some(HeldSend { event: *event, message: *linked.message, start, end });
+            return self.expire_collectives(event);
+        }
         match &event.body {
             Body::RegionEnter { name, location } => {
                 let id = self.regions.intern(name, location);
@@ -86,10 +101,34 @@ impl Profiler {
         if let Some(call) = CallType::of(&event.body) {
             self.call(call, event, linked.message, start, end);
         }
+        self.expire_collectives(event);
+    }
+
+    fn expire_collectives(&mut self, event: &Event) {
         if self.events % EXPIRE_EVERY == 0 {
             let ranks = &mut self.ranks;
             self.collectives.expire(merge_date(event), &mut |e, w| add_waiting(ranks, e, w));
         }
+    }
+
+    /// A sendrecv, from its two halves: one call, timed once, its bytes
+    /// the sent ones (as mpiP counts them), the receive's wait for its
+    /// message.
+    fn sendrecv(&mut self, send: HeldSend, recv: &Event, message: &Message, start: u64, end: u64) {
+        let Body::Send { dest, bytes, .. } = send.event.body else { return };
+        let state = self.ranks.entry(recv.rank).or_default();
+        let (start, end) = (start.min(send.start), end.max(send.end));
+        let region = state.stack.last().map(|open| open.region);
+        self.calls.entry(CallType::Sendrecv).or_default().add(end - start, bytes);
+        self.sites.entry((CallType::Sendrecv, recv.site, region)).or_default().add(end - start, bytes);
+        state.add_call(start, end);
+        if let Message::Received { send, .. } = message {
+            state.late_sender(start, end, send.start);
+        }
+        let cell = self.matrix.entry((recv.rank, dest)).or_default();
+        cell.0 += 1;
+        cell.1 = cell.1.saturating_add(bytes);
+        self.p2p_sizes.add(bytes);
     }
 
     /// One runtime call, on its rank's (ordered) dates.
@@ -124,6 +163,10 @@ impl Profiler {
 
     /// The profile of the events observed.
     pub fn finish(mut self) -> Profile {
+        let held: Vec<HeldSend> = self.ranks.values_mut().filter_map(|s| s.held_send.take()).collect();
+        for send in held {
+            self.call(CallType::Call(EventKind::Send), &send.event, &send.message, send.start, send.end);
+        }
         let ranks = &mut self.ranks;
         self.collectives.drain(&mut |e, w| add_waiting(ranks, e, w));
         let mut unclosed = 0;
@@ -228,6 +271,12 @@ fn call_bytes(body: &Body) -> u64 {
     }
 }
 
+/// Whether `event` is the receive that ends the sendrecv `send` began.
+fn is_second_half(send: &HeldSend, event: &Event) -> bool {
+    matches!(event.body, Body::Recv { sendrecv: true, .. })
+        && (event.start, event.end, event.site) == (send.event.start, send.event.end, send.event.site)
+}
+
 /// A region activation.
 #[derive(Debug, Clone, Copy)]
 struct Open {
@@ -256,6 +305,18 @@ struct RankState {
     flush_ns: u64,
     stack: Vec<Open>,
     collectives: FxHashMap<u32, u64>,
+    /// A send held back until the rank's next event says whether it was
+    /// the first half of a sendrecv.
+    held_send: Option<HeldSend>,
+}
+
+/// A send and its ordered dates, not counted yet.
+#[derive(Debug, Clone, Copy)]
+struct HeldSend {
+    event: Event,
+    message: Message,
+    start: u64,
+    end: u64,
 }
 
 impl RankState {
