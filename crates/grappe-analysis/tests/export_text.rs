@@ -10,7 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use grappe_analysis::export::{ExportSummary, display_name, write_chrome, write_paje, write_picl};
+use grappe_analysis::export::{
+    ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_picl,
+};
 use grappe_analysis::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
 use grappe_trace::format::FileHeader;
@@ -83,6 +85,36 @@ fn tid(e: &Value) -> u64 {
 /// Microseconds with three decimals, back to nanoseconds.
 fn ns(us: &Value) -> i64 {
     (us.as_f64().unwrap() * 1000.0).round() as i64
+}
+
+#[test]
+fn chrome_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() {
+    let dir = scratch("chrome-sites");
+    let job = SyntheticJob::new(3, 40);
+    write_job(&dir, &job).unwrap();
+    let (plain, _) = export(&dir, write_chrome);
+    let (sited, summary) = export(&dir, write_chrome_with_sites);
+    assert_eq!((summary.events, summary.messages), (job.events(), job.messages()));
+    let (plain, _) = chrome_events(&plain);
+    let (sited, _) = chrome_events(&sited);
+    assert_eq!(plain.len(), sited.len());
+    let mut calls = 0;
+    for (p, s) in plain.iter().zip(&sited) {
+        let mut without = s.clone();
+        let site = without.get_mut("args").and_then(|a| a.as_object_mut()).and_then(|a| a.remove("site"));
+        assert_eq!(p, &without, "the export with sites differs beyond the site");
+        if s["ph"] == "X" && s["name"] != "flush" {
+            // The synthetic job names its calls' lines by kind.
+            let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == s["name"]).copied();
+            let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
+            let expected = grappe_analysis::synthetic::synthetic_site(kind).map(|site| site.text());
+            assert_eq!(site.as_ref().and_then(Value::as_str), expected, "{s}");
+            calls += 1;
+        } else {
+            assert_eq!(site, None, "{s}");
+        }
+    }
+    assert_eq!(calls, (0..job.ranks).map(|rank| expected(&job, rank).calls).sum::<u64>());
 }
 
 #[test]

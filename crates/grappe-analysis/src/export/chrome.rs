@@ -18,6 +18,9 @@
 //! microseconds from the first event with nanosecond decimals (`12.345`),
 //! written by integer arithmetic so they read back exact.
 //!
+//! With [`write_chrome_with_sites`], each call's `args` end with its
+//! source location (`"site":"src/main.rs:12:9"`).
+//!
 //! The writer is on the hot path of `grappe trace export`: bytes go
 //! straight into one buffer (see `sink`), no allocation per event.
 
@@ -56,17 +59,34 @@ pub fn write_chrome(
     out: &mut (dyn Write + Send),
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    with_sink(out, "chrome trace output", |sink| write_events(stream, sink, progress))
+    with_sink(out, "chrome trace output", |sink| write_events::<false>(stream, sink, progress))
 }
 
-fn write_events(mut stream: CausalStream, sink: Sink, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary> {
+/// [`write_chrome`], each call's source location in its `args` as
+/// `"site"` (what Perfetto shows when the slice is selected). An option:
+/// it costs a fifth more instructions and a ninth more bytes.
+pub fn write_chrome_with_sites(
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    with_sink(out, "chrome trace output", |sink| write_events::<true>(stream, sink, progress))
+}
+
+/// The writer, with call sites (`SITES`) or without: two copies of the
+/// loop, so that the one without pays nothing for the option.
+fn write_events<const SITES: bool>(
+    mut stream: CausalStream,
+    sink: Sink,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
     let mut w =
         Chrome { sink, origin: stream.pending_start_bound(), lanes: PerRank::default(), events: 0, messages: 0 };
     w.sink.bytes(
         b"{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}",
     );
     while let Some(linked) = stream.next_event()? {
-        w.event(linked.event, linked.message);
+        w.event::<SITES>(linked.event, linked.message);
         if w.events % PROGRESS_EVERY == 0 {
             progress(w.events);
         }
@@ -99,7 +119,7 @@ struct Lane {
 
 impl Chrome<'_> {
     #[inline(always)]
-    fn event(&mut self, e: &Event, message: &Message) {
+    fn event<const SITES: bool>(&mut self, e: &Event, message: &Message) {
         self.events += 1;
         let origin = *self.origin.get_or_insert(e.start);
         let lane = self.lanes.get(e.rank);
@@ -110,9 +130,10 @@ impl Chrome<'_> {
         match shape(&e.body) {
             Shape::Call(name) => {
                 let members = if let Body::CommCreate { members, .. } = &e.body { members.len() } else { 0 };
+                let site = if SITES { e.site.map(|site| site.text()) } else { None };
                 // Room for the slice, the two ends of a flow and a delivery.
-                let mut c = self.sink.record(3 * RECORD_ROOM + NUMBER_ROOM * members);
-                call(&mut c, e, name, origin, message);
+                let mut c = self.sink.record(3 * RECORD_ROOM + NUMBER_ROOM * members + site.map_or(0, text_room));
+                call(&mut c, e, name, origin, message, site);
                 if let Message::Received { channel, send } = message {
                     self.messages += 1;
                     flow(&mut c, channel.src, send, e, origin);
@@ -213,14 +234,14 @@ fn instant(c: &mut Cursor, e: &Event, name: &str, origin: u64) {
 }
 
 #[inline(always)]
-fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Message) {
+fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Message, site: Option<&str>) {
     open(c, &PH_X, e.rank, e.start, origin);
     c.bytes(b",\"dur\":");
     c.fixed(e.end.saturating_sub(e.start), US);
     c.bytes(b",\"name\":\"");
     c.bytes(name.as_bytes());
     c.byte(b'"');
-    args(c, &e.body, message);
+    args(c, &e.body, message, site);
     c.byte(b'}');
 }
 
@@ -271,9 +292,10 @@ fn middle(start: u64, end: u64) -> u64 {
     start + end.saturating_sub(start) / 2
 }
 
-/// `,"args":{...}` of a call (nothing for a flush).
+/// `,"args":{...}` of a call, its site last if given (no args for a
+/// flush).
 #[inline(always)]
-fn args(c: &mut Cursor, body: &Body, message: &Message) {
+fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<&str>) {
     match *body {
         Body::Send { dest, tag, comm, bytes, .. } | Body::Isend { dest, tag, comm, bytes, .. } => {
             head(c, comm);
@@ -346,6 +368,10 @@ fn args(c: &mut Cursor, body: &Body, message: &Message) {
     match message {
         Message::Sent { id, .. } | Message::Received { send: SendSide { id, .. }, .. } => uint(c, b",\"msg\":", *id),
         _ => {}
+    }
+    if let Some(site) = site {
+        c.bytes(b",\"site\":");
+        c.json_str(site);
     }
     c.byte(b'}');
 }

@@ -23,7 +23,7 @@ pub mod paje;
 pub mod picl;
 mod sink;
 
-pub use chrome::write_chrome;
+pub use chrome::{write_chrome, write_chrome_with_sites};
 pub use paje::write_paje;
 pub use picl::write_picl;
 
