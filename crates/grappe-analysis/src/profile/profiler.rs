@@ -116,40 +116,23 @@ impl Profiler {
     /// message.
     fn sendrecv(&mut self, send: HeldSend, recv: &Event, message: &Message, start: u64, end: u64) {
         let Body::Send { dest, bytes, .. } = send.event.body else { return };
-        let state = self.ranks.entry(recv.rank).or_default();
         let (start, end) = (start.min(send.start), end.max(send.end));
-        let region = state.stack.last().map(|open| open.region);
-        self.calls.entry(CallType::Sendrecv).or_default().add(end - start, bytes);
-        self.sites.entry((CallType::Sendrecv, recv.site, region)).or_default().add(end - start, bytes);
-        state.add_call(start, end);
+        let state = self.count(CallType::Sendrecv, recv, start, end, bytes);
         if let Message::Received { send, .. } = message {
             state.late_sender(start, end, send.start);
         }
-        let cell = self.matrix.entry((recv.rank, dest)).or_default();
-        cell.0 += 1;
-        cell.1 = cell.1.saturating_add(bytes);
-        self.p2p_sizes.add(bytes);
+        self.sent(recv.rank, dest, bytes);
     }
 
     /// One runtime call, on its rank's (ordered) dates.
     fn call(&mut self, call: CallType, event: &Event, message: &Message, start: u64, end: u64) {
-        let (ns, bytes) = (end - start, call_bytes(&event.body));
-        self.calls.entry(call).or_default().add(ns, bytes);
-        let Some(state) = self.ranks.get_mut(&event.rank) else { return };
-        let region = state.stack.last().map(|open| open.region);
-        self.sites.entry((call, event.site, region)).or_default().add(ns, bytes);
-        state.add_call(start, end);
+        let state = self.count(call, event, start, end, call_bytes(&event.body));
         match &event.body {
-            Body::Send { dest, bytes, .. } | Body::Isend { dest, bytes, .. } => {
-                let cell = self.matrix.entry((event.rank, *dest)).or_default();
-                cell.0 += 1;
-                cell.1 = cell.1.saturating_add(*bytes);
-                self.p2p_sizes.add(*bytes);
-            }
+            Body::Send { dest, bytes, .. } | Body::Isend { dest, bytes, .. } => self.sent(event.rank, *dest, *bytes),
             Body::Collective { comm, bytes, .. } => {
-                self.collective_sizes.add(*bytes);
                 let k = state.next_collective(*comm);
                 let entry = Entry { rank: event.rank, start, end, from: state.reserve_waiting(start, end), tag: 0 };
+                self.collective_sizes.add(*bytes);
                 let ranks = &mut self.ranks;
                 self.collectives.enter(*comm, k, entry, &mut |e, w| add_waiting(ranks, e, w));
             }
@@ -159,6 +142,24 @@ impl Profiler {
                 }
             }
         }
+    }
+
+    /// Counts a call of `event`'s rank and site under `call`; the rank's state.
+    fn count(&mut self, call: CallType, event: &Event, start: u64, end: u64, bytes: u64) -> &mut RankState {
+        let state = self.ranks.entry(event.rank).or_default();
+        let region = state.stack.last().map(|open| open.region);
+        self.calls.entry(call).or_default().add(end - start, bytes);
+        self.sites.entry((call, event.site, region)).or_default().add(end - start, bytes);
+        state.add_call(start, end);
+        state
+    }
+
+    /// A point-to-point message sent: the matrix and the size histogram.
+    fn sent(&mut self, src: u32, dest: u32, bytes: u64) {
+        let cell = self.matrix.entry((src, dest)).or_default();
+        cell.0 += 1;
+        cell.1 = cell.1.saturating_add(bytes);
+        self.p2p_sizes.add(bytes);
     }
 
     /// The profile of the events observed.
