@@ -130,6 +130,8 @@ fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
     let mut count: BTreeMap<(u64, String), u64> = BTreeMap::new();
     let mut depth: HashMap<u64, i64> = HashMap::new();
     for e in &events {
+        // Perfetto reads a missing pid as 0: every lane is in one process.
+        assert_eq!(e.get("pid").map_or(Some(0), Value::as_u64), Some(0), "{e}: not in the job's process");
         let ph = e["ph"].as_str().unwrap().to_owned();
         if ph == "M" && e["name"] == "process_name" {
             assert_eq!(e["args"]["name"], "grappe job");
@@ -175,6 +177,8 @@ fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
 /// started before its send the `f` must bind to a `delivery` mark begun
 /// after the send.
 fn check_flows(events: &[Value], messages: u64) {
+    // Perfetto pairs the two ends of a flow by id, category and name.
+    let perfetto_key = |e: &Value| (e["id"].as_u64(), e.get("cat").cloned(), e.get("name").cloned());
     // Per lane: (start, position in the file, end, name) of every slice
     // and delivery mark, in the order Perfetto reads them.
     let mut lanes: HashMap<u64, Vec<(i64, usize, i64, &str)>> = HashMap::new();
@@ -212,7 +216,7 @@ fn check_flows(events: &[Value], messages: u64) {
                     .find(is_send)
                     .unwrap_or_else(|| panic!("{e} bound to {slice:?}, no send"));
                 assert!(send.0 <= t && t <= send.2 && t <= slice.2, "{e} bound to {slice:?}");
-                assert!(starts.insert(e["id"].as_u64().unwrap(), (t, slice.0)).is_none());
+                assert!(starts.insert(e["id"].as_u64().unwrap(), (t, slice.0, perfetto_key(e))).is_none());
             }
             "f" => {
                 assert_eq!(e["bp"], "e");
@@ -227,7 +231,8 @@ fn check_flows(events: &[Value], messages: u64) {
                     slice
                 };
                 assert!(["recv", "wait", "test"].contains(&receive.3) && receive.0 <= t && t <= receive.2, "{e}");
-                let (s_date, send_start) = starts[&id];
+                let (s_date, send_start, ref key) = starts[&id];
+                assert_eq!(&perfetto_key(e), key, "{e}: Perfetto would not pair this end with its start");
                 // Viewers read in date order: an end before its start is dropped.
                 assert!(t >= s_date, "flow {id} ends before it starts: {e}");
                 // The flow points from the send: the end's slice starts no earlier.
