@@ -26,11 +26,14 @@ pub(crate) enum Call {
     Test,
     Probe,
     Iprobe,
+    /// A send and the receive marked as its second half, one region as
+    /// Score-P records `MPI_Sendrecv`.
+    Sendrecv,
     Collective(CollectiveKind),
 }
 
 /// Calls before the collectives in `Call::index`.
-const POINT_CALLS: usize = 10;
+const POINT_CALLS: usize = 11;
 /// Every call, collectives included.
 const CALLS: usize = POINT_CALLS + 16;
 
@@ -47,6 +50,7 @@ impl Call {
             Call::Test => 7,
             Call::Probe => 8,
             Call::Iprobe => 9,
+            Call::Sendrecv => 10,
             // Collective ids run from 1 to 16.
             Call::Collective(op) => POINT_CALLS + (op as usize - 1),
         }
@@ -65,6 +69,7 @@ impl Call {
             Call::Test => "MPI_Test",
             Call::Probe => "MPI_Probe",
             Call::Iprobe => "MPI_Iprobe",
+            Call::Sendrecv => "MPI_Sendrecv",
             Call::Collective(op) => match op {
                 Barrier => "MPI_Barrier",
                 Bcast => "MPI_Bcast",
@@ -91,7 +96,7 @@ impl Call {
         use CollectiveKind::*;
         match self {
             Call::Init | Call::Finalize => OTF2_REGION_ROLE_FUNCTION,
-            Call::Send | Call::Recv | Call::Isend | Call::Irecv => OTF2_REGION_ROLE_POINT2POINT,
+            Call::Send | Call::Recv | Call::Isend | Call::Irecv | Call::Sendrecv => OTF2_REGION_ROLE_POINT2POINT,
             Call::Wait | Call::Test | Call::Probe | Call::Iprobe => OTF2_REGION_ROLE_POINT2POINT,
             Call::Collective(op) => match op {
                 Barrier => OTF2_REGION_ROLE_BARRIER,
@@ -513,7 +518,7 @@ mod tests {
     #[test]
     fn every_call_has_its_own_region_slot() {
         let mut calls = vec![Call::Init, Call::Finalize, Call::Send, Call::Recv, Call::Isend, Call::Irecv];
-        calls.extend([Call::Wait, Call::Test, Call::Probe, Call::Iprobe]);
+        calls.extend([Call::Wait, Call::Test, Call::Probe, Call::Iprobe, Call::Sendrecv]);
         calls.extend((1..=16).filter_map(CollectiveKind::from_id).map(Call::Collective));
         let mut slots: Vec<usize> = calls.iter().map(|c| c.index()).collect();
         slots.sort();

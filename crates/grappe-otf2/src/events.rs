@@ -5,9 +5,13 @@
 //!
 //! Each event is written as soon as the stream gives it, to its rank's
 //! location: the stream keeps each rank's own order, so a location needs
-//! no buffering. OTF2 wants each location's timestamps nondecreasing and
-//! its regions nested; a rank's calls may overlap (a `sendrecv` records a
-//! send and a receive that start together), so a call that starts before
+//! no buffering but one send. A `sendrecv` is recorded as a send and a
+//! receive marked as its second half, with the same dates; each send waits
+//! for the rank's next event to tell, and a pair becomes one `MPI_Sendrecv`
+//! region with the send record at its enter and the receive record at its
+//! leave, as Score-P writes it. OTF2 wants each location's timestamps
+//! nondecreasing and its regions nested; a rank's calls may still overlap
+//! (an unmarked pair from an older trace), so a call that starts before
 //! the previous one ended is entered when that one is left.
 
 use grappe_analysis::{LinkedRef, Message};
@@ -28,6 +32,9 @@ struct Timeline {
     first: Option<u64>,
     /// User regions entered and not left: (name, region), innermost last.
     open: Vec<(OTF2_StringRef, OTF2_RegionRef)>,
+    /// A send not written yet: the first half of a sendrecv if the rank's
+    /// next event is its receive.
+    held_send: Option<Event>,
 }
 
 impl Timeline {
@@ -79,7 +86,7 @@ impl Exporter {
             return Err(Otf2Error::RankOutOfRange { rank: event.rank, world: self.timelines.len() });
         };
         let mut writer = self.phase.location(event.rank)?;
-        if (Out { defs: &mut self.defs, t: timeline, w: &mut writer }).event(event)? {
+        if (Out { defs: &mut self.defs, t: timeline, w: &mut writer }).next(event)? {
             self.unmatched_leaves += 1;
         }
         Ok(())
@@ -91,6 +98,10 @@ impl Exporter {
     pub(crate) fn finish(mut self) -> Result<(Registry, Written, GlobalDefs)> {
         let (mut first, mut last) = (u64::MAX, 0);
         for (rank, t) in (0u32..).zip(&mut self.timelines) {
+            if let Some(send) = t.held_send.take() {
+                let mut writer = self.phase.location(rank)?;
+                (Out { defs: &mut self.defs, t: &mut *t, w: &mut writer }).event(&send)?;
+            }
             if !t.open.is_empty() {
                 let mut writer = self.phase.location(rank)?;
                 while let Some((_, region)) = t.open.pop() {
@@ -123,6 +134,41 @@ struct Out<'a, 'w> {
 }
 
 impl Out<'_, '_> {
+    /// Writes the rank's next event `e`, and first the send held before
+    /// it; a send is held until then. `true` for a region leave with no
+    /// enter, skipped.
+    fn next(&mut self, e: &Event) -> Result<bool> {
+        if let Some(send) = self.t.held_send.take() {
+            if e.ends_sendrecv_of(&send) {
+                return self.sendrecv(&send, e);
+            }
+            self.event(&send)?;
+        }
+        if let Body::Send { .. } = e.body {
+            self.t.held_send = Some(*e);
+            return Ok(false);
+        }
+        self.event(e)
+    }
+
+    /// A sendrecv as Score-P records it: one region, the send record at
+    /// its enter, the receive record at its leave.
+    fn sendrecv(&mut self, send: &Event, recv: &Event) -> Result<bool> {
+        let (Body::Send { dest, tag: sent_tag, comm: sent_comm, bytes: sent, .. }, Body::Recv { src, tag, comm, bytes, .. }) =
+            (send.body, recv.body)
+        else {
+            // Not a pair after all: each half as it is.
+            self.event(send)?;
+            return self.event(recv);
+        };
+        let (sent_comm, to) = self.peer(sent_comm, dest)?;
+        let (comm, from) = self.peer(comm, src)?;
+        self.call(Call::Sendrecv, recv, |w, start, end| {
+            w.mpi_send(start, to, sent_comm, sent_tag as u32, sent)?;
+            w.mpi_recv(end, from, comm, tag as u32, bytes)
+        })
+    }
+
     /// Writes event `e`; `true` for a region leave with no enter, skipped.
     fn event(&mut self, e: &Event) -> Result<bool> {
         match &e.body {

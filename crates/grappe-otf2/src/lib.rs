@@ -8,8 +8,9 @@
 //! - a location group (process) and a location (CPU thread) per world
 //!   rank, numbered by rank, under a system tree node per host;
 //! - a region per runtime call, named as MPI names it (`MPI_Send`,
-//!   `MPI_Allreduce`...) with OTF2's MPI paradigm and roles, and a region
-//!   per user region (name and source location);
+//!   `MPI_Allreduce`...; a send and the receive marked as its second
+//!   half are one `MPI_Sendrecv`) with OTF2's MPI paradigm and roles, and
+//!   a region per user region (name and source location);
 //! - `MPI_COMM_WORLD` and a communicator per grappe context id seen,
 //!   their groups from the traces' communicator creations (a context never
 //!   seen created is taken as world-sized);

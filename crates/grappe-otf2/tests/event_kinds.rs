@@ -119,6 +119,80 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
     line("PARAMETER", "checkpoint");
 }
 
+/// A marked sendrecv is one `MPI_Sendrecv` region holding its send and
+/// receive records, as Score-P writes it; a send and a marked receive of
+/// other dates stay two calls, and a send left last is still written.
+#[test]
+fn a_marked_sendrecv_is_one_region_with_its_send_at_the_enter_and_its_receive_at_the_leave() {
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 16, arrived: false, sendrecv };
+    let rank0 = vec![
+        (100, 100, Body::Init),
+        (130, 160, send(1, 5)),
+        (130, 160, recv(1, 6, true)),
+        (200, 210, send(1, 7)),
+        (220, 230, recv(1, 8, true)),
+        (300, 310, send(1, 9)),
+        (400, 400, Body::Finalize),
+    ];
+    let rank1 = vec![
+        (100, 100, Body::Init),
+        (120, 150, recv(0, 5, false)),
+        (150, 155, send(0, 6)),
+        (205, 215, recv(0, 7, false)),
+        (215, 218, send(0, 8)),
+        (305, 315, recv(0, 9, false)),
+        (350, 360, send(0, 10)),
+    ];
+    let dir = scratch("sendrecv");
+    write_rank(&dir.join("traces"), 0, &rank0);
+    write_rank(&dir.join("traces"), 1, &rank1);
+    let summary = export(&dir.join("traces"), &dir.join("out"), "sendrecv").unwrap();
+    assert_eq!(summary.messages, 5);
+    let lines = events(&summary.anchor);
+    check_timelines(&lines);
+    let timeline = |location: u64| -> Vec<String> {
+        let calls = lines.iter().filter(|l| l.location == location && !l.attrs.contains("MPI_Init"));
+        let calls = calls.filter(|l| !l.attrs.contains("MPI_Finalize") && l.kind != "PROGRAM_END");
+        calls.map(|l| format!("{} {} {}", l.time, l.kind, region_or_peer(&l.attrs))).collect()
+    };
+    assert_eq!(
+        timeline(0),
+        [
+            "130 ENTER MPI_Sendrecv",
+            "130 MPI_SEND Receiver: 1 Tag: 5",
+            "160 MPI_RECV Sender: 1 Tag: 6",
+            "160 LEAVE MPI_Sendrecv",
+            "200 ENTER MPI_Send",
+            "200 MPI_SEND Receiver: 1 Tag: 7",
+            "210 LEAVE MPI_Send",
+            "220 ENTER MPI_Recv",
+            "230 MPI_RECV Sender: 1 Tag: 8",
+            "230 LEAVE MPI_Recv",
+            "300 ENTER MPI_Send",
+            "300 MPI_SEND Receiver: 1 Tag: 9",
+            "310 LEAVE MPI_Send",
+        ]
+    );
+    // Rank 1's last event, a send, is written when the export ends.
+    assert_eq!(timeline(1).last().map(String::as_str), Some("360 LEAVE MPI_Send"));
+    assert!(timeline(1).contains(&"350 MPI_SEND Receiver: 0 Tag: 10".to_owned()), "{:?}", timeline(1));
+    assert!(otf2_print(&["-G"], &summary.anchor).lines().any(|l| l.starts_with("REGION")
+        && l.contains("Name: \"MPI_Sendrecv\"")
+        && l.contains("Role: POINT2POINT")));
+}
+
+/// `Region: "MPI_Send" <5>` as `MPI_Send`; a message record's peer and tag.
+fn region_or_peer(attrs: &str) -> String {
+    if let Some(rest) = attrs.strip_prefix("Region: \"") {
+        return rest.split('"').next().unwrap_or_default().to_owned();
+    }
+    let words: Vec<&str> = attrs.split_whitespace().collect();
+    let after = |key: &str| words.iter().position(|w| *w == key).and_then(|i| words.get(i + 1)).copied();
+    let peer = if attrs.starts_with("Receiver") { "Receiver:" } else { "Sender:" };
+    format!("{peer} {} Tag: {}", after(peer).unwrap_or("?"), after("Tag:").unwrap_or("?").trim_end_matches(','))
+}
+
 /// Writes a per-rank trace file of a two-rank job on one host.
 fn write_rank(dir: &Path, rank: u32, events: &[(u64, u64, Body)]) {
     std::fs::create_dir_all(dir).unwrap();

@@ -210,6 +210,18 @@ pub struct Event {
     pub body: Body,
 }
 
+impl Event {
+    /// Whether this event is the receive that ends the sendrecv `send`
+    /// began: a receive marked as a sendrecv's second half, with the
+    /// send's dates and call site. A rank's events come in its own order,
+    /// so a reader holds each send until the rank's next event to know.
+    pub fn ends_sendrecv_of(&self, send: &Event) -> bool {
+        matches!(self.body, Body::Recv { sendrecv: true, .. })
+            && matches!(send.body, Body::Send { .. })
+            && (self.rank, self.start, self.end, self.site) == (send.rank, send.start, send.end, send.site)
+    }
+}
+
 /// The attributes of each kind of event. Names and locations are
 /// process-wide [`Text`]s, so reading an event allocates nothing and
 /// touches no reference count.

@@ -75,7 +75,7 @@ impl Profiler {
         // tells whether that send began a sendrecv: its receive is marked
         // and has the same dates. mpiP counts a sendrecv as one call.
         if let Some(held) = state.held_send.take() {
-            if is_second_half(&held, event) {
+            if event.ends_sendrecv_of(&held.event) {
                 self.sendrecv(held, event, linked.message, start, end);
                 return self.expire_collectives(event);
             }
@@ -270,12 +270,6 @@ fn call_bytes(body: &Body) -> u64 {
         }
         _ => 0,
     }
-}
-
-/// Whether `event` is the receive that ends the sendrecv `send` began.
-fn is_second_half(send: &HeldSend, event: &Event) -> bool {
-    matches!(event.body, Body::Recv { sendrecv: true, .. })
-        && (event.start, event.end, event.site) == (send.event.start, send.event.end, send.event.site)
 }
 
 /// A region activation.
