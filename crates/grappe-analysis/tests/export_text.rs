@@ -603,6 +603,83 @@ fn corners_give_files_every_reader_accepts() {
     assert_eq!(closes, 2, "rank 1, cut before finalize, is closed at the end");
 }
 
+/// A marked sendrecv is one `sendrecv` state in Pajé, its two messages
+/// still drawn; a send and a marked receive of other dates stay two
+/// states, and a send left last keeps its state.
+#[test]
+fn paje_draws_a_marked_sendrecv_as_one_state() {
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
+    let ranks = vec![
+        vec![
+            (T, T, Body::Init),
+            (T + 100, T + 400, send(1, 1)),
+            (T + 100, T + 400, recv(1, 2, true)),
+            (T + 500, T + 600, send(1, 3)),
+            (T + 700, T + 800, recv(1, 4, true)),
+            (T + 2_000, T + 2_000, Body::Finalize),
+        ],
+        vec![
+            (T, T, Body::Init),
+            (T + 50, T + 150, send(0, 2)),
+            (T + 200, T + 300, recv(0, 1, false)),
+            (T + 550, T + 650, recv(0, 3, false)),
+            (T + 650, T + 700, send(0, 4)),
+            (T + 900, T + 950, send(0, 5)),
+        ],
+    ];
+    let dir = scratch("paje-sendrecv");
+    write_handmade(&dir, &ranks);
+    let (text, summary) = export(&dir, write_paje);
+    assert_eq!((summary.messages, summary.late_records), (4, 0));
+    let rows = pj_dump(&write_text(&dir, "sendrecv.paje", &text));
+    let states = |rank: &str| -> Vec<(String, String, String)> {
+        let rows = rows.iter().filter(|r| r[0] == "State" && r[1] == rank && r[2] == "call");
+        rows.map(|r| (r[7].clone(), r[3].clone(), r[4].clone())).collect()
+    };
+    let state = |name: &str, start: &str, end: &str| (name.to_owned(), start.to_owned(), end.to_owned());
+    assert_eq!(
+        states("rank 0"),
+        [
+            state("sendrecv", "0.000000100", "0.000000400"),
+            state("send", "0.000000500", "0.000000600"),
+            state("recv", "0.000000700", "0.000000800"),
+        ]
+    );
+    assert_eq!(states("rank 1").last(), Some(&state("send", "0.000000900", "0.000000950")));
+    assert_eq!(rows.iter().filter(|r| r[0] == "Link").count(), 4);
+}
+
+/// A send's state waits for the rank's next call, which may come long
+/// after the message was received: meanwhile no later record goes out
+/// (it would leave the send's state late, moved past its date).
+#[test]
+fn paje_holds_later_records_while_a_send_waits_for_the_next_call() {
+    let counters = (0..3_000).map(|i| (T + 1_000 + i, T + 1_000 + i, Body::Counter { name: "c".into(), value: 1 }));
+    let ranks = vec![
+        vec![
+            (T, T, Body::Init),
+            (T + 100, T + 200, Body::Send { dest: 1, tag: 1, comm: 0, bytes: 8, seq: 0 }),
+            (T + 10_000, T + 10_000, Body::Finalize),
+        ],
+        std::iter::once((T, T, Body::Init))
+            .chain([(
+                T + 150,
+                T + 250,
+                Body::Recv { src: 0, tag: 1, comm: 0, bytes: 8, arrived: false, sendrecv: false },
+            )])
+            .chain(counters)
+            .collect(),
+    ];
+    let dir = scratch("paje-held");
+    write_handmade(&dir, &ranks);
+    let (text, summary) = export(&dir, write_paje);
+    assert_eq!((summary.messages, summary.late_records), (1, 0));
+    let rows = pj_dump(&write_text(&dir, "held.paje", &text));
+    let send = rows.iter().find(|r| r[0] == "State" && r[1] == "rank 0" && r[7] == "send").expect("the send's state");
+    assert_eq!((send[3].as_str(), send[4].as_str()), ("0.000000100", "0.000000200"));
+}
+
 /// The text of a number field of a one-line JSON object.
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
     let rest = &line[line.find(key).unwrap() + key.len()..];

@@ -154,8 +154,10 @@ impl Out<'_, '_> {
     /// A sendrecv as Score-P records it: one region, the send record at
     /// its enter, the receive record at its leave.
     fn sendrecv(&mut self, send: &Event, recv: &Event) -> Result<bool> {
-        let (Body::Send { dest, tag: sent_tag, comm: sent_comm, bytes: sent, .. }, Body::Recv { src, tag, comm, bytes, .. }) =
-            (send.body, recv.body)
+        let (
+            Body::Send { dest, tag: sent_tag, comm: sent_comm, bytes: sent, .. },
+            Body::Recv { src, tag, comm, bytes, .. },
+        ) = (send.body, recv.body)
         else {
             // Not a pair after all: each half as it is.
             self.event(send)?;

@@ -177,9 +177,11 @@ fn a_marked_sendrecv_is_one_region_with_its_send_at_the_enter_and_its_receive_at
     // Rank 1's last event, a send, is written when the export ends.
     assert_eq!(timeline(1).last().map(String::as_str), Some("360 LEAVE MPI_Send"));
     assert!(timeline(1).contains(&"350 MPI_SEND Receiver: 0 Tag: 10".to_owned()), "{:?}", timeline(1));
-    assert!(otf2_print(&["-G"], &summary.anchor).lines().any(|l| l.starts_with("REGION")
-        && l.contains("Name: \"MPI_Sendrecv\"")
-        && l.contains("Role: POINT2POINT")));
+    assert!(
+        otf2_print(&["-G"], &summary.anchor).lines().any(|l| l.starts_with("REGION")
+            && l.contains("Name: \"MPI_Sendrecv\"")
+            && l.contains("Role: POINT2POINT"))
+    );
 }
 
 /// `Region: "MPI_Send" <5>` as `MPI_Send`; a message record's peer and tag.

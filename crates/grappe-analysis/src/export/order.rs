@@ -165,6 +165,9 @@ pub(crate) trait Ordered {
         u64::MAX
     }
 
+    /// Gives the records still held back once the stream has ended.
+    fn end_of_stream(&mut self, _records: &mut Reorder<Self::Record>) {}
+
     /// Writes a record, in date order.
     fn write(&mut self, sink: &mut Sink, time: u64, record: Self::Record);
 
@@ -212,6 +215,7 @@ pub(crate) fn run<F: Ordered>(
         }
         next = stream.next().transpose()?;
     }
+    format.end_of_stream(&mut records);
     while let Some((time, record)) = records.pop() {
         format.write(sink, time, record);
         sink.maybe_flush()?;

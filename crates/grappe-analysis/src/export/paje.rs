@@ -10,6 +10,11 @@
 //! send's start to the receive's end, keyed by the message id; a send
 //! never received draws no link (pajeng rejects links with one end).
 //!
+//! A `sendrecv` (a send, then a receive marked as its second half with
+//! the same dates) is one `sendrecv` state: each send's state waits for
+//! the rank's next event to tell (its link does not wait), and holds back
+//! the records dated after it meanwhile.
+//!
 //! Pajé wants the file in nondecreasing date order: records go through
 //! the reorder buffer (`order`). Dates are seconds from the first event with
 //! nine decimals. A rank's records are made nondecreasing in call order,
@@ -29,6 +34,7 @@ use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, shape};
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
+use grappe_trace::{Body, Event};
 
 /// Seconds: nine decimals of nanoseconds.
 const SECONDS: u32 = 9;
@@ -116,6 +122,17 @@ struct Lane {
     depth: u32,
     /// The container is in the file.
     created: bool,
+    /// A send whose state is not recorded yet: a sendrecv's if the rank's
+    /// next event is its receive.
+    held_send: Option<HeldSend>,
+}
+
+/// A send and its dates on the rank's clock.
+#[derive(Clone, Copy)]
+struct HeldSend {
+    event: Event,
+    start: u64,
+    end: u64,
 }
 
 /// Messages whose start is waiting for their receive.
@@ -136,12 +153,16 @@ impl Ordered for Paje {
     fn event(&mut self, linked: Linked, records: &mut Reorder<Record>) {
         let e = &linked.event;
         let rank = e.rank;
+        if self.lanes.get(rank).held_send.is_some() && self.ends_held_send(&linked, records) {
+            return;
+        }
         let start = self.clocks.at(rank, e.start);
         match shape(&e.body) {
-            Shape::Call(name) => {
-                records.push(start, Record::Push { rank, region: false, value: Value::Declared(name) });
-                records.push(self.clocks.at(rank, e.end), Record::Pop { rank, region: false });
+            Shape::Call(_) if matches!(e.body, Body::Send { .. }) => {
+                let end = self.clocks.at(rank, e.end);
+                self.lanes.get(rank).held_send = Some(HeldSend { event: *e, start, end });
             }
+            Shape::Call(name) => call_state(records, rank, name, start, self.clocks.at(rank, e.end)),
             Shape::Enter { name, .. } => {
                 self.lanes.get(rank).depth += 1;
                 let value = Value::Region(self.regions.id(name).0);
@@ -167,7 +188,20 @@ impl Ordered for Paje {
     }
 
     fn hold(&self) -> u64 {
-        self.links.by_date.first().map_or(u64::MAX, |&(date, _)| date)
+        // A pass over the lanes every `RELEASE_EVERY` events costs less
+        // than keeping the held sends sorted at every send.
+        let held = self.lanes.iter().filter_map(|(_, lane)| lane.held_send.map(|send| send.start)).min();
+        let link = self.links.by_date.first().map(|&(date, _)| date);
+        held.into_iter().chain(link).min().unwrap_or(u64::MAX)
+    }
+
+    fn end_of_stream(&mut self, records: &mut Reorder<Record>) {
+        let holding: Vec<u32> = self.lanes.iter().filter(|(_, l)| l.held_send.is_some()).map(|(r, _)| r).collect();
+        for rank in holding {
+            if let Some(send) = self.lanes.get(rank).held_send.take() {
+                call_state(records, rank, "send", send.start, send.end);
+            }
+        }
     }
 
     fn write(&mut self, s: &mut Sink, t: u64, record: Record) {
@@ -235,6 +269,23 @@ impl Ordered for Paje {
 }
 
 impl Paje {
+    /// Records the state of the send `linked`'s rank holds: a sendrecv's
+    /// if `linked` is its receive (then recorded too: `true`), a send's
+    /// otherwise. Out of line: most events follow no send.
+    #[inline(never)]
+    fn ends_held_send(&mut self, linked: &Linked, records: &mut Reorder<Record>) -> bool {
+        let e = &linked.event;
+        let Some(send) = self.lanes.get(e.rank).held_send.take() else { return false };
+        if e.ends_sendrecv_of(&send.event) {
+            call_state(records, e.rank, "sendrecv", send.start, send.end);
+            let end = self.clocks.at(e.rank, e.end);
+            self.link(&linked.message, e.rank, send.start, end, records);
+            return true;
+        }
+        call_state(records, e.rank, "send", send.start, send.end);
+        false
+    }
+
     /// Records the link of a send or a matched receive.
     fn link(&mut self, message: &Message, rank: u32, start: u64, end: u64, records: &mut Reorder<Record>) {
         match *message {
@@ -380,12 +431,20 @@ fn colour(c: &mut Cursor, name: &str) {
     c.byte(b'"');
 }
 
-/// The colour of a call: point-to-point sends blue, receives red, waits
+/// The records of a call's state.
+fn call_state(records: &mut Reorder<Record>, rank: u32, name: &'static str, start: u64, end: u64) {
+    records.push(start, Record::Push { rank, region: false, value: Value::Declared(name) });
+    records.push(end, Record::Pop { rank, region: false });
+}
+
+/// The colour of a call: point-to-point sends blue, receives red, the two
+/// together (sendrecv) purple, waits
 /// and tests orange, probes yellow, collectives green, the rest grey.
 fn call_colour(name: &str) -> &'static str {
     match name {
         "send" | "isend" => "0.20 0.40 0.90",
         "recv" | "irecv" => "0.90 0.25 0.20",
+        "sendrecv" => "0.60 0.30 0.75",
         "wait" | "test" => "1.00 0.60 0.10",
         "probe" | "iprobe" => "0.95 0.90 0.20",
         "comm_create" | "flush" => "0.60 0.60 0.60",
