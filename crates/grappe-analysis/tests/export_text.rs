@@ -210,7 +210,7 @@ fn check_flows(events: &[Value], messages: u64) {
                 let t = t();
                 // A sendrecv's receive starts with its send and is begun
                 // after it: the flow then starts on the same call's receive.
-                let is_send = |s: &&(i64, usize, i64, &str)| ["send", "isend"].contains(&s.3);
+                let is_send = |s: &&(i64, usize, i64, &str)| ["send", "isend", "sendrecv"].contains(&s.3);
                 let send = std::iter::once(&slice)
                     .chain(before.iter().rev().take_while(|s| s.0 == slice.0))
                     .find(is_send)
@@ -230,7 +230,8 @@ fn check_flows(events: &[Value], messages: u64) {
                 } else {
                     slice
                 };
-                assert!(["recv", "wait", "test"].contains(&receive.3) && receive.0 <= t && t <= receive.2, "{e}");
+                let receiving = ["recv", "wait", "test", "sendrecv"].contains(&receive.3);
+                assert!(receiving && receive.0 <= t && t <= receive.2, "{e}");
                 let (s_date, send_start, ref key) = starts[&id];
                 assert_eq!(&perfetto_key(e), key, "{e}: Perfetto would not pair this end with its start");
                 // Viewers read in date order: an end before its start is dropped.
@@ -263,11 +264,17 @@ fn chrome_dates_and_names_are_the_stream_s_exactly() {
         .collect();
     let slices: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(slices.len(), calls.len());
-    for (slice, call) in slices.iter().zip(&calls) {
-        assert_eq!(slice["name"], display_name(&call.body));
-        assert_eq!(tid(slice), call.rank as u64);
-        assert_eq!(ns(&slice["ts"]), call.start as i64 - origin);
-        assert_eq!(ns(&slice["dur"]), (call.end - call.start) as i64);
+    // A send waits for its rank's next event, so the file keeps each
+    // rank's order, not the stream's.
+    for rank in 0..job.ranks {
+        let slices = slices.iter().filter(|s| tid(s) == rank as u64);
+        let calls: Vec<&Event> = calls.iter().filter(|c| c.rank == rank).collect();
+        assert_eq!(slices.clone().count(), calls.len());
+        for (slice, call) in slices.zip(calls) {
+            assert_eq!(slice["name"], display_name(&call.body));
+            assert_eq!(ns(&slice["ts"]), call.start as i64 - origin);
+            assert_eq!(ns(&slice["dur"]), (call.end - call.start) as i64);
+        }
     }
 }
 
@@ -601,6 +608,65 @@ fn corners_give_files_every_reader_accepts() {
     let records = parse_picl(&text);
     let closes = records.iter().filter(|r| r.record == -4 && r.event == -901).count();
     assert_eq!(closes, 2, "rank 1, cut before finalize, is closed at the end");
+}
+
+/// A marked sendrecv is one `sendrecv` slice in Chrome JSON, with the
+/// arguments of both halves and both flows bound to it; a send and a
+/// marked receive of other dates stay two slices. A send of no length
+/// (a coarse clock) is received while it waits for its rank's next event:
+/// its flow still starts in it, so the flow is written after the slice
+/// (a reader binds an `s` to the latest slice begun at its date).
+#[test]
+fn chrome_draws_a_marked_sendrecv_as_one_slice() {
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
+    let ranks = vec![
+        vec![
+            (T, T, Body::Init),
+            (T + 100, T + 400, send(1, 1)),
+            (T + 100, T + 400, recv(1, 2, true)),
+            (T + 500, T + 500, send(1, 3)),
+            (T + 700, T + 800, recv(1, 4, true)),
+            (T + 2_000, T + 2_000, Body::Finalize),
+        ],
+        vec![
+            (T, T, Body::Init),
+            // Sent after the sendrecv began: its arrow ends at a delivery mark.
+            (T + 120, T + 180, send(0, 2)),
+            // Ends after the sendrecv: its arrow is written after the
+            // delivery mark in the sendrecv, and must not start from it.
+            (T + 200, T + 500, recv(0, 1, false)),
+            (T + 550, T + 650, recv(0, 3, false)),
+            (T + 650, T + 700, send(0, 4)),
+            (T + 900, T + 950, send(0, 5)),
+        ],
+    ];
+    let dir = scratch("chrome-sendrecv");
+    write_handmade(&dir, &ranks);
+    let (text, summary) = export(&dir, write_chrome);
+    assert_eq!((summary.events, summary.messages), (12, 4));
+    let (events, _) = chrome_events(&text);
+    check_flows(&events, 4);
+    let slices = |rank: u64| -> Vec<(String, i64, i64)> {
+        let slices = events.iter().filter(|e| e["ph"] == "X" && tid(e) == rank);
+        slices.map(|e| (e["name"].as_str().unwrap().to_owned(), ns(&e["ts"]), ns(&e["dur"]))).collect()
+    };
+    let slice = |name: &str, ts: i64, dur: i64| (name.to_owned(), ts, dur);
+    assert_eq!(slices(0), [slice("sendrecv", 100, 300), slice("send", 500, 0), slice("recv", 700, 100)]);
+    assert_eq!(slices(1).last(), Some(&slice("send", 900, 50)), "a send left last is written");
+
+    let pair = events.iter().find(|e| e["name"] == "sendrecv").unwrap();
+    let args = &pair["args"];
+    for (key, value) in [("comm", 0), ("dest", 1), ("sendtag", 1), ("sendbytes", 8), ("source", 1), ("recvtag", 2)] {
+        assert_eq!(args[key], value, "{key} of {pair}");
+    }
+    assert_eq!((args["recvbytes"].as_u64(), args["arrived"].as_bool()), (Some(8), Some(false)));
+    // Its message out starts in it, its message in ends in it.
+    let flow_end = |ph: &str, id: &Value| events.iter().find(|e| e["ph"] == ph && e["id"] == *id).unwrap();
+    let (out, into) = (flow_end("s", &args["send_msg"]), flow_end("f", &args["recv_msg"]));
+    assert_eq!((tid(out), tid(into)), (0, 0));
+    assert!((100..=400).contains(&ns(&out["ts"])) && (100..=400).contains(&ns(&into["ts"])), "{out} {into}");
+    assert_eq!(flow_end("s", &args["recv_msg"])["tid"], 1, "the message in comes from rank 1");
 }
 
 /// A marked sendrecv is one `sendrecv` state in Pajé, its two messages

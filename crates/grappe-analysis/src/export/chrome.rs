@@ -10,6 +10,9 @@
 //! complete events with their attributes in `args`; regions as `B`/`E`;
 //! counters as `C` (one series per rank: `id` = rank); user points and
 //! runtime instants (init, finalize, flush start) as thread-scoped `i`.
+//! A send and the receive marked as its second half (`MPI_Sendrecv`) are
+//! one `sendrecv` slice, as the profile, OTF2 and Pajé show them: each
+//! send waits for its rank's next event to know.
 //! Each matched message is a flow: `s` inside the send's slice, `f` with
 //! `"bp":"e"` inside the receive's, both with the message id; when the
 //! receive was posted before the send, the `f` binds to a `delivery`
@@ -36,13 +39,16 @@
 
 use std::io::Write;
 
-use grappe_trace::{ANY, Body, Completion, Event};
+use grappe_trace::{Body, Event};
 
 use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
 use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, shape};
 use crate::error::Result;
-use crate::matching::{Message, SendSide};
+use crate::matching::{Channel, Message, SendSide};
 use crate::stream::{CausalStream, StreamSummary};
+
+mod args;
+use args::args;
 
 /// Microseconds: three decimals of nanoseconds.
 const US: u32 = 3;
@@ -101,6 +107,7 @@ fn write_events<const SITES: bool>(
         w.sink.maybe_flush()?;
     }
     progress(w.events);
+    w.release_held_sends::<SITES>();
     let summary = stream.summary();
     w.footer(&summary);
     let (events, messages) = (w.events, w.messages);
@@ -123,6 +130,39 @@ struct Lane {
     named: bool,
     /// Regions open, so that a leave with no enter is left out.
     depth: u32,
+    /// The rank's last event when it is a send: written once the next
+    /// event says whether it is a sendrecv's first half.
+    held_send: Option<HeldSend>,
+}
+
+/// A send not written yet.
+struct HeldSend {
+    event: Event,
+    message: Message,
+    /// The flow of its message, when the receive came by meanwhile: it
+    /// is written after the slice, so that no viewer reads the flow's
+    /// start before the slice it starts in.
+    flow: Option<Flow>,
+}
+
+/// The two ends of a matched message's arrow.
+struct Flow {
+    sender: u32,
+    send: SendSide,
+    recv: Span,
+}
+
+impl Flow {
+    fn of(channel: &Channel, send: &SendSide, recv: &Event) -> Flow {
+        Flow { sender: channel.src, send: *send, recv: Span { rank: recv.rank, start: recv.start, end: recv.end } }
+    }
+}
+
+/// Where a receive is drawn.
+struct Span {
+    rank: u32,
+    start: u64,
+    end: u64,
 }
 
 impl Chrome<'_> {
@@ -135,7 +175,13 @@ impl Chrome<'_> {
             lane.named = true;
             name_lane(&mut self.sink, e.rank);
         }
+        if lane.held_send.is_some() && self.ends_held_send::<SITES>(e, message, origin) {
+            return;
+        }
         match shape(&e.body) {
+            Shape::Call(_) if matches!(e.body, Body::Send { .. }) => {
+                self.lanes.get(e.rank).held_send = Some(HeldSend { event: *e, message: *message, flow: None });
+            }
             Shape::Call(name) => {
                 let members = if let Body::CommCreate { members, .. } = &e.body { members.len() } else { 0 };
                 let site = if SITES { e.site.map(|site| site.text()) } else { None };
@@ -144,7 +190,7 @@ impl Chrome<'_> {
                 call(&mut c, e, name, origin, message, site);
                 if let Message::Received { channel, send } = message {
                     self.messages += 1;
-                    flow(&mut c, channel.src, send, e, origin);
+                    write_or_hold_flow(&mut c, &mut self.lanes, Flow::of(channel, send, e), origin);
                 }
             }
             Shape::Enter { name, location } => {
@@ -188,6 +234,51 @@ impl Chrome<'_> {
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name));
                 instant(&mut c, e, name, origin);
                 c.byte(b'}');
+            }
+        }
+    }
+
+    /// Writes the rank's held send: as a sendrecv with `e` if `e` is its
+    /// second half (then `e` is written: true), or alone (false).
+    #[inline(never)]
+    fn ends_held_send<const SITES: bool>(&mut self, e: &Event, message: &Message, origin: u64) -> bool {
+        let lane = self.lanes.get(e.rank);
+        let Some(held) = &lane.held_send else { return false };
+        if e.ends_sendrecv_of(&held.event) {
+            if let Some(held) = lane.held_send.take() {
+                self.sendrecv::<SITES>(held, e, message, origin);
+            }
+            return true;
+        }
+        // Written from where it is held: moving it out costs a copy.
+        write_send::<SITES>(&mut self.sink, held, origin);
+        lane.held_send = None;
+        false
+    }
+
+    /// A held send and `recv`, its second half, as one slice; then the
+    /// flows of both messages.
+    #[inline(never)]
+    fn sendrecv<const SITES: bool>(&mut self, held: HeldSend, recv: &Event, message: &Message, origin: u64) {
+        let site = if SITES { held.event.site.map(|site| site.text()) } else { None };
+        let mut c = self.sink.record(5 * RECORD_ROOM + site.map_or(0, text_room));
+        sendrecv(&mut c, (&held.event, &held.message), (recv, message), origin, site);
+        if let Some(flow) = held.flow {
+            write_flow(&mut c, &flow, origin);
+        }
+        if let Message::Received { channel, send } = message {
+            self.messages += 1;
+            write_or_hold_flow(&mut c, &mut self.lanes, Flow::of(channel, send, recv), origin);
+        }
+    }
+
+    /// At the end of the stream: the sends still waiting for a next event.
+    fn release_held_sends<const SITES: bool>(&mut self) {
+        let origin = self.origin.unwrap_or(0);
+        let ranks: Vec<u32> = self.lanes.iter().filter(|(_, l)| l.held_send.is_some()).map(|(r, _)| r).collect();
+        for rank in ranks {
+            if let Some(held) = self.lanes.get(rank).held_send.take() {
+                write_send::<SITES>(&mut self.sink, &held, origin);
             }
         }
     }
@@ -253,11 +344,47 @@ fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Me
     c.byte(b'}');
 }
 
-/// The arrow of a matched message, written with its receive (so no flow
-/// is left without its end): `s` in the send's slice, `f` in the
+/// A held send alone, then its flow if the receive came by.
+#[inline(always)]
+fn write_send<const SITES: bool>(sink: &mut Sink, held: &HeldSend, origin: u64) {
+    let site = if SITES { held.event.site.map(|site| site.text()) } else { None };
+    // Room for the slice, the two ends of a flow and a delivery.
+    let mut c = sink.record(3 * RECORD_ROOM + site.map_or(0, text_room));
+    call(&mut c, &held.event, "send", origin, &held.message, site);
+    if let Some(flow) = &held.flow {
+        write_flow(&mut c, flow, origin);
+    }
+}
+
+/// One slice for a send and the receive that is its second half, with the
+/// arguments of both.
+fn sendrecv(c: &mut Cursor, send: (&Event, &Message), recv: (&Event, &Message), origin: u64, site: Option<&str>) {
+    let s = send.0;
+    open(c, &PH_X, s.rank, s.start, origin);
+    c.bytes(b",\"dur\":");
+    c.fixed(s.end.saturating_sub(s.start), US);
+    c.bytes(b",\"name\":\"sendrecv\"");
+    args::sendrecv_args(c, send, recv, site);
+    c.byte(b'}');
+}
+
+/// Writes a message's arrow with its receive, or, if its send is still
+/// held, gives it to the send to write after its slice.
+#[inline(always)]
+fn write_or_hold_flow(c: &mut Cursor, lanes: &mut PerRank<Lane>, flow: Flow, origin: u64) {
+    let sender = lanes.get(flow.sender);
+    match &mut sender.held_send {
+        Some(held) if matches!(held.message, Message::Sent { id, .. } if id == flow.send.id) => held.flow = Some(flow),
+        _ => write_flow(c, &flow, origin),
+    }
+}
+
+/// The arrow of a matched message, written once both its slices are (so
+/// no flow is left without its end): `s` in the send's slice, `f` in the
 /// receive's.
 #[inline(always)]
-fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64) {
+fn write_flow(c: &mut Cursor, flow: &Flow, origin: u64) {
+    let Flow { sender, ref send, ref recv } = *flow;
     let (at_send, at_recv) = flow_dates(send, recv);
     open(c, &PH_S, sender, at_send, origin);
     flow_tail(c, send.id);
@@ -280,10 +407,16 @@ fn flow(c: &mut Cursor, sender: u32, send: &SendSide, recv: &Event, origin: u64)
 /// which the middles alone give for a receive posted before its send.
 /// Only a tachyon (send started after the receive ended) leaves them out
 /// of order.
-fn flow_dates(send: &SendSide, recv: &Event) -> (u64, u64) {
+///
+/// A receive posted before its send ends its flow at a delivery mark, one
+/// nanosecond past its middle: a sendrecv's send, which has the same
+/// dates, starts its own arrow at the middle, and an arrow begun at the
+/// mark's date would start from the mark.
+fn flow_dates(send: &SendSide, recv: &Span) -> (u64, u64) {
     let last_in_recv = recv.end.saturating_sub(1).max(recv.start);
     let at_send = middle(send.start, send.end).min(last_in_recv).max(send.start);
-    let at_recv = middle(recv.start, recv.end).max(at_send).min(last_in_recv);
+    let past_middle = u64::from(recv.start < send.start);
+    let at_recv = (middle(recv.start, recv.end) + past_middle).max(at_send).min(last_in_recv);
     (at_send, at_recv)
 }
 
@@ -300,147 +433,13 @@ fn middle(start: u64, end: u64) -> u64 {
     start + end.saturating_sub(start) / 2
 }
 
-/// `,"args":{...}` of a call, its site last if given (no args for a
-/// flush).
-#[inline(always)]
-fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<&str>) {
-    match *body {
-        Body::Send { dest, tag, comm, bytes, .. } | Body::Isend { dest, tag, comm, bytes, .. } => {
-            head(c, comm);
-            peer(c, dest);
-            int(c, b",\"tag\":", tag as i64);
-            uint(c, b",\"bytes\":", bytes);
-            if let Body::Isend { request, .. } = *body {
-                uint(c, b",\"request\":", request);
-            }
-        }
-        Body::Recv { src, tag, comm, bytes, arrived, sendrecv } => {
-            head(c, comm);
-            peer(c, src);
-            int(c, b",\"tag\":", tag as i64);
-            uint(c, b",\"bytes\":", bytes);
-            flag(c, b",\"arrived\":", arrived);
-            if sendrecv {
-                c.bytes(b",\"sendrecv\":true");
-            }
-        }
-        Body::Irecv { src, tag, comm, request } => {
-            head(c, comm);
-            peer(c, src);
-            selector(c, b",\"tag\":", tag);
-            uint(c, b",\"request\":", request);
-        }
-        Body::Wait { request, comm, completion } => {
-            head(c, comm);
-            uint(c, b",\"request\":", request);
-            completed(c, &completion);
-        }
-        Body::Test { request, comm, completion } => {
-            head(c, comm);
-            uint(c, b",\"request\":", request);
-            match completion {
-                Some(done) => completed(c, &done),
-                None => c.bytes(b",\"completed\":false"),
-            }
-        }
-        Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
-            head(c, comm);
-            peer(c, src);
-            selector(c, b",\"tag\":", tag);
-            match found {
-                Some(done) => completed(c, &done),
-                None => c.bytes(b",\"found\":false"),
-            }
-        }
-        Body::Collective { comm, root, bytes, .. } => {
-            head(c, comm);
-            if root != ANY {
-                uint(c, b",\"root\":", root as u64);
-            }
-            uint(c, b",\"bytes\":", bytes);
-        }
-        Body::CommCreate { comm, parent, ref members } => {
-            head(c, comm);
-            uint(c, b",\"parent\":", parent as u64);
-            c.bytes(b",\"members\":[");
-            for (i, &m) in members.iter().enumerate() {
-                if i > 0 {
-                    c.byte(b',');
-                }
-                c.uint(m as u64);
-            }
-            c.byte(b']');
-        }
-        _ => return,
-    }
-    match message {
-        Message::Sent { id, .. } | Message::Received { send: SendSide { id, .. }, .. } => uint(c, b",\"msg\":", *id),
-        _ => {}
-    }
-    if let Some(site) = site {
-        c.bytes(b",\"site\":");
-        c.json_str(site);
-    }
-    c.byte(b'}');
-}
-
-#[inline(always)]
-fn head(c: &mut Cursor, comm: u32) {
-    c.bytes(b",\"args\":{\"comm\":");
-    c.uint(comm as u64);
-}
-
-#[inline(always)]
-fn uint(c: &mut Cursor, key: &[u8], v: u64) {
-    c.bytes(key);
-    c.uint(v);
-}
-
-#[inline(always)]
-fn int(c: &mut Cursor, key: &[u8], v: i64) {
-    c.bytes(key);
-    c.int(v);
-}
-
-#[inline(always)]
-fn flag(c: &mut Cursor, key: &[u8], v: bool) {
-    c.bytes(key);
-    if v { c.bytes(b"true") } else { c.bytes(b"false") }
-}
-
-/// A source or tag selector: a number, or "any".
-#[inline(always)]
-fn selector(c: &mut Cursor, key: &[u8], v: u32) {
-    c.bytes(key);
-    if v == ANY { c.bytes(b"\"any\"") } else { c.uint(v as u64) }
-}
-
-#[inline(always)]
-fn peer(c: &mut Cursor, rank: u32) {
-    selector(c, b",\"peer\":", rank);
-}
-
-/// What a wait, test or probe completed: for a receive, the message.
-#[inline(always)]
-fn completed(c: &mut Cursor, done: &Completion) {
-    if !done.is_recv {
-        c.bytes(b",\"completed\":\"send\"");
-        return;
-    }
-    c.bytes(b",\"completed\":\"recv\"");
-    peer(c, done.src);
-    int(c, b",\"tag\":", done.tag as i64);
-    uint(c, b",\"bytes\":", done.bytes);
-    flag(c, b",\"arrived\":", done.arrived);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn recv_at(start: u64, end: u64) -> Event {
-        Event { rank: 1, start, end, alpha_ns: 0, site: None, body: Body::Init }
+    fn recv_at(start: u64, end: u64) -> Span {
+        Span { rank: 1, start, end }
     }
 
     fn send_at(start: u64, end: u64) -> SendSide {
