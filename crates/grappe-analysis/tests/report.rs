@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use grappe_analysis::report::{ReportOptions, ReportSummary, write_report};
-use grappe_analysis::synthetic::{SyntheticClock, SyntheticJob, write_job};
+use grappe_analysis::synthetic::{SyntheticClock, SyntheticJob, plain_header, write_events, write_job};
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
 
 /// Seconds a Chromium run may take before it is killed.
@@ -16,6 +16,7 @@ const CHROMIUM_SECONDS: u32 = 45;
 const SEND: [u8; 3] = [0x1f, 0x6f, 0xd1];
 const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
+const SENDRECV: [u8; 3] = [0x14, 0xa0, 0xa0];
 
 /// A scratch directory, removed when the test passes (kept for a look
 /// when it fails).
@@ -287,4 +288,72 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
     assert!(dom.contains("no trace for 1 of 4 ranks (3)"), "the missing rank is not noted");
     assert!(dom.contains("rank 2: file cut at offset"), "the cut file is not noted");
     assert!(dom.contains("receives with no send in the trace"), "the problems are not listed");
+}
+
+/// The data the page draws from (the JSON in its `report-data` script).
+fn page_data(page: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let open = r#"<script type="application/json" id="report-data">"#;
+    let start = html.find(open).expect("a report-data script") + open.len();
+    let len = html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..start + len]).expect("the page's data is JSON")
+}
+
+/// A send and the receive marked as its second half are one `sendrecv`
+/// call of the diagram, drawn in its own colour, waiting as its receive
+/// waited; the profile counts it once, and the diagram too.
+#[test]
+fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
+    use grappe_trace::Body;
+    const T: u64 = 5_000_000_000;
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
+    let ranks = [
+        vec![
+            (T, T, Body::Init),
+            (T + 100, T + 400, send(1, 1)),
+            (T + 100, T + 400, recv(1, 2, true)),
+            (T + 500, T + 600, send(1, 3)),
+            (T + 700, T + 800, recv(1, 4, true)),
+            (T + 2_000, T + 2_000, Body::Finalize),
+        ],
+        vec![
+            (T, T, Body::Init),
+            (T + 120, T + 200, recv(0, 1, false)),
+            (T + 250, T + 300, send(0, 2)),
+            (T + 550, T + 650, recv(0, 3, false)),
+            (T + 650, T + 700, send(0, 4)),
+            (T + 900, T + 950, send(0, 5)),
+        ],
+    ];
+    let dir = scratch("sendrecv");
+    let traces = dir.join("trace");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (rank, events) in ranks.iter().enumerate() {
+        let header = plain_header(rank as u32, 2, "hand");
+        write_events(&grappe_trace::file_for(&traces, rank as u32), &header, events).unwrap();
+    }
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let page = dir.join("report.html");
+    let summary = write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((summary.intervals, summary.embedded_intervals, summary.messages), (8, 8, 4));
+
+    let data = page_data(&page);
+    let diagram = &data["diagram"];
+    let kind = |k: &serde_json::Value| diagram["kinds"][k.as_u64().unwrap() as usize]["name"].as_str().unwrap();
+    let rank0 = &diagram["lanes"][0];
+    let calls: Vec<(&str, u64, u64)> = (0..rank0["k"].as_array().unwrap().len())
+        .map(|i| (kind(&rank0["k"][i]), rank0["d"][i].as_u64().unwrap(), rank0["w"][i].as_u64().unwrap()))
+        .collect();
+    // The pair's receive waited from 100 to 250, when its message was sent.
+    assert_eq!(calls, [("sendrecv", 300, 150), ("send", 100, 0), ("recv", 100, 0)]);
+    assert_eq!(diagram["arrows"]["r"].as_array().unwrap().len(), 4, "both messages of the pair are drawn");
+
+    let png = dir.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let run = chromium(&dir, &url(&page), &[&shot, "--window-size=1400,1000"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    let n = pixels_near(&png, SENDRECV);
+    assert!(n > 1_000, "{n} pixels of the sendrecv colour in {}", png.display());
 }

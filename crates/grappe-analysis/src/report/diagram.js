@@ -9,6 +9,7 @@ GRAPPE.COLOURS = {
   isend: "#79b0f2",
   recv: "#e8820c",
   irecv: "#f5bd7a",
+  sendrecv: "#14a0a0",
   wait: "#2e9e3e",
   test: "#9fdc8f",
   probe: "#8d5fc2",
@@ -23,6 +24,7 @@ GRAPPE.LEGEND = [
   ["isend", "isend"],
   ["recv", "recv"],
   ["irecv", "irecv"],
+  ["sendrecv", "sendrecv"],
   ["wait", "wait"],
   ["test", "test"],
   ["probe", "probe"],
@@ -461,7 +463,7 @@ GRAPPE.Diagram.prototype.callAt = function (lane, t, tol) {
   if (best < 0) return null;
   const raw = lane.raw, kind = this.data.kinds[raw.k[best]];
   const peer = raw.p[best];
-  const relation = { send: "to", isend: "to", recv: "from", irecv: "from", wait: "from", test: "from", probe: "from" };
+  const relation = { send: "to", isend: "to", sendrecv: "to", recv: "from", irecv: "from", wait: "from", test: "from", probe: "from" };
   const lines = [kind.name + " on rank " + raw.rank];
   if (kind.category === "collective") lines.push(peer >= 0 ? "root: rank " + peer + " of its communicator" : "no root");
   else if (peer >= 0 && relation[kind.category]) lines.push(relation[kind.category] + " rank " + peer);

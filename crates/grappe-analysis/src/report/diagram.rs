@@ -10,12 +10,16 @@
 //! window. Arrows are the messages received in the window, the first
 //! `max_arrows` of them. The overview, time bins per rank whose width
 //! doubles as the run goes on, covers every call.
+//!
+//! A send and the receive marked as its second half are one `sendrecv`
+//! call, as the profile counts them: the send's call takes the pair's kind
+//! and the receive's waiting, and the receive adds no call of its own.
 
 use grappe_trace::{ANY, Body, Event};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::lane::{Arrows, Call, Lane, LaneData, Open};
+use super::lane::{Arrows, Call, Lane, LaneData, LastSend, Open};
 use super::overview::{Overview, OverviewData};
 use crate::matching::Message;
 use crate::profile::CallType;
@@ -105,8 +109,12 @@ impl Builder {
             Body::CommCreate { .. } => self.collectives.observe_creation(&event.body),
             _ => {}
         }
-        if let Some(call) = CallType::of(&event.body) {
-            self.call(lane, call, event, linked.message, date);
+        // Only the rank's next event can be a sendrecv's second half.
+        let first_half = self.lanes[lane].last_send.take().filter(|send| event.ends_sendrecv_of(&send.event));
+        match (first_half, CallType::of(&event.body)) {
+            (Some(send), _) => self.second_half(lane, send, event, linked.message),
+            (None, Some(call)) => self.call(lane, call, event, linked.message, date),
+            (None, None) => {}
         }
         if self.events % EXPIRE_EVERY == 0 {
             let lanes = &mut self.lanes;
@@ -152,7 +160,7 @@ impl Builder {
         let (start, end) = (event.start, event.end.max(event.start));
         self.overview.add(lane, call, start, end);
         let kept = self.admit(start, date);
-        let kind = self.kind(call, &event.body);
+        let kind = self.kind(call, category(&event.body));
         let index = self.lanes[lane].calls.len() as u64;
         if let Body::Collective { comm, .. } = &event.body {
             let k = {
@@ -165,30 +173,48 @@ impl Builder {
             let lanes = &mut self.lanes;
             self.collectives.enter(*comm, k, entry, &mut |e, w| set_waiting(lanes, e, w));
         }
-        let mut waiting = 0;
-        if let Message::Received { channel, send } = message {
-            self.selection.messages += 1;
-            waiting = end.min(send.start).saturating_sub(start);
-            if kept && self.selection.arrows < self.max_arrows {
-                self.selection.arrows += 1;
-                self.arrows.push((lane, channel.src, send.start, end));
-            } else if kept {
-                self.selection.arrows_end.get_or_insert(end);
-            }
-        }
+        let waiting = self.received(lane, message, kept, start, end);
         if kept {
             let (bytes, peer) = bytes_and_peer(&event.body);
             self.lanes[lane].calls.push(Call { start, end, kind, bytes, peer, waiting });
         }
+        if matches!(event.body, Body::Send { .. }) {
+            self.lanes[lane].last_send = Some(LastSend { event: *event, call: kept.then_some(index as usize) });
+        }
     }
 
-    fn kind(&mut self, call: CallType, body: &Body) -> u16 {
+    /// The receive that ends the sendrecv `send` began: its message, and
+    /// the send's call made the pair's.
+    fn second_half(&mut self, lane: usize, send: LastSend, recv: &Event, message: &Message) {
+        let kind = self.kind(CallType::Sendrecv, "sendrecv");
+        let waiting = self.received(lane, message, send.call.is_some(), recv.start, recv.end.max(recv.start));
+        if let Some(call) = send.call.and_then(|i| self.lanes[lane].calls.get_mut(i)) {
+            call.kind = kind;
+            call.waiting = waiting;
+        }
+    }
+
+    /// Counts a received message and draws its arrow if its receive is
+    /// kept; the receive's wait for its sender.
+    fn received(&mut self, lane: usize, message: &Message, kept: bool, start: u64, end: u64) -> u64 {
+        let Message::Received { channel, send } = message else { return 0 };
+        self.selection.messages += 1;
+        if kept && self.selection.arrows < self.max_arrows {
+            self.selection.arrows += 1;
+            self.arrows.push((lane, channel.src, send.start, end));
+        } else if kept {
+            self.selection.arrows_end.get_or_insert(end);
+        }
+        end.min(send.start).saturating_sub(start)
+    }
+
+    fn kind(&mut self, call: CallType, category: &'static str) -> u16 {
         let name = call.name();
         if let Some(&k) = self.kind_of.get(name) {
             return k;
         }
         let k = self.kinds.len() as u16;
-        self.kinds.push((name, category(body)));
+        self.kinds.push((name, category));
         self.kind_of.insert(name, k);
         k
     }

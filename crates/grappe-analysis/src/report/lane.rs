@@ -16,6 +16,15 @@ pub(super) struct Call {
     pub(super) waiting: u64,
 }
 
+/// A rank's last event, when it is a send: the next one may be its
+/// sendrecv's second half.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LastSend {
+    pub(super) event: grappe_trace::Event,
+    /// Its call in the lane, if kept.
+    pub(super) call: Option<usize>,
+}
+
 /// A region activation kept for the diagram.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Span {
@@ -44,6 +53,7 @@ pub(super) struct Lane {
     pub(super) regions: Vec<Span>,
     pub(super) stack: Vec<Open>,
     pub(super) collectives: FxHashMap<u32, u64>,
+    pub(super) last_send: Option<LastSend>,
 }
 
 impl Lane {
@@ -56,6 +66,7 @@ impl Lane {
             regions: Vec::new(),
             stack: Vec::new(),
             collectives: FxHashMap::default(),
+            last_send: None,
         }
     }
 
