@@ -327,3 +327,37 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
         merged_from: Vec::new(),
     }
 }
+
+/// Two ranks swapping messages with sendrecv, for the corners of drawing
+/// a sendrecv as one call (events as [`write_events`] takes them, dates
+/// from `t0`):
+/// - rank 0's first sendrecv (100–400 ns): its send and its receive
+///   marked as the second half, with the same dates. Its message in was
+///   sent at 120 ns, after the receive began (20 ns of waiting), and its
+///   message out is received only at 500 ns, after the pair ended;
+/// - then a send of no length (a coarse clock) at 500 ns, and a receive
+///   marked as a sendrecv's second half but with other dates (700–800 ns):
+///   two calls;
+/// - rank 1 receives and sends plain, and leaves a send last (900–950 ns)
+///   that nobody receives. Four messages are matched.
+pub fn sendrecv_exchange(t0: u64) -> [Vec<(u64, u64, Body)>; 2] {
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
+    let rank0 = vec![
+        (t0, t0, Body::Init),
+        (t0 + 100, t0 + 400, send(1, 1)),
+        (t0 + 100, t0 + 400, recv(1, 2, true)),
+        (t0 + 500, t0 + 500, send(1, 3)),
+        (t0 + 700, t0 + 800, recv(1, 4, true)),
+        (t0 + 2_000, t0 + 2_000, Body::Finalize),
+    ];
+    let rank1 = vec![
+        (t0, t0, Body::Init),
+        (t0 + 120, t0 + 180, send(0, 2)),
+        (t0 + 200, t0 + 500, recv(0, 1, false)),
+        (t0 + 550, t0 + 650, recv(0, 3, false)),
+        (t0 + 650, t0 + 700, send(0, 4)),
+        (t0 + 900, t0 + 950, send(0, 5)),
+    ];
+    [rank0, rank1]
+}

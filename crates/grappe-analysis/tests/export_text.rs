@@ -13,7 +13,7 @@ use std::process::Command;
 use grappe_analysis::export::{
     ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_picl,
 };
-use grappe_analysis::synthetic::{SyntheticJob, plain_header, write_events, write_job};
+use grappe_analysis::synthetic::{SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
 use grappe_trace::format::FileHeader;
 use grappe_trace::{Body, Completion, Event};
@@ -618,29 +618,8 @@ fn corners_give_files_every_reader_accepts() {
 /// (a reader binds an `s` to the latest slice begun at its date).
 #[test]
 fn chrome_draws_a_marked_sendrecv_as_one_slice() {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
-    let ranks = vec![
-        vec![
-            (T, T, Body::Init),
-            (T + 100, T + 400, send(1, 1)),
-            (T + 100, T + 400, recv(1, 2, true)),
-            (T + 500, T + 500, send(1, 3)),
-            (T + 700, T + 800, recv(1, 4, true)),
-            (T + 2_000, T + 2_000, Body::Finalize),
-        ],
-        vec![
-            (T, T, Body::Init),
-            // Sent after the sendrecv began: its arrow ends at a delivery mark.
-            (T + 120, T + 180, send(0, 2)),
-            // Ends after the sendrecv: its arrow is written after the
-            // delivery mark in the sendrecv, and must not start from it.
-            (T + 200, T + 500, recv(0, 1, false)),
-            (T + 550, T + 650, recv(0, 3, false)),
-            (T + 650, T + 700, send(0, 4)),
-            (T + 900, T + 950, send(0, 5)),
-        ],
-    ];
+    // Its corners: see `sendrecv_exchange`.
+    let ranks = sendrecv_exchange(T);
     let dir = scratch("chrome-sendrecv");
     write_handmade(&dir, &ranks);
     let (text, summary) = export(&dir, write_chrome);
@@ -674,26 +653,7 @@ fn chrome_draws_a_marked_sendrecv_as_one_slice() {
 /// states, and a send left last keeps its state.
 #[test]
 fn paje_draws_a_marked_sendrecv_as_one_state() {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
-    let ranks = vec![
-        vec![
-            (T, T, Body::Init),
-            (T + 100, T + 400, send(1, 1)),
-            (T + 100, T + 400, recv(1, 2, true)),
-            (T + 500, T + 600, send(1, 3)),
-            (T + 700, T + 800, recv(1, 4, true)),
-            (T + 2_000, T + 2_000, Body::Finalize),
-        ],
-        vec![
-            (T, T, Body::Init),
-            (T + 50, T + 150, send(0, 2)),
-            (T + 200, T + 300, recv(0, 1, false)),
-            (T + 550, T + 650, recv(0, 3, false)),
-            (T + 650, T + 700, send(0, 4)),
-            (T + 900, T + 950, send(0, 5)),
-        ],
-    ];
+    let ranks = sendrecv_exchange(T);
     let dir = scratch("paje-sendrecv");
     write_handmade(&dir, &ranks);
     let (text, summary) = export(&dir, write_paje);
@@ -708,7 +668,7 @@ fn paje_draws_a_marked_sendrecv_as_one_state() {
         states("rank 0"),
         [
             state("sendrecv", "0.000000100", "0.000000400"),
-            state("send", "0.000000500", "0.000000600"),
+            state("send", "0.000000500", "0.000000500"),
             state("recv", "0.000000700", "0.000000800"),
         ]
     );

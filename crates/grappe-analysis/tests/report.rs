@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use grappe_analysis::report::{ReportOptions, ReportSummary, write_report};
-use grappe_analysis::synthetic::{SyntheticClock, SyntheticJob, plain_header, write_events, write_job};
+use grappe_analysis::synthetic::{
+    SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
+};
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
 
 /// Seconds a Chromium run may take before it is killed.
@@ -304,28 +306,7 @@ fn page_data(page: &Path) -> serde_json::Value {
 /// waited; the profile counts it once, and the diagram too.
 #[test]
 fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
-    use grappe_trace::Body;
-    const T: u64 = 5_000_000_000;
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
-    let ranks = [
-        vec![
-            (T, T, Body::Init),
-            (T + 100, T + 400, send(1, 1)),
-            (T + 100, T + 400, recv(1, 2, true)),
-            (T + 500, T + 600, send(1, 3)),
-            (T + 700, T + 800, recv(1, 4, true)),
-            (T + 2_000, T + 2_000, Body::Finalize),
-        ],
-        vec![
-            (T, T, Body::Init),
-            (T + 120, T + 200, recv(0, 1, false)),
-            (T + 250, T + 300, send(0, 2)),
-            (T + 550, T + 650, recv(0, 3, false)),
-            (T + 650, T + 700, send(0, 4)),
-            (T + 900, T + 950, send(0, 5)),
-        ],
-    ];
+    let ranks = sendrecv_exchange(5_000_000_000);
     let dir = scratch("sendrecv");
     let traces = dir.join("trace");
     std::fs::create_dir_all(&traces).unwrap();
@@ -346,8 +327,8 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     let calls: Vec<(&str, u64, u64)> = (0..rank0["k"].as_array().unwrap().len())
         .map(|i| (kind(&rank0["k"][i]), rank0["d"][i].as_u64().unwrap(), rank0["w"][i].as_u64().unwrap()))
         .collect();
-    // The pair's receive waited from 100 to 250, when its message was sent.
-    assert_eq!(calls, [("sendrecv", 300, 150), ("send", 100, 0), ("recv", 100, 0)]);
+    // The pair's receive waited from 100 to 120, when its message was sent.
+    assert_eq!(calls, [("sendrecv", 300, 20), ("send", 0, 0), ("recv", 100, 0)]);
     assert_eq!(diagram["arrows"]["r"].as_array().unwrap().len(), 4, "both messages of the pair are drawn");
 
     let png = dir.join("report.png");
