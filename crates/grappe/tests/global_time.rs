@@ -16,7 +16,10 @@
 //!   itself warn that its granularity reaches the message latency (the
 //!   theorem ε < µ of Tape/PVM; on a loaded machine it rightly warns);
 //!   extrapolated from the first phase (SB), they are not, and SB always
-//!   misdates more messages than SBA.
+//!   misdates more messages than SBA. The phases are short (20 exchanges
+//!   20 µs apart, about 1 ms): a drift read over 1 ms and extrapolated
+//!   over the run misdates thousands of messages, where with the default
+//!   20 ms phases it was off by too little to show in one run out of three.
 
 mod util;
 
@@ -28,12 +31,14 @@ use grappe_clock::sim::SimulationSpec;
 use grappe_clock::{Estimator, Strategy, Warning};
 
 const SIMULATION: &str = "offset=2ms,drift=50ppm,seed=11";
+/// The pause between rounds of clock exchanges (see the module comment).
+const SYNC_SPACING_US: &str = "20";
 
 fn traced_run(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("grappe-global-time-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut cmd = std::process::Command::new(util::grappe());
-    cmd.env("GRAPPE_TRACE_SIMULATE", SIMULATION);
+    cmd.env("GRAPPE_TRACE_SIMULATE", SIMULATION).env("GRAPPE_TRACE_SYNC_SPACING_US", SYNC_SPACING_US);
     cmd.args(["run", "-n", "4", "--trace"]).arg(&dir).arg(util::example("jacobi")).args(["64", "4000"]);
     let output = util::run_bounded(cmd, Duration::from_secs(120));
     assert!(output.status.success(), "{}", util::describe(&output));
