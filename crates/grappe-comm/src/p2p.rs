@@ -60,9 +60,9 @@ impl Communicator {
         let span = self.span();
         let elem = recv.elem_size();
         let (ctx, bytes) = (self.p2p_ctx(), send.bytes());
-        let status = self.sendrecv_bytes(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
-        self.trace_sendrecv(span, dest, send_tag, bytes.len(), &status);
-        check_elements(status?, elem)
+        let done = self.sendrecv_received(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
+        self.trace_sendrecv(span, dest, send_tag, bytes.len(), &done);
+        check_elements(done?.status, elem)
     }
 
     /// Sends a vector. To a thread rank of the same process the allocation
@@ -190,6 +190,22 @@ impl Communicator {
         src: Source,
         recv_tag: Tag,
     ) -> Result<Status> {
+        self.sendrecv_received(ctx, send, dest, send_tag, recv, src, recv_tag).map(|done| done.status)
+    }
+
+    /// The same, returning the receive's completion: its status and
+    /// whether the message had arrived before the receive was posted.
+    #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
+    fn sendrecv_received(
+        &self,
+        ctx: u32,
+        send: &[u8],
+        dest: usize,
+        send_tag: i32,
+        recv: &mut [u8],
+        src: Source,
+        recv_tag: Tag,
+    ) -> Result<Completion> {
         let (src, recv_tag) = self.check_recv(src, recv_tag)?;
         let inner = self.live()?;
         let world = self.check_dest(dest, send_tag)?;
@@ -203,12 +219,12 @@ impl Communicator {
             Ok(Started::Done(_)) => Ok(()),
             Err(e) => Err(e),
         };
-        let status = match recv_req {
-            Started::Done(done) => Ok(done.status),
-            Started::Pending(id) => engine.wait(id).map(|done| done.status),
+        let received = match recv_req {
+            Started::Done(done) => Ok(done),
+            Started::Pending(id) => engine.wait(id),
         };
         send_result?;
-        status
+        received
     }
 
     /// World rank of `dest`, after checking it and the tag.

@@ -7,9 +7,9 @@
 
 use std::panic::Location;
 
-use grappe_proto::{Result, Status};
+use grappe_proto::{Completion, Result, Status};
 use grappe_trace::format::ClockSample;
-use grappe_trace::raw::RECV_OF_SENDRECV;
+use grappe_trace::raw::{ARRIVED, RECV_OF_SENDRECV};
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 
 use crate::Communicator;
@@ -82,8 +82,8 @@ impl Communicator {
 
     /// A sendrecv: its send and its receive, one record each with the
     /// call's dates, written together (no flush between them).
-    pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, status: &Result<Status>) {
-        let (Span(Some((start, site))), Ok(status)) = (span, status) else { return };
+    pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, done: &Result<Completion>) {
+        let (Span(Some((start, site))), Ok(Completion { status, arrived, .. })) = (span, done) else { return };
         let (dest_world, src_world) = (self.trace_rank(dest), self.trace_rank(status.source));
         let mut rec = self.rank_context().recorder();
         let (end, c) = (rec.now(), self.p2p_ctx());
@@ -107,7 +107,7 @@ impl Communicator {
             start,
             end,
             kind: EventKind::Recv.id(),
-            flags: RECV_OF_SENDRECV,
+            flags: RECV_OF_SENDRECV | if *arrived { ARRIVED } else { 0 },
             c,
             a: src_world,
             b: status.tag as u32,
@@ -130,7 +130,7 @@ impl Communicator {
         let world = self.trace_rank(status.source);
         self.trace_end(span, EventKind::Recv, |_, raw| {
             (raw.a, raw.b, raw.d) = (world, status.tag as u32, status.bytes as u64);
-            raw.flags = if arrived { 4 } else { 0 };
+            raw.flags = if arrived { ARRIVED } else { 0 };
         });
     }
 

@@ -146,6 +146,60 @@ fn probe_reports_the_message_and_cancel_withdraws_a_receive() {
     });
 }
 
+/// Tape/PVM's `arrived` flag: a receive posted after its message reached
+/// the mailbox says so, whether the message was still in the mailbox or
+/// already set aside by a probe; a receive posted before its message
+/// says it was not there. Eager, rendezvous and staged sizes, from a
+/// named source and from any source.
+#[test]
+fn a_receive_says_whether_its_message_had_arrived() {
+    let sent = std::sync::Barrier::new(2);
+    for settings in modes() {
+        for (len, src) in [(8, Some(1)), (8, None), (200_000, Some(1)), (200_000, None)] {
+            let arrived = |e: &mut grappe_proto::Engine, buf: &mut [u8], tag| {
+                let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+                let done = match unsafe { e.irecv(target, src, 0, Some(tag)) }.unwrap() {
+                    Started::Done(done) => done,
+                    Started::Pending(id) => e.wait(id).unwrap(),
+                };
+                assert_eq!(done.status, Status { source: 1, tag, bytes: len });
+                done.arrived
+            };
+            let flags = run(2, settings, |e| {
+                let mut buf = vec![0u8; len];
+                if e.world_rank() == 1 {
+                    let data = pattern(len, len);
+                    for tag in [1, 2] {
+                        let started = unsafe { e.isend(data.as_ptr(), len, 0, 0, tag, 1) }.unwrap();
+                        sent.wait(); // the message (or its head) is in rank 0's mailbox
+                        if let Started::Pending(id) = started {
+                            e.wait(id).unwrap();
+                        }
+                    }
+                    sent.wait();
+                    send(e, &data, 0, 3);
+                    return Vec::new();
+                }
+                sent.wait();
+                let in_mailbox = arrived(e, &mut buf, 1);
+                sent.wait();
+                e.probe(src, 0, Some(2)).unwrap();
+                let set_aside = arrived(e, &mut buf, 2);
+                let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: len };
+                let Started::Pending(id) = unsafe { e.irecv(target, src, 0, Some(3)) }.unwrap() else {
+                    panic!("tag 3 is sent after the barrier")
+                };
+                sent.wait();
+                let later = e.wait(id).unwrap();
+                assert!(buf == pattern(len, len), "{len} bytes corrupted");
+                vec![in_mailbox, set_aside, later.arrived]
+            });
+            let what = format!("{len} bytes from {src:?}, single copy {}", settings.single_copy);
+            assert_eq!(flags[0], [true, true, false], "{what}: in the mailbox, set aside, posted first");
+        }
+    }
+}
+
 #[test]
 fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
     let address = AtomicUsize::new(0);

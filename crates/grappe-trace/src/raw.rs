@@ -117,7 +117,9 @@ pub const fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
 // `arrived` slot (ARRIVED and RECV_OF_SENDRECV).
 const DONE: u16 = 1;
 const IS_RECV: u16 = 2;
-const ARRIVED: u16 = 4;
+/// Bit of a receive's `arrived` slot: the message had arrived before the
+/// receive was posted.
+pub const ARRIVED: u16 = 4;
 
 /// Bit of a receive's `arrived` slot: the receive is the second half of a
 /// `sendrecv`, whose first half is the send the rank recorded just before

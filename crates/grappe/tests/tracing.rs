@@ -108,6 +108,38 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A sendrecv's receive carries the `arrived` flag like any receive: set
+/// when its message was there before the call, clear when the message
+/// could only be sent after the call began.
+#[test]
+fn a_sendrecv_says_whether_its_message_had_arrived() {
+    let dir = fresh_dir("sendrecv-arrived");
+    grappe::testing::threads_traced(2, &dir, |world| {
+        let (mut got, one) = (0u32, 1u32);
+        if world.rank() == 1 {
+            world.send(&one, 0, 1).unwrap();
+            world.recv(&mut got, 0, 2).unwrap();
+            world.recv(&mut got, 0, 3).unwrap();
+            world.send(&one, 0, 4).unwrap();
+        } else {
+            world.probe(1, 1).unwrap(); // tag 1 is here
+            world.sendrecv(&one, 1, 2, &mut got, 1, 1).unwrap();
+            // Rank 1 sends tag 4 only once it has this call's tag 3.
+            world.sendrecv(&one, 1, 3, &mut got, 1, 4).unwrap();
+        }
+    });
+    let (rank0, _) = read(&file_for(&dir, 0));
+    let flags: Vec<_> = rank0
+        .iter()
+        .filter_map(|e| match e.body {
+            Body::Recv { src: 1, tag, arrived, sendrecv: true, .. } => Some((tag, arrived)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(flags, [(1, true), (4, false)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Each call records the line of the program that made it (mpiP's call
 /// site), through the wrappers too (`wait_all`, a collective's body);
 /// init and finalize, made by the runtime, have none.

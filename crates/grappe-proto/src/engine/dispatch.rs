@@ -70,6 +70,14 @@ impl Book {
         self.posted.remove(pos)
     }
 
+    /// Flags receive `key` `arrived` if a message already matched it.
+    pub(super) fn mark_arrived_if_matched(&mut self, key: usize) {
+        let recv = self.recv_mut(key);
+        if !matches!(recv.state, RecvState::Posted) {
+            recv.arrived = true;
+        }
+    }
+
     fn recv_mut(&mut self, key: usize) -> &mut RecvReq {
         match &mut self.reqs[key] {
             Request::Recv(recv) => recv,

@@ -217,7 +217,17 @@ impl Engine {
         }
         let key = self.book.reqs.insert(Request::Recv(req));
         self.book.posted.push_back(key);
-        Ok(Started::Pending(RequestId(key)))
+        // A matching message may be in a mailbox, not dispatched yet: it
+        // arrived before this receive too. Dispatching the mailbox now
+        // lets the receive take it straight from there and say so, for
+        // Tape/PVM's `arrived` flag (probe-effect compensation tells
+        // waiting from not waiting by it).
+        if let Err(e) = self.dispatch_mailboxes(src) {
+            self.cancel(RequestId(key));
+            return Err(e);
+        }
+        self.book.mark_arrived_if_matched(key);
+        self.book.started(RequestId(key))
     }
 
     /// Waits for a request and returns how it ended.
@@ -383,18 +393,31 @@ impl Engine {
         if self.book.queued_total > 0 {
             moved |= self.push_queued()?;
         }
-        for inbound in &mut self.inbound {
-            while let Some(record) = inbound.ring.peek() {
-                self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
-                moved = true;
-            }
-        }
+        moved |= self.dispatch_mailboxes(None)?;
         if !(self.book.offered.is_empty()
             && self.book.copying.is_empty()
             && self.book.retiring.is_empty()
             && self.book.fins.is_empty())
         {
             moved |= self.advance_rendezvous();
+        }
+        Ok(moved)
+    }
+
+    /// Dispatches every record waiting in the mailbox of world rank `src`
+    /// (`None`: in every mailbox). True if there was any.
+    fn dispatch_mailboxes(&mut self, src: Option<usize>) -> Result<bool> {
+        // `inbound[w]` is world rank w's mailbox.
+        let mailboxes = match src {
+            Some(src) => src..src + 1,
+            None => 0..self.inbound.len(),
+        };
+        let mut moved = false;
+        for inbound in &mut self.inbound[mailboxes] {
+            while let Some(record) = inbound.ring.peek() {
+                self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
+                moved = true;
+            }
         }
         Ok(moved)
     }
