@@ -112,8 +112,13 @@ impl Communicator {
         let bytes = buf.bytes_mut();
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
         // SAFETY: as for `isend`.
-        let started = unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) }?;
-        let arrived = matches!(&started, Started::Done(_));
+        let mut engine = scope.rank_ctx.engine();
+        let started = unsafe { engine.irecv(target, src, self.p2p_ctx(), tag) }?;
+        let arrived = match &started {
+            Started::Done(_) => true,
+            Started::Pending(id) => engine.had_arrived(*id),
+        };
+        drop(engine);
         let traced = self.trace_irecv(span, source, selector, arrived);
         Ok(scope.track(started, elem, traced))
     }

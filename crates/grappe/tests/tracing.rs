@@ -110,25 +110,35 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
 
 /// A sendrecv's receive carries the `arrived` flag like any receive: set
 /// when its message was there before the call, clear when the message
-/// could only be sent after the call began.
+/// could only be sent after the call began. So does a non-blocking
+/// receive of a rendezvous message whose announcement was there.
 #[test]
-fn a_sendrecv_says_whether_its_message_had_arrived() {
-    let dir = fresh_dir("sendrecv-arrived");
+fn receives_say_whether_their_message_had_arrived() {
+    let dir = fresh_dir("arrived");
     grappe::testing::threads_traced(2, &dir, |world| {
         let (mut got, one) = (0u32, 1u32);
+        let mut large = vec![0u8; 1 << 20];
         if world.rank() == 1 {
             world.send(&one, 0, 1).unwrap();
             world.recv(&mut got, 0, 2).unwrap();
             world.recv(&mut got, 0, 3).unwrap();
             world.send(&one, 0, 4).unwrap();
+            world.send(&large[..], 0, 5).unwrap();
         } else {
             world.probe(1, 1).unwrap(); // tag 1 is here
             world.sendrecv(&one, 1, 2, &mut got, 1, 1).unwrap();
             // Rank 1 sends tag 4 only once it has this call's tag 3.
             world.sendrecv(&one, 1, 3, &mut got, 1, 4).unwrap();
+            world.probe(1, 5).unwrap(); // the rendezvous is announced
+            world.scope(|s| world.irecv(s, &mut large[..], 1, 5).unwrap().wait().unwrap());
         }
     });
     let (rank0, _) = read(&file_for(&dir, 0));
+    let wait = rank0.iter().find_map(|e| match &e.body {
+        Body::Wait { completion, .. } if completion.tag == 5 => Some((completion.bytes, completion.arrived)),
+        _ => None,
+    });
+    assert_eq!(wait, Some((1 << 20, true)), "the wait of the rendezvous receive");
     let flags: Vec<_> = rank0
         .iter()
         .filter_map(|e| match e.body {

@@ -256,6 +256,12 @@ impl Engine {
         self.book.take_finished(id.0).transpose()
     }
 
+    /// True for a pending receive whose message (or the announcement of a
+    /// rendezvous) was already there when it was posted.
+    pub fn had_arrived(&self, id: RequestId) -> bool {
+        matches!(self.book.reqs.get(id.0), Some(Request::Recv(recv)) if recv.arrived)
+    }
+
     /// True if the request is finished (without completing it).
     pub fn is_finished(&self, id: RequestId) -> bool {
         self.book.is_finished(id.0)
