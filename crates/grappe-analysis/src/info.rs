@@ -78,6 +78,8 @@ pub struct TraceInfo {
     pub merged: bool,
     /// Ranks in the job.
     pub world_size: u32,
+    /// The job's id (empty in files written before it was recorded).
+    pub job: String,
     /// The files.
     pub files: Vec<FileInfo>,
     /// Ranks seen, with their events.
@@ -135,6 +137,7 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
     Ok(TraceInfo {
         merged: set.layout() == Layout::Merged,
         world_size: set.world_size(),
+        job: set.files()[0].header.job.clone(),
         files,
         ranks: ranks.into_values().collect(),
         notes,
@@ -177,9 +180,10 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
 impl fmt::Display for TraceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = if self.merged { "merged trace" } else { "per-rank traces" };
+        let job = if self.job.is_empty() { String::new() } else { format!(" of job {}", self.job) };
         writeln!(
             f,
-            "{kind}: {} ranks, {} events over {:.6} s",
+            "{kind}{job}: {} ranks, {} events over {:.6} s",
             self.world_size,
             self.events(),
             self.span_ns() as f64 / 1e9

@@ -118,6 +118,7 @@ fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
         format: VERSION,
         rank: None,
         world_size: set.world_size(),
+        job: reference.job.clone(),
         host: reference.host.clone(),
         pid: reference.pid,
         process_ranks: Vec::new(),

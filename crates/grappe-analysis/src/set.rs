@@ -146,18 +146,27 @@ impl TraceSet {
     }
 }
 
-/// Refuses files of different jobs: another world size, a rank out of
-/// range, a rank twice.
+/// Refuses files of different jobs: another job id (a file left by an
+/// earlier run), another world size, a rank out of range, a rank twice.
 fn check_one_job(files: &[SetFile], world_size: u32) -> Result<()> {
+    let first = &files[0];
     let mut seen: Vec<Option<&Path>> = vec![None; world_size as usize];
     for f in files {
         let rank = f.header.rank.expect("per-rank files only");
         let inconsistent = |reason: String| AnalysisError::Inconsistent { path: f.path.clone(), reason };
+        if f.header.job != first.header.job {
+            return Err(inconsistent(format!(
+                "a trace of job {} among traces of job {} ({}): files of two runs in one directory (remove the older run's)",
+                job_name(&f.header.job),
+                job_name(&first.header.job),
+                first.path.display()
+            )));
+        }
         if f.header.world_size != world_size {
             return Err(inconsistent(format!(
                 "a trace of a {}-rank job among traces of a {world_size}-rank job ({})",
                 f.header.world_size,
-                files[0].path.display()
+                first.path.display()
             )));
         }
         let Some(slot) = seen.get_mut(rank as usize) else {
@@ -169,6 +178,10 @@ fn check_one_job(files: &[SetFile], world_size: u32) -> Result<()> {
         *slot = Some(&f.path);
     }
     Ok(())
+}
+
+fn job_name(id: &str) -> String {
+    if id.is_empty() { "(no id: written before grappe recorded job ids)".into() } else { format!("{id:?}") }
 }
 
 /// "0, 3-5, 9": ranks as ranges.

@@ -308,6 +308,7 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
         format: VERSION,
         rank: Some(rank),
         world_size,
+        job: "synthetic".into(),
         host: host.into(),
         pid: 1000 + rank,
         process_ranks: vec![rank],

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 ///
 /// The pid makes ids of live jobs on one host distinct; the random part keeps a later job of a
 /// reused pid from matching files an earlier one left behind.
-pub(crate) fn new_job_id(prefix: &str) -> String {
+pub fn new_job_id(prefix: &str) -> String {
     let id = format!("{}-{:012x}", std::process::id(), random_u64() & 0xffff_ffff_ffff);
     match prefix {
         "" => id,

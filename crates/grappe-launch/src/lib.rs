@@ -19,5 +19,6 @@ pub mod pmi;
 pub mod server;
 pub mod wire;
 
+pub use ids::new_job_id;
 pub use launcher::{JobOutcome, LaunchError, LaunchSpec, launch};
 pub use pmi::{Pmi, PmiError, PmiKind, connect_from_env};

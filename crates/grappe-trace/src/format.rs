@@ -70,6 +70,11 @@ pub struct FileHeader {
     pub rank: Option<u32>,
     /// Ranks in the job.
     pub world_size: u32,
+    /// The job's id, the same in every rank's file: the process manager's
+    /// (grappe's launcher's, hydra's kvsname, Slurm's job.step). Empty in
+    /// files written before it was recorded.
+    #[serde(default)]
+    pub job: String,
     /// Host name of the process.
     pub host: String,
     /// Process id of the rank's process.

@@ -107,6 +107,8 @@ pub struct Identity {
     pub world_size: u32,
     /// Ranks of this process.
     pub process_ranks: Vec<u32>,
+    /// The job's id, the same for every rank of the job.
+    pub job: String,
 }
 
 /// The per-rank recorder.
@@ -430,6 +432,29 @@ pub fn file_for(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.gtrace"))
 }
 
+/// Removes the per-rank files ([`file_for`]'s names) an earlier run left
+/// in `dir`, so that a new run with fewer ranks leaves none of them
+/// among its own; other files stay. Returns how many were removed; the
+/// error names the file that could not be.
+pub fn remove_rank_files(dir: &Path) -> std::io::Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        other => other?,
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let digits = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".gtrace")).unwrap_or("");
+        if digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            std::fs::remove_file(&path)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot remove {}: {e}", path.display())))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// α per kind: the median cost of recording in a tight loop, with one
 /// clock read for instant events and two for timed ones (start and end).
 fn calibrate(clock: TraceClock) -> [u32; 32] {
@@ -489,6 +514,7 @@ fn header(
         format: VERSION,
         rank: Some(who.rank),
         world_size: who.world_size,
+        job: who.job.clone(),
         host: std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_owned(),
         pid: std::process::id(),
         process_ranks: who.process_ranks.clone(),

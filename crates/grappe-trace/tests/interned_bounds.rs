@@ -19,7 +19,12 @@ fn trace_of(name: &str, make: impl FnOnce(&mut Recorder) -> RawEvent) -> PathBuf
     let dir = std::env::temp_dir().join(format!("grappe-trace-bounds-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let config = RecorderConfig { dir: dir.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
-    let mut rec = Recorder::create(&config, Identity { rank: 0, world_size: 2, process_ranks: vec![0] }, None).unwrap();
+    let mut rec = Recorder::create(
+        &config,
+        Identity { rank: 0, world_size: 2, process_ranks: vec![0], job: "test".into() },
+        None,
+    )
+    .unwrap();
     let mut raw = make(&mut rec);
     (raw.start, raw.end) = (rec.now(), rec.now());
     rec.record(raw);

@@ -35,6 +35,9 @@ pub(crate) struct Job {
     pub wait: WaitSettings,
     /// Where and how to record traces (`GRAPPE_TRACE`), if at all.
     pub trace: Option<crate::tracing::TraceSettings>,
+    /// The job's id, the same in every process (the process manager's),
+    /// written in each rank's trace so that traces of two runs are told apart.
+    pub id: String,
 }
 
 impl Job {
@@ -44,18 +47,18 @@ impl Job {
         let pmi = grappe_launch::connect_from_env().map_err(|e| Error::Bootstrap(format!("process manager: {e}")))?;
         let per_process = grappe_launch::env::ranks_per_process().map_err(|e| Error::Bootstrap(e.to_string()))?;
         if pmi.size() == 1 {
-            return Ok((Job::threads(per_process)?, pmi));
+            return Ok((Job::threads(per_process, pmi.job_id())?, pmi));
         }
         Job::processes(pmi, per_process)
     }
 
     /// `n` thread ranks in this process, no launcher involved.
-    pub fn threads(n: usize) -> Result<Job> {
+    pub fn threads(n: usize, id: &str) -> Result<Job> {
         if doorbell::register_asymmetric() {
             doorbell::enable_asymmetric();
         }
         let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
-        let job = Job::assemble(host, 0..n, n)?;
+        let job = Job::assemble(host, 0..n, n, id)?;
         job.announce();
         Ok(job)
     }
@@ -94,7 +97,7 @@ impl Job {
         };
         let registered = doorbell::register_asymmetric();
         host.vote_asymmetric(registered);
-        let job = Job::assemble(Arc::new(host), first..first + per_process, total)?;
+        let job = Job::assemble(Arc::new(host), first..first + per_process, total, pmi.job_id())?;
         job.announce();
         pmi_call(pmi.barrier())?;
         if me == 0 {
@@ -106,12 +109,12 @@ impl Job {
         Ok((job, pmi))
     }
 
-    fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize) -> Result<Job> {
+    fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize, id: &str) -> Result<Job> {
         let cpus = allowed_cpus().len().max(1);
         let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(Error::Bootstrap)?;
         let wait = WaitSettings::from_env(total > cpus).map_err(Error::Bootstrap)?;
         let trace = crate::tracing::TraceSettings::from_env().map_err(Error::Bootstrap)?;
-        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace })
+        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned() })
     }
 
     /// Publishes this process's ranks in the segment. The doorbell of a

@@ -20,7 +20,7 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: Send + 'static,
 {
-    run_job(Job::threads(n).expect("cannot set up thread ranks"), body)
+    run_job(Job::threads(n, &grappe_launch::new_job_id("threads")).expect("cannot set up thread ranks"), body)
 }
 
 /// Like [`threads`], recording a trace of every rank in `dir` (flush
@@ -30,7 +30,7 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: Send + 'static,
 {
-    let mut job = Job::threads(n).expect("cannot set up thread ranks");
+    let mut job = Job::threads(n, &grappe_launch::new_job_id("threads")).expect("cannot set up thread ranks");
     job.trace = Some(crate::tracing::TraceSettings {
         recorder: grappe_trace::RecorderConfig {
             dir: dir.to_owned(),

@@ -73,6 +73,7 @@ pub(crate) fn recorder_for(job: &Job, rank: usize) -> Result<Option<Recorder>, S
         rank: rank as u32,
         world_size: job.locals.len() as u32,
         process_ranks: job.mine.clone().map(|r| r as u32).collect(),
+        job: job.id.clone(),
     };
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);

@@ -203,14 +203,22 @@ fn every_call_names_the_line_that_made_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn grappe_run_trace_writes_a_complete_file_per_rank() {
-    let dir = fresh_dir("run");
+fn run_traced_jacobi(ranks: &str, dir: &Path) {
     let mut cmd = Command::new(util::grappe());
-    cmd.args(["run", "-n", "3", "--trace"]).arg(&dir).arg(util::example("jacobi")).args(["64", "50"]);
+    cmd.args(["run", "-n", ranks, "--trace"]).arg(dir).arg(util::example("jacobi")).args(["64", "50"]);
     let output = util::run_bounded(cmd, Duration::from_secs(60));
     assert!(output.status.success(), "{}", util::describe(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("trace in"), "{}", util::describe(&output));
+}
+
+/// Every rank's file is complete and names one job; a rerun with fewer
+/// ranks into the same directory replaces all of the earlier run's files
+/// (and leaves other files alone).
+#[test]
+fn grappe_run_trace_writes_a_complete_file_per_rank() {
+    let dir = fresh_dir("run");
+    run_traced_jacobi("3", &dir);
+    let mut jobs = Vec::new();
     for rank in 0..3 {
         let (events, trace) = read(&file_for(&dir, rank));
         let sendrecvs = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).count();
@@ -228,7 +236,16 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
         assert!(matches!(trace.ending(), Some(Ending::Complete(_))), "rank {rank}: {:?}", trace.ending());
         assert_eq!(trace.header().rank, Some(rank));
         assert_eq!(trace.header().world_size, 3);
+        jobs.push(trace.header().job.clone());
     }
+    assert!(!jobs[0].is_empty() && jobs.iter().all(|j| *j == jobs[0]), "job ids {jobs:?}");
+
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    run_traced_jacobi("2", &dir);
+    let rerun: Vec<_> = (0..2).map(|rank| read(&file_for(&dir, rank)).1.header().job.clone()).collect();
+    assert!(rerun[0] == rerun[1] && rerun[0] != jobs[0], "job ids {rerun:?} after {jobs:?}");
+    assert!(!file_for(&dir, 2).exists(), "the earlier run's rank 2 is left among the new files");
+    assert!(dir.join("notes.txt").exists(), "a file not a trace was removed");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -41,7 +41,8 @@ pub struct RunArgs {
     timeout: Option<Duration>,
 
     /// Record a trace of every rank in DIR (one file per rank, on local
-    /// storage; read it with `grappe trace`). Sets GRAPPE_TRACE for the ranks.
+    /// storage; read it with `grappe trace`). The per-rank files of an
+    /// earlier run in DIR are removed first. Sets GRAPPE_TRACE for the ranks.
     #[arg(long, value_name = "DIR")]
     trace: Option<std::path::PathBuf>,
 
@@ -95,6 +96,12 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 /// grappe's exit status.
 pub fn execute(args: RunArgs) -> i32 {
     let trace = args.trace.clone();
+    // A rerun into the same directory replaces the earlier run's traces,
+    // including those of ranks this run does not have.
+    if let Some(Err(e)) = trace.as_deref().map(grappe_trace::remove_rank_files) {
+        eprintln!("grappe: --trace: {e}");
+        return 1;
+    }
     let checkpoint = args.checkpoint.clone();
     let spec = args.into_spec();
     let _scheduler = match checkpoint.scheduler() {
