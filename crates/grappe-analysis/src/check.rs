@@ -71,6 +71,13 @@ pub struct CheckReport {
     pub unreceived_sends: u64,
     /// Some of them.
     pub unreceived_examples: Vec<Orphan>,
+    /// Ranks of the job with no trace.
+    pub untraced_ranks: Vec<u32>,
+    /// Receives from those ranks (their send is not in the trace: not a
+    /// problem of the trace, and not counted as one).
+    pub receives_from_untraced: u64,
+    /// Sends to those ranks (likewise).
+    pub sends_to_untraced: u64,
     /// Per rank: records, disorder, ending.
     pub stream: StreamSummary,
     /// Files that end without their footer, described.
@@ -91,6 +98,9 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
         unmatched_examples: Vec::new(),
         unreceived_sends: 0,
         unreceived_examples: Vec::new(),
+        untraced_ranks: stream.untraced().to_vec(),
+        receives_from_untraced: 0,
+        sends_to_untraced: 0,
         stream: stream.summary(),
         unfinished: Vec::new(),
     };
@@ -111,6 +121,9 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
                 };
                 report.message(dates);
             }
+            Message::Unmatched { channel } if report.untraced_ranks.contains(&channel.src) => {
+                report.receives_from_untraced += 1;
+            }
             Message::Unmatched { channel } => {
                 report.unmatched_receives += 1;
                 keep(&mut report.unmatched_examples, Orphan { channel, date: linked.event.end });
@@ -119,8 +132,12 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
         }
     }
     progress(report.events);
-    let mut unreceived: Vec<Orphan> =
-        stream.matcher().unreceived().map(|(c, s)| Orphan { channel: *c, date: s.start }).collect();
+    let (mut unreceived, to_untraced): (Vec<Orphan>, Vec<Orphan>) = stream
+        .matcher()
+        .unreceived()
+        .map(|(c, s)| Orphan { channel: *c, date: s.start })
+        .partition(|o| !report.untraced_ranks.contains(&o.channel.dst));
+    report.sends_to_untraced = to_untraced.len() as u64;
     unreceived.sort_by_key(|o| o.date);
     report.unreceived_sends = unreceived.len() as u64;
     report.unreceived_examples = unreceived.into_iter().take(EXAMPLES).collect();
@@ -209,13 +226,24 @@ impl fmt::Display for CheckReport {
         for o in &self.unreceived_examples {
             writeln!(f, "  never received: {} sent at {} ns", channel(&o.channel), o.date)?;
         }
+        if !self.untraced_ranks.is_empty() {
+            writeln!(
+                f,
+                "not checked: {} receives from and {} sends to the ranks with no trace ({})",
+                self.receives_from_untraced,
+                self.sends_to_untraced,
+                crate::set::list_ranks(&self.untraced_ranks)
+            )?;
+        }
         for flow in self.stream.flows.iter().filter(|f| f.disorder > 0) {
             let first = flow.first_disorder.as_deref().unwrap_or("");
             writeln!(f, "  rank {}: {} records out of order; first: {first}", flow.rank, flow.disorder)?;
         }
         let problems = self.problems();
         if problems.is_empty() {
-            writeln!(f, "consistent: no tachyon, every message matched, every rank in order")
+            let matched =
+                if self.untraced_ranks.is_empty() { "every message" } else { "every message of the traced ranks" };
+            writeln!(f, "consistent: no tachyon, {matched} matched, every rank in order")
         } else {
             writeln!(f, "problems:")?;
             problems.iter().try_for_each(|p| writeln!(f, "  - {p}"))

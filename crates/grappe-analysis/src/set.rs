@@ -62,9 +62,7 @@ impl TraceSet {
         let world_size = header.world_size;
         let file = SetFile { path: path.to_owned(), header };
         let mut set = TraceSet { location: path.to_owned(), layout, files: vec![file], world_size, notes: Vec::new() };
-        if layout == Layout::PerRank {
-            set.note_missing_ranks();
-        }
+        set.note_missing_ranks();
         Ok(set)
     }
 
@@ -131,12 +129,17 @@ impl TraceSet {
         self.files.iter().find(|f| f.header.rank == Some(rank))
     }
 
-    /// Ranks of the job with no file (per-rank sets).
+    /// Ranks of the job with no trace: no file (per-rank sets), or none
+    /// among the files a merged trace was made from.
     pub fn missing_ranks(&self) -> Vec<u32> {
-        match self.layout {
-            Layout::Merged => Vec::new(),
-            Layout::PerRank => (0..self.world_size).filter(|&r| self.file_of(r).is_none()).collect(),
-        }
+        let traced = |r: u32| match self.layout {
+            Layout::PerRank => self.file_of(r).is_some(),
+            Layout::Merged => {
+                let from = &self.files[0].header.merged_from;
+                from.is_empty() || from.iter().any(|m| m.rank == r)
+            }
+        };
+        (0..self.world_size).filter(|&r| !traced(r)).collect()
     }
 
     /// What the reader should know about the set (missing ranks, files

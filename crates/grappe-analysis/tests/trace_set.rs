@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::TraceSet;
 use grappe_analysis::synthetic::{plain_header, write_events};
+use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet, check, merge_to_file};
 use grappe_trace::format::FileHeader;
 use grappe_trace::{Body, file_for};
 
@@ -72,5 +72,39 @@ fn another_world_size_and_a_rank_traced_twice_are_refused() {
     write(&file_for(&dir, 1), &header(0, 2, "job"));
     let message = refusal(&dir);
     assert!(message.contains("rank 0 is also traced in") && message.contains("rank-00000.gtrace"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rank 1 of 3 has no trace: the messages it sent or was sent have no
+/// other half, which `check` reports apart and does not count as
+/// problems; a receive whose sender is traced and never sent it still is
+/// one. The same from the merged file, which remembers who was traced.
+#[test]
+fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
+    let dir = scratch("untraced");
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
+    let recv = |src, tag| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv: false };
+    let rank0 = [(10, 10, Body::Init), (20, 25, send(1, 1)), (30, 35, send(2, 2)), (90, 90, Body::Finalize)];
+    let rank2 = [(10, 10, Body::Init), (40, 50, recv(0, 2)), (55, 60, recv(1, 3)), (65, 70, recv(0, 9))];
+    write_events(&file_for(&dir, 0), &header(0, 3, "job"), &rank0).unwrap();
+    write_events(&file_for(&dir, 2), &header(2, 3, "job"), &rank2).unwrap();
+
+    let set = TraceSet::open(&dir).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let merged = dir.join("merged.out");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let merged_set = TraceSet::open(&merged).unwrap();
+    assert_eq!(merged_set.missing_ranks(), [1]);
+    let merged_time = GlobalTime::estimate(&merged_set, &GlobalOptions::default()).unwrap();
+    for (set, time) in [(&set, &time), (&merged_set, &merged_time)] {
+        let report = check(CausalStream::open(set, time).unwrap(), &mut |_| {}).unwrap();
+        let what = set.location().display().to_string();
+        assert_eq!(report.untraced_ranks, [1], "{what}");
+        assert_eq!((report.receives_from_untraced, report.sends_to_untraced), (1, 1), "{what}");
+        assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (1, 1, 0), "{what}");
+        assert_eq!(report.problems(), ["1 receives with no send in the trace"], "{what}");
+        let text = report.to_string();
+        assert!(text.contains("not checked: 1 receives from and 1 sends to the ranks with no trace (1)"), "{text}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -169,7 +169,8 @@ impl Page<'_> {
         let mut h = String::from("<h2 id=\"check\">Consistency check</h2>\n<table class=\"kv\"><tbody>\n");
         let disorder: u64 = c.stream.flows.iter().map(|f| f.disorder).sum();
         let gap = c.min_gap_ns.map_or("-".to_owned(), |g| format!("{g} ns"));
-        let rows: [(&str, String); 11] = [
+        let untraced = format!("{} / {}", grouped(c.receives_from_untraced), grouped(c.sends_to_untraced));
+        let rows: [(&str, String); 12] = [
             ("Events read", grouped(c.events)),
             ("Messages matched", grouped(c.messages)),
             ("Tachyons (receive dated before its send)", grouped(c.tachyons)),
@@ -177,6 +178,7 @@ impl Page<'_> {
             ("Size mismatches", grouped(c.size_mismatches)),
             ("Receives with no send", grouped(c.unmatched_receives)),
             ("Sends never received", grouped(c.unreceived_sends)),
+            ("Receives from / sends to ranks with no trace (not checked)", untraced),
             ("Receives deferred behind their send in the merge", grouped(c.stream.deferred)),
             ("Receives forced out of a wait cycle", grouped(c.stream.forced)),
             ("Records out of order", grouped(disorder)),

@@ -111,6 +111,8 @@ pub struct CausalStream {
     /// An event is out (borrowed by the caller) and goes on the next call.
     out: bool,
     done: bool,
+    /// Ranks of the job with no trace.
+    untraced: Vec<u32>,
 }
 
 enum Source {
@@ -126,7 +128,8 @@ impl CausalStream {
             Layout::Merged => Source::Merged(Box::new(MergedFile::open(set.files()[0].open()?)?)),
             Layout::PerRank => Source::Merge(KWay::open(set, time)?),
         };
-        Ok(CausalStream { source, matcher: Matcher::new(), message: Message::None, out: false, done: false })
+        let untraced = set.missing_ranks();
+        Ok(CausalStream { source, matcher: Matcher::new(), message: Message::None, out: false, done: false, untraced })
     }
 
     /// The next event and its message role; `Ok(None)` at the end. An error
@@ -180,6 +183,12 @@ impl CausalStream {
             Source::Merge(k) => k.pending_start_bound(),
             Source::Merged(_) => None,
         }
+    }
+
+    /// Ranks of the job with no trace: messages from or to them have no
+    /// other half in the stream.
+    pub fn untraced(&self) -> &[u32] {
+        &self.untraced
     }
 
     /// The matcher (sends not yet received, counts).
