@@ -11,6 +11,8 @@ use grappe_analysis::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+use grappe_trace::Body;
+use serde_json::json;
 
 /// Seconds a Chromium run may take before it is killed.
 const CHROMIUM_SECONDS: u32 = 45;
@@ -293,6 +295,39 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
     assert!(dom.contains("rank 2: file cut at offset"), "the cut file is not noted");
     assert!(dom.contains("sends never received"), "the problems are not listed");
     assert!(dom.contains("ranks with no trace (not checked)"), "the untraced ranks' messages are not counted apart");
+}
+
+/// A sendrecv's tooltip gives both halves: whom it sent to and received
+/// from, bytes sent and received. The page's data lists the receive only
+/// where it differs from the send (here: another rank, another size).
+#[test]
+fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
+    const T0: u64 = 5_000_000_000;
+    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0 };
+    let recv = |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv };
+    let ranks = [
+        vec![(T0, T0, Body::Init), (T0 + 100, T0 + 400, send(1, 8)), (T0 + 100, T0 + 400, recv(2, 24, true))],
+        vec![(T0, T0, Body::Init), (T0 + 200, T0 + 450, recv(0, 8, false))],
+        vec![(T0, T0, Body::Init), (T0 + 150, T0 + 160, send(0, 24))],
+    ];
+    let dir = scratch("sendrecv-tooltip");
+    let traces = dir.join("trace");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (rank, events) in ranks.iter().enumerate() {
+        let header = plain_header(rank as u32, 3, "hand");
+        write_events(&grappe_trace::file_for(&traces, rank as u32), &header, events).unwrap();
+    }
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let page = dir.join("report.html");
+    write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    let rank0 = &page_data(&page)["diagram"]["lanes"][0];
+    assert_eq!((&rank0["xi"], &rank0["xp"], &rank0["xb"]), (&json!([0]), &json!([2]), &json!([24])));
+
+    let dom = rendered_dom(&dir, &page);
+    let tip = dom.split("data-sendrecv-tip=\"").nth(1).and_then(|t| t.split('"').next()).expect("a sendrecv tooltip");
+    assert!(tip.starts_with("sendrecv on rank 0"), "{tip}");
+    assert!(tip.contains("to rank 1, from rank 2") && tip.contains("bytes sent 8, received 24"), "{tip}");
 }
 
 /// The data the page draws from (the JSON in its `report-data` script).

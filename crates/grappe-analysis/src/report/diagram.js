@@ -463,17 +463,30 @@ GRAPPE.Diagram.prototype.callAt = function (lane, t, tol) {
   if (best < 0) return null;
   const raw = lane.raw, kind = this.data.kinds[raw.k[best]];
   const peer = raw.p[best];
-  const relation = { send: "to", isend: "to", sendrecv: "to", recv: "from", irecv: "from", wait: "from", test: "from", probe: "from" };
+  const relation = { send: "to", isend: "to", recv: "from", irecv: "from", wait: "from", test: "from", probe: "from" };
   const lines = [kind.name + " on rank " + raw.rank];
+  const [source, received] = kind.category === "sendrecv" ? this.receiveOf(raw, best) : [-1, 0];
+  const rank = (r) => (r >= 0 ? "rank " + r : "any rank");
   if (kind.category === "collective") lines.push(peer >= 0 ? "root: rank " + peer + " of its communicator" : "no root");
+  else if (kind.category === "sendrecv") lines.push("to " + rank(peer) + ", from " + rank(source));
   else if (peer >= 0 && relation[kind.category]) lines.push(relation[kind.category] + " rank " + peer);
   lines.push(
     "start " + GRAPPE.formatNs(lane.start[best], 6) + ", end " + GRAPPE.formatNs(lane.end[best], 6),
     "duration " + GRAPPE.formatNs(lane.end[best] - lane.start[best]),
   );
-  if (raw.b[best] > 0 || kind.category !== "wait") lines.push("bytes " + GRAPPE.grouped(raw.b[best]));
+  if (kind.category === "sendrecv") {
+    lines.push("bytes sent " + GRAPPE.grouped(raw.b[best]) + ", received " + GRAPPE.grouped(received));
+  } else if (raw.b[best] > 0 || kind.category !== "wait") lines.push("bytes " + GRAPPE.grouped(raw.b[best]));
   if (raw.w[best] > 0) lines.push("waiting " + GRAPPE.formatNs(raw.w[best]));
   return lines;
+};
+
+/** A sendrecv's receive, [source, bytes]: the lane lists those that
+ * differ from their send (`xi`, ascending); the others are the send's. */
+GRAPPE.Diagram.prototype.receiveOf = function (raw, k) {
+  const xi = raw.xi || [];
+  const j = GRAPPE.upperBound(xi, k) - 1;
+  return j >= 0 && xi[j] === k ? [raw.xp[j], raw.xb[j]] : [raw.p[k], raw.b[k]];
 };
 
 GRAPPE.Diagram.prototype.regionAt = function (lane, t, tol) {

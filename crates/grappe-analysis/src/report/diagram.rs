@@ -176,7 +176,7 @@ impl Builder {
         let waiting = self.received(lane, message, kept, start, end);
         if kept {
             let (bytes, peer) = bytes_and_peer(&event.body);
-            self.lanes[lane].calls.push(Call { start, end, kind, bytes, peer, waiting });
+            self.lanes[lane].calls.push(Call { start, end, kind, bytes, peer, waiting, received: None });
         }
         if matches!(event.body, Body::Send { .. }) {
             self.lanes[lane].last_send = Some(LastSend { event: *event, call: kept.then_some(index as usize) });
@@ -191,6 +191,8 @@ impl Builder {
         if let Some(call) = send.call.and_then(|i| self.lanes[lane].calls.get_mut(i)) {
             call.kind = kind;
             call.waiting = waiting;
+            let (bytes, source) = bytes_and_peer(&recv.body);
+            call.received = (source != call.peer || bytes != call.bytes).then_some((source, bytes));
         }
     }
 

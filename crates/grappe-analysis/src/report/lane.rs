@@ -14,6 +14,9 @@ pub(super) struct Call {
     pub(super) bytes: u64,
     pub(super) peer: u32,
     pub(super) waiting: u64,
+    /// A sendrecv's receive when it differs from its send: source (or
+    /// `ANY`) and bytes.
+    pub(super) received: Option<(u32, u64)>,
 }
 
 /// A rank's last event, when it is a send: the next one may be its
@@ -100,6 +103,14 @@ pub(crate) struct LaneData {
     rd: Vec<u64>,
     rn: Vec<i64>,
     rz: Vec<u8>,
+    /// Sendrecvs whose receive differs from their send (another peer,
+    /// another size): call indices, receive sources (-1: none), bytes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    xi: Vec<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    xp: Vec<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    xb: Vec<u64>,
 }
 
 fn deltas(starts: impl Iterator<Item = u64>, origin: u64) -> Vec<u64> {
@@ -120,6 +131,8 @@ impl LaneData {
         let calls = &lane.calls;
         let regions = &lane.regions;
         let signed = |v: u32| if v == ANY { -1 } else { v as i64 };
+        let other: Vec<(u32, (u32, u64))> =
+            calls.iter().enumerate().filter_map(|(i, c)| c.received.map(|r| (i as u32, r))).collect();
         LaneData {
             rank: lane.rank,
             first: lane.first - origin,
@@ -134,6 +147,9 @@ impl LaneData {
             rd: regions.iter().map(|r| r.end - r.start).collect(),
             rn: regions.iter().map(|r| signed(r.name)).collect(),
             rz: regions.iter().map(|r| r.depth).collect(),
+            xi: other.iter().map(|o| o.0).collect(),
+            xp: other.iter().map(|o| signed(o.1.0)).collect(),
+            xb: other.iter().map(|o| o.1.1).collect(),
         }
     }
 }

@@ -24,14 +24,26 @@ GRAPPE.selfTest = function () {
     d.draw();
     check(d.v0 > v0, "dragging did not pan");
   }
-  const lane = d.lanes.find((l) => l.start.length > 0);
-  if (lane) {
-    const i = d.lanes.indexOf(lane), k = Math.floor(lane.start.length / 2);
-    const s = lane.start[k], e = lane.end[k];
+  // Hovers call k of lane i, zoomed in on it; returns its tooltip.
+  const hover = (i, k) => {
+    const lane = d.lanes[i], s = lane.start[k], e = lane.end[k];
     d.setView(s - 4 * (e - s + 1), e + 4 * (e - s + 1));
     d.draw();
     c.dispatchEvent(new MouseEvent("mousemove", at(d.x((s + e) / 2), d.bands(i).callY + d.bands(i).callH - 2)));
-    check(!d.el.tooltip.hidden && d.el.tooltip.textContent.includes("rank " + lane.raw.rank), "no tooltip on a call");
+    return d.el.tooltip.hidden ? "" : d.el.tooltip.textContent;
+  };
+  const lane = d.lanes.find((l) => l.start.length > 0);
+  if (lane) {
+    const tip = hover(d.lanes.indexOf(lane), Math.floor(lane.start.length / 2));
+    check(tip.includes("rank " + lane.raw.rank), "no tooltip on a call");
+  }
+  // The first sendrecv's tooltip, on <body> for the tests to read.
+  for (const [i, l] of d.lanes.entries()) {
+    const k = l.raw.k.findIndex((kind) => d.data.kinds[kind].category === "sendrecv");
+    if (k >= 0) {
+      document.body.dataset.sendrecvTip = hover(i, k);
+      break;
+    }
   }
   d.el.reset.click();
   d.draw();
