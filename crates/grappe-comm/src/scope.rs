@@ -112,14 +112,8 @@ impl Communicator {
         let bytes = buf.bytes_mut();
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
         // SAFETY: as for `isend`.
-        let mut engine = scope.rank_ctx.engine();
-        let started = unsafe { engine.irecv(target, src, self.p2p_ctx(), tag) }?;
-        let arrived = match &started {
-            Started::Done(_) => true,
-            Started::Pending(id) => engine.had_arrived(*id),
-        };
-        drop(engine);
-        let traced = self.trace_irecv(span, source, selector, arrived);
+        let started = unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) }?;
+        let traced = self.trace_irecv(span, source, selector);
         Ok(scope.track(started, elem, traced))
     }
 }
@@ -142,16 +136,17 @@ impl Request<'_> {
     #[track_caller]
     pub fn wait(mut self) -> Result<Status> {
         let span = self.span();
-        let status = match std::mem::replace(&mut self.state, State::Taken) {
-            State::Done(status) => status,
+        let (status, arrived) = match std::mem::replace(&mut self.state, State::Taken) {
+            State::Done(status) => (status, true),
             State::Pending(id) => {
                 self.forget(id);
-                self.rank_ctx.engine().wait(id)?.status
+                let arrived = self.arrived_now(id)?;
+                (self.rank_ctx.engine().wait(id)?.status, arrived)
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
         if let Some(traced) = &self.traced {
-            trace_completion(traced, span, EventKind::Wait, Some(status));
+            trace_completion(traced, span, EventKind::Wait, Some(status), arrived);
         }
         check_elements(status, self.elem)
     }
@@ -168,22 +163,32 @@ impl Request<'_> {
     #[track_caller]
     pub fn test(&mut self) -> Result<Option<Status>> {
         let span = self.span();
-        let status = match self.state {
-            State::Done(status) => Some(status),
+        let (status, arrived) = match self.state {
+            State::Done(status) => (Some(status), true),
             State::Pending(id) => {
+                let arrived = self.arrived_now(id)?;
                 let done = self.rank_ctx.engine().test(id)?;
                 if let Some(done) = &done {
                     self.forget(id);
                     self.state = State::Done(done.status);
                 }
-                done.map(|d| d.status)
+                (done.map(|d| d.status), arrived)
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
         if let Some(traced) = &self.traced {
-            trace_completion(traced, span, EventKind::Test, status);
+            trace_completion(traced, span, EventKind::Test, status, arrived);
         }
         status.map(|s| check_elements(s, self.elem)).transpose()
+    }
+
+    /// For a traced receive: whether its message is here as a wait or
+    /// test of it begins (the `arrived` flag of that record).
+    fn arrived_now(&self, id: RequestId) -> Result<bool> {
+        match &self.traced {
+            Some(traced) if traced.is_recv() => self.rank_ctx.engine().arrived_by_now(id),
+            _ => Ok(false),
+        }
     }
 
     fn is_finished(&self) -> bool {

@@ -319,7 +319,12 @@ pub(crate) struct Traced {
     comm: Communicator,
     id: u64,
     is_recv: bool,
-    arrived: bool,
+}
+
+impl Traced {
+    pub(crate) fn is_recv(&self) -> bool {
+        self.is_recv
+    }
 }
 
 impl Communicator {
@@ -333,11 +338,11 @@ impl Communicator {
             let seq = rec.next_send_seq(world);
             (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, seq << 32 | (id & 0xffff_ffff));
         });
-        Some(Box::new(Traced { comm: self.clone(), id, is_recv: false, arrived: false }))
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: false }))
     }
 
     /// Records the posting of a non-blocking receive; `Some` when tracing.
-    pub(crate) fn trace_irecv(&self, span: Span, src: Source, tag: Tag, arrived: bool) -> Option<Box<Traced>> {
+    pub(crate) fn trace_irecv(&self, span: Span, src: Source, tag: Tag) -> Option<Box<Traced>> {
         let Span(Some(_)) = span else { return None };
         let (src, tag) = (selector_rank(self, src), selector_tag(tag));
         let mut id = 0;
@@ -345,7 +350,7 @@ impl Communicator {
             id = rec.next_request();
             (raw.a, raw.b, raw.e) = (src, tag, id);
         });
-        Some(Box::new(Traced { comm: self.clone(), id, is_recv: true, arrived }))
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: true }))
     }
 }
 
@@ -355,14 +360,15 @@ pub(crate) fn traced_span(traced: &Traced) -> Span {
     traced.comm.span()
 }
 
-/// Records a wait (`kind` Wait) or test (`kind` Test) of a traced request.
-pub(crate) fn trace_completion(traced: &Traced, span: Span, kind: EventKind, status: Option<Status>) {
+/// Records a wait (`kind` Wait) or test (`kind` Test) of a traced request;
+/// `arrived`: a receive's message was there when the call began.
+pub(crate) fn trace_completion(traced: &Traced, span: Span, kind: EventKind, status: Option<Status>, arrived: bool) {
     let completion = status.map(|s| grappe_trace::Completion {
         is_recv: traced.is_recv,
         src: if traced.is_recv { traced.comm.trace_rank(s.source) } else { 0 },
         tag: s.tag,
         bytes: s.bytes as u64,
-        arrived: traced.arrived,
+        arrived,
     });
     traced.comm.trace_end(span, kind, |_, raw| {
         (raw.flags, raw.a, raw.b, raw.d) = grappe_trace::raw::pack_completion(completion);

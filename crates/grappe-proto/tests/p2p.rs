@@ -200,6 +200,41 @@ fn a_receive_says_whether_its_message_had_arrived() {
     }
 }
 
+/// `arrived_by_now`: a posted receive's message is not here before it is
+/// sent, and is once it sits in the mailbox (eager) or announced
+/// (rendezvous), before any progress took it.
+#[test]
+fn a_posted_receive_says_when_its_message_has_arrived() {
+    let sent = std::sync::Barrier::new(2);
+    for len in [8, 200_000] {
+        let flags = run(2, ProtoSettings::for_ring(64 << 10), |e| {
+            let data = pattern(len, len);
+            if e.world_rank() == 1 {
+                sent.wait();
+                let started = unsafe { e.isend(data.as_ptr(), len, 0, 0, 5, 1) }.unwrap();
+                sent.wait();
+                if let Started::Pending(id) = started {
+                    e.wait(id).unwrap();
+                }
+                return Vec::new();
+            }
+            let mut buf = vec![0u8; len];
+            let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: len };
+            let Started::Pending(id) = unsafe { e.irecv(target, Some(1), 0, Some(5)) }.unwrap() else {
+                panic!("nothing was sent yet")
+            };
+            let before = e.arrived_by_now(id).unwrap();
+            sent.wait();
+            sent.wait();
+            let after = e.arrived_by_now(id).unwrap();
+            e.wait(id).unwrap();
+            assert!(buf == data, "{len} bytes corrupted");
+            vec![before, after]
+        });
+        assert_eq!(flags[0], [false, true], "{len} bytes: before and after the send");
+    }
+}
+
 #[test]
 fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
     let address = AtomicUsize::new(0);

@@ -110,8 +110,10 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
 
 /// A sendrecv's receive carries the `arrived` flag like any receive: set
 /// when its message was there before the call, clear when the message
-/// could only be sent after the call began. So does a non-blocking
-/// receive of a rendezvous message whose announcement was there.
+/// could only be sent after the call began. A wait's flag says whether
+/// the message was there when the wait began (then the wait did not
+/// wait for it): a rendezvous whose announcement was, and a message that
+/// came after its irecv.
 #[test]
 fn receives_say_whether_their_message_had_arrived() {
     let dir = fresh_dir("arrived");
@@ -124,6 +126,8 @@ fn receives_say_whether_their_message_had_arrived() {
             world.recv(&mut got, 0, 3).unwrap();
             world.send(&one, 0, 4).unwrap();
             world.send(&large[..], 0, 5).unwrap();
+            world.send(&one, 0, 7).unwrap();
+            world.send(&one, 0, 8).unwrap();
         } else {
             world.probe(1, 1).unwrap(); // tag 1 is here
             world.sendrecv(&one, 1, 2, &mut got, 1, 1).unwrap();
@@ -131,14 +135,25 @@ fn receives_say_whether_their_message_had_arrived() {
             world.sendrecv(&one, 1, 3, &mut got, 1, 4).unwrap();
             world.probe(1, 5).unwrap(); // the rendezvous is announced
             world.scope(|s| world.irecv(s, &mut large[..], 1, 5).unwrap().wait().unwrap());
+            // Tag 7 is sent before tag 8: once tag 8 is in, so is tag 7,
+            // which the wait then finds there though it came after the irecv.
+            let mut early = 0u32;
+            world.scope(|s| {
+                let pending = world.irecv(s, &mut early, 1, 7).unwrap();
+                world.recv(&mut got, 1, 8).unwrap();
+                pending.wait().unwrap();
+            });
         }
     });
     let (rank0, _) = read(&file_for(&dir, 0));
-    let wait = rank0.iter().find_map(|e| match &e.body {
-        Body::Wait { completion, .. } if completion.tag == 5 => Some((completion.bytes, completion.arrived)),
-        _ => None,
-    });
-    assert_eq!(wait, Some((1 << 20, true)), "the wait of the rendezvous receive");
+    let wait = |tag| {
+        rank0.iter().find_map(|e| match &e.body {
+            Body::Wait { completion, .. } if completion.tag == tag => Some((completion.bytes, completion.arrived)),
+            _ => None,
+        })
+    };
+    assert_eq!(wait(5), Some((1 << 20, true)), "the wait of the rendezvous receive");
+    assert_eq!(wait(7), Some((4, true)), "the wait of a message that came after its irecv, before its wait");
     let flags: Vec<_> = rank0
         .iter()
         .filter_map(|e| match e.body {

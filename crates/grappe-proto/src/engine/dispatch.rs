@@ -70,6 +70,15 @@ impl Book {
         self.posted.remove(pos)
     }
 
+    /// The source selector of receive `key` while it waits for a message
+    /// (`None` once matched, or if it is not a receive).
+    pub(super) fn posted_source(&self, key: usize) -> Option<Option<usize>> {
+        match self.reqs.get(key) {
+            Some(Request::Recv(recv)) if matches!(recv.state, RecvState::Posted) => Some(recv.src),
+            _ => None,
+        }
+    }
+
     /// Flags receive `key` `arrived` if a message already matched it.
     pub(super) fn mark_arrived_if_matched(&mut self, key: usize) {
         let recv = self.recv_mut(key);

@@ -256,10 +256,15 @@ impl Engine {
         self.book.take_finished(id.0).transpose()
     }
 
-    /// True for a pending receive whose message (or the announcement of a
-    /// rendezvous) was already there when it was posted.
-    pub fn had_arrived(&self, id: RequestId) -> bool {
-        matches!(self.book.reqs.get(id.0), Some(Request::Recv(recv)) if recv.arrived)
+    /// True if the message of receive `id` (or the announcement of a
+    /// rendezvous) is here now: the receive matched it, or matches it in
+    /// its source's mailbox, dispatched by this call. A request that is
+    /// not a pending receive counts as arrived. For the `arrived` flag of
+    /// a traced wait or test: did it begin with its message there?
+    pub fn arrived_by_now(&mut self, id: RequestId) -> Result<bool> {
+        let Some(src) = self.book.posted_source(id.0) else { return Ok(true) };
+        self.dispatch_mailboxes(src)?;
+        Ok(self.book.posted_source(id.0).is_none())
     }
 
     /// True if the request is finished (without completing it).
