@@ -311,16 +311,7 @@ fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
         vec![(T0, T0, Body::Init), (T0 + 150, T0 + 160, send(0, 24))],
     ];
     let dir = scratch("sendrecv-tooltip");
-    let traces = dir.join("trace");
-    std::fs::create_dir_all(&traces).unwrap();
-    for (rank, events) in ranks.iter().enumerate() {
-        let header = plain_header(rank as u32, 3, "hand");
-        write_events(&grappe_trace::file_for(&traces, rank as u32), &header, events).unwrap();
-    }
-    let set = TraceSet::open(&traces).unwrap();
-    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    let page = dir.join("report.html");
-    write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    let (page, _) = report_of_handmade(&dir, &ranks);
     let rank0 = &page_data(&page)["diagram"]["lanes"][0];
     assert_eq!((&rank0["xi"], &rank0["xp"], &rank0["xb"]), (&json!([0]), &json!([2]), &json!([24])));
 
@@ -328,6 +319,22 @@ fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     let tip = dom.split("data-sendrecv-tip=\"").nth(1).and_then(|t| t.split('"').next()).expect("a sendrecv tooltip");
     assert!(tip.starts_with("sendrecv on rank 0"), "{tip}");
     assert!(tip.contains("to rank 1, from rank 2") && tip.contains("bytes sent 8, received 24"), "{tip}");
+}
+
+/// Writes hand-made per-rank traces (events as (start, end, body)) in
+/// `dir`/trace and their report in `dir`/report.html.
+fn report_of_handmade(dir: &Path, ranks: &[Vec<(u64, u64, Body)>]) -> (PathBuf, ReportSummary) {
+    let traces = dir.join("trace");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (rank, events) in ranks.iter().enumerate() {
+        let header = plain_header(rank as u32, ranks.len() as u32, "hand");
+        write_events(&grappe_trace::file_for(&traces, rank as u32), &header, events).unwrap();
+    }
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let page = dir.join("report.html");
+    let summary = write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    (page, summary)
 }
 
 /// The data the page draws from (the JSON in its `report-data` script).
@@ -344,18 +351,8 @@ fn page_data(page: &Path) -> serde_json::Value {
 /// waited; the profile counts it once, and the diagram too.
 #[test]
 fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
-    let ranks = sendrecv_exchange(5_000_000_000);
     let dir = scratch("sendrecv");
-    let traces = dir.join("trace");
-    std::fs::create_dir_all(&traces).unwrap();
-    for (rank, events) in ranks.iter().enumerate() {
-        let header = plain_header(rank as u32, 2, "hand");
-        write_events(&grappe_trace::file_for(&traces, rank as u32), &header, events).unwrap();
-    }
-    let set = TraceSet::open(&traces).unwrap();
-    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    let page = dir.join("report.html");
-    let summary = write_report(&set, &time, &page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    let (page, summary) = report_of_handmade(&dir, &sendrecv_exchange(5_000_000_000));
     assert_eq!((summary.intervals, summary.embedded_intervals, summary.messages), (8, 8, 4));
 
     let data = page_data(&page);

@@ -60,7 +60,7 @@ impl Communicator {
         let span = self.span();
         let elem = recv.elem_size();
         let (ctx, bytes) = (self.p2p_ctx(), send.bytes());
-        let done = self.sendrecv_received(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
+        let done = self.sendrecv_bytes(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
         self.trace_sendrecv(span, dest, send_tag, bytes.len(), &done);
         check_elements(done?.status, elem)
     }
@@ -179,24 +179,10 @@ impl Communicator {
         Ok((data, done.status))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn sendrecv_bytes(
-        &self,
-        ctx: u32,
-        send: &[u8],
-        dest: usize,
-        send_tag: i32,
-        recv: &mut [u8],
-        src: Source,
-        recv_tag: Tag,
-    ) -> Result<Status> {
-        self.sendrecv_received(ctx, send, dest, send_tag, recv, src, recv_tag).map(|done| done.status)
-    }
-
-    /// The same, returning the receive's completion: its status and
-    /// whether the message had arrived before the receive was posted.
+    /// Sends `send` while receiving into `recv`; the receive's completion:
+    /// its status, and whether its message had arrived before it was posted.
     #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
-    fn sendrecv_received(
+    pub(crate) fn sendrecv_bytes(
         &self,
         ctx: u32,
         send: &[u8],

@@ -71,7 +71,7 @@ impl<'c> Channel<'c> {
             Source::Rank(src),
             Tag::Is(self.tag),
         );
-        self.exact(status, src, expected)
+        self.exact(status.map(|done| done.status), src, expected)
     }
 
     /// Posts every receive, then every send, and waits for all of them:
