@@ -114,10 +114,27 @@ pub(crate) struct EventPhase {
     writers: Vec<Option<NonNull<OTF2_EvtWriter>>>,
 }
 
+/// What the anchor file says of the trace (`otf2-print -I`, Vampir's
+/// trace properties).
+pub(crate) struct AnchorInfo {
+    pub creator: String,
+    /// The host of the reference rank.
+    pub machine: String,
+    pub description: String,
+    /// The job's id, as the property `GRAPPE::JOB_ID` (none if empty).
+    pub job: String,
+}
+
 impl EventPhase {
     /// Creates `dir/name.otf2` and `dir/name/`, which must not exist, for
     /// `locations` locations.
-    pub(crate) fn create(dir: &Path, name: &str, chunks: Chunks, creator: &str, locations: u32) -> Result<EventPhase> {
+    pub(crate) fn create(
+        dir: &Path,
+        name: &str,
+        chunks: Chunks,
+        info: &AnchorInfo,
+        locations: u32,
+    ) -> Result<EventPhase> {
         let c_dir = CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| Otf2Error::InvalidPath { path: dir.to_owned(), reason: "a path with a NUL byte" })?;
         let c_name = CString::new(name)
@@ -141,10 +158,12 @@ impl EventPhase {
         };
         let archive = Archive { raw };
         let a = archive.raw.as_ptr();
-        let creator = c_string(creator);
+        let (creator, machine) = (c_string(&info.creator), c_string(&info.machine));
+        let (description, job) = (c_string(&info.description), c_string(&info.job));
+        let job_property = c_string("GRAPPE::JOB_ID");
         // SAFETY: `a` is the archive just opened; FLUSH_CALLBACKS is a
         // static (OTF2 keeps the pointer) and its callbacks ignore the NULL
-        // user data; `creator` outlives the call (OTF2 copies it).
+        // user data; the strings outlive the calls (OTF2 copies them).
         unsafe {
             check(
                 "OTF2_Archive_SetFlushCallbacks",
@@ -152,6 +171,12 @@ impl EventPhase {
             )?;
             check("OTF2_Archive_SetSerialCollectiveCallbacks", ffi::OTF2_Archive_SetSerialCollectiveCallbacks(a))?;
             check("OTF2_Archive_SetCreator", ffi::OTF2_Archive_SetCreator(a, creator.as_ptr()))?;
+            check("OTF2_Archive_SetMachineName", ffi::OTF2_Archive_SetMachineName(a, machine.as_ptr()))?;
+            check("OTF2_Archive_SetDescription", ffi::OTF2_Archive_SetDescription(a, description.as_ptr()))?;
+            if !info.job.is_empty() {
+                let set = ffi::OTF2_Archive_SetProperty(a, job_property.as_ptr(), job.as_ptr(), false);
+                check("OTF2_Archive_SetProperty", set)?;
+            }
             check("OTF2_Archive_OpenEvtFiles", ffi::OTF2_Archive_OpenEvtFiles(a))?;
         }
         Ok(EventPhase { archive, writers: vec![None; locations as usize] })

@@ -190,6 +190,14 @@ unsafe extern "C" {
     ) -> *mut OTF2_Archive;
     pub fn OTF2_Archive_Close(archive: *mut OTF2_Archive) -> OTF2_ErrorCode;
     pub fn OTF2_Archive_SetCreator(archive: *mut OTF2_Archive, creator: *const c_char) -> OTF2_ErrorCode;
+    pub fn OTF2_Archive_SetMachineName(archive: *mut OTF2_Archive, machine: *const c_char) -> OTF2_ErrorCode;
+    pub fn OTF2_Archive_SetDescription(archive: *mut OTF2_Archive, description: *const c_char) -> OTF2_ErrorCode;
+    pub fn OTF2_Archive_SetProperty(
+        archive: *mut OTF2_Archive,
+        name: *const c_char,
+        value: *const c_char,
+        overwrite: bool,
+    ) -> OTF2_ErrorCode;
     pub fn OTF2_Archive_SetFlushCallbacks(
         archive: *mut OTF2_Archive,
         flush_callbacks: *const OTF2_FlushCallbacks,

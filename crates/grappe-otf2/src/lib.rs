@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use grappe_analysis::{CausalStream, TraceSet};
 
-use crate::archive::{Chunks, EventPhase};
+use crate::archive::{AnchorInfo, Chunks, EventPhase};
 use crate::defs::RankPlace;
 pub use crate::error::Otf2Error;
 use crate::events::Exporter;
@@ -83,8 +83,7 @@ pub fn write_otf2(
         }
     }
     let world = set.world_size();
-    let creator = format!("grappe {} (grappe trace export)", env!("CARGO_PKG_VERSION"));
-    let phase = EventPhase::create(dir, name, chunks(world), &creator, world)?;
+    let phase = EventPhase::create(dir, name, chunks(world), &anchor_info(set), world)?;
     match write_archive(set, stream, Exporter::new(phase, world), progress) {
         Ok(summary) => Ok(Otf2Summary { anchor, ..summary }),
         Err(e) => {
@@ -93,6 +92,24 @@ pub fn write_otf2(
             let _ = std::fs::remove_file(&anchor);
             Err(e)
         }
+    }
+}
+
+fn anchor_info(set: &TraceSet) -> AnchorInfo {
+    let header = &set.files()[0].header;
+    let reference = set.file_of(0).map_or(header, |f| &f.header);
+    let job = if header.job.is_empty() { String::new() } else { format!("job {}, ", header.job) };
+    let untraced = set.missing_ranks();
+    let traced = set.world_size() as usize - untraced.len();
+    AnchorInfo {
+        creator: format!("grappe {} (grappe trace export)", env!("CARGO_PKG_VERSION")),
+        machine: reference.host.clone(),
+        description: format!(
+            "grappe {job}{traced} of {} ranks traced, dates on rank 0's clock ({})",
+            set.world_size(),
+            reference.clock.source
+        ),
+        job: header.job.clone(),
     }
 }
 

@@ -19,6 +19,11 @@ fn a_synthetic_job_reads_back_with_every_event_counted() {
     assert_eq!(summary.locations, 4);
     assert_eq!(summary.messages, job.messages());
     assert_eq!(summary.unmatched_leaves, 0);
+    // The anchor names the machine, the job and what the dates are.
+    assert_eq!(anchor_field(&summary.anchor, "Machine name"), "synthetic");
+    assert_eq!(anchor_field(&summary.anchor, "Property name"), "GRAPPE::JOB_ID");
+    assert_eq!(anchor_field(&summary.anchor, "Property value"), "synthetic");
+    assert!(anchor_field(&summary.anchor, "Description").starts_with("grappe job synthetic, 4 of 4 ranks traced"));
 
     let lines = events(&summary.anchor);
     let kinds = kinds(&lines);
@@ -87,6 +92,17 @@ fn a_rank_without_a_trace_keeps_its_location_with_no_events() {
     assert_eq!(defined[&1], 0);
     assert_eq!(defined.get(&0), per_location.get(&0));
     assert_eq!(defined.get(&2), per_location.get(&2));
+    assert_eq!(
+        anchor_field(&summary.anchor, "Description"),
+        "grappe job synthetic, 2 of 3 ranks traced, dates on rank 0's clock (monotonic_raw)"
+    );
+}
+
+/// The value of a field of `otf2-print -I` (the anchor file).
+fn anchor_field(anchor: &std::path::Path, name: &str) -> String {
+    let info = otf2_print(&["-I"], anchor);
+    let line = info.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in {info}"));
+    line[name.len()..].trim().to_owned()
 }
 
 #[test]
