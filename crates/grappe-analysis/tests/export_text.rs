@@ -134,7 +134,7 @@ fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
         assert_eq!(e.get("pid").map_or(Some(0), Value::as_u64), Some(0), "{e}: not in the job's process");
         let ph = e["ph"].as_str().unwrap().to_owned();
         if ph == "M" && e["name"] == "process_name" {
-            assert_eq!(e["args"]["name"], "grappe job");
+            assert_eq!(e["args"]["name"], "grappe job synthetic", "the process is the job, named with its id");
             continue;
         }
         if ph == "i" && e["name"] == "delivery" {
@@ -598,7 +598,7 @@ fn corners_give_files_every_reader_accepts() {
     let n = |kind: &str, c: &str, ty: &str| count.get(&(kind.into(), c.into(), ty.into())).copied().unwrap_or(0);
     assert_eq!((n("State", "rank 0", "call"), n("State", "rank 1", "call")), (3, 3));
     assert_eq!(n("State", "rank 0", "region"), 1, "the region open at the end is closed");
-    assert_eq!(n("Link", "grappe job", "message"), 2, "only the two received messages are drawn");
+    assert_eq!(n("Link", "grappe job synthetic", "message"), 2, "only the two received messages are drawn");
     // The sendrecv's receive is drawn from the end of its send on.
     let recv0 = rows.iter().find(|r| r[0] == "State" && r[1] == "rank 0" && r[7] == "recv").unwrap();
     assert_eq!((recv0[3].as_str(), recv0[4].as_str()), ("0.000000300", "0.000000900"));

@@ -5,7 +5,7 @@
 //! {"traceEvents":[ ... ],"displayTimeUnit":"ns","otherData":{ ... }}
 //! ```
 //!
-//! One process ("grappe job") with one thread lane per rank (tid =
+//! One process ("grappe job" and the job's id) with one thread lane per rank (tid =
 //! rank, named and sorted by `M` metadata events); runtime calls as `X`
 //! complete events with their attributes in `args`; regions as `B`/`E`;
 //! counters as `C` (one series per rank: `id` = rank); user points and
@@ -98,7 +98,10 @@ fn write_events<const SITES: bool>(
 ) -> Result<ExportSummary> {
     let mut w =
         Chrome { sink, origin: stream.pending_start_bound(), lanes: PerRank::default(), events: 0, messages: 0 };
-    w.sink.bytes(b"{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":\"grappe job\"}}");
+    let job = stream.job_name();
+    w.sink.bytes(b"{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":");
+    w.sink.record(text_room(&job)).json_str(&job);
+    w.sink.bytes(b"}}");
     while let Some(linked) = stream.next_event()? {
         w.event::<SITES>(linked.event, linked.message);
         if w.events % PROGRESS_EVERY == 0 {

@@ -48,9 +48,10 @@ pub fn write_paje(
 ) -> Result<ExportSummary> {
     with_sink(out, "paje trace output", |mut sink| {
         let mut paje = Paje::default();
+        let job = stream.job_name();
         let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
             paje.origin = origin;
-            header(sink);
+            header(sink, &job);
         })?;
         let written_bytes = sink.finish()?;
         Ok(ExportSummary {
@@ -453,8 +454,8 @@ fn call_colour(name: &str) -> &'static str {
 }
 
 /// Event definitions (field order as pajeng's examples), types, the
-/// declared values, and the job container.
-fn header(s: &mut Sink) {
+/// declared values, and the job container (named `job`).
+fn header(s: &mut Sink, job: &str) {
     s.bytes(EVENT_DEFINITIONS.as_bytes());
     s.bytes(
         b"0 JOB 0 \"job\"\n0 RANK JOB \"rank\"\n2 CALL RANK \"call\"\n2 REGION RANK \"region\"\n\
@@ -476,7 +477,9 @@ fn header(s: &mut Sink) {
         s.bytes(name.as_bytes());
         s.bytes(b"\" \"0.5 0.5 0.5\"\n");
     }
-    s.bytes(b"6 0.000000000 job JOB 0 \"grappe job\"\n");
+    s.bytes(b"6 0.000000000 job JOB 0 ");
+    s.record(text_room(job)).quoted_plain(job);
+    s.bytes(b"\n");
 }
 
 const EVENT_DEFINITIONS: &str = "\

@@ -113,6 +113,8 @@ pub struct CausalStream {
     done: bool,
     /// Ranks of the job with no trace.
     untraced: Vec<u32>,
+    /// The job's id (empty in files written before it was recorded).
+    job: String,
 }
 
 enum Source {
@@ -128,8 +130,9 @@ impl CausalStream {
             Layout::Merged => Source::Merged(Box::new(MergedFile::open(set.files()[0].open()?)?)),
             Layout::PerRank => Source::Merge(KWay::open(set, time)?),
         };
-        let untraced = set.missing_ranks();
-        Ok(CausalStream { source, matcher: Matcher::new(), message: Message::None, out: false, done: false, untraced })
+        let (untraced, job) = (set.missing_ranks(), set.files()[0].header.job.clone());
+        let matcher = Matcher::new();
+        Ok(CausalStream { source, matcher, message: Message::None, out: false, done: false, untraced, job })
     }
 
     /// The next event and its message role; `Ok(None)` at the end. An error
@@ -189,6 +192,11 @@ impl CausalStream {
     /// other half in the stream.
     pub fn untraced(&self) -> &[u32] {
         &self.untraced
+    }
+
+    /// The name viewers show for the job: "grappe job" and its id.
+    pub fn job_name(&self) -> String {
+        if self.job.is_empty() { "grappe job".to_owned() } else { format!("grappe job {}", self.job) }
     }
 
     /// The matcher (sends not yet received, counts).
