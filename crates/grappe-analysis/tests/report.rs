@@ -291,6 +291,7 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
     assert_eq!(summary.profile.ranks.len(), 3);
     let dom = rendered_dom(&dir, &page);
     assert!(dom.contains("4 (3 traced)"), "the header should count the traced ranks");
+    assert!(dom.contains("<dt>Job</dt><dd>synthetic</dd>"), "the header should name the job");
     assert!(dom.contains("no trace for 1 of 4 ranks (3)"), "the missing rank is not noted");
     assert!(dom.contains("rank 2: file cut at offset"), "the cut file is not noted");
     assert!(dom.contains("sends never received"), "the problems are not listed");

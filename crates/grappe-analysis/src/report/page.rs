@@ -88,6 +88,10 @@ impl Page<'_> {
             Layout::Merged => "one merged file",
         };
         fact(&mut h, "Ranks", &format!("{} ({traced} traced)", set.world_size()));
+        let job = &set.files()[0].header.job;
+        if !job.is_empty() {
+            fact(&mut h, "Job", &escape(job));
+        }
         fact(&mut h, "Hosts", &self.hosts());
         fact(&mut h, "Events", &grouped(check.events));
         fact(&mut h, "Messages", &format!("{} matched", grouped(check.messages)));
