@@ -1,10 +1,14 @@
 //! Programs launched by other process managers run unchanged: MPICH's
-//! hydra `mpiexec` (PMI-1) and Slurm's `srun` (PMI-2).
+//! hydra `mpiexec` (PMI-1) and Slurm's `srun` (PMI-2); traced through
+//! `GRAPPE_TRACE`, their files name the process manager's job.
 
 mod util;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use grappe_analysis::TraceSet;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -28,6 +32,34 @@ fn mpich_mpiexec_runs_hybrid_processes_of_thread_ranks() {
     assert_suite(&util::run_bounded(cmd, LIMIT), 4);
 }
 
+fn trace_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-launchers-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The traces in `dir` are one job's, every rank's file naming the
+/// process manager's job id; returns it.
+fn one_job(dir: &Path, ranks: u32) -> String {
+    let set = TraceSet::open(dir).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((set.world_size(), set.files().len()), (ranks, ranks as usize));
+    let job = set.files()[0].header.job.clone();
+    assert!(set.files().iter().all(|f| f.header.job == job), "one job id in every file");
+    let _ = std::fs::remove_dir_all(dir);
+    job
+}
+
+#[test]
+fn mpich_mpiexec_runs_a_traced_job_named_by_its_kvs() {
+    let dir = trace_dir("mpiexec");
+    let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));
+    cmd.args(["-n", "3", "-genv", "GRAPPE_TRACE"]).arg(&dir).arg(util::example("jacobi")).args(["32", "100"]);
+    let output = util::run_bounded(cmd, LIMIT);
+    assert!(output.status.success(), "{}", util::describe(&output));
+    let job = one_job(&dir, 3);
+    assert!(job.starts_with("kvs_"), "hydra's kvsname, not {job:?}");
+}
+
 fn slurm_conf() -> String {
     std::env::var("SLURM_CONF").unwrap_or_else(|_| {
         panic!("SLURM_CONF is not set: start the test Slurm with ../shared/slurm/slurm-ci.sh start (scripts/test does)")
@@ -43,10 +75,12 @@ fn slurm_srun_runs_the_suite_on_four_processes() {
 }
 
 #[test]
-fn slurm_srun_runs_the_jacobi_example() {
+fn slurm_srun_runs_the_jacobi_example_traced() {
     let conf = slurm_conf();
     let mut cmd = Command::new(util::system_command("srun", "slurm-wlm"));
-    cmd.env("SLURM_CONF", conf).args(["-n", "3", "--time=2"]).arg(util::example("jacobi")).args(["64", "400"]);
+    let dir = trace_dir("srun");
+    cmd.env("SLURM_CONF", conf).env("GRAPPE_TRACE", &dir);
+    cmd.args(["-n", "3", "--time=2"]).arg(util::example("jacobi")).args(["64", "400"]);
     let output = util::run_bounded(cmd, LIMIT);
     assert!(output.status.success(), "{}", util::describe(&output));
     assert!(
@@ -54,4 +88,8 @@ fn slurm_srun_runs_the_jacobi_example() {
         "{}",
         util::describe(&output)
     );
+    // Traced through GRAPPE_TRACE, the files name Slurm's job.step.
+    let job = one_job(&dir, 3);
+    let parts: Vec<&str> = job.split('.').collect();
+    assert!(parts.len() == 2 && parts.iter().all(|p| p.parse::<u64>().is_ok()), "Slurm's job.step, not {job:?}");
 }
