@@ -143,7 +143,18 @@ impl Communicator {
     /// `MPI_Comm_dup`. Collective over this communicator.
     #[track_caller]
     pub fn dup(&self) -> Result<Communicator> {
-        let span = self.span();
+        self.dup_from(self.span())
+    }
+
+    /// [`dup`](Self::dup) for the runtime's own traffic (the checkpointer's
+    /// control communicator): traced like init and finalize, with no call
+    /// site, so that profiles do not show a line of the runtime as the
+    /// program's.
+    pub fn dup_for_runtime(&self) -> Result<Communicator> {
+        self.dup_from(self.span_without_site())
+    }
+
+    fn dup_from(&self, span: crate::trace::Span) -> Result<Communicator> {
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx() as u64;
         let table = crate::internal::allgather_words(self, &[next, NO_ARENA], |table| {

@@ -37,8 +37,9 @@ impl Communicator {
         Span(if ctx.tracing() { Some((ctx.recorder().now(), Some(site))) } else { None })
     }
 
-    /// Starts a traced call the runtime makes on its own (init, finalize).
-    fn span_without_site(&self) -> Span {
+    /// Starts a traced call the runtime makes on its own (init, finalize,
+    /// the checkpointer's communicator).
+    pub(crate) fn span_without_site(&self) -> Span {
         let ctx = self.rank_context();
         Span(if ctx.tracing() { Some((ctx.recorder().now(), None)) } else { None })
     }

@@ -229,6 +229,27 @@ fn run_traced_jacobi(ranks: &str, dir: &Path) {
 /// Every rank's file is complete and names one job; a rerun with fewer
 /// ranks into the same directory replaces all of the earlier run's files
 /// (and leaves other files alone).
+/// A communicator the program creates names the program's line; the one
+/// the checkpointer creates for itself names none, like init and finalize.
+#[test]
+fn a_communicator_the_runtime_creates_has_no_call_site() {
+    let dir = fresh_dir("runtime-dup");
+    grappe::testing::threads_traced(2, &dir, |world| {
+        let _ft = grappe::ft::Checkpointer::with_settings(world, None).unwrap();
+        let _mine = world.dup().unwrap();
+    });
+    let (events, _) = read(&file_for(&dir, 0));
+    let sites: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.body, Body::CommCreate { .. }))
+        .map(|e| e.site.map(|s| s.text().to_owned()))
+        .collect();
+    assert_eq!(sites.len(), 2, "{sites:?}");
+    assert_eq!(sites[0], None, "the checkpointer's communicator");
+    assert!(sites[1].as_deref().is_some_and(|s| s.starts_with(file!())), "the program's dup: {sites:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn grappe_run_trace_writes_a_complete_file_per_rank() {
     let dir = fresh_dir("run");

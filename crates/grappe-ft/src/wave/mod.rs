@@ -117,7 +117,7 @@ impl Checkpointer {
 
     /// The same with explicit settings (`None`: points do nothing).
     pub fn with_settings(world: &Communicator, settings: Option<FtSettings>) -> Result<Checkpointer> {
-        let ctl = world.dup().map_err(|source| FtError::Runtime { wave: 0, source })?;
+        let ctl = world.dup_for_runtime().map_err(|source| FtError::Runtime { wave: 0, source })?;
         let dir = settings.as_ref().map(|s| CheckpointDir::new(s.dir.clone()));
         let lock = match &dir {
             Some(dir) if world.rank() == 0 => {
