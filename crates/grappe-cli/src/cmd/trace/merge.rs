@@ -36,5 +36,12 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
         s.unreceived_sends,
         s.deferred
     );
+    let untraced = set.missing_ranks();
+    if !untraced.is_empty() {
+        println!(
+            "  (ranks {} have no trace: the receives from them and the sends to them are among the unmatched)",
+            grappe_analysis::set::list_ranks(&untraced)
+        );
+    }
     Ok(0)
 }
