@@ -235,6 +235,21 @@ fn a_posted_receive_says_when_its_message_has_arrived() {
     }
 }
 
+/// A receive from a world rank the job does not have matches nothing (the
+/// communicator layer refuses it before): no panic, and it can be cancelled.
+#[test]
+fn a_receive_from_a_rank_out_of_range_stays_posted() {
+    run(2, ProtoSettings::for_ring(64 << 10), |e| {
+        let mut buf = [0u8; 4];
+        let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: 4 };
+        let Started::Pending(id) = unsafe { e.irecv(target, Some(7), 0, None) }.unwrap() else {
+            panic!("rank 7 does not exist")
+        };
+        assert!(!e.arrived_by_now(id).unwrap());
+        assert!(e.cancel(id));
+    });
+}
+
 #[test]
 fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
     let address = AtomicUsize::new(0);

@@ -418,9 +418,10 @@ impl Engine {
     /// Dispatches every record waiting in the mailbox of world rank `src`
     /// (`None`: in every mailbox). True if there was any.
     fn dispatch_mailboxes(&mut self, src: Option<usize>) -> Result<bool> {
-        // `inbound[w]` is world rank w's mailbox.
+        // `inbound[w]` is world rank w's mailbox (a source out of range
+        // has none: its receive matches nothing).
         let mailboxes = match src {
-            Some(src) => src..src + 1,
+            Some(src) => src.min(self.inbound.len())..(src + 1).min(self.inbound.len()),
             None => 0..self.inbound.len(),
         };
         let mut moved = false;
