@@ -42,7 +42,7 @@ use std::io::Write;
 use grappe_trace::{Body, Event};
 
 use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, shape};
+use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::{Channel, Message, SendSide};
 use crate::stream::{CausalStream, StreamSummary};
@@ -98,7 +98,7 @@ fn write_events<const SITES: bool>(
 ) -> Result<ExportSummary> {
     let mut w =
         Chrome { sink, origin: stream.pending_start_bound(), lanes: PerRank::default(), events: 0, messages: 0 };
-    let job = stream.job_name();
+    let job = job_name(&stream);
     w.sink.bytes(b"{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":");
     w.sink.record(text_room(&job)).json_str(&job);
     w.sink.bytes(b"}}");

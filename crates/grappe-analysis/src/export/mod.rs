@@ -15,7 +15,7 @@
 use grappe_trace::Body;
 use serde::Serialize;
 
-use crate::stream::StreamSummary;
+use crate::stream::{CausalStream, StreamSummary};
 
 pub mod chrome;
 mod order;
@@ -74,6 +74,15 @@ pub(crate) fn shape(body: &Body) -> Shape<'_> {
         Body::Point { name, location } => Shape::Point { name, location },
         Body::Init | Body::Finalize | Body::FlushBegin => Shape::Mark(body.kind().name()),
         _ => Shape::Call(call_name(body)),
+    }
+}
+
+/// The name viewers show for the job (Chrome's process, Pajé's root
+/// container): "grappe job" and its id.
+fn job_name(stream: &CausalStream) -> String {
+    match stream.job() {
+        "" => "grappe job".to_owned(),
+        job => format!("grappe job {job}"),
     }
 }
 

@@ -30,7 +30,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
 use super::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, shape};
+use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
@@ -48,7 +48,7 @@ pub fn write_paje(
 ) -> Result<ExportSummary> {
     with_sink(out, "paje trace output", |mut sink| {
         let mut paje = Paje::default();
-        let job = stream.job_name();
+        let job = job_name(&stream);
         let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
             paje.origin = origin;
             header(sink, &job);

@@ -194,9 +194,9 @@ impl CausalStream {
         &self.untraced
     }
 
-    /// The name viewers show for the job: "grappe job" and its id.
-    pub fn job_name(&self) -> String {
-        if self.job.is_empty() { "grappe job".to_owned() } else { format!("grappe job {}", self.job) }
+    /// The job's id (empty in files written before it was recorded).
+    pub fn job(&self) -> &str {
+        &self.job
     }
 
     /// The matcher (sends not yet received, counts).

@@ -81,9 +81,8 @@ impl Book {
 
     /// Flags receive `key` `arrived` if a message already matched it.
     pub(super) fn mark_arrived_if_matched(&mut self, key: usize) {
-        let recv = self.recv_mut(key);
-        if !matches!(recv.state, RecvState::Posted) {
-            recv.arrived = true;
+        if self.posted_source(key).is_none() {
+            self.recv_mut(key).arrived = true;
         }
     }
 
