@@ -437,13 +437,14 @@ pub fn file_for(dir: &Path, rank: u32) -> PathBuf {
 /// among its own; other files stay. Returns how many were removed; the
 /// error names the file that could not be.
 pub fn remove_rank_files(dir: &Path) -> std::io::Result<usize> {
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
     let entries = match std::fs::read_dir(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        other => other?,
+        other => other.map_err(named)?,
     };
     let mut removed = 0;
     for entry in entries {
-        let path = entry?.path();
+        let path = entry.map_err(named)?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let digits = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".gtrace")).unwrap_or("");
         if digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()) {
