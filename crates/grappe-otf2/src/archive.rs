@@ -112,6 +112,31 @@ impl Drop for Archive {
 pub(crate) struct EventPhase {
     archive: Archive,
     writers: Vec<Option<NonNull<OTF2_EvtWriter>>>,
+    attributes: AttributeList,
+}
+
+/// The one attribute list of the export, filled right before each event
+/// that carries attributes: OTF2 empties it as it writes the event.
+struct AttributeList {
+    raw: NonNull<OTF2_AttributeList>,
+}
+
+impl AttributeList {
+    fn new() -> Result<AttributeList> {
+        // SAFETY: no arguments; a NULL result (no memory) is checked.
+        let raw = unsafe { ffi::OTF2_AttributeList_New() };
+        NonNull::new(raw)
+            .map(|raw| AttributeList { raw })
+            .ok_or(Otf2Error::NoHandle { call: "OTF2_AttributeList_New", what: "an attribute list".into() })
+    }
+}
+
+impl Drop for AttributeList {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from OTF2_AttributeList_New and is deleted
+        // only here; no writer keeps it past the event it was passed to.
+        let _ = unsafe { ffi::OTF2_AttributeList_Delete(self.raw.as_ptr()) };
+    }
 }
 
 /// What the anchor file says of the trace (`otf2-print -I`, Vampir's
@@ -179,7 +204,7 @@ impl EventPhase {
             }
             check("OTF2_Archive_OpenEvtFiles", ffi::OTF2_Archive_OpenEvtFiles(a))?;
         }
-        Ok(EventPhase { archive, writers: vec![None; locations as usize] })
+        Ok(EventPhase { archive, writers: vec![None; locations as usize], attributes: AttributeList::new()? })
     }
 
     /// The event writer of `location`, made on first use.
@@ -202,7 +227,7 @@ impl EventPhase {
                 *slot.insert(raw)
             }
         };
-        Ok(EventWriter { raw, _phase: PhantomData })
+        Ok(EventWriter { raw, attributes: self.attributes.raw, _phase: PhantomData })
     }
 
     /// Closes the event writers (making the empty event files of locations
@@ -262,6 +287,8 @@ impl EventPhase {
 /// The event writer of one location, borrowed from its phase.
 pub(crate) struct EventWriter<'a> {
     raw: NonNull<OTF2_EvtWriter>,
+    /// The phase's attribute list, empty between events.
+    attributes: NonNull<OTF2_AttributeList>,
     _phase: PhantomData<&'a mut EventPhase>,
 }
 
@@ -296,6 +323,28 @@ impl EventWriter<'_> {
             op: OTF2_CollectiveOp, comm: OTF2_CommRef, root: u32, sent: u64, received: u64);
         parameter_string => OTF2_EvtWriter_ParameterString(parameter: OTF2_ParameterRef, value: OTF2_StringRef);
         buffer_flush => OTF2_EvtWriter_BufferFlush(stop: u64);
+    }
+
+    /// An Enter that says where the program made the call: attribute
+    /// `attribute` holding source code location `location`.
+    #[inline]
+    pub(crate) fn enter_at(
+        &mut self,
+        time: u64,
+        region: OTF2_RegionRef,
+        attribute: OTF2_AttributeRef,
+        location: OTF2_SourceCodeLocationRef,
+    ) -> Result<()> {
+        let list = self.attributes.as_ptr();
+        // SAFETY: `list` is the phase's live attribute list, which the
+        // phase borrowed here outlives; `raw` is as in `events!`. OTF2
+        // empties the list as it writes the event. If the Enter fails the
+        // attribute stays, but the error ends the export.
+        unsafe {
+            let add = ffi::OTF2_AttributeList_AddSourceCodeLocationRef(list, attribute, location);
+            check("OTF2_AttributeList_AddSourceCodeLocationRef", add)?;
+            check("OTF2_EvtWriter_Enter", ffi::OTF2_EvtWriter_Enter(self.raw.as_ptr(), list, time, region))
+        }
     }
 
     /// A sample of a one-member metric class holding a signed integer.
@@ -355,6 +404,10 @@ impl GlobalDefs {
             mode: OTF2_MetricMode, value: OTF2_Type, base: OTF2_Base, exponent: i64, unit: OTF2_StringRef);
         parameter => OTF2_GlobalDefWriter_WriteParameter(
             id: OTF2_ParameterRef, name: OTF2_StringRef, kind: OTF2_ParameterType);
+        attribute => OTF2_GlobalDefWriter_WriteAttribute(
+            id: OTF2_AttributeRef, name: OTF2_StringRef, description: OTF2_StringRef, kind: OTF2_Type);
+        source_code_location => OTF2_GlobalDefWriter_WriteSourceCodeLocation(
+            id: OTF2_SourceCodeLocationRef, file: OTF2_StringRef, line: u32);
     }
 
     pub(crate) fn string(&mut self, id: OTF2_StringRef, s: &str) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use grappe_trace::{ANY, CollectiveKind};
+use grappe_trace::{ANY, CollectiveKind, Site};
 
 use crate::archive::GlobalDefs;
 use crate::error::Otf2Error;
@@ -204,7 +204,24 @@ pub(crate) struct Registry {
     /// Point name -> parameter.
     parameters: HashMap<OTF2_StringRef, OTF2_ParameterRef>,
     parameter_names: Vec<OTF2_StringRef>,
+    call_sites: CallSites,
 }
+
+/// Where the program made its calls: OTF2 source code locations (file
+/// and line), each the value of the call-site attribute of a call's Enter.
+#[derive(Default)]
+struct CallSites {
+    /// The attribute's name, once a call had a site.
+    attribute: Option<(OTF2_StringRef, OTF2_StringRef)>,
+    /// Location of each site seen (sites of one line share it).
+    of_site: HashMap<usize, OTF2_SourceCodeLocationRef>,
+    of_line: HashMap<(OTF2_StringRef, u32), OTF2_SourceCodeLocationRef>,
+    /// (file, line) of each location.
+    all: Vec<(OTF2_StringRef, u32)>,
+}
+
+/// The call-site attribute: the only attribute the export defines.
+const CALL_SITE: OTF2_AttributeRef = 0;
 
 /// grappe's world communicator context: named `MPI_COMM_WORLD` unless a
 /// trace says it was created with other members.
@@ -262,6 +279,39 @@ impl Registry {
         let r = reference(self.regions.len(), "regions")?;
         self.regions.push(region);
         Ok(r)
+    }
+
+    /// The attribute and source code location that say a call was made at
+    /// `site` ("file:line:column"; OTF2 keeps file and line).
+    #[inline]
+    pub(crate) fn call_site(&mut self, site: Site) -> Result<(OTF2_AttributeRef, OTF2_SourceCodeLocationRef)> {
+        if let Some(&location) = self.call_sites.of_site.get(&site.key()) {
+            return Ok((CALL_SITE, location));
+        }
+        self.new_call_site(site)
+    }
+
+    #[cold]
+    fn new_call_site(&mut self, site: Site) -> Result<(OTF2_AttributeRef, OTF2_SourceCodeLocationRef)> {
+        if self.call_sites.attribute.is_none() {
+            let name = self.strings.intern("call site")?;
+            let description = self.strings.intern("where the program made the call")?;
+            self.call_sites.attribute = Some((name, description));
+        }
+        let (file, line) = split_location(site.text());
+        let file = self.strings.intern(file)?;
+        let sites = &mut self.call_sites;
+        let location = match sites.of_line.get(&(file, line)) {
+            Some(&location) => location,
+            None => {
+                let location = reference(sites.all.len(), "call sites")?;
+                sites.all.push((file, line));
+                sites.of_line.insert((file, line), location);
+                location
+            }
+        };
+        sites.of_site.insert(site.key(), location);
+        Ok((CALL_SITE, location))
     }
 
     /// The communicator of a grappe context id.
@@ -330,7 +380,7 @@ impl Registry {
     }
 
     /// Writes every definition: clock, strings, system tree, locations,
-    /// regions, groups, communicators, metrics, parameters. `ranks[r]` is
+    /// regions, groups, communicators, metrics, parameters, call sites. `ranks[r]` is
     /// world rank `r`, whose location and location group are numbered `r`;
     /// `clock` is the first timestamp and the trace's length.
     pub(crate) fn write(mut self, out: &mut GlobalDefs, ranks: &[RankPlace], clock: (u64, u64)) -> Result<()> {
@@ -382,6 +432,12 @@ impl Registry {
         }
         for (id, &name) in self.parameter_names.iter().enumerate() {
             out.parameter(id as OTF2_ParameterRef, name, OTF2_PARAMETER_TYPE_STRING)?;
+        }
+        for (id, &(file, line)) in self.call_sites.all.iter().enumerate() {
+            out.source_code_location(id as OTF2_SourceCodeLocationRef, file, line)?;
+        }
+        if let Some((name, description)) = self.call_sites.attribute {
+            out.attribute(CALL_SITE, name, description, OTF2_TYPE_SOURCE_CODE_LOCATION)?;
         }
         Ok(())
     }
@@ -513,6 +569,21 @@ mod tests {
         assert_eq!(split_location("nowhere"), ("nowhere", 0));
         assert_eq!(split_location("c:\\x.rs:"), ("c:\\x.rs:", 0));
         assert_eq!(split_location(""), ("", 0));
+    }
+
+    #[test]
+    fn calls_on_one_line_share_a_source_code_location() {
+        let mut defs = Registry::new();
+        let mut location = |text: &str| defs.call_site(Site::of(text).unwrap()).unwrap();
+        let first = location("src/ring.rs:3:5");
+        assert_eq!(first.0, CALL_SITE);
+        assert_eq!(location("src/ring.rs:3:18"), first);
+        assert_eq!(location("src/ring.rs:3:5"), first);
+        assert_ne!(location("src/ring.rs:4:5"), first);
+        assert_ne!(location("src/other.rs:3:5"), first);
+        assert_eq!(defs.call_sites.all.len(), 3);
+        let file = defs.known_string("src/ring.rs").unwrap();
+        assert_eq!(defs.call_sites.all[first.1 as usize], (file, 3));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! grappe events as OTF2 events, the way Score-P records MPI: each call is
 //! a region, Enter at its start and Leave at its end, with the message or
 //! collective record inside (a send at the call, a receive at its
-//! completion).
+//! completion). The Enter of a call made by the program carries where it
+//! was made: a `call site` attribute holding a source code location.
 //!
 //! Each event is written as soon as the stream gives it, to its rank's
 //! location: the stream keeps each rank's own order, so a location needs
@@ -268,7 +269,13 @@ impl Out<'_, '_> {
         let region = self.defs.call(call)?;
         let start = self.t.at(e.start);
         let end = self.t.at(e.end);
-        self.w.enter(start, region)?;
+        match e.site {
+            Some(site) => {
+                let (attribute, location) = self.defs.call_site(site)?;
+                self.w.enter_at(start, region, attribute, location)?;
+            }
+            None => self.w.enter(start, region)?,
+        }
         inside(self.w, start, end)?;
         self.w.leave(end, region)?;
         Ok(false)

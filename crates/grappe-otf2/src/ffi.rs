@@ -28,6 +28,8 @@ pub type OTF2_MetricMemberRef = u32;
 pub type OTF2_MetricRef = u32;
 pub type OTF2_CommRef = u32;
 pub type OTF2_ParameterRef = u32;
+pub type OTF2_AttributeRef = u32;
+pub type OTF2_SourceCodeLocationRef = u32;
 pub type OTF2_FileMode = u8;
 pub type OTF2_Compression = u8;
 pub type OTF2_FlushType = u8;
@@ -53,6 +55,7 @@ pub const OTF2_FLUSH: OTF2_FlushType = 1;
 pub const OTF2_SUBSTRATE_POSIX: OTF2_FileSubstrate = 1;
 
 pub const OTF2_TYPE_INT64: OTF2_Type = 8;
+pub const OTF2_TYPE_SOURCE_CODE_LOCATION: OTF2_Type = 20;
 
 pub const OTF2_PARADIGM_USER: OTF2_Paradigm = 1;
 pub const OTF2_PARADIGM_MPI: OTF2_Paradigm = 4;
@@ -414,5 +417,27 @@ unsafe extern "C" {
         self_: OTF2_ParameterRef,
         name: OTF2_StringRef,
         parameter_type: OTF2_ParameterType,
+    ) -> OTF2_ErrorCode;
+    pub fn OTF2_GlobalDefWriter_WriteAttribute(
+        writer: *mut OTF2_GlobalDefWriter,
+        self_: OTF2_AttributeRef,
+        name: OTF2_StringRef,
+        description: OTF2_StringRef,
+        type_: OTF2_Type,
+    ) -> OTF2_ErrorCode;
+    pub fn OTF2_GlobalDefWriter_WriteSourceCodeLocation(
+        writer: *mut OTF2_GlobalDefWriter,
+        self_: OTF2_SourceCodeLocationRef,
+        file: OTF2_StringRef,
+        line_number: u32,
+    ) -> OTF2_ErrorCode;
+
+    // ---- OTF2_AttributeList.h ----
+    pub fn OTF2_AttributeList_New() -> *mut OTF2_AttributeList;
+    pub fn OTF2_AttributeList_Delete(attribute_list: *mut OTF2_AttributeList) -> OTF2_ErrorCode;
+    pub fn OTF2_AttributeList_AddSourceCodeLocationRef(
+        attribute_list: *mut OTF2_AttributeList,
+        attribute: OTF2_AttributeRef,
+        source_code_location_ref: OTF2_SourceCodeLocationRef,
     ) -> OTF2_ErrorCode;
 }

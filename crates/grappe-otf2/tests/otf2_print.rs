@@ -7,6 +7,8 @@ mod common;
 use common::*;
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
 use grappe_otf2::Otf2Error;
+use grappe_trace::EventKind;
+use std::collections::BTreeMap;
 
 #[test]
 fn a_synthetic_job_reads_back_with_every_event_counted() {
@@ -96,6 +98,76 @@ fn a_rank_without_a_trace_keeps_its_location_with_no_events() {
         anchor_field(&summary.anchor, "Description"),
         "grappe job synthetic, 2 of 3 ranks traced, dates on rank 0's clock (monotonic_raw)"
     );
+}
+
+#[test]
+fn every_call_says_where_the_program_made_it() {
+    let dir = scratch("call-sites");
+    let job = SyntheticJob::new(3, 20);
+    write_job(&dir.join("traces"), &job).unwrap();
+    let summary = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    let printed = otf2_print(&["-Werror"], &summary.anchor);
+    let mut enters: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+    let mut lines = printed.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !line.starts_with("ENTER ") {
+            continue;
+        }
+        let region = between(line, "Region: \"", "\"").to_owned();
+        let site = lines.next_if(|next| next.trim_start().starts_with("ADDITIONAL ATTRIBUTES:")).map(|attributes| {
+            assert!(attributes.contains("(\"call site\" <0>; SOURCE_CODE_LOCATION; \""), "{attributes}");
+            between(attributes, "SOURCE_CODE_LOCATION; \"", "\"").to_owned()
+        });
+        *enters.entry((region, site)).or_default() += 1;
+    }
+    // Each call's Enter carries the line it was made at (the synthetic
+    // program makes each kind of call at one line); init, finalize and
+    // user regions carry none.
+    let expected_site = |kind: EventKind| {
+        let text = grappe_analysis::synthetic::synthetic_site(kind).unwrap().text();
+        Some(text.rsplit_once(':').unwrap().0.to_owned())
+    };
+    let calls = [
+        ("MPI_Send", EventKind::Send),
+        ("MPI_Recv", EventKind::Recv),
+        ("MPI_Isend", EventKind::Isend),
+        ("MPI_Irecv", EventKind::Irecv),
+        ("MPI_Wait", EventKind::Wait),
+        ("MPI_Allreduce", EventKind::Collective),
+    ];
+    let recorded = recorded_kinds(&dir.join("traces"), job.ranks);
+    let mut expected: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+    for (region, kind) in calls {
+        expected.insert((region.to_owned(), expected_site(kind)), recorded[&kind]);
+    }
+    for region in ["MPI_Init", "MPI_Finalize"] {
+        expected.insert((region.to_owned(), None), job.ranks as u64);
+    }
+    expected.insert(("step".to_owned(), None), job.ranks as u64 * job.iterations);
+    assert_eq!(enters, expected);
+    // One source code location per line, all of them defined.
+    let definitions = otf2_print(&["-G"], &summary.anchor);
+    let locations = definitions.lines().filter(|l| l.starts_with("SOURCE_CODE_LOCATION ")).count();
+    assert_eq!(locations, calls.len());
+    assert!(definitions.contains("Name: \"call site\""), "{definitions}");
+}
+
+/// Events of each kind in the rank files of `dir`.
+fn recorded_kinds(dir: &std::path::Path, ranks: u32) -> BTreeMap<EventKind, u64> {
+    let mut kinds = BTreeMap::new();
+    for rank in 0..ranks {
+        let mut file = grappe_trace::TraceFile::open(&grappe_trace::file_for(dir, rank)).unwrap();
+        while let Some(events) = file.next_events().unwrap() {
+            events.iter().for_each(|e| *kinds.entry(e.body.kind()).or_default() += 1);
+        }
+    }
+    kinds
+}
+
+/// The text of `line` between the first `open` and the next `close`.
+fn between<'a>(line: &'a str, open: &str, close: &str) -> &'a str {
+    let rest = &line[line.find(open).unwrap_or_else(|| panic!("no {open} in {line}")) + open.len()..];
+    &rest[..rest.find(close).unwrap_or_else(|| panic!("no {close} after {open} in {line}"))]
 }
 
 /// The value of a field of `otf2-print -I` (the anchor file).
