@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use grappe_trace::{ANY, CollectiveKind, Site};
 
 use crate::archive::GlobalDefs;
@@ -142,7 +144,7 @@ fn reference(n: usize, what: &'static str) -> Result<u32> {
 /// Strings, numbered in order of first use.
 #[derive(Default)]
 struct Strings {
-    ids: HashMap<String, OTF2_StringRef>,
+    ids: FxHashMap<String, OTF2_StringRef>,
     all: Vec<String>,
 }
 
@@ -177,7 +179,7 @@ struct Comm {
     /// `None`: never seen created, taken as world-sized.
     members: Option<Vec<u32>>,
     /// Communicator rank of each member.
-    rank_of: HashMap<u32, u32>,
+    rank_of: FxHashMap<u32, u32>,
     parent: Option<u32>,
 }
 
@@ -195,14 +197,14 @@ pub(crate) struct Registry {
     strings: Strings,
     calls: [Option<OTF2_RegionRef>; CALLS],
     regions: Vec<Region>,
-    user_regions: HashMap<(OTF2_StringRef, OTF2_StringRef), OTF2_RegionRef>,
-    comm_refs: HashMap<u32, OTF2_CommRef>,
+    user_regions: FxHashMap<(OTF2_StringRef, OTF2_StringRef), OTF2_RegionRef>,
+    comm_refs: FxHashMap<u32, OTF2_CommRef>,
     comms: Vec<Comm>,
     /// Counter name -> metric (member and class share the number).
-    metrics: HashMap<OTF2_StringRef, OTF2_MetricRef>,
+    metrics: FxHashMap<OTF2_StringRef, OTF2_MetricRef>,
     metric_names: Vec<OTF2_StringRef>,
     /// Point name -> parameter.
-    parameters: HashMap<OTF2_StringRef, OTF2_ParameterRef>,
+    parameters: FxHashMap<OTF2_StringRef, OTF2_ParameterRef>,
     parameter_names: Vec<OTF2_StringRef>,
     call_sites: CallSites,
 }
@@ -214,8 +216,8 @@ struct CallSites {
     /// The attribute's name, once a call had a site.
     attribute: Option<(OTF2_StringRef, OTF2_StringRef)>,
     /// Location of each site seen (sites of one line share it).
-    of_site: HashMap<usize, OTF2_SourceCodeLocationRef>,
-    of_line: HashMap<(OTF2_StringRef, u32), OTF2_SourceCodeLocationRef>,
+    of_site: FxHashMap<usize, OTF2_SourceCodeLocationRef>,
+    of_line: FxHashMap<(OTF2_StringRef, u32), OTF2_SourceCodeLocationRef>,
     /// (file, line) of each location.
     all: Vec<(OTF2_StringRef, u32)>,
 }
@@ -321,7 +323,7 @@ impl Registry {
             return Ok(c);
         }
         let c = reference(self.comms.len(), "communicators")?;
-        self.comms.push(Comm { id, members: None, rank_of: HashMap::new(), parent: None });
+        self.comms.push(Comm { id, members: None, rank_of: FxHashMap::default(), parent: None });
         self.comm_refs.insert(id, c);
         Ok(c)
     }
@@ -519,7 +521,7 @@ struct CommGroups {
 /// Communicator references, each after its parent (readers may resolve a
 /// parent when they read its child); a parent cycle, which only a corrupt
 /// trace could hold, is broken where it is found.
-fn comm_order(comms: &[Comm], refs: &HashMap<u32, OTF2_CommRef>) -> Vec<usize> {
+fn comm_order(comms: &[Comm], refs: &FxHashMap<u32, OTF2_CommRef>) -> Vec<usize> {
     let mut order = Vec::with_capacity(comms.len());
     let mut state = vec![0u8; comms.len()]; // 0 new, 1 on the path, 2 placed
     for start in 0..comms.len() {
@@ -598,9 +600,9 @@ mod tests {
 
     #[test]
     fn parents_come_before_children_and_cycles_end() {
-        let comm = |id, parent| Comm { id, members: Some(vec![0]), rank_of: HashMap::new(), parent };
+        let comm = |id, parent| Comm { id, members: Some(vec![0]), rank_of: FxHashMap::default(), parent };
         let comms = vec![comm(4, Some(2)), comm(2, Some(0)), comm(0, None), comm(6, Some(8)), comm(8, Some(6))];
-        let refs: HashMap<u32, u32> = comms.iter().zip(0..).map(|(c, r)| (c.id, r)).collect();
+        let refs: FxHashMap<u32, u32> = comms.iter().zip(0..).map(|(c, r)| (c.id, r)).collect();
         let order = comm_order(&comms, &refs);
         assert_eq!(&order[..3], &[2, 1, 0]);
         assert_eq!(order.len(), 5);
