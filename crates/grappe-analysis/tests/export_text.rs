@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use grappe_analysis::export::{
-    ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_picl,
+    ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_paje_with_sites, write_picl,
 };
 use grappe_analysis::synthetic::{SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
@@ -282,7 +282,12 @@ fn chrome_dates_and_names_are_the_stream_s_exactly() {
 
 /// Runs pajeng's `pj_dump` on `path`: its output lines, split on ", ".
 fn pj_dump(path: &Path) -> Vec<Vec<String>> {
-    let output = match Command::new("pj_dump").arg("-l").arg("9").arg(path).output() {
+    pj_dump_with(&[], path)
+}
+
+/// `pj_dump` with options `args` (`-u`: user-defined fields too).
+fn pj_dump_with(args: &[&str], path: &Path) -> Vec<Vec<String>> {
+    let output = match Command::new("pj_dump").arg("-l").arg("9").args(args).arg(path).output() {
         Ok(output) => output,
         Err(e) => panic!("pj_dump (Debian package pajeng) cannot run ({e}): run scripts/install-deps"),
     };
@@ -368,13 +373,27 @@ fn paje_opens_in_vite_and_is_drawn() {
     let job = SyntheticJob::new(3, 20);
     write_job(&dir, &job).unwrap();
     let (text, _) = export(&dir, write_paje);
-    let paje = write_text(&dir, "job.paje", &text);
-    let svg = dir.join("job.svg");
+    let drawing = vite_drawing(&write_text(&dir, "job.paje", &text));
+    for rank in 0..job.ranks {
+        assert!(drawing.contains(&format!(">rank {rank}<")), "no lane for rank {rank}");
+    }
+    // States are rectangles; each message is a line and its arrow head.
+    let rects = drawing.matches("<rect").count() as u64;
+    let lines = drawing.matches("<line").count() as u64;
+    assert!(rects > job.events() / 2, "{rects} rectangles for {} events", job.events());
+    assert!(lines >= job.messages(), "{lines} lines for {} messages", job.messages());
+}
+
+/// The SVG drawing ViTE exports of `paje`, once it parsed it with no
+/// error or warning.
+fn vite_drawing(paje: &Path) -> String {
+    let dir = paje.parent().unwrap();
+    let svg = paje.with_extension("svg");
     let output = match Command::new("vite")
         .env("QT_QPA_PLATFORM", "offscreen")
-        .env("XDG_RUNTIME_DIR", &dir)
+        .env("XDG_RUNTIME_DIR", dir)
         .arg("-f")
-        .arg(&paje)
+        .arg(paje)
         .arg("-e")
         .arg(&svg)
         .output()
@@ -385,15 +404,38 @@ fn paje_opens_in_vite_and_is_drawn() {
     let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "vite failed on {}:\n{said}", paje.display());
     assert!(said.contains("0 errors and 0 warnings were found during parsing"), "{said}");
-    let drawing = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("no SVG from vite ({e}):\n{said}"));
-    for rank in 0..job.ranks {
-        assert!(drawing.contains(&format!(">rank {rank}<")), "no lane for rank {rank}");
+    std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("no SVG from vite ({e}):\n{said}"))
+}
+
+/// With sites, each call state carries its source line in field `Site`,
+/// which pj_dump reads as a user-defined field and ViTE accepts; the file
+/// is otherwise the same.
+#[test]
+fn paje_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() {
+    let dir = scratch("paje-sites");
+    let job = SyntheticJob::new(3, 40);
+    write_job(&dir, &job).unwrap();
+    let (plain, _) = export(&dir, write_paje);
+    let (sited, summary) = export(&dir, write_paje_with_sites);
+    assert_eq!((summary.events, summary.messages), (job.events(), job.messages()));
+    let (plain, sited) = (write_text(&dir, "plain.paje", &plain), write_text(&dir, "sited.paje", &sited));
+    assert_eq!(pj_dump(&plain), pj_dump(&sited), "the export with sites differs beyond the sites");
+    let mut calls = 0;
+    for row in pj_dump_with(&["-u"], &sited) {
+        match (row[0].as_str(), row[2].as_str()) {
+            ("State", "call") => {
+                // The synthetic job names its calls' lines by kind.
+                let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == row[7]).copied();
+                let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
+                let expected = grappe_analysis::synthetic::synthetic_site(kind).unwrap().text();
+                assert_eq!(row.get(8).map(String::as_str), Some(expected), "{row:?}");
+                calls += 1;
+            }
+            _ => assert!(row.len() <= 8 || row[0] == "Link", "a field too many: {row:?}"),
+        }
     }
-    // States are rectangles; each message is a line and its arrow head.
-    let rects = drawing.matches("<rect").count() as u64;
-    let lines = drawing.matches("<line").count() as u64;
-    assert!(rects > job.events() / 2, "{rects} rectangles for {} events", job.events());
-    assert!(lines >= job.messages(), "{lines} lines for {} messages", job.messages());
+    assert_eq!(calls, (0..job.ranks).map(|rank| expected(&job, rank).calls).sum::<u64>());
+    assert!(vite_drawing(&sited).contains(">rank 0<"));
 }
 
 // ---------------------------------------------------------------- PICL

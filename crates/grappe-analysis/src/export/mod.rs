@@ -24,7 +24,7 @@ pub mod picl;
 mod sink;
 
 pub use chrome::{write_chrome, write_chrome_with_sites};
-pub use paje::write_paje;
+pub use paje::{write_paje, write_paje_with_sites};
 pub use picl::write_picl;
 
 /// What an export wrote.

@@ -10,6 +10,11 @@
 //! send's start to the receive's end, keyed by the message id; a send
 //! never received draws no link (pajeng rejects links with one end).
 //!
+//! With [`write_paje_with_sites`], each call's state is pushed by a second
+//! `PajePushState` definition (code 22) with one more field, `Site`: the
+//! call's source location (`file:line:column`), which `pj_dump -u` prints
+//! and ViTE lists with the state.
+//!
 //! A `sendrecv` (a send, then a receive marked as its second half with
 //! the same dates) is one `sendrecv` state: each send's state waits for
 //! the rank's next event to tell (its link does not wait), and holds back
@@ -34,7 +39,7 @@ use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
-use grappe_trace::{Body, Event};
+use grappe_trace::{Body, Event, Site};
 
 /// Seconds: nine decimals of nanoseconds.
 const SECONDS: u32 = 9;
@@ -46,12 +51,30 @@ pub fn write_paje(
     out: &mut (dyn Write + Send),
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
+    write_paje_as(stream, out, progress, false)
+}
+
+/// [`write_paje`], each call's state with its call site in field `Site`.
+pub fn write_paje_with_sites(
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    write_paje_as(stream, out, progress, true)
+}
+
+fn write_paje_as(
+    stream: CausalStream,
+    out: &mut (dyn Write + Send),
+    progress: &mut dyn FnMut(u64),
+    sites: bool,
+) -> Result<ExportSummary> {
     with_sink(out, "paje trace output", |mut sink| {
-        let mut paje = Paje::default();
+        let mut paje = Paje { sites, ..Paje::default() };
         let job = job_name(&stream);
         let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
             paje.origin = origin;
-            header(sink, &job);
+            header(sink, &job, paje.sites);
         })?;
         let written_bytes = sink.finish()?;
         Ok(ExportSummary {
@@ -71,6 +94,8 @@ enum Record {
         rank: u32,
         region: bool,
         value: Value,
+        /// A call's site, in the export with sites.
+        site: Option<Site>,
     },
     Pop {
         rank: u32,
@@ -106,6 +131,8 @@ enum Value {
 
 #[derive(Default)]
 struct Paje {
+    /// Calls carry their site.
+    sites: bool,
     origin: u64,
     clocks: RankClocks,
     lanes: PerRank<Lane>,
@@ -163,11 +190,14 @@ impl Ordered for Paje {
                 let end = self.clocks.at(rank, e.end);
                 self.lanes.get(rank).held_send = Some(HeldSend { event: *e, start, end });
             }
-            Shape::Call(name) => call_state(records, rank, name, start, self.clocks.at(rank, e.end)),
+            Shape::Call(name) => {
+                let site = self.site_of(e);
+                call_state(records, rank, name, start, self.clocks.at(rank, e.end), site);
+            }
             Shape::Enter { name, .. } => {
                 self.lanes.get(rank).depth += 1;
                 let value = Value::Region(self.regions.id(name).0);
-                records.push(start, Record::Push { rank, region: true, value });
+                records.push(start, Record::Push { rank, region: true, value, site: None });
             }
             Shape::Leave { .. } => {
                 let lane = self.lanes.get(rank);
@@ -200,19 +230,27 @@ impl Ordered for Paje {
         let holding: Vec<u32> = self.lanes.iter().filter(|(_, l)| l.held_send.is_some()).map(|(r, _)| r).collect();
         for rank in holding {
             if let Some(send) = self.lanes.get(rank).held_send.take() {
-                call_state(records, rank, "send", send.start, send.end);
+                let site = self.site_of(&send.event);
+                call_state(records, rank, "send", send.start, send.end, site);
             }
         }
     }
 
     fn write(&mut self, s: &mut Sink, t: u64, record: Record) {
         match record {
-            Record::Push { rank, region, value } => {
+            Record::Push { rank, region, value, site } => {
                 self.create(s, rank, t);
                 self.declare(s, value);
-                let mut c = self.line(s, b"12 ", t, rank);
+                let mut c = self.line(s, if site.is_some() { b"22 " } else { b"12 " }, t, rank);
                 c.bytes(if region { b" REGION " } else { b" CALL " });
                 value.write(&mut c);
+                drop(c);
+                if let Some(site) = site {
+                    let text = site.text();
+                    let mut c = s.record(1 + text_room(text));
+                    c.byte(b' ');
+                    c.quoted_plain(text);
+                }
             }
             Record::Pop { rank, region } => {
                 let mut c = self.line(s, b"14 ", t, rank);
@@ -277,14 +315,21 @@ impl Paje {
     fn ends_held_send(&mut self, linked: &Linked, records: &mut Reorder<Record>) -> bool {
         let e = &linked.event;
         let Some(send) = self.lanes.get(e.rank).held_send.take() else { return false };
+        let site = self.site_of(&send.event);
         if e.ends_sendrecv_of(&send.event) {
-            call_state(records, e.rank, "sendrecv", send.start, send.end);
+            call_state(records, e.rank, "sendrecv", send.start, send.end, site);
             let end = self.clocks.at(e.rank, e.end);
             self.link(&linked.message, e.rank, send.start, end, records);
             return true;
         }
-        call_state(records, e.rank, "send", send.start, send.end);
+        call_state(records, e.rank, "send", send.start, send.end, site);
         false
+    }
+
+    /// The site to write with call `e`'s state.
+    #[inline]
+    fn site_of(&self, e: &Event) -> Option<Site> {
+        if self.sites { e.site } else { None }
     }
 
     /// Records the link of a send or a matched receive.
@@ -433,8 +478,8 @@ fn colour(c: &mut Cursor, name: &str) {
 }
 
 /// The records of a call's state.
-fn call_state(records: &mut Reorder<Record>, rank: u32, name: &'static str, start: u64, end: u64) {
-    records.push(start, Record::Push { rank, region: false, value: Value::Declared(name) });
+fn call_state(records: &mut Reorder<Record>, rank: u32, name: &'static str, start: u64, end: u64, site: Option<Site>) {
+    records.push(start, Record::Push { rank, region: false, value: Value::Declared(name), site });
     records.push(end, Record::Pop { rank, region: false });
 }
 
@@ -453,10 +498,14 @@ fn call_colour(name: &str) -> &'static str {
     }
 }
 
-/// Event definitions (field order as pajeng's examples), types, the
-/// declared values, and the job container (named `job`).
-fn header(s: &mut Sink, job: &str) {
+/// Event definitions (field order as pajeng's examples; with `sites`, the
+/// push with a site), types, the declared values, and the job container
+/// (named `job`).
+fn header(s: &mut Sink, job: &str, sites: bool) {
     s.bytes(EVENT_DEFINITIONS.as_bytes());
+    if sites {
+        s.bytes(PUSH_WITH_SITE.as_bytes());
+    }
     s.bytes(
         b"0 JOB 0 \"job\"\n0 RANK JOB \"rank\"\n2 CALL RANK \"call\"\n2 REGION RANK \"region\"\n\
           3 MARK RANK \"mark\"\n4 MSG JOB RANK RANK \"message\"\n5 msg MSG \"message\" \"1 1 1\"\n",
@@ -481,6 +530,17 @@ fn header(s: &mut Sink, job: &str) {
     s.record(text_room(job)).quoted_plain(job);
     s.bytes(b"\n");
 }
+
+/// A second definition of `PajePushState`, with the call's site.
+const PUSH_WITH_SITE: &str = "\
+%EventDef PajePushState 22
+%       Time date
+%       Container string
+%       Type string
+%       Value string
+%       Site string
+%EndEventDef
+";
 
 const EVENT_DEFINITIONS: &str = "\
 %EventDef PajeDefineContainerType 0
