@@ -104,17 +104,22 @@ fn chrome_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() 
         let site = without.get_mut("args").and_then(|a| a.as_object_mut()).and_then(|a| a.remove("site"));
         assert_eq!(p, &without, "the export with sites differs beyond the site");
         if s["ph"] == "X" && s["name"] != "flush" {
-            // The synthetic job names its calls' lines by kind.
-            let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == s["name"]).copied();
-            let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
-            let expected = grappe_analysis::synthetic::synthetic_site(kind).map(|site| site.text());
-            assert_eq!(site.as_ref().and_then(Value::as_str), expected, "{s}");
+            let expected = site_of_synthetic_call(s["name"].as_str().unwrap());
+            assert_eq!(site.as_ref().and_then(Value::as_str), Some(expected), "{s}");
             calls += 1;
         } else {
             assert_eq!(site, None, "{s}");
         }
     }
     assert_eq!(calls, (0..job.ranks).map(|rank| expected(&job, rank).calls).sum::<u64>());
+}
+
+/// Where the synthetic job makes call `name` (it names one line per kind
+/// of call; collectives share one).
+fn site_of_synthetic_call(name: &str) -> &'static str {
+    let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == name).copied();
+    let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
+    grappe_analysis::synthetic::synthetic_site(kind).unwrap_or_else(|| panic!("no site for {name}")).text()
 }
 
 #[test]
@@ -424,10 +429,7 @@ fn paje_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() {
     for row in pj_dump_with(&["-u"], &sited) {
         match (row[0].as_str(), row[2].as_str()) {
             ("State", "call") => {
-                // The synthetic job names its calls' lines by kind.
-                let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == row[7]).copied();
-                let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
-                let expected = grappe_analysis::synthetic::synthetic_site(kind).unwrap().text();
+                let expected = site_of_synthetic_call(&row[7]);
                 assert_eq!(row.get(8).map(String::as_str), Some(expected), "{row:?}");
                 calls += 1;
             }
