@@ -49,7 +49,8 @@ enum Format {
 
 pub fn execute(args: ExportArgs) -> Result<i32> {
     if args.sites && !matches!(args.format, Format::Chrome | Format::Paje) {
-        bail!("--sites is an option of --format chrome and paje, not of {:?}", args.format);
+        let format = args.format.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
+        bail!("--sites is an option of --format chrome and paje, not of {format}");
     }
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     let bar = progress("exporting");
