@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use grappe_trace::format::RankThread;
 use grappe_trace::{Ending, EventKind, FileHeader};
 use serde::Serialize;
 
@@ -53,6 +54,8 @@ pub struct FileInfo {
     pub host: String,
     /// Process id.
     pub pid: u32,
+    /// The OS thread that ran the rank, if the file says.
+    pub thread: Option<RankThread>,
     /// Clock source and time base.
     pub clock: String,
     /// Simulated distortion, if any.
@@ -134,6 +137,10 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
     if !missing.is_empty() && notes.is_empty() {
         notes.push(format!("missing ranks: {}", list_ranks(&missing)));
     }
+    let turns = set.turn_taking();
+    if !turns.is_empty() {
+        notes.push(crate::set::turn_taking_text(&turns));
+    }
     Ok(TraceInfo {
         merged: set.layout() == Layout::Merged,
         world_size: set.world_size(),
@@ -160,6 +167,7 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
         rank: h.rank,
         host: h.host.clone(),
         pid: h.pid,
+        thread: h.thread.clone(),
         clock: format!(
             "{} ({:.3} GHz), {} dates{}",
             h.clock.source,
@@ -191,7 +199,8 @@ impl fmt::Display for TraceInfo {
         for file in &self.files {
             let who = file.rank.map_or("merged".to_owned(), |r| format!("rank {r}"));
             writeln!(f, "{who}: {}", file.path.display())?;
-            writeln!(f, "    host {} pid {}, clock {}", file.host, file.pid, file.clock)?;
+            let thread = file.thread.as_ref().map_or(String::new(), |t| format!(", {}", ThreadText(file.rank, t)));
+            writeln!(f, "    host {} pid {}{thread}, clock {}", file.host, file.pid, file.clock)?;
             if let Some(sim) = &file.simulated {
                 writeln!(f, "    simulated clock: {sim}")?;
             }
@@ -205,5 +214,25 @@ impl fmt::Display for TraceInfo {
             writeln!(f, "{:>6} {:>12} {:>14.6}  {}", r.rank, r.events, r.duration_ns() as f64 / 1e9, kinds.join(", "))?;
         }
         self.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
+    }
+}
+
+/// `thread T on cpu C (runs ranks 0, 2)`: what ran a rank, and which other
+/// ranks it ran (coroutines of one worker take turns).
+struct ThreadText<'a>(Option<u32>, &'a RankThread);
+
+impl fmt::Display for ThreadText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ThreadText(rank, thread) = *self;
+        write!(f, "thread {}", thread.tid)?;
+        match thread.cpu {
+            Some(cpu) => write!(f, " on cpu {cpu}")?,
+            None => write!(f, " (not bound to a cpu)")?,
+        }
+        if thread.ranks.iter().any(|&r| Some(r) != rank) {
+            let ranks: Vec<String> = thread.ranks.iter().map(u32::to_string).collect();
+            write!(f, " (runs ranks {}, taking turns)", ranks.join(", "))?;
+        }
+        Ok(())
     }
 }

@@ -109,6 +109,7 @@ fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
                 rank,
                 host: f.header.host.clone(),
                 pid: f.header.pid,
+                thread: f.header.thread.clone(),
                 clock: f.header.clock.source.clone(),
                 time: time.rank(rank).map_or("missing".into(), |t| t.basis.describe()),
             }
@@ -122,6 +123,7 @@ fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
         host: reference.host.clone(),
         pid: reference.pid,
         process_ranks: Vec::new(),
+        thread: None,
         clock: ClockInfo {
             source: reference.clock.source.clone(),
             ticks_per_second: reference.clock.ticks_per_second,

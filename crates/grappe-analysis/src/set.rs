@@ -1,8 +1,10 @@
 //! The traces of one job: a directory of per-rank files, or one merged
 //! file (the output of `grappe trace merge`; tools read both alike).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use grappe_trace::format::RankThread;
 use grappe_trace::{FileHeader, TraceFile};
 
 use crate::error::{AnalysisError, Result};
@@ -142,11 +144,60 @@ impl TraceSet {
         (0..self.world_size).filter(|&r| !traced(r)).collect()
     }
 
+    /// Ranks that took turns on one processor, each group in rank order:
+    /// ranks bound to one CPU of a host, or, unbound, run by one thread
+    /// (coroutines of a worker). A rank's calls then last while the others
+    /// run. Files that do not say what ran them count for none.
+    pub fn turn_taking(&self) -> Vec<Vec<u32>> {
+        let places: Vec<(u32, &str, &RankThread, u32)> = match self.layout {
+            Layout::PerRank => self
+                .files
+                .iter()
+                .filter_map(|f| Some((f.header.rank?, f.header.host.as_str(), f.header.thread.as_ref()?, f.header.pid)))
+                .collect(),
+            Layout::Merged => self.files[0]
+                .header
+                .merged_from
+                .iter()
+                .filter_map(|m| Some((m.rank, m.host.as_str(), m.thread.as_ref()?, m.pid)))
+                .collect(),
+        };
+        let mut groups: BTreeMap<(&str, Processor), Vec<u32>> = BTreeMap::new();
+        for (rank, host, thread, pid) in places {
+            let processor = match thread.cpu {
+                Some(cpu) => Processor::Cpu(cpu),
+                None => Processor::Thread(pid, thread.tid),
+            };
+            groups.entry((host, processor)).or_default().push(rank);
+        }
+        let mut shared: Vec<Vec<u32>> = groups.into_values().filter(|ranks| ranks.len() > 1).collect();
+        shared.iter_mut().for_each(|ranks| ranks.sort_unstable());
+        shared.sort();
+        shared
+    }
+
     /// What the reader should know about the set (missing ranks, files
     /// left out).
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
+}
+
+/// "ranks 0, 2 took turns on one processor (so did 1, 3)", for the groups
+/// of [`TraceSet::turn_taking`] (at least one).
+pub(crate) fn turn_taking_text(turns: &[Vec<u32>]) -> String {
+    let list = |ranks: &Vec<u32>| ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let others: Vec<String> = turns[1..].iter().map(list).collect();
+    let also = if others.is_empty() { String::new() } else { format!(" (so did {})", others.join("; ")) };
+    format!("ranks {} took turns on one processor{also}", list(&turns[0]))
+}
+
+/// What a rank ran on, for [`TraceSet::turn_taking`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Processor {
+    Cpu(u32),
+    /// An unbound thread: (pid, tid).
+    Thread(u32, u32),
 }
 
 /// Refuses files of different jobs: another job id (a file left by an

@@ -312,6 +312,7 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
         host: host.into(),
         pid: 1000 + rank,
         process_ranks: vec![rank],
+        thread: None,
         clock: ClockInfo {
             source: "monotonic_raw".into(),
             ticks_per_second: 1e9,

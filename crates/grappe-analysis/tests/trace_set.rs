@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use grappe_analysis::synthetic::{plain_header, write_events};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet, check, merge_to_file};
-use grappe_trace::format::FileHeader;
+use grappe_trace::format::{FileHeader, RankThread};
 use grappe_trace::{Body, file_for};
 
 fn scratch(name: &str) -> PathBuf {
@@ -106,5 +106,53 @@ fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
         let text = report.to_string();
         assert!(text.contains("not checked: 1 receives from and 1 sends to the ranks with no trace (1)"), "{text}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Ranks bound to one CPU of a host, or run by one unbound thread, took
+/// turns: the set says which, in per-rank files and merged alike, and the
+/// profile warns that their times include each other's.
+#[test]
+fn ranks_that_took_turns_on_one_processor_are_grouped() {
+    let dir = scratch("turns");
+    let on = |rank: u32, host: &str, pid: u32, tid: u32, cpu: Option<u32>| FileHeader {
+        host: host.into(),
+        pid,
+        thread: Some(RankThread { tid, cpu, ranks: vec![rank] }),
+        ..header(rank, 7, "job-t")
+    };
+    let places = [
+        on(0, "a", 10, 10, Some(0)),
+        on(1, "a", 11, 11, Some(1)),
+        on(2, "a", 12, 12, Some(0)),
+        on(3, "b", 13, 13, Some(0)),
+        // Two coroutines of one unbound worker thread.
+        on(4, "a", 14, 15, None),
+        on(5, "a", 14, 15, None),
+        // A file that does not say.
+        FileHeader { thread: None, ..header(6, 7, "job-t") },
+    ];
+    for (rank, h) in (0..).zip(&places) {
+        write(&file_for(&dir, rank), h);
+    }
+    let set = TraceSet::open(&dir).unwrap();
+    let expected = vec![vec![0, 2], vec![4, 5]];
+    assert_eq!(set.turn_taking(), expected);
+    let merged = dir.join("merged.gtrace");
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let merged = TraceSet::open(&merged).unwrap();
+    assert_eq!(merged.turn_taking(), expected);
+    let time = GlobalTime::estimate(&merged, &GlobalOptions::default()).unwrap();
+    let profile =
+        grappe_analysis::profile::profile(CausalStream::open(&merged, &time).unwrap(), 7, &mut |_| {}).unwrap();
+    let note = "ranks 0, 2 took turns on one processor (so did 4, 5): a call of one of them lasts while the \
+                others run, so its time and waiting include theirs";
+    assert!(profile.notes.iter().any(|n| n == note), "{:?}", profile.notes);
+    let info = grappe_analysis::info(&set, &mut |_| {}).unwrap();
+    assert!(info.notes.iter().any(|n| n == "ranks 0, 2 took turns on one processor (so did 4, 5)"), "{:?}", info.notes);
+    let text = info.to_string();
+    assert!(text.contains("host a pid 14, thread 15 (not bound to a cpu), clock"), "{text}");
+    assert!(text.contains("host a pid 10, thread 10 on cpu 0, clock"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

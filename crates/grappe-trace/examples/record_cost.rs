@@ -22,7 +22,7 @@ fn main() {
         // batch, so that no event is dropped (a drop costs less).
         let buffer_events = if policy == FlushPolicy::End { per_batch * batches } else { 65536 };
         let config = RecorderConfig { dir: dir.join(name), policy, buffer_events };
-        let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into() };
+        let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into(), thread: None };
         let mut rec = Recorder::create(&config, who, None).expect("a recorder");
         let mut per_event: Vec<f64> = (0..batches).map(|_| batch(&mut rec, per_batch)).collect();
         rec.finish().expect("the trace completes");
@@ -49,7 +49,7 @@ fn floors(per_batch: usize, batches: usize) {
         policy: FlushPolicy::End,
         buffer_events: 1 << 16,
     };
-    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into() };
+    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into(), thread: None };
     let mut rec = Recorder::create(&config, who, None).expect("a recorder");
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);

@@ -81,6 +81,11 @@ pub struct FileHeader {
     pub pid: u32,
     /// Ranks hosted by that process.
     pub process_ranks: Vec<u32>,
+    /// The OS thread that ran the rank (the "thread" of every record:
+    /// a rank never moves to another thread). `None` in merged traces and
+    /// in files written before it was recorded.
+    #[serde(default)]
+    pub thread: Option<RankThread>,
     /// How dates were taken and what they mean.
     pub clock: ClockInfo,
     /// Measured cost of recording one event, per kind (nanoseconds).
@@ -98,6 +103,19 @@ pub struct FileHeader {
     pub merged_from: Vec<MergedRank>,
 }
 
+/// The OS thread that runs a rank, for the whole run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankThread {
+    /// Its Linux thread id (what `top -H` and `perf` show).
+    pub tid: u32,
+    /// The CPU it is bound to, if it is bound to one.
+    pub cpu: Option<u32>,
+    /// The ranks it runs, this one included: thread ranks that outnumber
+    /// cores are coroutines of one worker thread, and never run at the
+    /// same time.
+    pub ranks: Vec<u32>,
+}
+
 /// One per-rank file behind a merged trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MergedRank {
@@ -107,6 +125,9 @@ pub struct MergedRank {
     pub host: String,
     /// Its process id.
     pub pid: u32,
+    /// The OS thread that ran it, if its file said.
+    #[serde(default)]
+    pub thread: Option<RankThread>,
     /// Its clock source.
     pub clock: String,
     /// How its dates were put on global time.

@@ -25,7 +25,9 @@ use std::thread::JoinHandle;
 
 use crate::clock::TraceClock;
 use crate::event::EventKind;
-use crate::format::{Calibration, ClockInfo, ClockSample, Definition, Encoded, FileHeader, Footer, VERSION, schema};
+use crate::format::{
+    Calibration, ClockInfo, ClockSample, Definition, Encoded, FileHeader, Footer, RankThread, VERSION, schema,
+};
 use crate::raw::RawEvent;
 use crate::site::RecentIds;
 use crate::writer::TraceWriter;
@@ -109,6 +111,8 @@ pub struct Identity {
     pub process_ranks: Vec<u32>,
     /// The job's id, the same for every rank of the job.
     pub job: String,
+    /// The OS thread that runs the rank, if the caller knows it.
+    pub thread: Option<RankThread>,
 }
 
 /// The per-rank recorder.
@@ -519,6 +523,7 @@ fn header(
         host: std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_owned(),
         pid: std::process::id(),
         process_ranks: who.process_ranks.clone(),
+        thread: who.thread.clone(),
         clock: ClockInfo {
             source: clock.source_name().to_owned(),
             ticks_per_second: clock.ticks_per_second(),

@@ -21,7 +21,7 @@ fn trace_of(name: &str, make: impl FnOnce(&mut Recorder) -> RawEvent) -> PathBuf
     let config = RecorderConfig { dir: dir.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
     let mut rec = Recorder::create(
         &config,
-        Identity { rank: 0, world_size: 2, process_ranks: vec![0], job: "test".into() },
+        Identity { rank: 0, world_size: 2, process_ranks: vec![0], job: "test".into(), thread: None },
         None,
     )
     .unwrap();

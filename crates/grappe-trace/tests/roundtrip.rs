@@ -21,8 +21,12 @@ fn dir(name: &str) -> PathBuf {
 
 fn recorder(dir: &Path, policy: FlushPolicy, buffer_events: usize) -> Recorder {
     let config = RecorderConfig { dir: dir.to_owned(), policy, buffer_events };
-    Recorder::create(&config, Identity { rank: 3, world_size: 8, process_ranks: vec![3], job: "test".into() }, None)
-        .unwrap()
+    Recorder::create(
+        &config,
+        Identity { rank: 3, world_size: 8, process_ranks: vec![3], job: "test".into(), thread: None },
+        None,
+    )
+    .unwrap()
 }
 
 /// The recorder as its own interner (the runtime interns through it too).

@@ -7,7 +7,7 @@ use grappe_comm::{Communicator, RankContext};
 use grappe_proto::Engine;
 use grappe_sched::run_workers;
 
-use crate::job::Job;
+use crate::job::{Job, WorkerPlan};
 
 /// What a rank's body may return: nothing, or a `Result` whose error
 /// fails the job with its message.
@@ -54,7 +54,7 @@ where
 {
     let (job, mut pmi) = Job::from_environment().map_err(|e| e.to_string())?;
     let plan = job.worker_plan();
-    let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| run_rank(&job, rank, &body));
+    let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| run_rank(&job, rank, &plan, &body));
     for outcome in outcomes {
         if let Ok(Err(message)) | Err(message) = outcome.result.map_err(|p| panic_message(&p)) {
             return Err(format!("rank {} failed: {message}", outcome.rank));
@@ -65,14 +65,14 @@ where
 }
 
 /// One rank from connection to finalize. A failure ends the process.
-fn run_rank<F, R>(job: &Job, rank: usize, body: &F) -> Result<(), String>
+fn run_rank<F, R>(job: &Job, rank: usize, plan: &[WorkerPlan], body: &F) -> Result<(), String>
 where
     F: Fn(&Communicator) -> R + Sync,
     R: RankResult,
 {
     let engine =
         Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).map_err(|e| e.to_string())?;
-    let recorder = crate::tracing::recorder_for(job, rank)?;
+    let recorder = crate::tracing::recorder_for(job, rank, plan)?;
     let ctx = Rc::new(RankContext::with_recorder(engine, recorder));
     let world = Communicator::world(ctx.clone());
     crate::tracing::begin(job, &world).map_err(|e| format!("start of tracing: {e}"))?;

@@ -25,9 +25,10 @@ use std::time::Duration;
 
 use grappe_clock::sim::{LocalClock, SimulatedClock, SimulationSpec};
 use grappe_comm::{Communicator, RankContext};
+use grappe_trace::format::RankThread;
 use grappe_trace::{Identity, Recorder, RecorderConfig, TimeMap};
 
-use crate::job::Job;
+use crate::job::{Job, WorkerPlan};
 
 /// How this job records.
 #[derive(Debug, Clone)]
@@ -66,20 +67,37 @@ impl TraceSettings {
     }
 }
 
-/// The recorder of world rank `rank`, if the job records.
-pub(crate) fn recorder_for(job: &Job, rank: usize) -> Result<Option<Recorder>, String> {
+/// The recorder of world rank `rank`, if the job records; called on the
+/// thread that runs the rank, one of the workers of `plan`.
+pub(crate) fn recorder_for(job: &Job, rank: usize, plan: &[WorkerPlan]) -> Result<Option<Recorder>, String> {
     let Some(settings) = &job.trace else { return Ok(None) };
     let who = Identity {
         rank: rank as u32,
         world_size: job.locals.len() as u32,
         process_ranks: job.mine.clone().map(|r| r as u32).collect(),
         job: job.id.clone(),
+        thread: Some(this_thread(rank, plan)),
     };
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
     Recorder::create(&settings.recorder, who, time_map)
         .map(Some)
         .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))
+}
+
+/// The calling thread, which runs `rank` for the whole run (ranks never
+/// move between workers): its id, the CPU it is bound to if one, and the
+/// ranks of its worker.
+fn this_thread(rank: usize, plan: &[WorkerPlan]) -> RankThread {
+    // SAFETY: gettid takes no argument and cannot fail.
+    let tid = unsafe { libc::gettid() } as u32;
+    let cpu = match grappe_sched::allowed_cpus()[..] {
+        [only] => Some(only as u32),
+        _ => None,
+    };
+    let worker = plan.iter().find(|worker| worker.ranks.contains(&rank));
+    let ranks = worker.map_or(vec![rank as u32], |worker| worker.ranks.iter().map(|&r| r as u32).collect());
+    RankThread { tid, cpu, ranks }
 }
 
 /// Start of a traced rank: its first event, then the first sampling phase.

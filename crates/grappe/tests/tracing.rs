@@ -272,6 +272,9 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
         assert!(matches!(trace.ending(), Some(Ending::Complete(_))), "rank {rank}: {:?}", trace.ending());
         assert_eq!(trace.header().rank, Some(rank));
         assert_eq!(trace.header().world_size, 3);
+        // A process rank runs alone on its process's thread.
+        let thread = trace.header().thread.clone().expect("the file names the rank's thread");
+        assert!(thread.tid > 0 && thread.ranks == [rank], "rank {rank}: {thread:?}");
         jobs.push(trace.header().job.clone());
     }
     assert!(!jobs[0].is_empty() && jobs.iter().all(|j| *j == jobs[0]), "job ids {jobs:?}");
@@ -282,6 +285,27 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
     assert!(rerun[0] == rerun[1] && rerun[0] != jobs[0], "job ids {rerun:?} after {jobs:?}");
     assert!(!file_for(&dir, 2).exists(), "the earlier run's rank 2 is left among the new files");
     assert!(dir.join("notes.txt").exists(), "a file not a trace was removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each file names the OS thread that ran its rank (the thread the rank's
+/// calls ran on), and the ranks that thread ran: thread ranks that
+/// outnumber workers take turns on one.
+#[test]
+fn each_file_names_the_thread_that_ran_its_rank() {
+    let dir = fresh_dir("threads");
+    let tids = grappe::testing::threads_traced(5, &dir, |_| {
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        link.file_name().unwrap().to_str().unwrap().parse::<u32>().unwrap()
+    });
+    let headers: Vec<_> = (0..5).map(|rank| read(&file_for(&dir, rank)).1.header().clone()).collect();
+    for (rank, header) in (0..).zip(&headers) {
+        let thread = header.thread.as_ref().expect("the file names the rank's thread");
+        assert_eq!(thread.tid, tids[rank as usize], "rank {rank}: not the thread its calls ran on");
+        let same_thread: Vec<u32> = (0..5).filter(|&r| tids[r as usize] == thread.tid).collect();
+        assert_eq!(thread.ranks, same_thread, "rank {rank}: the ranks its thread ran");
+        assert_eq!(header.pid, headers[0].pid);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -34,6 +34,8 @@ pub struct Profiler {
     collectives: Instances,
     unmatched_leaves: u64,
     too_deep: u64,
+    /// Ranks that took turns on one processor.
+    turns: Vec<Vec<u32>>,
 }
 
 impl Profiler {
@@ -45,7 +47,8 @@ impl Profiler {
     /// A profiler for a stream: a collective on the world involves the
     /// ranks that have a trace.
     pub fn for_stream(stream: &CausalStream, world_size: u32) -> Self {
-        Profiler::with_instances(world_size, Instances::for_stream(stream, world_size))
+        let profiler = Profiler::with_instances(world_size, Instances::for_stream(stream, world_size));
+        Profiler { turns: stream.turn_taking().to_vec(), ..profiler }
     }
 
     fn with_instances(world_size: u32, collectives: Instances) -> Self {
@@ -62,6 +65,7 @@ impl Profiler {
             collectives,
             unmatched_leaves: 0,
             too_deep: 0,
+            turns: Vec::new(),
         }
     }
 
@@ -244,12 +248,23 @@ impl Profiler {
         if self.too_deep > 0 {
             notes.push(format!("{} regions nested deeper than {MAX_DEPTH} were not tracked", self.too_deep));
         }
+        if !self.turns.is_empty() {
+            notes.push(turn_taking_note(&self.turns));
+        }
         let flush = self.ranks.values().fold(0u64, |a, s| a.saturating_add(s.flush_ns));
         if flush > 0 {
             notes.push(format!("trace-buffer flushes took {:.3} ms in all (counted as compute)", flush as f64 / 1e6));
         }
         notes
     }
+}
+
+/// What turn-taking means for the profile's times.
+fn turn_taking_note(turns: &[Vec<u32>]) -> String {
+    format!(
+        "{}: a call of one of them lasts while the others run, so its time and waiting include theirs",
+        crate::set::turn_taking_text(turns)
+    )
 }
 
 fn add_waiting(ranks: &mut FxHashMap<u32, RankState>, entry: &Entry, waiting: u64) {

@@ -115,6 +115,8 @@ pub struct CausalStream {
     untraced: Vec<u32>,
     /// The job's id (empty in files written before it was recorded).
     job: String,
+    /// Ranks that took turns on one processor (`TraceSet::turn_taking`).
+    turns: Vec<Vec<u32>>,
 }
 
 enum Source {
@@ -130,9 +132,9 @@ impl CausalStream {
             Layout::Merged => Source::Merged(Box::new(MergedFile::open(set.files()[0].open()?)?)),
             Layout::PerRank => Source::Merge(KWay::open(set, time)?),
         };
-        let (untraced, job) = (set.missing_ranks(), set.files()[0].header.job.clone());
+        let (untraced, job, turns) = (set.missing_ranks(), set.files()[0].header.job.clone(), set.turn_taking());
         let matcher = Matcher::new();
-        Ok(CausalStream { source, matcher, message: Message::None, out: false, done: false, untraced, job })
+        Ok(CausalStream { source, matcher, message: Message::None, out: false, done: false, untraced, job, turns })
     }
 
     /// The next event and its message role; `Ok(None)` at the end. An error
@@ -192,6 +194,12 @@ impl CausalStream {
     /// other half in the stream.
     pub fn untraced(&self) -> &[u32] {
         &self.untraced
+    }
+
+    /// Ranks that took turns on one processor: a rank's calls last while
+    /// the others of its group run.
+    pub fn turn_taking(&self) -> &[Vec<u32>] {
+        &self.turns
     }
 
     /// The job's id (empty in files written before it was recorded).
