@@ -187,6 +187,8 @@ struct Comm {
 pub(crate) struct RankPlace {
     pub host: Option<String>,
     pub pid: Option<u32>,
+    /// The OS thread that ran it, if its file says.
+    pub tid: Option<u32>,
     /// OTF2 events written on the rank's location.
     pub events: u64,
 }
@@ -391,9 +393,10 @@ impl Registry {
         let mut locations = Vec::with_capacity(ranks.len());
         for (r, place) in ranks.iter().enumerate() {
             let group = self.strings.intern(&format!("rank {r}"))?;
-            let name = match place.pid {
-                Some(pid) => format!("rank {r} (pid {pid})"),
-                None => format!("rank {r} (not traced)"),
+            let name = match (place.pid, place.tid) {
+                (Some(pid), Some(tid)) => format!("rank {r} (pid {pid}, tid {tid})"),
+                (Some(pid), None) => format!("rank {r} (pid {pid})"),
+                (None, _) => format!("rank {r} (not traced)"),
             };
             locations.push((group, self.strings.intern(&name)?));
         }

@@ -37,6 +37,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use grappe_analysis::{CausalStream, TraceSet};
+use grappe_trace::format::RankThread;
 
 use crate::archive::{AnchorInfo, Chunks, EventPhase};
 use crate::defs::RankPlace;
@@ -141,22 +142,24 @@ fn write_archive(
     })
 }
 
-/// Host, pid and event count of each world rank.
+/// Host, pid, thread and event count of each world rank.
 fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
-    let mut known: HashMap<u32, (&str, u32)> = HashMap::new();
+    let tid = |thread: &Option<RankThread>| thread.as_ref().map(|t| t.tid);
+    let mut known: HashMap<u32, (&str, u32, Option<u32>)> = HashMap::new();
     for f in set.files() {
         if let Some(rank) = f.header.rank {
-            known.insert(rank, (&f.header.host, f.header.pid));
+            known.insert(rank, (&f.header.host, f.header.pid, tid(&f.header.thread)));
         }
         for m in &f.header.merged_from {
-            known.insert(m.rank, (&m.host, m.pid));
+            known.insert(m.rank, (&m.host, m.pid, tid(&m.thread)));
         }
     }
     (0u32..)
         .zip(events)
         .map(|(rank, &events)| {
             let place = known.get(&rank);
-            RankPlace { host: place.map(|p| p.0.to_owned()), pid: place.map(|p| p.1), events }
+            let (host, pid, tid) = (place.map(|p| p.0.to_owned()), place.map(|p| p.1), place.and_then(|p| p.2));
+            RankPlace { host, pid, tid, events }
         })
         .collect()
 }

@@ -152,6 +152,26 @@ fn every_call_says_where_the_program_made_it() {
     assert!(definitions.contains("Name: \"call site\""), "{definitions}");
 }
 
+/// A location is named after its rank's process and, when the rank's
+/// file says, the OS thread that ran it.
+#[test]
+fn a_location_names_the_thread_that_ran_its_rank() {
+    use grappe_analysis::synthetic::{plain_header, write_events};
+    use grappe_trace::format::{FileHeader, RankThread};
+    let dir = scratch("threads");
+    let events = [(10, 10, grappe_trace::Body::Init), (20, 20, grappe_trace::Body::Finalize)];
+    let thread = Some(RankThread { tid: 4321, cpu: Some(1), ranks: vec![0] });
+    let ranked = FileHeader { thread, ..plain_header(0, 2, "node") };
+    std::fs::create_dir_all(dir.join("traces")).unwrap();
+    write_events(&grappe_trace::file_for(&dir.join("traces"), 0), &ranked, &events).unwrap();
+    write_events(&grappe_trace::file_for(&dir.join("traces"), 1), &plain_header(1, 2, "node"), &events).unwrap();
+    let summary = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    let definitions = otf2_print(&["-G"], &summary.anchor);
+    let names: Vec<&str> =
+        definitions.lines().filter(|l| l.starts_with("LOCATION ")).map(|l| between(l, "Name: \"", "\"")).collect();
+    assert_eq!(names, ["rank 0 (pid 1000, tid 4321)", "rank 1 (pid 1001)"]);
+}
+
 /// Events of each kind in the rank files of `dir`.
 fn recorded_kinds(dir: &std::path::Path, ranks: u32) -> BTreeMap<EventKind, u64> {
     let mut kinds = BTreeMap::new();
