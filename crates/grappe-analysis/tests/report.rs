@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use grappe_analysis::report::{ReportOptions, ReportSummary, write_report};
+use grappe_analysis::report::{ReportOptions, ReportSummary, Window, write_report};
 use grappe_analysis::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
@@ -221,7 +221,7 @@ fn a_big_trace_is_cut_to_a_window_that_the_page_describes() {
     job.clocks = [(0, 0.0), (3_000_000, 80.0), (-1_200_000, -35.0), (450_000, 12.5)]
         .map(|(offset_ns, drift_ppm)| SyntheticClock { offset_ns, drift_ppm })
         .to_vec();
-    let options = ReportOptions { max_events: 10_000, max_arrows: 2_000 };
+    let options = ReportOptions { max_events: 10_000, max_arrows: 2_000, ..ReportOptions::default() };
     let (page, summary) = report_of(&dir, &job, &options);
     assert!(summary.intervals > 80_000);
     let kept = summary.embedded_intervals;
@@ -373,4 +373,95 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
     let n = pixels_near(&png, SENDRECV);
     assert!(n > 1_000, "{n} pixels of the sendrecv colour in {}", png.display());
+}
+
+/// The diagram's data the page embeds (`<script id="report-data">`).
+fn embedded_diagram(page: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let open = "id=\"report-data\">";
+    let start = html.find(open).expect("no embedded data") + open.len();
+    let len = html[start..].find("</script>").unwrap();
+    let mut data: serde_json::Value = serde_json::from_str(&html[start..start + len]).unwrap();
+    data["diagram"].take()
+}
+
+/// Rank, start and end (ns from the diagram's origin) of each call
+/// (`starts`, `durations` = "t", "d") or region ("rt", "rd") of `diagram`.
+fn spans(diagram: &serde_json::Value, starts: &str, durations: &str) -> Vec<(u64, u64, u64)> {
+    let numbers = |v: &serde_json::Value| v.as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    for lane in diagram["lanes"].as_array().unwrap() {
+        let (rank, mut t) = (lane["rank"].as_u64().unwrap(), 0);
+        for (delta, d) in numbers(&lane[starts]).into_iter().zip(numbers(&lane[durations])) {
+            t += delta;
+            out.push((rank, t, t + d));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// `got` is `want`; says where they part if not (they are long).
+fn assert_same_spans(what: &str, got: &[(u64, u64, u64)], want: &[(u64, u64, u64)]) {
+    let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+    assert!(
+        got == want,
+        "{what}: {} kept, {} expected; first difference at {first}: {:?} kept, {:?} expected",
+        got.len(),
+        want.len(),
+        got.get(first),
+        want.get(first)
+    );
+}
+
+#[test]
+fn an_interval_asked_for_is_detailed_whole_and_alone() {
+    let dir = scratch("interval");
+    let job = SyntheticJob::new(4, 1_000);
+    let traces = dir.join("trace");
+    write_job(&traces, &job).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let whole_page = dir.join("whole.html");
+    let whole = write_report(&set, &time, &whole_page, &ReportOptions::default(), &mut |_| {}).unwrap();
+    let all = embedded_diagram(&whole_page);
+    let (origin, end) = (all["origin_ns"].as_u64().unwrap(), all["end"].as_u64().unwrap());
+    // From the middle of a region, so that one is open across the start.
+    let region = spans(&all, "rt", "rd").into_iter().find(|r| r.1 >= end * 2 / 5 && r.2 - r.1 >= 2).unwrap();
+    let (from, to) = ((region.1 + region.2) / 2, end * 9 / 20);
+    let window = Window { from, to };
+
+    let page = dir.join("window.html");
+    let options = ReportOptions { window, ..ReportOptions::default() };
+    let summary = write_report(&set, &time, &page, &options, &mut |_| {}).unwrap();
+    let part = embedded_diagram(&page);
+    assert_eq!(part["origin_ns"].as_u64(), Some(origin), "the page keeps the run's origin");
+    assert_eq!((summary.window_start_ns, summary.window_end_ns), (Some(origin + from), Some(origin + to)));
+    assert_eq!((part["window_start"].as_u64(), part["window_end"].as_u64()), (Some(from), Some(to)));
+    // Exactly the calls and regions of the whole diagram that overlap the
+    // interval, regions entered before it included.
+    let overlap = |v: Vec<(u64, u64, u64)>| -> Vec<_> { v.into_iter().filter(|s| s.2 >= from && s.1 < to).collect() };
+    let (calls, regions) = (spans(&part, "t", "d"), spans(&part, "rt", "rd"));
+    assert_same_spans("calls", &calls, &overlap(spans(&all, "t", "d")));
+    assert_same_spans("regions", &regions, &overlap(spans(&all, "rt", "rd")));
+    assert!(regions.iter().any(|r| r.1 < from), "no region open across the interval's start: a weak test");
+    assert!(calls.len() > 1_000 && calls.len() * 10 < spans(&all, "t", "d").len(), "{} calls", calls.len());
+    assert_eq!(summary.embedded_intervals, (calls.len() + regions.len()) as u64);
+    assert_eq!(summary.intervals, whole.intervals);
+    // Arrows end at receives kept, so inside the interval.
+    let mut t = 0;
+    for delta in part["arrows"]["t"].as_array().unwrap() {
+        t += delta.as_u64().unwrap();
+        assert!(t >= from, "an arrow ends at {t} ns, before the interval ({from} ns)");
+    }
+    assert!(summary.embedded_arrows > 100);
+    // The rest of the page covers the whole run, and the page says so.
+    assert_eq!(summary.profile, whole.profile);
+    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
+    let said = &summary.omitted[0];
+    assert!(said.contains(&format!("shows {} to {} of the", ms(from), ms(to))), "{said}");
+    assert!(said.contains("the interval asked for"), "{said}");
+    // It renders, and its reset goes back to the interval (the self-test).
+    let dom = rendered_dom(&dir, &page);
+    assert!(dom.contains("the interval asked for"));
 }

@@ -106,7 +106,10 @@ GRAPPE.Diagram = function (data, el) {
   this.lanes = data.lanes.map(decodeLane);
   this.colourOf = data.kinds.map((k) => GRAPPE.COLOURS[k.category] || GRAPPE.COLOURS.other);
   this.hasRegions = data.lanes.some((l) => l.rt.length > 0);
-  this.full = data.window_end === null ? Math.max(1, data.end) : Math.max(1, data.window_end);
+  // The window of embedded events, [w0, w1]; `full` is its length.
+  this.w0 = data.window_start;
+  this.w1 = Math.max(this.w0 + 1, data.window_end === null ? data.end : data.window_end);
+  this.full = this.w1 - this.w0;
   this.decodeArrows();
   this.reset();
   this.viewFromAddress();
@@ -134,8 +137,8 @@ GRAPPE.Diagram.prototype.decodeArrows = function () {
 };
 
 GRAPPE.Diagram.prototype.reset = function () {
-  this.v0 = 0;
-  this.v1 = this.full;
+  this.v0 = this.w0;
+  this.v1 = this.w1;
 };
 
 /** The view asked for in the address, `#view=START,END` (ns from the
@@ -199,7 +202,7 @@ GRAPPE.Diagram.prototype.draw = function () {
   g.rect(this.LABEL_W, 0, this.plotW, this.height);
   g.clip();
   this.lanes.forEach((lane, i) => this.drawLane(lane, i));
-  this.drawWindowEnd();
+  this.drawWindowBounds();
   this.arrowNote = "";
   if (this.el.arrows.checked) this.drawArrows();
   g.restore();
@@ -279,21 +282,34 @@ GRAPPE.Diagram.prototype.drawRegions = function (lane, b) {
   }
 };
 
-GRAPPE.Diagram.prototype.drawWindowEnd = function () {
-  if (this.data.window_end === null || this.data.window_end > this.v1) return;
-  const g = this.ctx, x = Math.max(this.LABEL_W, this.x(this.data.window_end));
+/** Shades what lies outside the window of embedded events. */
+GRAPPE.Diagram.prototype.drawWindowBounds = function () {
+  if (this.data.window_end !== null && this.data.window_end <= this.v1) {
+    const x = Math.max(this.LABEL_W, this.x(this.data.window_end));
+    this.shade(x, this.width, x, "not embedded beyond this date (see the note below)", x + 6);
+  }
+  if (this.w0 > 0 && this.w0 >= this.v0) {
+    const x = Math.min(this.width, this.x(this.w0));
+    this.shade(this.LABEL_W, x, x, "not embedded before this date", this.LABEL_W + 6);
+  }
+};
+
+/** Greys pixels `from` to `to`, draws a dashed line at `line`, and
+ * writes `text` at `textX`. */
+GRAPPE.Diagram.prototype.shade = function (from, to, line, text, textX) {
+  const g = this.ctx;
   g.fillStyle = "rgba(120,120,120,0.18)";
-  g.fillRect(x, this.AXIS_H, this.width - x, this.height - this.AXIS_H);
+  g.fillRect(from, this.AXIS_H, Math.max(0, to - from), this.height - this.AXIS_H);
   g.strokeStyle = "#777";
   g.setLineDash([4, 3]);
   g.beginPath();
-  g.moveTo(x + 0.5, this.AXIS_H);
-  g.lineTo(x + 0.5, this.height);
+  g.moveTo(line + 0.5, this.AXIS_H);
+  g.lineTo(line + 0.5, this.height);
   g.stroke();
   g.setLineDash([]);
   g.fillStyle = "#444";
   g.font = "11px sans-serif";
-  g.fillText("not embedded beyond this date (see the note below)", x + 6, this.AXIS_H + 12);
+  g.fillText(text, textX, this.AXIS_H + 12);
 };
 
 /** Messages in view, as arrows from the send's start to the receive's
@@ -377,7 +393,7 @@ GRAPPE.Diagram.prototype.zoom = function (factor, px) {
 
 GRAPPE.Diagram.prototype.setView = function (v0, v1) {
   const span = Math.min(v1 - v0, this.full * 1.1);
-  const lo = -0.05 * this.full, hi = 1.05 * Math.max(this.full, this.data.end);
+  const lo = -0.05 * this.full, hi = 1.05 * Math.max(this.w1, this.data.end);
   v0 = Math.max(lo, Math.min(v0, hi - span));
   this.v0 = v0;
   this.v1 = v0 + span;

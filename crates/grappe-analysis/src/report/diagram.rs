@@ -1,15 +1,17 @@
 //! The space-time diagram's data: the calls, user regions and messages
 //! of a window of the run, and an overview of the whole run.
 //!
-//! Selection, in one pass over the causal stream: calls and regions are
-//! kept in stream order until `max_events` are kept; the date of the
+//! Selection, in one pass over the causal stream: calls and regions that
+//! overlap the interval asked for ([`Window`], the whole run by default)
+//! are kept in stream order until `max_events` are kept; the date of the
 //! first one that does not fit ends the *window*, and the events that
 //! start before it and come later in the stream (receives, which the
 //! stream gives at their end) are still kept, up to a tenth more. So the
-//! diagram shows everything from the start of the run to the end of the
-//! window. Arrows are the messages received in the window, the first
-//! `max_arrows` of them. The overview, time bins per rank whose width
-//! doubles as the run goes on, covers every call.
+//! diagram shows everything from the start of the interval to the end of
+//! the window. Regions entered before the interval are drawn if they are
+//! still open when it starts. Arrows are the messages received in the
+//! window, the first `max_arrows` of them. The overview, time bins per
+//! rank whose width doubles as the run goes on, covers every call.
 //!
 //! A send and the receive marked as its second half are one `sendrecv`
 //! call, as the profile counts them: the send's call takes the pair's kind
@@ -19,7 +21,7 @@ use grappe_trace::{ANY, Body, Event};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::lane::{Arrows, Call, Lane, LaneData, LastSend, Open};
+use super::lane::{Arrows, Call, Keep, Lane, LaneData, LastSend, Open};
 use super::overview::{Overview, OverviewData};
 use crate::matching::Message;
 use crate::profile::CallType;
@@ -34,6 +36,21 @@ const MAX_NAMES: usize = 10_000;
 const OVERVIEW_CELLS: usize = 400_000;
 /// Events between two expiries of collective instances.
 const EXPIRE_EVERY: u64 = 1024;
+
+/// The part of the run the diagram details: ns from the start of the
+/// run (the first event's start), `to` excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Its start, ns after the run's first event started.
+    pub from: u64,
+    /// Its end (excluded), same reference; `u64::MAX`: the run's end.
+    pub to: u64,
+}
+
+impl Window {
+    /// The whole run.
+    pub const ALL: Window = Window { from: 0, to: u64::MAX };
+}
 
 /// What was kept and what was left out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -53,6 +70,12 @@ pub struct Selection {
     /// Calls and regions starting in the window but left out: the window
     /// had its tenth more already.
     pub window_dropped: u64,
+    /// The start (global ns) of the interval asked for, if not the run's.
+    pub window_start: Option<u64>,
+    /// Calls and regions left out because they lie outside that interval.
+    pub outside: u64,
+    /// Whether the window ends where `max_events` ran out.
+    pub full: bool,
 }
 
 /// The diagram being built.
@@ -72,10 +95,13 @@ pub(crate) struct Builder {
     selection: Selection,
     overflow: u64,
     events: u64,
+    asked: Window,
+    /// The interval asked for in global ns, once the first event is seen.
+    interval: Option<(u64, u64)>,
 }
 
 impl Builder {
-    pub fn new(stream: &CausalStream, world_size: u32, max_events: usize, max_arrows: usize) -> Self {
+    pub fn new(stream: &CausalStream, world_size: u32, max_events: usize, max_arrows: usize, asked: Window) -> Self {
         let ranks = stream.summary().flows.len().max(world_size as usize).max(1);
         Builder {
             max_events: max_events as u64,
@@ -92,6 +118,8 @@ impl Builder {
             selection: Selection::default(),
             overflow: 0,
             events: 0,
+            asked,
+            interval: None,
         }
     }
 
@@ -103,6 +131,9 @@ impl Builder {
         let (start, end) = (event.start, event.end.max(event.start));
         self.lanes[lane].last = self.lanes[lane].last.max(end);
         self.events += 1;
+        if self.interval.is_none() {
+            self.start_interval(start);
+        }
         match &event.body {
             Body::RegionEnter { name, location } => self.enter(lane, name, location, start, date),
             Body::RegionLeave { name } => self.leave(lane, name, start),
@@ -134,12 +165,28 @@ impl Builder {
         i
     }
 
-    /// Whether an interval starting at `start`, met at `date` in the
-    /// stream, is kept (see the module documentation).
-    fn admit(&mut self, start: u64, date: u64) -> bool {
+    /// Places the interval asked for, from the run's first event.
+    fn start_interval(&mut self, first: u64) {
+        let (from, to) = (first.saturating_add(self.asked.from), first.saturating_add(self.asked.to));
+        self.interval = Some((from, to));
+        self.selection.window_start = (self.asked.from > 0).then_some(from);
+    }
+
+    /// Whether a call from `start` to `end` (`None`: a region entered),
+    /// met at `date` in the stream, is kept (see the module documentation).
+    fn admit(&mut self, start: u64, end: Option<u64>, date: u64) -> Keep {
         self.selection.intervals += 1;
+        let (from, to) = self.interval.unwrap_or((0, u64::MAX));
+        if start >= to || end.is_some_and(|end| end < from) {
+            self.selection.outside += 1;
+            return Keep::No;
+        }
+        if end.is_none() && start < from {
+            return Keep::IfOpenAt(from); // counted when it is left
+        }
         if self.selection.window_end.is_none() && self.selection.kept >= self.max_events {
             self.selection.window_end = Some(date);
+            self.selection.full = true;
         }
         let kept = match self.selection.window_end {
             None => true,
@@ -153,13 +200,23 @@ impl Builder {
             }
         };
         self.selection.kept += kept as u64;
-        kept
+        if kept { Keep::Yes } else { Keep::No }
+    }
+
+    /// Closes lane `lane`'s innermost region at `at`, and counts it if it
+    /// was entered before the interval.
+    fn close_top(&mut self, lane: usize, at: u64) {
+        match self.lanes[lane].close_top(at) {
+            Some(true) => self.selection.kept += 1,
+            Some(false) => self.selection.outside += 1,
+            None => {}
+        }
     }
 
     fn call(&mut self, lane: usize, call: CallType, event: &Event, message: &Message, date: u64) {
         let (start, end) = (event.start, event.end.max(event.start));
         self.overview.add(lane, call, start, end);
-        let kept = self.admit(start, date);
+        let kept = self.admit(start, Some(end), date) == Keep::Yes;
         let kind = self.kind(call, category(&event.body));
         let index = self.lanes[lane].calls.len() as u64;
         if let Body::Collective { comm, .. } = &event.body {
@@ -225,18 +282,17 @@ impl Builder {
         if self.lanes[lane].stack.len() >= MAX_DEPTH {
             return;
         }
-        let kept = self.admit(start, date);
+        let kept = self.admit(start, None, date);
         let name = self.name(name, location);
         self.lanes[lane].stack.push(Open { name, start, kept });
     }
 
     fn leave(&mut self, lane: usize, name: &str, at: u64) {
         let names = &self.names;
-        let lane = &mut self.lanes[lane];
         let named = |o: &Open| names.get(o.name as usize).is_some_and(|(n, _)| n == name);
-        if let Some(i) = lane.stack.iter().rposition(named) {
-            while lane.stack.len() > i {
-                lane.close_top(at);
+        if let Some(i) = self.lanes[lane].stack.iter().rposition(named) {
+            while self.lanes[lane].stack.len() > i {
+                self.close_top(lane, at);
             }
         }
     }
@@ -259,10 +315,10 @@ impl Builder {
     pub fn finish(mut self) -> (Diagram, Selection) {
         let lanes = &mut self.lanes;
         self.collectives.drain(&mut |e, w| set_waiting(lanes, e, w));
-        for lane in &mut self.lanes {
-            let last = lane.last;
-            while !lane.stack.is_empty() {
-                lane.close_top(last);
+        for lane in 0..self.lanes.len() {
+            let last = self.lanes[lane].last;
+            while !self.lanes[lane].stack.is_empty() {
+                self.close_top(lane, last);
             }
         }
         let origin = self.lanes.iter().map(|l| l.first).min().unwrap_or(0);
@@ -270,10 +326,15 @@ impl Builder {
         let mut order: Vec<usize> = (0..self.lanes.len()).collect();
         order.sort_by_key(|&i| self.lanes[i].rank);
         let position: FxHashMap<u32, u32> = order.iter().zip(0u32..).map(|(&i, p)| (self.lanes[i].rank, p)).collect();
+        let to = self.interval.map_or(u64::MAX, |(_, to)| to);
+        if to < end && self.selection.window_end.is_none_or(|w| w > to) {
+            (self.selection.window_end, self.selection.full) = (Some(to), false);
+        }
         let selection = self.selection;
         let diagram = Diagram {
             origin_ns: origin,
             end: end - origin,
+            window_start: selection.window_start.map_or(0, |w| w.saturating_sub(origin)),
             window_end: selection.window_end.map(|w| w.saturating_sub(origin)),
             kinds: self.kinds.iter().map(|&(name, category)| Kind { name, category }).collect(),
             regions: self.names.iter().map(|(n, l)| format!("{n} ({l})")).collect(),
@@ -335,8 +396,10 @@ pub(crate) struct Diagram {
     pub origin_ns: u64,
     /// Last date, relative.
     pub end: u64,
+    /// Start of the window of detailed events, relative (0: the run's).
+    window_start: u64,
     /// End of the window of detailed events, relative, if the trace did
-    /// not fit.
+    /// not fit or a shorter interval was asked for.
     window_end: Option<u64>,
     kinds: Vec<Kind>,
     regions: Vec<String>,

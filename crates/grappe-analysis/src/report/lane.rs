@@ -37,12 +37,22 @@ pub(super) struct Span {
     pub(super) depth: u8,
 }
 
+/// Whether a region is drawn, decided when it is entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    Yes,
+    No,
+    /// Entered before the diagram's interval, which starts at this date:
+    /// drawn if it is still open then.
+    IfOpenAt(u64),
+}
+
 /// A region entered and not left yet.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Open {
     pub(super) name: u32,
     pub(super) start: u64,
-    pub(super) kept: bool,
+    pub(super) kept: Keep,
 }
 
 /// One rank: its span, what is kept of it, its open regions and the
@@ -73,13 +83,20 @@ impl Lane {
         }
     }
 
-    pub(super) fn close_top(&mut self, at: u64) {
+    /// Closes the innermost open region at `at`. Returns whether it was
+    /// kept when that was decided only now (entered before the interval).
+    pub(super) fn close_top(&mut self, at: u64) -> Option<bool> {
         let depth = self.stack.len().saturating_sub(1) as u8;
-        if let Some(open) = self.stack.pop()
-            && open.kept
-        {
+        let open = self.stack.pop()?;
+        let (kept, decided_now) = match open.kept {
+            Keep::Yes => (true, None),
+            Keep::No => (false, None),
+            Keep::IfOpenAt(from) => (at >= from, Some(at >= from)),
+        };
+        if kept {
             self.regions.push(Span { start: open.start, end: at.max(open.start), name: open.name, depth });
         }
+        decided_now
     }
 }
 

@@ -14,11 +14,12 @@
 //!   and the [`check`](crate::check()) summary.
 //!
 //! Big traces: the diagram embeds at most [`ReportOptions::max_events`]
-//! calls and regions, those of a *window* from the start of the run to the
-//! date where that budget ran out (plus the calls that started before that
-//! date and end after it, up to a tenth more), and the first
+//! calls and regions, those of a *window* from the start of the run (or of
+//! the interval asked for, [`ReportOptions::window`]) to the date where
+//! that budget ran out (plus the calls that started before that date and
+//! end after it, up to a tenth more), and the first
 //! [`ReportOptions::max_arrows`] messages received in the window. The page
-//! says in words what it left out and shades the diagram past the window;
+//! says in words what it left out and shades the diagram outside the window;
 //! the overview strip (time in calls per rank and time bin, about 400 000
 //! cells at most), the matrix, the profile and the check cover the whole
 //! trace. The trace is read twice (check; then profile and diagram), and
@@ -46,6 +47,7 @@ use crate::profile::{Profile, Profiler};
 use crate::set::TraceSet;
 use crate::stream::CausalStream;
 use diagram::Selection;
+pub use diagram::Window;
 
 /// What [`write_report`] embeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,11 +57,14 @@ pub struct ReportOptions {
     pub max_events: usize,
     /// Messages drawn as arrows, at most.
     pub max_arrows: usize,
+    /// The part of the run the diagram details (the rest of the page
+    /// covers the whole run).
+    pub window: Window,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { max_events: 200_000, max_arrows: 50_000 }
+        ReportOptions { max_events: 200_000, max_arrows: 50_000, window: Window::ALL }
     }
 }
 
@@ -78,8 +83,11 @@ pub struct ReportSummary {
     pub messages: u64,
     /// Of them, drawn as arrows.
     pub embedded_arrows: u64,
+    /// The start of the diagram's window (global ns) when it is not the
+    /// run's (an interval was asked for).
+    pub window_start_ns: Option<u64>,
     /// The end of the diagram's window (global ns) when the trace did not
-    /// fit in it.
+    /// fit in it, or the interval asked for ends before the run.
     pub window_end_ns: Option<u64>,
     /// What the diagram leaves out, as the page says it (empty: nothing).
     pub omitted: Vec<String>,
@@ -101,7 +109,8 @@ pub fn write_report(
     let check = check(CausalStream::open(set, time)?, &mut *progress)?;
     let mut stream = CausalStream::open(set, time)?;
     let mut profiler = Profiler::for_stream(&stream, set.world_size());
-    let mut builder = diagram::Builder::new(&stream, set.world_size(), options.max_events, options.max_arrows);
+    let mut builder =
+        diagram::Builder::new(&stream, set.world_size(), options.max_events, options.max_arrows, options.window);
     let mut read = 0u64;
     while let Some(linked) = stream.next_event()? {
         profiler.observe(linked);
@@ -125,6 +134,7 @@ pub fn write_report(
         embedded_intervals: selection.kept,
         messages: selection.messages,
         embedded_arrows: selection.arrows,
+        window_start_ns: selection.window_start,
         window_end_ns: selection.window_end,
         omitted,
         profile,
@@ -132,23 +142,44 @@ pub fn write_report(
     })
 }
 
+/// What the diagram's window leaves out, in words (`None`: nothing).
+fn window_sentence(s: &Selection, origin: u64, end: u64, options: &ReportOptions) -> Option<String> {
+    let ms = |global: u64| global.saturating_sub(origin) as f64 / 1e6;
+    let run = end as f64 / 1e6;
+    let whole = "the overview above it, the matrix, the profile and the check cover the whole run";
+    if let Some(from) = s.window_start.filter(|&from| ms(from) > run) {
+        return Some(format!(
+            "Nothing is in the diagram: the interval asked for starts at {:.3} ms, after the end of the {run:.3} ms \
+             run; {whole}.",
+            ms(from)
+        ));
+    }
+    if s.window_end.is_none() && s.window_start.is_none() {
+        return None;
+    }
+    let shown = match (s.window_start, s.window_end) {
+        (None, Some(to)) => format!("the first {:.3} ms", ms(to)),
+        (from, to) => format!("{:.3} ms to {:.3} ms", from.map_or(0.0, ms), to.map_or(run, |to| ms(to).min(run))),
+    };
+    // Not full, the window can only end where the interval asked for does.
+    let why = match s.full {
+        true => format!("at most {} are embedded, plus those that start in that window", options.max_events),
+        false => "the interval asked for".to_owned(),
+    };
+    Some(format!(
+        "Left out of the diagram: {} of the trace's {} calls and regions. The diagram shows {shown} of the {run:.3} ms \
+         run ({} calls and regions: {why}); {whole}.",
+        s.intervals - s.kept,
+        s.intervals,
+        s.kept,
+    ))
+}
+
 /// The sentences that say what the diagram leaves out.
 fn omitted(s: &Selection, origin: u64, end: u64, options: &ReportOptions) -> Vec<String> {
     let ms = |global: u64| global.saturating_sub(origin) as f64 / 1e6;
     let mut out = Vec::new();
-    if let Some(window) = s.window_end {
-        out.push(format!(
-            "Left out of the diagram: {} of the trace's {} calls and regions. The diagram shows the first {:.3} ms \
-             of the {:.3} ms run ({} calls and regions; at most {} are embedded, plus those that start in that \
-             window); the overview above it, the matrix, the profile and the check cover the whole run.",
-            s.intervals - s.kept,
-            s.intervals,
-            ms(window),
-            end as f64 / 1e6,
-            s.kept,
-            options.max_events
-        ));
-    }
+    out.extend(window_sentence(s, origin, end, options));
     if s.window_dropped > 0 {
         out.push(format!(
             "{} calls and regions that start in the diagram's window were left out too (its margin for calls \

@@ -65,10 +65,15 @@ GRAPPE.Overview.prototype.draw = function (v0, v1) {
   g.imageSmoothingEnabled = false;
   const x0 = this.x(ov.start), x1 = this.x(ov.start + ov.bins * ov.bin_ns);
   g.drawImage(this.image, x0, 0, Math.max(1, x1 - x0), this.height);
+  // Veils what the diagram does not embed.
+  g.fillStyle = "rgba(255,255,255,0.45)";
   if (this.data.window_end !== null) {
     const xw = this.x(this.data.window_end);
-    g.fillStyle = "rgba(255,255,255,0.45)";
     g.fillRect(xw, 0, this.width - xw, this.height);
+  }
+  if (this.data.window_start > 0) {
+    const xs = this.x(this.data.window_start);
+    g.fillRect(this.labelW, 0, xs - this.labelW, this.height);
   }
   g.strokeStyle = "#111";
   g.lineWidth = 1.5;

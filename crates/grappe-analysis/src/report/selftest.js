@@ -47,7 +47,7 @@ GRAPPE.selfTest = function () {
   }
   d.el.reset.click();
   d.draw();
-  check(d.v0 === 0, "reset did not go back to the start");
+  check(d.v0 === d.w0 && d.v1 === d.w1, "reset did not go back to the window");
   const m = GRAPPE.matrix, mbox = m.canvas.getBoundingClientRect();
   const mx = { clientX: mbox.left + m.margin + 1, clientY: mbox.top + m.margin + 1, bubbles: true };
   m.canvas.dispatchEvent(new MouseEvent("mousemove", mx));

@@ -3,6 +3,7 @@
 
 pub mod checkpoint_server;
 pub mod run;
+pub mod time;
 pub mod trace;
 
 /// An error and its causes on one line, as `{:#}` writes them, but without

@@ -14,6 +14,8 @@ use grappe_ft::WaveScheduler;
 use grappe_ft::local::CheckpointDir;
 use grappe_launch::launcher::{JobFailure, JobOutcome};
 
+use crate::cmd::time::parse_seconds;
+
 /// Coordinated checkpoints and automatic restart (MPICH-V style).
 #[derive(Debug, Clone, Args)]
 pub struct CheckpointArgs {
@@ -102,24 +104,11 @@ impl CheckpointArgs {
     }
 }
 
-/// `30s`, `500ms`, `2m`, `1.5` (seconds).
+/// A positive interval (see [`parse_seconds`] for the syntax).
 fn parse_interval(text: &str) -> Result<Duration, String> {
-    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let scale = match unit {
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("{text:?}: expected a time like 30s, 500ms or 2m")),
-    };
-    match number.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => {
-            Duration::try_from_secs_f64(v * scale).map_err(|e| format!("{text:?}: {e}"))
-        }
-        _ => Err(format!("{text:?}: expected a positive time like 30s, 500ms or 2m")),
+    match parse_seconds(text)? {
+        0.0 => Err(format!("{text:?}: expected a positive time like 30s, 500ms or 2m")),
+        seconds => Ok(Duration::from_secs_f64(seconds)),
     }
 }
 
