@@ -284,13 +284,16 @@ GRAPPE.Diagram.prototype.drawRegions = function (lane, b) {
 
 /** Shades what lies outside the window of embedded events. */
 GRAPPE.Diagram.prototype.drawWindowBounds = function () {
+  // The option of `grappe trace report` that details a date (ns).
+  const arg = (ns) => (ns / 1e6).toFixed(3) + "ms";
   if (this.data.window_end !== null && this.data.window_end <= this.v1) {
     const x = Math.max(this.LABEL_W, this.x(this.data.window_end));
-    this.shade(x, this.width, x, "not embedded beyond this date (see the note below)", x + 6);
+    const text = "not embedded from here (report --from " + arg(this.data.window_end) + ")";
+    this.shade(x, this.width, x, text, x + 6);
   }
   if (this.w0 > 0 && this.w0 >= this.v0) {
     const x = Math.min(this.width, this.x(this.w0));
-    this.shade(this.LABEL_W, x, x, "not embedded before this date", this.LABEL_W + 6);
+    this.shade(this.LABEL_W, x, x, "not embedded before here (report --to " + arg(this.w0) + ")", this.LABEL_W + 6);
   }
 };
 
