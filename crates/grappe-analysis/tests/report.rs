@@ -48,12 +48,18 @@ fn scratch(name: &str) -> Scratch {
     Scratch(dir)
 }
 
-/// Writes a synthetic job and its report in `dir`.
-fn report_of(dir: &Path, job: &SyntheticJob, options: &ReportOptions) -> (PathBuf, ReportSummary) {
+/// Writes a synthetic job in `dir/trace` and opens it on global time.
+fn job_on_global_time(dir: &Path, job: &SyntheticJob) -> (TraceSet, GlobalTime) {
     let traces = dir.join("trace");
     write_job(&traces, job).unwrap();
     let set = TraceSet::open(&traces).unwrap();
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    (set, time)
+}
+
+/// Writes a synthetic job and its report in `dir`.
+fn report_of(dir: &Path, job: &SyntheticJob, options: &ReportOptions) -> (PathBuf, ReportSummary) {
+    let (set, time) = job_on_global_time(dir, job);
     let out = dir.join("report.html");
     let mut read = 0;
     let summary = write_report(&set, &time, &out, options, &mut |n| read = n).unwrap();
@@ -253,11 +259,7 @@ fn the_console_check_catches_a_script_error() {
 #[test]
 fn a_merged_trace_gets_the_same_report() {
     let dir = scratch("merged");
-    let job = SyntheticJob::new(3, 200);
-    let traces = dir.join("trace");
-    write_job(&traces, &job).unwrap();
-    let set = TraceSet::open(&traces).unwrap();
-    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let (set, time) = job_on_global_time(&dir, &SyntheticJob::new(3, 200));
     let merged = dir.join("merged.gtrace");
     merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
     let options = ReportOptions::default();
@@ -417,11 +419,7 @@ fn assert_same_spans(what: &str, got: &[(u64, u64, u64)], want: &[(u64, u64, u64
 #[test]
 fn an_interval_asked_for_is_detailed_whole_and_alone() {
     let dir = scratch("interval");
-    let job = SyntheticJob::new(4, 1_000);
-    let traces = dir.join("trace");
-    write_job(&traces, &job).unwrap();
-    let set = TraceSet::open(&traces).unwrap();
-    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let (set, time) = job_on_global_time(&dir, &SyntheticJob::new(4, 1_000));
     let whole_page = dir.join("whole.html");
     let whole = write_report(&set, &time, &whole_page, &ReportOptions::default(), &mut |_| {}).unwrap();
     let all = embedded_diagram(&whole_page);
