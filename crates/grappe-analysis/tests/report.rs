@@ -459,6 +459,10 @@ fn an_interval_asked_for_is_detailed_whole_and_alone() {
     let said = &summary.omitted[0];
     assert!(said.contains(&format!("shows {} to {} of the", ms(from), ms(to))), "{said}");
     assert!(said.contains("the interval asked for"), "{said}");
+    assert!(said.ends_with(&format!(
+        "`grappe trace report --from {}ms` details what follows.",
+        ms(to).trim_end_matches(" ms")
+    )));
     // It renders, and its reset goes back to the interval (the self-test).
     let dom = rendered_dom(&dir, &page);
     assert!(dom.contains("the interval asked for"));

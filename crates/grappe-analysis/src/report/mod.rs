@@ -161,6 +161,10 @@ fn window_sentence(s: &Selection, origin: u64, end: u64, options: &ReportOptions
         (None, Some(to)) => format!("the first {:.3} ms", ms(to)),
         (from, to) => format!("{:.3} ms to {:.3} ms", from.map_or(0.0, ms), to.map_or(run, |to| ms(to).min(run))),
     };
+    let next = match s.window_end.map(ms) {
+        Some(to) if to < run => format!(" `grappe trace report --from {to:.3}ms` details what follows."),
+        _ => String::new(),
+    };
     // Not full, the window can only end where the interval asked for does.
     let why = match s.full {
         true => format!("at most {} are embedded, plus those that start in that window", options.max_events),
@@ -168,7 +172,7 @@ fn window_sentence(s: &Selection, origin: u64, end: u64, options: &ReportOptions
     };
     Some(format!(
         "Left out of the diagram: {} of the trace's {} calls and regions. The diagram shows {shown} of the {run:.3} ms \
-         run ({} calls and regions: {why}); {whole}.",
+         run ({} calls and regions: {why}); {whole}.{next}",
         s.intervals - s.kept,
         s.intervals,
         s.kept,
