@@ -72,8 +72,6 @@ pub struct Selection {
     pub window_dropped: u64,
     /// The start (global ns) of the interval asked for, if not the run's.
     pub window_start: Option<u64>,
-    /// Calls and regions left out because they lie outside that interval.
-    pub outside: u64,
     /// Whether the window ends where `max_events` ran out.
     pub full: bool,
 }
@@ -178,7 +176,6 @@ impl Builder {
         self.selection.intervals += 1;
         let (from, to) = self.interval.unwrap_or((0, u64::MAX));
         if start >= to || end.is_some_and(|end| end < from) {
-            self.selection.outside += 1;
             return Keep::No;
         }
         if end.is_none() && start < from {
@@ -203,13 +200,11 @@ impl Builder {
         if kept { Keep::Yes } else { Keep::No }
     }
 
-    /// Closes lane `lane`'s innermost region at `at`, and counts it if it
-    /// was entered before the interval.
+    /// Closes lane `lane`'s innermost region at `at`; counts it as kept
+    /// if it was entered before the interval and is drawn.
     fn close_top(&mut self, lane: usize, at: u64) {
-        match self.lanes[lane].close_top(at) {
-            Some(true) => self.selection.kept += 1,
-            Some(false) => self.selection.outside += 1,
-            None => {}
+        if self.lanes[lane].close_top(at) {
+            self.selection.kept += 1;
         }
     }
 

@@ -84,19 +84,19 @@ impl Lane {
     }
 
     /// Closes the innermost open region at `at`. Returns whether it was
-    /// kept when that was decided only now (entered before the interval).
-    pub(super) fn close_top(&mut self, at: u64) -> Option<bool> {
+    /// entered before the interval and is drawn: kept, decided only now.
+    pub(super) fn close_top(&mut self, at: u64) -> bool {
         let depth = self.stack.len().saturating_sub(1) as u8;
-        let open = self.stack.pop()?;
-        let (kept, decided_now) = match open.kept {
-            Keep::Yes => (true, None),
-            Keep::No => (false, None),
-            Keep::IfOpenAt(from) => (at >= from, Some(at >= from)),
+        let Some(open) = self.stack.pop() else { return false };
+        let kept = match open.kept {
+            Keep::Yes => true,
+            Keep::No => false,
+            Keep::IfOpenAt(from) => at >= from,
         };
         if kept {
             self.regions.push(Span { start: open.start, end: at.max(open.start), name: open.name, depth });
         }
-        decided_now
+        kept && matches!(open.kept, Keep::IfOpenAt(_))
     }
 }
 

@@ -3,6 +3,8 @@
 //! parser (humantime) takes no decimals, and `0.25s` is how a Vampir user
 //! reads a time axis.
 
+use std::time::Duration;
+
 /// What every message shows of the syntax.
 const EXAMPLES: &str = "a time like 1.5s, 250ms, 40us, 800ns or 2m (bare numbers are seconds)";
 
@@ -25,6 +27,14 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
         Ok(v) if v < 0.0 => Err(format!("{text:?}: a time cannot be negative; expected {EXAMPLES}")),
         Ok(_) => Err(format!("{text:?}: longer than a year")),
         Err(_) => Err(format!("{text:?}: expected {EXAMPLES}")),
+    }
+}
+
+/// A positive duration: a timeout, an interval between checkpoints.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    match parse_seconds(text)? {
+        0.0 => Err(format!("{text:?}: expected a positive time like 30s, 500ms or 2m")),
+        seconds => Ok(Duration::from_secs_f64(seconds)),
     }
 }
 
@@ -59,6 +69,18 @@ mod tests {
         ] {
             let error = parse_seconds(text).expect_err(text);
             assert!(error.contains(said) && error.contains(text.trim()), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn durations_are_positive() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "0s", "-1s", "soon", "3 parsecs"] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.contains(bad), "{err}");
         }
     }
 }

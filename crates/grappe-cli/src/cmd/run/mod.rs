@@ -3,6 +3,7 @@
 
 mod checkpoint;
 
+use crate::cmd::time::parse_duration;
 use clap::Args;
 use grappe_launch::launcher::{LaunchSpec, Layout, launch};
 use std::ffi::OsString;
@@ -36,8 +37,8 @@ pub struct RunArgs {
     #[arg(long)]
     label: bool,
 
-    /// Stop the job after SECS seconds (fractions allowed).
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    /// Stop the job after TIME: 1.5s, 500ms, 2m (bare numbers are seconds).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     timeout: Option<Duration>,
 
     /// Record a trace of every rank in DIR (one file per rank, on local
@@ -80,15 +81,6 @@ impl RunArgs {
         }
         spec.env.extend(self.checkpoint.env());
         spec
-    }
-}
-
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs.is_finite() => {
-            Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?} is not a usable number of seconds: {e}"))
-        }
-        _ => Err(format!("{text:?} is not a positive number of seconds")),
     }
 }
 
