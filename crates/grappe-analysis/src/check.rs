@@ -110,7 +110,8 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
             progress(report.events);
         }
         match *linked.message {
-            Message::Received { channel, send } => {
+            // A send outside a window is matched all the same.
+            Message::Received { channel, send } | Message::SendOutside { channel, send } => {
                 let received = receive_of(linked.event).map_or(0, |(_, bytes)| bytes);
                 let dates = MessageDates {
                     channel,

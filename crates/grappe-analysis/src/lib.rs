@@ -18,6 +18,7 @@
 
 mod defs;
 mod error;
+mod per_rank;
 
 pub mod check;
 pub mod export;

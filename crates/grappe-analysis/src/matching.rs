@@ -72,6 +72,17 @@ pub enum Message {
         /// Its channel (`src` may be [`ANY`] if the source was unknown).
         channel: Channel,
     },
+    /// A receive whose send is outside the window of a windowed stream
+    /// (`crate::stream::Window`): matched, but the send is not given out.
+    /// Formats whose readers match messages themselves (OTF2, PICL) leave
+    /// out its message record: a receive with no send would shift every
+    /// later message of its channel onto the wrong send.
+    SendOutside {
+        /// Its channel.
+        channel: Channel,
+        /// The matching send.
+        send: SendSide,
+    },
 }
 
 /// The message an event sends, if any: its channel, bytes and sequence.

@@ -51,6 +51,7 @@ fn the_stream_of_a_one_host_job_is_causal_matched_and_complete() {
             Message::Sent { id, .. } => assert!(sent.insert(id)),
             Message::Received { send, .. } => assert!(sent.contains(&send.id), "a receive before its send"),
             Message::Unmatched { channel } => panic!("unmatched receive on {channel:?}"),
+            Message::SendOutside { channel, .. } => panic!("a window on a whole stream, on {channel:?}"),
             Message::None => {}
         }
     }

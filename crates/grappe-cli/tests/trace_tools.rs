@@ -1,11 +1,14 @@
 //! The trace tools end to end, the real binary on synthetic jobs: what
 //! `export --sites` adds and which formats refuse it; the interval
-//! `report --from/--to` details and the dates it refuses.
+//! `report --from/--to` details and the dates it refuses; the interval
+//! `export --from/--to` writes, in every format.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use serde_json::Value;
 
 const GRAPPE: &str = env!("CARGO_BIN_EXE_grappe");
 
@@ -87,5 +90,84 @@ fn from_and_to_choose_the_diagram_s_interval_and_bad_dates_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));
     assert!(!PathBuf::from(refused).exists(), "nothing is written when the dates are refused");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The trace-event objects of a Chrome export, and its `otherData`.
+fn chrome(path: &Path) -> (Vec<Value>, Value) {
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    (json["traceEvents"].as_array().unwrap().clone(), json["otherData"].clone())
+}
+
+/// A slice's lane, start and length (µs), name.
+fn slice(e: &Value) -> (u64, String, String, String) {
+    let text = |v: &Value| v.as_f64().map(|f| format!("{f:.3}")).unwrap_or_default();
+    (e["tid"].as_u64().unwrap(), text(&e["ts"]), text(&e["dur"]), e["name"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn export_from_and_to_write_the_interval_in_every_format() {
+    let dir = scratch("export-interval");
+    let traces = dir.join("traces");
+    // 400 iterations of 20 µs; the interval starts and ends inside one.
+    write_job(&traces, &SyntheticJob::new(4, 400)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let interval = ["--from", "2.005ms", "--to", "3.507ms"];
+
+    let out = export(&[traces, "-f", "chrome", "-o", &path("whole.json")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = export(&[&[traces, "-f", "chrome", "-o", &path("part.json")][..], &interval].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("the interval 2.005 ms to 3.507 ms: "), "{said}");
+    assert!(said.contains("receives have their send before the interval, and no arrow"), "{said}");
+
+    let (whole, _) = chrome(&dir.join("whole.json"));
+    let (part, other) = chrome(&dir.join("part.json"));
+    let origin = other["time_origin_ns"].as_u64().unwrap();
+    assert_eq!(other["window_from_ns"].as_u64(), Some(origin + 2_005_000));
+    assert_eq!(other["window_to_ns"].as_u64(), Some(origin + 3_507_000));
+    // The slices: the whole run's that overlap the interval, same dates.
+    let overlaps = |e: &&Value| {
+        let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
+        e["ph"] == "X" && ts < 3_507.0 && ts + dur >= 2_005.0
+    };
+    let mut want: Vec<_> = whole.iter().filter(overlaps).map(slice).collect();
+    let mut got: Vec<_> = part.iter().filter(|e| e["ph"] == "X").map(slice).collect();
+    want.sort();
+    got.sort();
+    assert!(!got.is_empty());
+    assert_eq!(got, want);
+    // Regions nest on each lane, and those open at the start are there.
+    let mut depth: BTreeMap<u64, i64> = BTreeMap::new();
+    for e in part.iter().filter(|e| e["ph"] == "B" || e["ph"] == "E") {
+        let d = depth.entry(e["tid"].as_u64().unwrap()).or_default();
+        *d += if e["ph"] == "B" { 1 } else { -1 };
+        assert!(*d >= 0, "a region left before it is entered: {e}");
+    }
+    assert!(depth.values().all(|&d| d == 0), "regions left open: {depth:?}");
+    assert!(part.iter().any(|e| e["ph"] == "B" && e["ts"].as_f64().unwrap() < 2_005.0), "the regions open at --from");
+    // Every arrow has both ends.
+    let ids = |ph: &str| part.iter().filter(|e| e["ph"] == ph).map(|e| e["id"].as_u64().unwrap()).collect::<Vec<_>>();
+    assert!(!ids("f").is_empty());
+    assert_eq!(ids("s").len(), ids("f").len());
+    assert!(ids("f").iter().all(|id| ids("s").contains(id)));
+
+    // The time-ordered formats: pj_dump reads the Pajé file whole.
+    for (format, file) in [("paje", "part.paje"), ("picl", "part.trf"), ("otf2", "part")] {
+        let out = export(&[&[traces, "-f", format, "-o", &path(file)][..], &interval].concat());
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("the interval 2.005 ms to 3.507 ms: "), "{format}");
+    }
+    let dump = Command::new("pj_dump").arg(path("part.paje")).output().expect("pj_dump (Debian pajeng) runs");
+    assert!(dump.status.success(), "pj_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    let links = String::from_utf8_lossy(&dump.stdout).lines().filter(|l| l.starts_with("Link")).count();
+    assert_eq!(links, ids("f").len(), "Pajé draws the arrows Chrome draws");
+
+    let out = export(&[traces, "-f", "chrome", "-o", &path("refused.json"), "--from", "3ms", "--to", "2ms"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));
+    assert!(!dir.join("refused.json").exists(), "nothing is written when the dates are refused");
     std::fs::remove_dir_all(&dir).unwrap();
 }

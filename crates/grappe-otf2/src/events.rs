@@ -14,6 +14,11 @@
 //! nondecreasing and its regions nested; a rank's calls may still overlap
 //! (an unmarked pair from an older trace), so a call that starts before
 //! the previous one ended is entered when that one is left.
+//!
+//! A receive whose send is outside the stream's window
+//! ([`Message::SendOutside`]) keeps its call region but not its message
+//! record: readers pair a channel's sends and receives in order, and a
+//! receive with no send would pair every later one with the wrong send.
 
 use grappe_analysis::{LinkedRef, Message};
 use grappe_trace::{ANY, Body, Completion, Event};
@@ -87,7 +92,8 @@ impl Exporter {
             return Err(Otf2Error::RankOutOfRange { rank: event.rank, world: self.timelines.len() });
         };
         let mut writer = self.phase.location(event.rank)?;
-        if (Out { defs: &mut self.defs, t: timeline, w: &mut writer }).next(event)? {
+        let receive = !matches!(linked.message, Message::SendOutside { .. });
+        if (Out { defs: &mut self.defs, t: timeline, w: &mut writer, receive }).next(event)? {
             self.unmatched_leaves += 1;
         }
         Ok(())
@@ -101,7 +107,7 @@ impl Exporter {
         for (rank, t) in (0u32..).zip(&mut self.timelines) {
             if let Some(send) = t.held_send.take() {
                 let mut writer = self.phase.location(rank)?;
-                (Out { defs: &mut self.defs, t: &mut *t, w: &mut writer }).event(&send)?;
+                (Out { defs: &mut self.defs, t: &mut *t, w: &mut writer, receive: true }).event(&send)?;
             }
             if !t.open.is_empty() {
                 let mut writer = self.phase.location(rank)?;
@@ -132,6 +138,9 @@ struct Out<'a, 'w> {
     defs: &'a mut Registry,
     t: &'a mut Timeline,
     w: &'a mut EventWriter<'w>,
+    /// Whether the event's receive record is written (not when its send
+    /// is outside the window).
+    receive: bool,
 }
 
 impl Out<'_, '_> {
@@ -166,9 +175,10 @@ impl Out<'_, '_> {
         };
         let (sent_comm, to) = self.peer(sent_comm, dest)?;
         let (comm, from) = self.peer(comm, src)?;
+        let receive = self.receive;
         self.call(Call::Sendrecv, recv, |w, start, end| {
             w.mpi_send(start, to, sent_comm, sent_tag as u32, sent)?;
-            w.mpi_recv(end, from, comm, tag as u32, bytes)
+            if receive { w.mpi_recv(end, from, comm, tag as u32, bytes) } else { Ok(()) }
         })
     }
 
@@ -181,6 +191,7 @@ impl Out<'_, '_> {
                 let (comm, to) = self.peer(*comm, *dest)?;
                 self.call(Call::Send, e, |w, start, _| w.mpi_send(start, to, comm, *tag as u32, *bytes))
             }
+            Body::Recv { .. } if !self.receive => self.call(Call::Recv, e, |_, _, _| Ok(())),
             Body::Recv { src, tag, comm, bytes, .. } => {
                 let (comm, from) = self.peer(*comm, *src)?;
                 self.call(Call::Recv, e, |w, _, end| w.mpi_recv(end, from, comm, *tag as u32, *bytes))
@@ -287,6 +298,7 @@ impl Out<'_, '_> {
     fn completed(&mut self, kind: Call, e: &Event, request: u64, comm: u32, done: Option<&Completion>) -> Result<bool> {
         let request = request_id(request);
         match done {
+            Some(c) if c.is_recv && !self.receive => self.call(kind, e, |_, _, _| Ok(())),
             Some(c) if c.is_recv => {
                 let (comm, from) = self.peer(comm, c.src)?;
                 let (tag, bytes) = (c.tag as u32, c.bytes);

@@ -36,7 +36,7 @@ mod ffi;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::{CausalStream, TraceSet};
+use grappe_analysis::{CausalStream, StreamSummary, TraceSet};
 use grappe_trace::format::RankThread;
 
 use crate::archive::{AnchorInfo, Chunks, EventPhase};
@@ -45,7 +45,7 @@ pub use crate::error::Otf2Error;
 use crate::events::Exporter;
 
 /// What an export wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Otf2Summary {
     /// OTF2 events in the archive (enters, leaves, messages...), as the
     /// locations' definitions count them.
@@ -58,6 +58,8 @@ pub struct Otf2Summary {
     pub unmatched_leaves: u64,
     /// The anchor file, `dir/name.otf2`, to give to readers.
     pub anchor: PathBuf,
+    /// What the stream saw (and its window kept).
+    pub stream: StreamSummary,
 }
 
 /// Events read between calls of `progress`.
@@ -139,6 +141,7 @@ fn write_archive(
         locations: written.events.len() as u64,
         unmatched_leaves: written.unmatched_leaves,
         anchor: PathBuf::new(),
+        stream: stream.summary(),
     })
 }
 

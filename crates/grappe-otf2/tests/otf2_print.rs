@@ -215,3 +215,53 @@ fn a_merged_trace_exports_like_its_per_rank_files() {
     assert_eq!(names(&merged.anchor), 3);
     assert!(otf2_print(&["-G"], &merged.anchor).contains("\"rank 2 (pid 1002)\""));
 }
+
+/// An interval of a run (`export --from --to`): a valid archive (nested,
+/// nothing left open, `otf2-print -Werror` silent), and every receive
+/// record pairs, in channel order as readers pair them, with a send
+/// written before it: a receive whose send is before the interval keeps
+/// its call but not its message record.
+#[test]
+fn an_interval_pairs_every_receive_record_with_its_own_send() {
+    let dir = scratch("interval");
+    // 200 iterations of 20 µs; the interval starts and ends inside one.
+    write_job(&dir.join("traces"), &SyntheticJob::new(4, 200)).unwrap();
+    let window = Window { from: 1_005_000, to: 2_007_000 };
+    let summary = export_window(&dir.join("traces"), &dir.join("out"), "job", window).unwrap();
+    let kept = summary.stream.window.expect("a window summary");
+    assert!(kept.cut_messages > 0, "the interval cuts messages: {kept:?}");
+    let lines = events(&summary.anchor);
+    check_timelines(&lines);
+
+    let field = |attrs: &str, key: &str| -> String {
+        let at = attrs.find(key).unwrap_or_else(|| panic!("no {key} in {attrs}")) + key.len();
+        attrs[at..].split([',', ' ']).next().unwrap().to_owned()
+    };
+    // Per channel (sender, receiver, communicator, tag): send dates in order.
+    let mut sends: BTreeMap<(u64, u64, String, String), Vec<u64>> = BTreeMap::new();
+    let mut receives = Vec::new();
+    for l in &lines {
+        let comm = || field(&l.attrs, "Communicator: ");
+        match l.kind.as_str() {
+            "MPI_SEND" | "MPI_ISEND" => {
+                let to = field(&l.attrs, "Receiver: ").parse().unwrap();
+                sends.entry((l.location, to, comm(), field(&l.attrs, "Tag: "))).or_default().push(l.time);
+            }
+            "MPI_RECV" | "MPI_IRECV" => {
+                let from = field(&l.attrs, "Sender: ").parse().unwrap();
+                receives.push(((from, l.location, comm(), field(&l.attrs, "Tag: ")), l.time));
+            }
+            _ => {}
+        }
+    }
+    receives.sort_by_key(|(_, time)| *time);
+    let mut next: BTreeMap<_, usize> = BTreeMap::new();
+    for (channel, time) in &receives {
+        let i = next.entry(channel.clone()).or_default();
+        let sent = sends.get(channel).and_then(|s| s.get(*i)).copied();
+        assert!(sent.is_some_and(|sent| sent <= *time), "receive at {time} on {channel:?} pairs with send {sent:?}");
+        *i += 1;
+    }
+    assert_eq!(receives.len() as u64, summary.messages);
+    assert!(summary.messages > 0);
+}

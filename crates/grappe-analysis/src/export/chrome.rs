@@ -96,8 +96,7 @@ fn write_events<const SITES: bool>(
     sink: Sink,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    let mut w =
-        Chrome { sink, origin: stream.pending_start_bound(), lanes: PerRank::default(), events: 0, messages: 0 };
+    let mut w = Chrome { sink, origin: stream.origin(), lanes: PerRank::default(), events: 0, messages: 0 };
     let job = job_name(&stream);
     w.sink.bytes(b"{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":");
     w.sink.record(text_room(&job)).json_str(&job);
@@ -299,6 +298,14 @@ impl Chrome<'_> {
         ] {
             c.bytes(key);
             c.uint(value);
+        }
+        if let Some(window) = &summary.window {
+            c.bytes(b",\"window_from_ns\":");
+            c.uint(window.from_ns);
+            if window.to_ns != u64::MAX {
+                c.bytes(b",\"window_to_ns\":");
+                c.uint(window.to_ns);
+            }
         }
         c.bytes(b"}}\n");
     }

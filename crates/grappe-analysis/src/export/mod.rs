@@ -15,6 +15,7 @@
 use grappe_trace::Body;
 use serde::Serialize;
 
+pub(crate) use crate::per_rank::PerRank;
 use crate::stream::{CausalStream, StreamSummary};
 
 pub mod chrome;
@@ -139,46 +140,6 @@ pub(crate) const CALL_NAMES: [&str; 27] = [
     "reduce_scatter",
     "reduce_scatter_block",
 ];
-
-/// Per-rank state: a vector for the usual dense ranks, a map for the
-/// odd large one (a rank number never sizes an allocation).
-#[derive(Default)]
-pub(crate) struct PerRank<T> {
-    dense: Vec<T>,
-    sparse: rustc_hash::FxHashMap<u32, T>,
-}
-
-/// Ranks kept in the vector.
-const DENSE_RANKS: u32 = 1 << 16;
-
-impl<T: Default> PerRank<T> {
-    #[inline(always)]
-    pub(crate) fn get(&mut self, rank: u32) -> &mut T {
-        let i = rank as usize;
-        if i >= self.dense.len() {
-            return self.get_new(rank);
-        }
-        &mut self.dense[i]
-    }
-
-    /// A rank met for the first time, or beyond the vector.
-    #[cold]
-    fn get_new(&mut self, rank: u32) -> &mut T {
-        if rank >= DENSE_RANKS {
-            return self.sparse.entry(rank).or_default();
-        }
-        let i = rank as usize;
-        self.dense.resize_with(i + 1, T::default);
-        &mut self.dense[i]
-    }
-
-    /// Every rank's state, by rank.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
-        let mut sparse: Vec<_> = self.sparse.iter().map(|(&r, t)| (r, t)).collect();
-        sparse.sort_by_key(|(r, _)| *r);
-        self.dense.iter().enumerate().map(|(r, t)| (r as u32, t)).chain(sparse)
-    }
-}
 
 /// Names numbered in first-use order (region, counter, block names), so
 /// records carry a number, not a copy of the string.

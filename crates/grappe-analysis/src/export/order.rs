@@ -130,7 +130,10 @@ impl Watermark {
     }
 
     pub(crate) fn bound(&self, stream: &CausalStream) -> u64 {
-        stream.pending_start_bound().unwrap_or_else(|| self.running.values().copied().min().unwrap_or(self.latest))
+        let bound =
+            stream.pending_start_bound().unwrap_or_else(|| self.running.values().copied().min().unwrap_or(self.latest));
+        // The region enters a window holds back come later, dated earlier.
+        stream.held_start().map_or(bound, |held| held.min(bound))
     }
 }
 
@@ -192,9 +195,8 @@ pub(crate) fn run<F: Ordered>(
     progress: &mut dyn FnMut(u64),
     start: impl FnOnce(&mut F, &mut Sink, u64),
 ) -> Result<Run> {
-    let earliest = stream.pending_start_bound();
+    let origin = stream.origin().unwrap_or(0);
     let mut next = stream.next().transpose()?;
-    let origin = earliest.or(next.as_ref().map(|l| l.event.start)).unwrap_or(0);
     start(format, sink, origin);
     let mut records = Reorder::new(origin);
     let mut watermark = Watermark::default();

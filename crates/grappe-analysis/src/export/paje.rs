@@ -348,7 +348,7 @@ impl Paje {
                     records.push(end.max(sent), Record::LinkEnd { rank, id: send.id });
                 }
             }
-            Message::None | Message::Unmatched { .. } => {}
+            Message::None | Message::Unmatched { .. } | Message::SendOutside { .. } => {}
         }
     }
 

@@ -179,6 +179,12 @@ impl Ordered for Picl {
             records.push(end, Record::Event { begin: false, event, rank, data: Data::of(at_end) });
         };
         match shape(&e.body) {
+            // A receive whose send is outside the window is a plain block:
+            // ParaGraph pairs a channel's messages in order, and a receive
+            // with no send would pair every later one with the wrong send.
+            Shape::Call(name) if matches!(linked.message, Message::SendOutside { .. }) => {
+                span(self.blocks.call(name), &[], &[])
+            }
             Shape::Call(name) => match call(e, &self.subsets) {
                 Some((event, at_begin, at_end)) => span(event, at_begin.slice(), at_end.slice()),
                 None => span(self.blocks.call(name), &[], &[]),

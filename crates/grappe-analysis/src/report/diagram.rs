@@ -37,20 +37,9 @@ const OVERVIEW_CELLS: usize = 400_000;
 /// Events between two expiries of collective instances.
 const EXPIRE_EVERY: u64 = 1024;
 
-/// The part of the run the diagram details: ns from the start of the
-/// run (the first event's start), `to` excluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    /// Its start, ns after the run's first event started.
-    pub from: u64,
-    /// Its end (excluded), same reference; `u64::MAX`: the run's end.
-    pub to: u64,
-}
-
-impl Window {
-    /// The whole run.
-    pub const ALL: Window = Window { from: 0, to: u64::MAX };
-}
+/// The part of the run the diagram details, dated as exports date it
+/// (from [`CausalStream::origin`]).
+pub use crate::stream::Window;
 
 /// What was kept and what was left out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -94,14 +83,14 @@ pub(crate) struct Builder {
     overflow: u64,
     events: u64,
     asked: Window,
-    /// The interval asked for in global ns, once the first event is seen.
+    /// The interval asked for in global ns, once the run's start is known.
     interval: Option<(u64, u64)>,
 }
 
 impl Builder {
     pub fn new(stream: &CausalStream, world_size: u32, max_events: usize, max_arrows: usize, asked: Window) -> Self {
         let ranks = stream.summary().flows.len().max(world_size as usize).max(1);
-        Builder {
+        let mut builder = Builder {
             max_events: max_events as u64,
             max_arrows: max_arrows as u64,
             lanes: Vec::new(),
@@ -118,7 +107,11 @@ impl Builder {
             events: 0,
             asked,
             interval: None,
+        };
+        if let Some(origin) = stream.origin() {
+            builder.start_interval(origin);
         }
+        builder
     }
 
     /// Takes the next event of the causal stream.
@@ -163,7 +156,7 @@ impl Builder {
         i
     }
 
-    /// Places the interval asked for, from the run's first event.
+    /// Places the interval asked for, from the run's start.
     fn start_interval(&mut self, first: u64) {
         let (from, to) = (first.saturating_add(self.asked.from), first.saturating_add(self.asked.to));
         self.interval = Some((from, to));

@@ -9,6 +9,9 @@
 //! (Tape/PVM's dependency-driven traversal). With consistent global time
 //! no receive is deferred; deferrals are counted, they measure clock
 //! error. A merged file is read as it is.
+//!
+//! A stream can be narrowed to an interval of the run ([`Window`], see
+//! `window`): the exports of a part of a long run.
 
 use grappe_trace::{Ending, Event};
 use serde::Serialize;
@@ -16,6 +19,7 @@ use serde::Serialize;
 mod blocks;
 mod kway;
 mod merged;
+mod window;
 
 use crate::error::Result;
 use crate::global::GlobalTime;
@@ -23,6 +27,8 @@ use crate::matching::{Matcher, Message, receive_of};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
 use merged::MergedFile;
+use window::{Verdict, Windowing};
+pub use window::{Window, WindowSummary};
 
 /// An event of the causal stream, owned (what the iterator yields).
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +103,11 @@ pub struct StreamSummary {
     pub unmatched_receives: u64,
     /// Sends never received.
     pub unreceived_sends: u64,
+    /// The date the run starts from ([`CausalStream::origin`]).
+    pub origin: Option<u64>,
+    /// What the window kept, if only an interval was read (the counts
+    /// above are then those of the part read).
+    pub window: Option<WindowSummary>,
 }
 
 /// The causal stream of a trace set.
@@ -110,6 +121,8 @@ pub struct CausalStream {
     message: Message,
     /// An event is out (borrowed by the caller) and goes on the next call.
     out: bool,
+    /// The plain way has nothing more to give: the stream ended, or it is
+    /// windowed (one test on the hot path for both).
     done: bool,
     /// Ranks of the job with no trace.
     untraced: Vec<u32>,
@@ -117,7 +130,29 @@ pub struct CausalStream {
     job: String,
     /// Ranks that took turns on one processor (`TraceSet::turn_taking`).
     turns: Vec<Vec<u32>>,
+    /// The date the run starts from (see [`CausalStream::origin`]).
+    origin: Option<u64>,
+    /// Ranks with a trace.
+    traced: usize,
+    /// The interval read, if not the whole run.
+    window: Option<Box<Windowing>>,
+    /// The event read is kept and goes out after the regions it releases.
+    kept_pending: bool,
+    /// A windowed stream ended.
+    window_done: bool,
 }
+
+/// What a windowed stream gives out next.
+enum Given {
+    /// A held region enter.
+    Released,
+    /// The event read.
+    Read,
+    End,
+}
+
+/// The message role of the region enters a window gives out late.
+const NO_MESSAGE: Message = Message::None;
 
 enum Source {
     Merge(KWay),
@@ -133,16 +168,59 @@ impl CausalStream {
             Layout::PerRank => Source::Merge(KWay::open(set, time)?),
         };
         let (untraced, job, turns) = (set.missing_ranks(), set.files()[0].header.job.clone(), set.turn_taking());
-        let matcher = Matcher::new();
-        Ok(CausalStream { source, matcher, message: Message::None, out: false, done: false, untraced, job, turns })
+        let origin = match &source {
+            Source::Merge(k) => k.pending_start_bound(),
+            Source::Merged(m) => m.head().map(|e| e.start),
+        };
+        let traced = (set.world_size() as usize).saturating_sub(untraced.len());
+        Ok(CausalStream {
+            source,
+            matcher: Matcher::new(),
+            message: Message::None,
+            out: false,
+            done: false,
+            untraced,
+            job,
+            turns,
+            origin,
+            traced,
+            window: None,
+            kept_pending: false,
+            window_done: false,
+        })
+    }
+
+    /// The stream narrowed to `window`, an interval dated from
+    /// [`CausalStream::origin`]: the events that overlap it, the regions
+    /// open at its start and the leaves of those kept, communicator
+    /// creations before its end (see [`Window`]). Call it before reading.
+    pub fn windowed(mut self, window: Window) -> CausalStream {
+        self.window = Some(Box::new(Windowing::new(window, self.origin.unwrap_or(0), self.traced)));
+        self.done = true; // every event goes through the window
+        self
+    }
+
+    /// What the window read and kept, if the stream has one (complete
+    /// once the stream returned `None`).
+    pub fn window_summary(&self) -> Option<WindowSummary> {
+        self.window.as_ref().map(|w| w.summary())
+    }
+
+    /// The date the run starts from, that exports count from and windows
+    /// are placed by: the earliest start of the ranks' files, or the first
+    /// event's of a merged file; `None` for a trace with no event.
+    pub fn origin(&self) -> Option<u64> {
+        self.origin
     }
 
     /// The next event and its message role; `Ok(None)` at the end. An error
     /// (a corrupt block) ends the stream.
-    #[inline]
+    // Always inlined: LLVM no longer does it on its own, and the call
+    // costs an export 2% more instructions.
+    #[inline(always)]
     pub fn next_event(&mut self) -> Result<Option<LinkedRef<'_>>> {
         if self.done {
-            return Ok(None);
+            return if self.window.is_some() { self.next_in_window() } else { Ok(None) };
         }
         // Taken apart by `?`, which moves the result: a `match` on it
         // would drop it on every event, a call into the error's drop glue.
@@ -151,11 +229,60 @@ impl CausalStream {
             self.done = true;
             return Ok(None);
         }
-        let event = match &self.source {
+        Ok(self.current().map(|event| LinkedRef { event, message: &self.message }))
+    }
+
+    /// The event read last.
+    fn current(&self) -> Option<&Event> {
+        match &self.source {
             Source::Merge(k) => k.out_event(),
             Source::Merged(m) => m.head(),
-        };
-        Ok(event.map(|event| LinkedRef { event, message: &self.message }))
+        }
+    }
+
+    /// [`CausalStream::next_event`] through the window.
+    #[inline(never)]
+    fn next_in_window(&mut self) -> Result<Option<LinkedRef<'_>>> {
+        let Some(mut window) = self.window.take() else { return Ok(None) };
+        let given = self.advance_window(&mut window);
+        self.window = Some(window);
+        Ok(match given? {
+            Given::Released => {
+                self.window.as_ref().and_then(|w| w.given_out()).map(|event| LinkedRef { event, message: &NO_MESSAGE })
+            }
+            Given::Read => self.current().map(|event| LinkedRef { event, message: &self.message }),
+            Given::End => None,
+        })
+    }
+
+    /// Reads on until the window gives something out.
+    fn advance_window(&mut self, window: &mut Windowing) -> Result<Given> {
+        loop {
+            if window.next_released() {
+                return Ok(Given::Released);
+            }
+            if std::mem::take(&mut self.kept_pending) {
+                return Ok(Given::Read);
+            }
+            if self.window_done {
+                return Ok(Given::End);
+            }
+            if window.is_over() {
+                window.stop_early();
+                self.window_done = true;
+                return Ok(Given::End);
+            }
+            let more = self.select().inspect_err(|_| self.window_done = true)?;
+            let Some(&event) = self.current().filter(|_| more) else {
+                self.window_done = true;
+                continue;
+            };
+            match window.judge(&event, &mut self.message) {
+                Verdict::Skip => {}
+                Verdict::Keep => return Ok(Given::Read),
+                Verdict::KeepAfterReleased => self.kept_pending = true,
+            }
+        }
     }
 
     /// Lets the previous event go, finds the next one and matches it;
@@ -184,10 +311,18 @@ impl CausalStream {
     /// exporters that must write in time order); `None` when unknown
     /// (merged files) or at the end.
     pub fn pending_start_bound(&self) -> Option<u64> {
-        match &self.source {
+        let bound = match &self.source {
             Source::Merge(k) => k.pending_start_bound(),
             Source::Merged(_) => None,
-        }
+        }?;
+        Some(self.held_start().map_or(bound, |held| held.min(bound)))
+    }
+
+    /// The earliest start of the region enters a window holds back (a
+    /// bound of what is to come, with or without
+    /// [`CausalStream::pending_start_bound`]).
+    pub fn held_start(&self) -> Option<u64> {
+        self.window.as_ref().and_then(|w| w.held_start())
     }
 
     /// Ranks of the job with no trace: messages from or to them have no
@@ -225,6 +360,8 @@ impl CausalStream {
             matched: self.matcher.matched(),
             unmatched_receives: self.matcher.unmatched_receives(),
             unreceived_sends: self.matcher.pending_sends(),
+            origin: self.origin,
+            window: self.window_summary(),
         }
     }
 }

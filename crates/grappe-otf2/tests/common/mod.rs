@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub use grappe_analysis::stream::Window;
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
 use grappe_otf2::{Otf2Error, Otf2Summary, write_otf2};
 
@@ -22,6 +23,14 @@ pub fn export(traces: &Path, out: &Path, name: &str) -> Result<Otf2Summary, Otf2
     let set = TraceSet::open(traces).unwrap();
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
     let stream = CausalStream::open(&set, &time).unwrap();
+    write_otf2(&set, stream, out, name, &mut |_| {})
+}
+
+/// [`export`] of an interval of the run.
+pub fn export_window(traces: &Path, out: &Path, name: &str, window: Window) -> Result<Otf2Summary, Otf2Error> {
+    let set = TraceSet::open(traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let stream = CausalStream::open(&set, &time).unwrap().windowed(window);
     write_otf2(&set, stream, out, name, &mut |_| {})
 }
 

@@ -4,11 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
+use grappe_analysis::stream::Window;
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet};
 use grappe_clock::{Estimator, Strategy};
 use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cmd::time::parse_offset_ns;
 
 /// The trace to read.
 #[derive(Debug, Args)]
@@ -16,6 +19,34 @@ pub struct TraceInput {
     /// Directory of per-rank traces, or a merged trace file.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+}
+
+/// An interval of the run.
+#[derive(Debug, Args)]
+pub struct IntervalArgs {
+    /// Start of the interval, from the run's first event: 1.5s, 250ms, 40us, 800ns
+    /// (bare numbers are seconds).
+    #[arg(long, value_name = "TIME", value_parser = parse_offset_ns, allow_hyphen_values = true)]
+    from: Option<u64>,
+    /// End of the interval (same units as --from).
+    #[arg(long, value_name = "TIME", value_parser = parse_offset_ns, allow_hyphen_values = true)]
+    to: Option<u64>,
+}
+
+impl IntervalArgs {
+    /// The interval; an empty one is refused (`what` says what it bounds).
+    pub fn window(&self, what: &str) -> Result<Window> {
+        let window = Window { from: self.from.unwrap_or(0), to: self.to.unwrap_or(u64::MAX) };
+        if window.to <= window.from {
+            bail!("--to must come after --from ({what} would be empty)");
+        }
+        Ok(window)
+    }
+
+    /// Whether an interval was asked for.
+    pub fn is_set(&self) -> bool {
+        self.from.is_some() || self.to.is_some()
+    }
 }
 
 /// How global time is estimated.

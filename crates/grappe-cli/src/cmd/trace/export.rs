@@ -6,15 +6,20 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
+use grappe_analysis::stream::{Window, WindowSummary};
 use grappe_analysis::{CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
 
-use super::common::{EstimationArgs, TraceInput, open, progress};
+use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress};
 
 const AFTER_HELP: &str = "\
 Formats: chrome (trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing),
 paje (ViTE, pajeng), otf2 (Vampir, Score-P tools: OUTPUT names the archive, OUTPUT.otf2 is the
-anchor file to open), picl (ParaGraph).";
+anchor file to open), picl (ParaGraph).
+
+With --from and --to, only that interval of the run is written: the events that overlap it,
+the user regions open at its start, and the arrows of the messages sent and received in it.
+Dates stay those of the whole run's export.";
 
 /// Converts a trace for the viewers HPC users have, on global time.
 #[derive(Debug, Args)]
@@ -37,6 +42,8 @@ pub struct ExportArgs {
     /// always has them (a `call site` attribute).
     #[arg(long)]
     sites: bool,
+    #[command(flatten)]
+    interval: IntervalArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -52,12 +59,14 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
         let format = args.format.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
         bail!("--sites is an option of --format chrome and paje, not of {format}");
     }
+    let window = args.interval.is_set().then(|| args.interval.window("the interval exported")).transpose()?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     let bar = progress("exporting");
     let mut tick = |n| bar.set_position(n);
+    let stream = stream_of(&set, &time, window)?;
     let writer: TextWriter = match args.format {
         Format::Otf2 => {
-            let line = export_otf2(&set, &time, &args.output, &mut tick)?;
+            let line = export_otf2(&set, stream, &args.output, &mut tick)?;
             bar.finish_and_clear();
             println!("{}: {line}", args.output.display());
             return Ok(0);
@@ -68,11 +77,42 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
         Format::Paje => paje::write_paje,
         Format::Picl => picl::write_picl,
     };
-    let s = export_text(writer, CausalStream::open(&set, &time)?, &args.output, &mut tick)?;
+    let s = export_text(writer, stream, &args.output, &mut tick)?;
     let line = format!("{} events, {} messages, {:.1} MB", s.events, s.messages, s.written_bytes as f64 / 1e6);
     bar.finish_and_clear();
     println!("{}: {line}", args.output.display());
+    if let Some(window) = &s.stream.window {
+        println!("  {}", window_line(window, s.stream.origin.unwrap_or(0)));
+    }
     Ok(0)
+}
+
+/// The stream to export: the whole run, or the interval asked for.
+fn stream_of(set: &TraceSet, time: &GlobalTime, window: Option<Window>) -> Result<CausalStream> {
+    let stream = CausalStream::open(set, time)?;
+    Ok(match window {
+        Some(window) => stream.windowed(window),
+        None => stream,
+    })
+}
+
+/// What an interval's export kept, in the run's dates.
+fn window_line(w: &WindowSummary, origin: u64) -> String {
+    let (from, to) = (ms(w.from_ns.saturating_sub(origin)), ms(w.to_ns.saturating_sub(origin)));
+    let to = if w.to_ns == u64::MAX { "the end".to_owned() } else { to };
+    let mut line = format!("the interval {from} to {to}: {} of the {} events read", w.kept, w.read);
+    if w.cut_messages > 0 {
+        line.push_str(&format!("; {} receives have their send before the interval, and no arrow", w.cut_messages));
+    }
+    line
+}
+
+/// `ns` in milliseconds, to the nanosecond if it has them.
+fn ms(ns: u64) -> String {
+    let text = format!("{:.6}", ns as f64 / 1e6);
+    let text = text.trim_end_matches('0');
+    let decimals = text.len() - text.find('.').map_or(text.len(), |dot| dot + 1);
+    format!("{:.*} ms", decimals.max(3), ns as f64 / 1e6)
 }
 
 /// The exporters that write one text file.
@@ -93,16 +133,20 @@ fn export_text(
     Ok(summary)
 }
 
-fn export_otf2(set: &TraceSet, time: &GlobalTime, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
+fn export_otf2(set: &TraceSet, stream: CausalStream, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
     let name = output.file_name().and_then(|n| n.to_str()).context("the OTF2 output needs a file name")?;
     let name = name.strip_suffix(".otf2").unwrap_or(name);
     let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let summary = grappe_otf2::write_otf2(set, CausalStream::open(set, time)?, dir, name, tick)?;
-    Ok(format!(
+    let summary = grappe_otf2::write_otf2(set, stream, dir, name, tick)?;
+    let mut line = format!(
         "{} OTF2 events on {} locations, {} messages; open {}",
         summary.events_written,
         summary.locations,
         summary.messages,
         summary.anchor.display()
-    ))
+    );
+    if let Some(window) = &summary.stream.window {
+        line.push_str(&format!("\n  {}", window_line(window, summary.stream.origin.unwrap_or(0))));
+    }
+    Ok(line)
 }

@@ -2,16 +2,18 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
-use grappe_analysis::report::{ReportOptions, Window, write_report};
+use grappe_analysis::report::{ReportOptions, write_report};
 
-use super::common::{EstimationArgs, TraceInput, open, progress};
-use crate::cmd::time::parse_offset_ns;
+use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress};
 
 /// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
 /// dragging), communication matrix, profile tables, clock statistics and the
 /// consistency check. Opens in any browser, offline.
+///
+/// With --from and --to, the diagram details that interval; the overview, matrix and
+/// tables still cover the whole run.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     #[command(flatten)]
@@ -27,21 +29,12 @@ pub struct ReportArgs {
     /// Messages drawn as arrows at most.
     #[arg(long, value_name = "N", default_value_t = ReportOptions::default().max_arrows)]
     max_arrows: usize,
-    /// The diagram details the run from this date on (from its first event: 1.5s, 250ms,
-    /// 40us, 800ns; bare numbers are seconds); the overview, matrix and tables still cover
-    /// the whole run.
-    #[arg(long, value_name = "TIME", value_parser = parse_offset_ns, allow_hyphen_values = true)]
-    from: Option<u64>,
-    /// The diagram details the run up to this date (same units as --from).
-    #[arg(long, value_name = "TIME", value_parser = parse_offset_ns, allow_hyphen_values = true)]
-    to: Option<u64>,
+    #[command(flatten)]
+    interval: IntervalArgs,
 }
 
 pub fn execute(args: ReportArgs) -> Result<i32> {
-    let window = Window { from: args.from.unwrap_or(0), to: args.to.unwrap_or(u64::MAX) };
-    if window.to <= window.from {
-        bail!("--to must come after --from (the diagram's interval would be empty)");
-    }
+    let window = args.interval.window("the diagram's interval")?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows, window };
     let bar = progress("reporting");
