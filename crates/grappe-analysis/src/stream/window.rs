@@ -123,7 +123,7 @@ impl Windowing {
     }
 
     /// Judges the event read; a kept receive whose send is not kept has
-    /// its `message` made unmatched.
+    /// its `message` made [`Message::SendOutside`].
     pub(super) fn judge(&mut self, e: &Event, message: &mut Message) -> Verdict {
         self.summary.read += 1;
         self.note_progress(e);
