@@ -130,10 +130,12 @@ impl Watermark {
     }
 
     pub(crate) fn bound(&self, stream: &CausalStream) -> u64 {
-        let bound =
-            stream.pending_start_bound().unwrap_or_else(|| self.running.values().copied().min().unwrap_or(self.latest));
-        // The region enters a window holds back come later, dated earlier.
-        stream.held_start().map_or(bound, |held| held.min(bound))
+        // Per-rank sets: the stream's bound counts a window's held enters.
+        stream.pending_start_bound().unwrap_or_else(|| {
+            let running = self.running.values().copied().min().unwrap_or(self.latest);
+            // The region enters a window holds back come later, dated earlier.
+            stream.held_start().map_or(running, |held| held.min(running))
+        })
     }
 }
 

@@ -107,12 +107,10 @@ fn window_line(w: &WindowSummary, origin: u64) -> String {
     line
 }
 
-/// `ns` in milliseconds, to the nanosecond if it has them.
+/// `ns` in milliseconds, to the microsecond, or to the nanosecond if it has them.
 fn ms(ns: u64) -> String {
-    let text = format!("{:.6}", ns as f64 / 1e6);
-    let text = text.trim_end_matches('0');
-    let decimals = text.len() - text.find('.').map_or(text.len(), |dot| dot + 1);
-    format!("{:.*} ms", decimals.max(3), ns as f64 / 1e6)
+    let decimals = if ns % 1_000 == 0 { 3 } else { 6 };
+    format!("{:.*} ms", decimals, ns as f64 / 1e6)
 }
 
 /// The exporters that write one text file.
