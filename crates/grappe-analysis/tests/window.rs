@@ -108,10 +108,10 @@ fn rank_events(steps: &[Step]) -> Vec<(u64, u64, Body)> {
 }
 
 /// The events of a rank the window must keep, by its rules, in call
-/// order: what overlaps `[from, to)`, communicator creations before `to`,
-/// and the regions entered before `to` and left at or after `from`, both
-/// ends.
-fn expected(events: &[(u64, u64, Body)], from: u64, to: u64) -> Vec<(u64, u64, &'static str)> {
+/// order: what overlaps `[from, to)`, the regions entered before `to` and
+/// left at or after `from` (both ends), and the communicator creations
+/// before `from` if `anything_kept` (the window keeps some other event).
+fn expected(events: &[(u64, u64, Body)], from: u64, to: u64, anything_kept: bool) -> Vec<(u64, u64, &'static str)> {
     let mut keep = vec![false; events.len()];
     let mut open = Vec::new();
     for (i, (start, end, body)) in events.iter().enumerate() {
@@ -126,7 +126,7 @@ fn expected(events: &[(u64, u64, Body)], from: u64, to: u64) -> Vec<(u64, u64, &
                 keep[enter] = kept;
                 kept
             }
-            Body::CommCreate { .. } => *start < to,
+            Body::CommCreate { .. } => *start < to && (*end >= from || anything_kept),
             _ => *start < to && *end >= from,
         };
     }
@@ -158,10 +158,13 @@ proptest! {
         let origin = whole.iter().map(|l| l.event.start).min().unwrap();
         prop_assert_eq!(origin, T);
         let (kept, summary) = read(open(&dir).windowed(Window { from, to: from + length }));
+        let (f, t) = (T + from, T + from + length);
+        let anything_kept = traces.iter().any(|events| !expected(events, f, t, false).is_empty());
+        prop_assert_eq!(anything_kept, !kept.is_empty());
         for (rank, events) in (0u32..).zip(&traces) {
             // A creation before the window may come before the enters held.
             let (want_created, want): (Vec<_>, Vec<_>) =
-                expected(events, T + from, T + from + length).into_iter().partition(|e| e.2 == "comm_create");
+                expected(events, f, t, anything_kept).into_iter().partition(|e| e.2 == "comm_create");
             let (created, got): (Vec<_>, Vec<_>) =
                 dates(&of_rank(&kept, rank)).into_iter().partition(|e| e.2 == "comm_create");
             prop_assert_eq!(got, want, "rank {}", rank);

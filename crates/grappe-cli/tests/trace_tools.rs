@@ -165,6 +165,14 @@ fn export_from_and_to_write_the_interval_in_every_format() {
     let links = String::from_utf8_lossy(&dump.stdout).lines().filter(|l| l.starts_with("Link")).count();
     assert_eq!(links, ids("f").len(), "Pajé draws the arrows Chrome draws");
 
+    // An interval past the run: an empty file, and the command says why.
+    let out = export(&[traces, "-f", "chrome", "-o", &path("past.json"), "--from", "1s", "--to", "2s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("the run ends at 8.000 ms, before the interval"), "{said}");
+    let (past, _) = chrome(&dir.join("past.json"));
+    assert!(past.iter().all(|e| e["ph"] == "M"), "only the process's name: {past:?}");
+
     let out = export(&[traces, "-f", "chrome", "-o", &path("refused.json"), "--from", "3ms", "--to", "2ms"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));

@@ -19,9 +19,17 @@
 //! ([`Message::SendOutside`]) keeps its call region but not its message
 //! record: readers pair a channel's sends and receives in order, and a
 //! receive with no send would pair every later one with the wrong send.
+//!
+//! Readers also follow a non-blocking call by its request, from the post
+//! (`MpiIsend`, `MpiIrecvRequest`) to the completion. A wait or test whose
+//! request the archive never posted (posted before the window, or its
+//! record dropped by a full buffer) keeps its region without a request
+//! record; if it completes a receive whose send is in the archive, its
+//! receive record is a plain `MpiRecv`, so that the channel still pairs.
 
 use grappe_analysis::{LinkedRef, Message};
 use grappe_trace::{ANY, Body, Completion, Event};
+use rustc_hash::FxHashSet;
 
 use crate::archive::{EventPhase, EventWriter, GlobalDefs};
 use crate::defs::{Call, Registry, collective_op};
@@ -41,6 +49,8 @@ struct Timeline {
     /// A send not written yet: the first half of a sendrecv if the rank's
     /// next event is its receive.
     held_send: Option<Event>,
+    /// Requests posted in the archive and not completed yet.
+    posted: FxHashSet<u64>,
 }
 
 impl Timeline {
@@ -199,10 +209,12 @@ impl Out<'_, '_> {
             Body::Isend { dest, tag, comm, bytes, request, .. } => {
                 let (comm, to) = self.peer(*comm, *dest)?;
                 let request = request_id(*request);
+                self.t.posted.insert(request);
                 self.call(Call::Isend, e, |w, start, _| w.mpi_isend(start, to, comm, *tag as u32, *bytes, request))
             }
             Body::Irecv { request, .. } => {
                 let request = request_id(*request);
+                self.t.posted.insert(request);
                 self.call(Call::Irecv, e, |w, start, _| w.mpi_irecv_request(start, request))
             }
             Body::Wait { request, comm, completion } => {
@@ -294,16 +306,25 @@ impl Out<'_, '_> {
 
     /// A wait or test: the completion of a non-blocking receive is the
     /// receive record (OTF2's MpiIrecv), that of a send an IsendComplete;
-    /// a test that completed nothing is a RequestTest.
+    /// a test that completed nothing is a RequestTest. A request the
+    /// archive never posted gets no request record (see the module's doc).
     fn completed(&mut self, kind: Call, e: &Event, request: u64, comm: u32, done: Option<&Completion>) -> Result<bool> {
         let request = request_id(request);
+        let posted = match done {
+            Some(_) => self.t.posted.remove(&request),
+            None => self.t.posted.contains(&request),
+        };
         match done {
             Some(c) if c.is_recv && !self.receive => self.call(kind, e, |_, _, _| Ok(())),
             Some(c) if c.is_recv => {
                 let (comm, from) = self.peer(comm, c.src)?;
                 let (tag, bytes) = (c.tag as u32, c.bytes);
-                self.call(kind, e, |w, _, end| w.mpi_irecv(end, from, comm, tag, bytes, request))
+                self.call(kind, e, |w, _, end| match posted {
+                    true => w.mpi_irecv(end, from, comm, tag, bytes, request),
+                    false => w.mpi_recv(end, from, comm, tag, bytes),
+                })
             }
+            _ if !posted => self.call(kind, e, |_, _, _| Ok(())),
             Some(_) => self.call(kind, e, |w, _, end| w.mpi_isend_complete(end, request)),
             None => self.call(kind, e, |w, _, end| w.mpi_request_test(end, request)),
         }

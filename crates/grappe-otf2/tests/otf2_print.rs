@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_analysis::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_otf2::Otf2Error;
-use grappe_trace::EventKind;
+use grappe_trace::{Body, Completion, EventKind};
 use std::collections::BTreeMap;
 
 #[test]
@@ -45,6 +45,7 @@ fn a_synthetic_job_reads_back_with_every_event_counted() {
     assert_eq!(count("MPI_COLLECTIVE_END"), allreduces);
     assert_eq!(count("METRIC"), ranks * iterations);
     assert_eq!(lines.len() as u64, summary.events_written, "{kinds:?}");
+    assert_requests_posted(&lines);
 
     let per_location = check_timelines(&lines);
     let defined = defined_locations(&summary.anchor);
@@ -217,10 +218,11 @@ fn a_merged_trace_exports_like_its_per_rank_files() {
 }
 
 /// An interval of a run (`export --from --to`): a valid archive (nested,
-/// nothing left open, `otf2-print -Werror` silent), and every receive
+/// nothing left open, `otf2-print -Werror` silent), every receive
 /// record pairs, in channel order as readers pair them, with a send
 /// written before it: a receive whose send is before the interval keeps
-/// its call but not its message record.
+/// its call but not its message record; and no record completes or tests
+/// a request the archive never posted.
 #[test]
 fn an_interval_pairs_every_receive_record_with_its_own_send() {
     let dir = scratch("interval");
@@ -254,6 +256,7 @@ fn an_interval_pairs_every_receive_record_with_its_own_send() {
             _ => {}
         }
     }
+    assert_requests_posted(&lines);
     receives.sort_by_key(|(_, time)| *time);
     let mut next: BTreeMap<_, usize> = BTreeMap::new();
     for (channel, time) in &receives {
@@ -264,4 +267,72 @@ fn an_interval_pairs_every_receive_record_with_its_own_send() {
     }
     assert_eq!(receives.len() as u64, summary.messages);
     assert!(summary.messages > 0);
+}
+
+/// An interval that starts between an `irecv` and its message's send:
+/// the wait keeps the receive record, a plain `MPI_RECV` since the
+/// request was posted before the archive starts, so the channel pairs;
+/// the other rank's isend posted before the interval has its completion
+/// written without a request record.
+#[test]
+fn a_receive_posted_before_an_interval_keeps_its_record_without_a_request() {
+    let dir = scratch("posted-before");
+    let t = 7_000_000_000u64;
+    let got = Completion { is_recv: true, src: 0, tag: 5, bytes: 8, arrived: false };
+    let sent = Completion { is_recv: false, src: 0, tag: 0, bytes: 0, arrived: false };
+    let rank0 = [
+        (t, t, Body::Init),
+        (t + 100, t + 200, Body::Isend { dest: 1, tag: 6, comm: 0, bytes: 8, seq: 0, request: 3 }),
+        (t + 2_000, t + 2_100, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 0 }),
+        (t + 2_200, t + 2_300, Body::Wait { request: 3, comm: 0, completion: sent }),
+        (t + 3_000, t + 3_000, Body::Finalize),
+    ];
+    let rank1 = [
+        (t, t, Body::Init),
+        (t + 100, t + 200, Body::Irecv { src: 0, tag: 5, comm: 0, request: 7 }),
+        (t + 300, t + 400, Body::Recv { src: 0, tag: 6, comm: 0, bytes: 8, arrived: true, sendrecv: false }),
+        (t + 1_900, t + 2_200, Body::Wait { request: 7, comm: 0, completion: got }),
+        (t + 3_000, t + 3_000, Body::Finalize),
+    ];
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    for (rank, events) in [(0u32, &rank0), (1, &rank1)] {
+        write_events(&grappe_trace::file_for(&traces, rank), &plain_header(rank, 2, "h"), events).unwrap();
+    }
+    let summary = export_window(&traces, &dir.join("out"), "job", Window { from: 1_000, to: 2_500 }).unwrap();
+    assert_eq!(summary.messages, 1);
+    let lines = events(&summary.anchor);
+    check_timelines(&lines);
+    let records: Vec<_> =
+        lines.iter().filter(|l| l.kind.starts_with("MPI_")).map(|l| (l.kind.as_str(), l.location, l.time)).collect();
+    assert_eq!(records, [("MPI_SEND", 0, t + 2_000), ("MPI_RECV", 1, t + 2_200)], "{lines:?}");
+    let waits = lines.iter().filter(|l| l.kind == "ENTER" && l.attrs.contains("MPI_Wait")).count();
+    assert_eq!(waits, 2, "both waits keep their regions");
+}
+
+/// Every request completed or tested on a location was posted there
+/// before (by an `MPI_ISEND` or `MPI_IRECV_REQUEST`), and is completed
+/// once: what Vampir follows a non-blocking call's request by.
+fn assert_requests_posted(lines: &[Line]) {
+    let mut posted: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut completions = 0;
+    for l in lines {
+        let Some(at) = l.attrs.find("Request: ") else { continue };
+        let request = l.attrs[at + "Request: ".len()..].split([',', ' ']).next().unwrap().to_owned();
+        let open = posted.entry(l.location).or_default();
+        match l.kind.as_str() {
+            "MPI_ISEND" | "MPI_IRECV_REQUEST" => open.push(request),
+            kind => {
+                let found = open.iter().position(|r| *r == request);
+                let Some(found) = found else {
+                    panic!("{kind} at {} on location {} for request {request}, never posted", l.time, l.location)
+                };
+                if kind != "MPI_REQUEST_TEST" {
+                    open.remove(found);
+                    completions += 1;
+                }
+            }
+        }
+    }
+    assert!(completions > 0, "the interval completes requests");
 }

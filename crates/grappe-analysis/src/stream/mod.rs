@@ -144,14 +144,14 @@ pub struct CausalStream {
 
 /// What a windowed stream gives out next.
 enum Given {
-    /// A held region enter.
+    /// A held region enter or communicator creation.
     Released,
     /// The event read.
     Read,
     End,
 }
 
-/// The message role of the region enters a window gives out late.
+/// The message role of the held events a window gives out late.
 const NO_MESSAGE: Message = Message::None;
 
 enum Source {
@@ -318,7 +318,7 @@ impl CausalStream {
         Some(self.held_start().map_or(bound, |held| held.min(bound)))
     }
 
-    /// The earliest start of the region enters a window holds back (a
+    /// The earliest start of the region enters and creations a window holds back (a
     /// bound of what is to come, with or without
     /// [`CausalStream::pending_start_bound`]).
     pub fn held_start(&self) -> Option<u64> {

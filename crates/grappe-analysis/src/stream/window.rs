@@ -13,10 +13,13 @@
 //!   at `from`, and they are exactly those;
 //! - the leave of every region kept, wherever it is, so that no viewer
 //!   meets an enter without its leave;
-//! - communicator creations before `to`, wherever they are: later events
-//!   need their groups (OTF2's communicators, PICL's subsets). Kept as
-//!   they come, one before `from` may come out before region enters of
-//!   its rank still held; a rank's other events keep their call order.
+//! - communicator creations before `to`, wherever they are, if anything
+//!   else is kept: later events need their groups (OTF2's communicators,
+//!   PICL's subsets). Those before `from` are held until the first event
+//!   kept (of any rank) and come out just before it and the regions it
+//!   releases, so one may come out before region enters of its rank that
+//!   precede it; a rank's other events keep their call order. A window
+//!   past the end of the run keeps nothing.
 //!
 //! A receive kept whose send is not becomes [`Message::SendOutside`]: the
 //! output has no send to draw its arrow from. Reading stops once every
@@ -56,6 +59,9 @@ pub struct WindowSummary {
     pub kept: u64,
     /// Receives kept whose send was not (their arrows are left out).
     pub cut_messages: u64,
+    /// The latest date of the events read (start or end), global ns: an
+    /// interval that kept nothing may be past the run.
+    pub last_ns: u64,
     /// Whether reading stopped before the end of the trace (every rank
     /// past the interval).
     pub stopped_early: bool,
@@ -93,12 +99,16 @@ pub(super) struct Windowing {
     ranks: PerRank<RankWindow>,
     /// Ranks in the trace not yet past `to`.
     ranks_before_to: usize,
+    /// An event was kept: creations are no longer held.
+    kept_any: bool,
+    /// Communicator creations before `from`, held until an event is kept.
+    creations: Vec<Event>,
     /// Regions kept or held and not left, all ranks (a held one may
     /// still be kept by its leave).
     open: u64,
-    /// Held enters being given out, in call order (reversed: popped).
+    /// Held events being given out, in order (reversed: popped).
     released: Vec<Event>,
-    /// The held enter given out last.
+    /// The held event given out last.
     out: Option<Event>,
     summary: WindowSummary,
 }
@@ -108,13 +118,22 @@ impl Windowing {
     /// traced ranks.
     pub(super) fn new(window: Window, origin: u64, ranks: usize) -> Self {
         let (from, to) = (origin.saturating_add(window.from), origin.saturating_add(window.to));
-        let summary =
-            WindowSummary { from_ns: from, to_ns: to, read: 0, kept: 0, cut_messages: 0, stopped_early: false };
+        let summary = WindowSummary {
+            from_ns: from,
+            to_ns: to,
+            read: 0,
+            kept: 0,
+            cut_messages: 0,
+            last_ns: 0,
+            stopped_early: false,
+        };
         Windowing {
             from,
             to,
             ranks: PerRank::default(),
             ranks_before_to: ranks,
+            kept_any: false,
+            creations: Vec::new(),
             open: 0,
             released: Vec::new(),
             out: None,
@@ -130,7 +149,7 @@ impl Windowing {
         let verdict = match e.body {
             Body::RegionEnter { .. } => self.enter(e),
             Body::RegionLeave { .. } => self.leave(e),
-            Body::CommCreate { .. } if e.start < self.to && !self.overlaps(e.start, e.end) => Verdict::Keep,
+            Body::CommCreate { .. } if e.start < self.to && !self.overlaps(e.start, e.end) => self.creation(e),
             _ if self.overlaps(e.start, e.end) => self.first_kept(e.rank),
             _ => Verdict::Skip,
         };
@@ -150,6 +169,7 @@ impl Windowing {
     /// has no region open at it.
     fn note_progress(&mut self, e: &Event) {
         let finalize = matches!(e.body, Body::Finalize);
+        self.summary.last_ns = self.summary.last_ns.max(e.end.max(e.start));
         let rank = self.ranks.get(e.rank);
         if finalize && !rank.kept_any && e.start < self.from {
             self.open -= rank.held.len() as u64;
@@ -202,21 +222,34 @@ impl Windowing {
         verdict
     }
 
-    /// An event of the rank is kept: if it is the first, the regions held
-    /// are open at `from` and go out before it.
+    /// A creation before `from`: kept once anything else is.
+    fn creation(&mut self, e: &Event) -> Verdict {
+        if self.kept_any {
+            return Verdict::Keep;
+        }
+        self.creations.push(*e);
+        Verdict::Skip
+    }
+
+    /// An event of the rank is kept: if it is the rank's first, the
+    /// regions held are open at `from` and go out before it, and if it is
+    /// the first of all, the creations held go out before those.
     fn first_kept(&mut self, rank: u32) -> Verdict {
         let r = self.ranks.get(rank);
         if r.kept_any {
             return Verdict::Keep;
         }
         r.kept_any = true;
-        if r.held.is_empty() {
-            return Verdict::Keep;
-        }
         let held = std::mem::take(&mut r.held);
         r.depth += held.len() as u32;
-        self.summary.kept += held.len() as u64;
+        self.kept_any = true;
+        // `released` is popped: the creations, then the regions, in order.
         self.released.extend(held.into_iter().rev());
+        self.released.extend(self.creations.drain(..).rev());
+        if self.released.is_empty() {
+            return Verdict::Keep;
+        }
+        self.summary.kept += self.released.len() as u64;
         Verdict::KeepAfterReleased
     }
 
@@ -229,7 +262,7 @@ impl Windowing {
         }
     }
 
-    /// Takes the next held enter to give out; false if none is left.
+    /// Takes the next held event to give out; false if none is left.
     pub(super) fn next_released(&mut self) -> bool {
         self.out = self.released.pop();
         self.out.is_some()
@@ -251,10 +284,11 @@ impl Windowing {
         self.summary.stopped_early = true;
     }
 
-    /// The earliest start of the enters held (the stream's lower bound of
-    /// what is still to come must count them).
+    /// The earliest start of the enters and creations held (the stream's
+    /// lower bound of what is still to come must count them).
     pub(super) fn held_start(&self) -> Option<u64> {
-        self.ranks.iter().filter_map(|(_, r)| r.held.first().map(|e| e.start)).min()
+        let enters = self.ranks.iter().filter_map(|(_, r)| r.held.first().map(|e| e.start));
+        enters.chain(self.creations.first().map(|e| e.start)).min()
     }
 
     pub(super) fn summary(&self) -> WindowSummary {

@@ -104,6 +104,11 @@ fn window_line(w: &WindowSummary, origin: u64) -> String {
     if w.cut_messages > 0 {
         line.push_str(&format!("; {} receives have their send before the interval, and no arrow", w.cut_messages));
     }
+    if w.kept == 0 && w.read > 0 && w.last_ns < w.from_ns {
+        line.push_str(&format!("; the run ends at {}, before the interval", ms(w.last_ns.saturating_sub(origin))));
+    } else if w.kept == 0 {
+        line.push_str("; no event of the run overlaps it");
+    }
     line
 }
 
