@@ -19,6 +19,7 @@
 mod defs;
 mod error;
 mod per_rank;
+mod resume_points;
 
 pub mod check;
 pub mod export;
@@ -37,6 +38,6 @@ pub use error::{AnalysisError, Result};
 pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
 pub use info::{TraceInfo, info};
 pub use matching::{Channel, Matcher, Message, SendSide};
-pub use merge::{MergeOutcome, merge_to_file};
+pub use merge::{MergeLayout, MergeOutcome, merge_to_file, merge_to_file_with};
 pub use set::{Layout, TraceSet};
 pub use stream::{CausalStream, Linked, LinkedRef, StreamSummary, merge_date};

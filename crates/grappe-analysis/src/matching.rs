@@ -203,6 +203,22 @@ impl Matcher {
     pub fn unreceived(&self) -> impl Iterator<Item = (&Channel, &SendSide)> {
         self.in_flight.iter().flat_map(|(c, q)| q.iter().map(move |s| (c, s)))
     }
+
+    /// The id the next send gets.
+    pub fn next_message(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Takes up matching where a resume point of a merged trace left it:
+    /// the sends in flight then (in the order they were sent, their ids
+    /// kept), and the id of the next.
+    pub fn resume(&mut self, next_message: u64, in_flight: impl IntoIterator<Item = (Channel, SendSide)>) {
+        for (channel, send) in in_flight {
+            self.in_flight.entry(channel).or_default().push_back(send);
+            self.pending += 1;
+        }
+        self.next_id = next_message;
+    }
 }
 
 /// Makes `message` a receipt of `send` on `channel`, field by field in

@@ -1,20 +1,39 @@
 //! `grappe trace merge`: the causal stream written as one trace file in
 //! the same format (rank `None`, global dates), so every tool reads it
-//! like the per-rank files and merges chain.
+//! like the per-rank files and merges chain. Every few hundred thousand
+//! events it writes a resume point ([`grappe_trace::resume`]), from which
+//! an interval late in the run is read without what comes before it.
 
 use std::path::Path;
 
 use crate::defs::FileDefinitions;
 use crate::error::{AnalysisError, Result};
 use crate::global::{GlobalTime, REFERENCE};
+use crate::resume_points::OpenState;
 use crate::set::{Layout, TraceSet};
 use crate::stream::{CausalStream, StreamSummary};
 use grappe_trace::format::{Encoded, FileHeader, MergedRank, VERSION};
 use grappe_trace::raw::raw_of_event;
 use grappe_trace::{ClockInfo, Footer, TraceWriter};
 
-/// Events per block of the merged file.
-const BLOCK_EVENTS: usize = 8192;
+/// How a merged file is cut up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeLayout {
+    /// Events per block.
+    pub block_events: usize,
+    /// A resume point after every this many blocks (0: none).
+    pub resume_every: usize,
+}
+
+impl Default for MergeLayout {
+    /// Blocks of 8192 events, a resume point every 32 (262 144 events,
+    /// about 3 MB of file): a reader starting at one reads at most that
+    /// much before the date it wants, and the points, a few hundred bytes
+    /// each, add nothing worth counting.
+    fn default() -> Self {
+        MergeLayout { block_events: 8192, resume_every: 32 }
+    }
+}
 
 /// What a merge wrote.
 #[derive(Debug, Clone)]
@@ -33,7 +52,18 @@ pub fn merge_to_file(
     out: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<MergeOutcome> {
-    let header = merged_header(set, time)?;
+    merge_to_file_with(set, time, out, MergeLayout::default(), progress)
+}
+
+/// [`merge_to_file`] cut up as `layout` says.
+pub fn merge_to_file_with(
+    set: &TraceSet,
+    time: &GlobalTime,
+    out: &Path,
+    layout: MergeLayout,
+    progress: &mut dyn FnMut(u64),
+) -> Result<MergeOutcome> {
+    let header = merged_header(set, time, layout)?;
     let io = |e| AnalysisError::io(out, e);
     let mut writer = TraceWriter::create(out, &header).map_err(io)?;
     let samples = reference_samples(set)?;
@@ -42,15 +72,24 @@ pub fn merge_to_file(
     }
     let mut stream = CausalStream::open(set, time)?;
     let mut defs = FileDefinitions::default();
-    let mut block: Vec<Encoded> = Vec::with_capacity(BLOCK_EVENTS);
-    let mut written = 0u64;
+    let block_events = layout.block_events.max(1);
+    let mut block: Vec<Encoded> = Vec::with_capacity(block_events);
+    let (mut written, mut blocks) = (0u64, 0usize);
+    let mut open = OpenState::default();
     while let Some(linked) = stream.next_event()? {
         let e = linked.event;
+        open.observe(e);
         let raw = raw_of_event(e, &mut defs);
         block.push(Encoded { rank: e.rank, start: e.start, end: e.end, alpha_ns: e.alpha_ns, raw });
-        if block.len() == BLOCK_EVENTS {
+        if block.len() == block_events {
             written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
             progress(written);
+            blocks += 1;
+            if layout.resume_every > 0 && blocks % layout.resume_every == 0 {
+                let point = open.point(stream.matcher(), &mut defs);
+                writer.write_definitions(&defs.take_pending()).map_err(io)?;
+                writer.write_resume(&point).map_err(io)?;
+            }
         }
     }
     written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
@@ -94,7 +133,7 @@ fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
     Ok(trace.clock_samples().to_vec())
 }
 
-fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
+fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
     let first = &set.files()[0].header;
     if set.layout() == Layout::Merged {
         return Ok(first.clone());
@@ -135,7 +174,7 @@ fn merged_header(set: &TraceSet, time: &GlobalTime) -> Result<FileHeader> {
         calibration: reference.calibration.clone(),
         schema: reference.schema.clone(),
         flush_policy: reference.flush_policy.clone(),
-        buffer_events: BLOCK_EVENTS as u64,
+        buffer_events: layout.block_events as u64,
         started_unix_ns: set.files().iter().map(|f| f.header.started_unix_ns).min().unwrap_or(0),
         merged_from,
     })

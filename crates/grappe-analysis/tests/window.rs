@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use grappe_analysis::stream::{Window, WindowSummary};
 use grappe_analysis::synthetic::{ITERATION_NS, SyntheticJob, plain_header, write_events, write_job};
-use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Linked, Message, TraceSet};
+use grappe_analysis::{
+    CausalStream, GlobalOptions, GlobalTime, Linked, MergeLayout, Message, TraceSet, merge_to_file_with,
+};
 use grappe_trace::{ANY, Body, CollectiveKind, Event};
 use proptest::prelude::*;
 
@@ -28,6 +30,25 @@ fn open(location: &Path) -> CausalStream {
     let set = TraceSet::open(location).unwrap();
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
     CausalStream::open(&set, &time).unwrap()
+}
+
+/// The same window read from the trace merged into one file, with a
+/// resume point every `block` events: the same events and messages in the
+/// same order (message ids included), the same counts, no more read.
+/// Returns what the merged file's window read.
+fn merged_agrees(dir: &Path, window: Window, block: usize, kept: &[Linked], summary: WindowSummary) -> u64 {
+    let merged = dir.with_extension("merged.gtrace");
+    let set = TraceSet::open(dir).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let layout = MergeLayout { block_events: block, resume_every: 1 };
+    merge_to_file_with(&set, &time, &merged, layout, &mut |_| {}).unwrap();
+    let (got, got_summary) = read(open(&merged).windowed(window));
+    let _ = std::fs::remove_file(&merged);
+    let got_summary = got_summary.unwrap();
+    assert_eq!(got, kept, "the merged file's window differs from the per-rank files' one");
+    assert_eq!((got_summary.kept, got_summary.cut_messages), (summary.kept, summary.cut_messages));
+    assert!(got_summary.read <= summary.read + got_summary.kept, "{got_summary:?} against {summary:?}");
+    got_summary.read
 }
 
 /// The events a stream gives out, and its window's summary.
@@ -171,6 +192,7 @@ proptest! {
             prop_assert_eq!(created, want_created, "rank {}", rank);
         }
         let summary = summary.unwrap();
+        merged_agrees(&dir, Window { from, to: from + length }, 4, &kept, summary);
         prop_assert_eq!(summary.kept, kept.len() as u64);
         prop_assert!(summary.read <= whole.len() as u64);
         prop_assert_eq!((summary.from_ns, summary.to_ns), (T + from, T + from + length));
@@ -227,6 +249,7 @@ proptest! {
             }
         }
         prop_assert_eq!(summary.unwrap().cut_messages, cut);
+        merged_agrees(&dir, Window { from, to: from + length }, 16, &kept, summary.unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -257,4 +280,24 @@ fn a_region_spanning_the_window_is_kept_by_its_leave() {
     assert!(kept.iter().all(|l| l.message == Message::None));
     let summary = summary.unwrap();
     assert_eq!((summary.read, summary.kept, summary.stopped_early), (5, 2, true));
+}
+
+/// A window late in a merged trace starts at the last resume point before
+/// it: it reads a few blocks, not the run, and gives what the per-rank
+/// files give (messages in flight at the point included).
+#[test]
+fn a_late_window_of_a_merged_trace_starts_at_a_resume_point() {
+    let dir = scratch("resume");
+    write_job(&dir, &SyntheticJob::distorted(4, 400)).unwrap();
+    let window = Window { from: 380 * ITERATION_NS + 5_000, to: 382 * ITERATION_NS };
+    let (kept, summary) = read(open(&dir).windowed(window));
+    let summary = summary.unwrap();
+    assert!(summary.cut_messages > 0 && kept.iter().any(|l| matches!(l.message, Message::Received { .. })));
+    let read = merged_agrees(&dir, window, 64, &kept, summary);
+    assert!(
+        read * 10 < summary.read,
+        "read {read} events from the merged file, {} from the ranks' files",
+        summary.read
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

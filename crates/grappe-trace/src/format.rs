@@ -6,7 +6,8 @@
 //! header                         JSON (FileHeader): identity, clock, α calibration, schema
 //! block*                         16-byte block header + payload
 //!   magic "GRBK"  u32
-//!   kind          u8   (1 definitions, 2 events, 3 clock samples, 4 footer)
+//!   kind          u8   (1 definitions, 2 events, 3 clock samples, 4 footer,
+//!                       5 resume point: merged traces, see crate::resume)
 //!   reserved      3 bytes
 //!   payload len   u32
 //!   crc32         u32  (of the payload)
@@ -46,6 +47,9 @@ pub enum BlockKind {
     ClockSamples = 3,
     /// Totals, written when the rank finishes.
     Footer = 4,
+    /// What a reader starting after it needs of the events before it
+    /// (merged traces; [`crate::resume`]).
+    Resume = 5,
 }
 
 impl BlockKind {
@@ -56,6 +60,7 @@ impl BlockKind {
             2 => BlockKind::Events,
             3 => BlockKind::ClockSamples,
             4 => BlockKind::Footer,
+            5 => BlockKind::Resume,
             _ => return None,
         })
     }
@@ -294,11 +299,11 @@ fn get_long_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-fn zigzag(v: i64) -> u64 {
+pub(crate) fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-fn unzigzag(v: u64) -> i64 {
+pub(crate) fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 

@@ -14,6 +14,7 @@ pub mod interned;
 pub mod raw;
 mod reader;
 mod recorder;
+pub mod resume;
 pub mod site;
 mod writer;
 

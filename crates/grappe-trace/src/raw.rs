@@ -298,7 +298,10 @@ pub trait Interner {
 }
 
 /// The raw record of an event, call site included (start and end are set
-/// by the caller).
+/// by the caller). Inlined: `merge` calls it for every event, and LLVM
+/// stops inlining it on its own once it has a second caller (25
+/// instructions an event).
+#[inline(always)]
 pub fn raw_of_event(event: &Event, interner: &mut dyn Interner) -> RawEvent {
     let mut raw = raw_of(&event.body, interner);
     raw.site = event.site.map_or(0, |site| interner.site(site) + 1);

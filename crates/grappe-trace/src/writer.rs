@@ -49,6 +49,12 @@ impl TraceWriter {
         written
     }
 
+    /// Writes a resume point (merged traces: [`crate::resume`]), after
+    /// the definitions its events use.
+    pub fn write_resume(&mut self, resume: &crate::resume::EncodedResume) -> std::io::Result<()> {
+        self.write_block(BlockKind::Resume, |out| crate::resume::encode_resume(resume, out))
+    }
+
     /// Writes an events block.
     pub fn write_events(&mut self, events: impl ExactSizeIterator<Item = Encoded>) -> std::io::Result<()> {
         self.write_block(BlockKind::Events, |out| encode_events(events, out))

@@ -1,6 +1,7 @@
 //! A trace file read a block of events at a time, its head borrowed in
 //! place: what the k-way merge and the merged-file reader both walk.
 
+use grappe_trace::resume::Resume;
 use grappe_trace::{Ending, Event, TraceFile};
 
 use crate::error::Result;
@@ -33,6 +34,19 @@ impl Blocks {
     pub(super) fn pass_head(&mut self) -> bool {
         self.head += 1;
         self.head < self.block.len()
+    }
+
+    /// Moves the file to its last resume point settled before `date`
+    /// ([`TraceFile::resume_before`]), dropping the block in hand; the
+    /// caller fills again.
+    pub(super) fn resume_before(&mut self, date: u64) -> Result<Option<Resume>> {
+        let Some(file) = &mut self.file else { return Ok(None) };
+        let point = file.resume_before(date)?;
+        if point.is_some() {
+            self.block.clear();
+            self.head = 0;
+        }
+        Ok(point)
     }
 
     /// Reads blocks until one has events or the file ends, handing each

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use grappe_trace::resume::Resume;
 use grappe_trace::{Event, TraceFile};
 
 use super::FlowSummary;
@@ -44,6 +45,16 @@ impl MergedFile {
             }
         })?;
         Ok(())
+    }
+
+    /// Goes on from the last resume point settled before `date`, if the
+    /// file has one after the head: the events in between are not read.
+    pub(super) fn resume_before(&mut self, date: u64) -> Result<Option<Resume>> {
+        let point = self.blocks.resume_before(date)?;
+        if point.is_some() {
+            self.fill()?;
+        }
+        Ok(point)
     }
 
     pub(super) fn summaries(&self) -> Vec<FlowSummary> {

@@ -23,7 +23,7 @@ mod window;
 
 use crate::error::Result;
 use crate::global::GlobalTime;
-use crate::matching::{Matcher, Message, receive_of};
+use crate::matching::{Channel, Matcher, Message, SendSide, receive_of};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
 use merged::MergedFile;
@@ -140,6 +140,8 @@ pub struct CausalStream {
     kept_pending: bool,
     /// A windowed stream ended.
     window_done: bool,
+    /// A windowed merged file has not looked for a resume point yet.
+    resume_pending: bool,
 }
 
 /// What a windowed stream gives out next.
@@ -187,6 +189,7 @@ impl CausalStream {
             window: None,
             kept_pending: false,
             window_done: false,
+            resume_pending: false,
         })
     }
 
@@ -194,9 +197,12 @@ impl CausalStream {
     /// [`CausalStream::origin`]: the events that overlap it, the regions
     /// open at its start and the leaves of those kept, communicator
     /// creations before its end (see [`Window`]). Call it before reading.
+    /// A merged file with resume points is read from the last one before
+    /// the interval.
     pub fn windowed(mut self, window: Window) -> CausalStream {
         self.window = Some(Box::new(Windowing::new(window, self.origin.unwrap_or(0), self.traced)));
         self.done = true; // every event goes through the window
+        self.resume_pending = matches!(self.source, Source::Merged(_));
         self
     }
 
@@ -257,6 +263,9 @@ impl CausalStream {
 
     /// Reads on until the window gives something out.
     fn advance_window(&mut self, window: &mut Windowing) -> Result<Given> {
+        if std::mem::take(&mut self.resume_pending) {
+            self.resume(window).inspect_err(|_| self.window_done = true)?;
+        }
         loop {
             if window.next_released() {
                 return Ok(Given::Released);
@@ -283,6 +292,27 @@ impl CausalStream {
                 Verdict::KeepAfterReleased => self.kept_pending = true,
             }
         }
+    }
+
+    /// Starts a merged file at its last resume point before the window:
+    /// the matcher takes up its messages in flight, and the window its
+    /// creations, open regions and finalized ranks, as if it had read
+    /// every event before the point. All of those ended before the window,
+    /// so none is kept for itself.
+    fn resume(&mut self, window: &mut Windowing) -> Result<()> {
+        let Source::Merged(merged) = &mut self.source else { return Ok(()) };
+        let Some(point) = merged.resume_before(window.from())? else { return Ok(()) };
+        let in_flight = point.in_flight.iter().map(|m| {
+            let channel = Channel { src: m.src, dst: m.dst, comm: m.comm, tag: m.tag };
+            (channel, SendSide { id: m.id, start: m.start, end: m.end, bytes: m.bytes, seq: m.seq })
+        });
+        self.matcher.resume(point.next_message, in_flight);
+        for event in &point.events {
+            let mut message = Message::None;
+            let verdict = window.judge(event, &mut message);
+            debug_assert!(verdict == Verdict::Skip, "an event before the window kept: {event:?}");
+        }
+        Ok(())
     }
 
     /// Lets the previous event go, finds the next one and matches it;

@@ -141,6 +141,11 @@ impl Windowing {
         }
     }
 
+    /// The start of the interval, global ns.
+    pub(super) fn from(&self) -> u64 {
+        self.from
+    }
+
     /// Judges the event read; a kept receive whose send is not kept has
     /// its `message` made [`Message::SendOutside`].
     pub(super) fn judge(&mut self, e: &Event, message: &mut Message) -> Verdict {

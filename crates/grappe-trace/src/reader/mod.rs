@@ -8,7 +8,7 @@
 //! payload) are an error naming the file, the offset and what was expected.
 
 use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -21,6 +21,8 @@ use crate::format::{
 use crate::interned::{Members, Text};
 use crate::raw::{DecodeError, Definitions};
 use crate::site::Site;
+
+mod resume;
 
 /// What is wrong with a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -86,10 +88,16 @@ pub enum Ending {
     },
 }
 
+/// What a trace is read from: a file, or bytes in memory (seekable, so
+/// that a reader can start at a resume point).
+pub trait Source: Read + Seek + Send {}
+
+impl<T: Read + Seek + Send> Source for T {}
+
 /// A trace file being read.
 pub struct TraceFile {
     path: PathBuf,
-    input: BufReader<Box<dyn Read + Send>>,
+    input: BufReader<Box<dyn Source>>,
     header: FileHeader,
     offset: u64,
     defs: Defs,
@@ -98,6 +106,18 @@ pub struct TraceFile {
     /// The payload of the block being read, kept from one block to the
     /// next (a fresh one per block costs an allocation and a memset).
     payload: Vec<u8>,
+}
+
+/// A block's header, read.
+#[derive(Debug, Clone, Copy)]
+struct BlockHead {
+    kind: BlockKind,
+    /// Offset of the header in the file.
+    start: u64,
+    /// Payload bytes.
+    len: usize,
+    /// Their checksum.
+    crc: u32,
 }
 
 /// Definitions by id. A string lookup happens for every region, point,
@@ -170,7 +190,7 @@ impl TraceFile {
     }
 
     /// Reads a trace from any byte source; `path` names it in errors.
-    pub fn from_reader(path: &Path, source: Box<dyn Read + Send>) -> Result<TraceFile, TraceError> {
+    pub fn from_reader(path: &Path, source: Box<dyn Source>) -> Result<TraceFile, TraceError> {
         let mut input = BufReader::with_capacity(1 << 20, source);
         let (header, offset) = read_header(path, &mut input)?;
         Ok(TraceFile {
@@ -240,6 +260,8 @@ impl TraceFile {
     fn absorb_payload(&mut self, kind: BlockKind, payload: &[u8], at: u64) -> Result<(), TraceError> {
         match kind {
             BlockKind::Events => unreachable!("event blocks are decoded or skipped by the caller"),
+            // Only a reader looking for where to start uses them.
+            BlockKind::Resume => {}
             BlockKind::Definitions => self.absorb_definitions(payload, at)?,
             BlockKind::ClockSamples => {
                 let samples = decode_samples(payload).map_err(|e| self.corrupt_in(at, e))?;
@@ -323,6 +345,13 @@ impl TraceFile {
     /// Reads the next block into `self.payload`: (kind, payload offset).
     /// `None` at a clean end of file, or after recording a cut in `ending`.
     fn next_block(&mut self) -> Result<Option<(BlockKind, u64)>, TraceError> {
+        let Some(head) = self.next_head()? else { return Ok(None) };
+        self.read_payload(&head)
+    }
+
+    /// Reads the next block's header. `None` at a clean end of file, or
+    /// after recording a cut in `ending`.
+    fn next_head(&mut self) -> Result<Option<BlockHead>, TraceError> {
         let start = self.offset;
         let mut header = [0u8; BLOCK_HEADER];
         match read_full(&mut self.input, &mut header).map_err(|source| self.io(source))? {
@@ -345,12 +374,19 @@ impl TraceFile {
             return Err(self.corrupt(start + 5, format!("reserved bytes 0, found {:?}", &header[5..8])));
         }
         let kind = BlockKind::from_u8(header[4])
-            .ok_or_else(|| self.corrupt(start + 4, format!("a block kind from 1 to 4, found {}", header[4])))?;
+            .ok_or_else(|| self.corrupt(start + 4, format!("a block kind from 1 to 5, found {}", header[4])))?;
         let len = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
         if len > MAX_BLOCK {
             return Err(self.corrupt(start + 8, format!("a block length up to {MAX_BLOCK} bytes, found {len}")));
         }
         let crc = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+        Ok(Some(BlockHead { kind, start, len, crc }))
+    }
+
+    /// Reads the payload of the block whose header was just read, and
+    /// checks it: (kind, payload offset), or `None` after recording a cut.
+    fn read_payload(&mut self, head: &BlockHead) -> Result<Option<(BlockKind, u64)>, TraceError> {
+        let BlockHead { kind, start, len, crc } = *head;
         // Bytes already initialised are not zeroed again.
         if self.payload.len() < len {
             self.payload.resize(len, 0);

@@ -1,0 +1,133 @@
+//! Resume points of merged traces, as the reader sees them: reading on
+//! past them changes nothing, starting at one gives what follows it, and
+//! a cut or corrupt file gives a clear answer, never a panic.
+
+use std::path::{Path, PathBuf};
+
+use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_analysis::{GlobalOptions, GlobalTime, MergeLayout, TraceSet, merge_to_file, merge_to_file_with};
+use grappe_trace::{Ending, Event, TraceError, TraceFile};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("grappe-resume-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The synthetic job merged twice: without resume points and with one
+/// every 50 events.
+fn merged_twice(dir: &Path) -> (PathBuf, PathBuf) {
+    write_job(&dir.join("ranks"), &SyntheticJob::distorted(3, 100)).unwrap();
+    let set = TraceSet::open(&dir.join("ranks")).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let (plain, pointed) = (dir.join("plain.gtrace"), dir.join("pointed.gtrace"));
+    let none = MergeLayout { block_events: 50, resume_every: 0 };
+    merge_to_file_with(&set, &time, &plain, none, &mut |_| {}).unwrap();
+    merge_to_file_with(&set, &time, &pointed, MergeLayout { resume_every: 1, ..none }, &mut |_| {}).unwrap();
+    (plain, pointed)
+}
+
+fn all_events(trace: &mut TraceFile) -> Result<Vec<Event>, TraceError> {
+    let mut events = Vec::new();
+    while let Some(block) = trace.next_events()? {
+        events.extend(block);
+    }
+    Ok(events)
+}
+
+#[test]
+fn a_reader_going_through_resume_points_reads_the_same_events() {
+    let dir = scratch("same");
+    let (plain, pointed) = merged_twice(&dir);
+    let whole = all_events(&mut TraceFile::open(&plain).unwrap()).unwrap();
+    let mut trace = TraceFile::open(&pointed).unwrap();
+    assert_eq!(all_events(&mut trace).unwrap(), whole);
+    assert!(matches!(trace.ending(), Some(Ending::Complete(_))));
+    assert!(TraceFile::open(&plain).unwrap().resume_before(u64::MAX).unwrap().is_none(), "no points, no resume");
+    assert_eq!(MergeLayout::default().resume_every, 32, "the default layout writes points");
+    // A merge of the default layout reads back the same (too short a job for a point).
+    let set = TraceSet::open(&dir.join("ranks")).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    merge_to_file(&set, &time, &dir.join("default.gtrace"), &mut |_| {}).unwrap();
+    assert_eq!(all_events(&mut TraceFile::open(&dir.join("default.gtrace")).unwrap()).unwrap(), whole);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// For dates across the run: the point given is settled before the date,
+/// the events after it are the whole file's from some event on, every
+/// event before them ended by the settled date, and the next point (if
+/// any) is settled at or after the date.
+#[test]
+fn starting_at_a_resume_point_gives_what_follows_it() {
+    let dir = scratch("start");
+    let (_, pointed) = merged_twice(&dir);
+    let whole = all_events(&mut TraceFile::open(&pointed).unwrap()).unwrap();
+    let (first, last) = (whole[0].start, whole.iter().map(|e| e.end).max().unwrap());
+    let mut resumed = 0;
+    for step in 0..=20u64 {
+        let date = first + (last - first) * step / 20;
+        let mut trace = TraceFile::open(&pointed).unwrap();
+        let Some(point) = trace.resume_before(date).unwrap() else {
+            assert!(
+                whole.iter().take(50).any(|e| e.end >= date),
+                "no point before {date}, yet the first block ended by then"
+            );
+            continue;
+        };
+        resumed += 1;
+        assert!(point.settled < date);
+        let rest = all_events(&mut trace).unwrap();
+        let skipped = &whole[..whole.len() - rest.len()];
+        assert_eq!(rest, whole[skipped.len()..], "the events after the point");
+        assert!(skipped.iter().all(|e| e.end <= point.settled));
+        assert_eq!(skipped.iter().map(|e| e.end).max(), Some(point.settled), "settled is the latest end before it");
+        // The next point would have been settled too late: it is the last one.
+        if rest.len() > 50 {
+            let next_block_ends = rest.iter().take(50).map(|e| e.end).max().unwrap();
+            assert!(next_block_ends.max(point.settled) >= date, "a later point was settled before {date}");
+        }
+    }
+    assert!(resumed >= 15, "resumed at {resumed} of 21 dates");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A merged file cut in the middle resumes at its last complete point
+/// and reads on to the cut; one whose resume point is corrupt says
+/// where. Neither panics.
+#[test]
+fn a_cut_or_corrupt_merged_file_is_named() {
+    let dir = scratch("cut");
+    let (_, pointed) = merged_twice(&dir);
+    let bytes = std::fs::read(&pointed).unwrap();
+    let cut = dir.join("cut.gtrace");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let mut trace = TraceFile::open(&cut).unwrap();
+    let point = trace.resume_before(u64::MAX).unwrap().expect("a point before the cut");
+    assert!(point.settled > 0);
+    all_events(&mut trace).unwrap();
+    assert!(matches!(trace.ending(), Some(Ending::Cut { .. })), "{:?}", trace.ending());
+
+    // The first resume block's payload, one byte changed: its checksum fails.
+    let at = resume_payload_offset(&bytes);
+    let mut bad = bytes.clone();
+    bad[at] ^= 0x40;
+    let corrupt = dir.join("corrupt.gtrace");
+    std::fs::write(&corrupt, &bad).unwrap();
+    let err = TraceFile::open(&corrupt).unwrap().resume_before(u64::MAX).unwrap_err().to_string();
+    assert!(err.contains("corrupt.gtrace") && err.contains(&at.to_string()) && err.contains("checksum"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Where the first resume block's payload starts (blocks after the
+/// header: magic, kind at +4, length at +8..12, 16-byte header).
+fn resume_payload_offset(bytes: &[u8]) -> usize {
+    let mut at = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    loop {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if bytes[at + 4] == 5 {
+            return at + 16;
+        }
+        at += 16 + len;
+    }
+}
