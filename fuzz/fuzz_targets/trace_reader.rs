@@ -66,7 +66,8 @@ fn read_from_a_resume_point(data: &[u8]) {
     };
     if let Ok(Some(point)) = trace.resume_before(date) {
         assert!(point.settled < date);
-        assert!(point.events.iter().all(|e| e.end >= e.start));
+        assert!(point.events.iter().all(|e| e.start <= e.end && e.end <= point.settled));
+        assert!(point.in_flight.iter().all(|m| m.end <= point.settled));
     }
     while let Ok(Some(block)) = trace.next_events() {
         assert!(block.iter().all(|e| e.end >= e.start));

@@ -7,7 +7,7 @@ use grappe_trace::raw::{Interner, raw_of_event};
 use grappe_trace::resume::{EncodedResume, InFlight};
 use grappe_trace::{Body, Event};
 
-use crate::matching::Matcher;
+use crate::matching::{Channel, Matcher, SendSide};
 use crate::per_rank::PerRank;
 
 /// What the events written so far leave open.
@@ -43,20 +43,7 @@ impl OpenState {
     /// must be written before the point.
     #[inline(never)]
     pub(crate) fn point(&self, matcher: &Matcher, interner: &mut dyn Interner) -> EncodedResume {
-        let mut in_flight: Vec<InFlight> = matcher
-            .unreceived()
-            .map(|(c, s)| InFlight {
-                src: c.src,
-                dst: c.dst,
-                comm: c.comm,
-                tag: c.tag,
-                id: s.id,
-                start: s.start,
-                end: s.end,
-                bytes: s.bytes,
-                seq: s.seq,
-            })
-            .collect();
+        let mut in_flight: Vec<InFlight> = matcher.unreceived().map(|(c, s)| in_flight(c, s)).collect();
         in_flight.sort_by_key(|m| m.id);
         let regions = self.regions.iter().flat_map(|(_, open)| open.iter());
         let events = self.creations.iter().chain(regions).chain(&self.finalized);
@@ -71,4 +58,16 @@ impl OpenState {
             .collect();
         EncodedResume { settled: self.settled, next_message: matcher.next_message(), in_flight, events }
     }
+}
+
+/// A message in flight as a resume point stores it.
+fn in_flight(c: &Channel, s: &SendSide) -> InFlight {
+    let (id, start, end, bytes, seq) = (s.id, s.start, s.end, s.bytes, s.seq);
+    InFlight { src: c.src, dst: c.dst, comm: c.comm, tag: c.tag, id, start, end, bytes, seq }
+}
+
+/// A message in flight of a resume point, as the matcher takes it up.
+pub(crate) fn sent(m: &InFlight) -> (Channel, SendSide) {
+    let channel = Channel { src: m.src, dst: m.dst, comm: m.comm, tag: m.tag };
+    (channel, SendSide { id: m.id, start: m.start, end: m.end, bytes: m.bytes, seq: m.seq })
 }

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
 use grappe_analysis::{GlobalOptions, GlobalTime, MergeLayout, TraceSet, merge_to_file, merge_to_file_with};
-use grappe_trace::{Ending, Event, TraceError, TraceFile};
+use grappe_trace::format::Encoded;
+use grappe_trace::resume::EncodedResume;
+use grappe_trace::{Ending, Event, TraceError, TraceFile, TraceWriter};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("grappe-resume-{}-{name}", std::process::id()));
@@ -116,6 +118,28 @@ fn a_cut_or_corrupt_merged_file_is_named() {
     std::fs::write(&corrupt, &bad).unwrap();
     let err = TraceFile::open(&corrupt).unwrap().resume_before(u64::MAX).unwrap_err().to_string();
     assert!(err.contains("corrupt.gtrace") && err.contains(&at.to_string()) && err.contains("checksum"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A resume point that holds an event ending after the date it says
+/// everything before it ended by is refused, naming the file and offset:
+/// a reader starting there would miss that event.
+#[test]
+fn a_resume_point_holding_a_later_date_is_refused() {
+    let dir = scratch("late");
+    let (_, pointed) = merged_twice(&dir);
+    let header = TraceFile::open(&pointed).unwrap().header().clone();
+    let bad = dir.join("late.gtrace");
+    let mut writer = TraceWriter::create(&bad, &header).unwrap();
+    let raw = grappe_trace::RawEvent { kind: grappe_trace::EventKind::Finalize.id(), ..Default::default() };
+    let finalize = Encoded { rank: 0, start: 900, end: 900, alpha_ns: 0, raw };
+    writer.write_resume(&EncodedResume { settled: 500, events: vec![finalize], ..Default::default() }).unwrap();
+    drop(writer);
+    let err = TraceFile::open(&bad).unwrap().resume_before(1_000).unwrap_err().to_string();
+    assert!(
+        err.contains("late.gtrace") && err.contains("settled by its date 500, not one holding a date 900"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

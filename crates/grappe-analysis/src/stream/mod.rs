@@ -23,7 +23,7 @@ mod window;
 
 use crate::error::Result;
 use crate::global::GlobalTime;
-use crate::matching::{Channel, Matcher, Message, SendSide, receive_of};
+use crate::matching::{Matcher, Message, receive_of};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
 use merged::MergedFile;
@@ -302,11 +302,7 @@ impl CausalStream {
     fn resume(&mut self, window: &mut Windowing) -> Result<()> {
         let Source::Merged(merged) = &mut self.source else { return Ok(()) };
         let Some(point) = merged.resume_before(window.from())? else { return Ok(()) };
-        let in_flight = point.in_flight.iter().map(|m| {
-            let channel = Channel { src: m.src, dst: m.dst, comm: m.comm, tag: m.tag };
-            (channel, SendSide { id: m.id, start: m.start, end: m.end, bytes: m.bytes, seq: m.seq })
-        });
-        self.matcher.resume(point.next_message, in_flight);
+        self.matcher.resume(point.next_message, point.in_flight.iter().map(crate::resume_points::sent));
         for event in &point.events {
             let mut message = Message::None;
             let verdict = window.judge(event, &mut message);

@@ -71,7 +71,16 @@ impl TraceFile {
             let mut events = Vec::new();
             self.decode_event_block(&payload[pos..], at + pos as u64, &mut events)?;
             let ResumeHead { settled, next_message, in_flight } = head;
-            Ok(Resume { settled, next_message, in_flight, events })
+            // What a point carries ended before it: a reader starting there
+            // counts on it (none of it may fall in the interval it reads).
+            let late = events.iter().map(|e| e.end).chain(in_flight.iter().map(|m| m.end)).find(|&end| end > settled);
+            match late {
+                Some(end) => Err(self.corrupt(
+                    at,
+                    format!("a resume point settled by its date {settled}, not one holding a date {end}"),
+                )),
+                None => Ok(Resume { settled, next_message, in_flight, events }),
+            }
         });
         self.payload = payload;
         decoded.map(Some)
