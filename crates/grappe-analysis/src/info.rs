@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
+use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::RankThread;
 use grappe_trace::{Ending, EventKind, FileHeader};
 use serde::Serialize;
@@ -68,6 +69,8 @@ pub struct FileInfo {
     pub flushes: Option<u64>,
     /// Clock samples in the file.
     pub clock_samples: usize,
+    /// α, the recording cost the recorder measured, in ns per kind name.
+    pub alpha_ns: BTreeMap<String, u32>,
     /// How the file ends.
     pub ending: String,
     /// True if the file has its footer.
@@ -180,9 +183,32 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
         dropped,
         flushes,
         clock_samples,
+        alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
         ending,
         complete,
     }
+}
+
+/// `22 ns each runtime call; 14 ns point, counter, region_enter; ...`:
+/// the kinds grouped by α, largest first.
+fn alpha_text(alpha_ns: &BTreeMap<String, u32>) -> String {
+    let mut by_cost: BTreeMap<std::cmp::Reverse<u32>, Vec<&str>> = BTreeMap::new();
+    for (kind, &ns) in alpha_ns {
+        by_cost.entry(std::cmp::Reverse(ns)).or_default().push(kind);
+    }
+    let calls: Vec<&str> =
+        EventKind::ALL.iter().filter(|&&k| recording_of(k) == Recording::Call).map(|k| k.name()).collect();
+    let groups: Vec<String> = by_cost
+        .into_iter()
+        .map(|(std::cmp::Reverse(ns), mut kinds)| {
+            if calls.iter().all(|c| kinds.contains(c)) {
+                kinds.retain(|k| !calls.contains(k));
+                kinds.insert(0, "each runtime call");
+            }
+            format!("{ns} ns {}", kinds.join(", "))
+        })
+        .collect();
+    groups.join("; ")
 }
 
 impl fmt::Display for TraceInfo {
@@ -206,6 +232,9 @@ impl fmt::Display for TraceInfo {
             }
             let drops = file.dropped.map_or("unknown".to_owned(), |d| d.to_string());
             writeln!(f, "    {}, {drops} dropped, {} clock samples", file.buffering, file.clock_samples)?;
+            if !file.alpha_ns.is_empty() {
+                writeln!(f, "    recording cost (α): {}", alpha_text(&file.alpha_ns))?;
+            }
             writeln!(f, "    {}", file.ending)?;
         }
         writeln!(f, "{:>6} {:>12} {:>14}  kinds", "rank", "events", "duration (s)")?;
@@ -234,5 +263,35 @@ impl fmt::Display for ThreadText<'_> {
             write!(f, " (runs ranks {}, taking turns)", ranks.join(", "))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alphas(of: impl Fn(EventKind) -> u32) -> BTreeMap<String, u32> {
+        EventKind::ALL.iter().map(|&k| (k.name().to_owned(), of(k))).collect()
+    }
+
+    #[test]
+    fn the_recording_costs_group_the_kinds_that_share_one() {
+        let by_recording = alphas(|k| match recording_of(k) {
+            Recording::Call => 22,
+            Recording::Named => 18,
+            Recording::Instant => 12,
+        });
+        assert_eq!(
+            alpha_text(&by_recording),
+            "22 ns each runtime call; 18 ns counter, point, region_enter; 12 ns flush_begin, flush_end, region_leave"
+        );
+        // A file whose non-blocking posts cost what points do: the calls are named.
+        let older = alphas(|k| match (k, recording_of(k)) {
+            (EventKind::Isend | EventKind::Irecv, _) | (_, Recording::Named | Recording::Instant) => 11,
+            _ => 22,
+        });
+        let text = alpha_text(&older);
+        assert!(text.starts_with("22 ns collective, comm_create, finalize, init, iprobe, probe, recv, send"), "{text}");
+        assert!(text.contains("; 11 ns counter, flush_begin, flush_end, irecv, isend, point,"), "{text}");
     }
 }

@@ -8,6 +8,7 @@
 use std::panic::Location;
 
 use grappe_proto::{Completion, Result, Status};
+use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{ARRIVED, RECV_OF_SENDRECV};
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
@@ -60,6 +61,8 @@ impl Communicator {
         kind: EventKind,
         fill: impl FnOnce(&mut Recorder, &mut RawEvent),
     ) {
+        // α of the kind is calibrated as this records it (two dates, a site).
+        debug_assert_eq!(recording_of(kind), Recording::Call, "{kind:?} is recorded as a call");
         let mut rec = self.rank_context().recorder();
         let end = rec.now();
         let site = site.map_or(0, |location| rec.site(location));
@@ -205,7 +208,7 @@ impl Communicator {
         let location = Location::caller();
         if self.rank_context().tracing() {
             let mut rec = self.rank_context().recorder();
-            let (a, b) = (rec.intern(name), rec.location(location));
+            let (a, b) = rec.name_at(name, location);
             let now = rec.now();
             rec.record(RawEvent {
                 start: now,
@@ -226,17 +229,19 @@ impl Communicator {
         let location = Location::caller();
         if self.rank_context().tracing() {
             let mut rec = self.rank_context().recorder();
-            let (a, b) = (rec.intern(name), rec.location(location));
+            let (a, b) = rec.name_at(name, location);
             let now = rec.now();
             rec.record(RawEvent { start: now, end: now, kind: EventKind::Point.id(), a, b, ..RawEvent::default() });
         }
     }
 
     /// Records a sample of a named counter.
+    #[track_caller]
     pub fn trace_counter(&self, name: &str, value: i64) {
+        let location = Location::caller();
         if self.rank_context().tracing() {
             let mut rec = self.rank_context().recorder();
-            let a = rec.intern(name);
+            let a = rec.counter_name_at(name, location);
             let now = rec.now();
             rec.record(RawEvent {
                 start: now,

@@ -7,10 +7,12 @@
 //!   the offset and what was expected.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
+pub mod alpha;
 pub mod clock;
 pub mod event;
 pub mod format;
 pub mod interned;
+mod names;
 pub mod raw;
 mod reader;
 mod recorder;

@@ -16,25 +16,31 @@
 //! for single-host tests of global time, distorted by a simulated clock)
 //! when written.
 
-use std::collections::HashMap;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
+use crate::alpha;
 use crate::clock::TraceClock;
 use crate::event::EventKind;
 use crate::format::{
     Calibration, ClockInfo, ClockSample, Definition, Encoded, FileHeader, Footer, RankThread, VERSION, schema,
 };
+use crate::names::RecentNames;
 use crate::raw::RawEvent;
 use crate::site::RecentIds;
 use crate::writer::TraceWriter;
+use rustc_hash::FxHashMap;
 
 /// Entries of the recent-sites table (a program's hot loop makes a few
 /// calls; collisions only cost a map lookup).
 const SITE_CACHE: usize = 64;
+
+/// Entries of the recent-names table (the program's regions, points and
+/// counters by call site; collisions only cost a map lookup).
+const NAME_CACHE: usize = 64;
 
 /// What to do when the buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,11 +134,13 @@ pub struct Recorder {
     flush_at: usize,
     policy: FlushPolicy,
     sink: Sink,
-    strings: HashMap<String, u32>,
-    locations: HashMap<usize, u32>,
+    strings: FxHashMap<String, u32>,
+    locations: FxHashMap<usize, u32>,
     /// Site slot values by location address, so that a call's site costs
     /// a load and a compare.
     recent_sites: RecentIds<SITE_CACHE>,
+    /// The ids of the program's event names by call site (see `names`).
+    recent_names: RecentNames<NAME_CACHE>,
     pending: Vec<Definition>,
     next_members: u64,
     send_seq: Vec<u64>,
@@ -187,7 +195,7 @@ impl Recorder {
     ) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&config.dir)?;
         let clock = TraceClock::shared();
-        let alpha = calibrate(clock);
+        let alpha = alpha::calibrate(clock);
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
         let codec = Codec { rank: who.rank, clock, alpha, time_map };
@@ -206,9 +214,10 @@ impl Recorder {
             },
             policy: config.policy,
             sink,
-            strings: HashMap::new(),
-            locations: HashMap::new(),
+            strings: FxHashMap::default(),
+            locations: FxHashMap::default(),
             recent_sites: RecentIds::default(),
+            recent_names: RecentNames::default(),
             pending: Vec::new(),
             next_members: 0,
             send_seq: vec![0; who.world_size as usize],
@@ -303,6 +312,37 @@ impl Recorder {
         let id = self.intern(&format!("{}:{}:{}", location.file(), location.line(), location.column()));
         self.locations.insert(key, id);
         id
+    }
+
+    /// The ids of a user event's name and of the `location` that names it
+    /// (a region, point or counter). On the hot path: the names recently
+    /// given at each call site, the maps behind them.
+    #[inline]
+    pub fn name_at(&mut self, name: &str, location: &'static Location<'static>) -> (u32, u32) {
+        self.cached_name(name, location, true)
+    }
+
+    /// The id of a counter's name, given at `location` (which its record
+    /// does not hold: no location is defined for it).
+    #[inline]
+    pub fn counter_name_at(&mut self, name: &str, location: &'static Location<'static>) -> u32 {
+        self.cached_name(name, location, false).0
+    }
+
+    #[inline(always)]
+    fn cached_name(&mut self, name: &str, location: &'static Location<'static>, located: bool) -> (u32, u32) {
+        let key = location as *const Location<'static> as usize;
+        match self.recent_names.get(key, name) {
+            Some(ids) => ids,
+            None => self.name_miss(name, location, key, located),
+        }
+    }
+
+    #[cold]
+    fn name_miss(&mut self, name: &str, location: &'static Location<'static>, key: usize, located: bool) -> (u32, u32) {
+        let ids = (self.intern(name), if located { self.location(location) } else { u32::MAX });
+        self.recent_names.insert(key, name, ids);
+        ids
     }
 
     /// The `site` slot of a call made at `location` (its string id plus
@@ -461,54 +501,6 @@ pub fn remove_rank_files(dir: &Path) -> std::io::Result<usize> {
         }
     }
     Ok(removed)
-}
-
-/// α per kind: the median cost of recording in a tight loop, with one
-/// clock read for instant events and two for timed ones (start and end).
-fn calibrate(clock: TraceClock) -> [u32; 32] {
-    let instant = median_cost(clock, 1);
-    let timed = median_cost(clock, 2);
-    let mut alpha = [0u32; 32];
-    for kind in EventKind::ALL {
-        alpha[kind.id() as usize] = if has_duration(kind) { timed } else { instant };
-    }
-    alpha
-}
-
-fn has_duration(kind: EventKind) -> bool {
-    !matches!(
-        kind,
-        EventKind::Isend
-            | EventKind::Irecv
-            | EventKind::Point
-            | EventKind::Counter
-            | EventKind::RegionEnter
-            | EventKind::RegionLeave
-            | EventKind::Init
-            | EventKind::CommCreate
-    )
-}
-
-/// Median over 9 batches of the time per record, in nanoseconds.
-fn median_cost(clock: TraceClock, reads: usize) -> u32 {
-    const BATCH: usize = 4096;
-    let mut buf: Vec<RawEvent> = Vec::with_capacity(BATCH);
-    let mut costs: Vec<f64> = (0..9)
-        .map(|_| {
-            buf.clear();
-            let t0 = clock.now();
-            for i in 0..BATCH {
-                let start = clock.now();
-                let end = if reads > 1 { clock.now() } else { start };
-                buf.push(RawEvent { start, end, kind: 15, a: i as u32, ..RawEvent::default() });
-            }
-            let t1 = clock.now();
-            std::hint::black_box(&buf);
-            (clock.to_ns(t1) - clock.to_ns(t0)) as f64 / BATCH as f64
-        })
-        .collect();
-    costs.sort_by(f64::total_cmp);
-    costs[costs.len() / 2].ceil() as u32
 }
 
 fn header(

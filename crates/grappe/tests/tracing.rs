@@ -357,3 +357,47 @@ fn a_killed_rank_leaves_every_flushed_block_readable() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The recorder keeps the last name given at each call site: names that
+/// change at one site (built at run time, in reused memory) must each be
+/// written as given, with the site's location.
+#[test]
+fn names_that_change_at_one_call_site_are_recorded_as_given() {
+    let dir = fresh_dir("names");
+    // Names of one length, so that only their content tells them apart.
+    let phases = ["solve", "write", "solve", "solve", "check", "write"];
+    grappe::testing::threads_traced(1, &dir, |world| {
+        let mut name = String::new();
+        for (i, phase) in phases.into_iter().enumerate() {
+            // The same buffer each time: a name is known by its content.
+            name.clear();
+            name.push_str(phase);
+            let _r = world.region(&name);
+            world.trace_event(&name);
+            world.trace_counter(&name, i as i64);
+        }
+    });
+    let (events, _) = read(&file_for(&dir, 0));
+    let (mut regions, mut points, mut counters, mut locations) = (vec![], vec![], vec![], vec![]);
+    for e in &events {
+        match &e.body {
+            Body::RegionEnter { name, location } => {
+                regions.push(name.as_str());
+                locations.push(location.as_str());
+            }
+            Body::Point { name, location } => {
+                points.push(name.as_str());
+                locations.push(location.as_str());
+            }
+            Body::Counter { name, value } => counters.push((name.as_str(), *value)),
+            _ => {}
+        }
+    }
+    assert_eq!(regions, phases);
+    assert_eq!(points, phases);
+    assert_eq!(counters, phases.iter().enumerate().map(|(i, &p)| (p, i as i64)).collect::<Vec<_>>());
+    let file = file!();
+    let (region_at, point_at) = (locations[0], locations[1]);
+    assert!(region_at.starts_with(file) && point_at.starts_with(file) && region_at != point_at, "{locations:?}");
+    assert!(locations.chunks(2).all(|pair| pair == [region_at, point_at]), "{locations:?}");
+}

@@ -1,0 +1,108 @@
+//! α, the direct perturbation of recording an event (Tape/PVM stores it
+//! in every event; probe-effect compensation subtracts it): what the
+//! recording thread spends on the event, measured by the recorder when it
+//! starts and written in the file header, one value per kind.
+//!
+//! Kinds are recorded in three ways (see [`recording_of`]), and each is
+//! timed as it runs: a tight loop of the same clock reads, lookups and
+//! store into a buffer, the median of nine batches.
+
+use std::panic::Location;
+
+use crate::clock::TraceClock;
+use crate::event::EventKind;
+use crate::names::RecentNames;
+use crate::raw::RawEvent;
+use crate::site::RecentIds;
+
+/// How the runtime records an event of some kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    /// A runtime call: a clock read on entry and one on return, the call
+    /// site's id, the record.
+    Call,
+    /// The program's region entry, point or counter: one clock read, the
+    /// name's ids by call site (`Recorder::name_at`), the record.
+    Named,
+    /// A region's exit, a flush's start: one clock read and the record.
+    Instant,
+}
+
+/// How events of `kind` are recorded. The communication layer records
+/// every runtime call as a [`Recording::Call`], with both dates (calls
+/// that return at once too: a non-blocking post, a creation).
+pub const fn recording_of(kind: EventKind) -> Recording {
+    match kind {
+        EventKind::Point | EventKind::Counter | EventKind::RegionEnter => Recording::Named,
+        EventKind::RegionLeave | EventKind::FlushBegin | EventKind::FlushEnd => Recording::Instant,
+        EventKind::Init
+        | EventKind::Finalize
+        | EventKind::Send
+        | EventKind::Recv
+        | EventKind::Isend
+        | EventKind::Irecv
+        | EventKind::Wait
+        | EventKind::Test
+        | EventKind::Probe
+        | EventKind::Iprobe
+        | EventKind::Collective
+        | EventKind::CommCreate => Recording::Call,
+    }
+}
+
+/// α per kind id, in nanoseconds. (A flush's α is its own measured
+/// duration; the writer puts it in the flush's end event.)
+pub fn calibrate(clock: TraceClock) -> [u32; 32] {
+    let [call, named, instant] = [Recording::Call, Recording::Named, Recording::Instant].map(|r| median_cost(clock, r));
+    let mut alpha = [0u32; 32];
+    for kind in EventKind::ALL {
+        alpha[kind.id() as usize] = match recording_of(kind) {
+            Recording::Call => call,
+            Recording::Named => named,
+            Recording::Instant => instant,
+        };
+    }
+    alpha
+}
+
+/// Median over 9 batches of the time per record, in nanoseconds.
+fn median_cost(clock: TraceClock, recording: Recording) -> u32 {
+    const BATCH: usize = 4096;
+    let mut buf: Vec<RawEvent> = Vec::with_capacity(BATCH);
+    let (mut sites, mut names) = (RecentIds::<8>::default(), RecentNames::<8>::default());
+    let (key, name) = std::hint::black_box((Location::caller() as *const Location<'static> as usize, "calibration"));
+    sites.insert(key, 1);
+    names.insert(key, name, (1, 2));
+    let mut costs: Vec<f64> = (0..9)
+        .map(|_| {
+            buf.clear();
+            let t0 = clock.now();
+            for i in 0..BATCH {
+                let raw = match recording {
+                    Recording::Call => {
+                        let start = clock.now();
+                        // Through `black_box`, so that the table is read
+                        // anew each time, as the runtime reads it.
+                        let site = std::hint::black_box(&sites).get(key).unwrap_or(0);
+                        RawEvent { start, end: clock.now(), kind: 15, a: i as u32, site, ..RawEvent::default() }
+                    }
+                    Recording::Named => {
+                        let (a, b) = std::hint::black_box(&names).get(key, name).unwrap_or((0, 0));
+                        let start = clock.now();
+                        RawEvent { start, end: start, kind: 15, a, b, ..RawEvent::default() }
+                    }
+                    Recording::Instant => {
+                        let start = clock.now();
+                        RawEvent { start, end: start, kind: 15, a: i as u32, ..RawEvent::default() }
+                    }
+                };
+                buf.push(raw);
+            }
+            let t1 = clock.now();
+            std::hint::black_box(&buf);
+            (clock.to_ns(t1) - clock.to_ns(t0)) as f64 / BATCH as f64
+        })
+        .collect();
+    costs.sort_by(f64::total_cmp);
+    costs[costs.len() / 2].ceil() as u32
+}

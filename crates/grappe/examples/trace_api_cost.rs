@@ -1,0 +1,46 @@
+//! The cost of the user's trace API in a tight loop, as a program calls
+//! it: a point event, a region (enter and leave: two events), a counter
+//! sample. Run traced, one rank:
+//!
+//!     GRAPPE_TRACE=/tmp/t target/release/examples/trace_api_cost [EVENTS] [BATCHES]
+//!
+//! Prints the median ns per event of each, and of a bare clock read.
+
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (n, batches) = (args.first().copied().unwrap_or(100_000), args.get(1).copied().unwrap_or(11));
+    grappe::run(|world| -> grappe::Result<()> {
+        let median = |f: &mut dyn FnMut() -> f64| {
+            let mut v: Vec<f64> = (0..batches).map(|_| f()).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let point = median(&mut || {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                world.trace_event("tick");
+            }
+            t0.elapsed().as_nanos() as f64 / n as f64
+        });
+        let region = median(&mut || {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                let _r = world.region("step");
+            }
+            t0.elapsed().as_nanos() as f64 / (2 * n) as f64
+        });
+        let counter = median(&mut || {
+            let t0 = Instant::now();
+            for i in 0..n {
+                world.trace_counter("residual", i as i64);
+            }
+            t0.elapsed().as_nanos() as f64 / n as f64
+        });
+        println!(
+            "trace_api_cost events={n} batches={batches} point_ns={point:.2} region_ns_per_event={region:.2} counter_ns={counter:.2}"
+        );
+        Ok(())
+    });
+}
