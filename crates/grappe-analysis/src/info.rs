@@ -69,6 +69,8 @@ pub struct FileInfo {
     pub flushes: Option<u64>,
     /// Clock samples in the file.
     pub clock_samples: usize,
+    /// Resume points in the file (merged files have them).
+    pub resume_points: u64,
     /// α, the recording cost the recorder measured, in ns per kind name.
     pub alpha_ns: BTreeMap<String, u32>,
     /// How the file ends.
@@ -133,7 +135,9 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         if let Some(rank) = f.rank() {
             ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() });
         }
-        files.push(file_info(f.path.clone(), &f.header, trace.ending(), trace.clock_samples().len()));
+        let mut file = file_info(f.path.clone(), &f.header, trace.ending(), trace.clock_samples().len());
+        file.resume_points = trace.resume_points();
+        files.push(file);
     }
     let mut notes = set.notes().to_vec();
     let missing = set.missing_ranks();
@@ -183,6 +187,7 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
         dropped,
         flushes,
         clock_samples,
+        resume_points: 0,
         alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
         ending,
         complete,
@@ -232,6 +237,9 @@ impl fmt::Display for TraceInfo {
             }
             let drops = file.dropped.map_or("unknown".to_owned(), |d| d.to_string());
             writeln!(f, "    {}, {drops} dropped, {} clock samples", file.buffering, file.clock_samples)?;
+            if file.rank.is_none() {
+                writeln!(f, "    {}", ResumeText(file.resume_points))?;
+            }
             if !file.alpha_ns.is_empty() {
                 writeln!(f, "    recording cost (α): {}", alpha_text(&file.alpha_ns))?;
             }
@@ -243,6 +251,21 @@ impl fmt::Display for TraceInfo {
             writeln!(f, "{:>6} {:>12} {:>14.6}  {}", r.rank, r.events, r.duration_ns() as f64 / 1e9, kinds.join(", "))?;
         }
         self.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
+    }
+}
+
+/// What a merged file's resume points are for, or that it has none.
+struct ResumeText(u64);
+
+impl fmt::Display for ResumeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 => write!(f, "no resume points: `export --from` reads it from its start"),
+            n => {
+                let s = if n == 1 { "" } else { "s" };
+                write!(f, "{n} resume point{s}: `export --from` starts at the last one before the interval")
+            }
+        }
     }
 }
 

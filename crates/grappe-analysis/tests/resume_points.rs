@@ -46,6 +46,11 @@ fn a_reader_going_through_resume_points_reads_the_same_events() {
     let mut trace = TraceFile::open(&pointed).unwrap();
     assert_eq!(all_events(&mut trace).unwrap(), whole);
     assert!(matches!(trace.ending(), Some(Ending::Complete(_))));
+    // One point after each block of 50 events but the last.
+    assert_eq!(trace.resume_points(), (whole.len() as u64).div_ceil(50) - 1, "{} events", whole.len());
+    let mut plain_trace = TraceFile::open(&plain).unwrap();
+    all_events(&mut plain_trace).unwrap();
+    assert_eq!(plain_trace.resume_points(), 0);
     assert!(TraceFile::open(&plain).unwrap().resume_before(u64::MAX).unwrap().is_none(), "no points, no resume");
     assert_eq!(MergeLayout::default().resume_every, 32, "the default layout writes points");
     // A merge of the default layout reads back the same (too short a job for a point).

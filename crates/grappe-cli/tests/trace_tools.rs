@@ -179,3 +179,55 @@ fn export_from_and_to_write_the_interval_in_every_format() {
     assert!(!dir.join("refused.json").exists(), "nothing is written when the dates are refused");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
+    let dir = scratch("info");
+    let traces = dir.join("traces");
+    // 291 208 events: one resume point in a merge (every 262 144).
+    write_job(&traces, &SyntheticJob::new(4, 8000)).unwrap();
+    let (traces, merged) = (traces.to_str().unwrap(), dir.join("job.gtrace"));
+    let out = trace("info", &[traces]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    // The synthetic recorder calibrated every kind at 10 ns.
+    let costs =
+        said.lines().filter(|l| l.trim_start().starts_with("recording cost (α): 10 ns each runtime call, ")).count();
+    assert_eq!(costs, 4, "one line per rank file: {said}");
+    assert!(!said.contains("resume point"), "per-rank files have none: {said}");
+
+    let out = trace("merge", &[traces, "-o", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = trace("info", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("\n    1 resume point: `export --from` starts at the last one before the interval\n"),
+        "{said}"
+    );
+    let json: Value = serde_json::from_slice(&trace("info", &["--json", merged.to_str().unwrap()]).stdout).unwrap();
+    assert_eq!(json["files"][0]["resume_points"], 1);
+    assert_eq!(json["files"][0]["alpha_ns"]["send"], 10);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_a_tool_quietly() {
+    let dir = scratch("pipe");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 2000)).unwrap();
+    for tool in ["info", "check", "profile"] {
+        let mut child = Command::new(GRAPPE)
+            .args(["trace", tool, traces.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before the tool has read the trace, so its first write fails.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{tool}: {said}");
+        assert!(!said.contains("panicked"), "{tool}: {said}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

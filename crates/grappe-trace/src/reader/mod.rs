@@ -103,6 +103,8 @@ pub struct TraceFile {
     defs: Defs,
     samples: Vec<ClockSample>,
     ending: Option<Ending>,
+    /// Resume points passed over by the blocks read.
+    resume_points: u64,
     /// The payload of the block being read, kept from one block to the
     /// next (a fresh one per block costs an allocation and a memset).
     payload: Vec<u8>,
@@ -201,6 +203,7 @@ impl TraceFile {
             defs: Defs::default(),
             samples: Vec::new(),
             ending: None,
+            resume_points: 0,
             payload: Vec::new(),
         })
     }
@@ -218,6 +221,13 @@ impl TraceFile {
     /// Clock samples read so far (all of them once the file is read).
     pub fn clock_samples(&self) -> &[ClockSample] {
         &self.samples
+    }
+
+    /// Resume points (of a merged file) the reader passed over, reading
+    /// on from where it started: all of them once a file read from its
+    /// start is read to the end.
+    pub fn resume_points(&self) -> u64 {
+        self.resume_points
     }
 
     /// How the file ended, once it is read to the end.
@@ -261,7 +271,7 @@ impl TraceFile {
         match kind {
             BlockKind::Events => unreachable!("event blocks are decoded or skipped by the caller"),
             // Only a reader looking for where to start uses them.
-            BlockKind::Resume => {}
+            BlockKind::Resume => self.resume_points += 1,
             BlockKind::Definitions => self.absorb_definitions(payload, at)?,
             BlockKind::ClockSamples => {
                 let samples = decode_samples(payload).map_err(|e| self.corrupt_in(at, e))?;

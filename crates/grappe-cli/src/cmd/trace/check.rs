@@ -28,7 +28,7 @@ pub fn execute(args: CheckArgs) -> Result<i32> {
     if args.json {
         print_json(&report)?;
     } else {
-        print!("{report}");
+        say!("{report}");
     }
     Ok(if report.problems().is_empty() { 0 } else { 1 })
 }

@@ -31,12 +31,12 @@ pub fn execute(args: ClockArgs) -> Result<i32> {
 }
 
 fn print_text(time: &GlobalTime) {
-    println!("global time: {}", time.estimation);
+    sayln!("global time: {}", time.estimation);
     for rank in time.ranks.iter().flatten() {
-        println!("  rank {:>5}: {}", rank.rank, rank.basis.describe());
+        sayln!("  rank {:>5}: {}", rank.rank, rank.basis.describe());
     }
     match &time.report {
-        Some(report) => println!("\n{report}"),
-        None => println!("\nno rank needed an estimate (add --estimate-shared to see the estimator on them)"),
+        Some(report) => sayln!("\n{report}"),
+        None => sayln!("\nno rank needed an estimate (add --estimate-shared to see the estimator on them)"),
     }
 }

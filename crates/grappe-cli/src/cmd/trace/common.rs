@@ -103,6 +103,6 @@ pub fn progress(what: &str) -> ProgressBar {
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value).context("encoding the JSON output")?;
-    println!("{text}");
+    sayln!("{text}");
     Ok(())
 }

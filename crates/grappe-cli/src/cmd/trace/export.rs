@@ -68,7 +68,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
         Format::Otf2 => {
             let line = export_otf2(&set, stream, &args.output, &mut tick)?;
             bar.finish_and_clear();
-            println!("{}: {line}", args.output.display());
+            sayln!("{}: {line}", args.output.display());
             return Ok(0);
         }
         Format::Chrome if args.sites => chrome::write_chrome_with_sites,
@@ -80,9 +80,9 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     let s = export_text(writer, stream, &args.output, &mut tick)?;
     let line = format!("{} events, {} messages, {:.1} MB", s.events, s.messages, s.written_bytes as f64 / 1e6);
     bar.finish_and_clear();
-    println!("{}: {line}", args.output.display());
+    sayln!("{}: {line}", args.output.display());
     if let Some(window) = &s.stream.window {
-        println!("  {}", window_line(window, s.stream.origin.unwrap_or(0)));
+        sayln!("  {}", window_line(window, s.stream.origin.unwrap_or(0)));
     }
     Ok(0)
 }

@@ -24,7 +24,7 @@ pub fn execute(args: InfoArgs) -> Result<i32> {
     if args.json {
         print_json(&info)?;
     } else {
-        print!("{info}");
+        say!("{info}");
     }
     Ok(0)
 }

@@ -26,7 +26,7 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
     let outcome = grappe_analysis::merge_to_file(&set, &time, &args.output, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let s = &outcome.summary;
-    println!(
+    sayln!(
         "{}: {} events of {} ranks, {} messages matched, {} receives unmatched, {} sends never received, {} receives deferred behind their send",
         args.output.display(),
         outcome.events,
@@ -38,7 +38,7 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
     );
     let untraced = set.missing_ranks();
     if !untraced.is_empty() {
-        println!(
+        sayln!(
             "  (ranks {} have no trace: the receives from them and the sends to them are among the unmatched)",
             grappe_analysis::set::list_ranks(&untraced)
         );

@@ -1,6 +1,22 @@
 //! `grappe trace ...`: the trace tools, over a directory of per-rank traces
 //! (`grappe run --trace DIR`) or a merged trace file.
 
+/// `print!` for the tools' standard output. When its reader has gone
+/// (`grappe trace info | head`), the tool stops there, quietly and with
+/// status 0, as a filter killed by SIGPIPE would; `print!` would panic.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cmd::trace::write_out(format_args!($($arg)*))
+    };
+}
+
+/// [`say!`] and a newline.
+macro_rules! sayln {
+    ($($arg:tt)*) => {
+        say!("{}\n", format_args!($($arg)*))
+    };
+}
+
 mod check;
 mod clock;
 mod common;
@@ -52,4 +68,16 @@ pub fn execute(args: TraceArgs) -> i32 {
         eprintln!("grappe trace: {}", super::describe(&e));
         2
     })
+}
+
+/// Writes to standard output for [`say!`].
+pub(crate) fn write_out(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("grappe trace: cannot write to standard output: {e}");
+        std::process::exit(2);
+    }
 }

@@ -29,7 +29,7 @@ pub fn execute(args: ProfileArgs) -> Result<i32> {
     if args.json {
         print_json(&profile)?;
     } else {
-        print!("{profile}");
+        say!("{profile}");
     }
     Ok(0)
 }

@@ -40,7 +40,7 @@ pub fn execute(args: ReportArgs) -> Result<i32> {
     let bar = progress("reporting");
     let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
-    println!(
+    sayln!(
         "{}: {:.1} MB, {} of {} calls and {} of {} messages drawn",
         args.output.display(),
         summary.bytes as f64 / 1e6,
@@ -50,7 +50,7 @@ pub fn execute(args: ReportArgs) -> Result<i32> {
         summary.messages
     );
     for omitted in &summary.omitted {
-        println!("  {omitted}");
+        sayln!("  {omitted}");
     }
     Ok(0)
 }
