@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::RankThread;
-use grappe_trace::{Ending, EventKind, FileHeader};
+use grappe_trace::{Ending, EventKind, TraceFile};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -135,9 +135,7 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         if let Some(rank) = f.rank() {
             ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() });
         }
-        let mut file = file_info(f.path.clone(), &f.header, trace.ending(), trace.clock_samples().len());
-        file.resume_points = trace.resume_points();
-        files.push(file);
+        files.push(file_info(&trace));
     }
     let mut notes = set.notes().to_vec();
     let missing = set.missing_ranks();
@@ -158,8 +156,10 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
     })
 }
 
-fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_samples: usize) -> FileInfo {
-    let (dropped, flushes, complete, ending) = match ending {
+/// What `info` says of a file, once `trace` is read to its end.
+fn file_info(trace: &TraceFile) -> FileInfo {
+    let h = trace.header();
+    let (dropped, flushes, complete, ending) = match trace.ending() {
         Some(Ending::Complete(footer)) => (Some(footer.dropped), Some(footer.flushes), true, "complete".to_owned()),
         Some(Ending::Unfinished { offset }) => {
             (None, None, false, format!("unfinished: no footer after offset {offset} (the rank did not finish)"))
@@ -170,7 +170,7 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
         None => (None, None, false, "not read to the end".to_owned()),
     };
     FileInfo {
-        path,
+        path: trace.path().to_owned(),
         rank: h.rank,
         host: h.host.clone(),
         pid: h.pid,
@@ -186,8 +186,8 @@ fn file_info(path: PathBuf, h: &FileHeader, ending: Option<&Ending>, clock_sampl
         buffering: format!("flush {}, buffer {} events", h.flush_policy, h.buffer_events),
         dropped,
         flushes,
-        clock_samples,
-        resume_points: 0,
+        clock_samples: trace.clock_samples().len(),
+        resume_points: trace.resume_points(),
         alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
         ending,
         complete,

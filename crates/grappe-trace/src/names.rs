@@ -82,8 +82,7 @@ impl<const N: usize> RecentNames<N> {
     }
 
     fn slot(site: usize) -> usize {
-        // `Location`s are 8-byte aligned: their low bits say nothing.
-        (site >> 3) % N
+        crate::site::address_slot(site, N)
     }
 }
 

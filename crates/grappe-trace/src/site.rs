@@ -75,9 +75,16 @@ impl<const N: usize> RecentIds<N> {
     }
 
     fn slot(key: usize) -> usize {
-        // Addresses of 8-byte aligned values: their low bits say nothing.
-        (key >> 3) % N
+        address_slot(key, N)
     }
+}
+
+/// The slot of an address in a direct-mapped table of `n` entries (this
+/// one's and [`crate::names`]'s). Keys are addresses of 8-byte aligned
+/// values: their low bits say nothing.
+#[inline(always)]
+pub(crate) fn address_slot(address: usize, n: usize) -> usize {
+    (address >> 3) % n
 }
 
 /// A site shows as its text.
