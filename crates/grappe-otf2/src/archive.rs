@@ -1,4 +1,5 @@
-//! A safe face on the OTF2 writer: the only module with `unsafe` blocks.
+//! A safe face on the OTF2 writer: with `memory.rs`, the only module with
+//! `unsafe` blocks.
 //!
 //! An archive is written in three phases, each a type that the next one
 //! consumes, so calls cannot come in an order OTF2 would refuse:
@@ -9,17 +10,18 @@
 //!
 //! The archive is written by one process: OTF2's serial collective
 //! callbacks stand in for MPI, and buffers are flushed to their files
-//! whenever they fill.
+//! whenever they fill (their memory is `memory.rs`'s: one chunk per event
+//! buffer).
 
 use std::ffi::{CStr, CString, c_void};
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{NonNull, null_mut};
 
 use crate::error::Otf2Error;
 use crate::ffi::{self, *};
+use crate::memory::{MEMORY_CALLBACKS, Memory};
 
 type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 
@@ -80,23 +82,33 @@ pub(crate) struct Chunks {
     pub definitions: u64,
 }
 
-/// An open archive in write mode.
+/// An archive in write mode, open until closed or dropped.
 struct Archive {
     raw: NonNull<OTF2_Archive>,
+    open: bool,
+    /// Its buffers' memory, given to OTF2's callbacks: dropped after the
+    /// archive is closed (in `drop`'s body, which runs before the fields
+    /// are dropped).
+    memory: Box<Memory>,
 }
 
 impl Archive {
     /// Closes the archive: writes what is buffered, and the anchor file.
-    fn close(self) -> Result<()> {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `raw` is an open archive; ManuallyDrop keeps Drop from
-        // closing it a second time.
-        check("OTF2_Archive_Close", unsafe { ffi::OTF2_Archive_Close(this.raw.as_ptr()) })
+    /// Returns the most memory its buffers held at once.
+    fn close(mut self) -> Result<u64> {
+        self.open = false;
+        // SAFETY: `raw` is an open archive, marked closed so that Drop
+        // does not close it a second time.
+        check("OTF2_Archive_Close", unsafe { ffi::OTF2_Archive_Close(self.raw.as_ptr()) })?;
+        Ok(self.memory.peak())
     }
 }
 
 impl Drop for Archive {
     fn drop(&mut self) {
+        if !self.open {
+            return;
+        }
         // SAFETY: `raw` is an open archive, closed only here or in
         // `close`, which skips this. The error is dropped: this runs on
         // error paths, whose first error is the one reported.
@@ -181,8 +193,9 @@ impl EventPhase {
         let Some(raw) = NonNull::new(raw) else {
             return Err(Otf2Error::NoHandle { call: "OTF2_Archive_Open", what: dir.join(name).display().to_string() });
         };
-        let archive = Archive { raw };
+        let archive = Archive { raw, open: true, memory: Box::default() };
         let a = archive.raw.as_ptr();
+        let memory = &*archive.memory as *const Memory as *mut c_void;
         let (creator, machine) = (c_string(&info.creator), c_string(&info.machine));
         let (description, job) = (c_string(&info.description), c_string(&info.job));
         let job_property = c_string("GRAPPE::JOB_ID");
@@ -193,6 +206,11 @@ impl EventPhase {
             check(
                 "OTF2_Archive_SetFlushCallbacks",
                 ffi::OTF2_Archive_SetFlushCallbacks(a, &FLUSH_CALLBACKS, null_mut()),
+            )?;
+            // `memory` lives in the archive's box until after it is closed.
+            check(
+                "OTF2_Archive_SetMemoryCallbacks",
+                ffi::OTF2_Archive_SetMemoryCallbacks(a, &MEMORY_CALLBACKS, memory),
             )?;
             check("OTF2_Archive_SetSerialCollectiveCallbacks", ffi::OTF2_Archive_SetSerialCollectiveCallbacks(a))?;
             check("OTF2_Archive_SetCreator", ffi::OTF2_Archive_SetCreator(a, creator.as_ptr()))?;
@@ -464,7 +482,8 @@ impl GlobalDefs {
 
     /// Closes the archive (the global writer with it): OTF2 writes the
     /// definitions and the anchor file.
-    pub(crate) fn close(self) -> Result<()> {
+    /// Returns the most memory the archive's buffers held at once.
+    pub(crate) fn close(self) -> Result<u64> {
         self.archive.close()
     }
 }

@@ -52,6 +52,7 @@ pub const OTF2_CHUNK_SIZE_MAX: u64 = 16 * 1024 * 1024;
 pub const OTF2_FILEMODE_WRITE: OTF2_FileMode = 0;
 pub const OTF2_COMPRESSION_NONE: OTF2_Compression = 1;
 pub const OTF2_FLUSH: OTF2_FlushType = 1;
+pub const OTF2_FILETYPE_EVENTS: OTF2_FileType = 3;
 pub const OTF2_SUBSTRATE_POSIX: OTF2_FileSubstrate = 1;
 
 pub const OTF2_TYPE_INT64: OTF2_Type = 8;
@@ -175,6 +176,30 @@ pub struct OTF2_FlushCallbacks {
     pub otf2_post_flush: Option<OTF2_PostFlushCallback>,
 }
 
+pub type OTF2_MemoryAllocate = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    file_type: OTF2_FileType,
+    location: OTF2_LocationRef,
+    per_buffer_data: *mut *mut c_void,
+    chunk_size: u64,
+) -> *mut c_void;
+
+pub type OTF2_MemoryFreeAll = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    file_type: OTF2_FileType,
+    location: OTF2_LocationRef,
+    per_buffer_data: *mut *mut c_void,
+    last: bool,
+);
+
+/// `OTF2_MemoryCallbacks`; kept by the library like the flush callbacks
+/// (a `static`).
+#[repr(C)]
+pub struct OTF2_MemoryCallbacks {
+    pub otf2_allocate: Option<OTF2_MemoryAllocate>,
+    pub otf2_free_all: Option<OTF2_MemoryFreeAll>,
+}
+
 // Linked by build.rs (pkg-config otf2).
 unsafe extern "C" {
     // ---- OTF2_ErrorCodes.h ----
@@ -205,6 +230,11 @@ unsafe extern "C" {
         archive: *mut OTF2_Archive,
         flush_callbacks: *const OTF2_FlushCallbacks,
         flush_data: *mut c_void,
+    ) -> OTF2_ErrorCode;
+    pub fn OTF2_Archive_SetMemoryCallbacks(
+        archive: *mut OTF2_Archive,
+        memory_callbacks: *const OTF2_MemoryCallbacks,
+        memory_data: *mut c_void,
     ) -> OTF2_ErrorCode;
     pub fn OTF2_Archive_SetSerialCollectiveCallbacks(archive: *mut OTF2_Archive) -> OTF2_ErrorCode;
     pub fn OTF2_Archive_OpenEvtFiles(archive: *mut OTF2_Archive) -> OTF2_ErrorCode;

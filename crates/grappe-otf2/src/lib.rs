@@ -23,12 +23,15 @@
 #![deny(unsafe_code)]
 #![warn(unsafe_op_in_unsafe_fn)]
 
-// The one module with unsafe blocks, each argued.
+// Unsafe blocks, each argued: the calls into the library.
 #[allow(unsafe_code)]
 mod archive;
 mod defs;
 mod error;
 mod events;
+// Unsafe blocks, each argued: the buffers' memory, for the library.
+#[allow(unsafe_code)]
+mod memory;
 // Declarations only (`unsafe extern "C"`).
 #[allow(unsafe_code)]
 mod ffi;
@@ -56,6 +59,9 @@ pub struct Otf2Summary {
     pub locations: u64,
     /// User region leaves with no matching enter (left out).
     pub unmatched_leaves: u64,
+    /// The most memory OTF2's buffers held at once, in bytes: one chunk
+    /// per location plus the definitions, however many events.
+    pub buffer_peak_bytes: u64,
     /// The anchor file, `dir/name.otf2`, to give to readers.
     pub anchor: PathBuf,
     /// What the stream saw (and its window kept).
@@ -134,8 +140,9 @@ fn write_archive(
     progress(read);
     let (defs, written, mut out) = exporter.finish()?;
     defs.write(&mut out, &places(set, &written.events), written.clock)?;
-    out.close()?;
+    let buffer_peak_bytes = out.close()?;
     Ok(Otf2Summary {
+        buffer_peak_bytes,
         events_written: written.events.iter().sum(),
         messages: written.messages,
         locations: written.events.len() as u64,
@@ -168,8 +175,8 @@ fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
 }
 
 /// Buffer sizes for a job of `world` ranks. Event buffers: up to 4 MiB,
-/// less for large jobs so that all of them hold in about 256 MiB (OTF2
-/// keeps one per location). Definition buffers: large enough for the
+/// less for large jobs so that all of them hold in about 256 MiB (one
+/// chunk per location, `memory.rs`). Definition buffers: large enough for the
 /// largest record, a group of every rank (at most 9 bytes a member), and
 /// no larger, as one is allocated and cleared per location.
 fn chunks(world: u32) -> Chunks {

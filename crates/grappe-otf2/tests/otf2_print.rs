@@ -61,6 +61,35 @@ fn a_synthetic_job_reads_back_with_every_event_counted() {
     }
 }
 
+/// OTF2 writes a buffer out only when it cannot get another chunk: left
+/// to itself, it held 128 MiB per location before the first write, so
+/// the whole archive of most exports was in memory at once.
+#[test]
+fn a_long_trace_is_written_chunk_by_chunk_in_bounded_memory() {
+    const CHUNK: u64 = 4 << 20; // the event chunk of a job this size
+    let dir = scratch("long");
+    let job = SyntheticJob::new(2, 25_000);
+    write_job(&dir.join("traces"), &job).unwrap();
+    let summary = export(&dir.join("traces"), &dir.join("out"), "job").unwrap();
+    let mut written = 0;
+    for location in 0..2 {
+        let evt = std::fs::metadata(dir.join(format!("out/job/{location}.evt"))).unwrap().len();
+        assert!(evt > CHUNK + CHUNK / 2, "location {location}: {evt} bytes, more than one chunk to write");
+        written += evt;
+    }
+    // One chunk per location, and the definitions' buffers.
+    assert!(summary.buffer_peak_bytes >= 2 * CHUNK, "{}", summary.buffer_peak_bytes);
+    assert!(summary.buffer_peak_bytes <= 2 * CHUNK + (1 << 20), "{} of {written} bytes", summary.buffer_peak_bytes);
+
+    // The chunks written as they filled read back whole and in order.
+    let lines = events(&summary.anchor);
+    assert_eq!(lines.len() as u64, summary.events_written);
+    assert_eq!(check_timelines(&lines), defined_locations(&summary.anchor));
+    let kinds = kinds(&lines);
+    let sends = kinds["MPI_SEND"] + kinds.get("MPI_ISEND").unwrap_or(&0);
+    assert_eq!(sends, job.messages());
+}
+
 #[test]
 fn an_existing_archive_is_refused_and_left_as_it_was() {
     let dir = scratch("existing");
