@@ -47,13 +47,36 @@ fn read_whole_file(data: &[u8]) {
     let Ok(mut trace) = TraceFile::from_reader(Path::new("fuzz"), Box::new(Cursor::new(data.to_vec()))) else {
         return;
     };
-    let mut events = 0usize;
-    while let Ok(Some(block)) = trace.next_events() {
-        events += block.len();
-        assert!(block.iter().all(|e| e.end >= e.start));
-    }
+    let mut events = Vec::new();
+    let whole = loop {
+        match trace.next_events() {
+            Ok(Some(block)) => events.extend(block),
+            Ok(None) => break true,
+            Err(_) => break false,
+        }
+    };
+    assert!(events.iter().all(|e| e.end >= e.start));
     // Each event takes at least 5 bytes of the file.
-    assert!(events <= data.len() / 5, "{events} events from {} bytes", data.len());
+    assert!(events.len() <= data.len() / 5, "{} events from {} bytes", events.len(), data.len());
+    read_in_batches(data, &events, whole);
+}
+
+/// The same file read a few events at a time (a size taken from the
+/// bytes): never more than asked, and, where the blocks read without an
+/// error, the same events.
+fn read_in_batches(data: &[u8], by_block: &[grappe_trace::Event], whole: bool) {
+    let max = data.last().map_or(1, |&b| b as usize % 9 + 1);
+    let Ok(mut trace) = TraceFile::from_reader(Path::new("fuzz"), Box::new(Cursor::new(data.to_vec()))) else {
+        unreachable!("the header read a moment ago");
+    };
+    let (mut events, mut batch) = (Vec::new(), Vec::new());
+    while let Ok(true) = trace.next_batch_into(&mut batch, max) {
+        assert!(!batch.is_empty() && batch.len() <= max, "{} events, {max} asked", batch.len());
+        events.extend_from_slice(&batch);
+    }
+    if whole {
+        assert_eq!(events, by_block);
+    }
 }
 
 /// The reader asked to start at a resume point settled before a date taken

@@ -5,7 +5,8 @@
 //!     cargo run --release -p grappe-analysis --example synth_trace -- DIR RANKS ITERATIONS [distorted]
 //!
 //! `distorted` gives the ranks clocks off by up to 3 ms and 80 ppm on
-//! distinct hosts, so the tools estimate global time.
+//! distinct hosts, so the tools estimate global time. `SYNTH_BLOCK_EVENTS`
+//! sets the events per block (4096; a runtime's buffer holds 65 536).
 
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
 
@@ -21,6 +22,10 @@ fn main() {
         SyntheticJob::distorted(ranks, iterations)
     } else {
         SyntheticJob::new(ranks, iterations)
+    };
+    let job = match std::env::var("SYNTH_BLOCK_EVENTS") {
+        Ok(n) => SyntheticJob { block_events: n.parse().expect("SYNTH_BLOCK_EVENTS: a number"), ..job },
+        Err(_) => job,
     };
     write_job(std::path::Path::new(dir), &job).unwrap_or_else(|e| {
         eprintln!("synth_trace: {e}");

@@ -160,6 +160,66 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Read in batches of any size, a file gives the events it gives a
+    /// block at a time, in order, each batch full but the last of a
+    /// block; a block read after a batch is the rest of that block.
+    #[test]
+    fn batches_of_any_size_read_what_blocks_read(bodies in proptest::collection::vec((body(), 0u32..1000, proptest::option::of(0usize..3)), 1..300), buffer in 16usize..80, max in 1usize..40) {
+        let d = dir(&format!("batches-{buffer}-{max}-{}", bodies.len()));
+        let mut rec = recorder(&d, FlushPolicy::Full, buffer);
+        record_sited(&mut rec, &bodies);
+        let footer = rec.finish().unwrap();
+        let (mut blocks, mut expected_sizes) = (Vec::new(), Vec::new());
+        let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+        while let Some(block) = trace.next_events().unwrap() {
+            let (full, rest) = (block.len() / max, block.len() % max);
+            expected_sizes.extend(std::iter::repeat_n(max, full).chain((rest > 0).then_some(rest)));
+            blocks.extend(block);
+        }
+
+        let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+        let (mut batched, mut batch, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+        while trace.next_batch_into(&mut batch, max).unwrap() {
+            sizes.push(batch.len());
+            batched.extend_from_slice(&batch);
+        }
+        prop_assert_eq!(&batched, &blocks);
+        prop_assert_eq!(sizes, expected_sizes);
+        prop_assert_eq!(trace.ending(), Some(&Ending::Complete(footer)));
+
+        let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+        let mut mixed = Vec::new();
+        if trace.next_batch_into(&mut batch, max).unwrap() {
+            mixed.extend_from_slice(&batch);
+            while let Some(block) = trace.next_events().unwrap() {
+                mixed.extend(block);
+            }
+        }
+        prop_assert_eq!(&mixed, &blocks);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// A reader that stops decoding partway through a block and skims the rest
+/// of the file decodes nothing more: the block it was in is gone.
+#[test]
+fn skimming_after_a_batch_leaves_no_events_to_read() {
+    let d = dir("skim-after-batch");
+    let mut rec = recorder(&d, FlushPolicy::Full, 16);
+    record_all(&mut rec, &vec![(Body::Init, 0); 100]);
+    let footer = rec.finish().unwrap();
+    let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+    let mut batch = Vec::new();
+    assert!(trace.next_batch_into(&mut batch, 5).unwrap());
+    assert_eq!(batch.len(), 5);
+    assert!(trace.skim().unwrap() > 0);
+    assert!(!trace.next_batch_into(&mut batch, 5).unwrap(), "read after the end: {batch:?}");
+    assert_eq!(trace.ending(), Some(&Ending::Complete(footer)));
+}
+
 #[test]
 fn a_small_buffer_flushes_between_flush_events() {
     let d = dir("flushes");

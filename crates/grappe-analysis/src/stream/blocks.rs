@@ -1,4 +1,4 @@
-//! A trace file read a block of events at a time, its head borrowed in
+//! A trace file read a batch of events at a time, its head borrowed in
 //! place: what the k-way merge and the merged-file reader both walk.
 
 use grappe_trace::resume::Resume;
@@ -6,11 +6,17 @@ use grappe_trace::{Ending, Event, TraceFile};
 
 use crate::error::Result;
 
+/// Events decoded at once. A recorder's block holds up to 65 536 events
+/// (4.7 MB decoded): held whole, for each rank of a merge, a job of 1024
+/// ranks took gigabytes. Batches keep each rank to its block's encoded
+/// bytes and this many events (74 KB).
+const BATCH: usize = 1024;
+
 pub(super) struct Blocks {
     /// `None` once read to the end.
     file: Option<TraceFile>,
-    /// The current block, kept from one block to the next (the events
-    /// passed are dropped all at once when the next block is read).
+    /// The current batch, kept from one batch to the next (the events
+    /// passed are dropped all at once when the next batch is read).
     block: Vec<Event>,
     /// Index of the head in `block`; the block has more while the file
     /// has more (after [`Blocks::fill`]).
@@ -27,9 +33,9 @@ impl Blocks {
         self.block.get(self.head)
     }
 
-    /// Passes the head; false when the block has no more, and
+    /// Passes the head; false when the batch has no more, and
     /// [`Blocks::fill`] must read the next one (callers keep that out of
-    /// line: it happens once a block, the pass once an event).
+    /// line: it happens once a batch, the pass once an event).
     #[inline]
     pub(super) fn pass_head(&mut self) -> bool {
         self.head += 1;
@@ -49,9 +55,9 @@ impl Blocks {
         Ok(point)
     }
 
-    /// Reads blocks until one has events or the file ends, handing each
-    /// block to `each` first (to change its events in place). Returns how
-    /// the file ended when it just did.
+    /// Reads the next batch of events, or to the end of the file, handing
+    /// the batch to `each` first (to change its events in place). Returns
+    /// how the file ended when it just did.
     #[inline]
     pub(super) fn fill(&mut self, each: impl FnMut(&mut [Event])) -> Result<Option<Ending>> {
         if self.head < self.block.len() { Ok(None) } else { self.read_block(each) }
@@ -64,7 +70,7 @@ impl Blocks {
                 self.block.clear();
                 return Ok(None);
             };
-            if !file.next_events_into(&mut self.block)? {
+            if !file.next_batch_into(&mut self.block, BATCH)? {
                 let ending = file.ending().cloned();
                 self.file = None;
                 return Ok(ending);

@@ -1,5 +1,7 @@
 //! Reading trace files: one block at a time, so memory stays bounded by
-//! the largest block whatever the trace size.
+//! the largest block whatever the trace size, or a batch of events at a
+//! time ([`TraceFile::next_batch_into`]), so that a reader of many ranks
+//! holds a block's encoded bytes and a few decoded events per rank.
 //!
 //! A file cut short (its rank was killed, the disk filled up) is not an
 //! error: everything up to the last complete block is read and
@@ -15,8 +17,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Body, Event};
 use crate::format::{
-    BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, FileHeader, Footer, MAGIC, MAX_BLOCK,
-    VERSION, decode_definitions, decode_events_with, decode_footer, decode_samples,
+    BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, EventDecoder, FileHeader, Footer, MAGIC,
+    MAX_BLOCK, VERSION, decode_definitions, decode_footer, decode_samples,
 };
 use crate::interned::{Members, Text};
 use crate::raw::{DecodeError, Definitions};
@@ -108,7 +110,16 @@ pub struct TraceFile {
     /// The payload of the block being read, kept from one block to the
     /// next (a fresh one per block costs an allocation and a memset).
     payload: Vec<u8>,
+    /// The events block in `payload` being decoded a batch at a time: its
+    /// payload's offset and the decoder's place. `None` whenever
+    /// `payload` holds anything else.
+    batch: Option<(u64, EventDecoder)>,
 }
+
+/// Bytes read from a file at once. Block payloads at least this large are
+/// read straight into the payload buffer; a larger buffer (it was 1 MiB)
+/// only costs memory, per rank, when a reader has thousands of files open.
+const READ_BUFFER: usize = 64 << 10;
 
 /// A block's header, read.
 #[derive(Debug, Clone, Copy)]
@@ -193,7 +204,7 @@ impl TraceFile {
 
     /// Reads a trace from any byte source; `path` names it in errors.
     pub fn from_reader(path: &Path, source: Box<dyn Source>) -> Result<TraceFile, TraceError> {
-        let mut input = BufReader::with_capacity(1 << 20, source);
+        let mut input = BufReader::with_capacity(READ_BUFFER, source);
         let (header, offset) = read_header(path, &mut input)?;
         Ok(TraceFile {
             path: path.to_owned(),
@@ -205,6 +216,7 @@ impl TraceFile {
             ending: None,
             resume_points: 0,
             payload: Vec::new(),
+            batch: None,
         })
     }
 
@@ -245,13 +257,42 @@ impl TraceFile {
 
     /// [`Self::next_events`] into `events` (emptied first), so that a
     /// reader going through many blocks reuses one vector; false at the
-    /// end of the file.
+    /// end of the file. After [`Self::next_batch_into`], the rest of the
+    /// block it was in.
     pub fn next_events_into(&mut self, events: &mut Vec<Event>) -> Result<bool, TraceError> {
+        self.next_batch_into(events, usize::MAX)
+    }
+
+    /// The next `max` events at most (emptied into `events` first), in
+    /// the order of the file: the rest of the events block being read, or
+    /// the start of the next one; false at the end of the file. Readers
+    /// that hold many files at once (a merge of many ranks) keep their
+    /// memory to a block's encoded bytes and `max` events per file.
+    pub fn next_batch_into(&mut self, events: &mut Vec<Event>, max: usize) -> Result<bool, TraceError> {
         events.clear();
+        while events.is_empty() {
+            if self.batch.is_none() && !self.start_event_block()? {
+                return Ok(false);
+            }
+            let Some((at, decoder)) = &mut self.batch else { unreachable!("an events block was just started") };
+            let at = *at;
+            let decoded = decode_into(&self.defs, &self.payload, decoder, events, max);
+            if decoder.left() == 0 {
+                self.batch = None;
+            }
+            decoded.map_err(|failure| failure.at(self, at))?;
+        }
+        Ok(true)
+    }
+
+    /// Reads blocks up to the next events block, absorbing the others;
+    /// false at the end of the file.
+    fn start_event_block(&mut self) -> Result<bool, TraceError> {
         while self.ending.is_none() {
             let Some((kind, at)) = self.next_block()? else { break };
             if kind == BlockKind::Events {
-                self.decode_event_block(&self.payload, at, events)?;
+                let decoder = EventDecoder::start(&self.payload).map_err(|e| self.corrupt_in(at, e))?;
+                self.batch = Some((at, decoder));
                 return Ok(true);
             }
             self.absorb(kind, at)?;
@@ -315,31 +356,10 @@ impl TraceFile {
         Events { trace: self, block: Vec::new().into_iter() }
     }
 
+    /// Decodes the whole events block `payload`, at `at` in the file.
     fn decode_event_block(&self, payload: &[u8], at: u64, events: &mut Vec<Event>) -> Result<(), TraceError> {
-        let mut undecodable = None;
-        decode_events_with(payload, |count, e| {
-            if events.is_empty() {
-                events.reserve(count);
-            }
-            // One result at a time: matching a pair of them moved whole
-            // bodies around, 30 instructions an event.
-            let site = match e.raw.site_of(&self.defs) {
-                Ok(site) => site,
-                Err(reason) => {
-                    undecodable.get_or_insert(reason);
-                    return;
-                }
-            };
-            match e.raw.body(&self.defs) {
-                Ok(body) => push_in_place(events, e, site, body),
-                Err(reason) => _ = undecodable.get_or_insert(reason),
-            }
-        })
-        .map_err(|e| self.corrupt_in(at, e))?;
-        match undecodable {
-            None => Ok(()),
-            Some(reason) => Err(self.corrupt(at, format!("a decodable event ({reason})"))),
-        }
+        let mut decoder = EventDecoder::start(payload).map_err(|e| self.corrupt_in(at, e))?;
+        decode_into(&self.defs, payload, &mut decoder, events, usize::MAX).map_err(|failure| failure.at(self, at))
     }
 
     fn absorb_definitions(&mut self, payload: &[u8], at: u64) -> Result<(), TraceError> {
@@ -397,6 +417,7 @@ impl TraceFile {
     /// checks it: (kind, payload offset), or `None` after recording a cut.
     fn read_payload(&mut self, head: &BlockHead) -> Result<Option<(BlockKind, u64)>, TraceError> {
         let BlockHead { kind, start, len, crc } = *head;
+        self.batch = None;
         // Bytes already initialised are not zeroed again.
         if self.payload.len() < len {
             self.payload.resize(len, 0);
@@ -505,6 +526,54 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
         return Err(bad(12, format!("format version {VERSION}, found {} (record the trace again)", header.format)));
     }
     Ok((header, 12 + len as u64))
+}
+
+/// Why a block's events could not be decoded.
+enum DecodeFailure {
+    /// Not what the format says, at this byte of the payload.
+    Encoding((usize, String)),
+    /// Well encoded, but naming what the file does not define.
+    Undecodable(DecodeError),
+}
+
+impl DecodeFailure {
+    /// The error, for the block whose payload is at `at` in `file`.
+    fn at(self, file: &TraceFile, at: u64) -> TraceError {
+        match self {
+            DecodeFailure::Encoding(e) => file.corrupt_in(at, e),
+            DecodeFailure::Undecodable(reason) => file.corrupt(at, format!("a decodable event ({reason})")),
+        }
+    }
+}
+
+/// Appends the next `max` events of `decoder`'s block to `events`.
+fn decode_into(
+    defs: &Defs,
+    payload: &[u8],
+    decoder: &mut EventDecoder,
+    events: &mut Vec<Event>,
+    max: usize,
+) -> Result<(), DecodeFailure> {
+    events.reserve(max.min(decoder.left()));
+    let mut undecodable = None;
+    decoder
+        .decode(payload, max, |e| {
+            // One result at a time: matching a pair of them moved whole
+            // bodies around, 30 instructions an event.
+            let site = match e.raw.site_of(defs) {
+                Ok(site) => site,
+                Err(reason) => {
+                    undecodable.get_or_insert(reason);
+                    return;
+                }
+            };
+            match e.raw.body(defs) {
+                Ok(body) => push_in_place(events, e, site, body),
+                Err(reason) => _ = undecodable.get_or_insert(reason),
+            }
+        })
+        .map_err(DecodeFailure::Encoding)?;
+    undecodable.map_or(Ok(()), |reason| Err(DecodeFailure::Undecodable(reason)))
 }
 
 /// Appends an event built straight in the vector's free capacity. A plain
