@@ -174,15 +174,24 @@ fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
         .collect()
 }
 
-/// Buffer sizes for a job of `world` ranks. Event buffers: up to 4 MiB,
-/// less for large jobs so that all of them hold in about 256 MiB (one
-/// chunk per location, `memory.rs`). Definition buffers: large enough for the
-/// largest record, a group of every rank (at most 9 bytes a member), and
-/// no larger, as one is allocated and cleared per location.
+/// Buffer sizes for a job of `world` ranks. Event buffers: 4 MiB, one
+/// per location (`memory.rs`), whatever the job's size. A smaller chunk
+/// saves nothing: OTF2's file layer copies every write under 4 MiB into a
+/// 4 MiB buffer of the file's own (`OTF2_FILE_BUFFER_SIZE`), kept until the
+/// file is closed; with 1 MiB chunks, a 256-rank export held 1 MiB + up to
+/// 4 MiB per location. A 4 MiB chunk is written straight from where it is.
+/// So an export holds 4 MiB per rank, which only OTF2's own layout limits.
+/// Definition buffers: large enough for the largest record, a group of
+/// every rank (at most 9 bytes a member), and no larger, as one is
+/// allocated and cleared per location.
 fn chunks(world: u32) -> Chunks {
     let world = world.max(1) as u64;
-    Chunks { events: ((256 << 20) / world).min(4 << 20), definitions: 9 * world + (64 << 10) }
+    Chunks { events: OTF2_FILE_BUFFER, definitions: 9 * world + (64 << 10) }
 }
+
+/// `OTF2_FILE_BUFFER_SIZE` (not in OTF2's public headers): writes of at
+/// least this many bytes go to the file without a copy.
+const OTF2_FILE_BUFFER: u64 = 4 << 20;
 
 /// An archive name is one path component.
 fn check_name(dir: &Path, name: &str) -> Result<(), Otf2Error> {

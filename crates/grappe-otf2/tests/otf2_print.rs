@@ -66,7 +66,7 @@ fn a_synthetic_job_reads_back_with_every_event_counted() {
 /// the whole archive of most exports was in memory at once.
 #[test]
 fn a_long_trace_is_written_chunk_by_chunk_in_bounded_memory() {
-    const CHUNK: u64 = 4 << 20; // the event chunk of a job this size
+    const CHUNK: u64 = 4 << 20; // an event buffer's one chunk
     let dir = scratch("long");
     let job = SyntheticJob::new(2, 25_000);
     write_job(&dir.join("traces"), &job).unwrap();
