@@ -111,8 +111,8 @@ pub struct TraceFile {
     /// next (a fresh one per block costs an allocation and a memset).
     payload: Vec<u8>,
     /// The events block in `payload` being decoded a batch at a time: its
-    /// payload's offset and the decoder's place. `None` whenever
-    /// `payload` holds anything else.
+    /// payload's offset and the decoder's place. `None` when no block is
+    /// partly decoded, and whenever `payload` holds anything else.
     batch: Option<(u64, EventDecoder)>,
 }
 
@@ -271,33 +271,34 @@ impl TraceFile {
     pub fn next_batch_into(&mut self, events: &mut Vec<Event>, max: usize) -> Result<bool, TraceError> {
         events.clear();
         while events.is_empty() {
-            if self.batch.is_none() && !self.start_event_block()? {
-                return Ok(false);
+            let (at, mut decoder) = match self.batch.take() {
+                Some(batch) => batch,
+                None => match self.start_event_block()? {
+                    Some(batch) => batch,
+                    None => return Ok(false),
+                },
+            };
+            decode_into(&self.defs, &self.payload, &mut decoder, events, max).map_err(|f| f.at(self, at))?;
+            if decoder.left() > 0 {
+                self.batch = Some((at, decoder));
             }
-            let Some((at, decoder)) = &mut self.batch else { unreachable!("an events block was just started") };
-            let at = *at;
-            let decoded = decode_into(&self.defs, &self.payload, decoder, events, max);
-            if decoder.left() == 0 {
-                self.batch = None;
-            }
-            decoded.map_err(|failure| failure.at(self, at))?;
         }
         Ok(true)
     }
 
-    /// Reads blocks up to the next events block, absorbing the others;
-    /// false at the end of the file.
-    fn start_event_block(&mut self) -> Result<bool, TraceError> {
+    /// Reads blocks up to the next events block, absorbing the others:
+    /// its payload's offset and a decoder at its start, or `None` at the
+    /// end of the file.
+    fn start_event_block(&mut self) -> Result<Option<(u64, EventDecoder)>, TraceError> {
         while self.ending.is_none() {
             let Some((kind, at)) = self.next_block()? else { break };
             if kind == BlockKind::Events {
                 let decoder = EventDecoder::start(&self.payload).map_err(|e| self.corrupt_in(at, e))?;
-                self.batch = Some((at, decoder));
-                return Ok(true);
+                return Ok(Some((at, decoder)));
             }
             self.absorb(kind, at)?;
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Takes in the block just read (in `self.payload`), which is not events.
