@@ -397,23 +397,10 @@ fn put_varint_in(record: &mut [u8; MAX_RECORD], at: &mut usize, mut v: u64) {
 /// Decodes an events block payload. The error names the byte (within the
 /// payload) where decoding failed and what was expected there.
 pub fn decode_events(payload: &[u8]) -> Result<Vec<Encoded>, (usize, String)> {
-    let mut events = Vec::new();
-    decode_events_with(payload, |count, e| {
-        events.reserve_exact(count - events.len());
-        events.push(*e)
-    })?;
-    Ok(events)
-}
-
-/// Decodes an events block payload, handing each event to `each` with the
-/// number of events the block announces, as it comes (readers build their
-/// own events without an intermediate vector). By reference: copying the
-/// record whole right after writing it field by field stalls the CPU.
-#[inline]
-pub fn decode_events_with(payload: &[u8], mut each: impl FnMut(usize, &Encoded)) -> Result<(), (usize, String)> {
     let mut decoder = EventDecoder::start(payload)?;
-    let announced = decoder.announced();
-    decoder.decode(payload, usize::MAX, |e| each(announced, e))
+    let mut events = Vec::with_capacity(decoder.announced());
+    decoder.decode(payload, usize::MAX, |e| events.push(*e))?;
+    Ok(events)
 }
 
 /// An events block payload decoded a few events at a time, so that a
