@@ -22,11 +22,8 @@ use serde_json::Value;
 
 type Exporter = fn(CausalStream, &mut (dyn Write + Send), &mut dyn FnMut(u64)) -> Result<ExportSummary>;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-export-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("export-{name}"))
 }
 
 fn stream(location: &Path) -> CausalStream {

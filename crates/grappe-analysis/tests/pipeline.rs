@@ -2,7 +2,7 @@
 //! distortions are known: global time, the causal stream, matching,
 //! `check` and `merge`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grappe_analysis::synthetic::{SyntheticJob, T0, write_job};
 use grappe_analysis::{
@@ -10,11 +10,8 @@ use grappe_analysis::{
 };
 use grappe_clock::Strategy;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-pipeline-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("pipeline-{name}"))
 }
 
 fn open(dir: &Path, options: &GlobalOptions) -> (TraceSet, GlobalTime) {

@@ -9,19 +9,14 @@
 //! [t+9200, t+9500], 1024 + 8 (i mod 16) bytes; every tenth iteration an
 //! allreduce [t+12000, t+15000] of 8 bytes, entered by all at once.
 
-use std::path::PathBuf;
-
 use grappe_analysis::profile::{Profile, Profiler, profile};
 use grappe_analysis::synthetic::{ITERATION_NS, SyntheticClock, SyntheticJob, synthetic_site, write_job};
 use grappe_analysis::{CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet};
 use grappe_trace::{ANY, Body, CollectiveKind, Event, EventKind};
 use proptest::prelude::*;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-profile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("profile-{name}"))
 }
 
 fn profile_of(job: &SyntheticJob, name: &str) -> Profile {

@@ -22,30 +22,8 @@ const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
 const SENDRECV: [u8; 3] = [0x14, 0xa0, 0xa0];
 
-/// A scratch directory, removed when the test passes (kept for a look
-/// when it fails).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("grappe-report-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("report-{name}"))
 }
 
 /// Writes a synthetic job in `dir/trace` and opens it on global time.

@@ -10,11 +10,8 @@ use grappe_trace::format::Encoded;
 use grappe_trace::resume::EncodedResume;
 use grappe_trace::{Ending, Event, TraceError, TraceFile, TraceWriter};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-resume-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("resume-{name}"))
 }
 
 /// The synthetic job merged twice: without resume points and with one

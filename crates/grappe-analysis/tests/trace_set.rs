@@ -2,18 +2,15 @@
 //! are of one job: files of another run, another world size or a rank
 //! traced twice are refused with an error naming the file and why.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grappe_analysis::synthetic::{plain_header, write_events};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet, check, merge_to_file};
 use grappe_trace::format::{FileHeader, RankThread};
 use grappe_trace::{Body, file_for};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-trace-set-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("trace-set-{name}"))
 }
 
 fn header(rank: u32, world_size: u32, job: &str) -> FileHeader {

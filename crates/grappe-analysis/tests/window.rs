@@ -6,7 +6,7 @@
 //! job with messages checks that a kept receive keeps its arrow exactly
 //! when its send is kept.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grappe_analysis::stream::{Window, WindowSummary};
 use grappe_analysis::synthetic::{ITERATION_NS, SyntheticJob, plain_header, write_events, write_job};
@@ -19,11 +19,8 @@ use proptest::prelude::*;
 /// Where the hand-made traces start.
 const T: u64 = 5_000_000_000;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-window-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("window-{name}"))
 }
 
 fn open(location: &Path) -> CausalStream {

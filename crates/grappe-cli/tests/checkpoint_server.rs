@@ -2,18 +2,15 @@
 //! does to the waves it holds.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use grappe_ft::{CheckpointClient, FtError};
 
 const SECRET: &str = "s3cret-of-the-job";
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-ckpt-server-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("ckpt-server-{name}"))
 }
 
 /// A running server process and its address; killed when dropped.

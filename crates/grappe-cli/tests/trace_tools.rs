@@ -12,11 +12,8 @@ use serde_json::Value;
 
 const GRAPPE: &str = env!("CARGO_BIN_EXE_grappe");
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-cli-trace-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("cli-trace-{name}"))
 }
 
 /// `grappe trace TOOL ARGS...`.

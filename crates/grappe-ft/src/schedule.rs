@@ -95,19 +95,16 @@ mod tests {
         }
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("grappe-schedule-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn scratch(name: &str) -> grappe_testkit::Scratch {
+        grappe_testkit::scratch(&format!("schedule-{name}"))
     }
 
     #[test]
     fn one_request_at_a_time_and_the_next_an_interval_after_the_wave() {
         let path = scratch("timer");
-        let dir = CheckpointDir::new(path.clone());
+        let dir = CheckpointDir::new(path.to_path_buf());
         let interval = Duration::from_millis(40);
-        let scheduler = WaveScheduler::start(path.clone(), Some(interval), Arc::default()).unwrap();
+        let scheduler = WaveScheduler::start(path.to_path_buf(), Some(interval), Arc::default()).unwrap();
         for _ in 0..3 {
             wait_for("a request", || path.join("REQUEST").exists());
             assert!(dir.take_request(), "rank 0 takes it");
@@ -127,7 +124,7 @@ mod tests {
     fn a_users_request_is_asked_for_at_once_without_a_timer() {
         let path = scratch("asked");
         let asked = Arc::new(AtomicBool::new(false));
-        let scheduler = WaveScheduler::start(path.clone(), None, asked.clone()).unwrap();
+        let scheduler = WaveScheduler::start(path.to_path_buf(), None, asked.clone()).unwrap();
         std::thread::sleep(Duration::from_millis(30));
         assert!(!path.join("REQUEST").exists(), "no timer, no request");
         asked.store(true, Ordering::Relaxed);

@@ -4,16 +4,14 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use grappe_ft::{CheckpointClient, CheckpointServer, FtError, ServerConfig, WaveInfo};
 
 const SECRET: &[u8] = b"correct horse battery staple";
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-ft-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("ft-{name}"))
 }
 
 /// A server on a free port, serving from a thread; its address.

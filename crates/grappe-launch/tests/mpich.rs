@@ -29,17 +29,17 @@ fn mpiexec() -> Command {
     require(MPIEXEC, "mpich")
 }
 
-/// Compiles `tests/data/<name>.c` with MPICH's compiler into a fresh directory.
-fn compile_mpich_program(name: &str) -> PathBuf {
+/// Compiles `tests/data/<name>.c` with MPICH's compiler into a fresh
+/// directory; the binary, and its directory to hold while it is used.
+fn compile_mpich_program(name: &str) -> (PathBuf, grappe_testkit::Scratch) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.c"));
-    let dir = std::env::temp_dir().join(format!("grappe-mpich-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create build directory");
+    let dir = grappe_testkit::scratch(&format!("mpich-{name}"));
     let binary = dir.join(name);
     let mut mpicc = require(MPICC, "libmpich-dev");
     mpicc.arg("-o").arg(&binary).arg(&source);
     let output = run_bounded(mpicc, Duration::from_secs(60));
     assert!(output.status.success(), "{}", describe(&output));
-    binary
+    (binary, dir)
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn hydra_serves_the_probe_over_pmi1() {
 
 #[test]
 fn an_mpich_program_runs_unchanged_under_grappe_run() {
-    let program = compile_mpich_program("mpi_allreduce");
+    let (program, _dir) = compile_mpich_program("mpi_allreduce");
     let mut spec = LaunchSpec::new(&program, 3);
     spec.output = OutputMode::Capture;
     spec.label = true;

@@ -1,7 +1,11 @@
-//! What grappe's integration tests share: finding the programs of this
-//! build and running them with a hard time limit, their output drained
-//! while they run (a chatty job must never block on a full pipe).
+//! What grappe's tests share: finding the programs of this build, running
+//! them with a hard time limit, their output drained while they run (a
+//! chatty job must never block on a full pipe), and scratch directories
+//! that do not outlive their test.
 #![forbid(unsafe_code)]
+
+mod scratch;
+pub use scratch::{Scratch, scratch};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -13,11 +13,9 @@ use grappe_trace::{
     EventKind, FlushPolicy, Identity, Members, RawEvent, Recorder, RecorderConfig, Text, TraceError, TraceFile,
 };
 
-/// A trace of one event, which `make` builds with the recorder's own ids
-/// (the recorder keeps its strings apart from the process's tables).
-fn trace_of(name: &str, make: impl FnOnce(&mut Recorder) -> RawEvent) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-trace-bounds-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A trace of one event in `dir`, which `make` builds with the recorder's
+/// own ids (the recorder keeps its strings apart from the process's tables).
+fn trace_of(dir: PathBuf, make: impl FnOnce(&mut Recorder) -> RawEvent) -> PathBuf {
     let config = RecorderConfig { dir: dir.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
     let mut rec = Recorder::create(
         &config,
@@ -60,9 +58,10 @@ fn read_error(path: &std::path::Path) -> Option<String> {
 
 #[test]
 fn past_the_bounds_nothing_is_kept_and_readers_say_why() {
+    let scratch = grappe_testkit::scratch("trace-bounds");
     // Read once while there is room: their values are kept from then on.
-    let known_region = trace_of("known-region", region_named("step"));
-    let known_comm = trace_of("known-comm", communicator_of(&[1, 0]));
+    let known_region = trace_of(scratch.join("known-region"), region_named("step"));
+    let known_comm = trace_of(scratch.join("known-comm"), communicator_of(&[1, 0]));
     assert_eq!(read_error(&known_region), None);
     assert_eq!(read_error(&known_comm), None);
 
@@ -100,12 +99,12 @@ fn past_the_bounds_nothing_is_kept_and_readers_say_why() {
     assert_eq!(read_error(&known_comm), None);
 
     // Traces of new values are refused, saying why.
-    let new_region = read_error(&trace_of("new-region", region_named("solve")));
+    let new_region = read_error(&trace_of(scratch.join("new-region"), region_named("solve")));
     assert!(
         new_region.as_deref().is_some_and(|e| e.contains("name definition 0 is past the 64 MiB of distinct texts")),
         "{new_region:?}"
     );
-    let new_comm = read_error(&trace_of("new-comm", communicator_of(&[0, 1, 5])));
+    let new_comm = read_error(&trace_of(scratch.join("new-comm"), communicator_of(&[0, 1, 5])));
     assert!(
         new_comm.as_deref().is_some_and(|e| e.contains("members definition 0 is past the 64 MiB of distinct member")),
         "{new_comm:?}"

@@ -6,8 +6,8 @@ use grappe_trace::{file_for, remove_rank_files};
 
 #[test]
 fn only_per_rank_files_are_removed_and_a_bad_directory_is_named() {
-    let dir = std::env::temp_dir().join(format!("grappe-rank-files-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = grappe_testkit::scratch("rank-files");
+    let dir = scratch.join("traces");
     assert_eq!(remove_rank_files(&dir).unwrap(), 0, "a directory not made yet holds nothing");
 
     std::fs::create_dir_all(&dir).unwrap();
@@ -29,5 +29,4 @@ fn only_per_rank_files_are_removed_and_a_bad_directory_is_named() {
     let file = dir.join("notes.txt");
     let error = remove_rank_files(&file).unwrap_err().to_string();
     assert!(error.contains(&file.display().to_string()), "{error}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,10 +13,8 @@ use grappe_trace::{
 };
 use proptest::prelude::*;
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("grappe-trace-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn dir(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("trace-test-{name}"))
 }
 
 fn recorder(dir: &Path, policy: FlushPolicy, buffer_events: usize) -> Recorder {
@@ -287,20 +285,21 @@ fn clock_samples_are_kept() {
     assert_eq!(trace.clock_samples(), &[sample; 3]);
 }
 
-/// A complete trace of `events` point events in 32-event buffers.
-fn written_trace(name: &str, events: usize) -> (PathBuf, Vec<u8>) {
+/// A complete trace of `events` point events in 32-event buffers: its
+/// directory (to hold while the file is used), path and bytes.
+fn written_trace(name: &str, events: usize) -> (grappe_testkit::Scratch, PathBuf, Vec<u8>) {
     let d = dir(name);
     let mut rec = recorder(&d, FlushPolicy::Full, 32);
     record_all(&mut rec, &vec![(Body::Point { name: "p".into(), location: "l".into() }, 0); events]);
     rec.finish().unwrap();
     let path = file_for(&d, 3);
     let bytes = std::fs::read(&path).unwrap();
-    (path, bytes)
+    (d, path, bytes)
 }
 
 #[test]
 fn a_file_cut_anywhere_reads_up_to_its_last_complete_block() {
-    let (path, bytes) = written_trace("cut", 200);
+    let (_dir, path, bytes) = written_trace("cut", 200);
     let (all, _) = read_all(&path);
     let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     for cut in (header_end..bytes.len()).step_by(7) {
@@ -317,7 +316,7 @@ fn a_file_cut_anywhere_reads_up_to_its_last_complete_block() {
 
 #[test]
 fn corrupted_bytes_give_the_file_and_offset() {
-    let (path, bytes) = written_trace("corrupt", 200);
+    let (_dir, path, bytes) = written_trace("corrupt", 200);
     let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
     for at in (header_end..bytes.len()).step_by(11) {
         let mut bad = bytes.clone();

@@ -7,7 +7,7 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,10 +17,8 @@ const SIZE: &str = if cfg!(debug_assertions) { "64" } else { "160" };
 const ITERATIONS: &str = "20000";
 const RING_ITERATIONS: &str = if cfg!(debug_assertions) { "20000" } else { "400000" };
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-ft-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("ft-{name}"))
 }
 
 /// A program and its arguments.
@@ -94,7 +92,7 @@ struct Trial {
 
 /// One trial: the job with checkpoints, a process killed `delay` after
 /// the first committed wave.
-fn trial(work: Workload, layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &PathBuf) -> Trial {
+fn trial(work: Workload, layout: &[&str], protocol: &str, delay: Duration, victim: u64, dir: &Path) -> Trial {
     let mut cmd = Command::new(util::grappe());
     cmd.args(["run", "-n", "4"])
         .args(layout)

@@ -23,7 +23,7 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet, check};
@@ -34,9 +34,8 @@ const SIMULATION: &str = "offset=2ms,drift=50ppm,seed=11";
 /// The pause between rounds of clock exchanges (see the module comment).
 const SYNC_SPACING_US: &str = "20";
 
-fn traced_run(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-global-time-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn traced_run(name: &str) -> grappe_testkit::Scratch {
+    let dir = grappe_testkit::scratch(&format!("global-time-{name}"));
     let mut cmd = std::process::Command::new(util::grappe());
     cmd.env("GRAPPE_TRACE_SIMULATE", SIMULATION).env("GRAPPE_TRACE_SYNC_SPACING_US", SYNC_SPACING_US);
     cmd.args(["run", "-n", "4", "--trace"]).arg(&dir).arg(util::example("jacobi")).args(["64", "4000"]);

@@ -4,7 +4,7 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -32,10 +32,8 @@ fn mpich_mpiexec_runs_hybrid_processes_of_thread_ranks() {
     assert_suite(&util::run_bounded(cmd, LIMIT), 4);
 }
 
-fn trace_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-launchers-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn trace_dir(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("launchers-{name}"))
 }
 
 /// The traces in `dir` are one job's, every rank's file naming the

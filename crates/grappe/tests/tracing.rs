@@ -4,17 +4,15 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
 use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 
-fn fresh_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-tracing-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn fresh_dir(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("tracing-{name}"))
 }
 
 fn read(path: &Path) -> (Vec<Event>, TraceFile) {

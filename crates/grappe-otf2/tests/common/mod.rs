@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 pub use grappe_analysis::stream::Window;
@@ -11,11 +11,8 @@ use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
 use grappe_otf2::{Otf2Error, Otf2Summary, write_otf2};
 
 /// A fresh directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("grappe-otf2-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn scratch(name: &str) -> grappe_testkit::Scratch {
+    grappe_testkit::scratch(&format!("otf2-{name}"))
 }
 
 /// Exports the traces in `traces` as `out/name.otf2`.
