@@ -28,4 +28,4 @@ pub use raw::RawEvent;
 pub use reader::{Ending, Events, TraceError, TraceFile};
 pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for, remove_rank_files};
 pub use site::Site;
-pub use writer::TraceWriter;
+pub use writer::{RECORDER_BLOCK_EVENTS, TraceWriter};

@@ -423,7 +423,7 @@ impl Recorder {
             Sink::File(writer) => {
                 writer.write_definitions(&defs)?;
                 let codec = &self.codec;
-                let written = writer.write_events(self.buf.iter().map(|raw| codec.encode(raw)));
+                let written = writer.write_event_blocks(&self.buf, |raw| codec.encode(raw));
                 self.buf.clear();
                 written
             }
@@ -461,7 +461,7 @@ fn spawn_writer(mut writer: TraceWriter, codec: Codec, buffer_events: usize) -> 
                 match job {
                     Job::Events(mut events, defs) => {
                         writer.write_definitions(&defs)?;
-                        writer.write_events(events.iter().map(|raw| codec.encode(raw)))?;
+                        writer.write_event_blocks(&events, |raw| codec.encode(raw))?;
                         events.clear();
                         let _ = give_back.send(events);
                     }

@@ -5,9 +5,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::format::{
-    BlockKind, ClockSample, Definition, Encoded, FileHeader, Footer, MAGIC, block_header, encode_definitions,
-    encode_events, encode_footer, encode_samples,
+    BLOCK_HEADER, BlockKind, ClockSample, Definition, Encoded, FileHeader, Footer, MAGIC, block_header,
+    encode_definitions, encode_events, encode_footer, encode_samples,
 };
+
+/// The most events in a block the recorder writes, whatever its buffer.
+/// A reader holds a block's encoded bytes until it has checked them all
+/// (the checksum covers the whole block), for every rank file it reads at
+/// once: 4096 events are about 50 KB, where a 65 536-event buffer written
+/// as one block held 850 KB per rank, and a buffer kept to the end
+/// (policy `end`) its whole trace.
+pub const RECORDER_BLOCK_EVENTS: usize = 4096;
 
 /// A trace file being written.
 #[derive(Debug)]
@@ -38,12 +46,14 @@ impl TraceWriter {
     /// Writes one block: header and payload in a single write, so that a
     /// process killed later never leaves half a block behind it.
     fn write_block(&mut self, kind: BlockKind, fill: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
+        self.write_blocks(|buf| append_block(buf, kind, fill))
+    }
+
+    /// Writes the blocks `fill` appends, in a single write.
+    fn write_blocks(&mut self, fill: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        buf.resize(crate::format::BLOCK_HEADER, 0);
         fill(&mut buf);
-        let header = block_header(kind, &buf[crate::format::BLOCK_HEADER..]);
-        buf[..crate::format::BLOCK_HEADER].copy_from_slice(&header);
         let written = self.file.write_all(&buf);
         self.scratch = buf;
         written
@@ -58,6 +68,16 @@ impl TraceWriter {
     /// Writes an events block.
     pub fn write_events(&mut self, events: impl ExactSizeIterator<Item = Encoded>) -> std::io::Result<()> {
         self.write_block(BlockKind::Events, |out| encode_events(events, out))
+    }
+
+    /// Writes a recorder's buffer as events blocks of at most
+    /// [`RECORDER_BLOCK_EVENTS`] each, in a single write.
+    pub fn write_event_blocks<T>(&mut self, events: &[T], encode: impl Fn(&T) -> Encoded) -> std::io::Result<()> {
+        self.write_blocks(|buf| {
+            for part in events.chunks(RECORDER_BLOCK_EVENTS) {
+                append_block(buf, BlockKind::Events, |out| encode_events(part.iter().map(&encode), out));
+            }
+        })
     }
 
     /// Writes a definitions block (before the events that use them).
@@ -77,4 +97,14 @@ impl TraceWriter {
     pub fn write_footer(&mut self, footer: &Footer) -> std::io::Result<()> {
         self.write_block(BlockKind::Footer, |out| encode_footer(footer, out))
     }
+}
+
+/// Appends a block of `kind` to `buf`: its header, then the payload `fill`
+/// appends, which the header's length and checksum cover.
+fn append_block(buf: &mut Vec<u8>, kind: BlockKind, fill: impl FnOnce(&mut Vec<u8>)) {
+    let at = buf.len();
+    buf.resize(at + BLOCK_HEADER, 0);
+    fill(buf);
+    let header = block_header(kind, &buf[at + BLOCK_HEADER..]);
+    buf[at..at + BLOCK_HEADER].copy_from_slice(&header);
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
-    Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RawEvent, Recorder,
-    RecorderConfig, TraceError, TraceFile, file_for,
+    Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RECORDER_BLOCK_EVENTS, RawEvent,
+    Recorder, RecorderConfig, TraceError, TraceFile, file_for,
 };
 use proptest::prelude::*;
 
@@ -240,6 +240,35 @@ fn policy_end_keeps_what_fits_and_counts_the_rest() {
     let footer = rec.finish().unwrap();
     assert_eq!((footer.events, footer.dropped), (16, 24));
     assert_eq!(read_all(&file_for(&d, 3)).0.len(), 16);
+}
+
+/// However large the buffer, the recorder writes blocks of at most
+/// `RECORDER_BLOCK_EVENTS` events (a reader holds one block per file), and
+/// every event reads back, in order.
+#[test]
+fn a_large_buffer_is_written_in_bounded_blocks() {
+    let events = 2 * RECORDER_BLOCK_EVENTS + 123;
+    for policy in [FlushPolicy::Full, FlushPolicy::Thread, FlushPolicy::End] {
+        let d = dir(&format!("large-buffer-{policy:?}"));
+        let mut rec = recorder(&d, policy, events + 16);
+        let counters: Vec<_> = (0..events as i64).map(|value| (Body::Counter { name: "n".into(), value }, 0)).collect();
+        record_all(&mut rec, &counters);
+        let footer = rec.finish().unwrap();
+        assert_eq!((footer.events, footer.flushes), (events as u64, 0), "{policy:?}");
+        let mut trace = TraceFile::open(&file_for(&d, 3)).unwrap();
+        let mut sizes = Vec::new();
+        let mut values = Vec::new();
+        while let Some(block) = trace.next_events().unwrap() {
+            sizes.push(block.len());
+            values.extend(block.iter().filter_map(|e| match e.body {
+                Body::Counter { value, .. } => Some(value),
+                _ => None,
+            }));
+        }
+        let full = RECORDER_BLOCK_EVENTS;
+        assert_eq!(sizes, [full, full, 123], "{policy:?}: block sizes");
+        assert!(values.iter().copied().eq(0..events as i64), "{policy:?}: the values come back in order");
+    }
 }
 
 /// A call that records two events with one start (a sendrecv) never has
