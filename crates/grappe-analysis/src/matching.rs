@@ -95,6 +95,47 @@ pub fn send_of(event: &Event) -> Option<(Channel, u64, u64)> {
     }
 }
 
+/// Messages counted per channel, for a tool that reads each rank on its
+/// own, with no causal order to match in. MPI's non-overtaking order pairs
+/// a channel's k-th send with its k-th receive, so a channel's matched
+/// messages are the fewer of its sends and its receives, as the matcher
+/// pairs them.
+#[derive(Debug, Default)]
+pub struct ChannelTally {
+    /// Sends and receives of each channel.
+    counts: FxHashMap<Channel, (u64, u64)>,
+}
+
+impl ChannelTally {
+    /// Counts `event` if it sends or receives a message.
+    #[inline]
+    pub fn observe(&mut self, event: &Event) {
+        if !may_carry_a_message(&event.body) {
+            return;
+        }
+        if let Some((channel, _, _)) = send_of(event) {
+            self.counts.entry(channel).or_default().0 += 1;
+        } else if let Some((channel, _)) = receive_of(event) {
+            self.counts.entry(channel).or_default().1 += 1;
+        }
+    }
+
+    /// Messages whose send and receive were both counted.
+    pub fn matched(&self) -> u64 {
+        self.counts.values().map(|&(sends, receives)| sends.min(receives)).sum()
+    }
+
+    /// Receives with no send.
+    pub fn unmatched_receives(&self) -> u64 {
+        self.counts.values().map(|&(sends, receives)| receives.saturating_sub(sends)).sum()
+    }
+
+    /// Sends never received.
+    pub fn unreceived_sends(&self) -> u64 {
+        self.counts.values().map(|&(sends, receives)| sends.saturating_sub(receives)).sum()
+    }
+}
+
 /// Whether `body` is of a kind that sends or receives a message.
 #[inline(always)]
 fn may_carry_a_message(body: &Body) -> bool {

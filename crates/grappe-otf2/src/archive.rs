@@ -123,8 +123,18 @@ impl Drop for Archive {
 /// borrow one for a while with [`EventPhase::location`].
 pub(crate) struct EventPhase {
     archive: Archive,
-    writers: Vec<Option<NonNull<OTF2_EvtWriter>>>,
+    writers: Vec<Writer>,
     attributes: AttributeList,
+}
+
+/// A location's event writer.
+#[derive(Clone, Copy)]
+enum Writer {
+    NotMade,
+    Open(NonNull<OTF2_EvtWriter>),
+    /// Closed, having written this many events (OTF2 would make a new
+    /// writer for the location, which truncates its file).
+    Closed(u64),
 }
 
 /// The one attribute list of the export, filled right before each event
@@ -222,7 +232,11 @@ impl EventPhase {
             }
             check("OTF2_Archive_OpenEvtFiles", ffi::OTF2_Archive_OpenEvtFiles(a))?;
         }
-        Ok(EventPhase { archive, writers: vec![None; locations as usize], attributes: AttributeList::new()? })
+        Ok(EventPhase {
+            archive,
+            writers: vec![Writer::NotMade; locations as usize],
+            attributes: AttributeList::new()?,
+        })
     }
 
     /// The event writer of `location`, made on first use.
@@ -232,9 +246,9 @@ impl EventPhase {
         let Some(slot) = self.writers.get_mut(location as usize) else {
             return Err(Otf2Error::RankOutOfRange { rank: location, world });
         };
-        let raw = match slot {
-            Some(raw) => *raw,
-            None => {
+        let raw = match *slot {
+            Writer::Open(raw) => raw,
+            Writer::NotMade => {
                 // SAFETY: the archive is open in write mode with its event
                 // files open; the writer is kept in `writers` until closed.
                 let raw = unsafe { ffi::OTF2_Archive_GetEvtWriter(self.archive.raw.as_ptr(), location as u64) };
@@ -242,10 +256,25 @@ impl EventPhase {
                     let what = format!("location {location}");
                     return Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetEvtWriter", what });
                 };
-                *slot.insert(raw)
+                *slot = Writer::Open(raw);
+                raw
             }
+            Writer::Closed(_) => return Err(Otf2Error::LocationClosed { rank: location }),
         };
         Ok(EventWriter { raw, attributes: self.attributes.raw, _phase: PhantomData })
+    }
+
+    /// Closes the event writer of `location`, written to the end: OTF2
+    /// writes out its buffer and hands back its chunk. A location never
+    /// written to stays to [`EventPhase::into_definitions`].
+    pub(crate) fn close_location(&mut self, location: u32) -> Result<()> {
+        let Some(slot) = self.writers.get_mut(location as usize) else {
+            return Err(Otf2Error::RankOutOfRange { rank: location, world: self.writers.len() });
+        };
+        if let Writer::Open(writer) = *slot {
+            *slot = Writer::Closed(close_writer(&self.archive, writer)?);
+        }
+        Ok(())
     }
 
     /// Closes the event writers (making the empty event files of locations
@@ -256,18 +285,13 @@ impl EventPhase {
     pub(crate) fn into_definitions(mut self) -> Result<(Vec<u64>, GlobalDefs)> {
         let mut events = Vec::with_capacity(self.writers.len());
         for location in 0..self.writers.len() as u32 {
-            let writer = self.location(location)?.raw.as_ptr();
-            self.writers[location as usize] = None;
-            let mut count = 0;
-            // SAFETY: `writer` is an open writer of the open archive, just
-            // taken out of `writers`, so it is never used once closed.
-            unsafe {
-                check("OTF2_EvtWriter_GetNumberOfEvents", ffi::OTF2_EvtWriter_GetNumberOfEvents(writer, &mut count))?;
-                check(
-                    "OTF2_Archive_CloseEvtWriter",
-                    ffi::OTF2_Archive_CloseEvtWriter(self.archive.raw.as_ptr(), writer),
-                )?;
+            if let Writer::Closed(count) = self.writers[location as usize] {
+                events.push(count);
+                continue;
             }
+            let writer = self.location(location)?.raw;
+            let count = close_writer(&self.archive, writer)?;
+            self.writers[location as usize] = Writer::Closed(count);
             events.push(count);
         }
         let a = self.archive.raw.as_ptr();
@@ -300,6 +324,19 @@ impl EventPhase {
             None => Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetGlobalDefWriter", what: "the archive".into() }),
         }
     }
+}
+
+/// Closes `writer`, an open event writer of `archive`, and returns the
+/// events it wrote. The caller marks it closed: it is never used again.
+fn close_writer(archive: &Archive, writer: NonNull<OTF2_EvtWriter>) -> Result<u64> {
+    let mut count = 0;
+    // SAFETY: `writer` is an open writer of the open archive, which its
+    // caller no longer hands out once this returns.
+    unsafe {
+        check("OTF2_EvtWriter_GetNumberOfEvents", ffi::OTF2_EvtWriter_GetNumberOfEvents(writer.as_ptr(), &mut count))?;
+        check("OTF2_Archive_CloseEvtWriter", ffi::OTF2_Archive_CloseEvtWriter(archive.raw.as_ptr(), writer.as_ptr()))?;
+    }
+    Ok(count)
 }
 
 /// The event writer of one location, borrowed from its phase.

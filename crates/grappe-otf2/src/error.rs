@@ -60,6 +60,12 @@ pub enum Otf2Error {
         /// The limit.
         limit: u64,
     },
+    /// An event for a location already written to its end.
+    #[error("an event of rank {rank} after its location was closed (the export writes a location at a time)")]
+    LocationClosed {
+        /// World rank.
+        rank: u32,
+    },
     /// An event of a rank outside the job (a corrupt trace).
     #[error("an event of rank {rank} in a {world}-rank job")]
     RankOutOfRange {

@@ -4,9 +4,10 @@
 //! completion). The Enter of a call made by the program carries where it
 //! was made: a `call site` attribute holding a source code location.
 //!
-//! Each event is written as soon as the stream gives it, to its rank's
-//! location: the stream keeps each rank's own order, so a location needs
-//! no buffering but one send. A `sendrecv` is recorded as a send and a
+//! Each event is written as soon as it is read, to its rank's location:
+//! a rank's events come in their own order (a location at a time, or
+//! interleaved by the causal stream), so a location needs no buffering
+//! but one send. A `sendrecv` is recorded as a send and a
 //! receive marked as its second half, with the same dates; each send waits
 //! for the rank's next event to tell, and a pair becomes one `MPI_Sendrecv`
 //! region with the send record at its enter and the receive record at its
@@ -97,34 +98,62 @@ impl Exporter {
         if let Message::Received { .. } = linked.message {
             self.messages += 1;
         }
-        let event = &linked.event;
+        let receive = !matches!(linked.message, Message::SendOutside { .. });
+        self.write_event(linked.event, receive)
+    }
+
+    /// Writes one event of a rank; `receive`: a message it receives is
+    /// recorded as such (its send is in the archive, or was never traced).
+    #[inline]
+    pub(crate) fn write_event(&mut self, event: &Event, receive: bool) -> Result<()> {
         let Some(timeline) = self.timelines.get_mut(event.rank as usize) else {
             return Err(Otf2Error::RankOutOfRange { rank: event.rank, world: self.timelines.len() });
         };
         let mut writer = self.phase.location(event.rank)?;
-        let receive = !matches!(linked.message, Message::SendOutside { .. });
         if (Out { defs: &mut self.defs, t: timeline, w: &mut writer, receive }).next(event)? {
             self.unmatched_leaves += 1;
         }
         Ok(())
     }
 
-    /// Leaves the user regions still open at each location's last
-    /// timestamp (a rank that died inside one), then closes the event
-    /// writers: the definitions come next.
+    /// Ends the location of `rank`, whose events are all written: its
+    /// held send and open regions, then its writer, which hands its
+    /// chunk back (the next location takes it).
+    pub(crate) fn finish_location(&mut self, rank: u32) -> Result<()> {
+        self.end_timeline(rank)?;
+        if let Some(t) = self.timelines.get_mut(rank as usize) {
+            t.posted = FxHashSet::default();
+        }
+        self.phase.close_location(rank)
+    }
+
+    /// Writes what a rank's location still holds: a send waiting for its
+    /// next event, and the leaves of the user regions still open, at its
+    /// last timestamp (a rank that died inside one).
+    fn end_timeline(&mut self, rank: u32) -> Result<()> {
+        let Some(t) = self.timelines.get_mut(rank as usize) else {
+            return Err(Otf2Error::RankOutOfRange { rank, world: self.timelines.len() });
+        };
+        if let Some(send) = t.held_send.take() {
+            let mut writer = self.phase.location(rank)?;
+            (Out { defs: &mut self.defs, t: &mut *t, w: &mut writer, receive: true }).event(&send)?;
+        }
+        if !t.open.is_empty() {
+            let mut writer = self.phase.location(rank)?;
+            while let Some((_, region)) = t.open.pop() {
+                writer.leave(t.last, region)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends every location (see [`Exporter::finish_location`]), then
+    /// closes the event writers: the definitions come next.
     pub(crate) fn finish(mut self) -> Result<(Registry, Written, GlobalDefs)> {
         let (mut first, mut last) = (u64::MAX, 0);
-        for (rank, t) in (0u32..).zip(&mut self.timelines) {
-            if let Some(send) = t.held_send.take() {
-                let mut writer = self.phase.location(rank)?;
-                (Out { defs: &mut self.defs, t: &mut *t, w: &mut writer, receive: true }).event(&send)?;
-            }
-            if !t.open.is_empty() {
-                let mut writer = self.phase.location(rank)?;
-                while let Some((_, region)) = t.open.pop() {
-                    writer.leave(t.last, region)?;
-                }
-            }
+        for rank in 0..self.timelines.len() as u32 {
+            self.end_timeline(rank)?;
+            let t = &self.timelines[rank as usize];
             first = first.min(t.first.unwrap_or(u64::MAX));
             last = last.max(t.last);
         }

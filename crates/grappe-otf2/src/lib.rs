@@ -17,6 +17,11 @@
 //! - counters as metrics, points as string parameters.
 //!
 //! Dates are the stream's global nanoseconds (timer resolution 1 GHz).
+//! Per-rank files are written a location at a time, each rank's events
+//! in its file's order (OTF2 orders nothing across locations), so that
+//! the export holds one location's buffer whatever the ranks; a merged
+//! file or a window of the run is written as the causal stream gives it,
+//! every location open.
 //! The event mapping is in `events.rs`, the definitions in `defs.rs`, the
 //! calls into the library in `archive.rs` over the declarations of `ffi.rs`.
 #![warn(missing_docs)]
@@ -39,7 +44,7 @@ mod ffi;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::{CausalStream, StreamSummary, TraceSet};
+use grappe_analysis::{CausalStream, ChannelTally, RankFlow, StreamSummary, TraceSet};
 use grappe_trace::format::RankThread;
 
 use crate::archive::{AnchorInfo, Chunks, EventPhase};
@@ -93,7 +98,13 @@ pub fn write_otf2(
     }
     let world = set.world_size();
     let phase = EventPhase::create(dir, name, chunks(world), &anchor_info(set), world)?;
-    match write_archive(set, stream, Exporter::new(phase, world), progress) {
+    let exporter = Exporter::new(phase, world);
+    let origin = stream.origin();
+    let written = match stream.into_ranks() {
+        Ok(ranks) => write_by_location(set, ranks, origin, exporter, progress),
+        Err(stream) => write_archive(set, *stream, exporter, progress),
+    };
+    match written {
         Ok(summary) => Ok(Otf2Summary { anchor, ..summary }),
         Err(e) => {
             // Ours since the archive was opened: OTF2 refuses existing ones.
@@ -122,6 +133,8 @@ fn anchor_info(set: &TraceSet) -> AnchorInfo {
     }
 }
 
+/// Writes the causal stream's events as they come, every location open
+/// at once: a merged file, or a window of the run.
 fn write_archive(
     set: &TraceSet,
     stream: CausalStream,
@@ -138,17 +151,69 @@ fn write_archive(
         }
     }
     progress(read);
+    close_archive(set, exporter, None, stream.summary())
+}
+
+/// Writes per-rank files a location at a time, each rank's events in its
+/// file's order. OTF2 wants no order across locations, and each open
+/// location holds a 4 MiB chunk, so this holds one whatever the ranks
+/// (the stream, with all open, held 591 MiB for 256 ranks). Messages are
+/// counted per channel: no causal order is needed to write them, as each
+/// receive names its sender.
+fn write_by_location(
+    set: &TraceSet,
+    ranks: Vec<RankFlow>,
+    origin: Option<u64>,
+    mut exporter: Exporter,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Otf2Summary, Otf2Error> {
+    let (mut read, mut tally, mut flows) = (0u64, ChannelTally::default(), Vec::with_capacity(ranks.len()));
+    // Each rank's reader is dropped once read, its buffers with it.
+    for mut rank in ranks {
+        while let Some(event) = rank.next_event()? {
+            tally.observe(event);
+            exporter.write_event(event, true)?;
+            read += 1;
+            if read % PROGRESS_EVERY == 0 {
+                progress(read);
+            }
+        }
+        exporter.finish_location(rank.rank())?;
+        flows.push(rank.summary().clone());
+    }
+    progress(read);
+    let stream = StreamSummary {
+        flows,
+        deferred: 0,
+        forced: 0,
+        matched: tally.matched(),
+        unmatched_receives: tally.unmatched_receives(),
+        unreceived_sends: tally.unreceived_sends(),
+        origin,
+        window: None,
+    };
+    close_archive(set, exporter, Some(tally.matched()), stream)
+}
+
+/// Ends the event phase, writes the definitions and closes the archive.
+/// `messages`: matched messages, if not counted by the exporter.
+fn close_archive(
+    set: &TraceSet,
+    exporter: Exporter,
+    messages: Option<u64>,
+    stream: StreamSummary,
+) -> Result<Otf2Summary, Otf2Error> {
     let (defs, written, mut out) = exporter.finish()?;
     defs.write(&mut out, &places(set, &written.events), written.clock)?;
     let buffer_peak_bytes = out.close()?;
     Ok(Otf2Summary {
         buffer_peak_bytes,
         events_written: written.events.iter().sum(),
-        messages: written.messages,
+        messages: messages.unwrap_or(written.messages),
         locations: written.events.len() as u64,
         unmatched_leaves: written.unmatched_leaves,
         anchor: PathBuf::new(),
-        stream: stream.summary(),
+        stream,
     })
 }
 
@@ -180,7 +245,9 @@ fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
 /// 4 MiB buffer of the file's own (`OTF2_FILE_BUFFER_SIZE`), kept until the
 /// file is closed; with 1 MiB chunks, a 256-rank export held 1 MiB + up to
 /// 4 MiB per location. A 4 MiB chunk is written straight from where it is.
-/// So an export holds 4 MiB per rank, which only OTF2's own layout limits.
+/// So an export holds 4 MiB per open location: one from per-rank files,
+/// written a location at a time; every rank's from a merged file or a
+/// window of the run, whose ranks come interleaved.
 /// Definition buffers: large enough for the largest record, a group of
 /// every rank (at most 9 bytes a member), and no larger, as one is
 /// allocated and cleared per location.

@@ -62,6 +62,36 @@ impl Flow {
     }
 }
 
+/// One rank's events on global time, in its file's order, read on their
+/// own: for a tool that needs no order across ranks (the OTF2 export
+/// writes a location at a time). From [`super::CausalStream::into_ranks`].
+pub struct RankFlow {
+    flow: Flow,
+    started: bool,
+}
+
+impl RankFlow {
+    /// The rank read.
+    pub fn rank(&self) -> u32 {
+        self.flow.clock.summary.rank
+    }
+
+    /// The rank's next event; `Ok(None)` at the end of its file.
+    #[inline]
+    pub fn next_event(&mut self) -> Result<Option<&Event>> {
+        if self.started && self.flow.head().is_some() {
+            self.flow.advance()?;
+        }
+        self.started = true;
+        Ok(self.flow.head())
+    }
+
+    /// What was read of the rank so far (complete at the end).
+    pub fn summary(&self) -> &FlowSummary {
+        &self.flow.clock.summary
+    }
+}
+
 impl LocalOrder {
     /// Checks the local order of a block and puts it on global time.
     fn globalize(&mut self, events: &mut [Event]) {
@@ -134,6 +164,11 @@ impl KWay {
             k.schedule(i);
         }
         Ok(k)
+    }
+
+    /// The ranks' flows, each to be read on its own (before any is merged).
+    pub(super) fn into_ranks(self) -> Vec<RankFlow> {
+        self.flows.into_iter().map(|flow| RankFlow { flow, started: false }).collect()
     }
 
     pub(super) fn summaries(&self) -> impl Iterator<Item = &FlowSummary> {

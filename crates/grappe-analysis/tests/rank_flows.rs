@@ -1,0 +1,74 @@
+//! A stream of per-rank files taken apart into its ranks
+//! (`CausalStream::into_ranks`): each rank reads the very events the causal
+//! stream gives of it, in the same order, and a tally of channels counts
+//! the messages the matcher pairs. Other streams are given back whole.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use grappe_analysis::stream::Window;
+use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_analysis::{CausalStream, ChannelTally, GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+use grappe_trace::{Event, file_for};
+
+fn stream(location: &Path) -> CausalStream {
+    let set = TraceSet::open(location).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    CausalStream::open(&set, &time).unwrap()
+}
+
+/// Each rank's events, as the causal stream gives them, and its summary.
+fn through_the_stream(location: &Path) -> (BTreeMap<u32, Vec<Event>>, grappe_analysis::StreamSummary) {
+    let mut stream = stream(location);
+    let mut by_rank: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
+    while let Some(linked) = stream.next_event().unwrap() {
+        by_rank.entry(linked.event.rank).or_default().push(*linked.event);
+    }
+    (by_rank, stream.summary())
+}
+
+#[test]
+fn each_rank_reads_what_the_stream_gives_of_it_and_the_tally_counts_what_it_matches() {
+    let dir = grappe_testkit::scratch("rank-flows");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(5, 40)).unwrap();
+    // Rank 3 untraced: its messages have no other half.
+    std::fs::remove_file(file_for(&traces, 3)).unwrap();
+
+    let (expected, summary) = through_the_stream(&traces);
+    assert!(summary.unmatched_receives > 0 && summary.unreceived_sends > 0, "{summary:?}");
+    let Ok(ranks) = stream(&traces).into_ranks() else { panic!("a fresh stream of per-rank files") };
+    assert_eq!(ranks.iter().map(|r| r.rank()).collect::<Vec<_>>(), [0, 1, 2, 4]);
+    let mut tally = ChannelTally::default();
+    for mut rank in ranks {
+        let mut events = Vec::new();
+        while let Some(event) = rank.next_event().unwrap() {
+            tally.observe(event);
+            events.push(*event);
+        }
+        assert!(rank.next_event().unwrap().is_none(), "rank {}: nothing after the end", rank.rank());
+        assert_eq!(events, expected[&rank.rank()], "rank {}", rank.rank());
+        let flow = summary.flows.iter().find(|f| f.rank == rank.rank()).unwrap();
+        assert_eq!(rank.summary(), flow, "rank {}", rank.rank());
+    }
+    let counted = (tally.matched(), tally.unmatched_receives(), tally.unreceived_sends());
+    assert_eq!(counted, (summary.matched, summary.unmatched_receives, summary.unreceived_sends));
+}
+
+#[test]
+fn a_merged_file_a_window_or_a_stream_begun_stays_a_stream() {
+    let dir = grappe_testkit::scratch("rank-flows-refused");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(3, 10)).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    merge_to_file(&set, &time, &dir.join("merged.gtrace"), &mut |_| {}).unwrap();
+
+    assert!(stream(&dir.join("merged.gtrace")).into_ranks().is_err(), "a merged file");
+    let window = Window { from: 0, to: 1_000 };
+    assert!(stream(&traces).windowed(window).into_ranks().is_err(), "a window");
+    let mut begun = stream(&traces);
+    let first = *begun.next_event().unwrap().unwrap().event;
+    let Err(mut given_back) = begun.into_ranks() else { panic!("a stream begun") };
+    assert_ne!(*given_back.next_event().unwrap().unwrap().event, first, "the stream goes on where it was");
+}
