@@ -228,3 +228,29 @@ fn a_reader_that_goes_away_ends_a_tool_quietly() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `grappe trace check TRACES` from a shell that first runs `limit`.
+fn check_under(limit: &str, traces: &Path) -> Output {
+    let script = format!("{limit} && exec \"$0\" trace check \"$1\"");
+    Command::new("sh").args(["-c", &script, GRAPPE]).arg(traces).output().expect("sh runs")
+}
+
+/// The tools open every rank's file at once: under a soft limit of open
+/// files below the ranks (1024 on many systems), they lift it to the hard
+/// one; when the hard one is too low, the error says which limit to raise.
+#[test]
+fn more_rank_files_than_the_soft_limit_of_open_files_are_read() {
+    let dir = scratch("open-files");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(48, 3)).unwrap();
+
+    let lifted = check_under("ulimit -Sn 32", &traces);
+    assert!(lifted.status.success(), "{}", String::from_utf8_lossy(&lifted.stderr));
+    assert!(String::from_utf8_lossy(&lifted.stdout).contains("consistent"), "{lifted:?}");
+
+    let capped = check_under("ulimit -n 32", &traces);
+    let stderr = String::from_utf8_lossy(&capped.stderr);
+    assert_eq!(capped.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Too many open files"), "{stderr}");
+    assert!(stderr.contains("may open 32 files") && stderr.contains("ulimit -Hn"), "{stderr}");
+}

@@ -23,6 +23,7 @@ mod common;
 mod export;
 mod info;
 mod merge;
+mod open_files;
 mod profile;
 mod report;
 
@@ -55,6 +56,7 @@ enum TraceCommand {
 
 /// Runs a trace tool; returns the exit status.
 pub fn execute(args: TraceArgs) -> i32 {
+    open_files::raise_limit();
     let result = match args.command {
         TraceCommand::Info(a) => info::execute(a),
         TraceCommand::Check(a) => check::execute(a),
@@ -66,6 +68,9 @@ pub fn execute(args: TraceArgs) -> i32 {
     };
     result.unwrap_or_else(|e| {
         eprintln!("grappe trace: {}", super::describe(&e));
+        if let Some(hint) = open_files::hint(&e) {
+            eprintln!("grappe trace: {hint}");
+        }
         2
     })
 }
