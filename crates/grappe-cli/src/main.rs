@@ -23,6 +23,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    cmd::open_files::raise_limit();
     let status = match cli.command {
         Command::Run(args) => cmd::run::execute(args),
         Command::Trace(args) => cmd::trace::execute(args),

@@ -204,3 +204,15 @@ fn thread_counts_that_do_not_divide_the_ranks_are_refused() {
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(stderr_of(&output).contains("--threads-per-process 4 does not divide the 6 ranks"));
 }
+
+/// The launcher holds a socket and pipes per process: under a soft limit
+/// of open files below what the job needs (1024 on many systems), it
+/// lifts its own to the hard limit rather than stop.
+#[test]
+fn a_job_needing_more_files_than_the_soft_limit_starts() {
+    let mut command = Command::new("sh");
+    command.args(["-c", "ulimit -Sn 32 && exec \"$0\" run -n 24 \"$1\"", GRAPPE]).arg(probe());
+    let output = run_bounded(command, LIMIT);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert_eq!(ok_count(&output.stdout), 24, "{}", describe(&output));
+}

@@ -2,6 +2,7 @@
 //! status.
 
 pub mod checkpoint_server;
+pub mod open_files;
 pub mod run;
 pub mod time;
 pub mod trace;

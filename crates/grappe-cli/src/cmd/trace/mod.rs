@@ -23,7 +23,6 @@ mod common;
 mod export;
 mod info;
 mod merge;
-mod open_files;
 mod profile;
 mod report;
 
@@ -56,7 +55,6 @@ enum TraceCommand {
 
 /// Runs a trace tool; returns the exit status.
 pub fn execute(args: TraceArgs) -> i32 {
-    open_files::raise_limit();
     let result = match args.command {
         TraceCommand::Info(a) => info::execute(a),
         TraceCommand::Check(a) => check::execute(a),
@@ -68,7 +66,7 @@ pub fn execute(args: TraceArgs) -> i32 {
     };
     result.unwrap_or_else(|e| {
         eprintln!("grappe trace: {}", super::describe(&e));
-        if let Some(hint) = open_files::hint(&e) {
+        if let Some(hint) = super::open_files::hint(&e) {
             eprintln!("grappe trace: {hint}");
         }
         2

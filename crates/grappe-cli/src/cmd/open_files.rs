@@ -1,9 +1,10 @@
-//! The limit of open files. The tools read every rank's file at once (the
-//! merge holds a block of each), and many systems start a process with a
-//! soft limit of 1024 files under a much higher hard one: a job of more
-//! ranks would stop at the 1021st file. So the tools lift their soft
-//! limit to the hard one, which any process may do (as `ulimit -n` would
-//! in its shell), and an error for lack of files says which limit to raise.
+//! The limit of open files. The trace tools read every rank's file at
+//! once (the merge holds a block of each), and the launcher holds a socket
+//! and pipes per process; many systems start a process with a soft limit
+//! of 1024 files under a much higher hard one, so a job of more ranks
+//! would stop at the 1021st file. So `grappe` lifts its soft limit to the
+//! hard one, which any process may do (as `ulimit -n` would in its shell),
+//! and a trace tool's error for lack of files says which limit to raise.
 
 use nix::errno::Errno;
 use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit, setrlimit};
@@ -14,7 +15,7 @@ const UNLIMITED_ASK: u64 = 1 << 20;
 
 /// Lifts the soft limit of open files to the hard limit; a failure leaves
 /// it where it was (the error then says so, see [`hint`]).
-pub(super) fn raise_limit() {
+pub(crate) fn raise_limit() {
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return };
     let wanted = if hard == RLIM_INFINITY { UNLIMITED_ASK } else { hard };
     if soft < wanted {
@@ -23,7 +24,7 @@ pub(super) fn raise_limit() {
 }
 
 /// What to do about `error`, if it is for lack of open files.
-pub(super) fn hint(error: &anyhow::Error) -> Option<String> {
+pub(crate) fn hint(error: &anyhow::Error) -> Option<String> {
     let out_of_files = error.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.raw_os_error() == Some(Errno::EMFILE as i32))
     });
