@@ -40,7 +40,8 @@ fn each_rank_reads_what_the_stream_gives_of_it_and_the_tally_counts_what_it_matc
     let Ok(ranks) = stream(&traces).into_ranks() else { panic!("a fresh stream of per-rank files") };
     assert_eq!(ranks.iter().map(|r| r.rank()).collect::<Vec<_>>(), [0, 1, 2, 4]);
     let mut tally = ChannelTally::default();
-    for mut rank in ranks {
+    for source in ranks {
+        let mut rank = source.open().unwrap();
         let mut events = Vec::new();
         while let Some(event) = rank.next_event().unwrap() {
             tally.observe(event);

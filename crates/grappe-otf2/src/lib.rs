@@ -44,7 +44,7 @@ mod ffi;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::{CausalStream, ChannelTally, RankFlow, StreamSummary, TraceSet};
+use grappe_analysis::{CausalStream, ChannelTally, RankSource, StreamSummary, TraceSet};
 use grappe_trace::format::RankThread;
 
 use crate::archive::{AnchorInfo, Chunks, EventPhase};
@@ -156,20 +156,21 @@ fn write_archive(
 
 /// Writes per-rank files a location at a time, each rank's events in its
 /// file's order. OTF2 wants no order across locations, and each open
-/// location holds a 4 MiB chunk, so this holds one whatever the ranks
-/// (the stream, with all open, held 591 MiB for 256 ranks). Messages are
-/// counted per channel: no causal order is needed to write them, as each
-/// receive names its sender.
+/// location holds a 4 MiB chunk, so this holds one, and one rank's reader,
+/// whatever the ranks (the stream, with all open, held 591 MiB for 256).
+/// Messages are counted per channel: no causal order is needed to write
+/// them, as each receive names its sender.
 fn write_by_location(
     set: &TraceSet,
-    ranks: Vec<RankFlow>,
+    ranks: Vec<RankSource>,
     origin: Option<u64>,
     mut exporter: Exporter,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     let (mut read, mut tally, mut flows) = (0u64, ChannelTally::default(), Vec::with_capacity(ranks.len()));
-    // Each rank's reader is dropped once read, its buffers with it.
-    for mut rank in ranks {
+    // One rank's reader at a time, dropped once read.
+    for source in ranks {
+        let mut rank = source.open()?;
         while let Some(event) = rank.next_event()? {
             tally.observe(event);
             exporter.write_event(event, true)?;

@@ -8,6 +8,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::path::PathBuf;
 
 use grappe_trace::{ANY, Event, TraceFile};
 
@@ -62,9 +63,31 @@ impl Flow {
     }
 }
 
+/// One rank's file and its global time, to be read on its own (opened
+/// when asked, so that a tool holds one rank's reader at a time). From
+/// [`super::CausalStream::into_ranks`].
+pub struct RankSource {
+    path: PathBuf,
+    time: RankTime,
+    rank: u32,
+}
+
+impl RankSource {
+    /// The rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Opens the rank's file, to read from its first event.
+    pub fn open(self) -> Result<RankFlow> {
+        let file = TraceFile::open(&self.path)?;
+        Ok(RankFlow { flow: Flow::open(file, self.time, self.rank)?, started: false })
+    }
+}
+
 /// One rank's events on global time, in its file's order, read on their
 /// own: for a tool that needs no order across ranks (the OTF2 export
-/// writes a location at a time). From [`super::CausalStream::into_ranks`].
+/// writes a location at a time).
 pub struct RankFlow {
     flow: Flow,
     started: bool,
@@ -127,6 +150,8 @@ impl LocalOrder {
 /// The merge: flows, the ready heap, the receives waiting for their send.
 pub(super) struct KWay {
     flows: Vec<Flow>,
+    /// The file of each flow.
+    paths: Vec<PathBuf>,
     /// The flow that went out last, while it is still the earliest.
     current: Option<(u64, usize)>,
     /// Other flows whose head can go, by (merge date, flow).
@@ -150,6 +175,7 @@ impl KWay {
             ready: BinaryHeap::new(),
             waiting: FxHashMap::default(),
             flow_of: FxHashMap::default(),
+            paths: Vec::new(),
             out: None,
             deferred: 0,
             forced: 0,
@@ -159,6 +185,7 @@ impl KWay {
             let time = time.rank(rank).cloned().expect("global time covers every traced rank");
             k.flow_of.insert(rank, k.flows.len());
             k.flows.push(Flow::open(f.open()?, time, rank)?);
+            k.paths.push(f.path.clone());
         }
         for i in 0..k.flows.len() {
             k.schedule(i);
@@ -166,9 +193,11 @@ impl KWay {
         Ok(k)
     }
 
-    /// The ranks' flows, each to be read on its own (before any is merged).
-    pub(super) fn into_ranks(self) -> Vec<RankFlow> {
-        self.flows.into_iter().map(|flow| RankFlow { flow, started: false }).collect()
+    /// The ranks' files and times, each to be read on its own (before
+    /// any is merged); the files open here are closed.
+    pub(super) fn into_ranks(self) -> Vec<RankSource> {
+        let times = self.flows.into_iter().map(|flow| (flow.clock.time, flow.clock.summary.rank));
+        self.paths.into_iter().zip(times).map(|(path, (time, rank))| RankSource { path, time, rank }).collect()
     }
 
     pub(super) fn summaries(&self) -> impl Iterator<Item = &FlowSummary> {

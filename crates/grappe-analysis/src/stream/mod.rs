@@ -26,7 +26,7 @@ use crate::global::GlobalTime;
 use crate::matching::{Matcher, Message, receive_of};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
-pub use kway::RankFlow;
+pub use kway::{RankFlow, RankSource};
 use merged::MergedFile;
 use window::{Verdict, Windowing};
 pub use window::{Window, WindowSummary};
@@ -375,12 +375,12 @@ impl CausalStream {
     }
 
     /// The ranks of a stream of per-rank files, not windowed and not read
-    /// yet, each to be read on its own in its file's order (on global time,
-    /// checked for local order as the merge checks it); `Err(self)` for
-    /// any other stream. For a tool that needs no causal order across
-    /// ranks: it then holds one rank's state at a time, and skips the
-    /// merge and the matching.
-    pub fn into_ranks(self) -> std::result::Result<Vec<RankFlow>, Box<CausalStream>> {
+    /// yet, each to be opened and read on its own in its file's order (on
+    /// global time, checked for local order as the merge checks it);
+    /// `Err(self)` for any other stream. For a tool that needs no causal
+    /// order across ranks: it then holds one rank's reader at a time, and
+    /// skips the merge and the matching.
+    pub fn into_ranks(self) -> std::result::Result<Vec<RankSource>, Box<CausalStream>> {
         let fresh = !self.out && !self.done && self.window.is_none();
         match self.source {
             Source::Merge(k) if fresh => Ok(k.into_ranks()),
