@@ -205,14 +205,26 @@ fn thread_counts_that_do_not_divide_the_ranks_are_refused() {
     assert!(stderr_of(&output).contains("--threads-per-process 4 does not divide the 6 ranks"));
 }
 
+/// `grappe run -n 24 pmi-probe` from a shell that first runs `limit`.
+fn probes_under(limit: &str) -> Output {
+    let mut command = Command::new("sh");
+    let script = format!("{limit} && exec \"$0\" run -n 24 \"$1\"");
+    command.args(["-c", &script, GRAPPE]).arg(probe());
+    run_bounded(command, LIMIT)
+}
+
 /// The launcher holds a socket and pipes per process: under a soft limit
 /// of open files below what the job needs (1024 on many systems), it
-/// lifts its own to the hard limit rather than stop.
+/// lifts its own to the hard limit rather than stop; when the hard one is
+/// too low, the error says which limit to raise.
 #[test]
 fn a_job_needing_more_files_than_the_soft_limit_starts() {
-    let mut command = Command::new("sh");
-    command.args(["-c", "ulimit -Sn 32 && exec \"$0\" run -n 24 \"$1\"", GRAPPE]).arg(probe());
-    let output = run_bounded(command, LIMIT);
+    let output = probes_under("ulimit -Sn 32");
     assert!(output.status.success(), "{}", describe(&output));
     assert_eq!(ok_count(&output.stdout), 24, "{}", describe(&output));
+
+    let capped = probes_under("ulimit -n 32");
+    let stderr = stderr_of(&capped);
+    assert!(!capped.status.success(), "{}", describe(&capped));
+    assert!(stderr.contains("Too many open files") && stderr.contains("may open 32 files"), "{stderr}");
 }

@@ -23,9 +23,11 @@ pub(crate) fn raise_limit() {
     }
 }
 
-/// What to do about `error`, if it is for lack of open files.
-pub(crate) fn hint(error: &anyhow::Error) -> Option<String> {
-    let out_of_files = error.chain().any(|cause| {
+/// What to do about `error`, if it is for lack of open files; `holder`
+/// says what takes a file per rank or process.
+pub(crate) fn hint(error: &(dyn std::error::Error + 'static), holder: &str) -> Option<String> {
+    let mut causes = std::iter::successors(Some(error), |e| e.source());
+    let out_of_files = causes.any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.raw_os_error() == Some(Errno::EMFILE as i32))
     });
     if !out_of_files {
@@ -33,7 +35,7 @@ pub(crate) fn hint(error: &anyhow::Error) -> Option<String> {
     }
     let limit = getrlimit(Resource::RLIMIT_NOFILE).map_or_else(|_| "unknown".to_owned(), |(soft, _)| soft.to_string());
     Some(format!(
-        "the tools open every rank's file at once, and this process may open {limit} files: \
-         raise the hard limit (`ulimit -Hn`, or `LimitNOFILE` of the session) above the number of ranks"
+        "{holder}, and this process may open {limit} files: raise the hard limit \
+         (`ulimit -Hn`, or `LimitNOFILE` of the session) above the number of ranks"
     ))
 }

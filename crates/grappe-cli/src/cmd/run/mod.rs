@@ -121,6 +121,10 @@ pub fn execute(args: RunArgs) -> i32 {
             }
             Err(error) => {
                 eprintln!("grappe: {error}");
+                if let Some(hint) = super::open_files::hint(&error, "the launcher holds a socket and pipes per process")
+                {
+                    eprintln!("grappe: {hint}");
+                }
                 return error.exit_code();
             }
         }

@@ -66,7 +66,7 @@ pub fn execute(args: TraceArgs) -> i32 {
     };
     result.unwrap_or_else(|e| {
         eprintln!("grappe trace: {}", super::describe(&e));
-        if let Some(hint) = super::open_files::hint(&e) {
+        if let Some(hint) = super::open_files::hint(&*e, "the tools open every rank's file at once") {
             eprintln!("grappe trace: {hint}");
         }
         2
