@@ -10,6 +10,7 @@ use grappe_analysis::stream::Window;
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
 use grappe_analysis::{CausalStream, ChannelTally, GlobalOptions, GlobalTime, TraceSet, merge_to_file};
 use grappe_trace::{Event, file_for};
+use proptest::prelude::*;
 
 fn stream(location: &Path) -> CausalStream {
     let set = TraceSet::open(location).unwrap();
@@ -27,18 +28,12 @@ fn through_the_stream(location: &Path) -> (BTreeMap<u32, Vec<Event>>, grappe_ana
     (by_rank, stream.summary())
 }
 
-#[test]
-fn each_rank_reads_what_the_stream_gives_of_it_and_the_tally_counts_what_it_matches() {
-    let dir = grappe_testkit::scratch("rank-flows");
-    let traces = dir.join("traces");
-    write_job(&traces, &SyntheticJob::new(5, 40)).unwrap();
-    // Rank 3 untraced: its messages have no other half.
-    std::fs::remove_file(file_for(&traces, 3)).unwrap();
-
-    let (expected, summary) = through_the_stream(&traces);
-    assert!(summary.unmatched_receives > 0 && summary.unreceived_sends > 0, "{summary:?}");
-    let Ok(ranks) = stream(&traces).into_ranks() else { panic!("a fresh stream of per-rank files") };
-    assert_eq!(ranks.iter().map(|r| r.rank()).collect::<Vec<_>>(), [0, 1, 2, 4]);
+/// Reads each rank of `traces` on its own, checks it against what the
+/// causal stream gives of it, and the tally against the matcher's counts.
+fn ranks_read_alone_agree_with_the_stream(traces: &Path, traced: &[u32]) {
+    let (expected, summary) = through_the_stream(traces);
+    let Ok(ranks) = stream(traces).into_ranks() else { panic!("a fresh stream of per-rank files") };
+    assert_eq!(ranks.iter().map(|r| r.rank()).collect::<Vec<_>>(), traced);
     let mut tally = ChannelTally::default();
     for source in ranks {
         let mut rank = source.open().unwrap();
@@ -54,6 +49,38 @@ fn each_rank_reads_what_the_stream_gives_of_it_and_the_tally_counts_what_it_matc
     }
     let counted = (tally.matched(), tally.unmatched_receives(), tally.unreceived_sends());
     assert_eq!(counted, (summary.matched, summary.unmatched_receives, summary.unreceived_sends));
+}
+
+#[test]
+fn each_rank_reads_what_the_stream_gives_of_it_and_the_tally_counts_what_it_matches() {
+    let dir = grappe_testkit::scratch("rank-flows");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(5, 40)).unwrap();
+    // Rank 3 untraced: its messages have no other half.
+    std::fs::remove_file(file_for(&traces, 3)).unwrap();
+    let summary = through_the_stream(&traces).1;
+    assert!(summary.unmatched_receives > 0 && summary.unreceived_sends > 0, "{summary:?}");
+    ranks_read_alone_agree_with_the_stream(&traces, &[0, 1, 2, 4]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Any job size, block size and rank left untraced.
+    #[test]
+    fn ranks_read_alone_agree_with_the_stream_whatever_the_job(
+        ranks in 2u32..7, iterations in 1u64..25, block_events in 1usize..300, missing in 0u32..8,
+    ) {
+        let dir = grappe_testkit::scratch("rank-flows-prop");
+        let traces = dir.join("traces");
+        write_job(&traces, &SyntheticJob { block_events, ..SyntheticJob::new(ranks, iterations) }).unwrap();
+        // `missing` past the last rank: every rank traced.
+        if missing < ranks && missing != 0 {
+            std::fs::remove_file(file_for(&traces, missing)).unwrap();
+        }
+        let traced: Vec<u32> = (0..ranks).filter(|&r| r == 0 || r != missing).collect();
+        ranks_read_alone_agree_with_the_stream(&traces, &traced);
+    }
 }
 
 #[test]
