@@ -55,7 +55,6 @@ fn a_reader_going_through_resume_points_reads_the_same_events() {
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
     merge_to_file(&set, &time, &dir.join("default.gtrace"), &mut |_| {}).unwrap();
     assert_eq!(all_events(&mut TraceFile::open(&dir.join("default.gtrace")).unwrap()).unwrap(), whole);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// For dates across the run: the point given is settled before the date,
@@ -93,7 +92,6 @@ fn starting_at_a_resume_point_gives_what_follows_it() {
         }
     }
     assert!(resumed >= 15, "resumed at {resumed} of 21 dates");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A merged file cut in the middle resumes at its last complete point
@@ -120,7 +118,6 @@ fn a_cut_or_corrupt_merged_file_is_named() {
     std::fs::write(&corrupt, &bad).unwrap();
     let err = TraceFile::open(&corrupt).unwrap().resume_before(u64::MAX).unwrap_err().to_string();
     assert!(err.contains("corrupt.gtrace") && err.contains(&at.to_string()) && err.contains("checksum"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A resume point that holds an event ending after the date it says
@@ -142,7 +139,6 @@ fn a_resume_point_holding_a_later_date_is_refused() {
         err.contains("late.gtrace") && err.contains("settled by its date 500, not one holding a date 900"),
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Where the first resume block's payload starts (blocks after the

@@ -37,7 +37,6 @@ fn the_files_of_one_job_are_one_set_and_a_missing_rank_is_noted() {
     let set = TraceSet::open(&dir).unwrap();
     assert_eq!((set.world_size(), set.files().len(), set.missing_ranks()), (3, 2, vec![1]));
     assert_eq!(set.notes(), ["no trace for 1 of 3 ranks (1): their events and messages are absent"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -52,7 +51,6 @@ fn a_file_left_by_another_run_is_refused_with_both_job_ids() {
     // A file from before job ids were recorded is another job too.
     write(&file_for(&dir, 1), &header(1, 2, ""));
     assert!(refusal(&dir).contains("no id"), "{}", refusal(&dir));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -69,7 +67,6 @@ fn another_world_size_and_a_rank_traced_twice_are_refused() {
     write(&file_for(&dir, 1), &header(0, 2, "job"));
     let message = refusal(&dir);
     assert!(message.contains("rank 0 is also traced in") && message.contains("rank-00000.gtrace"), "{message}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Rank 1 of 3 has no trace: the messages it sent or was sent have no
@@ -103,7 +100,6 @@ fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
         let text = report.to_string();
         assert!(text.contains("not checked: 1 receives from and 1 sends to the ranks with no trace (1)"), "{text}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Ranks bound to one CPU of a host, or run by one unbound thread, took
@@ -151,5 +147,4 @@ fn ranks_that_took_turns_on_one_processor_are_grouped() {
     let text = info.to_string();
     assert!(text.contains("host a pid 14, thread 15 (not bound to a cpu), clock"), "{text}");
     assert!(text.contains("host a pid 10, thread 10 on cpu 0, clock"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

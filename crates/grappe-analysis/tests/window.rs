@@ -193,7 +193,6 @@ proptest! {
         prop_assert_eq!(summary.kept, kept.len() as u64);
         prop_assert!(summary.read <= whole.len() as u64);
         prop_assert_eq!((summary.from_ns, summary.to_ns), (T + from, T + from + length));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -247,7 +246,6 @@ proptest! {
         }
         prop_assert_eq!(summary.unwrap().cut_messages, cut);
         merged_agrees(&dir, Window { from, to: from + length }, 16, &kept, summary.unwrap());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -296,5 +294,4 @@ fn a_late_window_of_a_merged_trace_starts_at_a_resume_point() {
         "read {read} events from the merged file, {} from the ranks' files",
         summary.read
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

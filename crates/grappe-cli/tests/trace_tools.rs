@@ -87,7 +87,6 @@ fn from_and_to_choose_the_diagram_s_interval_and_bad_dates_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));
     assert!(!PathBuf::from(refused).exists(), "nothing is written when the dates are refused");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The trace-event objects of a Chrome export, and its `otherData`.
@@ -174,7 +173,6 @@ fn export_from_and_to_write_the_interval_in_every_format() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));
     assert!(!dir.join("refused.json").exists(), "nothing is written when the dates are refused");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -204,7 +202,6 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
     let json: Value = serde_json::from_slice(&trace("info", &["--json", merged.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(json["files"][0]["resume_points"], 1);
     assert_eq!(json["files"][0]["alpha_ns"]["send"], 10);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -226,7 +223,6 @@ fn a_reader_that_goes_away_ends_a_tool_quietly() {
         assert_eq!(out.status.code(), Some(0), "{tool}: {said}");
         assert!(!said.contains("panicked"), "{tool}: {said}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `grappe trace check TRACES` from a shell that first runs `limit`.

@@ -65,9 +65,6 @@ fn an_mpich_program_runs_unchanged_under_grappe_run() {
     spec.label = true;
     spec.timeout = Some(Duration::from_secs(60));
     let outcome = launch(&spec).expect("launch");
-    if let Some(dir) = program.parent() {
-        std::fs::remove_dir_all(dir).expect("remove build directory");
-    }
     let stdout = String::from_utf8_lossy(&outcome.stdout).into_owned();
     assert!(outcome.success(), "{:?}\n{stdout}{}", outcome.failure, String::from_utf8_lossy(&outcome.stderr));
     let mut lines: Vec<&str> = stdout.lines().collect();

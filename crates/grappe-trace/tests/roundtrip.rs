@@ -154,7 +154,6 @@ proptest! {
         prop_assert!(events.windows(2).all(|w| w[0].start <= w[1].start), "dates are not in recording order");
         prop_assert_eq!(ending, Some(Ending::Complete(footer)));
         prop_assert_eq!(footer.events as usize, events.len());
-        let _ = std::fs::remove_dir_all(&d);
     }
 }
 
@@ -197,7 +196,6 @@ proptest! {
             }
         }
         prop_assert_eq!(&mixed, &blocks);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }
 

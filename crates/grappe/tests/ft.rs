@@ -142,7 +142,6 @@ fn survives(work: Workload, layout: &[&str], protocol: &str, seed: u64) {
             assert!(stderr.contains("grappe: restarted from checkpoint wave"), "{context}: {stderr}");
             restarts += 1;
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
     assert!(restarts >= 3, "only {restarts} of 4 kills landed: the job ends too soon for this test");
 }
@@ -296,7 +295,6 @@ fn sigusr1_on_the_launcher_takes_a_wave() {
     let committed = std::fs::read_to_string(dir.join("COMMITTED")).unwrap();
     assert_eq!(committed.trim(), "grappe committed waves: 1", "one wave, the requested one\n{stderr}");
     assert!(!dir.join("REQUEST").exists() && !dir.join("WAVE").exists(), "the wave is over");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A checkpoint directory that fills up: the wave that does not fit is

@@ -103,7 +103,6 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     }
     assert!(samples.iter().all(|s| s.t_send_ref <= s.t_recv_ref && s.t_recv_peer <= s.t_send_peer));
     assert!(matches!(trace0.ending(), Some(Ending::Complete(f)) if f.dropped == 0));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A sendrecv's receive carries the `arrived` flag like any receive: set
@@ -160,7 +159,6 @@ fn receives_say_whether_their_message_had_arrived() {
         })
         .collect();
     assert_eq!(flags, [(1, true), (4, false)]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Each call records the line of the program that made it (mpiP's call
@@ -213,7 +211,6 @@ fn every_call_names_the_line_that_made_it() {
             assert_eq!(e.site, None, "rank {rank}: {:?} is the runtime's", e.body.kind());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn run_traced_jacobi(ranks: &str, dir: &Path) {
@@ -245,7 +242,6 @@ fn a_communicator_the_runtime_creates_has_no_call_site() {
     assert_eq!(sites.len(), 2, "{sites:?}");
     assert_eq!(sites[0], None, "the checkpointer's communicator");
     assert!(sites[1].as_deref().is_some_and(|s| s.starts_with(file!())), "the program's dup: {sites:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -283,7 +279,6 @@ fn grappe_run_trace_writes_a_complete_file_per_rank() {
     assert!(rerun[0] == rerun[1] && rerun[0] != jobs[0], "job ids {rerun:?} after {jobs:?}");
     assert!(!file_for(&dir, 2).exists(), "the earlier run's rank 2 is left among the new files");
     assert!(dir.join("notes.txt").exists(), "a file not a trace was removed");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Each file names the OS thread that ran its rank (the thread the rank's
@@ -304,7 +299,6 @@ fn each_file_names_the_thread_that_ran_its_rank() {
         assert_eq!(thread.ranks, same_thread, "rank {rank}: the ranks its thread ran");
         assert_eq!(header.pid, headers[0].pid);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Small buffers flushed during the run, wherever their boundaries fall
@@ -331,7 +325,6 @@ fn flushes_keep_every_rank_s_records_in_date_order() {
                 assert!(w[1].start >= w[0].start, "rank {rank}, buffer {buffer}: {:?} after {:?}", w[1], w[0]);
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -353,7 +346,6 @@ fn a_killed_rank_leaves_every_flushed_block_readable() {
         "no footer for a killed rank: {:?}",
         trace.ending()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The recorder keeps the last name given at each call site: names that
