@@ -102,7 +102,9 @@ impl Communicator {
 
     /// The world rank of communicator rank `rank`.
     pub fn world_rank_of(&self, rank: usize) -> Result<usize> {
-        self.inner.group.get(rank).copied().ok_or(Error::InvalidRank { rank, size: self.size() })
+        // Built only on failure: an error made eagerly and dropped cost a call
+        // per message.
+        self.inner.group.get(rank).copied().ok_or_else(|| Error::InvalidRank { rank, size: self.size() })
     }
 
     /// Frees the communicator: every clone of this handle then fails with

@@ -3,7 +3,7 @@
 use std::cell::{Cell, RefCell, RefMut};
 
 use grappe_proto::Engine;
-use grappe_trace::Recorder;
+use grappe_trace::{Recorder, TraceClock};
 
 /// The per-rank state shared by all communicators of the rank.
 ///
@@ -19,6 +19,9 @@ pub struct RankContext {
     /// `recorder.is_some()`, readable without a borrow: the one branch
     /// tracing costs when it is off.
     tracing: Cell<bool>,
+    /// The recorder's clock, readable without a borrow: a call's start
+    /// date costs the read alone.
+    clock: TraceClock,
 }
 
 impl RankContext {
@@ -33,6 +36,7 @@ impl RankContext {
             engine: RefCell::new(engine),
             next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
             tracing: Cell::new(recorder.is_some()),
+            clock: recorder.as_ref().map_or_else(TraceClock::monotonic_raw, Recorder::clock),
             recorder: RefCell::new(recorder),
         }
     }
@@ -41,6 +45,13 @@ impl RankContext {
     #[inline(always)]
     pub fn tracing(&self) -> bool {
         self.tracing.get()
+    }
+
+    /// The current date in the recorder's ticks (what
+    /// [`Recorder::now`] gives, without borrowing the recorder).
+    #[inline(always)]
+    pub fn trace_now(&self) -> u64 {
+        self.clock.now()
     }
 
     /// The recorder, for one event. Panics if tracing is off: check

@@ -24,6 +24,13 @@ pub(crate) struct Span(Option<(u64, Option<&'static Location<'static>>)>);
 impl Span {
     /// The span of a call made while tracing is off.
     pub(crate) const OFF: Span = Span(None);
+
+    /// False for a call made while tracing is off: the first test of every
+    /// `trace_*` below, so that an untraced call builds nothing.
+    #[inline(always)]
+    fn is_on(self) -> bool {
+        self.0.is_some()
+    }
 }
 
 impl Communicator {
@@ -35,17 +42,19 @@ impl Communicator {
     pub(crate) fn span(&self) -> Span {
         let site = Location::caller();
         let ctx = self.rank_context();
-        Span(if ctx.tracing() { Some((ctx.recorder().now(), Some(site))) } else { None })
+        Span(if ctx.tracing() { Some((ctx.trace_now(), Some(site))) } else { None })
     }
 
     /// Starts a traced call the runtime makes on its own (init, finalize,
     /// the checkpointer's communicator).
     pub(crate) fn span_without_site(&self) -> Span {
         let ctx = self.rank_context();
-        Span(if ctx.tracing() { Some((ctx.recorder().now(), None)) } else { None })
+        Span(if ctx.tracing() { Some((ctx.trace_now(), None)) } else { None })
     }
 
     /// Records the event of a call that started at `span`, built by `fill`.
+    /// `fill` runs only when the call is traced: work out the record's
+    /// fields in it, not before, or every untraced call pays for them.
     #[inline]
     pub(crate) fn trace_end(&self, span: Span, kind: EventKind, fill: impl FnOnce(&mut Recorder, &mut RawEvent)) {
         if let Span(Some((start, site))) = span {
@@ -78,8 +87,11 @@ impl Communicator {
 
     /// Called after a successful send only (`dest` is then a valid rank).
     pub(crate) fn trace_send(&self, span: Span, dest: usize, tag: i32, bytes: usize) {
-        let world = self.trace_rank(dest);
+        if !span.is_on() {
+            return;
+        }
         self.trace_end(span, EventKind::Send, |rec, raw| {
+            let world = self.trace_rank(dest);
             (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, rec.next_send_seq(world));
         });
     }
@@ -124,16 +136,15 @@ impl Communicator {
 
     /// A blocking receive's completion.
     pub(crate) fn trace_done(&self, span: Span, done: &Result<grappe_proto::Completion>) {
-        if let Ok(done) = done {
+        if let (true, Ok(done)) = (span.is_on(), done) {
             self.trace_recv(span, &Ok(done.status), done.arrived);
         }
     }
 
     pub(crate) fn trace_recv(&self, span: Span, status: &Result<Status>, arrived: bool) {
-        let Ok(status) = status else { return };
-        let world = self.trace_rank(status.source);
+        let (true, Ok(status)) = (span.is_on(), status) else { return };
         self.trace_end(span, EventKind::Recv, |_, raw| {
-            (raw.a, raw.b, raw.d) = (world, status.tag as u32, status.bytes as u64);
+            (raw.a, raw.b, raw.d) = (self.trace_rank(status.source), status.tag as u32, status.bytes as u64);
             raw.flags = if arrived { ARRIVED } else { 0 };
         });
     }
@@ -163,11 +174,10 @@ impl Communicator {
     }
 
     pub(crate) fn trace_probe(&self, span: Span, kind: EventKind, src: Source, tag: Tag, found: Option<Status>) {
-        let (src, tag) = (selector_rank(self, src), selector_tag(tag));
-        let found_world = found.map(|s| self.trace_rank(s.source));
         self.trace_end(span, kind, |_, raw| {
-            (raw.a, raw.b) = (src, tag);
-            if let (Some(status), Some(world)) = (found, found_world) {
+            (raw.a, raw.b) = (selector_rank(self, src), selector_tag(tag));
+            if let Some(status) = found {
+                let world = self.trace_rank(status.source);
                 let (flags, _, _, bytes) = grappe_trace::raw::pack_completion(Some(grappe_trace::Completion {
                     is_recv: true,
                     src: world,
@@ -184,10 +194,9 @@ impl Communicator {
 
     /// Records the creation of `new` from this communicator.
     pub(crate) fn trace_comm_create(&self, span: Span, new: &Communicator) {
-        let members: Vec<u32> = (0..new.size()).map(|r| new.trace_rank(r)).collect();
-        let comm = new.p2p_ctx();
         self.trace_end(span, EventKind::CommCreate, |rec, raw| {
-            (raw.a, raw.e) = (comm, rec.members(&members));
+            let members: Vec<u32> = (0..new.size()).map(|r| new.trace_rank(r)).collect();
+            (raw.a, raw.e) = (new.p2p_ctx(), rec.members(&members));
             raw.end = raw.start;
         });
     }

@@ -232,6 +232,11 @@ impl Recorder {
         self.rank
     }
 
+    /// The clock the recorder dates with.
+    pub fn clock(&self) -> TraceClock {
+        self.clock
+    }
+
     /// The current date, in ticks (pass it back in a [`RawEvent`]).
     #[inline(always)]
     pub fn now(&self) -> u64 {

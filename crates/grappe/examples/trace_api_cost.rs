@@ -1,10 +1,13 @@
-//! The cost of the user's trace API in a tight loop, as a program calls
-//! it: a point event, a region (enter and leave: two events), a counter
-//! sample. Run traced, one rank:
+//! The cost of recording events in a tight loop, as a program makes them:
+//! through the user's trace API, a point event, a region (enter and
+//! leave: two events), a counter sample; and runtime calls, an `iprobe`
+//! that finds nothing and a send and a receive to self. Run traced, one
+//! rank:
 //!
 //!     GRAPPE_TRACE=/tmp/t target/release/examples/trace_api_cost [EVENTS] [BATCHES]
 //!
-//! Prints the median ns per event of each, and of a bare clock read.
+//! Prints the median ns per event (per call for the runtime calls). Run it
+//! untraced too: a runtime call's recording cost is the difference.
 
 use std::time::Instant;
 
@@ -38,8 +41,25 @@ fn main() {
             }
             t0.elapsed().as_nanos() as f64 / n as f64
         });
+        let iprobe = median(&mut || {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(world.iprobe(grappe::Source::Any, grappe::Tag::Any).unwrap());
+            }
+            t0.elapsed().as_nanos() as f64 / n as f64
+        });
+        let me = world.rank();
+        let mut word = [0u64; 1];
+        let selfpair = median(&mut || {
+            let t0 = Instant::now();
+            for i in 0..n {
+                world.send(&[i as u64], me, 0).unwrap();
+                world.recv(&mut word, me, 0).unwrap();
+            }
+            t0.elapsed().as_nanos() as f64 / (2 * n) as f64
+        });
         println!(
-            "trace_api_cost events={n} batches={batches} point_ns={point:.2} region_ns_per_event={region:.2} counter_ns={counter:.2}"
+            "trace_api_cost events={n} batches={batches} point_ns={point:.2} region_ns_per_event={region:.2} counter_ns={counter:.2} iprobe_ns={iprobe:.2} self_ns_per_call={selfpair:.2}"
         );
         Ok(())
     });

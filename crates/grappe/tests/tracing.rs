@@ -68,6 +68,12 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     assert!(matches!(rank0.first().map(|e| &e.body), Some(Body::Init)), "{:?}", kinds(&rank0));
     assert!(matches!(rank0.last().map(|e| &e.body), Some(Body::Finalize)), "{:?}", kinds(&rank0));
     assert!(rank0.iter().all(|e| e.rank == 0 && e.end >= e.start && e.alpha_ns > 0));
+    // A call's start is read from the clock its end is (the recorder's),
+    // so that records come in the order of their starts.
+    for events in [&rank0, &rank1] {
+        let order = events.windows(2).position(|w| w[0].start > w[1].start);
+        assert_eq!(order, None, "a record starts before the one ahead of it: {:?}", order.map(|i| &events[i..i + 2]));
+    }
 
     let send = rank0.iter().find_map(|e| match &e.body {
         Body::Send { dest: 1, tag: 7, bytes, seq, .. } => Some((*bytes, *seq)),
