@@ -9,6 +9,7 @@
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
 mod buffer;
+mod call_cost;
 pub mod coll;
 mod communicator;
 mod internal;

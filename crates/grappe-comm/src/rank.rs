@@ -21,7 +21,7 @@ pub struct RankContext {
     tracing: Cell<bool>,
     /// The recorder's clock, readable without a borrow: a call's start
     /// date costs the read alone.
-    clock: TraceClock,
+    clock: Cell<TraceClock>,
 }
 
 impl RankContext {
@@ -36,7 +36,7 @@ impl RankContext {
             engine: RefCell::new(engine),
             next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
             tracing: Cell::new(recorder.is_some()),
-            clock: recorder.as_ref().map_or_else(TraceClock::monotonic_raw, Recorder::clock),
+            clock: Cell::new(recorder.as_ref().map_or_else(TraceClock::monotonic_raw, Recorder::clock)),
             recorder: RefCell::new(recorder),
         }
     }
@@ -51,7 +51,21 @@ impl RankContext {
     /// [`Recorder::now`] gives, without borrowing the recorder).
     #[inline(always)]
     pub fn trace_now(&self) -> u64 {
-        self.clock.now()
+        self.clock.get().now()
+    }
+
+    /// Starts recording with `recorder` (the rank records nothing yet).
+    pub fn install_recorder(&self, recorder: Recorder) {
+        assert!(self.recorder.borrow().is_none(), "rank {} has a recorder already", recorder.rank());
+        self.clock.set(recorder.clock());
+        *self.recorder.borrow_mut() = Some(recorder);
+        self.tracing.set(true);
+    }
+
+    /// Turns recording off and on around the recorder, which stays: for
+    /// timing a call untraced then traced (`measure_call_recording`).
+    pub(crate) fn pause_tracing(&self, paused: bool) {
+        self.tracing.set(!paused && self.recorder.borrow().is_some());
     }
 
     /// The recorder, for one event. Panics if tracing is off: check

@@ -193,9 +193,22 @@ impl Recorder {
         who: Identity,
         time_map: Option<Arc<dyn TimeMap>>,
     ) -> std::io::Result<Recorder> {
+        Recorder::create_with_call_cost(config, who, time_map, None)
+    }
+
+    /// [`Recorder::create`], with the cost of recording a runtime call
+    /// measured in place (ns) for the α of calls, in place of the
+    /// recorder's own tight loop (see [`alpha`]).
+    pub fn create_with_call_cost(
+        config: &RecorderConfig,
+        who: Identity,
+        time_map: Option<Arc<dyn TimeMap>>,
+        call_ns: Option<u32>,
+    ) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&config.dir)?;
         let clock = TraceClock::shared();
-        let alpha = alpha::calibrate(clock);
+        let loop_alpha = alpha::calibrate(clock);
+        let alpha = call_ns.map_or(loop_alpha, |ns| alpha::with_calls_measured(loop_alpha, ns));
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
         let codec = Codec { rank: who.rank, clock, alpha, time_map };
@@ -203,16 +216,37 @@ impl Recorder {
             FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
             _ => Sink::File(writer),
         };
-        Ok(Recorder {
-            rank: who.rank,
-            clock,
-            buf: touched_buffer(config.buffer_events),
-            capacity: config.buffer_events,
-            flush_at: match config.policy {
-                FlushPolicy::End => config.buffer_events,
-                _ => config.buffer_events.saturating_sub(1).max(1),
+        Ok(Recorder::assemble(who.rank, who.world_size, config.buffer_events, config.policy, sink, codec))
+    }
+
+    /// A recorder that writes nothing: its events stay in a buffer of
+    /// `capacity` (later ones are dropped) and go when it is dropped. For
+    /// timing the runtime's recording in place, before the rank's real
+    /// recorder exists.
+    pub fn scratch(rank: u32, world_size: u32, capacity: usize) -> Recorder {
+        let clock = TraceClock::shared();
+        let codec = Codec { rank, clock, alpha: [0; 32], time_map: None };
+        Recorder::assemble(rank, world_size, capacity, FlushPolicy::End, Sink::Closed, codec)
+    }
+
+    fn assemble(
+        rank: u32,
+        world_size: u32,
+        buffer_events: usize,
+        policy: FlushPolicy,
+        sink: Sink,
+        codec: Codec,
+    ) -> Recorder {
+        Recorder {
+            rank,
+            clock: codec.clock,
+            buf: touched_buffer(buffer_events),
+            capacity: buffer_events,
+            flush_at: match policy {
+                FlushPolicy::End => buffer_events,
+                _ => buffer_events.saturating_sub(1).max(1),
             },
-            policy: config.policy,
+            policy,
             sink,
             strings: FxHashMap::default(),
             locations: FxHashMap::default(),
@@ -220,11 +254,11 @@ impl Recorder {
             recent_names: RecentNames::default(),
             pending: Vec::new(),
             next_members: 0,
-            send_seq: vec![0; who.world_size as usize],
+            send_seq: vec![0; world_size as usize],
             next_request: 0,
             codec,
             footer: Footer::default(),
-        })
+        }
     }
 
     /// The recording rank.

@@ -72,9 +72,9 @@ where
 {
     let engine =
         Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).map_err(|e| e.to_string())?;
-    let recorder = crate::tracing::recorder_for(job, rank, plan)?;
-    let ctx = Rc::new(RankContext::with_recorder(engine, recorder));
+    let ctx = Rc::new(RankContext::new(engine));
     let world = Communicator::world(ctx.clone());
+    crate::tracing::start_recorder(job, rank, plan, &world)?;
     crate::tracing::begin(job, &world).map_err(|e| format!("start of tracing: {e}"))?;
     let failure = match catch_unwind(AssertUnwindSafe(|| body(&world))) {
         Ok(result) => result.into_outcome().err(),

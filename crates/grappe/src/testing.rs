@@ -53,9 +53,9 @@ where
     let plan = job.worker_plan();
     let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| {
         let engine = Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).expect("connect");
-        let recorder = crate::tracing::recorder_for(&job, rank, &plan).expect("trace recorder");
-        let ctx = Rc::new(RankContext::with_recorder(engine, recorder));
+        let ctx = Rc::new(RankContext::new(engine));
         let world = Communicator::world(ctx.clone());
+        crate::tracing::start_recorder(&job, rank, &plan, &world).expect("trace recorder");
         crate::tracing::begin(&job, &world).expect("start of tracing");
         match catch_unwind(AssertUnwindSafe(|| body(&world))) {
             Ok(value) => {

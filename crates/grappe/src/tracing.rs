@@ -67,10 +67,14 @@ impl TraceSettings {
     }
 }
 
-/// The recorder of world rank `rank`, if the job records; called on the
-/// thread that runs the rank, one of the workers of `plan`.
-pub(crate) fn recorder_for(job: &Job, rank: usize, plan: &[WorkerPlan]) -> Result<Option<Recorder>, String> {
-    let Some(settings) = &job.trace else { return Ok(None) };
+/// Starts the trace of world rank `rank` if the job records: measures
+/// what recording adds to a call on this rank (the α of calls), then
+/// creates the rank's file and installs its recorder. Called on the thread
+/// that runs the rank, one of the workers of `plan`, before any traced call.
+pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world: &Communicator) -> Result<(), String> {
+    let Some(settings) = &job.trace else { return Ok(()) };
+    let call_ns =
+        world.measure_call_recording().map_err(|e| format!("rank {rank}: cannot time the recording of a call: {e}"))?;
     let who = Identity {
         rank: rank as u32,
         world_size: job.locals.len() as u32,
@@ -80,9 +84,10 @@ pub(crate) fn recorder_for(job: &Job, rank: usize, plan: &[WorkerPlan]) -> Resul
     };
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
-    Recorder::create(&settings.recorder, who, time_map)
-        .map(Some)
-        .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))
+    let recorder = Recorder::create_with_call_cost(&settings.recorder, who, time_map, Some(call_ns))
+        .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))?;
+    world.rank_context().install_recorder(recorder);
+    Ok(())
 }
 
 /// The calling thread, which runs `rank` for the whole run (ranks never

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
+use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 
 fn fresh_dir(name: &str) -> grappe_testkit::Scratch {
@@ -396,4 +397,52 @@ fn names_that_change_at_one_call_site_are_recorded_as_given() {
     let (region_at, point_at) = (locations[0], locations[1]);
     assert!(region_at.starts_with(file) && point_at.starts_with(file) && region_at != point_at, "{locations:?}");
     assert!(locations.chunks(2).all(|pair| pair == [region_at, point_at]), "{locations:?}");
+}
+
+/// A rank times what recording adds to its calls before it records: the
+/// calls it makes for that leave no message, no event and no recorder
+/// behind, and can be timed again.
+#[test]
+fn timing_the_recording_of_calls_leaves_the_rank_as_it_was() {
+    let left_over = grappe::testing::threads(2, |world| {
+        let costs = [world.measure_call_recording().unwrap(), world.measure_call_recording().unwrap()];
+        assert!(!world.rank_context().tracing(), "rank {}: still recording", world.rank());
+        world.barrier().unwrap();
+        (costs, world.iprobe(ANY_SOURCE, grappe::ANY_TAG).unwrap())
+    });
+    for (rank, (costs, message)) in left_over.into_iter().enumerate() {
+        assert!(costs.iter().all(|&ns| ns >= 1), "rank {rank}: {costs:?}");
+        assert_eq!(message, None, "rank {rank}: a message was left behind");
+    }
+}
+
+/// Every call kind carries the one α measured in place, and the calls
+/// timed for it are not in the trace.
+#[test]
+fn calls_share_the_alpha_measured_in_place_and_its_calls_are_not_recorded() {
+    let dir = fresh_dir("call-alpha");
+    grappe::testing::threads_traced(2, &dir, |world| {
+        let peer = 1 - world.rank();
+        world.send(&[1u8], peer, 5).unwrap();
+        let mut b = [0u8];
+        world.recv(&mut b, peer, 5).unwrap();
+    });
+    for rank in 0..2 {
+        let (events, trace) = read(&file_for(&dir, rank));
+        let calls: Vec<u32> = trace
+            .header()
+            .calibration
+            .iter()
+            .filter(|c| {
+                let kind = EventKind::ALL.iter().find(|k| k.name() == c.kind);
+                kind.is_some_and(|&k| recording_of(k) == Recording::Call)
+            })
+            .map(|c| c.alpha_ns)
+            .collect();
+        assert!(calls.len() >= 10 && calls.iter().all(|&a| a == calls[0] && a > 0), "rank {rank}: {calls:?}");
+        let to_self = events.iter().filter(|e| matches!(e.body, Body::Send { dest, .. } if dest == rank)).count();
+        assert_eq!(to_self, 0, "rank {rank}: the timed sends to self were recorded");
+        let sends: Vec<_> = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).collect();
+        assert!(matches!(sends[..], [e] if matches!(e.body, Body::Send { seq: 1, .. })), "rank {rank}: {sends:?}");
+    }
 }
