@@ -6,7 +6,8 @@
 //!
 //! `distorted` gives the ranks clocks off by up to 3 ms and 80 ppm on
 //! distinct hosts, so the tools estimate global time. `SYNTH_BLOCK_EVENTS`
-//! sets the events per block (4096; a runtime's buffer holds 65 536).
+//! sets the events per block (default the runtime's, `RECORDER_BLOCK_EVENTS`;
+//! a runtime's buffer holds 65 536).
 
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
 

@@ -70,7 +70,14 @@ pub struct SyntheticJob {
 impl SyntheticJob {
     /// `ranks` ranks, `iterations` iterations, perfect clocks on one host.
     pub fn new(ranks: u32, iterations: u64) -> Self {
-        SyntheticJob { ranks, iterations, clocks: Vec::new(), one_host: true, sample_points: 20, block_events: 4096 }
+        SyntheticJob {
+            ranks,
+            iterations,
+            clocks: Vec::new(),
+            one_host: true,
+            sample_points: 20,
+            block_events: grappe_trace::RECORDER_BLOCK_EVENTS,
+        }
     }
 
     /// The same on distinct hosts with clocks off by up to 3 ms and 80 ppm

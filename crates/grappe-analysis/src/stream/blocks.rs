@@ -6,9 +6,9 @@ use grappe_trace::{Ending, Event, TraceFile};
 
 use crate::error::Result;
 
-/// Events decoded at once. A recorder's block holds up to 4096 events
-/// (65 536 in older traces, 4.7 MB decoded: held whole for each rank of a
-/// merge, a job of 1024 ranks took gigabytes). Batches keep each rank to
+/// Events decoded at once. A recorder's block holds up to 1024 events
+/// (older traces: 4096, or 65 536, 4.7 MB decoded, held whole for each
+/// rank of a merge: a job of 1024 ranks took gigabytes). Batches keep each rank to
 /// its block's encoded bytes and this many events (18 KB). Larger batches
 /// decode no faster: 128, 256, 512 and 1024 cost the same instructions
 /// per event, within 0.3%.
