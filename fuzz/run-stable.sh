@@ -16,7 +16,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 cargo build --release --target "$target" --target-dir target/fuzz --bin "$fuzz_target"
 mkdir -p "corpus/$fuzz_target" "artifacts/$fuzz_target" "seeds/$fuzz_target"
 max_len=8192
-# A trace block of 16 KiB or more is read straight into its buffer, past the reader's own:
+# A trace block of 4 KiB or more is read straight into its buffer, past the reader's own:
 # a path only long inputs reach (seeds/trace_reader/large-block.gtrace holds one of 40 KB).
 if [ "$fuzz_target" = trace_reader ]; then max_len=65536; fi
 exec "target/fuzz/$target/release/$fuzz_target" "corpus/$fuzz_target" "seeds/$fuzz_target" \
