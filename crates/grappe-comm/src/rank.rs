@@ -25,19 +25,17 @@ pub struct RankContext {
 }
 
 impl RankContext {
-    /// Wraps a connected engine.
+    /// Wraps a connected engine; it records nothing until
+    /// [`Self::install_recorder`].
     pub fn new(engine: Engine) -> RankContext {
-        RankContext::with_recorder(engine, None)
-    }
-
-    /// Wraps a connected engine and the rank's trace recorder.
-    pub fn with_recorder(engine: Engine, recorder: Option<Recorder>) -> RankContext {
         RankContext {
             engine: RefCell::new(engine),
             next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
-            tracing: Cell::new(recorder.is_some()),
-            clock: Cell::new(recorder.as_ref().map_or_else(TraceClock::monotonic_raw, Recorder::clock)),
-            recorder: RefCell::new(recorder),
+            tracing: Cell::new(false),
+            // Replaced by the recorder's at installation; reading the raw
+            // clock here needs no calibration of the counter.
+            clock: Cell::new(TraceClock::monotonic_raw()),
+            recorder: RefCell::new(None),
         }
     }
 

@@ -25,8 +25,9 @@ impl Span {
     /// The span of a call made while tracing is off.
     pub(crate) const OFF: Span = Span(None);
 
-    /// False for a call made while tracing is off: the first test of every
-    /// `trace_*` below, so that an untraced call builds nothing.
+    /// False for a call made while tracing is off: tested first where an
+    /// untraced call would otherwise still build something (a copied
+    /// status; a send's closure, 8 instructions per message).
     #[inline(always)]
     fn is_on(self) -> bool {
         self.0.is_some()
@@ -142,7 +143,7 @@ impl Communicator {
     }
 
     pub(crate) fn trace_recv(&self, span: Span, status: &Result<Status>, arrived: bool) {
-        let (true, Ok(status)) = (span.is_on(), status) else { return };
+        let Ok(status) = status else { return };
         self.trace_end(span, EventKind::Recv, |_, raw| {
             (raw.a, raw.b, raw.d) = (self.trace_rank(status.source), status.tag as u32, status.bytes as u64);
             raw.flags = if arrived { ARRIVED } else { 0 };
