@@ -18,7 +18,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::event::{Body, Event};
 use crate::format::{
     BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, EventDecoder, FileHeader, Footer, MAGIC,
-    MAX_BLOCK, VERSION, decode_definitions, decode_footer, decode_samples,
+    MAX_BLOCK, TakeEncoded, VERSION, decode_definitions, decode_footer, decode_samples,
 };
 use crate::interned::{Members, Text};
 use crate::raw::{DecodeError, Definitions};
@@ -560,25 +560,37 @@ fn decode_into(
     max: usize,
 ) -> Result<(), DecodeFailure> {
     events.reserve(max.min(decoder.left()));
-    let mut undecodable = None;
-    decoder
-        .decode(payload, max, |e| {
-            // One result at a time: matching a pair of them moved whole
-            // bodies around, 30 instructions an event.
-            let site = match e.raw.site_of(defs) {
-                Ok(site) => site,
-                Err(reason) => {
-                    undecodable.get_or_insert(reason);
-                    return;
-                }
-            };
-            match e.raw.body(defs) {
-                Ok(body) => push_in_place(events, e, site, body),
-                Err(reason) => _ = undecodable.get_or_insert(reason),
+    let mut taker = Decoded { defs, events, undecodable: None };
+    decoder.decode(payload, max, &mut taker).map_err(DecodeFailure::Encoding)?;
+    taker.undecodable.map_or(Ok(()), |reason| Err(DecodeFailure::Undecodable(reason)))
+}
+
+/// Appends each record, its body and site looked up in the definitions,
+/// or keeps the first reason one cannot be. Inlined into the decoder's
+/// copy for each kind, where the body's `match` on the kind folds away.
+struct Decoded<'a> {
+    defs: &'a Defs,
+    events: &'a mut Vec<Event>,
+    undecodable: Option<DecodeError>,
+}
+
+impl TakeEncoded for &mut Decoded<'_> {
+    #[inline(always)]
+    fn take(&mut self, e: &Encoded) {
+        // One result at a time: matching a pair of them moved whole
+        // bodies around, 30 instructions an event.
+        let site = match e.raw.site_of(self.defs) {
+            Ok(site) => site,
+            Err(reason) => {
+                self.undecodable.get_or_insert(reason);
+                return;
             }
-        })
-        .map_err(DecodeFailure::Encoding)?;
-    undecodable.map_or(Ok(()), |reason| Err(DecodeFailure::Undecodable(reason)))
+        };
+        match e.raw.body(self.defs) {
+            Ok(body) => push_in_place(self.events, e, site, body),
+            Err(reason) => _ = self.undecodable.get_or_insert(reason),
+        }
+    }
 }
 
 /// Appends an event built straight in the vector's free capacity. A plain
