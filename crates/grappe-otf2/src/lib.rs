@@ -19,9 +19,10 @@
 //! Dates are the stream's global nanoseconds (timer resolution 1 GHz).
 //! Per-rank files are written a location at a time, each rank's events
 //! in its file's order (OTF2 orders nothing across locations), so that
-//! the export holds one location's buffer whatever the ranks; a merged
-//! file or a window of the run is written as the causal stream gives it,
-//! every location open.
+//! the export holds one location's buffer whatever the ranks. A merged
+//! file or a window of the run comes with its ranks interleaved: it is
+//! read once per group of [`OPEN_LOCATIONS`] ranks, each pass writing its
+//! group's locations, so that the export holds at most that many buffers.
 //! The event mapping is in `events.rs`, the definitions in `defs.rs`, the
 //! calls into the library in `archive.rs` over the declarations of `ffi.rs`.
 #![warn(missing_docs)]
@@ -44,7 +45,7 @@ mod ffi;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::{CausalStream, ChannelTally, RankSource, StreamSummary, TraceSet};
+use grappe_analysis::{AnalysisError, CausalStream, ChannelTally, RankSource, StreamSummary, TraceSet};
 use grappe_trace::format::RankThread;
 
 use crate::archive::{AnchorInfo, Chunks, EventPhase};
@@ -76,15 +77,39 @@ pub struct Otf2Summary {
 /// Events read between calls of `progress`.
 const PROGRESS_EVERY: u64 = 1 << 20;
 
-/// Writes the events of `stream` (the causal stream of `set`) as the OTF2
-/// archive `dir/name.otf2` + `dir/name/`, which must not exist (`dir` is
-/// created if needed). `progress` gets the number of events read, now and
-/// then. On error, the partial archive is removed.
+/// The most locations a merged file's or a window's export keeps open at
+/// once: each holds a 4 MiB buffer ([`chunks`]), so 256 MiB. A job with
+/// more ranks is read once per group of this many (256 ranks: 4 passes),
+/// where all open at once held 1 GiB.
+pub const OPEN_LOCATIONS: u32 = 64;
+
+/// A causal stream of the traces from their start, opened anew for each
+/// pass over a merged file or a window.
+pub type OpenStream<'a> = &'a dyn Fn() -> Result<CausalStream, AnalysisError>;
+
+/// Writes the events of the causal stream of `set` (`open` opens it) as
+/// the OTF2 archive `dir/name.otf2` + `dir/name/`, which must not exist
+/// (`dir` is created if needed). `progress` gets the number of events
+/// read, now and then (summed over the passes). On error, the partial
+/// archive is removed.
 pub fn write_otf2(
     set: &TraceSet,
-    stream: CausalStream,
+    open: OpenStream,
     dir: &Path,
     name: &str,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Otf2Summary, Otf2Error> {
+    write_otf2_open_at_most(set, open, dir, name, OPEN_LOCATIONS, progress)
+}
+
+/// [`write_otf2`], a merged file or a window read once per group of
+/// `open_locations` ranks (at least 1).
+pub fn write_otf2_open_at_most(
+    set: &TraceSet,
+    open: OpenStream,
+    dir: &Path,
+    name: &str,
+    open_locations: u32,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     check_name(dir, name)?;
@@ -97,13 +122,19 @@ pub fn write_otf2(
         }
     }
     let world = set.world_size();
+    memory::unmap_large_frees();
     let phase = EventPhase::create(dir, name, chunks(world), &anchor_info(set), world)?;
     let exporter = Exporter::new(phase, world);
-    let origin = stream.origin();
-    let written = match stream.into_ranks() {
-        Ok(ranks) => write_by_location(set, ranks, origin, exporter, progress),
-        Err(stream) => write_archive(set, *stream, exporter, progress),
-    };
+    let written = open().map_err(Otf2Error::from).and_then(|stream| {
+        let origin = stream.origin();
+        match stream.into_ranks() {
+            Ok(ranks) => write_by_location(set, ranks, origin, exporter, progress),
+            Err(stream) => {
+                let passes = Passes { open, first: *stream, open_locations: open_locations.max(1) };
+                write_in_passes(set, passes, exporter, progress)
+            }
+        }
+    });
     match written {
         Ok(summary) => Ok(Otf2Summary { anchor, ..summary }),
         Err(e) => {
@@ -133,22 +164,47 @@ fn anchor_info(set: &TraceSet) -> AnchorInfo {
     }
 }
 
-/// Writes the causal stream's events as they come, every location open
-/// at once: a merged file, or a window of the run.
-fn write_archive(
+/// How a stream whose ranks come interleaved is read: `first` opened,
+/// `open` for the next passes, `open_locations` ranks per pass.
+struct Passes<'a> {
+    open: OpenStream<'a>,
+    first: CausalStream,
+    open_locations: u32,
+}
+
+/// Writes a merged file or a window of the run, whose ranks come
+/// interleaved: the stream read once per group of ranks, each pass
+/// writing the events of its group's locations and closing them. Every
+/// pass reads the same events and matches them alike; an event of a rank
+/// outside the job goes to the exporter, which refuses it.
+fn write_in_passes(
     set: &TraceSet,
-    stream: CausalStream,
+    passes: Passes,
     mut exporter: Exporter,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
-    let mut read = 0u64;
-    let mut stream = stream;
-    while let Some(linked) = stream.next_event()? {
-        exporter.write(linked)?;
-        read += 1;
-        if read % PROGRESS_EVERY == 0 {
-            progress(read);
+    let world = set.world_size();
+    let Passes { open, first, open_locations } = passes;
+    let (mut read, mut stream, mut group) = (0u64, first, 0..open_locations.min(world));
+    loop {
+        while let Some(linked) = stream.next_event()? {
+            let rank = linked.event.rank;
+            if group.contains(&rank) || rank >= world {
+                exporter.write(linked)?;
+            }
+            read += 1;
+            if read % PROGRESS_EVERY == 0 {
+                progress(read);
+            }
         }
+        for rank in group.clone() {
+            exporter.finish_location(rank)?;
+        }
+        if group.end >= world {
+            break;
+        }
+        group = group.end..group.end.saturating_add(open_locations).min(world);
+        stream = open()?;
     }
     progress(read);
     close_archive(set, exporter, None, stream.summary())
@@ -247,8 +303,8 @@ fn places(set: &TraceSet, events: &[u64]) -> Vec<RankPlace> {
 /// file is closed; with 1 MiB chunks, a 256-rank export held 1 MiB + up to
 /// 4 MiB per location. A 4 MiB chunk is written straight from where it is.
 /// So an export holds 4 MiB per open location: one from per-rank files,
-/// written a location at a time; every rank's from a merged file or a
-/// window of the run, whose ranks come interleaved.
+/// written a location at a time; up to [`OPEN_LOCATIONS`] from a merged
+/// file or a window of the run, whose ranks come interleaved.
 /// Definition buffers: large enough for the largest record, a group of
 /// every rank (at most 9 bytes a member), and no larger, as one is
 /// allocated and cleared per location.

@@ -278,6 +278,33 @@ fn a_merged_trace_exports_like_its_per_rank_files() {
     assert!(peaks.0 <= CHUNK + (1 << 20) && peaks.1 >= 6 * CHUNK, "peaks (per-rank, merged): {peaks:?}");
 }
 
+/// A merged file of more ranks than may be open at once is read once per
+/// group: the same archive as from the per-rank files, with a group's
+/// buffers held at a time (4 ranks then 2; one rank at a time).
+#[test]
+fn a_merged_trace_of_many_ranks_is_written_a_group_of_locations_at_a_time() {
+    let dir = scratch("merged-groups");
+    write_job(&dir.join("traces"), &SyntheticJob::new(6, 30)).unwrap();
+    let set = grappe_analysis::TraceSet::open(&dir.join("traces")).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    grappe_analysis::merge_to_file(&set, &time, &dir.join("merged.gtrace"), &mut |_| {}).unwrap();
+    let per_rank = export(&dir.join("traces"), &dir.join("out"), "per-rank").unwrap();
+    let expected = events(&per_rank.anchor);
+    for open in [4, 1] {
+        let merged = export_open_at_most(&dir.join("merged.gtrace"), &dir.join("out"), &format!("by-{open}"), open);
+        let merged = merged.unwrap();
+        assert_eq!((merged.events_written, merged.messages), (per_rank.events_written, per_rank.messages));
+        assert_eq!((merged.stream.matched, merged.locations), (per_rank.stream.matched, 6));
+        let lines = events(&merged.anchor);
+        assert_eq!(kinds(&lines), kinds(&expected), "{open} open");
+        assert_eq!(check_timelines(&lines), check_timelines(&expected), "{open} open");
+        assert_eq!(timelines(&lines), timelines(&expected), "{open} open");
+        let peak = merged.buffer_peak_bytes;
+        let held = open as u64 * CHUNK;
+        assert!(peak >= held && peak <= held + (1 << 20), "{open} open: peak {peak}, {held} expected");
+    }
+}
+
 /// An interval of a run (`export --from --to`): a valid archive (nested,
 /// nothing left open, `otf2-print -Werror` silent), every receive
 /// record pairs, in channel order as readers pair them, with a send

@@ -8,7 +8,7 @@ use std::process::Command;
 
 pub use grappe_analysis::stream::Window;
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
-use grappe_otf2::{Otf2Error, Otf2Summary, write_otf2};
+use grappe_otf2::{OPEN_LOCATIONS, Otf2Error, Otf2Summary, write_otf2, write_otf2_open_at_most};
 
 /// A fresh directory for one test.
 pub fn scratch(name: &str) -> grappe_testkit::Scratch {
@@ -17,18 +17,26 @@ pub fn scratch(name: &str) -> grappe_testkit::Scratch {
 
 /// Exports the traces in `traces` as `out/name.otf2`.
 pub fn export(traces: &Path, out: &Path, name: &str) -> Result<Otf2Summary, Otf2Error> {
+    export_open_at_most(traces, out, name, OPEN_LOCATIONS)
+}
+
+/// [`export`], a merged file read once per group of `open_locations` ranks.
+pub fn export_open_at_most(
+    traces: &Path,
+    out: &Path,
+    name: &str,
+    open_locations: u32,
+) -> Result<Otf2Summary, Otf2Error> {
     let set = TraceSet::open(traces).unwrap();
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    let stream = CausalStream::open(&set, &time).unwrap();
-    write_otf2(&set, stream, out, name, &mut |_| {})
+    write_otf2_open_at_most(&set, &|| CausalStream::open(&set, &time), out, name, open_locations, &mut |_| {})
 }
 
 /// [`export`] of an interval of the run.
 pub fn export_window(traces: &Path, out: &Path, name: &str, window: Window) -> Result<Otf2Summary, Otf2Error> {
     let set = TraceSet::open(traces).unwrap();
     let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    let stream = CausalStream::open(&set, &time).unwrap().windowed(window);
-    write_otf2(&set, stream, out, name, &mut |_| {})
+    write_otf2(&set, &|| Ok(CausalStream::open(&set, &time)?.windowed(window)), out, name, &mut |_| {})
 }
 
 /// `otf2-print ARGS ANCHOR`'s output; fails the test if it fails.

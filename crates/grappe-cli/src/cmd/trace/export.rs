@@ -7,8 +7,9 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
 use grappe_analysis::stream::{Window, WindowSummary};
-use grappe_analysis::{CausalStream, GlobalTime, TraceSet};
+use grappe_analysis::{AnalysisError, CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
+use grappe_otf2::OpenStream;
 
 use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress};
 
@@ -63,10 +64,10 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     let bar = progress("exporting");
     let mut tick = |n| bar.set_position(n);
-    let stream = stream_of(&set, &time, window)?;
     let writer: TextWriter = match args.format {
         Format::Otf2 => {
-            let line = export_otf2(&set, stream, &args.output, &mut tick)?;
+            let open = || stream_of(&set, &time, window);
+            let line = export_otf2(&set, &open, &args.output, &mut tick)?;
             bar.finish_and_clear();
             sayln!("{}: {line}", args.output.display());
             return Ok(0);
@@ -77,6 +78,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
         Format::Paje => paje::write_paje,
         Format::Picl => picl::write_picl,
     };
+    let stream = stream_of(&set, &time, window)?;
     let s = export_text(writer, stream, &args.output, &mut tick)?;
     let line = format!("{} events, {} messages, {:.1} MB", s.events, s.messages, s.written_bytes as f64 / 1e6);
     bar.finish_and_clear();
@@ -88,7 +90,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
 }
 
 /// The stream to export: the whole run, or the interval asked for.
-fn stream_of(set: &TraceSet, time: &GlobalTime, window: Option<Window>) -> Result<CausalStream> {
+fn stream_of(set: &TraceSet, time: &GlobalTime, window: Option<Window>) -> Result<CausalStream, AnalysisError> {
     let stream = CausalStream::open(set, time)?;
     Ok(match window {
         Some(window) => stream.windowed(window),
@@ -136,11 +138,11 @@ fn export_text(
     Ok(summary)
 }
 
-fn export_otf2(set: &TraceSet, stream: CausalStream, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
+fn export_otf2(set: &TraceSet, open: OpenStream, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
     let name = output.file_name().and_then(|n| n.to_str()).context("the OTF2 output needs a file name")?;
     let name = name.strip_suffix(".otf2").unwrap_or(name);
     let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let summary = grappe_otf2::write_otf2(set, stream, dir, name, tick)?;
+    let summary = grappe_otf2::write_otf2(set, open, dir, name, tick)?;
     let mut line = format!(
         "{} OTF2 events on {} locations, {} messages; open {}",
         summary.events_written,
