@@ -98,8 +98,8 @@ impl BufferChunks {
 /// size. From then on, 4 MiB blocks come from the heap, where a freed one
 /// keeps its pages: the chunks above, and OTF2's 4 MiB file buffer per
 /// event file. Those are taken and freed location after location. An
-/// export of 256 ranks in passes of 64 locations grew to 269 MB, where
-/// all at once it held 149 MB. A threshold that is set stays put: 45 MB
+/// export of 256 ranks in passes of 64 locations grew to 263 MiB, where
+/// all at once it held 146 MiB. A threshold that is set stays put: 44 MiB
 /// (BENCHMARKS.md, "OTF2 from a merged file").
 pub(crate) fn unmap_large_frees() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
