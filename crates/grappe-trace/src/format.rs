@@ -320,6 +320,36 @@ struct Layout {
 /// Slots of a raw record.
 const SLOTS: usize = 7;
 
+/// `$f::<ID>(args)` for the kind id `$id`, or `$other` for an id no kind
+/// has: one copy of `$f` per kind, in which the kind's [`LAYOUTS`] entry
+/// is a constant (the encoder's and the decoder's slot loops unroll).
+macro_rules! by_kind {
+    ($id:expr, $f:ident($($arg:expr),*), $other:expr) => {
+        match $id {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            8 => $f::<8>($($arg),*),
+            9 => $f::<9>($($arg),*),
+            10 => $f::<10>($($arg),*),
+            11 => $f::<11>($($arg),*),
+            12 => $f::<12>($($arg),*),
+            13 => $f::<13>($($arg),*),
+            14 => $f::<14>($($arg),*),
+            15 => $f::<15>($($arg),*),
+            16 => $f::<16>($($arg),*),
+            17 => $f::<17>($($arg),*),
+            18 => $f::<18>($($arg),*),
+            _ => $other,
+        }
+    };
+}
+const _: () = assert!(EventKind::ALL.len() == 18, "by_kind! lists every kind id");
+
 /// The layout of every kind, by kind id, made from [`slots_of`] at
 /// compile time: the decoder's loop is then a table walk, without a
 /// `match` per slot.
@@ -370,15 +400,20 @@ pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut V
         put(e.end.saturating_sub(e.start));
         put(e.alpha_ns as u64);
         put(e.raw.kind as u64);
-        let raw = &e.raw;
-        let values = [raw.flags as u64, raw.a as u64, raw.b as u64, raw.c as u64, raw.d, raw.e, raw.site as u64];
         // Kinds not in the catalogue have no slots (as `slots_of` says).
-        let layout = LAYOUTS.get(raw.kind as usize).map_or(&LAYOUTS[0], |l| l);
-        for &slot in &layout.at[..layout.len] {
-            put(values[slot]);
-        }
+        by_kind!(e.raw.kind, put_slots(&e.raw, &mut record, &mut at), ());
         out.extend_from_slice(&record[..at]);
         previous = e.start;
+    }
+}
+
+/// The slots of a record of kind `K`, in its layout's order.
+#[inline(always)]
+fn put_slots<const K: u16>(raw: &RawEvent, record: &mut [u8; MAX_RECORD], at: &mut usize) {
+    let layout = const { &LAYOUTS[K as usize] };
+    let values = [raw.flags as u64, raw.a as u64, raw.b as u64, raw.c as u64, raw.d, raw.e, raw.site as u64];
+    for &slot in &layout.at[..layout.len] {
+        put_varint_in(record, at, values[slot]);
     }
 }
 
@@ -480,16 +515,7 @@ fn decode_event(
     let head = Encoded { rank, start, end, alpha_ns, raw: RawEvent::default() };
     // One copy of the rest per kind: its layout is a constant there, so
     // the slot loop unrolls and the body's `match` on the kind folds away.
-    macro_rules! by_kind {
-        ($($id:literal)*) => {
-            match kind.id() {
-                $($id => decode_slots::<$id>(payload, pos, head, each),)*
-                _ => unreachable!("EventKind::from_id gave a kind without a copy"),
-            }
-        };
-    }
-    const _: () = assert!(EventKind::ALL.len() == 18, "by_kind! lists every kind id");
-    by_kind!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18)?;
+    by_kind!(kind.id(), decode_slots(payload, pos, head, each), unreachable!("a known kind has a copy"))?;
     Ok(start)
 }
 
