@@ -402,9 +402,28 @@ pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut V
         put(e.raw.kind as u64);
         // Kinds not in the catalogue have no slots (as `slots_of` says).
         by_kind!(e.raw.kind, put_slots(&e.raw, &mut record, &mut at), ());
-        out.extend_from_slice(&record[..at]);
+        append_record(out, &record, at);
         previous = e.start;
     }
+}
+
+/// Appends the first `len` bytes of `record`. Most records are 12 or 13
+/// bytes: those are copied as 16 (one fixed-size move into the vector's
+/// spare room, the length then set to take `len` of them), where
+/// `extend_from_slice` called `memcpy` for each (20 instructions).
+#[inline(always)]
+fn append_record(out: &mut Vec<u8>, record: &[u8; MAX_RECORD], len: usize) {
+    const SHORT: usize = 16;
+    if len > SHORT || out.capacity() - out.len() < SHORT {
+        out.extend_from_slice(&record[..len]);
+        return;
+    }
+    let old = out.len();
+    let head: [u8; SHORT] = record[..SHORT].try_into().expect("a record has room for 16 bytes");
+    out.spare_capacity_mut()[..SHORT].copy_from_slice(&head.map(std::mem::MaybeUninit::new));
+    // SAFETY: the `len` (<= SHORT) bytes past the old length are within
+    // capacity and were just written.
+    unsafe { out.set_len(old + len) };
 }
 
 /// The slots of a record of kind `K`, in its layout's order.
