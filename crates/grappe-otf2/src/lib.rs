@@ -129,10 +129,7 @@ pub fn write_otf2_open_at_most(
         let origin = stream.origin();
         match stream.into_ranks() {
             Ok(ranks) => write_by_location(set, ranks, origin, exporter, progress),
-            Err(stream) => {
-                let passes = Passes { open, first: *stream, open_locations: open_locations.max(1) };
-                write_in_passes(set, passes, exporter, progress)
-            }
+            Err(stream) => write_in_passes(set, open, *stream, open_locations.max(1), exporter, progress),
         }
     });
     match written {
@@ -164,27 +161,21 @@ fn anchor_info(set: &TraceSet) -> AnchorInfo {
     }
 }
 
-/// How a stream whose ranks come interleaved is read: `first` opened,
-/// `open` for the next passes, `open_locations` ranks per pass.
-struct Passes<'a> {
-    open: OpenStream<'a>,
-    first: CausalStream,
-    open_locations: u32,
-}
-
 /// Writes a merged file or a window of the run, whose ranks come
-/// interleaved: the stream read once per group of ranks, each pass
-/// writing the events of its group's locations and closing them. Every
-/// pass reads the same events and matches them alike; an event of a rank
-/// outside the job goes to the exporter, which refuses it.
+/// interleaved: the stream read once per group of `open_locations` ranks
+/// (`first` already opened, `open` opening it for the next passes), each
+/// pass writing the events of its group's locations and closing them.
+/// Every pass reads the same events and matches them alike; an event of a
+/// rank outside the job goes to the exporter, which refuses it.
 fn write_in_passes(
     set: &TraceSet,
-    passes: Passes,
+    open: OpenStream,
+    first: CausalStream,
+    open_locations: u32,
     mut exporter: Exporter,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     let world = set.world_size();
-    let Passes { open, first, open_locations } = passes;
     let (mut read, mut stream, mut group) = (0u64, first, 0..open_locations.min(world));
     loop {
         while let Some(linked) = stream.next_event()? {
