@@ -8,9 +8,9 @@
 //! store into a buffer, the median of nine batches. A runtime call's two
 //! reads, back to back in that loop, cost more than in a real call, whose
 //! own work runs beside them (19.5 ns against 12.8–15.0 on the AMD EPYC):
-//! the runtime measures its calls in place when it starts
-//! (`grappe_comm`'s `measure_call_recording`) and gives the figure to
-//! [`with_calls_measured`], which replaces the loop's.
+//! the runtime measures its calls in place when it starts, kind by kind
+//! (`grappe_comm`'s `measure_call_recording`), and gives the figures
+//! ([`CallCosts`]) to [`with_calls_measured`], which replaces the loop's.
 
 use std::panic::Location;
 
@@ -70,12 +70,52 @@ pub fn calibrate(clock: TraceClock) -> [u32; 32] {
     alpha
 }
 
-/// `alpha` with every kind recorded as a [`Recording::Call`] given
-/// `call_ns`, the cost of recording a call measured in place.
-pub fn with_calls_measured(mut alpha: [u32; 32], call_ns: u32) -> [u32; 32] {
+/// What recording adds to the runtime's calls, measured in place (ns per
+/// call), in three groups that record differently: a non-blocking call
+/// records a request besides, and a probe that finds nothing is short
+/// enough for its two clock reads to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallCosts {
+    /// A blocking send or receive (timed as a send and a receive to self).
+    pub blocking: u32,
+    /// A probe (timed as an `iprobe` that finds nothing).
+    pub probe: u32,
+    /// A non-blocking post or completion (timed as an `isend`, an `irecv`
+    /// and their two waits, to self).
+    pub nonblocking: u32,
+}
+
+impl CallCosts {
+    /// α of a call of `kind` (`None` for kinds that are not calls). Calls
+    /// made too rarely to time in place (init, finalize, collectives,
+    /// communicator creations) are recorded as a send or a receive is, two
+    /// dates and a site, and take its α.
+    pub fn of(&self, kind: EventKind) -> Option<u32> {
+        Some(match kind {
+            EventKind::Send
+            | EventKind::Recv
+            | EventKind::Init
+            | EventKind::Finalize
+            | EventKind::Collective
+            | EventKind::CommCreate => self.blocking,
+            EventKind::Probe | EventKind::Iprobe => self.probe,
+            EventKind::Isend | EventKind::Irecv | EventKind::Wait | EventKind::Test => self.nonblocking,
+            EventKind::RegionEnter
+            | EventKind::RegionLeave
+            | EventKind::Point
+            | EventKind::Counter
+            | EventKind::FlushBegin
+            | EventKind::FlushEnd => return None,
+        })
+    }
+}
+
+/// `alpha` with every kind recorded as a [`Recording::Call`] given its
+/// cost measured in place.
+pub fn with_calls_measured(mut alpha: [u32; 32], calls: &CallCosts) -> [u32; 32] {
     for kind in EventKind::ALL {
-        if recording_of(kind) == Recording::Call {
-            alpha[kind.id() as usize] = call_ns;
+        if let Some(ns) = calls.of(kind) {
+            alpha[kind.id() as usize] = ns;
         }
     }
     alpha
@@ -128,11 +168,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cost_measured_in_place_replaces_the_loop_s_for_calls_only() {
-        let alpha = with_calls_measured([3; 32], 7);
+    fn costs_measured_in_place_replace_the_loop_s_for_calls_only_kind_by_kind() {
+        let calls = CallCosts { blocking: 7, probe: 5, nonblocking: 12 };
+        let alpha = with_calls_measured([3; 32], &calls);
         for kind in EventKind::ALL {
-            let expected = if recording_of(kind) == Recording::Call { 7 } else { 3 };
+            let expected = match kind {
+                EventKind::Probe | EventKind::Iprobe => 5,
+                EventKind::Isend | EventKind::Irecv | EventKind::Wait | EventKind::Test => 12,
+                _ if recording_of(kind) == Recording::Call => 7,
+                _ => 3,
+            };
             assert_eq!(alpha[kind.id() as usize], expected, "{kind:?}");
+            assert_eq!(calls.of(kind).is_some(), recording_of(kind) == Recording::Call, "{kind:?}");
         }
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use crate::alpha;
+use crate::alpha::{self, CallCosts};
 use crate::clock::TraceClock;
 use crate::event::EventKind;
 use crate::format::{
@@ -193,22 +193,22 @@ impl Recorder {
         who: Identity,
         time_map: Option<Arc<dyn TimeMap>>,
     ) -> std::io::Result<Recorder> {
-        Recorder::create_with_call_cost(config, who, time_map, None)
+        Recorder::create_with_call_costs(config, who, time_map, None)
     }
 
-    /// [`Recorder::create`], with the cost of recording a runtime call
-    /// measured in place (ns) for the α of calls, in place of the
+    /// [`Recorder::create`], with the costs of recording the runtime's
+    /// calls measured in place for the α of calls, in place of the
     /// recorder's own tight loop (see [`alpha`]).
-    pub fn create_with_call_cost(
+    pub fn create_with_call_costs(
         config: &RecorderConfig,
         who: Identity,
         time_map: Option<Arc<dyn TimeMap>>,
-        call_ns: Option<u32>,
+        calls: Option<CallCosts>,
     ) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(&config.dir)?;
         let clock = TraceClock::shared();
         let loop_alpha = alpha::calibrate(clock);
-        let alpha = call_ns.map_or(loop_alpha, |ns| alpha::with_calls_measured(loop_alpha, ns));
+        let alpha = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
         let codec = Codec { rank: who.rank, clock, alpha, time_map };

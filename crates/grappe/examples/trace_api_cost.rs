@@ -1,7 +1,8 @@
 //! The cost of recording events in a tight loop, as a program makes them:
 //! through the user's trace API, a point event, a region (enter and
 //! leave: two events), a counter sample; and runtime calls, an `iprobe`
-//! that finds nothing and a send and a receive to self. Run traced, one
+//! that finds nothing, a send and a receive to self, and a non-blocking
+//! send and receive to self with their two waits. Run traced, one
 //! rank:
 //!
 //!     GRAPPE_TRACE=/tmp/t target/release/examples/trace_api_cost [EVENTS] [BATCHES]
@@ -58,8 +59,23 @@ fn main() {
             }
             t0.elapsed().as_nanos() as f64 / (2 * n) as f64
         });
+        let (mut posted, sent) = ([0u64; 1], [7u64; 1]);
+        let nonblocking = median(&mut || {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                world
+                    .scope(|scope| -> grappe::Result<()> {
+                        let send = world.isend(scope, &sent, me, 2)?;
+                        let recv = world.irecv(scope, &mut posted, me, 2)?;
+                        send.wait()?;
+                        recv.wait().map(drop)
+                    })
+                    .unwrap();
+            }
+            t0.elapsed().as_nanos() as f64 / (4 * n) as f64
+        });
         println!(
-            "trace_api_cost events={n} batches={batches} point_ns={point:.2} region_ns_per_event={region:.2} counter_ns={counter:.2} iprobe_ns={iprobe:.2} self_ns_per_call={selfpair:.2}"
+            "trace_api_cost events={n} batches={batches} point_ns={point:.2} region_ns_per_event={region:.2} counter_ns={counter:.2} iprobe_ns={iprobe:.2} self_ns_per_call={selfpair:.2} nonblocking_ns_per_call={nonblocking:.2}"
         );
         Ok(())
     });

@@ -68,13 +68,13 @@ impl TraceSettings {
 }
 
 /// Starts the trace of world rank `rank` if the job records: measures
-/// what recording adds to a call on this rank (the α of calls), then
+/// what recording adds to each kind of call on this rank (the α of calls), then
 /// creates the rank's file and installs its recorder. Called on the thread
 /// that runs the rank, one of the workers of `plan`, before any traced call.
 pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world: &Communicator) -> Result<(), String> {
     let Some(settings) = &job.trace else { return Ok(()) };
-    let call_ns =
-        world.measure_call_recording().map_err(|e| format!("rank {rank}: cannot time the recording of a call: {e}"))?;
+    let calls =
+        world.measure_call_recording().map_err(|e| format!("rank {rank}: cannot time the recording of calls: {e}"))?;
     let who = Identity {
         rank: rank as u32,
         world_size: job.locals.len() as u32,
@@ -84,7 +84,7 @@ pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world:
     };
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
-    let recorder = Recorder::create_with_call_cost(&settings.recorder, who, time_map, Some(call_ns))
+    let recorder = Recorder::create_with_call_costs(&settings.recorder, who, time_map, Some(calls))
         .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))?;
     world.rank_context().install_recorder(recorder);
     Ok(())

@@ -9,7 +9,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
-use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 
 fn fresh_dir(name: &str) -> grappe_testkit::Scratch {
@@ -411,15 +410,18 @@ fn timing_the_recording_of_calls_leaves_the_rank_as_it_was() {
         (costs, world.iprobe(ANY_SOURCE, grappe::ANY_TAG).unwrap())
     });
     for (rank, (costs, message)) in left_over.into_iter().enumerate() {
-        assert!(costs.iter().all(|&ns| ns >= 1), "rank {rank}: {costs:?}");
+        for c in costs {
+            assert!([c.blocking, c.probe, c.nonblocking].iter().all(|&ns| ns >= 1), "rank {rank}: {c:?}");
+        }
         assert_eq!(message, None, "rank {rank}: a message was left behind");
     }
 }
 
-/// Every call kind carries the one α measured in place, and the calls
-/// timed for it are not in the trace.
+/// Each call kind carries the α measured in place for its group (blocking
+/// calls, probes, non-blocking calls; calls not timed take the blocking
+/// calls'), and the calls timed for it are not in the trace.
 #[test]
-fn calls_share_the_alpha_measured_in_place_and_its_calls_are_not_recorded() {
+fn calls_carry_the_alpha_measured_in_place_for_their_kind_and_its_calls_are_not_recorded() {
     let dir = fresh_dir("call-alpha");
     grappe::testing::threads_traced(2, &dir, |world| {
         let peer = 1 - world.rank();
@@ -429,17 +431,25 @@ fn calls_share_the_alpha_measured_in_place_and_its_calls_are_not_recorded() {
     });
     for rank in 0..2 {
         let (events, trace) = read(&file_for(&dir, rank));
-        let calls: Vec<u32> = trace
-            .header()
-            .calibration
-            .iter()
-            .filter(|c| {
-                let kind = EventKind::ALL.iter().find(|k| k.name() == c.kind);
-                kind.is_some_and(|&k| recording_of(k) == Recording::Call)
-            })
-            .map(|c| c.alpha_ns)
-            .collect();
-        assert!(calls.len() >= 10 && calls.iter().all(|&a| a == calls[0] && a > 0), "rank {rank}: {calls:?}");
+        let alpha_of = |kind: EventKind| {
+            let found = trace.header().calibration.iter().find(|c| c.kind == kind.name());
+            found.unwrap_or_else(|| panic!("rank {rank}: no α for {kind:?}")).alpha_ns
+        };
+        let same = |kinds: &[EventKind]| {
+            let alphas: Vec<u32> = kinds.iter().map(|&k| alpha_of(k)).collect();
+            assert!(alphas.iter().all(|&a| a == alphas[0] && a > 0), "rank {rank}: {kinds:?} have {alphas:?}");
+            alphas[0]
+        };
+        same(&[
+            EventKind::Send,
+            EventKind::Recv,
+            EventKind::Init,
+            EventKind::Finalize,
+            EventKind::Collective,
+            EventKind::CommCreate,
+        ]);
+        same(&[EventKind::Probe, EventKind::Iprobe]);
+        same(&[EventKind::Isend, EventKind::Irecv, EventKind::Wait, EventKind::Test]);
         let to_self = events.iter().filter(|e| matches!(e.body, Body::Send { dest, .. } if dest == rank)).count();
         assert_eq!(to_self, 0, "rank {rank}: the timed sends to self were recorded");
         let sends: Vec<_> = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).collect();
