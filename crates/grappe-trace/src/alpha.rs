@@ -8,7 +8,7 @@
 //! store into a buffer, the median of nine batches. A runtime call's two
 //! reads, back to back in that loop, cost more than in a real call, whose
 //! own work runs beside them (19.5 ns against 12.8–15.0 on the AMD EPYC):
-//! the runtime measures its calls in place when it starts, kind by kind
+//! the runtime measures its calls in place when it starts, group by group
 //! (`grappe_comm`'s `measure_call_recording`), and gives the figures
 //! ([`CallCosts`]) to [`with_calls_measured`], which replaces the loop's.
 
@@ -91,21 +91,10 @@ impl CallCosts {
     /// communicator creations) are recorded as a send or a receive is, two
     /// dates and a site, and take its α.
     pub fn of(&self, kind: EventKind) -> Option<u32> {
-        Some(match kind {
-            EventKind::Send
-            | EventKind::Recv
-            | EventKind::Init
-            | EventKind::Finalize
-            | EventKind::Collective
-            | EventKind::CommCreate => self.blocking,
+        (recording_of(kind) == Recording::Call).then_some(match kind {
             EventKind::Probe | EventKind::Iprobe => self.probe,
             EventKind::Isend | EventKind::Irecv | EventKind::Wait | EventKind::Test => self.nonblocking,
-            EventKind::RegionEnter
-            | EventKind::RegionLeave
-            | EventKind::Point
-            | EventKind::Counter
-            | EventKind::FlushBegin
-            | EventKind::FlushEnd => return None,
+            _ => self.blocking,
         })
     }
 }
