@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use grappe_trace::alpha::{Recording, recording_of};
-use grappe_trace::format::RankThread;
+use grappe_trace::format::{Footer, RankThread};
 use grappe_trace::{Ending, EventKind, TraceFile};
 use serde::Serialize;
 
@@ -73,6 +73,9 @@ pub struct FileInfo {
     pub resume_points: u64,
     /// α, the recording cost the recorder measured, in ns per kind name.
     pub alpha_ns: BTreeMap<String, u32>,
+    /// α measured again when the rank finished, per kind name (empty for
+    /// files without it: merged ones, older ones, cut ones).
+    pub alpha_after_ns: BTreeMap<String, u32>,
     /// How the file ends.
     pub ending: String,
     /// True if the file has its footer.
@@ -189,9 +192,48 @@ fn file_info(trace: &TraceFile) -> FileInfo {
         clock_samples: trace.clock_samples().len(),
         resume_points: trace.resume_points(),
         alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
+        alpha_after_ns: alpha_after(trace),
         ending,
         complete,
     }
+}
+
+/// The α the file's footer gives per kind name, if it has one.
+fn alpha_after(trace: &TraceFile) -> BTreeMap<String, u32> {
+    match trace.ending() {
+        Some(Ending::Complete(Footer { alpha_after: Some(alpha), .. })) => {
+            EventKind::ALL.iter().map(|k| (k.name().to_owned(), alpha[k.id() as usize])).collect()
+        }
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The kinds whose α after the run differs from the one before by more
+/// than a quarter and 3 ns (what a busier or quieter host does; a
+/// median's noise stays within), grouped by their two values:
+/// `13 → 22 ns each runtime call`.
+fn alpha_moves(before: &BTreeMap<String, u32>, after: &BTreeMap<String, u32>) -> Vec<String> {
+    let mut by_move: BTreeMap<(u32, u32), Vec<&str>> = BTreeMap::new();
+    for (kind, &b) in before {
+        if let Some(&a) = after.get(kind)
+            && a.abs_diff(b) > 3
+            && a.abs_diff(b) * 4 > b
+        {
+            by_move.entry((b, a)).or_default().push(kind);
+        }
+    }
+    by_move.into_iter().map(|((b, a), kinds)| format!("{b} → {a} ns {}", kinds_text(kinds))).collect()
+}
+
+/// Kind names, "each runtime call" standing for all the calls when they are there.
+fn kinds_text(mut kinds: Vec<&str>) -> String {
+    let calls: Vec<&str> =
+        EventKind::ALL.iter().filter(|&&k| recording_of(k) == Recording::Call).map(|k| k.name()).collect();
+    if calls.iter().all(|c| kinds.contains(c)) {
+        kinds.retain(|k| !calls.contains(k));
+        kinds.insert(0, "each runtime call");
+    }
+    kinds.join(", ")
 }
 
 /// `22 ns each runtime call; 14 ns point, counter, region_enter; ...`:
@@ -201,18 +243,8 @@ fn alpha_text(alpha_ns: &BTreeMap<String, u32>) -> String {
     for (kind, &ns) in alpha_ns {
         by_cost.entry(std::cmp::Reverse(ns)).or_default().push(kind);
     }
-    let calls: Vec<&str> =
-        EventKind::ALL.iter().filter(|&&k| recording_of(k) == Recording::Call).map(|k| k.name()).collect();
-    let groups: Vec<String> = by_cost
-        .into_iter()
-        .map(|(std::cmp::Reverse(ns), mut kinds)| {
-            if calls.iter().all(|c| kinds.contains(c)) {
-                kinds.retain(|k| !calls.contains(k));
-                kinds.insert(0, "each runtime call");
-            }
-            format!("{ns} ns {}", kinds.join(", "))
-        })
-        .collect();
+    let groups: Vec<String> =
+        by_cost.into_iter().map(|(std::cmp::Reverse(ns), kinds)| format!("{ns} ns {}", kinds_text(kinds))).collect();
     groups.join("; ")
 }
 
@@ -242,6 +274,13 @@ impl fmt::Display for TraceInfo {
             }
             if !file.alpha_ns.is_empty() {
                 writeln!(f, "    recording cost (α): {}", alpha_text(&file.alpha_ns))?;
+            }
+            if !file.alpha_after_ns.is_empty() {
+                writeln!(f, "    α after the run: {}", alpha_text(&file.alpha_after_ns))?;
+                let moves = alpha_moves(&file.alpha_ns, &file.alpha_after_ns);
+                if !moves.is_empty() {
+                    writeln!(f, "    α moved during the run (the host's pace changed): {}", moves.join("; "))?;
+                }
             }
             writeln!(f, "    {}", file.ending)?;
         }
@@ -316,5 +355,23 @@ mod tests {
         let text = alpha_text(&older);
         assert!(text.starts_with("22 ns collective, comm_create, finalize, init, iprobe, probe, recv, send"), "{text}");
         assert!(text.contains("; 11 ns counter, flush_begin, flush_end, irecv, isend, point,"), "{text}");
+    }
+
+    #[test]
+    fn an_alpha_that_moved_by_more_than_a_quarter_and_3_ns_is_named_with_both_values() {
+        let before = alphas(|k| match k {
+            EventKind::Counter => 20,
+            _ if recording_of(k) == Recording::Call => 13,
+            _ => 10,
+        });
+        let after = alphas(|k| match k {
+            EventKind::Point => 12,   // 2 ns: a median's noise
+            EventKind::Counter => 24, // 4 ns, but a fifth
+            EventKind::RegionLeave => 16,
+            _ if recording_of(k) == Recording::Call => 22,
+            _ => before[k.name()],
+        });
+        assert_eq!(alpha_moves(&before, &after), ["10 → 16 ns region_leave", "13 → 22 ns each runtime call"]);
+        assert!(alpha_moves(&before, &before).is_empty());
     }
 }

@@ -95,7 +95,7 @@ pub fn merge_to_file_with(
     written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
     progress(written);
     let dropped = dropped_events(&stream.summary());
-    writer.write_footer(&Footer { events: written, dropped, flushes: 0 }).map_err(io)?;
+    writer.write_footer(&Footer { events: written, dropped, flushes: 0, alpha_after: None }).map_err(io)?;
     Ok(MergeOutcome { events: written, summary: stream.summary() })
 }
 

@@ -233,6 +233,13 @@ pub struct Footer {
     pub dropped: u64,
     /// Buffer flushes during the run.
     pub flushes: u64,
+    /// α per kind id measured again when the rank finished, as the clocks
+    /// are sampled before and after the run (SBA): with the header's α
+    /// (measured before), it says whether recording got dearer or cheaper
+    /// while the program ran, and compensation can take each event's α
+    /// between the two. `None` in files written before it was measured
+    /// and in merged traces.
+    pub alpha_after: Option<[u32; 32]>,
 }
 
 /// An event ready to encode: rank, dates in nanoseconds, α, and slots.
@@ -704,13 +711,41 @@ pub fn encode_footer(f: &Footer, out: &mut Vec<u8>) {
     for v in [f.events, f.dropped, f.flushes] {
         put_varint(out, v);
     }
+    if let Some(alpha) = &f.alpha_after {
+        put_varint(out, EventKind::ALL.len() as u64);
+        for kind in EventKind::ALL {
+            put_varint(out, kind.id() as u64);
+            put_varint(out, alpha[kind.id() as usize] as u64);
+        }
+    }
 }
 
-/// Decodes a footer payload.
+/// Decodes a footer payload. The α after the run is optional (files of
+/// earlier versions end after the flushes).
 pub fn decode_footer(payload: &[u8]) -> Result<Footer, (usize, String)> {
     let mut pos = 0;
     let mut next = |what: &str| get_varint(payload, &mut pos).ok_or_else(|| (pos, format!("a varint ({what})")));
-    Ok(Footer { events: next("events")?, dropped: next("dropped")?, flushes: next("flushes")? })
+    let (events, dropped, flushes) = (next("events")?, next("dropped")?, next("flushes")?);
+    let alpha_after = if pos == payload.len() { None } else { Some(decode_alpha_after(payload, &mut pos)?) };
+    Ok(Footer { events, dropped, flushes, alpha_after })
+}
+
+/// The footer's α after the run: a count of kinds, then (kind id, ns) pairs.
+fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<[u32; 32], (usize, String)> {
+    let next = |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
+    let count = next(pos, "kinds with an α after the run")?;
+    if count > EventKind::ALL.len() as u64 {
+        return Err((*pos, format!("at most {} kinds with an α after the run, not {count}", EventKind::ALL.len())));
+    }
+    let mut alpha = [0u32; 32];
+    for _ in 0..count {
+        let id = next(pos, "an event kind id")?;
+        let kind = u16::try_from(id).ok().and_then(EventKind::from_id);
+        let kind = kind.ok_or_else(|| (*pos, format!("a known event kind id, not {id}")))?;
+        let ns = next(pos, "an α in ns")?;
+        alpha[kind.id() as usize] = u32::try_from(ns).map_err(|_| (*pos, format!("an α below 2^32 ns, not {ns}")))?;
+    }
+    Ok(alpha)
 }
 
 /// The 16-byte header of a block with this payload.

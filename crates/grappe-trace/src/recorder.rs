@@ -419,6 +419,16 @@ impl Recorder {
         }
     }
 
+    /// Measures α again, at the end of the run, for the footer: the
+    /// recorder's own loops, and `calls` (what recording added to the
+    /// runtime's calls, measured in place as at the start) for the calls.
+    /// Timing takes a few milliseconds; call it once the program's last
+    /// event is recorded.
+    pub fn calibrate_after(&mut self, calls: Option<CallCosts>) {
+        let loop_alpha = alpha::calibrate(self.clock);
+        self.footer.alpha_after = Some(calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls)));
+    }
+
     /// Writes everything left and the footer; the file is then complete.
     pub fn finish(&mut self) -> std::io::Result<Footer> {
         self.flush()?;

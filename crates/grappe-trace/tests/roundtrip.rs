@@ -5,7 +5,8 @@
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 
-use grappe_trace::format::ClockSample;
+use grappe_trace::alpha::CallCosts;
+use grappe_trace::format::{ClockSample, Footer, decode_footer, encode_footer};
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
     Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RECORDER_BLOCK_EVENTS, RawEvent,
@@ -377,4 +378,67 @@ fn non_traces_and_bad_headers_are_named() {
     let err = TraceFile::open(&path).unwrap_err();
     assert!(matches!(err, TraceError::BadHeader { .. }), "{err}");
     assert!(err.to_string().contains("x.gtrace"), "{err}");
+}
+
+/// α measured again after the run goes to the footer, kind by kind: the
+/// calls' from the costs measured in place, the others' from the
+/// recorder's own loops.
+#[test]
+fn the_alpha_measured_after_the_run_reads_back_from_the_footer() {
+    let d = dir("alpha-after");
+    let mut rec = recorder(&d, FlushPolicy::Full, 64);
+    record_all(&mut rec, &vec![(Body::Init, 0); 10]);
+    rec.calibrate_after(Some(CallCosts { blocking: 31, probe: 32, nonblocking: 33 }));
+    let footer = rec.finish().unwrap();
+    let (_, ending) = read_all(&file_for(&d, 3));
+    assert_eq!(ending, Some(Ending::Complete(footer)));
+    let alpha = footer.alpha_after.expect("the footer has the α after the run");
+    for kind in EventKind::ALL {
+        let ns = alpha[kind.id() as usize];
+        match kind {
+            EventKind::Probe | EventKind::Iprobe => assert_eq!(ns, 32, "{kind:?}"),
+            EventKind::Isend | EventKind::Irecv | EventKind::Wait | EventKind::Test => assert_eq!(ns, 33, "{kind:?}"),
+            _ if kind.is_call() => assert_eq!(ns, 31, "{kind:?}"),
+            _ => assert!(ns > 0, "{kind:?}: the recorder's loop measured nothing"),
+        }
+    }
+}
+
+fn alpha_tables() -> impl Strategy<Value = Option<[u32; 32]>> {
+    proptest::option::of(proptest::collection::vec(any::<u32>(), EventKind::ALL.len()).prop_map(|values| {
+        let mut alpha = [0u32; 32];
+        for (kind, ns) in EventKind::ALL.iter().zip(values) {
+            alpha[kind.id() as usize] = ns;
+        }
+        alpha
+    }))
+}
+
+proptest! {
+    /// A footer reads back as written, with or without the α after the
+    /// run; cut anywhere inside that α, it is an error, not a footer
+    /// without it.
+    #[test]
+    fn footers_round_trip_and_a_cut_alpha_is_an_error(
+        events in any::<u64>(), dropped in any::<u64>(), flushes in any::<u64>(), alpha_after in alpha_tables(),
+    ) {
+        let footer = Footer { events, dropped, flushes, alpha_after };
+        let mut payload = Vec::new();
+        encode_footer(&footer, &mut payload);
+        prop_assert_eq!(decode_footer(&payload), Ok(footer));
+        let mut totals = Vec::new();
+        encode_footer(&Footer { alpha_after: None, ..footer }, &mut totals);
+        for cut in totals.len() + 1..payload.len() {
+            prop_assert!(decode_footer(&payload[..cut]).is_err(), "cut at {} of {}", cut, payload.len());
+        }
+    }
+}
+
+#[test]
+fn a_footer_naming_an_unknown_kind_says_which_and_where() {
+    let mut payload = Vec::new();
+    encode_footer(&Footer { events: 1, dropped: 0, flushes: 0, alpha_after: None }, &mut payload);
+    payload.extend([1, 99, 12]); // one kind: id 99, 12 ns
+    let (offset, expected) = decode_footer(&payload).unwrap_err();
+    assert_eq!((offset, expected.as_str()), (5, "a known event kind id, not 99"));
 }

@@ -122,6 +122,13 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
     world.trace_lifecycle(false);
     if let Some(mut recorder) = ctx.take_recorder() {
         let rank = recorder.rank();
+        // α again, after the run, as the clocks are sampled: the host may
+        // have changed pace since the start. A failure costs the footer
+        // that figure only, not the trace.
+        match world.measure_call_recording() {
+            Ok(calls) => recorder.calibrate_after(Some(calls)),
+            Err(e) => eprintln!("grappe: rank {rank}: cannot time the recording of calls after the run ({e}); its trace has no α after the run"),
+        }
         recorder
             .finish()
             .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;

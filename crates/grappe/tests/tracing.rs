@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
 use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
+use grappe_trace::format::Footer;
 
 fn fresh_dir(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("tracing-{name}"))
@@ -421,7 +422,7 @@ fn timing_the_recording_of_calls_leaves_the_rank_as_it_was() {
 /// calls, probes, non-blocking calls; calls not timed take the blocking
 /// calls'), and the calls timed for it are not in the trace.
 #[test]
-fn calls_carry_the_alpha_measured_in_place_for_their_kind_and_its_calls_are_not_recorded() {
+fn calls_carry_the_alpha_measured_in_place_before_and_after_the_run_and_its_calls_are_not_recorded() {
     let dir = fresh_dir("call-alpha");
     grappe::testing::threads_traced(2, &dir, |world| {
         let peer = 1 - world.rank();
@@ -431,25 +432,32 @@ fn calls_carry_the_alpha_measured_in_place_for_their_kind_and_its_calls_are_not_
     });
     for rank in 0..2 {
         let (events, trace) = read(&file_for(&dir, rank));
-        let alpha_of = |kind: EventKind| {
+        let before = |kind: EventKind| {
             let found = trace.header().calibration.iter().find(|c| c.kind == kind.name());
             found.unwrap_or_else(|| panic!("rank {rank}: no α for {kind:?}")).alpha_ns
         };
-        let same = |kinds: &[EventKind]| {
-            let alphas: Vec<u32> = kinds.iter().map(|&k| alpha_of(k)).collect();
-            assert!(alphas.iter().all(|&a| a == alphas[0] && a > 0), "rank {rank}: {kinds:?} have {alphas:?}");
-            alphas[0]
+        // Measured again, the same way, when the rank finished.
+        let Some(Ending::Complete(Footer { alpha_after: Some(after), .. })) = trace.ending() else {
+            panic!("rank {rank}: no α after the run in {:?}", trace.ending())
         };
-        same(&[
-            EventKind::Send,
-            EventKind::Recv,
-            EventKind::Init,
-            EventKind::Finalize,
-            EventKind::Collective,
-            EventKind::CommCreate,
-        ]);
-        same(&[EventKind::Probe, EventKind::Iprobe]);
-        same(&[EventKind::Isend, EventKind::Irecv, EventKind::Wait, EventKind::Test]);
+        let after = |kind: EventKind| after[kind.id() as usize];
+        for (when, alpha_of) in [("before", &before as &dyn Fn(EventKind) -> u32), ("after", &after)] {
+            let same = |kinds: &[EventKind]| {
+                let alphas: Vec<u32> = kinds.iter().map(|&k| alpha_of(k)).collect();
+                assert!(alphas.iter().all(|&a| a == alphas[0] && a > 0), "rank {rank} {when}: {kinds:?} have {alphas:?}");
+            };
+            same(&[
+                EventKind::Send,
+                EventKind::Recv,
+                EventKind::Init,
+                EventKind::Finalize,
+                EventKind::Collective,
+                EventKind::CommCreate,
+            ]);
+            same(&[EventKind::Probe, EventKind::Iprobe]);
+            same(&[EventKind::Isend, EventKind::Irecv, EventKind::Wait, EventKind::Test]);
+            same(&[EventKind::Point, EventKind::Counter, EventKind::RegionEnter]);
+        }
         let to_self = events.iter().filter(|e| matches!(e.body, Body::Send { dest, .. } if dest == rank)).count();
         assert_eq!(to_self, 0, "rank {rank}: the timed sends to self were recorded");
         let sends: Vec<_> = events.iter().filter(|e| matches!(e.body, Body::Send { .. })).collect();
