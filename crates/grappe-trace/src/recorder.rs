@@ -426,7 +426,8 @@ impl Recorder {
     /// event is recorded.
     pub fn calibrate_after(&mut self, calls: Option<CallCosts>) {
         let loop_alpha = alpha::calibrate(self.clock);
-        self.footer.alpha_after = Some(calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls)));
+        self.footer.alpha_after =
+            Some(calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls)));
     }
 
     /// Writes everything left and the footer; the file is then complete.

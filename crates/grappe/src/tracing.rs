@@ -127,7 +127,9 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
         // that figure only, not the trace.
         match world.measure_call_recording() {
             Ok(calls) => recorder.calibrate_after(Some(calls)),
-            Err(e) => eprintln!("grappe: rank {rank}: cannot time the recording of calls after the run ({e}); its trace has no α after the run"),
+            Err(e) => eprintln!(
+                "grappe: rank {rank}: cannot time the recording of calls after the run ({e}); its trace has no α after the run"
+            ),
         }
         recorder
             .finish()

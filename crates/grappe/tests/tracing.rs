@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use grappe::{ANY_SOURCE, Sum};
-use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 use grappe_trace::format::Footer;
+use grappe_trace::{Body, CollectiveKind, Ending, Event, EventKind, TraceFile, file_for};
 
 fn fresh_dir(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("tracing-{name}"))
@@ -444,7 +444,10 @@ fn calls_carry_the_alpha_measured_in_place_before_and_after_the_run_and_its_call
         for (when, alpha_of) in [("before", &before as &dyn Fn(EventKind) -> u32), ("after", &after)] {
             let same = |kinds: &[EventKind]| {
                 let alphas: Vec<u32> = kinds.iter().map(|&k| alpha_of(k)).collect();
-                assert!(alphas.iter().all(|&a| a == alphas[0] && a > 0), "rank {rank} {when}: {kinds:?} have {alphas:?}");
+                assert!(
+                    alphas.iter().all(|&a| a == alphas[0] && a > 0),
+                    "rank {rank} {when}: {kinds:?} have {alphas:?}"
+                );
             };
             same(&[
                 EventKind::Send,
