@@ -202,11 +202,17 @@ impl Communicator {
         });
     }
 
-    /// Records that the rank joined (`true`) or is leaving (`false`) the job.
-    pub fn trace_lifecycle(&self, joined: bool) {
+    /// Records that the rank joined (`true`) or is leaving (`false`) the
+    /// job, as one call that holds `work`: the runtime's own work there
+    /// (sampling clocks) is then the init's or the finalize's time, not
+    /// the program's, as Score-P puts its clock synchronisation inside
+    /// `MPI_Init` and `MPI_Finalize`.
+    pub fn trace_lifecycle<T>(&self, joined: bool, work: impl FnOnce() -> Result<T>) -> Result<T> {
         let span = self.span_without_site();
+        let done = work()?;
         let kind = if joined { EventKind::Init } else { EventKind::Finalize };
         self.trace_end(span, kind, |_, _| {});
+        Ok(done)
     }
 
     // ---- the user's API ----

@@ -105,21 +105,22 @@ fn this_thread(rank: usize, plan: &[WorkerPlan]) -> RankThread {
     RankThread { tid, cpu, ranks }
 }
 
-/// Start of a traced rank: its first event, then the first sampling phase.
+/// Start of a traced rank: its first event, the init, which holds the
+/// first sampling phase.
 pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
-    world.trace_lifecycle(true);
-    world.sample_clocks(0, settings.points, settings.spacing)
+    world.trace_lifecycle(true, || world.sample_clocks(0, settings.points, settings.spacing))
 }
 
-/// End of a traced rank: the second sampling phase, the last event, and
-/// the file completed (before the final barrier, which is not traced).
+/// End of a traced rank: the last event, the finalize, which holds the
+/// second sampling phase; α measured again; and the file completed
+/// (before the final barrier, which is not traced).
 pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
-    if settings.after_phase {
-        world.sample_clocks(1, settings.points, settings.spacing)?;
-    }
-    world.trace_lifecycle(false);
+    world.trace_lifecycle(false, || match settings.after_phase {
+        true => world.sample_clocks(1, settings.points, settings.spacing),
+        false => Ok(()),
+    })?;
     if let Some(mut recorder) = ctx.take_recorder() {
         let rank = recorder.rank();
         // α again, after the run, as the clocks are sampled: the host may

@@ -467,3 +467,28 @@ fn calls_carry_the_alpha_measured_in_place_before_and_after_the_run_and_its_call
         assert!(matches!(sends[..], [e] if matches!(e.body, Body::Send { seq: 1, .. })), "rank {rank}: {sends:?}");
     }
 }
+
+/// The clock sampling phases are the runtime's work: each is inside the
+/// init or the finalize (as Score-P synchronises clocks inside `MPI_Init`
+/// and `MPI_Finalize`), so that no profile counts them as the program's.
+#[test]
+fn the_clock_sampling_phases_are_inside_the_init_and_the_finalize() {
+    let dir = fresh_dir("sync-inside");
+    grappe::testing::threads_traced(2, &dir, |world| world.barrier().unwrap());
+    for rank in 0..2 {
+        let (events, _) = read(&file_for(&dir, rank));
+        let (init, finalize) = (events.first().unwrap(), events.last().unwrap());
+        assert_eq!((init.body, finalize.body), (Body::Init, Body::Finalize), "rank {rank}: {events:?}");
+        assert!(init.end < finalize.start, "rank {rank}: {init:?} {finalize:?}");
+    }
+    // Rank 0 dates both ends of every exchange.
+    let (events, trace) = read(&file_for(&dir, 0));
+    let (init, finalize) = (events.first().unwrap(), events.last().unwrap());
+    let samples = trace.clock_samples();
+    assert_eq!(samples.iter().filter(|s| s.phase == 0).count(), 5, "{samples:?}");
+    assert_eq!(samples.iter().filter(|s| s.phase == 1).count(), 5, "{samples:?}");
+    for s in samples {
+        let call = if s.phase == 0 { init } else { finalize };
+        assert!(call.start <= s.t_send_ref && s.t_recv_ref <= call.end, "{s:?} outside {call:?}");
+    }
+}
