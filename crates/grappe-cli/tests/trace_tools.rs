@@ -250,3 +250,34 @@ fn more_rank_files_than_the_soft_limit_of_open_files_are_read() {
     assert!(stderr.contains("Too many open files"), "{stderr}");
     assert!(stderr.contains("may open 32 files") && stderr.contains("ulimit -Hn"), "{stderr}");
 }
+
+/// An output that is one of the trace's own files is refused, and the
+/// file is left as it was: `merge x.gtrace -o x.gtrace` used to empty it.
+#[test]
+fn a_tool_refuses_to_write_over_the_trace_it_reads() {
+    let dir = scratch("over-input");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let merged = dir.join("merged.gtrace");
+    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rank_file = traces.join("rank-00001.gtrace");
+    for (input, output, whose) in [
+        (&merged, &merged, "the merged trace"),
+        (&traces, &rank_file, "the trace of rank 1"),
+    ] {
+        let before = std::fs::read(output).unwrap();
+        let (input, output) = (input.to_str().unwrap(), output.to_str().unwrap());
+        for (tool, args) in [
+            ("merge", vec![input, "-o", output]),
+            ("export", vec!["-f", "chrome", input, "-o", output]),
+            ("report", vec![input, "-o", output]),
+        ] {
+            let out = trace(tool, &args);
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{tool} {args:?}: {said}");
+            assert!(said.contains(&format!("{output}: is {whose} being read")), "{tool}: {said}");
+            assert_eq!(std::fs::read(output).unwrap(), before, "{tool} changed {output}");
+        }
+    }
+}

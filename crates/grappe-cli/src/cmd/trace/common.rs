@@ -88,6 +88,19 @@ pub fn open(path: &Path, estimation: &EstimationArgs) -> Result<(TraceSet, Globa
     Ok((set, time))
 }
 
+/// Refuses to write `output` over one of the trace's own files, which
+/// would destroy what is being read (an output not there yet is none).
+pub fn refuse_to_overwrite_input(set: &TraceSet, output: &Path) -> Result<()> {
+    let Ok(out) = output.canonicalize() else { return Ok(()) };
+    for file in set.files() {
+        if file.path.canonicalize().is_ok_and(|input| input == out) {
+            let whose = file.rank().map_or("the merged trace".to_owned(), |rank| format!("the trace of rank {rank}"));
+            bail!("{}: is {whose} being read; writing there would destroy it (choose another output)", output.display());
+        }
+    }
+    Ok(())
+}
+
 /// A spinner counting events on stderr (hidden when stderr is not a
 /// terminal).
 pub fn progress(what: &str) -> ProgressBar {

@@ -11,7 +11,7 @@ use grappe_analysis::{AnalysisError, CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
 use grappe_otf2::OpenStream;
 
-use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress};
+use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
 
 const AFTER_HELP: &str = "\
 Formats: chrome (trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing),
@@ -62,6 +62,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     }
     let window = args.interval.is_set().then(|| args.interval.window("the interval exported")).transpose()?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
+    refuse_to_overwrite_input(&set, &args.output)?;
     let bar = progress("exporting");
     let mut tick = |n| bar.set_position(n);
     let writer: TextWriter = match args.format {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use grappe_analysis::report::{ReportOptions, write_report};
 
-use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress};
+use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
 
 /// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
 /// dragging), communication matrix, profile tables, clock statistics and the
@@ -36,6 +36,7 @@ pub struct ReportArgs {
 pub fn execute(args: ReportArgs) -> Result<i32> {
     let window = args.interval.window("the diagram's interval")?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
+    refuse_to_overwrite_input(&set, &args.output)?;
     let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows, window };
     let bar = progress("reporting");
     let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
