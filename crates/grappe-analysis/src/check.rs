@@ -80,7 +80,7 @@ pub struct CheckReport {
     pub sends_to_untraced: u64,
     /// Per rank: records, disorder, ending.
     pub stream: StreamSummary,
-    /// Files that end without their footer, described.
+    /// Files that end without their footer or dropped events, described.
     pub unfinished: Vec<String>,
 }
 
@@ -143,7 +143,10 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     report.unreceived_sends = unreceived.len() as u64;
     report.unreceived_examples = unreceived.into_iter().take(EXAMPLES).collect();
     report.stream = stream.summary();
-    report.unfinished = report.stream.flows.iter().filter_map(describe_unfinished).collect();
+    let ranks =
+        report.stream.flows.iter().filter_map(|flow| Some((format!("rank {}", flow.rank), flow.ending.as_ref()?)));
+    let merged = report.stream.merged_ending.as_ref().map(|ending| ("the merged file".to_owned(), ending));
+    report.unfinished = ranks.chain(merged).filter_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect();
     Ok(report)
 }
 
@@ -153,15 +156,19 @@ fn keep<T>(examples: &mut Vec<T>, example: T) {
     }
 }
 
-fn describe_unfinished(flow: &crate::stream::FlowSummary) -> Option<String> {
-    match flow.ending.as_ref()? {
+/// What a file lacks (`whose`: its rank, or the merged file): its end,
+/// or the events its recorder dropped when its buffer was full.
+fn describe_incomplete(whose: &str, ending: &Ending) -> Option<String> {
+    match ending {
+        Ending::Complete(footer) if footer.dropped > 0 => Some(format!(
+            "{whose}: {} events dropped when the recorder's buffer was full (flush policy end): the trace stops before the run did",
+            footer.dropped
+        )),
         Ending::Complete(_) => None,
         Ending::Unfinished { offset } => {
-            Some(format!("rank {}: no footer after offset {offset} (the rank did not finish)", flow.rank))
+            Some(format!("{whose}: no footer after offset {offset} (its writer did not finish)"))
         }
-        Ending::Cut { offset, reason } => {
-            Some(format!("rank {}: file cut at offset {offset} (expected {reason})", flow.rank))
-        }
+        Ending::Cut { offset, reason } => Some(format!("{whose}: file cut at offset {offset} (expected {reason})")),
     }
 }
 

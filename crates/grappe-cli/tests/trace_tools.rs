@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_trace::EventKind;
 use serde_json::Value;
 
 const GRAPPE: &str = env!("CARGO_BIN_EXE_grappe");
@@ -262,10 +263,8 @@ fn a_tool_refuses_to_write_over_the_trace_it_reads() {
     let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rank_file = traces.join("rank-00001.gtrace");
-    for (input, output, whose) in [
-        (&merged, &merged, "the merged trace"),
-        (&traces, &rank_file, "the trace of rank 1"),
-    ] {
+    for (input, output, whose) in [(&merged, &merged, "the merged trace"), (&traces, &rank_file, "the trace of rank 1")]
+    {
         let before = std::fs::read(output).unwrap();
         let (input, output) = (input.to_str().unwrap(), output.to_str().unwrap());
         for (tool, args) in [
@@ -280,4 +279,41 @@ fn a_tool_refuses_to_write_over_the_trace_it_reads() {
             assert_eq!(std::fs::read(output).unwrap(), before, "{tool} changed {output}");
         }
     }
+}
+
+/// `check` says what a trace lacks: a merged file cut short (which read as
+/// an empty, consistent trace), and the events a recorder dropped when its
+/// buffer was full under flush policy `end`.
+#[test]
+fn check_names_a_cut_merged_file_and_the_events_a_full_buffer_dropped() {
+    use grappe_trace::{FlushPolicy, Identity, RawEvent, Recorder, RecorderConfig};
+    let dir = scratch("check-incomplete");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let merged = dir.join("merged.gtrace");
+    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&merged).unwrap();
+    std::fs::write(&merged, &bytes[..bytes.len() - 1]).unwrap();
+    let out = trace("check", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("  - the merged file: file cut at offset "), "{said}");
+
+    let full = dir.join("full");
+    let config = RecorderConfig { dir: full.clone(), policy: FlushPolicy::End, buffer_events: 16 };
+    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "drops".into(), thread: None };
+    let mut recorder = Recorder::create(&config, who, None).unwrap();
+    for _ in 0..40 {
+        let now = recorder.now();
+        recorder.record(RawEvent { start: now, end: now, kind: EventKind::Init.id(), ..RawEvent::default() });
+    }
+    recorder.finish().unwrap();
+    let out = trace("check", &[full.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("  - rank 0: 24 events dropped when the recorder's buffer was full (flush policy end)"),
+        "{said}"
+    );
 }

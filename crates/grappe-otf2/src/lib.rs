@@ -239,6 +239,7 @@ fn write_by_location(
         unreceived_sends: tally.unreceived_sends(),
         origin,
         window: None,
+        merged_ending: None,
     };
     close_archive(set, exporter, Some(tally.matched()), stream)
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use grappe_trace::resume::Resume;
-use grappe_trace::{Event, TraceFile};
+use grappe_trace::{Ending, Event, TraceFile};
 
 use super::FlowSummary;
 use super::blocks::Blocks;
@@ -15,11 +15,13 @@ pub(super) struct MergedFile {
     blocks: Blocks,
     /// Events per rank.
     flows: BTreeMap<u32, FlowSummary>,
+    /// How the file ended, once read to its end.
+    ending: Option<Ending>,
 }
 
 impl MergedFile {
     pub(super) fn open(file: TraceFile) -> Result<MergedFile> {
-        let mut merged = MergedFile { blocks: Blocks::new(file), flows: BTreeMap::new() };
+        let mut merged = MergedFile { blocks: Blocks::new(file), flows: BTreeMap::new(), ending: None };
         merged.fill()?;
         Ok(merged)
     }
@@ -37,13 +39,14 @@ impl MergedFile {
     #[inline(never)]
     fn fill(&mut self) -> Result<()> {
         let flows = &mut self.flows;
-        self.blocks.fill(|events| {
+        let ending = self.blocks.fill(|events| {
             // Counted by runs of one rank (a map lookup per run, not per event).
             for run in events.chunk_by(|a, b| a.rank == b.rank) {
                 let rank = run[0].rank;
                 flows.entry(rank).or_insert_with(|| FlowSummary::new(rank)).events += run.len() as u64;
             }
         })?;
+        self.ending = ending.or(self.ending.take());
         Ok(())
     }
 
@@ -55,6 +58,11 @@ impl MergedFile {
             self.fill()?;
         }
         Ok(point)
+    }
+
+    /// How the file ended, once read to its end.
+    pub(super) fn ending(&self) -> Option<&Ending> {
+        self.ending.as_ref()
     }
 
     pub(super) fn summaries(&self) -> Vec<FlowSummary> {

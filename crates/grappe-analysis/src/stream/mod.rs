@@ -109,6 +109,10 @@ pub struct StreamSummary {
     /// What the window kept, if only an interval was read (the counts
     /// above are then those of the part read).
     pub window: Option<WindowSummary>,
+    /// How a merged file ended, once read to its end (`None` for
+    /// per-rank files: each flow has its own).
+    #[serde(skip)]
+    pub merged_ending: Option<Ending>,
 }
 
 /// The causal stream of a trace set.
@@ -403,6 +407,10 @@ impl CausalStream {
             unreceived_sends: self.matcher.pending_sends(),
             origin: self.origin,
             window: self.window_summary(),
+            merged_ending: match &self.source {
+                Source::Merged(m) => m.ending().cloned(),
+                Source::Merge(_) => None,
+            },
         }
     }
 }

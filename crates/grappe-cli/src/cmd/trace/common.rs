@@ -95,7 +95,10 @@ pub fn refuse_to_overwrite_input(set: &TraceSet, output: &Path) -> Result<()> {
     for file in set.files() {
         if file.path.canonicalize().is_ok_and(|input| input == out) {
             let whose = file.rank().map_or("the merged trace".to_owned(), |rank| format!("the trace of rank {rank}"));
-            bail!("{}: is {whose} being read; writing there would destroy it (choose another output)", output.display());
+            bail!(
+                "{}: is {whose} being read; writing there would destroy it (choose another output)",
+                output.display()
+            );
         }
     }
     Ok(())
