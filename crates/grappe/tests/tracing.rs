@@ -492,3 +492,17 @@ fn the_clock_sampling_phases_are_inside_the_init_and_the_finalize() {
         assert!(call.start <= s.t_send_ref && s.t_recv_ref <= call.end, "{s:?} outside {call:?}");
     }
 }
+
+/// A job whose trace directory cannot be made fails naming it, and does
+/// not then point the user at a trace that is not there.
+#[test]
+fn a_trace_directory_that_cannot_be_made_fails_the_job_and_no_trace_is_announced() {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "2", "--trace", "/proc/grappe-no-such-dir"]).arg(util::example("jacobi")).args(["16", "2"]);
+    let output = util::run_bounded(cmd, Duration::from_secs(60));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    assert!(said.contains("cannot create the trace of rank"), "{said}");
+    assert!(said.contains("grappe: no trace was written in /proc/grappe-no-such-dir\n"), "{said}");
+    assert!(!said.contains("trace in"), "{said}");
+}

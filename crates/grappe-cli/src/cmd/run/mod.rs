@@ -115,7 +115,7 @@ pub fn execute(args: RunArgs) -> i32 {
                     }
                 }
                 if let Some(dir) = trace {
-                    eprintln!("grappe: trace in {} (see `grappe trace info {}`)", dir.display(), dir.display());
+                    say_where_the_trace_is(&dir, outcome.failure.is_some());
                 }
                 return outcome.exit_code();
             }
@@ -128,6 +128,24 @@ pub fn execute(args: RunArgs) -> i32 {
                 return error.exit_code();
             }
         }
+    }
+}
+
+/// Where the job's trace is, if its ranks wrote one: a failed job may
+/// have written none (its directory refused), or its files up to where
+/// each rank stopped.
+fn say_where_the_trace_is(dir: &std::path::Path, failed: bool) {
+    let is_rank_file = |name: &str| name.starts_with("rank-") && name.ends_with(".gtrace");
+    let files = std::fs::read_dir(dir).map_or(0, |entries| {
+        entries.filter_map(|e| e.ok()).filter(|e| e.file_name().to_str().is_some_and(is_rank_file)).count()
+    });
+    let shown = dir.display();
+    match (files, failed) {
+        (0, _) => eprintln!("grappe: no trace was written in {shown}"),
+        (_, false) => eprintln!("grappe: trace in {shown} (see `grappe trace info {shown}`)"),
+        (_, true) => eprintln!(
+            "grappe: the trace, up to where each rank stopped, is in {shown} (see `grappe trace info {shown}`)"
+        ),
     }
 }
 
