@@ -5,6 +5,7 @@
 use std::fmt;
 
 use grappe_trace::Ending;
+use grappe_trace::format::IncompleteRank;
 use serde::Serialize;
 
 use crate::error::Result;
@@ -146,7 +147,7 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     let ranks =
         report.stream.flows.iter().filter_map(|flow| Some((format!("rank {}", flow.rank), flow.ending.as_ref()?)));
     let merged = report.stream.merged_ending.as_ref().map(|ending| ("the merged file".to_owned(), ending));
-    report.unfinished = ranks.chain(merged).filter_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect();
+    report.unfinished = ranks.chain(merged).flat_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect();
     Ok(report)
 }
 
@@ -157,18 +158,39 @@ fn keep<T>(examples: &mut Vec<T>, example: T) {
 }
 
 /// What a file lacks (`whose`: its rank, or the merged file): its end,
-/// or the events its recorder dropped when its buffer was full.
-fn describe_incomplete(whose: &str, ending: &Ending) -> Option<String> {
-    match ending {
-        Ending::Complete(footer) if footer.dropped > 0 => Some(format!(
+/// the events its recorder dropped when its buffer was full, or, for a
+/// merged file, the ends of the files it was made from.
+fn describe_incomplete(whose: &str, ending: &Ending) -> Vec<String> {
+    let footer = match ending {
+        Ending::Complete(footer) => footer,
+        Ending::Unfinished { offset } => {
+            return vec![format!("{whose}: no footer after offset {offset} (its writer did not finish)")];
+        }
+        Ending::Cut { offset, reason } => {
+            return vec![format!("{whose}: file cut at offset {offset} (expected {reason})")];
+        }
+    };
+    let dropped = (footer.dropped > 0).then(|| {
+        format!(
             "{whose}: {} events dropped when the recorder's buffer was full (flush policy end): the trace stops before the run did",
             footer.dropped
-        )),
-        Ending::Complete(_) => None,
-        Ending::Unfinished { offset } => {
-            Some(format!("{whose}: no footer after offset {offset} (its writer did not finish)"))
+        )
+    });
+    let inputs = footer.incomplete.iter().map(|input| format!("{whose} was made from {}", IncompleteText(input)));
+    dropped.into_iter().chain(inputs).collect()
+}
+
+/// `rank 1's file, cut at offset 3222 (expected ...): its events stop there`.
+pub struct IncompleteText<'a>(pub &'a IncompleteRank);
+
+impl fmt::Display for IncompleteText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let IncompleteRank { rank, offset, cut } = self.0;
+        match cut {
+            Some(reason) => write!(f, "rank {rank}'s file, cut at offset {offset} (expected {reason})")?,
+            None => write!(f, "rank {rank}'s file, with no footer after offset {offset} (the rank did not finish)")?,
         }
-        Ending::Cut { offset, reason } => Some(format!("{whose}: file cut at offset {offset} (expected {reason})")),
+        write!(f, ": its events stop there")
     }
 }
 

@@ -9,6 +9,7 @@ use grappe_trace::format::{Footer, RankThread};
 use grappe_trace::{Ending, EventKind, TraceFile};
 use serde::Serialize;
 
+use crate::check::IncompleteText;
 use crate::error::Result;
 use crate::set::{Layout, TraceSet, list_ranks};
 
@@ -163,7 +164,14 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
 fn file_info(trace: &TraceFile) -> FileInfo {
     let h = trace.header();
     let (dropped, flushes, complete, ending) = match trace.ending() {
-        Some(Ending::Complete(footer)) => (Some(footer.dropped), Some(footer.flushes), true, "complete".to_owned()),
+        Some(Ending::Complete(footer)) => {
+            let inputs: Vec<String> = footer.incomplete.iter().map(|i| IncompleteText(i).to_string()).collect();
+            let ending = match inputs.is_empty() {
+                true => "complete".to_owned(),
+                false => format!("complete, made from incomplete files: {}", inputs.join("; ")),
+            };
+            (Some(footer.dropped), Some(footer.flushes), true, ending)
+        }
         Some(Ending::Unfinished { offset }) => {
             (None, None, false, format!("unfinished: no footer after offset {offset} (the rank did not finish)"))
         }

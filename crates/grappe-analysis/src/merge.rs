@@ -12,9 +12,9 @@ use crate::global::{GlobalTime, REFERENCE};
 use crate::resume_points::OpenState;
 use crate::set::{Layout, TraceSet};
 use crate::stream::{CausalStream, StreamSummary};
-use grappe_trace::format::{Encoded, FileHeader, MergedRank, VERSION};
+use grappe_trace::format::{Encoded, FileHeader, IncompleteRank, MergedRank, VERSION};
 use grappe_trace::raw::raw_of_event;
-use grappe_trace::{ClockInfo, Footer, TraceWriter};
+use grappe_trace::{ClockInfo, Ending, Footer, TraceWriter};
 
 /// How a merged file is cut up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,9 @@ impl Default for MergeLayout {
 pub struct MergeOutcome {
     /// Events written.
     pub events: u64,
+    /// The ranks whose files ended without their footer (the merged
+    /// file's footer says so too, and `check` and `info` tell it).
+    pub incomplete: Vec<IncompleteRank>,
     /// What the causal stream saw.
     pub summary: StreamSummary,
 }
@@ -94,9 +97,15 @@ pub fn merge_to_file_with(
     }
     written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
     progress(written);
-    let dropped = dropped_events(&stream.summary());
-    writer.write_footer(&Footer { events: written, dropped, flushes: 0, alpha_after: None }).map_err(io)?;
-    Ok(MergeOutcome { events: written, summary: stream.summary() })
+    let summary = stream.summary();
+    let footer = Footer {
+        events: written,
+        dropped: dropped_events(&summary),
+        incomplete: incomplete_inputs(&summary),
+        ..Footer::default()
+    };
+    writer.write_footer(&footer).map_err(io)?;
+    Ok(MergeOutcome { events: written, incomplete: footer.incomplete, summary })
 }
 
 fn write_block(writer: &mut TraceWriter, defs: &mut FileDefinitions, block: &mut Vec<Encoded>) -> std::io::Result<u64> {
@@ -110,14 +119,25 @@ fn write_block(writer: &mut TraceWriter, defs: &mut FileDefinitions, block: &mut
 }
 
 fn dropped_events(summary: &StreamSummary) -> u64 {
-    summary
-        .flows
-        .iter()
-        .filter_map(|f| match &f.ending {
-            Some(grappe_trace::Ending::Complete(footer)) => Some(footer.dropped),
-            _ => None,
-        })
-        .sum()
+    let ends = summary.flows.iter().filter_map(|f| f.ending.as_ref()).chain(&summary.merged_ending);
+    ends.map(|ending| if let Ending::Complete(footer) = ending { footer.dropped } else { 0 }).sum()
+}
+
+/// The input files that ended without their footer: each per-rank file
+/// cut or unfinished, or those a merged input already named.
+fn incomplete_inputs(summary: &StreamSummary) -> Vec<IncompleteRank> {
+    let ranks = summary.flows.iter().filter_map(|f| match f.ending.as_ref()? {
+        Ending::Complete(_) => None,
+        Ending::Unfinished { offset } => Some(IncompleteRank { rank: f.rank, offset: *offset, cut: None }),
+        Ending::Cut { offset, reason } => {
+            Some(IncompleteRank { rank: f.rank, offset: *offset, cut: Some(reason.clone()) })
+        }
+    });
+    let merged = match &summary.merged_ending {
+        Some(Ending::Complete(footer)) => footer.incomplete.clone(),
+        _ => Vec::new(),
+    };
+    ranks.chain(merged).collect()
 }
 
 /// Rank 0's clock samples, kept so `grappe trace clock` works on the

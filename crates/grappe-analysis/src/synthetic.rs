@@ -151,7 +151,7 @@ fn write_rank(path: &Path, job: &SyntheticJob, rank: u32) -> std::io::Result<()>
     if rank == 0 && job.ranks > 1 {
         writer.write_samples(&samples(job, 1))?;
     }
-    writer.write_footer(&Footer { events: job.events_of(rank), dropped: 0, flushes: 0, alpha_after: None })
+    writer.write_footer(&Footer { events: job.events_of(rank), dropped: 0, flushes: 0, ..Footer::default() })
 }
 
 /// Writes one rank's file from given events, (start, end, body) with
@@ -167,7 +167,9 @@ pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)
         .collect();
     writer.write_definitions(&defs.take_pending()).map_err(io)?;
     writer.write_events(encoded.into_iter()).map_err(io)?;
-    writer.write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0, alpha_after: None }).map_err(io)
+    writer
+        .write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0, ..Footer::default() })
+        .map_err(io)
 }
 
 struct RankWriter<'a> {

@@ -317,3 +317,35 @@ fn check_names_a_cut_merged_file_and_the_events_a_full_buffer_dropped() {
         "{said}"
     );
 }
+
+/// A merge of a cut per-rank file says so, and so does its merged file
+/// for good: `check` and `info` on it name the rank and where its file
+/// was cut (the merged file used to read as complete and consistent).
+#[test]
+fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
+    let dir = scratch("merge-cut");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 2000)).unwrap();
+    let rank_file = traces.join("rank-00001.gtrace");
+    let bytes = std::fs::read(&rank_file).unwrap();
+    std::fs::write(&rank_file, &bytes[..bytes.len() / 2]).unwrap();
+    let merged = dir.join("merged.gtrace");
+    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cut = "rank 1's file, cut at offset ";
+    assert!(said.contains(&format!("(made from {cut}")), "{said}");
+    let out = trace("check", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("  - the merged file was made from {cut}")), "{said}");
+    assert!(said.contains("its events stop there"), "{said}");
+    let out = trace("info", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("complete, made from incomplete files: {cut}")), "{said}");
+    // Merged again, the file keeps saying it.
+    let again = dir.join("again.gtrace");
+    assert!(trace("merge", &[merged.to_str().unwrap(), "-o", again.to_str().unwrap()]).status.success());
+    let out = trace("check", &[again.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(cut), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -224,8 +224,8 @@ pub struct ClockSample {
     pub t_recv_ref: u64,
 }
 
-/// Totals written when a rank finishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// Totals written when a rank finishes (or a merge does).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Footer {
     /// Events written.
     pub events: u64,
@@ -240,6 +240,21 @@ pub struct Footer {
     /// between the two. `None` in files written before it was measured
     /// and in merged traces.
     pub alpha_after: Option<[u32; 32]>,
+    /// For a merged trace: the ranks whose files were incomplete when
+    /// merged (their events stop where their file did). Empty otherwise.
+    pub incomplete: Vec<IncompleteRank>,
+}
+
+/// A rank's file that ended without its footer, as a merge found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IncompleteRank {
+    /// World rank.
+    pub rank: u32,
+    /// Where its file ended (bytes read) or its cut block starts.
+    pub offset: u64,
+    /// What was missing there, for a file cut inside a block; `None` for
+    /// one that ends after a whole block (the rank did not finish).
+    pub cut: Option<String>,
 }
 
 /// An event ready to encode: rank, dates in nanoseconds, α, and slots.
@@ -436,32 +451,49 @@ pub fn encode_footer(f: &Footer, out: &mut Vec<u8>) {
     for v in [f.events, f.dropped, f.flushes] {
         put_varint(out, v);
     }
-    if let Some(alpha) = &f.alpha_after {
-        put_varint(out, EventKind::ALL.len() as u64);
-        for kind in EventKind::ALL {
-            put_varint(out, kind.id() as u64);
-            put_varint(out, alpha[kind.id() as usize] as u64);
-        }
+    let alpha = f.alpha_after.as_ref();
+    put_varint(out, alpha.map_or(0, |_| EventKind::ALL.len() as u64));
+    for kind in alpha.map_or(&[][..], |_| &EventKind::ALL[..]) {
+        put_varint(out, kind.id() as u64);
+        put_varint(out, alpha.map_or(0, |alpha| alpha[kind.id() as usize]) as u64);
+    }
+    put_varint(out, f.incomplete.len() as u64);
+    for rank in &f.incomplete {
+        put_varint(out, rank.rank as u64);
+        put_varint(out, rank.offset);
+        let cut = rank.cut.as_deref().map(str::as_bytes);
+        put_varint(out, cut.map_or(0, |c| c.len() as u64 + 1));
+        out.extend_from_slice(cut.unwrap_or_default());
     }
 }
 
-/// Decodes a footer payload. The α after the run is optional (files of
-/// earlier versions end after the flushes).
+/// Decodes a footer payload. Files of earlier versions end after the
+/// flushes: no α after the run, no incomplete ranks.
 pub fn decode_footer(payload: &[u8]) -> Result<Footer, (usize, String)> {
     let mut pos = 0;
-    let mut next = |what: &str| get_varint(payload, &mut pos).ok_or_else(|| (pos, format!("a varint ({what})")));
-    let (events, dropped, flushes) = (next("events")?, next("dropped")?, next("flushes")?);
-    let alpha_after = if pos == payload.len() { None } else { Some(decode_alpha_after(payload, &mut pos)?) };
-    Ok(Footer { events, dropped, flushes, alpha_after })
+    let next =
+        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
+    let (events, dropped, flushes) =
+        (next(&mut pos, "events")?, next(&mut pos, "dropped")?, next(&mut pos, "flushes")?);
+    let mut footer = Footer { events, dropped, flushes, alpha_after: None, incomplete: Vec::new() };
+    if pos < payload.len() {
+        footer.alpha_after = decode_alpha_after(payload, &mut pos)?;
+        footer.incomplete = decode_incomplete(payload, &mut pos)?;
+    }
+    Ok(footer)
 }
 
-/// The footer's α after the run: a count of kinds, then (kind id, ns) pairs.
-fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<[u32; 32], (usize, String)> {
+/// The footer's α after the run: a count of kinds (0: none), then (kind
+/// id, ns) pairs.
+fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<Option<[u32; 32]>, (usize, String)> {
     let next =
         |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
     let count = next(pos, "kinds with an α after the run")?;
     if count > EventKind::ALL.len() as u64 {
         return Err((*pos, format!("at most {} kinds with an α after the run, not {count}", EventKind::ALL.len())));
+    }
+    if count == 0 {
+        return Ok(None);
     }
     let mut alpha = [0u32; 32];
     for _ in 0..count {
@@ -471,7 +503,35 @@ fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<[u32; 32], (usi
         let ns = next(pos, "an α in ns")?;
         alpha[kind.id() as usize] = u32::try_from(ns).map_err(|_| (*pos, format!("an α below 2^32 ns, not {ns}")))?;
     }
-    Ok(alpha)
+    Ok(Some(alpha))
+}
+
+/// The footer's incomplete ranks: a count, then (rank, offset, cut) with
+/// the cut as its length + 1 (0: none) and its UTF-8 bytes.
+fn decode_incomplete(payload: &[u8], pos: &mut usize) -> Result<Vec<IncompleteRank>, (usize, String)> {
+    let next =
+        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
+    let count = next(pos, "incomplete ranks")?;
+    let mut ranks = Vec::with_capacity(count.min(payload.len() as u64) as usize);
+    for _ in 0..count {
+        let rank = next(pos, "a rank")?;
+        let rank = u32::try_from(rank).map_err(|_| (*pos, format!("a rank below 2^32, not {rank}")))?;
+        let offset = next(pos, "an offset")?;
+        let cut = match next(pos, "the length of what was missing")? {
+            0 => None,
+            len => {
+                let bytes = usize::try_from(len - 1).ok().and_then(|len| payload.get(*pos..pos.checked_add(len)?));
+                let bytes = bytes.ok_or_else(|| (*pos, format!("{} bytes of what was missing", len - 1)))?;
+                *pos += bytes.len();
+                Some(
+                    String::from_utf8(bytes.to_vec())
+                        .map_err(|_| (*pos, "UTF-8 text of what was missing".to_owned()))?,
+                )
+            }
+        };
+        ranks.push(IncompleteRank { rank, offset, cut });
+    }
+    Ok(ranks)
 }
 
 /// The 16-byte header of a block with this payload.

@@ -442,7 +442,7 @@ impl Recorder {
             Sink::Closed => return Err(writer_gone()),
         };
         writer.write_footer(&self.footer)?;
-        Ok(self.footer)
+        Ok(self.footer.clone())
     }
 
     /// The buffer just filled: write it out between flush events, unless

@@ -6,7 +6,7 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 
 use grappe_trace::alpha::CallCosts;
-use grappe_trace::format::{ClockSample, Footer, decode_footer, encode_footer};
+use grappe_trace::format::{ClockSample, Footer, IncompleteRank, decode_footer, encode_footer};
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
     Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RECORDER_BLOCK_EVENTS, RawEvent,
@@ -153,8 +153,8 @@ proptest! {
             prop_assert_eq!(event.site.map(|s| s.to_string()), expected);
         }
         prop_assert!(events.windows(2).all(|w| w[0].start <= w[1].start), "dates are not in recording order");
-        prop_assert_eq!(ending, Some(Ending::Complete(footer)));
         prop_assert_eq!(footer.events as usize, events.len());
+        prop_assert_eq!(ending, Some(Ending::Complete(footer)));
     }
 }
 
@@ -391,7 +391,7 @@ fn the_alpha_measured_after_the_run_reads_back_from_the_footer() {
     rec.calibrate_after(Some(CallCosts { blocking: 31, probe: 32, nonblocking: 33 }));
     let footer = rec.finish().unwrap();
     let (_, ending) = read_all(&file_for(&d, 3));
-    assert_eq!(ending, Some(Ending::Complete(footer)));
+    assert_eq!(ending, Some(Ending::Complete(footer.clone())));
     let alpha = footer.alpha_after.expect("the footer has the α after the run");
     for kind in EventKind::ALL {
         let ns = alpha[kind.id() as usize];
@@ -414,20 +414,30 @@ fn alpha_tables() -> impl Strategy<Value = Option<[u32; 32]>> {
     }))
 }
 
+fn incomplete_ranks() -> impl Strategy<Value = Vec<IncompleteRank>> {
+    let rank = (any::<u32>(), any::<u64>(), proptest::option::of(".{0,40}"));
+    proptest::collection::vec(rank.prop_map(|(rank, offset, cut)| IncompleteRank { rank, offset, cut }), 0..4)
+}
+
 proptest! {
     /// A footer reads back as written, with or without the α after the
-    /// run; cut anywhere inside that α, it is an error, not a footer
-    /// without it.
+    /// run and the incomplete ranks of a merge; cut anywhere past the
+    /// totals, it is an error, not a footer without them; and the totals
+    /// alone, as earlier versions wrote them, are a footer without them.
     #[test]
-    fn footers_round_trip_and_a_cut_alpha_is_an_error(
+    fn footers_round_trip_and_a_cut_one_is_an_error(
         events in any::<u64>(), dropped in any::<u64>(), flushes in any::<u64>(), alpha_after in alpha_tables(),
+        incomplete in incomplete_ranks(),
     ) {
-        let footer = Footer { events, dropped, flushes, alpha_after };
+        let footer = Footer { events, dropped, flushes, alpha_after, incomplete };
         let mut payload = Vec::new();
         encode_footer(&footer, &mut payload);
         prop_assert_eq!(decode_footer(&payload), Ok(footer));
         let mut totals = Vec::new();
-        encode_footer(&Footer { alpha_after: None, ..footer }, &mut totals);
+        for v in [events, dropped, flushes] {
+            grappe_trace::format::put_varint(&mut totals, v);
+        }
+        prop_assert_eq!(decode_footer(&totals), Ok(Footer { events, dropped, flushes, ..Footer::default() }));
         for cut in totals.len() + 1..payload.len() {
             prop_assert!(decode_footer(&payload[..cut]).is_err(), "cut at {} of {}", cut, payload.len());
         }
@@ -437,8 +447,9 @@ proptest! {
 #[test]
 fn a_footer_naming_an_unknown_kind_says_which_and_where() {
     let mut payload = Vec::new();
-    encode_footer(&Footer { events: 1, dropped: 0, flushes: 0, alpha_after: None }, &mut payload);
-    payload.extend([1, 99, 12]); // one kind: id 99, 12 ns
+    encode_footer(&Footer { events: 1, ..Footer::default() }, &mut payload);
+    payload.truncate(3); // the totals
+    payload.extend([1, 99, 12, 0]); // one kind: id 99, 12 ns; no incomplete rank
     let (offset, expected) = decode_footer(&payload).unwrap_err();
     assert_eq!((offset, expected.as_str()), (5, "a known event kind id, not 99"));
 }

@@ -37,6 +37,9 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
         s.unreceived_sends,
         s.deferred
     );
+    for input in &outcome.incomplete {
+        sayln!("  (made from {}; the merged file's footer says so)", grappe_analysis::check::IncompleteText(input));
+    }
     let untraced = set.missing_ranks();
     if !untraced.is_empty() {
         sayln!(
