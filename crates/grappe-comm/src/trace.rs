@@ -285,7 +285,10 @@ impl Communicator {
                 let mut ping = [0u64; 1];
                 self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut ping), Source::Rank(0), Tag::Is(SYNC_TAG))?;
                 let t_recv = now();
-                let t_send = now();
+                // A clock read after another never reads earlier; a
+                // simulated clock's jitter (read noise) could, and the
+                // turnaround would come out negative, which no fit takes.
+                let t_send = now().max(t_recv);
                 self.send_bytes(ctx, bytemuck::cast_slice(&[t_recv, t_send]), 0, SYNC_TAG)?;
             }
             return Ok(());
@@ -300,7 +303,7 @@ impl Communicator {
                 let t_send_ref = now();
                 self.send_bytes(ctx, bytemuck::cast_slice(&[point as u64]), peer, SYNC_TAG)?;
                 self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut pong), Source::Rank(peer), Tag::Is(SYNC_TAG))?;
-                let t_recv_ref = now();
+                let t_recv_ref = now().max(t_send_ref);
                 let [t_recv_peer, t_send_peer] = pong;
                 samples.push(ClockSample {
                     peer: peer as u32,
