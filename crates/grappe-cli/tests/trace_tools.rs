@@ -87,6 +87,11 @@ fn from_and_to_choose_the_diagram_s_interval_and_bad_dates_are_refused() {
     let out = report(&[traces, "-o", refused, "--from", "3ms", "--to", "2ms"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must come after --from"));
+    let out = report(&[traces, "-o", refused, "--to", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--to must come after the run's start (--from, 0 by default)")
+    );
     assert!(!PathBuf::from(refused).exists(), "nothing is written when the dates are refused");
 }
 
@@ -348,4 +353,25 @@ fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
     assert!(trace("merge", &[merged.to_str().unwrap(), "-o", again.to_str().unwrap()]).status.success());
     let out = trace("check", &[again.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(cut), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Outputs that cannot be written are named: a full device, and a path
+/// through a file where a directory should be.
+#[test]
+fn an_output_that_cannot_be_written_is_named() {
+    let dir = scratch("unwritable");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = export(&["-f", "chrome", traces, "-o", "/dev/full"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("cannot write /dev/full"), "{said}");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let under = file.join("job");
+    let out = export(&["-f", "otf2", traces, "-o", under.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("{}: {} is a file, not a directory", under.display(), file.display())), "{said}");
 }

@@ -205,6 +205,9 @@ impl Recorder {
         time_map: Option<Arc<dyn TimeMap>>,
         calls: Option<CallCosts>,
     ) -> std::io::Result<Recorder> {
+        if let Some(file) = config.dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+            return Err(std::io::Error::other(format!("{} is a file, not a directory", file.display())));
+        }
         std::fs::create_dir_all(&config.dir)?;
         let clock = TraceClock::shared();
         let loop_alpha = alpha::calibrate(clock);

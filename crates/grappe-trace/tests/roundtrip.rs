@@ -376,7 +376,8 @@ fn non_traces_and_bad_headers_are_named() {
     assert!(matches!(TraceFile::open(&path), Err(TraceError::NotATrace { .. })));
     std::fs::write(&path, b"GRTRACE1\x05\x00\x00\x00{nope").unwrap();
     let err = TraceFile::open(&path).unwrap_err();
-    assert!(matches!(err, TraceError::BadHeader { .. }), "{err}");
+    // The JSON starts at byte 12 with `{`; the `n` at 13 is what is wrong.
+    assert!(matches!(err, TraceError::BadHeader { offset: 13, .. }), "{err}");
     assert!(err.to_string().contains("x.gtrace"), "{err}");
 }
 
@@ -452,4 +453,16 @@ fn a_footer_naming_an_unknown_kind_says_which_and_where() {
     payload.extend([1, 99, 12, 0]); // one kind: id 99, 12 ns; no incomplete rank
     let (offset, expected) = decode_footer(&payload).unwrap_err();
     assert_eq!((offset, expected.as_str()), (5, "a known event kind id, not 99"));
+}
+
+#[test]
+fn a_trace_directory_that_is_a_file_is_named_as_such() {
+    let d = dir("dir-is-file");
+    std::fs::create_dir_all(&d).unwrap();
+    let file = d.join("rank-00000.gtrace");
+    std::fs::write(&file, "").unwrap();
+    let config = RecorderConfig { dir: file.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
+    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "test".into(), thread: None };
+    let err = Recorder::create(&config, who, None).err().expect("a file is no trace directory");
+    assert_eq!(err.to_string(), format!("{} is a file, not a directory", file.display()));
 }

@@ -525,8 +525,8 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     if got < len {
         return Err(bad(12, format!("{len} bytes of header, found {got}")));
     }
-    let header: FileHeader =
-        serde_json::from_slice(&json).map_err(|e| bad(12 + e.column() as u64, format!("a JSON file header ({e})")))?;
+    let header: FileHeader = serde_json::from_slice(&json)
+        .map_err(|e| bad(12 + (e.column() as u64).saturating_sub(1), format!("a JSON file header ({e})")))?;
     if header.format != VERSION {
         return Err(bad(12, format!("format version {VERSION}, found {} (record the trace again)", header.format)));
     }

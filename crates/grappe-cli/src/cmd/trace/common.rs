@@ -38,7 +38,8 @@ impl IntervalArgs {
     pub fn window(&self, what: &str) -> Result<Window> {
         let window = Window { from: self.from.unwrap_or(0), to: self.to.unwrap_or(u64::MAX) };
         if window.to <= window.from {
-            bail!("--to must come after --from ({what} would be empty)");
+            let from = if self.from.is_some() { "--from" } else { "the run's start (--from, 0 by default)" };
+            bail!("--to must come after {from} ({what} would be empty)");
         }
         Ok(window)
     }

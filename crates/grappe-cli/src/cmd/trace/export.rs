@@ -134,7 +134,7 @@ fn export_text(
     // Exports are written once and read once by a viewer, often gigabytes:
     // not worth the page cache's copy (see grappe_direct).
     let mut out = DirectWriter::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let summary = writer(stream, &mut out, tick)?;
+    let summary = writer(stream, &mut out, tick).with_context(|| format!("cannot write {}", path.display()))?;
     out.finish().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(summary)
 }
@@ -143,6 +143,9 @@ fn export_otf2(set: &TraceSet, open: OpenStream, output: &Path, tick: &mut dyn F
     let name = output.file_name().and_then(|n| n.to_str()).context("the OTF2 output needs a file name")?;
     let name = name.strip_suffix(".otf2").unwrap_or(name);
     let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+        bail!("{}: {} is a file, not a directory", output.display(), file.display());
+    }
     let summary = grappe_otf2::write_otf2(set, open, dir, name, tick)?;
     let mut line = format!(
         "{} OTF2 events on {} locations, {} messages; open {}",
