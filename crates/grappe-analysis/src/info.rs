@@ -176,7 +176,7 @@ fn file_info(trace: &TraceFile) -> FileInfo {
             (None, None, false, format!("unfinished: no footer after offset {offset} (the rank did not finish)"))
         }
         Some(Ending::Cut { offset, reason }) => {
-            (None, None, false, format!("cut at offset {offset}: expected {reason}; earlier blocks read"))
+            (None, None, false, format!("cut at offset {offset}: expected {reason}; what comes before it was read"))
         }
         None => (None, None, false, "not read to the end".to_owned()),
     };

@@ -105,7 +105,8 @@ fn window_line(w: &WindowSummary, origin: u64) -> String {
     let to = if w.to_ns == u64::MAX { "the end".to_owned() } else { to };
     let mut line = format!("the interval {from} to {to}: {} of the {} events read", w.kept, w.read);
     if w.cut_messages > 0 {
-        line.push_str(&format!("; {} receives have their send before the interval, and no arrow", w.cut_messages));
+        let (receives, have) = if w.cut_messages == 1 { ("receive", "has its") } else { ("receives", "have their") };
+        line.push_str(&format!("; {} {receives} {have} send before the interval, and no arrow", w.cut_messages));
     }
     if w.kept == 0 && w.read > 0 && w.last_ns < w.from_ns {
         line.push_str(&format!("; the run ends at {}, before the interval", ms(w.last_ns.saturating_sub(origin))));
