@@ -257,6 +257,13 @@ fn more_rank_files_than_the_soft_limit_of_open_files_are_read() {
     assert!(stderr.contains("may open 32 files") && stderr.contains("ulimit -Hn"), "{stderr}");
 }
 
+/// `grappe trace merge TRACES -o MERGED`, which must succeed; `merged`.
+fn merge_to(traces: &Path, merged: &Path) -> PathBuf {
+    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    merged.to_owned()
+}
+
 /// An output that is one of the trace's own files is refused, and the
 /// file is left as it was: `merge x.gtrace -o x.gtrace` used to empty it.
 #[test]
@@ -264,9 +271,7 @@ fn a_tool_refuses_to_write_over_the_trace_it_reads() {
     let dir = scratch("over-input");
     let traces = dir.join("traces");
     write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
-    let merged = dir.join("merged.gtrace");
-    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = merge_to(&traces, &dir.join("merged.gtrace"));
     let rank_file = traces.join("rank-00001.gtrace");
     for (input, output, whose) in [(&merged, &merged, "the merged trace"), (&traces, &rank_file, "the trace of rank 1")]
     {
@@ -295,9 +300,7 @@ fn check_names_a_cut_merged_file_and_the_events_a_full_buffer_dropped() {
     let dir = scratch("check-incomplete");
     let traces = dir.join("traces");
     write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
-    let merged = dir.join("merged.gtrace");
-    let out = trace("merge", &[traces.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let merged = merge_to(&traces, &dir.join("merged.gtrace"));
     let bytes = std::fs::read(&merged).unwrap();
     std::fs::write(&merged, &bytes[..bytes.len() - 1]).unwrap();
     let out = trace("check", &[merged.to_str().unwrap()]);

@@ -305,6 +305,11 @@ pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     get_long_varint(buf, pos)
 }
 
+/// [`get_varint`], or where and what was expected: the decoders' error.
+pub(crate) fn varint(payload: &[u8], pos: &mut usize, what: &str) -> Result<u64, (usize, String)> {
+    get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")))
+}
+
 fn get_long_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
@@ -369,32 +374,31 @@ pub fn encode_definitions(defs: &[Definition], out: &mut Vec<u8>) {
 /// Decodes a definitions block payload.
 pub fn decode_definitions(payload: &[u8]) -> Result<Vec<Definition>, (usize, String)> {
     let mut pos = 0;
-    let next =
-        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let count = next(&mut pos, "definition count")? as usize;
+    let count = varint(payload, &mut pos, "definition count")? as usize;
     let mut defs = Vec::with_capacity(count.min(payload.len()));
     for _ in 0..count {
         let tag = *payload.get(pos).ok_or((pos, "a definition tag".to_owned()))?;
         pos += 1;
         match tag {
             1 => {
-                let id = u32::try_from(next(&mut pos, "string id")?)
+                let id = u32::try_from(varint(payload, &mut pos, "string id")?)
                     .map_err(|_| (pos, "a string id below 2^32".to_owned()))?;
-                let len = next(&mut pos, "string length")? as usize;
+                let len = varint(payload, &mut pos, "string length")? as usize;
                 let bytes = payload.get(pos..pos.saturating_add(len)).ok_or((pos, format!("{len} bytes of string")))?;
                 let s = std::str::from_utf8(bytes).map_err(|_| (pos, "UTF-8 text".to_owned()))?;
                 pos += len;
                 defs.push(Definition::String(id, s.to_owned()));
             }
             2 => {
-                let id = next(&mut pos, "member list id")?;
-                let len = next(&mut pos, "member count")? as usize;
+                let id = varint(payload, &mut pos, "member list id")?;
+                let len = varint(payload, &mut pos, "member count")? as usize;
                 if len > payload.len() {
                     return Err((pos, format!("at most {} members, not {len}", payload.len())));
                 }
                 let members = (0..len)
                     .map(|_| {
-                        next(&mut pos, "member").and_then(|m| u32::try_from(m).map_err(|_| (pos, "a rank".to_owned())))
+                        varint(payload, &mut pos, "member")
+                            .and_then(|m| u32::try_from(m).map_err(|_| (pos, "a rank".to_owned())))
                     })
                     .collect::<Result<Vec<u32>, _>>()?;
                 defs.push(Definition::Members(id, members));
@@ -422,17 +426,15 @@ pub fn encode_samples(samples: &[ClockSample], out: &mut Vec<u8>) {
 /// Decodes a clock-samples block payload.
 pub fn decode_samples(payload: &[u8]) -> Result<Vec<ClockSample>, (usize, String)> {
     let mut pos = 0;
-    let next =
-        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let count = next(&mut pos, "sample count")? as usize;
+    let count = varint(payload, &mut pos, "sample count")? as usize;
     let mut samples = Vec::with_capacity(count.min(payload.len()));
     for _ in 0..count {
-        let peer = u32::try_from(next(&mut pos, "peer")?).map_err(|_| (pos, "a rank".to_owned()))?;
+        let peer = u32::try_from(varint(payload, &mut pos, "peer")?).map_err(|_| (pos, "a rank".to_owned()))?;
         let phase = *payload.get(pos).ok_or((pos, "a phase byte".to_owned()))?;
         pos += 1;
         let mut t = [0u64; 4];
         for (i, slot) in t.iter_mut().enumerate() {
-            *slot = next(&mut pos, ["t_send_ref", "t_recv_peer", "t_send_peer", "t_recv_ref"][i])?;
+            *slot = varint(payload, &mut pos, ["t_send_ref", "t_recv_peer", "t_send_peer", "t_recv_ref"][i])?;
         }
         samples.push(ClockSample {
             peer,
@@ -471,10 +473,11 @@ pub fn encode_footer(f: &Footer, out: &mut Vec<u8>) {
 /// flushes: no α after the run, no incomplete ranks.
 pub fn decode_footer(payload: &[u8]) -> Result<Footer, (usize, String)> {
     let mut pos = 0;
-    let next =
-        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let (events, dropped, flushes) =
-        (next(&mut pos, "events")?, next(&mut pos, "dropped")?, next(&mut pos, "flushes")?);
+    let (events, dropped, flushes) = (
+        varint(payload, &mut pos, "events")?,
+        varint(payload, &mut pos, "dropped")?,
+        varint(payload, &mut pos, "flushes")?,
+    );
     let mut footer = Footer { events, dropped, flushes, alpha_after: None, incomplete: Vec::new() };
     if pos < payload.len() {
         footer.alpha_after = decode_alpha_after(payload, &mut pos)?;
@@ -486,9 +489,7 @@ pub fn decode_footer(payload: &[u8]) -> Result<Footer, (usize, String)> {
 /// The footer's α after the run: a count of kinds (0: none), then (kind
 /// id, ns) pairs.
 fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<Option<[u32; 32]>, (usize, String)> {
-    let next =
-        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let count = next(pos, "kinds with an α after the run")?;
+    let count = varint(payload, pos, "kinds with an α after the run")?;
     if count > EventKind::ALL.len() as u64 {
         return Err((*pos, format!("at most {} kinds with an α after the run, not {count}", EventKind::ALL.len())));
     }
@@ -497,10 +498,10 @@ fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<Option<[u32; 32
     }
     let mut alpha = [0u32; 32];
     for _ in 0..count {
-        let id = next(pos, "an event kind id")?;
+        let id = varint(payload, pos, "an event kind id")?;
         let kind = u16::try_from(id).ok().and_then(EventKind::from_id);
         let kind = kind.ok_or_else(|| (*pos, format!("a known event kind id, not {id}")))?;
-        let ns = next(pos, "an α in ns")?;
+        let ns = varint(payload, pos, "an α in ns")?;
         alpha[kind.id() as usize] = u32::try_from(ns).map_err(|_| (*pos, format!("an α below 2^32 ns, not {ns}")))?;
     }
     Ok(Some(alpha))
@@ -509,15 +510,13 @@ fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<Option<[u32; 32
 /// The footer's incomplete ranks: a count, then (rank, offset, cut) with
 /// the cut as its length + 1 (0: none) and its UTF-8 bytes.
 fn decode_incomplete(payload: &[u8], pos: &mut usize) -> Result<Vec<IncompleteRank>, (usize, String)> {
-    let next =
-        |pos: &mut usize, what: &str| get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")));
-    let count = next(pos, "incomplete ranks")?;
+    let count = varint(payload, pos, "incomplete ranks")?;
     let mut ranks = Vec::with_capacity(count.min(payload.len() as u64) as usize);
     for _ in 0..count {
-        let rank = next(pos, "a rank")?;
+        let rank = varint(payload, pos, "a rank")?;
         let rank = u32::try_from(rank).map_err(|_| (*pos, format!("a rank below 2^32, not {rank}")))?;
-        let offset = next(pos, "an offset")?;
-        let cut = match next(pos, "the length of what was missing")? {
+        let offset = varint(payload, pos, "an offset")?;
+        let cut = match varint(payload, pos, "the length of what was missing")? {
             0 => None,
             len => {
                 let bytes = usize::try_from(len - 1).ok().and_then(|len| payload.get(*pos..pos.checked_add(len)?));

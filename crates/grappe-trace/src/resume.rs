@@ -19,7 +19,7 @@
 //! ```
 
 use crate::event::Event;
-use crate::format::{Encoded, decode_events, encode_events, get_varint, put_varint, unzigzag, zigzag};
+use crate::format::{Encoded, decode_events, encode_events, put_varint, unzigzag, varint, zigzag};
 
 /// A message sent before a resume point and not received by then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,8 +109,9 @@ pub fn decode_resume(payload: &[u8]) -> Result<EncodedResume, (usize, String)> {
 /// they start (an events payload from there to the end).
 pub fn decode_resume_head(payload: &[u8]) -> Result<(ResumeHead, usize), (usize, String)> {
     let mut pos = 0;
-    let (settled, next_message) = (next(payload, &mut pos, "settled date")?, next(payload, &mut pos, "next message")?);
-    let count = next(payload, &mut pos, "messages in flight")?;
+    let (settled, next_message) =
+        (varint(payload, &mut pos, "settled date")?, varint(payload, &mut pos, "next message")?);
+    let count = varint(payload, &mut pos, "messages in flight")?;
     // Each message takes at least 9 bytes: no count sizes an allocation.
     if count > (payload.len() / 9) as u64 {
         return Err((
@@ -128,24 +129,20 @@ pub fn decode_resume_head(payload: &[u8]) -> Result<(ResumeHead, usize), (usize,
 /// Only the settled date of a resume payload (a reader looking for where
 /// to start decodes no more).
 pub fn resume_settled(payload: &[u8]) -> Result<u64, (usize, String)> {
-    next(payload, &mut 0, "settled date")
+    varint(payload, &mut 0, "settled date")
 }
 
 fn in_flight_at(payload: &[u8], pos: &mut usize) -> Result<InFlight, (usize, String)> {
     let rank = |pos: &mut usize, what: &str| {
-        let v = next(payload, pos, what)?;
+        let v = varint(payload, pos, what)?;
         u32::try_from(v).map_err(|_| (*pos, format!("{what} below 2^32, not {v}")))
     };
     let (src, dst, comm) = (rank(pos, "source rank")?, rank(pos, "destination rank")?, rank(pos, "communicator")?);
-    let tag = i32::try_from(unzigzag(next(payload, pos, "tag")?)).map_err(|_| (*pos, "a 32-bit tag".to_owned()))?;
+    let tag = i32::try_from(unzigzag(varint(payload, pos, "tag")?)).map_err(|_| (*pos, "a 32-bit tag".to_owned()))?;
     let mut rest = [0u64; 5];
     for (v, what) in rest.iter_mut().zip(["message id", "send start", "send end", "bytes", "sequence"]) {
-        *v = next(payload, pos, what)?;
+        *v = varint(payload, pos, what)?;
     }
     let [id, start, end, bytes, seq] = rest;
     Ok(InFlight { src, dst, comm, tag, id, start, end, bytes, seq })
-}
-
-fn next(payload: &[u8], pos: &mut usize, what: &str) -> Result<u64, (usize, String)> {
-    get_varint(payload, pos).ok_or_else(|| (*pos, format!("a varint ({what})")))
 }
