@@ -37,8 +37,12 @@ pub enum Basis {
         /// Why.
         reason: String,
     },
-    /// Already global (a merged trace).
-    Global,
+    /// Already global (a merged trace), with how the merge made them so
+    /// (the [`Basis::describe`] text it kept).
+    Global {
+        /// How this rank's dates were put on global time at the merge.
+        at_merge: String,
+    },
 }
 
 impl Basis {
@@ -49,8 +53,16 @@ impl Basis {
             Basis::SharedClock => "shares the reference's clock (same host): rebased exactly".into(),
             Basis::Estimated { strategy } => format!("estimated ({})", strategy_name(*strategy)),
             Basis::Uncorrected { reason } => format!("uncorrected: {reason}"),
-            Basis::Global => "global dates".into(),
+            Basis::Global { at_merge } => format!("global dates; at the merge: {at_merge}"),
         }
+    }
+
+    /// The strategy of an estimated rank from its [`Basis::describe`] text,
+    /// as a merged file keeps it (`None` for any other basis).
+    fn estimated_from_text(text: &str) -> Option<Strategy> {
+        [Strategy::SampleBeforeAfter, Strategy::SampleBefore]
+            .into_iter()
+            .find(|&strategy| Basis::Estimated { strategy }.describe() == text)
     }
 }
 
@@ -121,7 +133,8 @@ pub struct GlobalTime {
     pub report: Option<ClockReport>,
     /// Fallbacks and failures, for people.
     pub notes: Vec<String>,
-    /// Estimator, strategy and window, for the merged file's header.
+    /// Estimator, strategy and window, for the merged file's header (for a
+    /// merged set: what its header says the merge used).
     pub estimation: String,
 }
 
@@ -130,10 +143,10 @@ impl GlobalTime {
     /// per-rank sets use rank 0's clock samples.
     pub fn estimate(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
         options.fit.validate().map_err(|e| AnalysisError::Usage(format!("clock estimation settings: {e}")))?;
-        let estimation = describe_fit(&options.fit);
         if set.layout() == Layout::Merged {
-            return Ok(GlobalTime { ranks: Vec::new(), report: None, notes: Vec::new(), estimation });
+            return merged_time(set, options);
         }
+        let estimation = describe_fit(&options.fit);
         let mut ranks: Vec<Option<RankTime>> = vec![None; set.world_size() as usize];
         let mut notes = Vec::new();
         let Some(reference) = set.file_of(REFERENCE) else {
@@ -169,10 +182,48 @@ impl GlobalTime {
         Ok(GlobalTime { ranks, report, notes, estimation })
     }
 
-    /// The conversion of a rank (`None` for a merged set or a missing rank).
+    /// The conversion of a rank (`None` for a missing rank).
     pub fn rank(&self, rank: u32) -> Option<&RankTime> {
         self.ranks.get(rank as usize).and_then(Option::as_ref)
     }
+}
+
+/// A merged file's dates are global already: every rank keeps them as
+/// they are. The clock statistics are computed again from rank 0's
+/// samples, which the merge kept ahead of the events, for the ranks the
+/// merge estimated (every other rank with `estimate_shared`).
+fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
+    let header = &set.files()[0].header;
+    let samples = {
+        let mut file = set.files()[0].open()?;
+        // The first events block comes after the samples: reading it
+        // reads them, without going through the whole file.
+        file.next_events()?;
+        file.clock_samples().to_vec()
+    };
+    let mut ranks: Vec<Option<RankTime>> = vec![None; set.world_size() as usize];
+    let (mut peers, mut notes) = (Vec::new(), Vec::new());
+    for from in header.merged_from.iter().filter(|m| m.rank < set.world_size()) {
+        let estimated = Basis::estimated_from_text(&from.time).is_some();
+        if from.rank != REFERENCE && (estimated || options.estimate_shared) {
+            // Its notes speak of dating the events, which the merge did.
+            let fit = estimate_rank(from.rank, &samples, &options.fit, &mut peers, &mut Vec::new());
+            if let Basis::Uncorrected { reason } = fit.basis {
+                notes.push(format!("rank {}: no clock statistics: {reason}", from.rank));
+            }
+        }
+        let basis = Basis::Global { at_merge: from.time.clone() };
+        ranks[from.rank as usize] = Some(RankTime::exact(from.rank, ClockModel::identity(), basis));
+    }
+    let merged_with = header.clock.estimation.clone().unwrap_or_else(|| "not recorded in the file".to_owned());
+    let recomputed_with = describe_fit(&options.fit);
+    if !peers.is_empty() && recomputed_with != merged_with {
+        notes.push(format!(
+            "the clock statistics are computed again with {recomputed_with}; the merge dated the events with {merged_with}"
+        ));
+    }
+    let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
+    Ok(GlobalTime { ranks, report, notes, estimation: merged_with })
 }
 
 fn describe_fit(fit: &FitConfig) -> String {

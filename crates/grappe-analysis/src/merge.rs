@@ -12,9 +12,9 @@ use crate::global::{GlobalTime, REFERENCE};
 use crate::resume_points::OpenState;
 use crate::set::{Layout, TraceSet};
 use crate::stream::{CausalStream, StreamSummary};
-use grappe_trace::format::{Encoded, FileHeader, IncompleteRank, MergedRank, VERSION};
+use grappe_trace::format::{Encoded, FileHeader, IncompleteRank, MergedRank, RankEnding, VERSION};
 use grappe_trace::raw::raw_of_event;
-use grappe_trace::{ClockInfo, Ending, Footer, TraceWriter};
+use grappe_trace::{ClockInfo, Ending, EventKind, Footer, TraceWriter};
 
 /// How a merged file is cut up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +102,7 @@ pub fn merge_to_file_with(
         events: written,
         dropped: dropped_events(&summary),
         incomplete: incomplete_inputs(&summary),
+        ranks: rank_endings(&summary),
         ..Footer::default()
     };
     writer.write_footer(&footer).map_err(io)?;
@@ -140,6 +141,25 @@ fn incomplete_inputs(summary: &StreamSummary) -> Vec<IncompleteRank> {
     ranks.chain(merged).collect()
 }
 
+/// What the complete input files' footers said, rank by rank (or what a
+/// merged input kept of them), for the merged file's footer.
+fn rank_endings(summary: &StreamSummary) -> Vec<RankEnding> {
+    let ranks = summary.flows.iter().filter_map(|f| match f.ending.as_ref()? {
+        Ending::Complete(footer) => Some(RankEnding {
+            rank: f.rank,
+            dropped: footer.dropped,
+            flushes: footer.flushes,
+            alpha_after: footer.alpha_after,
+        }),
+        _ => None,
+    });
+    let merged = match &summary.merged_ending {
+        Some(Ending::Complete(footer)) => footer.ranks.clone(),
+        _ => Vec::new(),
+    };
+    ranks.chain(merged).collect()
+}
+
 /// Rank 0's clock samples, kept so `grappe trace clock` works on the
 /// merged file too.
 fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
@@ -151,6 +171,18 @@ fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
     let mut trace = file.open()?;
     trace.skim()?;
     Ok(trace.clock_samples().to_vec())
+}
+
+/// A rank file's α calibration indexed by kind id (0 for kinds it does
+/// not name).
+fn alpha_by_id(header: &FileHeader) -> Vec<u32> {
+    let mut alpha = vec![0; EventKind::ALL.iter().map(|k| k.id() as usize + 1).max().unwrap_or(0)];
+    for c in &header.calibration {
+        if let Some(kind) = EventKind::ALL.iter().find(|k| k.name() == c.kind) {
+            alpha[kind.id() as usize] = c.alpha_ns;
+        }
+    }
+    alpha
 }
 
 fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
@@ -171,6 +203,9 @@ fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Resu
                 thread: f.header.thread.clone(),
                 clock: f.header.clock.source.clone(),
                 time: time.rank(rank).map_or("missing".into(), |t| t.basis.describe()),
+                flush_policy: f.header.flush_policy.clone(),
+                buffer_events: f.header.buffer_events,
+                alpha_ns: alpha_by_id(&f.header),
             }
         })
         .collect();

@@ -131,6 +131,20 @@ impl TraceSet {
         self.files.iter().find(|f| f.header.rank == Some(rank))
     }
 
+    /// A rank's host and clock source, from its file or, in a merged
+    /// set, from what the merged file says of the file it was made from.
+    pub fn host_and_clock(&self, rank: u32) -> Option<(&str, &str)> {
+        match self.layout {
+            Layout::PerRank => self.file_of(rank).map(|f| (f.header.host.as_str(), f.header.clock.source.as_str())),
+            Layout::Merged => self.files[0]
+                .header
+                .merged_from
+                .iter()
+                .find(|m| m.rank == rank)
+                .map(|m| (m.host.as_str(), m.clock.as_str())),
+        }
+    }
+
     /// Ranks of the job with no trace: no file (per-rank sets), or none
     /// among the files a merged trace was made from.
     pub fn missing_ranks(&self) -> Vec<u32> {

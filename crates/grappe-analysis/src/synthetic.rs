@@ -151,7 +151,18 @@ fn write_rank(path: &Path, job: &SyntheticJob, rank: u32) -> std::io::Result<()>
     if rank == 0 && job.ranks > 1 {
         writer.write_samples(&samples(job, 1))?;
     }
-    writer.write_footer(&Footer { events: job.events_of(rank), dropped: 0, flushes: 0, ..Footer::default() })
+    let footer = Footer { events: job.events_of(rank), alpha_after: Some(alpha_after(rank)), ..Footer::default() };
+    writer.write_footer(&footer)
+}
+
+/// The α a synthetic rank measures after the run: 10 ns before it, as its
+/// header says, and 10 + rank after, so each rank's can be told apart.
+pub fn alpha_after(rank: u32) -> [u32; 32] {
+    let mut alpha = [0u32; 32];
+    for kind in EventKind::ALL {
+        alpha[kind.id() as usize] = 10 + rank;
+    }
+    alpha
 }
 
 /// Writes one rank's file from given events, (start, end, body) with

@@ -147,6 +147,36 @@ fn a_merged_file_reads_back_as_the_same_causal_stream() {
 }
 
 #[test]
+fn a_merged_file_gives_the_clock_statistics_of_the_ranks_the_merge_estimated() {
+    let dir = scratch("merged-clock");
+    write_job(&dir, &distorted(4, 300)).unwrap();
+    let (set, time) = open(&dir, &GlobalOptions::default());
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+
+    let (merged_set, merged_time) = open(&merged, &GlobalOptions::default());
+    assert_eq!(merged_set.layout(), Layout::Merged);
+    assert_eq!(merged_time.estimation, time.estimation);
+    assert_eq!(merged_time.report.as_ref().map(ToString::to_string), time.report.as_ref().map(ToString::to_string));
+    assert_eq!(merged_time.report.as_ref().map_or(0, |r| r.peers.len()), 3);
+    let at_merge = Basis::Estimated { strategy: Strategy::SampleBeforeAfter }.describe();
+    for r in 0..4u32 {
+        let rank = merged_time.rank(r).unwrap_or_else(|| panic!("rank {r} has no time"));
+        assert_eq!(rank.conversion(), None, "rank {r}: a merged file's dates are global already");
+        let expected = if r == 0 { Basis::Reference.describe() } else { at_merge.clone() };
+        assert_eq!(rank.basis, Basis::Global { at_merge: expected });
+    }
+    assert_eq!(merged_set.host_and_clock(2), set.host_and_clock(2));
+    assert!(merged_time.notes.is_empty(), "{:?}", merged_time.notes);
+
+    let mut other = GlobalOptions::default();
+    other.fit.median_window = None;
+    let (_, recomputed) = open(&merged, &other);
+    assert_eq!(recomputed.estimation, time.estimation, "the dates stay those of the merge");
+    assert!(recomputed.notes.iter().any(|n| n.contains("computed again with")), "{:?}", recomputed.notes);
+}
+
+#[test]
 fn a_cut_or_missing_rank_ends_the_stream_with_unmatched_messages_not_a_hang() {
     let dir = scratch("cut");
     let job = SyntheticJob { block_events: 256, ..SyntheticJob::new(4, 400) };

@@ -284,3 +284,46 @@ proptest! {
         prop_assert_eq!(calls, expected);
     }
 }
+
+/// Long region names and deep paths widen their columns: every row of a
+/// table keeps its numbers under their heading, and a region's location
+/// is cut to its last two components as a call site's is.
+#[test]
+fn long_names_and_paths_widen_their_columns_instead_of_breaking_the_rows() {
+    let long_name = "a region whose name is longer than the column";
+    let enter = |name: &str, location: &str| Body::RegionEnter { name: name.into(), location: location.into() };
+    let leave = |name: &str| Body::RegionLeave { name: name.into() };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let deep = "crates/some_crate_with_a_long_name/examples/a_long_example_file_name.rs";
+    let site = grappe_trace::Site::of(&format!("{deep}:120:32"));
+    let events = [
+        linked(0, 0, 0, enter(long_name, &format!("{deep}:7:5")), Message::None),
+        Linked {
+            event: Event { rank: 0, start: 10, end: 20, alpha_ns: 0, site, body: barrier },
+            message: Message::None,
+        },
+        linked(0, 30, 30, leave(long_name), Message::None),
+        linked(0, 40, 40, enter("short", "app.rs:9:1"), Message::None),
+        linked(0, 50, 50, leave("short"), Message::None),
+    ];
+    let mut profiler = Profiler::new(1);
+    events.iter().for_each(|e| profiler.observe(e.as_ref()));
+    let text = profiler.finish().to_string();
+    let table = |heading: &str| -> Vec<&str> {
+        let at = text.find(heading).unwrap_or_else(|| panic!("no {heading:?} in\n{text}"));
+        text[at..].trim_start().lines().take_while(|l| !l.starts_with("---") && !l.starts_with('@')).collect()
+    };
+    let regions = table("\nRegion ");
+    assert_eq!(regions.len(), 3, "{text}");
+    assert!(regions[1].starts_with(&format!("{long_name} examples/a_long_example_file_name.rs:7:5 ")), "{text}");
+    let sites = table("Site Call");
+    assert_eq!(sites.len(), 2, "{text}");
+    assert!(sites[1].contains(&format!(" examples/a_long_example_file_name.rs:120:32 {long_name} ")), "{text}");
+    for rows in [regions, sites] {
+        let end_of_count = rows[0].find("Count").unwrap() + "Count".len();
+        for row in &rows[1..] {
+            let under_count = &row.as_bytes()[end_of_count - 1..=end_of_count];
+            assert_eq!(under_count, b"1 ", "the count is not under its heading:\n{}\n{row}", rows[0]);
+        }
+    }
+}

@@ -205,9 +205,21 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
         said.contains("\n    1 resume point: `export --from` starts at the last one before the interval\n"),
         "{said}"
     );
+    // The ranks' recorders and α, not the merge's block size and rank 0's α.
+    assert!(
+        said.contains(
+            "\n    merged in blocks of 8192 events; recorded with flush full, buffer 1024 events (every rank), "
+        ),
+        "{said}"
+    );
+    assert!(said.contains("\n      rank 3: 10 → 13 ns each runtime call, "), "{said}");
     let json: Value = serde_json::from_slice(&trace("info", &["--json", merged.to_str().unwrap()]).stdout).unwrap();
     assert_eq!(json["files"][0]["resume_points"], 1);
     assert_eq!(json["files"][0]["alpha_ns"]["send"], 10);
+    for rank in 0..4 {
+        assert_eq!(json["ranks"][rank]["alpha_ns"]["send"], 10, "rank {rank}");
+        assert_eq!(json["ranks"][rank]["alpha_after_ns"]["send"], 10 + rank, "rank {rank}");
+    }
 }
 
 #[test]
@@ -377,4 +389,29 @@ fn an_output_that_cannot_be_written_is_named() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(said.contains(&format!("{}: {} is a file, not a directory", under.display(), file.display())), "{said}");
+}
+
+/// `trace clock` on a merged file gives what it gave on the rank files it
+/// was made from: each rank, and the statistics of the ranks the merge
+/// estimated (it used to print neither).
+#[test]
+fn clock_on_a_merged_file_gives_the_statistics_the_merge_used() {
+    let dir = scratch("clock-merged");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(4, 300)).unwrap();
+    let merged = merge_to(&traces, &dir.join("merged.gtrace"));
+    let said = |input: &Path| {
+        let out = trace("clock", &[input.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (direct, from_merged) = (said(&traces), said(&merged));
+    assert!(
+        from_merged.starts_with("a merged trace: its dates were made global by the merge (dunigan "),
+        "{from_merged}"
+    );
+    assert!(from_merged.contains("\n  rank     2: global dates; at the merge: estimated (SBA)\n"), "{from_merged}");
+    let statistics = |text: &str| text[text.find("Clock statistics").expect("a statistics table")..].to_owned();
+    assert_eq!(statistics(&from_merged), statistics(&direct));
+    assert_eq!(statistics(&direct).lines().filter(|l| l.starts_with("rank ")).count(), 4, "{direct}");
 }

@@ -137,6 +137,18 @@ pub struct MergedRank {
     pub clock: String,
     /// How its dates were put on global time.
     pub time: String,
+    /// How its recorder emptied its buffer (empty in files merged before
+    /// it was kept).
+    #[serde(default)]
+    pub flush_policy: String,
+    /// Events its recorder's buffer held (0: not kept).
+    #[serde(default)]
+    pub buffer_events: u64,
+    /// Its recorder's α per kind id, in ns (the header's calibration of its
+    /// file, kept compactly: a merge of many ranks keeps one per rank).
+    /// Empty in files merged before it was kept.
+    #[serde(default)]
+    pub alpha_ns: Vec<u32>,
 }
 
 /// The clock behind the dates.
@@ -224,39 +236,6 @@ pub struct ClockSample {
     pub t_recv_ref: u64,
 }
 
-/// Totals written when a rank finishes (or a merge does).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct Footer {
-    /// Events written.
-    pub events: u64,
-    /// Events lost because the buffer was full (policy `end`).
-    pub dropped: u64,
-    /// Buffer flushes during the run.
-    pub flushes: u64,
-    /// α per kind id measured again when the rank finished, as the clocks
-    /// are sampled before and after the run (SBA): with the header's α
-    /// (measured before), it says whether recording got dearer or cheaper
-    /// while the program ran, and compensation can take each event's α
-    /// between the two. `None` in files written before it was measured
-    /// and in merged traces.
-    pub alpha_after: Option<[u32; 32]>,
-    /// For a merged trace: the ranks whose files were incomplete when
-    /// merged (their events stop where their file did). Empty otherwise.
-    pub incomplete: Vec<IncompleteRank>,
-}
-
-/// A rank's file that ended without its footer, as a merge found it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IncompleteRank {
-    /// World rank.
-    pub rank: u32,
-    /// Where its file ended (bytes read) or its cut block starts.
-    pub offset: u64,
-    /// What was missing there, for a file cut inside a block; `None` for
-    /// one that ends after a whole block (the rank did not finish).
-    pub cut: Option<String>,
-}
-
 /// An event ready to encode: rank, dates in nanoseconds, α, and slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Encoded {
@@ -337,7 +316,9 @@ pub(crate) fn unzigzag(v: u64) -> i64 {
 // ---- event blocks: see `events` ----
 
 mod events;
+mod footer;
 pub use events::{EventDecoder, TakeEncoded, decode_events, encode_events};
+pub use footer::{Footer, IncompleteRank, RankEnding, decode_footer, encode_footer};
 
 // ---- definitions ----
 
@@ -446,91 +427,6 @@ pub fn decode_samples(payload: &[u8]) -> Result<Vec<ClockSample>, (usize, String
         });
     }
     Ok(samples)
-}
-
-/// Encodes a footer payload.
-pub fn encode_footer(f: &Footer, out: &mut Vec<u8>) {
-    for v in [f.events, f.dropped, f.flushes] {
-        put_varint(out, v);
-    }
-    let alpha = f.alpha_after.as_ref();
-    put_varint(out, alpha.map_or(0, |_| EventKind::ALL.len() as u64));
-    for kind in alpha.map_or(&[][..], |_| &EventKind::ALL[..]) {
-        put_varint(out, kind.id() as u64);
-        put_varint(out, alpha.map_or(0, |alpha| alpha[kind.id() as usize]) as u64);
-    }
-    put_varint(out, f.incomplete.len() as u64);
-    for rank in &f.incomplete {
-        put_varint(out, rank.rank as u64);
-        put_varint(out, rank.offset);
-        let cut = rank.cut.as_deref().map(str::as_bytes);
-        put_varint(out, cut.map_or(0, |c| c.len() as u64 + 1));
-        out.extend_from_slice(cut.unwrap_or_default());
-    }
-}
-
-/// Decodes a footer payload. Files of earlier versions end after the
-/// flushes: no α after the run, no incomplete ranks.
-pub fn decode_footer(payload: &[u8]) -> Result<Footer, (usize, String)> {
-    let mut pos = 0;
-    let (events, dropped, flushes) = (
-        varint(payload, &mut pos, "events")?,
-        varint(payload, &mut pos, "dropped")?,
-        varint(payload, &mut pos, "flushes")?,
-    );
-    let mut footer = Footer { events, dropped, flushes, alpha_after: None, incomplete: Vec::new() };
-    if pos < payload.len() {
-        footer.alpha_after = decode_alpha_after(payload, &mut pos)?;
-        footer.incomplete = decode_incomplete(payload, &mut pos)?;
-    }
-    Ok(footer)
-}
-
-/// The footer's α after the run: a count of kinds (0: none), then (kind
-/// id, ns) pairs.
-fn decode_alpha_after(payload: &[u8], pos: &mut usize) -> Result<Option<[u32; 32]>, (usize, String)> {
-    let count = varint(payload, pos, "kinds with an α after the run")?;
-    if count > EventKind::ALL.len() as u64 {
-        return Err((*pos, format!("at most {} kinds with an α after the run, not {count}", EventKind::ALL.len())));
-    }
-    if count == 0 {
-        return Ok(None);
-    }
-    let mut alpha = [0u32; 32];
-    for _ in 0..count {
-        let id = varint(payload, pos, "an event kind id")?;
-        let kind = u16::try_from(id).ok().and_then(EventKind::from_id);
-        let kind = kind.ok_or_else(|| (*pos, format!("a known event kind id, not {id}")))?;
-        let ns = varint(payload, pos, "an α in ns")?;
-        alpha[kind.id() as usize] = u32::try_from(ns).map_err(|_| (*pos, format!("an α below 2^32 ns, not {ns}")))?;
-    }
-    Ok(Some(alpha))
-}
-
-/// The footer's incomplete ranks: a count, then (rank, offset, cut) with
-/// the cut as its length + 1 (0: none) and its UTF-8 bytes.
-fn decode_incomplete(payload: &[u8], pos: &mut usize) -> Result<Vec<IncompleteRank>, (usize, String)> {
-    let count = varint(payload, pos, "incomplete ranks")?;
-    let mut ranks = Vec::with_capacity(count.min(payload.len() as u64) as usize);
-    for _ in 0..count {
-        let rank = varint(payload, pos, "a rank")?;
-        let rank = u32::try_from(rank).map_err(|_| (*pos, format!("a rank below 2^32, not {rank}")))?;
-        let offset = varint(payload, pos, "an offset")?;
-        let cut = match varint(payload, pos, "the length of what was missing")? {
-            0 => None,
-            len => {
-                let bytes = usize::try_from(len - 1).ok().and_then(|len| payload.get(*pos..pos.checked_add(len)?));
-                let bytes = bytes.ok_or_else(|| (*pos, format!("{} bytes of what was missing", len - 1)))?;
-                *pos += bytes.len();
-                Some(
-                    String::from_utf8(bytes.to_vec())
-                        .map_err(|_| (*pos, "UTF-8 text of what was missing".to_owned()))?,
-                )
-            }
-        };
-        ranks.push(IncompleteRank { rank, offset, cut });
-    }
-    Ok(ranks)
 }
 
 /// The 16-byte header of a block with this payload.

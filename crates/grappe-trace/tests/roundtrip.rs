@@ -6,7 +6,7 @@ use std::panic::Location;
 use std::path::{Path, PathBuf};
 
 use grappe_trace::alpha::CallCosts;
-use grappe_trace::format::{ClockSample, Footer, IncompleteRank, decode_footer, encode_footer};
+use grappe_trace::format::{ClockSample, Footer, IncompleteRank, RankEnding, decode_footer, encode_footer};
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
     Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RECORDER_BLOCK_EVENTS, RawEvent,
@@ -420,29 +420,45 @@ fn incomplete_ranks() -> impl Strategy<Value = Vec<IncompleteRank>> {
     proptest::collection::vec(rank.prop_map(|(rank, offset, cut)| IncompleteRank { rank, offset, cut }), 0..4)
 }
 
+fn rank_endings() -> impl Strategy<Value = Vec<RankEnding>> {
+    let rank = (any::<u32>(), any::<u64>(), any::<u64>(), alpha_tables());
+    let ending =
+        rank.prop_map(|(rank, dropped, flushes, alpha_after)| RankEnding { rank, dropped, flushes, alpha_after });
+    proptest::collection::vec(ending, 0..4)
+}
+
 proptest! {
     /// A footer reads back as written, with or without the α after the
-    /// run and the incomplete ranks of a merge; cut anywhere past the
-    /// totals, it is an error, not a footer without them; and the totals
-    /// alone, as earlier versions wrote them, are a footer without them.
+    /// run, the incomplete ranks and the rank endings of a merge. Cut
+    /// between two sections, it reads as the earlier versions that ended
+    /// there wrote it (the later sections empty); cut anywhere else past
+    /// the totals, it is an error.
     #[test]
     fn footers_round_trip_and_a_cut_one_is_an_error(
         events in any::<u64>(), dropped in any::<u64>(), flushes in any::<u64>(), alpha_after in alpha_tables(),
-        incomplete in incomplete_ranks(),
+        incomplete in incomplete_ranks(), ranks in rank_endings(),
     ) {
-        let footer = Footer { events, dropped, flushes, alpha_after, incomplete };
+        let footer = Footer { events, dropped, flushes, alpha_after, incomplete, ranks };
         let mut payload = Vec::new();
         encode_footer(&footer, &mut payload);
-        prop_assert_eq!(decode_footer(&payload), Ok(footer));
-        let mut totals = Vec::new();
-        for v in [events, dropped, flushes] {
-            grappe_trace::format::put_varint(&mut totals, v);
-        }
-        prop_assert_eq!(decode_footer(&totals), Ok(Footer { events, dropped, flushes, ..Footer::default() }));
-        for cut in totals.len() + 1..payload.len() {
-            prop_assert!(decode_footer(&payload[..cut]).is_err(), "cut at {} of {}", cut, payload.len());
+        prop_assert_eq!(decode_footer(&payload), Ok(footer.clone()));
+        let totals_only = Footer { events, dropped, flushes, ..Footer::default() };
+        let before_ranks = Footer { ranks: Vec::new(), ..footer };
+        let boundaries = [(encoded_len(&totals_only) - 3, totals_only), (encoded_len(&before_ranks) - 1, before_ranks)];
+        for cut in boundaries[0].0..payload.len() {
+            match boundaries.iter().find(|(at, _)| *at == cut) {
+                Some((_, earlier)) => prop_assert_eq!(decode_footer(&payload[..cut]), Ok(earlier.clone())),
+                None => prop_assert!(decode_footer(&payload[..cut]).is_err(), "cut at {} of {}", cut, payload.len()),
+            }
         }
     }
+}
+
+/// Bytes of a footer's encoding.
+fn encoded_len(footer: &Footer) -> usize {
+    let mut payload = Vec::new();
+    encode_footer(footer, &mut payload);
+    payload.len()
 }
 
 #[test]

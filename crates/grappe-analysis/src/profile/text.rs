@@ -92,13 +92,22 @@ impl Profile {
 
     fn write_sites(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         section(f, "Call sites: call type x source location of the call, in its innermost enclosing user region")?;
-        writeln!(f, "{:>4} {:<14} {:<34} {:<16} {}", "Site", "Call", "Location", "Region", STATS_HEADER)?;
+        let rows: Vec<(String, &str)> = self
+            .sites
+            .iter()
+            .take(ROWS)
+            .map(|s| {
+                let site = s.site.as_deref().map_or("<runtime>".to_owned(), short_path);
+                (site, s.region.as_deref().unwrap_or("<no region>"))
+            })
+            .collect();
+        let site_w = column_width(34, rows.iter().map(|(site, _)| site.as_str()));
+        let region_w = column_width(16, rows.iter().map(|(_, region)| *region));
+        writeln!(f, "{:>4} {:<14} {:<site_w$} {:<region_w$} {}", "Site", "Call", "Location", "Region", STATS_HEADER)?;
         let in_calls = self.sites.iter().fold(0u64, |a, s| a.saturating_add(s.stats.total_ns));
-        for (i, s) in self.sites.iter().take(ROWS).enumerate() {
-            let site = s.site.as_deref().map_or("<runtime>".to_owned(), short_path);
-            let region = s.region.as_deref().unwrap_or("<no region>");
+        for (i, (s, (site, region))) in self.sites.iter().zip(&rows).enumerate() {
             let stats = self.stats(&s.stats, in_calls);
-            writeln!(f, "{:>4} {:<14} {:<34} {:<16} {stats}", i + 1, s.call.name(), site, region)?;
+            writeln!(f, "{:>4} {:<14} {site:<site_w$} {region:<region_w$} {stats}", i + 1, s.call.name())?;
         }
         if self.sites.len() > ROWS {
             writeln!(f, "... {} more sites", self.sites.len() - ROWS)?;
@@ -149,29 +158,39 @@ impl Profile {
 
     fn write_regions(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         section(f, "User regions by inclusive time (all ranks)")?;
+        let shown = &self.regions[..self.regions.len().min(ROWS)];
+        let locations: Vec<String> = shown.iter().map(|r| short_path(&r.location)).collect();
+        let name_w = column_width(24, shown.iter().map(|r| r.name.as_str()));
+        let location_w = column_width(28, locations.iter().map(String::as_str));
         writeln!(
             f,
-            "{:<24} {:<28} {:>10} {:>12} {:>10} {:>7}",
+            "{:<name_w$} {:<location_w$} {:>10} {:>12} {:>10} {:>7}",
             "Region", "Location", "Count", "Incl(ms)", "Mean(us)", "Run%"
         )?;
-        for r in self.regions.iter().take(ROWS) {
+        for (r, location) in shown.iter().zip(&locations) {
             let mean = if r.count == 0 { 0.0 } else { r.inclusive_ns as f64 / r.count as f64 };
             writeln!(
                 f,
-                "{:<24} {:<28} {:>10} {:>12.3} {:>10.3} {:>7.2}",
+                "{:<name_w$} {location:<location_w$} {:>10} {:>12.3} {:>10.3} {:>7.2}",
                 r.name,
-                r.location,
                 r.count,
                 ms(r.inclusive_ns),
                 us(mean),
                 self.pct_of_run(r.inclusive_ns)
             )?;
         }
-        if self.region_count > self.regions.len().min(ROWS) {
-            writeln!(f, "... {} more regions", self.region_count - self.regions.len().min(ROWS))?;
+        if self.region_count > shown.len() {
+            writeln!(f, "... {} more regions", self.region_count - shown.len())?;
         }
         Ok(())
     }
+}
+
+/// A column as wide as its widest text, and at least `min`: a long name
+/// or path widens its column rather than pushing the rest of its row
+/// out of line.
+fn column_width<'a>(min: usize, texts: impl Iterator<Item = &'a str>) -> usize {
+    texts.map(|t| t.chars().count()).fold(min, usize::max)
 }
 
 const STATS_HEADER: &str = "     Count    Total(ms)   Mean(us)    Min(us)    Max(us)    Run%  Calls%          Bytes";

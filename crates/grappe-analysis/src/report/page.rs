@@ -143,9 +143,8 @@ impl Page<'_> {
         h.push_str("<table class=\"data\"><thead><tr><th>Rank</th><th>Host</th><th>Clock</th><th>Basis</th>");
         h.push_str("<th>Model offset (ns)</th><th>Model drift (ppm)</th></tr></thead><tbody>\n");
         for rank in time.ranks.iter().flatten() {
-            let header = self.set.file_of(rank.rank).map(|f| &f.header);
-            let host = header.map_or(String::new(), |h| escape(&h.host));
-            let clock = header.map_or(String::new(), |h| escape(&h.clock.source));
+            let (host, clock) = self.set.host_and_clock(rank.rank).unwrap_or_default();
+            let (host, clock) = (escape(host), escape(clock));
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{host}</td><td>{clock}</td><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.3}</td></tr>",

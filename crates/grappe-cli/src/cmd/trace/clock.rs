@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use grappe_analysis::GlobalTime;
+use grappe_analysis::{GlobalTime, Layout};
 
 use super::common::{EstimationArgs, TraceInput, open, print_json};
 
@@ -21,17 +21,20 @@ pub struct ClockArgs {
 }
 
 pub fn execute(args: ClockArgs) -> Result<i32> {
-    let (_, time) = open(&args.input.trace, &args.estimation)?;
+    let (set, time) = open(&args.input.trace, &args.estimation)?;
     if args.json {
         print_json(&time)?;
     } else {
-        print_text(&time);
+        print_text(&time, set.layout() == Layout::Merged);
     }
     Ok(0)
 }
 
-fn print_text(time: &GlobalTime) {
-    sayln!("global time: {}", time.estimation);
+fn print_text(time: &GlobalTime, merged: bool) {
+    match merged {
+        true => sayln!("a merged trace: its dates were made global by the merge ({})", time.estimation),
+        false => sayln!("global time: {}", time.estimation),
+    }
     for rank in time.ranks.iter().flatten() {
         sayln!("  rank {:>5}: {}", rank.rank, rank.basis.describe());
     }

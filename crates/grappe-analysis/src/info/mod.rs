@@ -4,14 +4,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use grappe_trace::alpha::{Recording, recording_of};
-use grappe_trace::format::{Footer, RankThread};
-use grappe_trace::{Ending, EventKind, TraceFile};
+use grappe_trace::format::{MergedRank, RankThread};
+use grappe_trace::{Ending, EventKind, FileHeader, TraceFile};
 use serde::Serialize;
 
 use crate::check::IncompleteText;
 use crate::error::Result;
 use crate::set::{Layout, TraceSet, list_ranks};
+
+mod alpha;
+use alpha::{alpha_moves, alpha_text, before_after_text, kind_names};
 
 /// One rank's events.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -26,6 +28,14 @@ pub struct RankInfo {
     pub last_ns: Option<u64>,
     /// Events per kind name.
     pub kinds: BTreeMap<&'static str, u64>,
+    /// α, the recording cost its recorder measured before the run, per
+    /// kind name (from its file's header, or what a merged file kept of
+    /// it; empty when neither has it).
+    pub alpha_ns: BTreeMap<String, u32>,
+    /// α measured again when the rank finished, per kind name, from its
+    /// file's footer or what a merged file's footer kept of it (empty when
+    /// neither has it).
+    pub alpha_after_ns: BTreeMap<String, u32>,
 }
 
 impl RankInfo {
@@ -139,6 +149,12 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         if let Some(rank) = f.rank() {
             ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() });
         }
+        for (rank, alpha) in alpha_before_by_rank(trace.header()) {
+            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_ns = alpha;
+        }
+        for (rank, alpha) in alpha_after_by_rank(&trace) {
+            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_after_ns = alpha;
+        }
         files.push(file_info(&trace));
     }
     let mut notes = set.notes().to_vec();
@@ -194,66 +210,50 @@ fn file_info(trace: &TraceFile) -> FileInfo {
             h.clock.estimation.as_ref().map_or(String::new(), |e| format!(" ({e})"))
         ),
         simulated: h.clock.simulated.clone(),
-        buffering: format!("flush {}, buffer {} events", h.flush_policy, h.buffer_events),
+        buffering: match h.rank {
+            Some(_) => format!("flush {}, buffer {} events", h.flush_policy, h.buffer_events),
+            None => format!("merged in blocks of {} events; {}", h.buffer_events, RecordersText(&h.merged_from)),
+        },
         dropped,
         flushes,
         clock_samples: trace.clock_samples().len(),
         resume_points: trace.resume_points(),
         alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
-        alpha_after_ns: alpha_after(trace),
+        alpha_after_ns: trace
+            .header()
+            .rank
+            .and_then(|rank| alpha_after_by_rank(trace).remove(&rank))
+            .unwrap_or_default(),
         ending,
         complete,
     }
 }
 
-/// The α the file's footer gives per kind name, if it has one.
-fn alpha_after(trace: &TraceFile) -> BTreeMap<String, u32> {
-    match trace.ending() {
-        Some(Ending::Complete(Footer { alpha_after: Some(alpha), .. })) => {
-            EventKind::ALL.iter().map(|k| (k.name().to_owned(), alpha[k.id() as usize])).collect()
-        }
-        _ => BTreeMap::new(),
+/// The α a file's header gives, per rank and kind name: its rank's, or
+/// for a merged file those it kept of its inputs.
+fn alpha_before_by_rank(header: &FileHeader) -> BTreeMap<u32, BTreeMap<String, u32>> {
+    match header.rank {
+        Some(rank) => [(rank, header.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect())].into(),
+        None => header
+            .merged_from
+            .iter()
+            .filter(|m| !m.alpha_ns.is_empty())
+            .map(|m| {
+                (m.rank, kind_names().filter_map(|(id, name)| Some((name.to_owned(), *m.alpha_ns.get(id)?))).collect())
+            })
+            .collect(),
     }
 }
 
-/// The kinds whose α after the run differs from the one before by more
-/// than a quarter and 3 ns (what a busier or quieter host does; a
-/// median's noise stays within), grouped by their two values:
-/// `13 → 22 ns each runtime call`.
-fn alpha_moves(before: &BTreeMap<String, u32>, after: &BTreeMap<String, u32>) -> Vec<String> {
-    let mut by_move: BTreeMap<(u32, u32), Vec<&str>> = BTreeMap::new();
-    for (kind, &b) in before {
-        if let Some(&a) = after.get(kind)
-            && a.abs_diff(b) > 3
-            && a.abs_diff(b) * 4 > b
-        {
-            by_move.entry((b, a)).or_default().push(kind);
-        }
+/// The α after the run a file's footer gives, per rank and kind name: its
+/// rank's, or for a merged file those it kept of its inputs.
+fn alpha_after_by_rank(trace: &TraceFile) -> BTreeMap<u32, BTreeMap<String, u32>> {
+    let Some(Ending::Complete(footer)) = trace.ending() else { return BTreeMap::new() };
+    let by_name = |alpha: &[u32; 32]| kind_names().map(|(id, name)| (name.to_owned(), alpha[id])).collect();
+    match trace.header().rank {
+        Some(rank) => footer.alpha_after.iter().map(|alpha| (rank, by_name(alpha))).collect(),
+        None => footer.ranks.iter().filter_map(|r| Some((r.rank, by_name(r.alpha_after.as_ref()?)))).collect(),
     }
-    by_move.into_iter().map(|((b, a), kinds)| format!("{b} → {a} ns {}", kinds_text(kinds))).collect()
-}
-
-/// Kind names, "each runtime call" standing for all the calls when they are there.
-fn kinds_text(mut kinds: Vec<&str>) -> String {
-    let calls: Vec<&str> =
-        EventKind::ALL.iter().filter(|&&k| recording_of(k) == Recording::Call).map(|k| k.name()).collect();
-    if calls.iter().all(|c| kinds.contains(c)) {
-        kinds.retain(|k| !calls.contains(k));
-        kinds.insert(0, "each runtime call");
-    }
-    kinds.join(", ")
-}
-
-/// `22 ns each runtime call; 14 ns point, counter, region_enter; ...`:
-/// the kinds grouped by α, largest first.
-fn alpha_text(alpha_ns: &BTreeMap<String, u32>) -> String {
-    let mut by_cost: BTreeMap<std::cmp::Reverse<u32>, Vec<&str>> = BTreeMap::new();
-    for (kind, &ns) in alpha_ns {
-        by_cost.entry(std::cmp::Reverse(ns)).or_default().push(kind);
-    }
-    let groups: Vec<String> =
-        by_cost.into_iter().map(|(std::cmp::Reverse(ns), kinds)| format!("{ns} ns {}", kinds_text(kinds))).collect();
-    groups.join("; ")
 }
 
 impl fmt::Display for TraceInfo {
@@ -280,7 +280,9 @@ impl fmt::Display for TraceInfo {
             if file.rank.is_none() {
                 writeln!(f, "    {}", ResumeText(file.resume_points))?;
             }
-            if !file.alpha_ns.is_empty() {
+            if file.rank.is_none() {
+                self.write_ranks_alpha(f)?;
+            } else if !file.alpha_ns.is_empty() {
                 writeln!(f, "    recording cost (α): {}", alpha_text(&file.alpha_ns))?;
             }
             if !file.alpha_after_ns.is_empty() {
@@ -298,6 +300,44 @@ impl fmt::Display for TraceInfo {
             writeln!(f, "{:>6} {:>12} {:>14.6}  {}", r.rank, r.events, r.duration_ns() as f64 / 1e9, kinds.join(", "))?;
         }
         self.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
+    }
+}
+
+impl TraceInfo {
+    /// A merged file's α, rank by rank: the events' and the one measured
+    /// after the run.
+    fn write_ranks_alpha(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "    recording cost (α) of each rank, before → after the run:")?;
+        for r in self.ranks.iter().filter(|r| !r.alpha_ns.is_empty()) {
+            let after = if r.alpha_after_ns.is_empty() { " (no α after the run)" } else { "" };
+            writeln!(f, "      rank {}: {}{after}", r.rank, before_after_text(&r.alpha_ns, &r.alpha_after_ns))?;
+        }
+        Ok(())
+    }
+}
+
+/// `flush full, buffer 65536 events (every rank)`: how the ranks of a
+/// merged trace were recorded, ranks that agree named together.
+struct RecordersText<'a>(&'a [MergedRank]);
+
+impl fmt::Display for RecordersText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut by_setting: BTreeMap<(&str, u64), Vec<u32>> = BTreeMap::new();
+        for m in self.0.iter().filter(|m| !m.flush_policy.is_empty()) {
+            by_setting.entry((m.flush_policy.as_str(), m.buffer_events)).or_default().push(m.rank);
+        }
+        if by_setting.is_empty() {
+            return write!(f, "the ranks' recorder settings were not kept");
+        }
+        let every = by_setting.len() == 1 && by_setting.values().all(|ranks| ranks.len() == self.0.len());
+        let groups: Vec<String> = by_setting
+            .into_iter()
+            .map(|((policy, buffer), ranks)| {
+                let who = if every { "every rank".to_owned() } else { format!("ranks {}", list_ranks(&ranks)) };
+                format!("flush {policy}, buffer {buffer} events ({who})")
+            })
+            .collect();
+        write!(f, "recorded with {}", groups.join("; "))
     }
 }
 
@@ -333,53 +373,5 @@ impl fmt::Display for ThreadText<'_> {
             write!(f, " (runs ranks {}, taking turns)", ranks.join(", "))?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn alphas(of: impl Fn(EventKind) -> u32) -> BTreeMap<String, u32> {
-        EventKind::ALL.iter().map(|&k| (k.name().to_owned(), of(k))).collect()
-    }
-
-    #[test]
-    fn the_recording_costs_group_the_kinds_that_share_one() {
-        let by_recording = alphas(|k| match recording_of(k) {
-            Recording::Call => 22,
-            Recording::Named => 18,
-            Recording::Instant => 12,
-        });
-        assert_eq!(
-            alpha_text(&by_recording),
-            "22 ns each runtime call; 18 ns counter, point, region_enter; 12 ns flush_begin, flush_end, region_leave"
-        );
-        // A file whose non-blocking posts cost what points do: the calls are named.
-        let older = alphas(|k| match (k, recording_of(k)) {
-            (EventKind::Isend | EventKind::Irecv, _) | (_, Recording::Named | Recording::Instant) => 11,
-            _ => 22,
-        });
-        let text = alpha_text(&older);
-        assert!(text.starts_with("22 ns collective, comm_create, finalize, init, iprobe, probe, recv, send"), "{text}");
-        assert!(text.contains("; 11 ns counter, flush_begin, flush_end, irecv, isend, point,"), "{text}");
-    }
-
-    #[test]
-    fn an_alpha_that_moved_by_more_than_a_quarter_and_3_ns_is_named_with_both_values() {
-        let before = alphas(|k| match k {
-            EventKind::Counter => 20,
-            _ if recording_of(k) == Recording::Call => 13,
-            _ => 10,
-        });
-        let after = alphas(|k| match k {
-            EventKind::Point => 13,   // 3 ns: a median's noise, if a third
-            EventKind::Counter => 24, // 4 ns, but a fifth
-            EventKind::RegionLeave => 16,
-            _ if recording_of(k) == Recording::Call => 22,
-            _ => before[k.name()],
-        });
-        assert_eq!(alpha_moves(&before, &after), ["10 → 16 ns region_leave", "13 → 22 ns each runtime call"]);
-        assert!(alpha_moves(&before, &before).is_empty());
     }
 }
