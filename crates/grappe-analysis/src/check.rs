@@ -219,7 +219,7 @@ impl CheckReport {
                 p.push(format!("{n} {what}"));
             }
         };
-        count(self.tachyons, "tachyons (receives dated before their send)");
+        count(self.tachyons, "tachyons (receives dated before their send; --repair-tachyons moves them after it)");
         count(self.size_mismatches, "messages received with another size than sent");
         count(self.unmatched_receives, "receives with no send in the trace");
         count(self.unreceived_sends, "sends never received");
@@ -243,6 +243,9 @@ impl fmt::Display for CheckReport {
         }
         if self.stream.deferred > 0 {
             writeln!(f, "{} receives were deferred behind their send during the merge", self.stream.deferred)?;
+        }
+        if self.stream.repairs.receives > 0 {
+            writeln!(f, "{}", self.stream.repairs)?;
         }
         for t in &self.tachyon_examples {
             writeln!(f, "  tachyon: {} received {} ns before it was sent", channel(&t.channel), -t.gap_ns())?;

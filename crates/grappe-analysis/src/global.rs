@@ -122,6 +122,9 @@ pub struct GlobalOptions {
     /// Estimate ranks that share the reference's clock too (to see the
     /// estimator's error against a known answer).
     pub estimate_shared: bool,
+    /// Repair the tachyons global time leaves with a controlled logical
+    /// clock, this many ns of minimum latency (`None`: dates as estimated).
+    pub tachyon_repair: Option<u64>,
 }
 
 /// Every rank's conversion, and the clock-statistics report.
@@ -136,6 +139,10 @@ pub struct GlobalTime {
     /// Estimator, strategy and window, for the merged file's header (for a
     /// merged set: what its header says the merge used).
     pub estimation: String,
+    /// The minimum latency of the controlled logical clock that moves
+    /// receives dated before their send (`None`: off; always for a merged
+    /// set, whose dates are the merge's).
+    pub tachyon_repair: Option<u64>,
 }
 
 impl GlobalTime {
@@ -146,7 +153,8 @@ impl GlobalTime {
         if set.layout() == Layout::Merged {
             return merged_time(set, options);
         }
-        let estimation = describe_fit(&options.fit);
+        let estimation = describe_fit(&options.fit) + &describe_repair(options.tachyon_repair);
+        let tachyon_repair = options.tachyon_repair;
         let mut ranks: Vec<Option<RankTime>> = vec![None; set.world_size() as usize];
         let mut notes = Vec::new();
         let Some(reference) = set.file_of(REFERENCE) else {
@@ -157,7 +165,7 @@ impl GlobalTime {
                 ranks[rank as usize] =
                     Some(RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason }));
             }
-            return Ok(GlobalTime { ranks, report: None, notes, estimation });
+            return Ok(GlobalTime { ranks, report: None, notes, estimation, tachyon_repair });
         };
         let samples = {
             let mut file = reference.open()?;
@@ -179,7 +187,7 @@ impl GlobalTime {
             ranks[rank as usize] = Some(time);
         }
         let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
-        Ok(GlobalTime { ranks, report, notes, estimation })
+        Ok(GlobalTime { ranks, report, notes, estimation, tachyon_repair })
     }
 
     /// The conversion of a rank (`None` for a missing rank).
@@ -222,8 +230,18 @@ fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
             "the clock statistics are computed again with {recomputed_with}; the merge dated the events with {merged_with}"
         ));
     }
+    if options.tachyon_repair.is_some() {
+        notes.push(
+            "a merged file's dates are those the merge wrote: merge the rank files again to repair tachyons".to_owned(),
+        );
+    }
     let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
-    Ok(GlobalTime { ranks, report, notes, estimation: merged_with })
+    Ok(GlobalTime { ranks, report, notes, estimation: merged_with, tachyon_repair: None })
+}
+
+fn describe_repair(repair: Option<u64>) -> String {
+    repair
+        .map_or(String::new(), |ns| format!(", tachyons repaired (controlled logical clock, minimum latency {ns} ns)"))
 }
 
 fn describe_fit(fit: &FitConfig) -> String {

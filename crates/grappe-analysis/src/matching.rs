@@ -178,6 +178,11 @@ impl Matcher {
         self.in_flight.get(channel).is_some_and(|q| !q.is_empty())
     }
 
+    /// The send the next receive on `channel` will match, if it went out.
+    pub fn next_send(&self, channel: &Channel) -> Option<&SendSide> {
+        self.in_flight.get(channel).and_then(|q| q.front())
+    }
+
     /// Takes the next event of the causal stream and says its message role.
     pub fn observe(&mut self, event: &Event) -> Message {
         let mut message = Message::None;

@@ -124,6 +124,49 @@ fn without_global_time_the_merge_defers_receives_and_still_matches_everything() 
     assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (job.messages(), 0, 0));
 }
 
+/// The events of `rank` in a stream, in order.
+fn of_rank(stream: &[grappe_analysis::Linked], rank: u32) -> Vec<grappe_trace::Event> {
+    stream.iter().filter(|l| l.event.rank == rank).map(|l| l.event).collect()
+}
+
+/// Dates left with tachyons (each rank's own clock, 3 ms apart): the
+/// controlled logical clock moves every receive after its send, by the
+/// minimum latency, and each rank's events after such a receive move as
+/// much, so that the rank's intervals are those recorded and only the
+/// moved receives last longer.
+#[test]
+fn the_controlled_logical_clock_repairs_every_tachyon_and_keeps_each_rank_s_intervals() {
+    let dir = scratch("clc");
+    let job = distorted(4, 200);
+    write_job(&dir, &job).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    for rank in time.ranks.iter_mut().flatten() {
+        rank.model = grappe_clock::ClockModel::identity();
+    }
+    let plain: Vec<_> = CausalStream::open(&set, &time).unwrap().map(Result::unwrap).collect();
+    time.tachyon_repair = Some(100);
+    let repaired: Vec<_> = CausalStream::open(&set, &time).unwrap().map(Result::unwrap).collect();
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert_eq!((report.tachyons, report.messages, report.unmatched_receives), (0, job.messages(), 0), "{report}");
+    assert_eq!(report.min_gap_ns, Some(100), "the closest receive ends the minimum latency after its send");
+    let repairs = report.stream.repairs;
+    assert!(repairs.receives > 0 && repairs.largest_shift_ns >= repairs.largest_ns, "{repairs:?}");
+    for rank in 0..4 {
+        let (before, after) = (of_rank(&plain, rank), of_rank(&repaired, rank));
+        assert_eq!(before.len(), after.len(), "rank {rank}");
+        let mut shift = 0;
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!((&b.body, a.start - b.start), (&a.body, shift), "rank {rank}: moved as the events before");
+            let moved = a.end - b.end;
+            let receive = grappe_analysis::matching::receive_of(b).is_some();
+            assert!(moved == shift || (receive && moved > shift), "rank {rank}: {b:?} became {a:?}");
+            shift = moved;
+        }
+        assert!(shift <= repairs.largest_shift_ns, "rank {rank}");
+    }
+}
+
 #[test]
 fn a_merged_file_reads_back_as_the_same_causal_stream() {
     let dir = scratch("merge");
@@ -196,4 +239,34 @@ fn a_cut_or_missing_rank_ends_the_stream_with_unmatched_messages_not_a_hang() {
     assert!(report.problems().iter().any(|p| p.contains("sends never received")), "{report}");
     assert!(report.unfinished.iter().any(|u| u.contains("rank 2") && u.contains("cut at offset")), "{report}");
     assert!(report.events < job.events());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Whatever the clocks' errors left, the repaired stream has every
+    /// message matched and none received sooner than the minimum latency
+    /// after its send.
+    #[test]
+    fn the_repaired_stream_has_no_tachyon_whatever_the_clocks(
+        offsets in proptest::collection::vec(-2_000_000i64..2_000_000, 2..5),
+        iterations in 1u64..60,
+        latency in 0u64..5_000,
+    ) {
+        let dir = scratch(&format!("clc-prop-{}-{iterations}-{latency}", offsets.len()));
+        let mut job = SyntheticJob::new(offsets.len() as u32, iterations);
+        job.one_host = false;
+        job.clocks = offsets.iter().map(|&offset_ns| grappe_analysis::synthetic::SyntheticClock { offset_ns, drift_ppm: 0.0 }).collect();
+        write_job(&dir, &job).unwrap();
+        let set = TraceSet::open(&dir).unwrap();
+        let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+        for rank in time.ranks.iter_mut().flatten() {
+            rank.model = grappe_clock::ClockModel::identity();
+        }
+        time.tachyon_repair = Some(latency);
+        let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+        proptest::prop_assert_eq!((report.tachyons, report.messages), (0, job.messages()), "{}", report);
+        proptest::prop_assert!(report.min_gap_ns.is_none_or(|gap| gap >= latency as i64), "{}", report);
+        proptest::prop_assert!(report.problems().is_empty(), "{}", report);
+    }
 }

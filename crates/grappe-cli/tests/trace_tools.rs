@@ -415,3 +415,36 @@ fn clock_on_a_merged_file_gives_the_statistics_the_merge_used() {
     assert_eq!(statistics(&from_merged), statistics(&direct));
     assert_eq!(statistics(&direct).lines().filter(|l| l.starts_with("rank ")).count(), 4, "{direct}");
 }
+
+/// `--repair-tachyons` is taken by every tool that reads global time:
+/// `check` and `merge` say what it moved, the merged file's dates keep
+/// the repair and say so, and `--min-latency-ns` alone is refused.
+#[test]
+fn the_tachyon_repair_is_reported_and_kept_by_the_merge() {
+    let dir = scratch("repair");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(4, 50)).unwrap();
+    let traces = traces.to_str().unwrap();
+    // A minimum latency above the job's (about 100 ns) moves receives.
+    let repair = ["--repair-tachyons", "--min-latency-ns", "20000"];
+    let out = trace("check", &[&repair[..], &[traces]].concat());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(" receives ended later, after their send (controlled logical clock; largest move "),
+        "{said}"
+    );
+    assert!(said.contains("smallest receive-end minus send-start: 20000 ns"), "{said}");
+
+    let merged = dir.join("repaired.gtrace");
+    let out = trace("merge", &[&repair[..], &[traces, "-o", merged.to_str().unwrap()]].concat());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(controlled logical clock;"), "{out:?}");
+    let info = String::from_utf8_lossy(&trace("info", &[merged.to_str().unwrap()]).stdout).into_owned();
+    assert!(info.contains("tachyons repaired (controlled logical clock, minimum latency 20000 ns)"), "{info}");
+    let out = trace("check", &[merged.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("smallest receive-end minus send-start: 20000 ns"));
+
+    let out = trace("check", &["--min-latency-ns", "5", traces]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--repair-tachyons"), "{out:?}");
+}

@@ -234,6 +234,7 @@ fn write_by_location(
         flows,
         deferred: 0,
         forced: 0,
+        repairs: Default::default(),
         matched: tally.matched(),
         unmatched_receives: tally.unmatched_receives(),
         unreceived_sends: tally.unreceived_sends(),

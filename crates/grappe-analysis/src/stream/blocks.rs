@@ -35,6 +35,11 @@ impl Blocks {
         self.block.get(self.head)
     }
 
+    #[inline]
+    pub(super) fn head_mut(&mut self) -> Option<&mut Event> {
+        self.block.get_mut(self.head)
+    }
+
     /// Passes the head; false when the batch has no more, and
     /// [`Blocks::fill`] must read the next one (callers keep that out of
     /// line: it happens once a batch, the pass once an event).

@@ -18,13 +18,17 @@ use rustc_hash::FxHashMap;
 use super::{FlowSummary, merge_date};
 use crate::error::Result;
 use crate::global::{GlobalTime, RankTime, global_of};
-use crate::matching::{Channel, Matcher, receive_of};
+use crate::matching::{Channel, Matcher, SendSide, receive_of};
 use crate::set::TraceSet;
 
 /// One rank's file being merged.
 struct Flow {
     blocks: Blocks,
     clock: LocalOrder,
+    /// How much later than global time its events are dated from the
+    /// head on: the sum of the controlled logical clock's moves of its
+    /// receives so far (0 without repair).
+    shift: u64,
 }
 
 /// A rank's dates: checked in local order, then put on global time.
@@ -37,7 +41,7 @@ struct LocalOrder {
 impl Flow {
     fn open(file: TraceFile, time: RankTime, rank: u32) -> Result<Flow> {
         let clock = LocalOrder { time, last_start: 0, summary: FlowSummary::new(rank) };
-        let mut flow = Flow { blocks: Blocks::new(file), clock };
+        let mut flow = Flow { blocks: Blocks::new(file), clock, shift: 0 };
         flow.fill()?;
         Ok(flow)
     }
@@ -50,7 +54,36 @@ impl Flow {
     /// next block once in a few thousand events: out of line).
     #[inline]
     fn advance(&mut self) -> Result<()> {
-        if self.blocks.pass_head() { Ok(()) } else { self.fill() }
+        if !self.blocks.pass_head() {
+            self.fill()?;
+        }
+        if self.shift > 0 {
+            self.shift_head();
+        }
+        Ok(())
+    }
+
+    /// Dates the new head `shift` later, as the receives moved before it
+    /// (each event once, when it becomes the head).
+    #[inline(never)]
+    fn shift_head(&mut self) {
+        if let Some(head) = self.blocks.head_mut() {
+            head.start = head.start.saturating_add(self.shift);
+            head.end = head.end.saturating_add(self.shift);
+        }
+    }
+
+    /// The controlled logical clock's forward step (Rabenseifner's CLC,
+    /// as Scalasca applies it): a receive at the head that ends before
+    /// `earliest_end` (its send's start plus the minimum latency) ends
+    /// there instead, and every later event of the rank moves as much, so
+    /// that the rank's intervals stay as recorded. Returns the move.
+    fn delay_receive_end(&mut self, earliest_end: u64) -> u64 {
+        let Some(head) = self.blocks.head_mut() else { return 0 };
+        let jump = earliest_end.saturating_sub(head.end);
+        head.end += jump;
+        self.shift += jump;
+        jump
     }
 
     #[inline(never)]
@@ -165,6 +198,39 @@ pub(super) struct KWay {
     /// Receives held back (clock error) and let go unmatched (contradictions).
     pub(super) deferred: u64,
     pub(super) forced: u64,
+    /// The controlled logical clock, if it repairs tachyons (boxed: the
+    /// merge stays small enough to sit in the stream unboxed).
+    repair: Option<Box<Repair>>,
+}
+
+/// The controlled logical clock's setting and what it did.
+struct Repair {
+    /// Minimum latency, ns.
+    latency: u64,
+    done: Repairs,
+}
+
+/// The receives the controlled logical clock moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Repairs {
+    /// Receives whose end it moved to after their send's start.
+    pub receives: u64,
+    /// The largest move, ns.
+    pub largest_ns: u64,
+    /// The most a rank's events moved in all (the moves add up), ns.
+    pub largest_shift_ns: u64,
+}
+
+impl std::fmt::Display for Repairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = if self.receives == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} receive{s} ended later, after their send (controlled logical clock; largest move {} ns, and \
+             the rank's later events moved as much: {} ns at most in all)",
+            self.receives, self.largest_ns, self.largest_shift_ns
+        )
+    }
 }
 
 impl KWay {
@@ -179,6 +245,7 @@ impl KWay {
             out: None,
             deferred: 0,
             forced: 0,
+            repair: time.tachyon_repair.map(|latency| Box::new(Repair { latency, done: Repairs::default() })),
         };
         for f in set.files() {
             let rank = f.rank().expect("per-rank set");
@@ -241,13 +308,17 @@ impl KWay {
     fn next_flow(&mut self, matcher: &Matcher) -> Option<usize> {
         while let Some(i) = self.earliest() {
             let head = self.flows[i].head().expect("ready flows have a head");
-            if let Some((channel, _)) = receive_of(head)
-                && !matcher.has_send(&channel)
-                && self.sender_may_send(channel.src)
-            {
-                self.deferred += 1;
-                self.waiting.insert(channel, i);
-                continue;
+            if let Some((channel, _)) = receive_of(head) {
+                if !matcher.has_send(&channel) && self.sender_may_send(channel.src) {
+                    self.deferred += 1;
+                    self.waiting.insert(channel, i);
+                    continue;
+                }
+                if self.repair.is_some() && self.repair_receive(i, matcher.next_send(&channel)) {
+                    // Dated later now: it goes in its new place.
+                    self.schedule(i);
+                    continue;
+                }
             }
             return Some(i);
         }
@@ -272,6 +343,34 @@ impl KWay {
             }
             _ => Some(i),
         }
+    }
+
+    /// Moves the receive at the head of flow `i` after its send, if
+    /// tachyons are repaired and it ends before the send starts (plus the
+    /// minimum latency); true if it moved.
+    fn repair_receive(&mut self, i: usize, send: Option<&SendSide>) -> bool {
+        let (Some(repair), Some(send)) = (&mut self.repair, send) else { return false };
+        let flow = &mut self.flows[i];
+        let jump = flow.delay_receive_end(send.start.saturating_add(repair.latency));
+        if jump == 0 {
+            return false;
+        }
+        let done = &mut repair.done;
+        done.receives += 1;
+        done.largest_ns = done.largest_ns.max(jump);
+        done.largest_shift_ns = done.largest_shift_ns.max(flow.shift);
+        true
+    }
+
+    /// What the controlled logical clock did (nothing without repair).
+    pub(super) fn repairs(&self) -> Repairs {
+        self.repair.as_ref().map_or_else(Repairs::default, |r| r.done)
+    }
+
+    /// True if the controlled logical clock may move events: the ranks
+    /// must then be read in causal order, not one at a time.
+    pub(super) fn repairs_tachyons(&self) -> bool {
+        self.repair.is_some()
     }
 
     fn head_date(&self, i: usize) -> u64 {

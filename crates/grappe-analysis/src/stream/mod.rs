@@ -26,7 +26,7 @@ use crate::global::GlobalTime;
 use crate::matching::{Matcher, Message, receive_of};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
-pub use kway::{RankFlow, RankSource};
+pub use kway::{RankFlow, RankSource, Repairs};
 use merged::MergedFile;
 use window::{Verdict, Windowing};
 pub use window::{Window, WindowSummary};
@@ -98,6 +98,9 @@ pub struct StreamSummary {
     /// Receives let go unmatched while their sender's trace went on: the
     /// traces contradict each other (waits in a cycle).
     pub forced: u64,
+    /// Receives the controlled logical clock moved after their send
+    /// (tachyon repair, off by default).
+    pub repairs: Repairs,
     /// Messages matched.
     pub matched: u64,
     /// Receives with no send.
@@ -387,21 +390,22 @@ impl CausalStream {
     pub fn into_ranks(self) -> std::result::Result<Vec<RankSource>, Box<CausalStream>> {
         let fresh = !self.out && !self.done && self.window.is_none();
         match self.source {
-            Source::Merge(k) if fresh => Ok(k.into_ranks()),
+            Source::Merge(k) if fresh && !k.repairs_tachyons() => Ok(k.into_ranks()),
             source => Err(Box::new(CausalStream { source, ..self })),
         }
     }
 
     /// Totals; complete once the stream returned `None`.
     pub fn summary(&self) -> StreamSummary {
-        let (flows, deferred, forced) = match &self.source {
-            Source::Merge(k) => (k.summaries().cloned().collect(), k.deferred, k.forced),
-            Source::Merged(m) => (m.summaries(), 0, 0),
+        let (flows, deferred, forced, repairs) = match &self.source {
+            Source::Merge(k) => (k.summaries().cloned().collect(), k.deferred, k.forced, k.repairs()),
+            Source::Merged(m) => (m.summaries(), 0, 0, Repairs::default()),
         };
         StreamSummary {
             flows,
             deferred,
             forced,
+            repairs,
             matched: self.matcher.matched(),
             unmatched_receives: self.matcher.unmatched_receives(),
             unreceived_sends: self.matcher.pending_sends(),

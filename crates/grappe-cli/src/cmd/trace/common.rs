@@ -67,11 +67,24 @@ pub struct EstimationArgs {
     /// exactly otherwise): shows the estimator's error against a known answer.
     #[arg(long)]
     estimate_shared: bool,
+    /// Repair the tachyons global time leaves (receives dated before their send, when the
+    /// clocks' estimate errs by more than a message's latency) with a controlled logical
+    /// clock, as Scalasca does: such a receive ends at its send's start plus
+    /// --min-latency-ns, and its rank's later events move as much. Off: dates as estimated.
+    #[arg(long)]
+    repair_tachyons: bool,
+    /// The controlled logical clock's minimum message latency.
+    #[arg(long, value_name = "NS", default_value_t = 0, requires = "repair_tachyons")]
+    min_latency_ns: u64,
 }
 
 impl EstimationArgs {
     pub fn options(&self) -> GlobalOptions {
-        let mut options = GlobalOptions { estimate_shared: self.estimate_shared, ..GlobalOptions::default() };
+        let mut options = GlobalOptions {
+            estimate_shared: self.estimate_shared,
+            tachyon_repair: self.repair_tachyons.then_some(self.min_latency_ns),
+            ..GlobalOptions::default()
+        };
         options.fit.estimator = self.estimator;
         options.fit.strategy = self.strategy;
         options.fit.median_window = (self.median_window > 1).then_some(self.median_window);

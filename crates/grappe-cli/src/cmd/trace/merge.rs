@@ -37,6 +37,9 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
         s.unreceived_sends,
         s.deferred
     );
+    if s.repairs.receives > 0 {
+        sayln!("  ({})", s.repairs);
+    }
     for input in &outcome.incomplete {
         sayln!("  (made from {}; the merged file's footer says so)", grappe_analysis::check::IncompleteText(input));
     }
