@@ -245,7 +245,7 @@ fn describe_repair(repair: Option<u64>) -> String {
 }
 
 fn describe_fit(fit: &FitConfig) -> String {
-    let window = fit.median_window.map_or("no median filter".to_owned(), |w| format!("median window {w}"));
+    let window = fit.median_window_used().map_or("no median filter".to_owned(), |w| format!("median window {w}"));
     format!("{} estimator, {}, {window}, reference rank {REFERENCE}", fit.estimator.name(), strategy_name(fit.strategy))
 }
 

@@ -327,3 +327,22 @@ fn long_names_and_paths_widen_their_columns_instead_of_breaking_the_rows() {
         }
     }
 }
+
+/// A rank's time is its application's, as mpiP's AppTime: from the end
+/// of its init to the start of its finalize. Both hold the runtime's
+/// start-up, teardown and clock sampling, which were counted as compute.
+#[test]
+fn init_and_finalize_are_outside_the_ranks_time() {
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let events = [
+        linked(0, 0, 20_000, Body::Init, Message::None),
+        linked(0, 21_000, 22_000, barrier, Message::None),
+        linked(0, 25_000, 50_000, Body::Finalize, Message::None),
+    ];
+    let mut profiler = Profiler::new(1);
+    events.iter().for_each(|e| profiler.observe(e.as_ref()));
+    let p = profiler.finish();
+    let r = p.rank(0).unwrap();
+    assert_eq!((r.total_ns, r.calls_ns, r.compute_ns), (5_000, 1_000, 4_000));
+    assert_eq!((p.start_ns, p.span_ns), (20_000, 5_000));
+}

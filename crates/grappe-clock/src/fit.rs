@@ -32,6 +32,17 @@ impl Default for FitConfig {
 }
 
 impl FitConfig {
+    /// The running median the estimator takes: none for the minimum
+    /// round trips, which keep a few samples of each phase and are an
+    /// outlier filter already (a window of 5 over the 5 kept of 20 left
+    /// one point), nor for the convex hulls.
+    pub fn median_window_used(&self) -> Option<usize> {
+        match self.estimator {
+            Estimator::MinRoundTrip { .. } | Estimator::ConvexHull => None,
+            Estimator::Dunigan | Estimator::Haddad => self.median_window,
+        }
+    }
+
     /// Refuses an even or zero window and an out-of-range `keep`.
     pub fn validate(&self) -> Result<(), ClockError> {
         self.estimator.validate()?;
@@ -72,7 +83,7 @@ fn ols_fit(
     for &(phase, samples) in phases {
         let phase_points = estimator_points(frame, samples, config.estimator);
         total += phase_points.len();
-        used.extend(filter_phase(phase_points, config.median_window, phase)?);
+        used.extend(filter_phase(phase_points, config.median_window_used(), phase)?);
     }
     let line_fit = ols::ols(&used)?;
     let samples = phases.iter().flat_map(|(_, s)| s.iter());

@@ -164,8 +164,9 @@ impl ClockReport {
 }
 
 fn settings(config: &FitConfig) -> String {
-    let (window, intervals) = match (config.estimator, config.median_window) {
+    let (window, intervals) = match (config.estimator, config.median_window_used()) {
         (Estimator::ConvexHull, _) => ("unused".to_owned(), "convex-hull bounds"),
+        (Estimator::MinRoundTrip { .. }, _) => ("unused".to_owned(), "95% Student"),
         (_, None) => ("none".to_owned(), "95% Student"),
         (_, Some(k)) => (k.to_string(), "95% Student"),
     };

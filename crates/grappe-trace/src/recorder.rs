@@ -16,6 +16,7 @@
 //! for single-host tests of global time, distorted by a simulated clock)
 //! when written.
 
+use std::cell::Cell;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -156,6 +157,11 @@ struct Codec {
     clock: TraceClock,
     alpha: [u32; 32],
     time_map: Option<Arc<dyn TimeMap>>,
+    /// The last start date a simulated clock gave: its read noise must not
+    /// make the rank's clock run backwards (a real clock's reads keep
+    /// their order), so a start is never dated before the one before it.
+    /// One encoder uses it (the recorder, or the writer thread's copy).
+    last_simulated_start: Cell<u64>,
 }
 
 impl Codec {
@@ -164,8 +170,20 @@ impl Codec {
         self.time_map.as_ref().map_or(ns, |m| m.map(ns))
     }
 
-    fn encode(&self, raw: &RawEvent) -> Encoded {
+    /// An event's dates: with a simulated clock, in the order they were
+    /// read (records come in start order, each end after its start).
+    fn dates(&self, raw: &RawEvent) -> (u64, u64) {
         let (start, end) = (self.date(raw.start), self.date(raw.end.max(raw.start)));
+        if self.time_map.is_none() {
+            return (start, end);
+        }
+        let start = start.max(self.last_simulated_start.get());
+        self.last_simulated_start.set(start);
+        (start, end.max(start))
+    }
+
+    fn encode(&self, raw: &RawEvent) -> Encoded {
+        let (start, end) = self.dates(raw);
         let alpha_ns = match EventKind::from_id(raw.kind) {
             // A flush's cost is its own duration, measured.
             Some(EventKind::FlushEnd) => end.saturating_sub(start).min(u32::MAX as u64) as u32,
@@ -214,7 +232,7 @@ impl Recorder {
         let alpha = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
-        let codec = Codec { rank: who.rank, clock, alpha, time_map };
+        let codec = Codec { rank: who.rank, clock, alpha, time_map, last_simulated_start: Cell::new(0) };
         let sink = match config.policy {
             FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
             _ => Sink::File(writer),
@@ -228,7 +246,7 @@ impl Recorder {
     /// recorder exists.
     pub fn scratch(rank: u32, world_size: u32, capacity: usize) -> Recorder {
         let clock = TraceClock::shared();
-        let codec = Codec { rank, clock, alpha: [0; 32], time_map: None };
+        let codec = Codec { rank, clock, alpha: [0; 32], time_map: None, last_simulated_start: Cell::new(0) };
         Recorder::assemble(rank, world_size, capacity, FlushPolicy::End, Sink::Closed, codec)
     }
 

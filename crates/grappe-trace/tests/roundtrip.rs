@@ -482,3 +482,41 @@ fn a_trace_directory_that_is_a_file_is_named_as_such() {
     let err = Recorder::create(&config, who, None).err().expect("a file is no trace directory");
     assert_eq!(err.to_string(), format!("{} is a file, not a directory", file.display()));
 }
+
+/// A distortion whose read noise is larger than the time between reads
+/// (what a simulated clock with jitter is, on a fast loop).
+struct Noisy;
+
+impl grappe_trace::TimeMap for Noisy {
+    fn map(&self, local_ns: u64) -> u64 {
+        // ±5 µs, from the date's low bits: far more than a loop's reads apart.
+        let noise = (local_ns.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as i64 - 512;
+        (local_ns as i64 + 10 * noise).max(0) as u64
+    }
+    fn describe(&self) -> String {
+        "noisy".into()
+    }
+}
+
+/// A simulated clock's noise never dates a record before the one before
+/// it, nor an end before its start: a clock's reads keep their order, and
+/// its jitter made `check` report thousands of records out of order.
+#[test]
+fn a_noisy_simulated_clock_keeps_each_rank_s_records_in_order() {
+    let d = dir("noisy-clock");
+    let config = RecorderConfig { dir: d.to_path_buf(), policy: FlushPolicy::Full, buffer_events: 64 };
+    let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "noisy".into(), thread: None };
+    let mut recorder = Recorder::create(&config, who, Some(std::sync::Arc::new(Noisy))).unwrap();
+    for _ in 0..1000 {
+        let start = recorder.now();
+        let end = recorder.now();
+        recorder.record(RawEvent { start, end, kind: EventKind::Init.id(), ..RawEvent::default() });
+    }
+    recorder.finish().unwrap();
+    let events: Vec<_> = TraceFile::open(&d.join("rank-00000.gtrace")).unwrap().events().map(Result::unwrap).collect();
+    assert!(events.len() >= 1000);
+    for pair in events.windows(2) {
+        assert!(pair[1].start >= pair[0].start, "{:?} before {:?}", pair[1], pair[0]);
+    }
+    assert!(events.iter().all(|e| e.end >= e.start));
+}

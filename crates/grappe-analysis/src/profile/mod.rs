@@ -175,7 +175,9 @@ pub struct RankRow {
     pub rank: u32,
     /// Its events.
     pub events: u64,
-    /// First event start to last event end, ns.
+    /// Its application time, ns: from the end of its init to the start of
+    /// its finalize (mpiP's AppTime; its first and last events' dates
+    /// where it has neither).
     pub total_ns: u64,
     /// In runtime calls (union of their intervals), ns.
     pub calls_ns: u64,
@@ -232,9 +234,9 @@ pub struct Profile {
     pub world_size: u32,
     /// Events read.
     pub events: u64,
-    /// First event start over all ranks, global ns.
+    /// Where the ranks' application time starts, the earliest, global ns.
     pub start_ns: u64,
-    /// First start to last end over all ranks, ns.
+    /// From there to where the last of them ends, ns.
     pub span_ns: u64,
     /// Sum of the ranks' totals, ns (the base of the percentages).
     pub aggregate_ns: u64,

@@ -74,6 +74,7 @@ impl Profiler {
         let event = linked.event;
         self.events += 1;
         let state = self.ranks.entry(event.rank).or_default();
+        let ended_before = state.last;
         let (start, end) = state.dates(event);
         // A rank's events come in its own order, so the event after a send
         // tells whether that send began a sendrecv: its receive is marked
@@ -99,6 +100,11 @@ impl Profiler {
                 self.unmatched_leaves += u64::from(!state.leave(name, start, &mut self.regions))
             }
             Body::FlushEnd => state.flush_ns = state.flush_ns.saturating_add(end - start),
+            // The rank's time is the application's, as mpiP's AppTime:
+            // from the end of init to the start of finalize (which hold
+            // the runtime's start-up, teardown and clock sampling).
+            Body::Init => state.app_from = Some(end),
+            Body::Finalize => state.app_until = Some(start.max(ended_before)),
             Body::CommCreate { .. } => self.collectives.observe_creation(&event.body),
             _ => {}
         }
@@ -182,8 +188,8 @@ impl Profiler {
         let notes = self.notes(unclosed);
         let mut rank_rows: Vec<RankRow> = self.ranks.iter().map(|(&rank, s)| s.row(rank)).collect();
         rank_rows.sort_by_key(|r| r.rank);
-        let start_ns = self.ranks.values().filter_map(|s| s.first).min().unwrap_or(0);
-        let end_ns = self.ranks.values().map(|s| s.last).max().unwrap_or(0);
+        let start_ns = self.ranks.values().filter_map(RankState::app_start).min().unwrap_or(0);
+        let end_ns = self.ranks.values().map(RankState::app_end).max().unwrap_or(0);
         let mut calls: Vec<CallRow> = self.calls.iter().map(|(&call, &stats)| CallRow { call, stats }).collect();
         calls.sort_by(|a, b| b.stats.total_ns.cmp(&a.stats.total_ns).then(a.call.cmp(&b.call)));
         let mut sites: Vec<SiteRow> =
@@ -306,6 +312,9 @@ struct RankState {
     first: Option<u64>,
     last: u64,
     last_start: u64,
+    /// The end of its init and the start of its finalize, if seen.
+    app_from: Option<u64>,
+    app_until: Option<u64>,
     /// Union of the calls: counted up to `calls_until`.
     calls_until: u64,
     calls_ns: u64,
@@ -408,8 +417,19 @@ impl RankState {
         }
     }
 
+    /// Where the rank's application time starts: the end of its init, or
+    /// its first event.
+    fn app_start(&self) -> Option<u64> {
+        self.app_from.or(self.first)
+    }
+
+    /// Where it ends: the start of its finalize, or its last event's end.
+    fn app_end(&self) -> u64 {
+        self.app_until.unwrap_or(self.last)
+    }
+
     fn row(&self, rank: u32) -> RankRow {
-        let total_ns = self.last.saturating_sub(self.first.unwrap_or(self.last));
+        let total_ns = self.app_end().saturating_sub(self.app_start().unwrap_or(self.last));
         let calls_ns = self.calls_ns.min(total_ns);
         let waiting_ns = self.waiting_ns.min(calls_ns);
         RankRow {

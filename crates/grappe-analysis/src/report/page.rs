@@ -95,7 +95,7 @@ impl Page<'_> {
         fact(&mut h, "Hosts", &self.hosts());
         fact(&mut h, "Events", &grouped(check.events));
         fact(&mut h, "Messages", &format!("{} matched", grouped(check.messages)));
-        fact(&mut h, "Duration", &format!("{:.3} ms", profile.span_ns as f64 / 1e6));
+        fact(&mut h, "Duration", &format!("{:.3} ms (end of init to start of finalize)", profile.span_ns as f64 / 1e6));
         fact(&mut h, "Trace", &format!("{}, {}", escape(&set.location().display().to_string()), layout));
         let problems = check.problems().len();
         let state = if problems == 0 { "consistent".to_owned() } else { format!("{problems} kinds of problems") };

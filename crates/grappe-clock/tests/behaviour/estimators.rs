@@ -2,7 +2,7 @@
 //! estimator does with asymmetric links.
 
 use grappe_clock::sim::{LatencyModel, OneWay};
-use grappe_clock::{Estimator, Strategy};
+use grappe_clock::{Estimator, FitConfig, Strategy};
 
 use crate::common::*;
 
@@ -80,4 +80,17 @@ fn min_round_trip_keeps_the_quiet_exchanges() {
     let (all, fastest) = (sigmas(Estimator::Dunigan), sigmas(Estimator::MinRoundTrip { keep: 0.25 }));
     eprintln!("sigma: dunigan {all:.0} ns, min-rtt(0.25) {fastest:.0} ns");
     assert!(fastest < 0.5 * all, "{fastest} vs {all}");
+}
+
+/// With the tools' defaults (20 exchanges per phase, a median window of
+/// 5), min-rtt fits: it keeps its quarter of each phase unfiltered, as it
+/// is an outlier filter itself (the median left one point of five, and
+/// every fit failed).
+#[test]
+fn min_round_trip_fits_with_the_default_median_window() {
+    let scenario = Scenario::drifting();
+    let config = FitConfig { estimator: Estimator::MinRoundTrip { keep: 0.25 }, ..FitConfig::default() };
+    assert_eq!((config.median_window, config.median_window_used()), (Some(5), None));
+    let fit = fit_ok(&scenario.samples(1), &config);
+    assert_eq!(fit.diagnostics.points_used, 10, "5 of each phase's 20");
 }

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use grappe_analysis::{GlobalTime, Layout};
+use grappe_analysis::{Basis, GlobalTime, Layout};
 
 use super::common::{EstimationArgs, TraceInput, open, print_json};
 
@@ -40,6 +40,9 @@ fn print_text(time: &GlobalTime, merged: bool) {
     }
     match &time.report {
         Some(report) => sayln!("\n{report}"),
+        None if time.ranks.iter().flatten().any(|r| matches!(r.basis, Basis::Uncorrected { .. })) => {
+            sayln!("\nno clock statistics: no rank's clock could be estimated (the reasons are above)")
+        }
         None => sayln!("\nno rank needed an estimate (add --estimate-shared to see the estimator on them)"),
     }
 }

@@ -87,7 +87,7 @@ impl EstimationArgs {
         };
         options.fit.estimator = self.estimator;
         options.fit.strategy = self.strategy;
-        options.fit.median_window = (self.median_window > 1).then_some(self.median_window);
+        options.fit.median_window = (self.median_window != 1).then_some(self.median_window);
         options
     }
 }
