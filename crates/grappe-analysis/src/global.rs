@@ -225,9 +225,10 @@ fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
     }
     let merged_with = header.clock.estimation.clone().unwrap_or_else(|| "not recorded in the file".to_owned());
     let recomputed_with = describe_fit(&options.fit);
-    if !peers.is_empty() && recomputed_with != merged_with {
+    if recomputed_with != merged_with {
         notes.push(format!(
-            "the clock statistics are computed again with {recomputed_with}; the merge dated the events with {merged_with}"
+            "a merged file keeps the dates its merge gave ({merged_with}): the estimation settings asked for \
+             ({recomputed_with}) change only the clock statistics, computed again with them"
         ));
     }
     if options.tachyon_repair.is_some() {

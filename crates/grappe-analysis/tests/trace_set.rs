@@ -148,3 +148,23 @@ fn ranks_that_took_turns_on_one_processor_are_grouped() {
     assert!(text.contains("host a pid 14, thread 15 (not bound to a cpu), clock"), "{text}");
     assert!(text.contains("host a pid 10, thread 10 on cpu 0, clock"), "{text}");
 }
+
+/// `info`'s span puts every rank on global time: the ranks' clocks, 3 ms
+/// apart, made it count their offsets (seconds, for real hosts), and the
+/// per-rank files and their merged file gave different runs.
+#[test]
+fn info_spans_the_run_on_global_time() {
+    use grappe_analysis::synthetic::{ITERATION_NS, SyntheticJob, write_job};
+    let dir = scratch("info-span");
+    let job = SyntheticJob::distorted(4, 100);
+    write_job(&dir, &job).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    let span = grappe_analysis::info(&set, &mut |_| {}).unwrap().span_ns;
+    let run = 100 * ITERATION_NS;
+    assert!(span.abs_diff(run) < 1_000, "{span} ns for a run of {run} ns");
+    let merged = dir.join("merged.gtrace");
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let merged_span = grappe_analysis::info(&TraceSet::open(&merged).unwrap(), &mut |_| {}).unwrap().span_ns;
+    assert_eq!(merged_span, span);
+}

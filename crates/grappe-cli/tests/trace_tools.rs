@@ -448,3 +448,17 @@ fn the_tachyon_repair_is_reported_and_kept_by_the_merge() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--repair-tachyons"), "{out:?}");
 }
+
+/// ParaGraph numbers the user blocks of a PICL trace: the export says
+/// which number is which.
+#[test]
+fn the_picl_export_names_its_user_blocks() {
+    let dir = scratch("picl-legend");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let out = export(&["-f", "picl", traces.to_str().unwrap(), "-o", dir.join("job.trf").to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let legend = said.lines().find_map(|l| l.strip_prefix("  PICL user blocks: ")).unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(legend, "1 region step");
+}

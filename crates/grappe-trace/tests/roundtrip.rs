@@ -374,6 +374,9 @@ fn non_traces_and_bad_headers_are_named() {
     let path = d.join("x.gtrace");
     std::fs::write(&path, b"hello, world").unwrap();
     assert!(matches!(TraceFile::open(&path), Err(TraceError::NotATrace { .. })));
+    std::fs::write(&path, b"\xf3\x9f\x00N\x1b[2Jxyz").unwrap();
+    let err = TraceFile::open(&path).unwrap_err().to_string();
+    assert!(err.contains("(it starts with \"\\xf3\\x9f\\x00N\\x1b[2J\", "), "binary bytes are escaped: {err}");
     std::fs::write(&path, b"GRTRACE1\x05\x00\x00\x00{nope").unwrap();
     let err = TraceFile::open(&path).unwrap_err();
     // The JSON starts at byte 12 with `{`; the `n` at 13 is what is wrong.

@@ -11,7 +11,7 @@
 //! | `GRAPPE_TRACE_FLUSH` | `end`, `full` or `thread` (see `grappe_trace::FlushPolicy`) | `full` |
 //! | `GRAPPE_TRACE_BUFFER` | events per rank buffer | 65536 |
 //! | `GRAPPE_TRACE_SYNC` | `sba` (before and after) or `sb` (before only) | `sba` |
-//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase | 20 |
+//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase (at least 3) | 20 |
 //! | `GRAPPE_TRACE_SYNC_SPACING_US` | pause between rounds of exchanges | 1000 |
 //! | `GRAPPE_TRACE_SIMULATE` | distort each rank's clock, e.g. `offset=2ms,drift=50ppm,amplitude=5us,period=10s,jitter=50ns,seed=7` (see `grappe_clock::sim::SimulationSpec`; implies the raw monotonic clock) | off |
 //!
@@ -54,10 +54,18 @@ impl TraceSettings {
                 Ok(v) => v.trim().parse().map_err(|_| format!("{var}={v:?} is not a number")),
             }
         };
+        match std::env::var("GRAPPE_TRACE_CLOCK").as_deref() {
+            Err(_) | Ok("monotonic_raw" | "tsc") => {}
+            Ok(other) => return Err(format!("GRAPPE_TRACE_CLOCK={other:?}: expected monotonic_raw or tsc")),
+        }
+        let points = number("GRAPPE_TRACE_SYNC_POINTS", 20)?;
+        if points < 3 {
+            return Err(format!("GRAPPE_TRACE_SYNC_POINTS={points}: a clock fit needs at least 3 exchanges a phase"));
+        }
         Ok(Some(TraceSettings {
             recorder,
             after_phase,
-            points: number("GRAPPE_TRACE_SYNC_POINTS", 20)?.max(3) as usize,
+            points: points as usize,
             spacing: Duration::from_micros(number("GRAPPE_TRACE_SYNC_SPACING_US", 1000)?),
             simulate: match std::env::var("GRAPPE_TRACE_SIMULATE") {
                 Err(_) => None,

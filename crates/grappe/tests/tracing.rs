@@ -506,3 +506,26 @@ fn a_trace_directory_that_cannot_be_made_fails_the_job_and_no_trace_is_announced
     assert!(said.contains("grappe: no trace was written in /proc/grappe-no-such-dir\n"), "{said}");
     assert!(!said.contains("trace in"), "{said}");
 }
+
+/// A trace setting the runtime does not understand fails the job naming
+/// the variable and what it takes: an unknown clock was silently the
+/// default, and fewer than 3 sampling points silently 3.
+#[test]
+fn bad_clock_and_sampling_settings_fail_the_job_with_what_they_take() {
+    let dir = fresh_dir("bad-settings");
+    for (var, value, expected) in [
+        ("GRAPPE_TRACE_CLOCK", "bogus", "GRAPPE_TRACE_CLOCK=\"bogus\": expected monotonic_raw or tsc"),
+        ("GRAPPE_TRACE_SYNC_POINTS", "2", "GRAPPE_TRACE_SYNC_POINTS=2: a clock fit needs at least 3 exchanges a phase"),
+    ] {
+        let mut cmd = Command::new(util::grappe());
+        cmd.args(["run", "-n", "2", "--trace"])
+            .arg(&*dir)
+            .arg(util::example("jacobi"))
+            .args(["16", "2"])
+            .env(var, value);
+        let output = util::run_bounded(cmd, Duration::from_secs(60));
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{var}: {}", util::describe(&output));
+        assert!(said.contains(expected), "{var}: {said}");
+    }
+}

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::check::IncompleteText;
 use crate::error::Result;
+use crate::global::{GlobalOptions, GlobalTime};
 use crate::set::{Layout, TraceSet, list_ranks};
 
 mod alpha;
@@ -106,6 +107,9 @@ pub struct TraceInfo {
     pub files: Vec<FileInfo>,
     /// Ranks seen, with their events.
     pub ranks: Vec<RankInfo>,
+    /// From the first start to the last end over all ranks on global time
+    /// (each rank's dates put on rank 0's clock as the other tools do), ns.
+    pub span_ns: u64,
     /// Missing ranks and other remarks.
     pub notes: Vec<String>,
 }
@@ -114,17 +118,6 @@ impl TraceInfo {
     /// All events.
     pub fn events(&self) -> u64 {
         self.ranks.iter().map(|r| r.events).sum()
-    }
-
-    /// From the first start to the last end over all ranks, ns (meaningful
-    /// across ranks only for a merged trace or ranks sharing a clock).
-    pub fn span_ns(&self) -> u64 {
-        let first = self.ranks.iter().filter_map(|r| r.first_ns).min();
-        let last = self.ranks.iter().filter_map(|r| r.last_ns).max();
-        match (first, last) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        }
     }
 }
 
@@ -166,7 +159,10 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
     if !turns.is_empty() {
         notes.push(crate::set::turn_taking_text(&turns));
     }
+    let time = GlobalTime::estimate(set, &GlobalOptions::default())?;
+    let span_ns = global_span(ranks.values(), &time);
     Ok(TraceInfo {
+        span_ns,
         merged: set.layout() == Layout::Merged,
         world_size: set.world_size(),
         job: set.files()[0].header.job.clone(),
@@ -174,6 +170,21 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         ranks: ranks.into_values().collect(),
         notes,
     })
+}
+
+/// The run's span over every rank on global time: ranks' local clocks
+/// differ by their offsets (seconds, on different hosts), which a span of
+/// raw dates would count.
+fn global_span<'a>(ranks: impl Iterator<Item = &'a RankInfo>, time: &GlobalTime) -> u64 {
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for r in ranks {
+        let global = |ns: u64| time.rank(r.rank).map_or(ns, |t| t.to_global(ns));
+        if let (Some(a), Some(b)) = (r.first_ns, r.last_ns) {
+            first = first.min(global(a));
+            last = last.max(global(b));
+        }
+    }
+    last.saturating_sub(first.min(last))
 }
 
 /// What `info` says of a file, once `trace` is read to its end.
@@ -265,7 +276,7 @@ impl fmt::Display for TraceInfo {
             "{kind}{job}: {} ranks, {} events over {:.6} s",
             self.world_size,
             self.events(),
-            self.span_ns() as f64 / 1e9
+            self.span_ns as f64 / 1e9
         )?;
         for file in &self.files {
             let who = file.rank.map_or("merged".to_owned(), |r| format!("rank {r}"));

@@ -40,7 +40,7 @@ pub enum TraceError {
         source: std::io::Error,
     },
     /// The file does not start like a grappe trace.
-    #[error("{path}: not a grappe trace (it starts with {found:?}, a trace starts with \"GRTRACE1\")")]
+    #[error("{path}: not a grappe trace (it starts with \"{found}\", a trace starts with \"GRTRACE1\")")]
     NotATrace {
         /// The file.
         path: PathBuf,
@@ -509,7 +509,8 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     if got < 8 || &head[..8] != MAGIC {
         return Err(TraceError::NotATrace {
             path: path.to_owned(),
-            found: String::from_utf8_lossy(&head[..got.min(8)]).into_owned(),
+            // Escaped: a binary file's bytes are not for the terminal.
+            found: head[..got.min(8)].escape_ascii().to_string(),
         });
     }
     let bad = |offset, reason: String| TraceError::BadHeader { path: path.to_owned(), offset, reason };

@@ -87,6 +87,11 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     if let Some(window) = &s.stream.window {
         sayln!("  {}", window_line(window, s.stream.origin.unwrap_or(0)));
     }
+    if !s.blocks.is_empty() {
+        // ParaGraph shows user blocks by number only: this says which is which.
+        let legend: Vec<String> = s.blocks.iter().zip(1..).map(|(name, k)| format!("{k} {name}")).collect();
+        sayln!("  PICL user blocks: {}", legend.join(", "));
+    }
     Ok(0)
 }
 
