@@ -363,6 +363,7 @@ fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
     let out = trace("info", &[merged.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains(&format!("complete, made from incomplete files: {cut}")), "{said}");
+    assert!(said.contains(", 0 (by the complete rank files; unknown for the others) dropped, "), "{said}");
     // Merged again, the file keeps saying it.
     let again = dir.join("again.gtrace");
     assert!(trace("merge", &[merged.to_str().unwrap(), "-o", again.to_str().unwrap()]).status.success());

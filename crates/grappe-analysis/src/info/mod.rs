@@ -77,6 +77,9 @@ pub struct FileInfo {
     pub buffering: String,
     /// Events dropped (buffer full, policy `end`), when the file is complete.
     pub dropped: Option<u64>,
+    /// For a merged file made from incomplete rank files: `dropped` counts
+    /// the complete ones only (the others' counts were in their footers).
+    pub dropped_of_complete_ranks_only: bool,
     /// Buffer flushes during the run.
     pub flushes: Option<u64>,
     /// Clock samples in the file.
@@ -226,6 +229,7 @@ fn file_info(trace: &TraceFile) -> FileInfo {
             None => format!("merged in blocks of {} events; {}", h.buffer_events, RecordersText(&h.merged_from)),
         },
         dropped,
+        dropped_of_complete_ranks_only: matches!(trace.ending(), Some(Ending::Complete(f)) if !f.incomplete.is_empty()),
         flushes,
         clock_samples: trace.clock_samples().len(),
         resume_points: trace.resume_points(),
@@ -286,7 +290,11 @@ impl fmt::Display for TraceInfo {
             if let Some(sim) = &file.simulated {
                 writeln!(f, "    simulated clock: {sim}")?;
             }
-            let drops = file.dropped.map_or("unknown".to_owned(), |d| d.to_string());
+            let drops = match (file.dropped, file.dropped_of_complete_ranks_only) {
+                (None, _) => "unknown".to_owned(),
+                (Some(d), false) => d.to_string(),
+                (Some(d), true) => format!("{d} (by the complete rank files; unknown for the others)"),
+            };
             writeln!(f, "    {}, {drops} dropped, {} clock samples", file.buffering, file.clock_samples)?;
             if file.rank.is_none() {
                 writeln!(f, "    {}", ResumeText(file.resume_points))?;
