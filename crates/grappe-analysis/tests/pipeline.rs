@@ -112,16 +112,22 @@ fn without_global_time_the_merge_defers_receives_and_still_matches_everything() 
     let dir = scratch("raw-dates");
     let job = distorted(4, 200);
     write_job(&dir, &job).unwrap();
-    // Pretend every rank shares rank 0's clock: the 3 ms offsets stay.
-    let set = TraceSet::open(&dir).unwrap();
-    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    for rank in time.ranks.iter_mut().flatten() {
-        rank.model = grappe_clock::ClockModel::identity();
-    }
+    let (set, time) = local_dates(&dir);
     let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
     assert!(report.tachyons > 0);
     assert!(report.stream.deferred > 0);
     assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (job.messages(), 0, 0));
+}
+
+/// The set in `dir` on each rank's own dates: pretending every rank
+/// shares rank 0's clock, the synthetic offsets stay.
+fn local_dates(dir: &Path) -> (TraceSet, GlobalTime) {
+    let set = TraceSet::open(dir).unwrap();
+    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    for rank in time.ranks.iter_mut().flatten() {
+        rank.model = grappe_clock::ClockModel::identity();
+    }
+    (set, time)
 }
 
 /// The events of `rank` in a stream, in order.
@@ -139,11 +145,7 @@ fn the_controlled_logical_clock_repairs_every_tachyon_and_keeps_each_rank_s_inte
     let dir = scratch("clc");
     let job = distorted(4, 200);
     write_job(&dir, &job).unwrap();
-    let set = TraceSet::open(&dir).unwrap();
-    let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-    for rank in time.ranks.iter_mut().flatten() {
-        rank.model = grappe_clock::ClockModel::identity();
-    }
+    let (set, mut time) = local_dates(&dir);
     let plain: Vec<_> = CausalStream::open(&set, &time).unwrap().map(Result::unwrap).collect();
     time.tachyon_repair = Some(100);
     let repaired: Vec<_> = CausalStream::open(&set, &time).unwrap().map(Result::unwrap).collect();
@@ -258,11 +260,7 @@ proptest::proptest! {
         job.one_host = false;
         job.clocks = offsets.iter().map(|&offset_ns| grappe_analysis::synthetic::SyntheticClock { offset_ns, drift_ppm: 0.0 }).collect();
         write_job(&dir, &job).unwrap();
-        let set = TraceSet::open(&dir).unwrap();
-        let mut time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
-        for rank in time.ranks.iter_mut().flatten() {
-            rank.model = grappe_clock::ClockModel::identity();
-        }
+        let (set, mut time) = local_dates(&dir);
         time.tachyon_repair = Some(latency);
         let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
         proptest::prop_assert_eq!((report.tachyons, report.messages), (0, job.messages()), "{}", report);
