@@ -225,7 +225,9 @@ fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
     }
     let merged_with = header.clock.estimation.clone().unwrap_or_else(|| "not recorded in the file".to_owned());
     let recomputed_with = describe_fit(&options.fit);
-    if recomputed_with != merged_with {
+    // The merge's text may go on with its tachyon repair: the same fit
+    // settings start it.
+    if !merged_with.starts_with(&recomputed_with) {
         notes.push(format!(
             "a merged file keeps the dates its merge gave ({merged_with}): the estimation settings asked for \
              ({recomputed_with}) change only the clock statistics, computed again with them"

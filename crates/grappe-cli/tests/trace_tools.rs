@@ -444,6 +444,9 @@ fn the_tachyon_repair_is_reported_and_kept_by_the_merge() {
     assert!(info.contains("tachyons repaired (controlled logical clock, minimum latency 20000 ns)"), "{info}");
     let out = trace("check", &[merged.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("smallest receive-end minus send-start: 20000 ns"));
+    // The merge's own settings, repair included, are no settings asked anew.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("change only the clock statistics"), "{said}");
 
     let out = trace("check", &["--min-latency-ns", "5", traces]);
     assert_eq!(out.status.code(), Some(2));

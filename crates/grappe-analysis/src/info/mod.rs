@@ -148,10 +148,12 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         for (rank, alpha) in alpha_before_by_rank(trace.header()) {
             ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_ns = alpha;
         }
-        for (rank, alpha) in alpha_after_by_rank(&trace) {
+        let after = alpha_after_by_rank(&trace);
+        let file_after = f.rank().and_then(|rank| after.get(&rank).cloned()).unwrap_or_default();
+        files.push(file_info(&trace, file_after));
+        for (rank, alpha) in after {
             ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_after_ns = alpha;
         }
-        files.push(file_info(&trace));
     }
     let mut notes = set.notes().to_vec();
     let missing = set.missing_ranks();
@@ -190,8 +192,9 @@ fn global_span<'a>(ranks: impl Iterator<Item = &'a RankInfo>, time: &GlobalTime)
     last.saturating_sub(first.min(last))
 }
 
-/// What `info` says of a file, once `trace` is read to its end.
-fn file_info(trace: &TraceFile) -> FileInfo {
+/// What `info` says of a file, once `trace` is read to its end, with the
+/// α after the run its footer gives for its rank.
+fn file_info(trace: &TraceFile, alpha_after_ns: BTreeMap<String, u32>) -> FileInfo {
     let h = trace.header();
     let (dropped, flushes, complete, ending) = match trace.ending() {
         Some(Ending::Complete(footer)) => {
@@ -233,22 +236,23 @@ fn file_info(trace: &TraceFile) -> FileInfo {
         flushes,
         clock_samples: trace.clock_samples().len(),
         resume_points: trace.resume_points(),
-        alpha_ns: h.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect(),
-        alpha_after_ns: trace
-            .header()
-            .rank
-            .and_then(|rank| alpha_after_by_rank(trace).remove(&rank))
-            .unwrap_or_default(),
+        alpha_ns: calibration_by_name(h),
+        alpha_after_ns,
         ending,
         complete,
     }
+}
+
+/// A rank file's α, by kind name.
+fn calibration_by_name(header: &FileHeader) -> BTreeMap<String, u32> {
+    header.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect()
 }
 
 /// The α a file's header gives, per rank and kind name: its rank's, or
 /// for a merged file those it kept of its inputs.
 fn alpha_before_by_rank(header: &FileHeader) -> BTreeMap<u32, BTreeMap<String, u32>> {
     match header.rank {
-        Some(rank) => [(rank, header.calibration.iter().map(|c| (c.kind.clone(), c.alpha_ns)).collect())].into(),
+        Some(rank) => [(rank, calibration_by_name(header))].into(),
         None => header
             .merged_from
             .iter()
