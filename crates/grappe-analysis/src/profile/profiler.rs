@@ -99,7 +99,7 @@ impl Profiler {
                 self.unmatched_leaves += u64::from(!state.leave(name, start, &mut self.regions))
             }
             Body::FlushEnd => state.flush_ns = state.flush_ns.saturating_add(end - start),
-            Body::CommCreate { .. } => self.collectives.observe_creation(&event.body),
+            Body::CommCreate { .. } => self.collectives.observe_creation(event.rank, &event.body),
             _ => {}
         }
         if let Some(call) = CallType::of(&event.body) {
