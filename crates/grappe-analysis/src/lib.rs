@@ -22,6 +22,7 @@ mod per_rank;
 mod resume_points;
 
 pub mod check;
+pub mod comms;
 pub mod export;
 pub mod global;
 pub mod info;
@@ -34,6 +35,7 @@ pub mod stream;
 pub mod synthetic;
 
 pub use check::{CheckReport, check};
+pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};
 pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
 pub use info::{TraceInfo, info};

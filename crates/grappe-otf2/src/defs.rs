@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 
-use grappe_trace::{ANY, CollectiveKind, Site};
+use grappe_analysis::Comms;
+use grappe_trace::{ANY, CollectiveKind, Members, Site};
+
+use crate::comm_defs::{WORLD_CONTEXT, comm_groups, comm_order};
 
 use crate::archive::GlobalDefs;
 use crate::error::Otf2Error;
@@ -136,14 +139,14 @@ pub(crate) fn collective_op(op: CollectiveKind) -> OTF2_CollectiveOp {
 }
 
 /// A 32-bit reference for the `n`-th definition of a kind.
-fn reference(n: usize, what: &'static str) -> Result<u32> {
+pub(crate) fn reference(n: usize, what: &'static str) -> Result<u32> {
     // u32::MAX is OTF2's "undefined".
     u32::try_from(n).ok().filter(|&r| r != u32::MAX).ok_or(Otf2Error::TooMany { what, limit: u32::MAX as u64 - 1 })
 }
 
 /// Strings, numbered in order of first use.
 #[derive(Default)]
-struct Strings {
+pub(crate) struct Strings {
     ids: FxHashMap<String, OTF2_StringRef>,
     all: Vec<String>,
 }
@@ -153,7 +156,7 @@ impl Strings {
         self.ids.get(s).copied()
     }
 
-    fn intern(&mut self, s: &str) -> Result<OTF2_StringRef> {
+    pub(crate) fn intern(&mut self, s: &str) -> Result<OTF2_StringRef> {
         if let Some(id) = self.get(s) {
             return Ok(id);
         }
@@ -170,17 +173,6 @@ struct Region {
     paradigm: OTF2_Paradigm,
     file: OTF2_StringRef,
     line: u32,
-}
-
-/// A communicator, by its grappe context id.
-struct Comm {
-    id: u32,
-    /// World ranks in communicator rank order, from its `CommCreate`;
-    /// `None`: never seen created, taken as world-sized.
-    members: Option<Vec<u32>>,
-    /// Communicator rank of each member.
-    rank_of: FxHashMap<u32, u32>,
-    parent: Option<u32>,
 }
 
 /// Where each rank ran, for the system tree.
@@ -200,8 +192,8 @@ pub(crate) struct Registry {
     calls: [Option<OTF2_RegionRef>; CALLS],
     regions: Vec<Region>,
     user_regions: FxHashMap<(OTF2_StringRef, OTF2_StringRef), OTF2_RegionRef>,
-    comm_refs: FxHashMap<u32, OTF2_CommRef>,
-    comms: Vec<Comm>,
+    /// Communicators, numbered as OTF2 references.
+    comms: Comms,
     /// Counter name -> metric (member and class share the number).
     metrics: FxHashMap<OTF2_StringRef, OTF2_MetricRef>,
     metric_names: Vec<OTF2_StringRef>,
@@ -227,14 +219,10 @@ struct CallSites {
 /// The call-site attribute: the only attribute the export defines.
 const CALL_SITE: OTF2_AttributeRef = 0;
 
-/// grappe's world communicator context: named `MPI_COMM_WORLD` unless a
-/// trace says it was created with other members.
-const WORLD_CONTEXT: u32 = 0;
-
 impl Registry {
     pub(crate) fn new() -> Registry {
         let mut r = Registry::default();
-        r.comm(WORLD_CONTEXT).ok();
+        r.comms.uncreated(WORLD_CONTEXT);
         r
     }
 
@@ -318,30 +306,17 @@ impl Registry {
         Ok((CALL_SITE, location))
     }
 
-    /// The communicator of a grappe context id.
+    /// The communicator `rank` means by context id `id`.
     #[inline]
-    pub(crate) fn comm(&mut self, id: u32) -> Result<OTF2_CommRef> {
-        if let Some(&c) = self.comm_refs.get(&id) {
-            return Ok(c);
-        }
-        let c = reference(self.comms.len(), "communicators")?;
-        self.comms.push(Comm { id, members: None, rank_of: FxHashMap::default(), parent: None });
-        self.comm_refs.insert(id, c);
-        Ok(c)
+    pub(crate) fn comm(&mut self, rank: u32, id: u32) -> Result<OTF2_CommRef> {
+        reference(self.comms.resolve(rank, id) as usize, "communicators")
     }
 
-    /// A communicator's creation: its members (world ranks, in its rank
-    /// order) and parent. Every member records it; the first one counts.
-    pub(crate) fn comm_created(&mut self, id: u32, parent: u32, members: &[u32]) -> Result<()> {
-        let c = self.comm(id)? as usize;
-        self.comm(parent)?;
-        let comm = &mut self.comms[c];
-        if comm.members.is_none() {
-            comm.rank_of = members.iter().zip(0u32..).map(|(&w, r)| (w, r)).collect();
-            comm.members = Some(members.to_vec());
-            comm.parent = (parent != id).then_some(parent);
-        }
-        Ok(())
+    /// `rank` joined communicator `id` of `members` (world ranks, in its
+    /// rank order), made from `parent`. Each distinct communicator is
+    /// defined once, from its first creation seen.
+    pub(crate) fn comm_created(&mut self, rank: u32, id: u32, parent: u32, members: Members) -> Result<()> {
+        reference(self.comms.created(rank, id, parent, members) as usize, "communicators").map(|_| ())
     }
 
     /// The rank in communicator `comm` of world rank `world`, as OTF2's
@@ -353,10 +328,7 @@ impl Registry {
         if world == ANY {
             return OTF2_UNDEFINED_UINT32;
         }
-        match self.comms.get(comm as usize) {
-            Some(Comm { members: Some(_), rank_of, .. }) => rank_of.get(&world).copied().unwrap_or(world),
-            _ => world,
-        }
+        self.comms.rank_in(comm, world).unwrap_or(world)
     }
 
     /// The metric class of a counter.
@@ -400,7 +372,7 @@ impl Registry {
             };
             locations.push((group, self.strings.intern(&name)?));
         }
-        let groups = self.comm_groups(ranks.len())?;
+        let groups = comm_groups(&self.comms, &mut self.strings, ranks.len())?;
         let empty = self.strings.intern("")?;
 
         out.clock_properties(1_000_000_000, clock.0, clock.1, OTF2_UNDEFINED_TIMESTAMP)?;
@@ -424,8 +396,9 @@ impl Registry {
         for (id, (name, kind, members)) in groups.groups.iter().enumerate() {
             out.group(id as OTF2_GroupRef, *name, *kind, members)?;
         }
-        for c in comm_order(&self.comms, &self.comm_refs) {
-            let parent = self.comms[c].parent.and_then(|p| self.comm_refs.get(&p).copied());
+        let parents: Vec<Option<u32>> = self.comms.all().iter().map(|c| c.parent).collect();
+        for c in comm_order(&parents) {
+            let parent = parents[c];
             let (name, group) = groups.comm[c];
             out.comm(c as OTF2_CommRef, name, group, parent.unwrap_or(OTF2_UNDEFINED_COMM), OTF2_COMM_FLAG_NONE)?;
         }
@@ -469,81 +442,12 @@ impl Registry {
         }
         Ok(tree)
     }
-
-    /// Group 0 lists the world's locations (by world rank); each
-    /// communicator gets a sub-group of it, the same for equal member lists.
-    fn comm_groups(&mut self, world: usize) -> Result<CommGroups> {
-        let all: Vec<u64> = (0..world as u64).collect();
-        let locations_name = self.strings.intern("MPI_COMM_WORLD locations")?;
-        let mut out =
-            CommGroups { groups: vec![(locations_name, OTF2_GROUP_TYPE_COMM_LOCATIONS, all)], comm: Vec::new() };
-        let mut by_members: HashMap<Vec<u64>, OTF2_GroupRef> = HashMap::new();
-        for c in 0..self.comms.len() {
-            let comm = &self.comms[c];
-            let world_sized = comm.members.is_none();
-            // Members that are not ranks of the job cannot be listed.
-            let members: Vec<u64> = match &comm.members {
-                Some(m) => m.iter().filter(|&&w| (w as usize) < world).map(|&w| w as u64).collect(),
-                None => (0..world as u64).collect(),
-            };
-            let name = match (comm.id, world_sized) {
-                (WORLD_CONTEXT, true) => "MPI_COMM_WORLD".to_owned(),
-                (id, true) => format!("comm {id} (never seen created: taken as world-sized)"),
-                (id, false) => format!("comm {id}"),
-            };
-            let name = self.strings.intern(&name)?;
-            let group = match by_members.get(&members) {
-                Some(&g) => g,
-                None => {
-                    // Named after the first communicator of these members.
-                    let g = reference(out.groups.len(), "groups")?;
-                    by_members.insert(members.clone(), g);
-                    out.groups.push((name, OTF2_GROUP_TYPE_COMM_GROUP, members));
-                    g
-                }
-            };
-            out.comm.push((name, group));
-        }
-        Ok(out)
-    }
 }
 
 struct SystemTree {
     /// (name, class, parent) by node reference.
     nodes: Vec<(OTF2_StringRef, OTF2_StringRef, OTF2_SystemTreeNodeRef)>,
     node_of_rank: Vec<OTF2_SystemTreeNodeRef>,
-}
-
-struct CommGroups {
-    /// (name, type, members) by group reference.
-    groups: Vec<(OTF2_StringRef, OTF2_GroupType, Vec<u64>)>,
-    /// (name, group) by communicator reference.
-    comm: Vec<(OTF2_StringRef, OTF2_GroupRef)>,
-}
-
-/// Communicator references, each after its parent (readers may resolve a
-/// parent when they read its child); a parent cycle, which only a corrupt
-/// trace could hold, is broken where it is found.
-fn comm_order(comms: &[Comm], refs: &FxHashMap<u32, OTF2_CommRef>) -> Vec<usize> {
-    let mut order = Vec::with_capacity(comms.len());
-    let mut state = vec![0u8; comms.len()]; // 0 new, 1 on the path, 2 placed
-    for start in 0..comms.len() {
-        let mut path = Vec::new();
-        let mut c = start;
-        while state[c] == 0 {
-            state[c] = 1;
-            path.push(c);
-            match comms[c].parent.and_then(|p| refs.get(&p)) {
-                Some(&p) if state[p as usize] == 0 => c = p as usize,
-                _ => break,
-            }
-        }
-        for &c in path.iter().rev() {
-            state[c] = 2;
-            order.push(c);
-        }
-    }
-    order
 }
 
 /// "src/main.rs:12:5" -> ("src/main.rs", 12); no line -> 0.
@@ -599,15 +503,5 @@ mod tests {
         let mut slots: Vec<usize> = calls.iter().map(|c| c.index()).collect();
         slots.sort();
         assert_eq!(slots, (0..CALLS).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn parents_come_before_children_and_cycles_end() {
-        let comm = |id, parent| Comm { id, members: Some(vec![0]), rank_of: FxHashMap::default(), parent };
-        let comms = vec![comm(4, Some(2)), comm(2, Some(0)), comm(0, None), comm(6, Some(8)), comm(8, Some(6))];
-        let refs: FxHashMap<u32, u32> = comms.iter().zip(0..).map(|(c, r)| (c.id, r)).collect();
-        let order = comm_order(&comms, &refs);
-        assert_eq!(&order[..3], &[2, 1, 0]);
-        assert_eq!(order.len(), 5);
     }
 }

@@ -212,8 +212,8 @@ impl Out<'_, '_> {
             self.event(send)?;
             return self.event(recv);
         };
-        let (sent_comm, to) = self.peer(sent_comm, dest)?;
-        let (comm, from) = self.peer(comm, src)?;
+        let (sent_comm, to) = self.peer(send.rank, sent_comm, dest)?;
+        let (comm, from) = self.peer(recv.rank, comm, src)?;
         let receive = self.receive;
         self.call(Call::Sendrecv, recv, |w, start, end| {
             w.mpi_send(start, to, sent_comm, sent_tag as u32, sent)?;
@@ -227,16 +227,16 @@ impl Out<'_, '_> {
             Body::Init => self.call(Call::Init, e, |_, _, _| Ok(())),
             Body::Finalize => self.call(Call::Finalize, e, |_, _, _| Ok(())),
             Body::Send { dest, tag, comm, bytes, .. } => {
-                let (comm, to) = self.peer(*comm, *dest)?;
+                let (comm, to) = self.peer(e.rank, *comm, *dest)?;
                 self.call(Call::Send, e, |w, start, _| w.mpi_send(start, to, comm, *tag as u32, *bytes))
             }
             Body::Recv { .. } if !self.receive => self.call(Call::Recv, e, |_, _, _| Ok(())),
             Body::Recv { src, tag, comm, bytes, .. } => {
-                let (comm, from) = self.peer(*comm, *src)?;
+                let (comm, from) = self.peer(e.rank, *comm, *src)?;
                 self.call(Call::Recv, e, |w, _, end| w.mpi_recv(end, from, comm, *tag as u32, *bytes))
             }
             Body::Isend { dest, tag, comm, bytes, request, .. } => {
-                let (comm, to) = self.peer(*comm, *dest)?;
+                let (comm, to) = self.peer(e.rank, *comm, *dest)?;
                 let request = request_id(*request);
                 self.t.posted.insert(request);
                 self.call(Call::Isend, e, |w, start, _| w.mpi_isend(start, to, comm, *tag as u32, *bytes, request))
@@ -255,7 +255,7 @@ impl Out<'_, '_> {
             Body::Probe { .. } => self.call(Call::Probe, e, |_, _, _| Ok(())),
             Body::Iprobe { .. } => self.call(Call::Iprobe, e, |_, _, _| Ok(())),
             Body::Collective { op, comm, root, bytes } => {
-                let comm = self.defs.comm(*comm)?;
+                let comm = self.defs.comm(e.rank, *comm)?;
                 // grappe records the root as a rank of the communicator, as
                 // OTF2 wants it, and only this rank's contribution in bytes,
                 // given as both the bytes sent and received.
@@ -269,7 +269,7 @@ impl Out<'_, '_> {
             // A definition only: OTF2's CommCreate event needs a communicator
             // flagged for creation events and a CREATE_HANDLE collective.
             Body::CommCreate { comm, parent, members } => {
-                self.defs.comm_created(*comm, *parent, members).map(|_| false)
+                self.defs.comm_created(e.rank, *comm, *parent, *members).map(|_| false)
             }
             Body::RegionEnter { name, location } => {
                 let (name, region) = self.defs.user_region(name, location)?;
@@ -302,10 +302,11 @@ impl Out<'_, '_> {
         }
     }
 
-    /// The communicator of a message and the peer's rank in it.
+    /// The communicator `rank` sent or received a message on, and the
+    /// peer's rank in it.
     #[inline]
-    fn peer(&mut self, comm: u32, world_rank: u32) -> Result<(OTF2_CommRef, u32)> {
-        let comm = self.defs.comm(comm)?;
+    fn peer(&mut self, rank: u32, comm: u32, world_rank: u32) -> Result<(OTF2_CommRef, u32)> {
+        let comm = self.defs.comm(rank, comm)?;
         Ok((comm, self.defs.comm_rank(comm, world_rank)))
     }
 
@@ -346,7 +347,7 @@ impl Out<'_, '_> {
         match done {
             Some(c) if c.is_recv && !self.receive => self.call(kind, e, |_, _, _| Ok(())),
             Some(c) if c.is_recv => {
-                let (comm, from) = self.peer(comm, c.src)?;
+                let (comm, from) = self.peer(e.rank, comm, c.src)?;
                 let (tag, bytes) = (c.tag as u32, c.bytes);
                 self.call(kind, e, |w, _, end| match posted {
                     true => w.mpi_irecv(end, from, comm, tag, bytes, request),

@@ -32,6 +32,7 @@
 // Unsafe blocks, each argued: the calls into the library.
 #[allow(unsafe_code)]
 mod archive;
+mod comm_defs;
 mod defs;
 mod error;
 mod events;

@@ -78,7 +78,7 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
     let send = on(0, "MPI_SEND");
     assert_eq!(send.len(), 1);
     assert!(send[0].attrs.starts_with("Receiver: 0 (\"rank 1"), "{:?}", send[0]);
-    assert!(send[0].attrs.contains("Communicator: \"comm 2\""), "{:?}", send[0]);
+    assert!(send[0].attrs.contains("Communicator: \"comm 2 (ranks 1, 0)\""), "{:?}", send[0]);
     assert!(on(1, "MPI_RECV")[0].attrs.starts_with("Sender: 1 (\"rank 0"), "{:?}", on(1, "MPI_RECV"));
     // The receive half of the sendrecv starts when the send half ends.
     let recv_enter = lines.iter().find(|l| l.location == 0 && l.kind == "ENTER" && l.attrs.contains("MPI_Recv"));
@@ -110,9 +110,9 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
         let found = defs.lines().find(|l| l.split_whitespace().next() == Some(kind) && l.contains(&name));
         found.unwrap_or_else(|| panic!("no {kind} {name}:\n{defs}"))
     };
-    let comm = line("COMM", "comm 2");
-    assert!(comm.contains("Parent: \"MPI_COMM_WORLD\"") && comm.contains("Group: \"comm 2\""), "{defs}");
-    assert!(line("GROUP", "comm 2").contains("2 Members: 1 (\"rank 1"), "{defs}");
+    let comm = line("COMM", "comm 2 (ranks 1, 0)");
+    assert!(comm.contains("Parent: \"MPI_COMM_WORLD\"") && comm.contains("Group: \"comm 2 (ranks 1, 0)\""), "{defs}");
+    assert!(line("GROUP", "comm 2 (ranks 1, 0)").contains("2 Members: 1 (\"rank 1"), "{defs}");
     let outer = line("REGION", "outer");
     assert!(outer.contains("Paradigm: USER") && outer.contains("\"src/main.rs\"") && outer.contains("Begin: 10"));
     assert!(line("REGION", "MPI_Bcast").contains("Role: COLL_ONE2ALL"), "{defs}");

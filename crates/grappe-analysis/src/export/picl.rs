@@ -31,10 +31,12 @@
 //! | `-782` | allreduce | bytes, subset | subset |
 //! | `k > 0` | user block `k` | — | — |
 //!
-//! A wildcard source or tag is `-1`. A subset is `-1` for the world
-//! communicator, else the communicator's id, defined once by a
-//! `-202 -812 DATE -1 -1 N+1 2 ID MEMBERS..` record when the communicator
-//! is created. User regions, the other collectives, and the calls PICL has
+//! A wildcard source or tag is `-1`; a root is a world rank (a node). A
+//! subset is `-1` for the world communicator, else a number for each
+//! communicator, from 1 in the order they are created, defined once by a
+//! `-202 -812 DATE -1 -1 N+1 2 NUMBER MEMBERS..` record when the first
+//! member creates it: not the context id, which the disjoint parts of a
+//! split share (see [`Comms`]). User regions, the other collectives, and the calls PICL has
 //! no event for (probes, tests that complete nothing, communicator
 //! creation, trace flushes) are user blocks, numbered from 1 in first-use
 //! order ([`ExportSummary::blocks`] names them). Counters and points have
@@ -44,11 +46,12 @@
 use std::io::Write;
 
 use grappe_trace::{ANY, Body, CollectiveKind, Event, Members};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::order::{Ordered, RankClocks, Reorder, run};
 use super::sink::{NUMBER_ROOM, RECORD_ROOM, Sink, with_sink};
 use super::{ExportSummary, PerRank, Shape, shape};
+use crate::comms::Comms;
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
@@ -113,8 +116,7 @@ struct Picl {
     clocks: RankClocks,
     lanes: PerRank<Lane>,
     blocks: Blocks,
-    /// Communicators defined as subsets.
-    subsets: FxHashSet<u32>,
+    subsets: Subsets,
     messages: u64,
 }
 
@@ -209,11 +211,8 @@ impl Ordered for Picl {
             }
             Shape::Counter { .. } | Shape::Point { .. } | Shape::Mark(_) => {}
         }
-        if let Body::CommCreate { comm, members, .. } = e.body
-            && comm != WORLD
-            && self.subsets.insert(comm)
-        {
-            records.push(start, Record::Subset { id: comm, members });
+        if let Some((id, members)) = self.subsets.observe(rank, &e.body) {
+            records.push(start, Record::Subset { id, members });
         }
     }
 
@@ -267,6 +266,43 @@ impl Ordered for Picl {
     }
 }
 
+/// Subset numbers of the communicators created, by [`Comms`] number.
+#[derive(Default)]
+struct Subsets {
+    comms: Comms,
+    numbers: Vec<Option<u32>>,
+    defined: u32,
+}
+
+impl Subsets {
+    /// A communicator `rank` created: its subset number and members, if
+    /// that is the first creation of this communicator.
+    fn observe(&mut self, rank: u32, body: &Body) -> Option<(u32, Members)> {
+        let c = self.comms.observe(rank, body)? as usize;
+        let comm = self.comms.get(c as u32)?;
+        if comm.id == WORLD || self.numbers.get(c).is_some_and(Option::is_some) {
+            return None;
+        }
+        self.numbers.resize(self.numbers.len().max(c + 1), None);
+        self.defined += 1;
+        self.numbers[c] = Some(self.defined);
+        Some((self.defined, comm.members?))
+    }
+
+    /// The subset of `rank`'s communicator `id` (`-1`: the world's, or one
+    /// not defined) and its `root` as a world rank (`-1`: none).
+    fn of(&self, rank: u32, id: u32, root: u32) -> (i64, i64) {
+        let c = if id == WORLD { None } else { self.comms.find(rank, id) };
+        let subset = c.and_then(|c| self.numbers.get(c as usize).copied().flatten());
+        let root = match (root, c) {
+            (ANY, _) => -1,
+            (_, Some(c)) => self.comms.world_rank(c, root).map_or(-1, |w| w as i64),
+            (_, None) => root as i64,
+        };
+        (subset.map_or(-1, |s| s as i64), root)
+    }
+}
+
 impl Data {
     fn slice(&self) -> &[i64] {
         &self.values[..self.len as usize]
@@ -275,7 +311,7 @@ impl Data {
 
 /// The PICL event of a call and its data at begin and end, if PICL has
 /// one.
-fn call(e: &Event, subsets: &FxHashSet<u32>) -> Option<(i32, Data, Data)> {
+fn call(e: &Event, subsets: &Subsets) -> Option<(i32, Data, Data)> {
     let sel = |v: u32| if v == ANY { -1 } else { v as i64 };
     let none = Data::default();
     Some(match e.body {
@@ -302,8 +338,8 @@ fn call(e: &Event, subsets: &FxHashSet<u32>) -> Option<(i32, Data, Data)> {
             }
         }
         Body::Collective { op, comm, root, bytes } => {
-            let subset = if comm != WORLD && subsets.contains(&comm) { comm as i64 } else { -1 };
-            let (bytes, root) = (bytes as i64, sel(root));
+            let (subset, root) = subsets.of(e.rank, comm, root);
+            let bytes = bytes as i64;
             match op {
                 CollectiveKind::Barrier => (-402, Data::of(&[subset]), none),
                 CollectiveKind::Bcast => (-785, Data::of(&[bytes, root, subset]), Data::of(&[bytes])),

@@ -1,5 +1,6 @@
 //! Collective instances: the k-th collective of every rank on one
-//! communicator is one instance; a rank waits in it from its entry to the
+//! communicator (an id *and* its members: the halves of a split share an
+//! id, see [`Comms`]) is one instance; a rank waits in it from its entry to the
 //! last rank's entry.
 //!
 //! Only the instances in flight are kept. One is resolved when every
@@ -10,6 +11,7 @@
 use grappe_trace::Body;
 use rustc_hash::FxHashMap;
 
+use crate::comms::Comms;
 use crate::stream::CausalStream;
 
 /// Instances kept at most; beyond, all are resolved with what they have.
@@ -47,8 +49,12 @@ struct Instance {
 /// The instances in flight, and the communicators' sizes.
 #[derive(Debug)]
 pub(crate) struct Instances {
+    /// By (communicator number, k).
     open: FxHashMap<(u32, u64), Instance>,
-    members: FxHashMap<u32, u32>,
+    comms: Comms,
+    /// Members expected in each communicator, by number (those past the
+    /// end were never seen created: `default_members`).
+    members: Vec<u32>,
     default_members: u32,
     traced: Option<Vec<u32>>,
     /// Instances resolved before every expected member entered.
@@ -61,7 +67,8 @@ impl Instances {
     pub fn new(default_members: u32) -> Self {
         Instances {
             open: FxHashMap::default(),
-            members: FxHashMap::default(),
+            comms: Comms::default(),
+            members: Vec::new(),
             default_members,
             traced: None,
             incomplete: 0,
@@ -78,21 +85,27 @@ impl Instances {
         instances
     }
 
-    /// Learns a communicator's size from its creation event.
-    pub fn observe_creation(&mut self, body: &Body) {
-        if let Body::CommCreate { comm, members, .. } = body {
-            let traced = match &self.traced {
-                Some(t) => members.iter().filter(|m| t.binary_search(m).is_ok()).count(),
-                None => members.len(),
-            };
-            self.members.insert(*comm, (traced as u32).max(1));
+    /// Learns a communicator and its size from `rank`'s creation event.
+    pub fn observe_creation(&mut self, rank: u32, body: &Body) {
+        let Some(c) = self.comms.observe(rank, body) else { return };
+        let Body::CommCreate { members, .. } = body else { return };
+        let traced = match &self.traced {
+            Some(t) => members.iter().filter(|m| t.binary_search(m).is_ok()).count(),
+            None => members.len(),
+        };
+        let c = c as usize;
+        if self.members.len() <= c {
+            self.members.resize(c + 1, self.default_members);
         }
+        self.members[c] = (traced as u32).max(1);
     }
 
-    /// The `k`-th collective of `entry.rank` on `comm`; `resolved` gets
-    /// each entry and its waiting when the instance completes.
+    /// The `k`-th collective of `entry.rank` on its communicator `comm`
+    /// (a context id); `resolved` gets each entry and its waiting when the
+    /// instance completes.
     pub fn enter(&mut self, comm: u32, k: u64, entry: Entry, resolved: &mut impl FnMut(&Entry, u64)) {
-        let expected = self.members.get(&comm).copied().unwrap_or(self.default_members) as usize;
+        let comm = self.comms.resolve(entry.rank, comm);
+        let expected = self.members.get(comm as usize).copied().unwrap_or(self.default_members) as usize;
         let instance = self.open.entry((comm, k)).or_default();
         instance.max_end = instance.max_end.max(entry.end);
         instance.entries.push(entry);
@@ -161,7 +174,9 @@ mod tests {
     #[test]
     fn an_instance_missing_a_member_is_resolved_once_the_stream_passed_it() {
         let mut instances = Instances::new(4);
-        instances.observe_creation(&Body::CommCreate { comm: 9, parent: 0, members: vec![1, 3].into() });
+        let created = Body::CommCreate { comm: 9, parent: 0, members: vec![1, 3].into() };
+        instances.observe_creation(1, &created);
+        instances.observe_creation(3, &created);
         let mut got = Vec::new();
         instances.enter(0, 0, entry(0, 100, 400), &mut keep(&mut got));
         instances.enter(0, 0, entry(1, 150, 400), &mut keep(&mut got));

@@ -105,7 +105,7 @@ impl Profiler {
             // the runtime's start-up, teardown and clock sampling).
             Body::Init => state.app_from = Some(end),
             Body::Finalize => state.app_until = Some(start.max(ended_before)),
-            Body::CommCreate { .. } => self.collectives.observe_creation(&event.body),
+            Body::CommCreate { .. } => self.collectives.observe_creation(event.rank, &event.body),
             _ => {}
         }
         if let Some(call) = CallType::of(&event.body) {

@@ -128,7 +128,7 @@ impl Builder {
         match &event.body {
             Body::RegionEnter { name, location } => self.enter(lane, name, location, start, date),
             Body::RegionLeave { name } => self.leave(lane, name, start),
-            Body::CommCreate { .. } => self.collectives.observe_creation(&event.body),
+            Body::CommCreate { .. } => self.collectives.observe_creation(event.rank, &event.body),
             _ => {}
         }
         // Only the rank's next event can be a sendrecv's second half.
