@@ -464,5 +464,5 @@ fn the_picl_export_names_its_user_blocks() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let legend = said.lines().find_map(|l| l.strip_prefix("  PICL user blocks: ")).unwrap_or_else(|| panic!("{said}"));
-    assert_eq!(legend, "1 region step");
+    assert_eq!(legend, "1 init, 2 region step, 3 finalize");
 }

@@ -9,7 +9,8 @@
 //! rank, named and sorted by `M` metadata events); runtime calls as `X`
 //! complete events with their attributes in `args`; regions as `B`/`E`;
 //! counters as `C` (one series per rank: `id` = rank); user points and
-//! runtime instants (init, finalize, flush start) as thread-scoped `i`.
+//! flush starts as thread-scoped `i`. Init and finalize are calls, as in
+//! OTF2 (`MPI_Init`), since they take time (the clock sampling).
 //! A send and the receive marked as its second half (`MPI_Sendrecv`) are
 //! one `sendrecv` slice, as the profile, OTF2 and Pajé show them: each
 //! send waits for its rank's next event to know.

@@ -61,7 +61,7 @@ pub(crate) enum Shape<'a> {
     Counter { name: &'a str, value: i64 },
     /// A user point.
     Point { name: &'a str, location: &'a str },
-    /// An instant of the runtime (init, finalize, the start of a flush).
+    /// An instant of the runtime (the start of a flush).
     Mark(&'static str),
 }
 
@@ -73,7 +73,7 @@ pub(crate) fn shape(body: &Body) -> Shape<'_> {
         Body::RegionLeave { name } => Shape::Leave { name },
         Body::Counter { name, value } => Shape::Counter { name, value: *value },
         Body::Point { name, location } => Shape::Point { name, location },
-        Body::Init | Body::Finalize | Body::FlushBegin => Shape::Mark(body.kind().name()),
+        Body::FlushBegin => Shape::Mark(body.kind().name()),
         _ => Shape::Call(call_name(body)),
     }
 }
@@ -111,7 +111,9 @@ fn call_name(body: &Body) -> &'static str {
 /// The names [`display_name`] gives runtime calls, and `sendrecv` (a send
 /// and the receive marked as its second half), for formats that declare
 /// their values up front.
-pub(crate) const CALL_NAMES: [&str; 27] = [
+pub(crate) const CALL_NAMES: [&str; 29] = [
+    "init",
+    "finalize",
     "send",
     "recv",
     "sendrecv",
@@ -188,6 +190,8 @@ mod tests {
             Body::Iprobe { src: 0, tag: 0, comm: 0, found: None },
             Body::CommCreate { comm: 1, parent: 0, members: vec![0].into() },
             Body::FlushEnd,
+            Body::Init,
+            Body::Finalize,
         ];
         calls.extend((1..=16).map(|id| Body::Collective {
             op: CollectiveKind::from_id(id).unwrap(),
@@ -202,6 +206,6 @@ mod tests {
         // Every name but "sendrecv", the name of a pair of calls.
         assert_eq!(calls.len() + 1, CALL_NAMES.len());
         assert_eq!(display_name(&Body::RegionEnter { name: "step".into(), location: "".into() }), "step");
-        assert_eq!(shape(&Body::Init), Shape::Mark("init"));
+        assert_eq!(shape(&Body::FlushBegin), Shape::Mark("flush_begin"));
     }
 }

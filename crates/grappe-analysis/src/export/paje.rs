@@ -3,9 +3,11 @@
 //! Types: a `JOB` container holds one `RANK` container per rank (created
 //! at the rank's first record, destroyed at the end). A rank has two state
 //! types, `CALL` (runtime calls, one value per call name: `send`, `wait`,
-//! `allreduce`..., declared with colours) and `REGION` (user regions,
-//! pushed and popped, so they nest), an event type `MARK` (user points,
-//! init, finalize, flush starts) and one variable type per counter name.
+//! `allreduce`..., `init` and `finalize` too, declared with colours) and
+//! `REGION` (user regions, pushed and popped, so they nest), an event type
+//! `MARK` (user points and flush starts) and one variable type per counter
+//! name. Marks and links are not declared values: ViTE warns of a value
+//! declared on any type but a state's.
 //! Each matched message is a `MSG` link on the job container, from the
 //! send's start to the receive's end, keyed by the message id; a send
 //! never received draws no link (pajeng rejects links with one end).
@@ -103,7 +105,7 @@ enum Record {
     },
     Mark {
         rank: u32,
-        value: Value,
+        mark: Mark,
     },
     Counter {
         rank: u32,
@@ -121,12 +123,21 @@ enum Record {
     },
 }
 
-/// A state or event value: declared in the header, or a numbered name.
+/// What a `MARK` event shows: written as its name, never declared (see
+/// [`Paje::mark`]).
+#[derive(Clone, Copy)]
+enum Mark {
+    /// A runtime instant (the start of a flush).
+    Runtime(&'static str),
+    /// A user point, by number.
+    Point(u32),
+}
+
+/// A state value: declared in the header, or a numbered name.
 #[derive(Clone, Copy)]
 enum Value {
     Declared(&'static str),
     Region(u32),
-    Point(u32),
 }
 
 #[derive(Default)]
@@ -210,9 +221,9 @@ impl Ordered for Paje {
                 records.push(start, Record::Counter { rank, counter: self.counters.id(name).0, value });
             }
             Shape::Point { name, .. } => {
-                records.push(start, Record::Mark { rank, value: Value::Point(self.points.id(name).0) });
+                records.push(start, Record::Mark { rank, mark: Mark::Point(self.points.id(name).0) });
             }
-            Shape::Mark(name) => records.push(start, Record::Mark { rank, value: Value::Declared(name) }),
+            Shape::Mark(name) => records.push(start, Record::Mark { rank, mark: Mark::Runtime(name) }),
         }
         let end = self.clocks.at(rank, e.end);
         self.link(&linked.message, rank, start, end, records);
@@ -256,12 +267,9 @@ impl Ordered for Paje {
                 let mut c = self.line(s, b"14 ", t, rank);
                 c.bytes(if region { b" REGION" } else { b" CALL" });
             }
-            Record::Mark { rank, value } => {
+            Record::Mark { rank, mark } => {
                 self.create(s, rank, t);
-                self.declare(s, value);
-                let mut c = self.line(s, b"20 ", t, rank);
-                c.bytes(b" MARK ");
-                value.write(&mut c);
+                self.mark(s, t, rank, mark);
             }
             Record::Counter { rank, counter, value } => {
                 self.create(s, rank, t);
@@ -352,10 +360,28 @@ impl Paje {
         }
     }
 
+    /// A `MARK` event named as its value. ViTE takes entity values
+    /// declared on state types only (it warns of any other, and of a link's
+    /// too); both it and pajeng make an undeclared value on first use.
+    fn mark(&self, s: &mut Sink, t: u64, rank: u32, mark: Mark) {
+        let name = match mark {
+            Mark::Runtime(name) => name,
+            Mark::Point(id) => self.points.name(id),
+        };
+        let mut c = self.line_with_room(s, b"20 ", t, rank, text_room(name));
+        c.bytes(b" MARK ");
+        c.quoted_plain(name);
+    }
+
     /// `CODE DATE rRANK`, the start of a line on a rank's container; the
     /// cursor has room for the rest of the line.
     fn line<'s>(&self, s: &'s mut Sink, code: &[u8], t: u64, rank: u32) -> Cursor<'s> {
-        let mut c = s.record(RECORD_ROOM);
+        self.line_with_room(s, code, t, rank, 0)
+    }
+
+    /// [`Paje::line`] with `extra` bytes more room.
+    fn line_with_room<'s>(&self, s: &'s mut Sink, code: &[u8], t: u64, rank: u32, extra: usize) -> Cursor<'s> {
+        let mut c = s.record(RECORD_ROOM + extra);
         c.bytes(code);
         c.date(t, self.origin, SECONDS);
         c.bytes(b" r");
@@ -369,7 +395,8 @@ impl Paje {
         c.date(t, self.origin, SECONDS);
         c.bytes(b" job MSG r");
         c.uint(rank as u64);
-        c.bytes(b" msg m");
+        // The value is undeclared, as a mark's (see `mark`).
+        c.bytes(b" message m");
         c.uint(id);
     }
 
@@ -390,24 +417,17 @@ impl Paje {
         c.bytes(b"\"\n");
     }
 
-    /// Declares a region or point name before its first use.
+    /// Declares a region name before its first use.
     fn declare(&mut self, s: &mut Sink, value: Value) {
-        let (kind, id) = match value {
-            Value::Declared(_) => return,
-            Value::Region(id) => (0, id),
-            Value::Point(id) => (1, id),
-        };
-        if !self.declared.insert((kind, id)) {
+        let Value::Region(id) = value else { return };
+        if !self.declared.insert((0, id)) {
             return;
         }
-        let (ty, name) = match kind {
-            0 => (&b" REGION "[..], self.regions.name(id)),
-            _ => (&b" MARK "[..], self.points.name(id)),
-        };
+        let name = self.regions.name(id);
         let mut c = s.record(RECORD_ROOM + text_room(name));
         c.bytes(b"5 ");
         value.write(&mut c);
-        c.bytes(ty);
+        c.bytes(b" REGION ");
         c.quoted_plain(name);
         c.byte(b' ');
         colour(&mut c, name);
@@ -436,10 +456,6 @@ impl Value {
             Value::Declared(name) => c.bytes(name.as_bytes()),
             Value::Region(id) => {
                 c.byte(b'g');
-                c.uint(id as u64);
-            }
-            Value::Point(id) => {
-                c.byte(b'p');
                 c.uint(id as u64);
             }
         }
@@ -494,6 +510,7 @@ fn call_colour(name: &str) -> &'static str {
         "wait" | "test" => "1.00 0.60 0.10",
         "probe" | "iprobe" => "0.95 0.90 0.20",
         "comm_create" | "flush" => "0.60 0.60 0.60",
+        "init" | "finalize" => "0.45 0.45 0.55",
         _ => "0.20 0.75 0.30",
     }
 }
@@ -508,7 +525,7 @@ fn header(s: &mut Sink, job: &str, sites: bool) {
     }
     s.bytes(
         b"0 JOB 0 \"job\"\n0 RANK JOB \"rank\"\n2 CALL RANK \"call\"\n2 REGION RANK \"region\"\n\
-          3 MARK RANK \"mark\"\n4 MSG JOB RANK RANK \"message\"\n5 msg MSG \"message\" \"1 1 1\"\n",
+          3 MARK RANK \"mark\"\n4 MSG JOB RANK RANK \"message\"\n",
     );
     for name in CALL_NAMES {
         s.bytes(b"5 ");
@@ -518,13 +535,6 @@ fn header(s: &mut Sink, job: &str, sites: bool) {
         s.bytes(b"\" \"");
         s.bytes(call_colour(name).as_bytes());
         s.bytes(b"\"\n");
-    }
-    for name in ["init", "finalize", "flush_begin"] {
-        s.bytes(b"5 ");
-        s.bytes(name.as_bytes());
-        s.bytes(b" MARK \"");
-        s.bytes(name.as_bytes());
-        s.bytes(b"\" \"0.5 0.5 0.5\"\n");
     }
     s.bytes(b"6 0.000000000 job JOB 0 ");
     s.record(text_room(job)).quoted_plain(job);

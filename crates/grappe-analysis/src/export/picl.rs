@@ -18,7 +18,7 @@
 //!
 //! | event | what | data at `-3` | data at `-4` |
 //! |---|---|---|---|
-//! | `-901` | tracing of the rank (its first record … finalize) | — | — |
+//! | `-901` | tracing of the rank (its first record … finalize's end) | — | — |
 //! | `-21` | blocking send | bytes, tag, destination, communicator | — |
 //! | `-27` | non-blocking send | bytes, tag, destination, communicator | request |
 //! | `-52` | blocking receive | tag, source, communicator | bytes, tag, source, communicator |
@@ -36,9 +36,10 @@
 //! communicator, from 1 in the order they are created, defined once by a
 //! `-202 -812 DATE -1 -1 N+1 2 NUMBER MEMBERS..` record when the first
 //! member creates it: not the context id, which the disjoint parts of a
-//! split share (see [`Comms`]). User regions, the other collectives, and the calls PICL has
-//! no event for (probes, tests that complete nothing, communicator
-//! creation, trace flushes) are user blocks, numbered from 1 in first-use
+//! split share (see [`Comms`]). User regions, the other collectives, and
+//! the calls PICL has no event for (init, finalize, probes, tests that
+//! complete nothing, communicator creation, trace flushes) are user
+//! blocks, numbered from 1 in first-use
 //! order ([`ExportSummary::blocks`] names them). Counters and points have
 //! no PICL counterpart and are left out. ParaGraph derives busy, overhead
 //! and idle time from these records itself.
@@ -201,15 +202,10 @@ impl Ordered for Picl {
                     records.push(start, Record::Event { begin: false, event: k, rank, data: Data::default() });
                 }
             }
-            Shape::Mark("finalize") => {
-                let lane = self.lanes.get(rank);
-                lane.closed = true;
-                for k in lane.regions.drain(..).rev() {
-                    records.push(start, Record::Event { begin: false, event: k, rank, data: Data::default() });
-                }
-                records.push(start, Record::Event { begin: false, event: -901, rank, data: Data::default() });
-            }
             Shape::Counter { .. } | Shape::Point { .. } | Shape::Mark(_) => {}
+        }
+        if matches!(e.body, Body::Finalize) {
+            self.close_lane(rank, end, records);
         }
         if let Some((id, members)) = self.subsets.observe(rank, &e.body) {
             records.push(start, Record::Subset { id, members });
@@ -263,6 +259,19 @@ impl Ordered for Picl {
             }
             self.write(s, end, Record::Event { begin: false, event: -901, rank, data: Data::default() });
         }
+    }
+}
+
+impl Picl {
+    /// The end of `rank`'s tracing, after its finalize: the regions still
+    /// open close there.
+    fn close_lane(&mut self, rank: u32, at: u64, records: &mut Reorder<Record>) {
+        let lane = self.lanes.get(rank);
+        lane.closed = true;
+        for k in lane.regions.drain(..).rev() {
+            records.push(at, Record::Event { begin: false, event: k, rank, data: Data::default() });
+        }
+        records.push(at, Record::Event { begin: false, event: -901, rank, data: Data::default() });
     }
 }
 
