@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use grappe_trace::format::RankThread;
-use grappe_trace::{FileHeader, TraceFile};
+use grappe_trace::{FileHeader, TraceError, TraceFile};
 
 use crate::error::{AnalysisError, Result};
 
@@ -77,15 +77,29 @@ impl TraceSet {
         paths.sort();
         let mut files = Vec::new();
         let mut notes = Vec::new();
+        let mut first_cut = None;
         for path in paths {
-            let header = TraceFile::open(&path)?.header().clone();
+            let header = match TraceFile::open(&path) {
+                Ok(file) => file.header().clone(),
+                // A rank killed as it started leaves a file with nothing to
+                // read; like a rank with no file, it is left out (its
+                // rank is named by the missing ranks' note).
+                Err(cut @ TraceError::HeaderCut { .. }) => {
+                    notes.push(format!("{cut}; left out"));
+                    first_cut.get_or_insert(cut);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             if header.rank.is_none() {
                 notes.push(format!("{}: a merged trace, left out (read it on its own)", path.display()));
                 continue;
             }
             files.push(SetFile { path, header });
         }
-        let Some(first) = files.first() else { return Err(AnalysisError::NoTraces { dir: dir.to_owned() }) };
+        let Some(first) = files.first() else {
+            return Err(first_cut.map_or_else(|| AnalysisError::NoTraces { dir: dir.to_owned() }, AnalysisError::from));
+        };
         let world_size = first.header.world_size;
         check_one_job(&files, world_size)?;
         files.sort_by_key(|f| f.header.rank);

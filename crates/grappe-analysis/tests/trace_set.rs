@@ -39,6 +39,37 @@ fn the_files_of_one_job_are_one_set_and_a_missing_rank_is_noted() {
     assert_eq!(set.notes(), ["no trace for 1 of 3 ranks (1): their events and messages are absent"]);
 }
 
+/// A rank killed as it started leaves a file cut within its header
+/// (empty, or part of it): the rank is left out as if it had no file,
+/// and the notes say which file and where it ends. Only files cut so
+/// give up nothing else: a directory of them alone is an error.
+#[test]
+fn files_cut_within_their_header_are_left_out_with_a_note() {
+    let dir = scratch("header-cut");
+    for rank in 0..4 {
+        write(&file_for(&dir, rank), &header(rank, 4, "job-a"));
+    }
+    std::fs::write(file_for(&dir, 1), b"").unwrap();
+    let whole = std::fs::read(file_for(&dir, 3)).unwrap();
+    std::fs::write(file_for(&dir, 3), &whole[..30]).unwrap();
+    let set = TraceSet::open(&dir).unwrap();
+    assert_eq!((set.files().len(), set.missing_ranks()), (2, vec![1, 3]));
+    let notes = set.notes();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[0].contains("rank-00001.gtrace: cut at offset 0 within its header"), "{notes:?}");
+    assert!(notes[1].contains("rank-00003.gtrace: cut at offset 30 within its header"), "{notes:?}");
+    assert!(notes[2].starts_with("no trace for 2 of 4 ranks (1, 3)"), "{notes:?}");
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert_eq!(report.events, 4, "the two whole ranks' init and finalize");
+
+    for rank in [0, 2] {
+        std::fs::write(file_for(&dir, rank), &whole[..5]).unwrap();
+    }
+    let err = refusal(&dir);
+    assert!(err.contains("rank-00000.gtrace: cut at offset 5 within its header"), "{err}");
+}
+
 #[test]
 fn a_file_left_by_another_run_is_refused_with_both_job_ids() {
     let dir = scratch("two-runs");

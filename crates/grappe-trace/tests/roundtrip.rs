@@ -367,6 +367,24 @@ fn corrupted_bytes_give_the_file_and_offset() {
     }
 }
 
+/// Every cut of a file before its header's end is named as such, with
+/// the file's length, never taken for a file that is not a trace.
+#[test]
+fn a_file_cut_within_its_header_says_where() {
+    let (_dir, path, bytes) = written_trace("header-cut", 10);
+    let header_end = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    for cut in 0..header_end {
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        match TraceFile::open(&path) {
+            Err(TraceError::HeaderCut { path: p, offset, .. }) => {
+                assert_eq!((p, offset), (path.clone(), cut as u64), "cut at {cut}");
+            }
+            Err(other) => panic!("cut at {cut}: {other}"),
+            Ok(_) => panic!("cut at {cut}: read as a trace"),
+        }
+    }
+}
+
 #[test]
 fn non_traces_and_bad_headers_are_named() {
     let d = dir("headers");

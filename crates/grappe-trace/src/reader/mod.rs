@@ -47,6 +47,17 @@ pub enum TraceError {
         /// Its first bytes.
         found: String,
     },
+    /// The file ends before its header does: empty, or cut while the
+    /// header was being written (its rank was killed as it started).
+    #[error("{path}: cut at offset {offset} within its header (expected {expected}), so it holds no event")]
+    HeaderCut {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        offset: u64,
+        /// What was to come.
+        expected: String,
+    },
     /// The header is unreadable.
     #[error("{path}: bad header at offset {offset}: {reason}")]
     BadHeader {
@@ -506,6 +517,14 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     let io = |source| TraceError::Io { path: path.to_owned(), source };
     let mut head = [0u8; 12];
     let got = read_full(input, &mut head).map_err(io)?;
+    let cut = |offset: usize, expected: String| TraceError::HeaderCut {
+        path: path.to_owned(),
+        offset: offset as u64,
+        expected,
+    };
+    if got < 8 && head[..got] == MAGIC[..got] {
+        return Err(cut(got, format!("the {}-byte mark \"GRTRACE1\"", MAGIC.len())));
+    }
     if got < 8 || &head[..8] != MAGIC {
         return Err(TraceError::NotATrace {
             path: path.to_owned(),
@@ -515,7 +534,7 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     }
     let bad = |offset, reason: String| TraceError::BadHeader { path: path.to_owned(), offset, reason };
     if got < 12 {
-        return Err(bad(8, format!("a 4-byte header length, found {} bytes", got - 8)));
+        return Err(cut(got, "a 4-byte header length".into()));
     }
     let len = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize;
     if len > 16 << 20 {
@@ -524,7 +543,7 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     let mut json = vec![0u8; len];
     let got = read_full(input, &mut json).map_err(io)?;
     if got < len {
-        return Err(bad(12, format!("{len} bytes of header, found {got}")));
+        return Err(cut(12 + got, format!("{len} bytes of header")));
     }
     let header: FileHeader = serde_json::from_slice(&json)
         .map_err(|e| bad(12 + (e.column() as u64).saturating_sub(1), format!("a JSON file header ({e})")))?;
