@@ -168,6 +168,24 @@ pub fn alpha_after(rank: u32) -> [u32; 32] {
 /// Writes one rank's file from given events, (start, end, body) with
 /// local dates in ns, under `header`: for hand-made corner cases.
 pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<()> {
+    let mut writer = write_unfinished(path, header, events)?;
+    writer
+        .write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0, ..Footer::default() })
+        .map_err(|e| AnalysisError::io(path, e))
+}
+
+/// [`write_events`] as a killed rank leaves its file: the events it
+/// flushed and no footer; with no events, the header alone (killed
+/// before its first flush).
+pub fn write_killed(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<()> {
+    if events.is_empty() {
+        return TraceWriter::create(path, header).map(drop).map_err(|e| AnalysisError::io(path, e));
+    }
+    write_unfinished(path, header, events).map(drop)
+}
+
+/// The header and the events in one block, not finished by a footer.
+fn write_unfinished(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<TraceWriter> {
     let io = |e| AnalysisError::io(path, e);
     let rank = header.rank.unwrap_or(0);
     let mut writer = TraceWriter::create(path, header).map_err(io)?;
@@ -178,9 +196,7 @@ pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)
         .collect();
     writer.write_definitions(&defs.take_pending()).map_err(io)?;
     writer.write_events(encoded.into_iter()).map_err(io)?;
-    writer
-        .write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0, ..Footer::default() })
-        .map_err(io)
+    Ok(writer)
 }
 
 struct RankWriter<'a> {

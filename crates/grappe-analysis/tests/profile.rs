@@ -9,9 +9,15 @@
 //! [t+9200, t+9500], 1024 + 8 (i mod 16) bytes; every tenth iteration an
 //! allreduce [t+12000, t+15000] of 8 bytes, entered by all at once.
 
+use std::path::Path;
+
 use grappe_analysis::profile::{Profile, Profiler, profile};
-use grappe_analysis::synthetic::{ITERATION_NS, SyntheticClock, SyntheticJob, synthetic_site, write_job};
-use grappe_analysis::{CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet};
+use grappe_analysis::synthetic::{
+    ITERATION_NS, SyntheticClock, SyntheticJob, plain_header, synthetic_site, write_events, write_job, write_killed,
+};
+use grappe_analysis::{
+    CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet, merge_to_file,
+};
 use grappe_trace::{ANY, Body, CollectiveKind, Event, EventKind};
 use proptest::prelude::*;
 
@@ -345,4 +351,59 @@ fn init_and_finalize_are_outside_the_ranks_time() {
     let r = p.rank(0).unwrap();
     assert_eq!((r.total_ns, r.calls_ns, r.compute_ns), (5_000, 1_000, 4_000));
     assert_eq!((p.start_ns, p.span_ns), (20_000, 5_000));
+}
+
+/// The profile of a set's files on global time.
+fn profile_of_set(location: &Path) -> Profile {
+    let set = TraceSet::open(location).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    profile(CausalStream::open(&set, &time).unwrap(), set.world_size(), &mut |_| {}).unwrap()
+}
+
+/// A job whose two last ranks were killed: rank 2, started late, after
+/// the first of two barriers; rank 3 before its first flush (its file
+/// has a header and nothing else). Ranks 0 and 1 record 10 000 points
+/// before the first barrier: the merged file's first block holds only
+/// their events. Its profile must be that of the per-rank files, where
+/// every instance lacked rank 3 and the second also rank 2 — not one in
+/// which the ranks read first were the only ones expected.
+#[test]
+fn a_merged_file_of_a_job_with_killed_ranks_profiles_as_its_per_rank_files() {
+    let dir = scratch("killed");
+    let traces = dir.join("trace");
+    std::fs::create_dir_all(&traces).unwrap();
+    let barrier = || Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let point = |t| (t, t, Body::Point { name: "busy".into(), location: "app.rs:3".into() });
+    let mut rank0 = vec![(0, 0, Body::Init)];
+    rank0.extend((0..10_000).map(|i| point(10 + 10 * i)));
+    rank0.extend([(200_000, 201_000, barrier()), (300_000, 301_000, barrier()), (400_000, 400_000, Body::Finalize)]);
+    let rank1 = vec![
+        (0, 0, Body::Init),
+        (200_100, 201_000, barrier()),
+        (300_200, 301_000, barrier()),
+        (400_000, 400_000, Body::Finalize),
+    ];
+    let rank2 = vec![(150_000, 150_000, Body::Init), (200_400, 201_000, barrier())];
+    let file = |rank: u32| (grappe_trace::file_for(&traces, rank), plain_header(rank, 4, "hand"));
+    for (rank, events) in [(0, rank0), (1, rank1)] {
+        write_events(&file(rank).0, &file(rank).1, &events).unwrap();
+    }
+    write_killed(&file(2).0, &file(2).1, &rank2).unwrap();
+    write_killed(&file(3).0, &file(3).1, &[]).unwrap();
+    let merged = dir.join("merged.gtrace");
+    let set = TraceSet::open(&traces).unwrap();
+    merge_to_file(&set, &GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap(), &merged, &mut |_| {}).unwrap();
+
+    let (per_rank, merged) = (profile_of_set(&traces), profile_of_set(&merged));
+    let lacked = "2 collective instances lacked a member (a rank's trace is cut or absent)";
+    assert!(per_rank.notes.iter().any(|n| n.starts_with(lacked)), "{:?}", per_rank.notes);
+    assert_eq!(merged.notes, per_rank.notes);
+    let times = |p: &Profile| -> Vec<(u32, u64, u64, u64)> {
+        p.ranks.iter().map(|r| (r.rank, r.calls_ns, r.waiting_ns, r.communication_ns)).collect()
+    };
+    // Rank 0 waits 400 ns for rank 2 in the first barrier, 200 ns for
+    // rank 1 in the second; rank 1 waits 300 ns in the first.
+    let waiting: Vec<(u32, u64)> = times(&per_rank).iter().map(|t| (t.0, t.2)).collect();
+    assert_eq!(waiting, [(0, 600), (1, 300), (2, 0)]);
+    assert_eq!(times(&merged), times(&per_rank));
 }

@@ -56,7 +56,8 @@ pub(crate) struct Instances {
     /// end were never seen created: `default_members`).
     members: Vec<u32>,
     default_members: u32,
-    traced: Option<Vec<u32>>,
+    /// Ranks of the job with no trace, sorted: no instance waits for them.
+    untraced: Vec<u32>,
     /// Instances resolved before every expected member entered.
     pub incomplete: u64,
 }
@@ -70,29 +71,29 @@ impl Instances {
             comms: Comms::default(),
             members: Vec::new(),
             default_members,
-            traced: None,
+            untraced: Vec::new(),
             incomplete: 0,
         }
     }
 
     /// Instances of a stream's collectives: the world's have the ranks
-    /// that have a trace (all the ranks of a merged trace).
+    /// that have a trace (a file, even cut or empty, in a per-rank set or
+    /// among those a merged one was made from). Not the ranks read so
+    /// far: a merged file's first block may lack some (started late,
+    /// killed before their first flush), whose instances would then
+    /// complete without them, unlike those of the per-rank files.
     pub fn for_stream(stream: &CausalStream, world_size: u32) -> Self {
-        let mut traced: Vec<u32> = stream.summary().flows.iter().map(|f| f.rank).collect();
-        traced.sort_unstable();
-        let mut instances = Instances::new(if traced.is_empty() { world_size.max(1) } else { traced.len() as u32 });
-        instances.traced = (!traced.is_empty()).then_some(traced);
-        instances
+        let mut untraced = stream.untraced().to_vec();
+        untraced.sort_unstable();
+        let traced = world_size.saturating_sub(untraced.len() as u32).max(1);
+        Instances { untraced, ..Instances::new(traced) }
     }
 
     /// Learns a communicator and its size from `rank`'s creation event.
     pub fn observe_creation(&mut self, rank: u32, body: &Body) {
         let Some(c) = self.comms.observe(rank, body) else { return };
         let Body::CommCreate { members, .. } = body else { return };
-        let traced = match &self.traced {
-            Some(t) => members.iter().filter(|m| t.binary_search(m).is_ok()).count(),
-            None => members.len(),
-        };
+        let traced = members.iter().filter(|m| self.untraced.binary_search(m).is_err()).count();
         let c = c as usize;
         if self.members.len() <= c {
             self.members.resize(c + 1, self.default_members);
