@@ -94,6 +94,25 @@ fn starting_at_a_resume_point_gives_what_follows_it() {
     assert!(resumed >= 15, "resumed at {resumed} of 21 dates");
 }
 
+/// A reader part way into an events block that looks for a point and
+/// finds none (a date before the first) goes on where it was: the search
+/// reads over the block being decoded, which it must not lose.
+#[test]
+fn a_reader_that_finds_no_point_goes_on_inside_its_block() {
+    let dir = scratch("stay");
+    let (_, pointed) = merged_twice(&dir);
+    let whole = all_events(&mut TraceFile::open(&pointed).unwrap()).unwrap();
+    let mut trace = TraceFile::open(&pointed).unwrap();
+    let mut first = Vec::new();
+    assert!(trace.next_batch_into(&mut first, 10).unwrap());
+    assert_eq!(first, whole[..10], "a batch of the first block of 50");
+    assert!(trace.resume_before(whole[0].start).unwrap().is_none(), "no point settled before the first event");
+    let rest = all_events(&mut trace).unwrap();
+    assert_eq!(rest.len(), whole.len() - 10, "the rest of the file, the first block's included");
+    assert_eq!(rest, whole[10..]);
+    assert!(matches!(trace.ending(), Some(Ending::Complete(_))));
+}
+
 /// A merged file cut in the middle resumes at its last complete point
 /// and reads on to the cut; one whose resume point is corrupt says
 /// where. Neither panics.

@@ -285,6 +285,61 @@ fn a_merged_trace_exports_like_its_per_rank_files() {
     }
 }
 
+/// An interval of a merged file (a resume point every 300 events, more
+/// than the reader's batch of 256, so that the first block is partly read
+/// when the window looks for its point) gives the archive its per-rank
+/// files give, byte for byte: the interval before the first point, across
+/// points, after the last, to past the run's end. The anchor file's trace
+/// identifier, drawn by libotf2 for each archive, is the one difference.
+#[test]
+fn an_interval_of_a_merged_trace_exports_the_same_bytes_as_its_per_rank_files() {
+    let dir = scratch("merged-interval");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(4, 60)).unwrap();
+    let set = grappe_analysis::TraceSet::open(&traces).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    let merged = dir.join("merged.gtrace");
+    let layout = grappe_analysis::MergeLayout { block_events: 300, resume_every: 1 };
+    grappe_analysis::merge_to_file_with(&set, &time, &merged, layout, &mut |_| {}).unwrap();
+    let us = 1_000u64;
+    for (from, to) in
+        [(0, 100 * us), (50 * us, 300 * us), (400 * us, 900 * us), (1_180 * us, 2_000 * us), (0, 2_000 * us)]
+    {
+        let window = Window { from, to };
+        let name = |input| format!("{input}-{from}-{to}");
+        let per_rank = export_window(&traces, &dir.join("out"), &name("ranks"), window).unwrap();
+        let resumed = export_window(&merged, &dir.join("out"), &name("merged"), window).unwrap();
+        assert!(per_rank.events_written > 0, "{window:?} keeps events");
+        let (a, b) = (dir.join("out").join(name("ranks")), dir.join("out").join(name("merged")));
+        let (want, got) = (archive_files(&a), archive_files(&b));
+        assert!(want.keys().eq(got.keys()), "{window:?}: files {:?}, not {:?}", got.keys(), want.keys());
+        for (file, bytes) in &want {
+            assert!(got[file] == *bytes, "{window:?}: {file} of the merged file's archive differs");
+        }
+        let anchor = |path| {
+            otf2_print(&["-A"], path)
+                .lines()
+                .filter(|l| !l.starts_with("Trace identifier"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(anchor(&resumed.anchor), anchor(&per_rank.anchor), "{window:?}");
+    }
+}
+
+/// Every file under an archive's directory and its global definitions,
+/// by name (relative), with their bytes.
+fn archive_files(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let global = dir.with_extension("def");
+    files.insert("(global definitions)".to_owned(), std::fs::read(&global).unwrap());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        files.insert(path.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap());
+    }
+    files
+}
+
 /// An interval of a run (`export --from --to`): a valid archive (nested,
 /// nothing left open, `otf2-print -Werror` silent), every receive
 /// record pairs, in channel order as readers pair them, with a send

@@ -14,13 +14,20 @@ impl TraceFile {
     /// are read, event blocks passed unread (their checksums unchecked).
     /// `Ok(None)`, and the reader where it was, if the file has no such
     /// point (a per-rank file, a merged file written before resume
-    /// points, or a date before the first). Call it before reading events.
+    /// points, or a date before the first): a block partly read by
+    /// [`Self::next_batch_into`] goes on where it stopped. Events read
+    /// before a point found are not given again.
     pub fn resume_before(&mut self, date: u64) -> Result<Option<Resume>, TraceError> {
         if self.ending.is_some() {
             return Ok(None);
         }
         let begin = self.offset;
+        // The search reads payloads over the events block being decoded:
+        // without it put back, a reader that stays would lose the rest of it.
+        let (batch, payload) = (self.batch.take(), std::mem::take(&mut self.payload));
         let point = self.last_resume_before(date);
+        self.payload = payload;
+        self.batch = batch;
         self.ending = None;
         self.seek_to(begin)?;
         let Some(point) = point? else { return Ok(None) };
