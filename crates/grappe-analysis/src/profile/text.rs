@@ -28,7 +28,7 @@ impl fmt::Display for Profile {
         writeln!(f, "@ grappe profile (mpiP-style)")?;
         writeln!(
             f,
-            "@ Ranks: {} traced of {}; events: {}; run: {:.3} ms (end of init to start of finalize, as mpiP's AppTime); aggregate: {:.3} ms",
+            "@ Ranks: {} of {} with events; events: {}; run: {:.3} ms (end of init to start of finalize, as mpiP's AppTime); aggregate: {:.3} ms",
             self.ranks.len(),
             self.world_size,
             self.events,
