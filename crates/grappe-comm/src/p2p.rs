@@ -198,7 +198,12 @@ impl Communicator {
         let target = RecvTarget::Buffer { ptr: recv.as_mut_ptr(), cap: recv.len() };
         let mut engine = inner.rank_ctx.engine();
         // SAFETY: both buffers stay borrowed until both requests complete.
-        let recv_req = unsafe { engine.irecv(target, src, ctx, recv_tag) }?;
+        // A message already here and too long fails the receive, not the
+        // send: the peer waits for it.
+        let recv_req = match unsafe { engine.irecv(target, src, ctx, recv_tag) } {
+            Err(e) if !matches!(e, Error::Truncated { .. }) => return Err(e),
+            posted => posted,
+        };
         let send_req = unsafe { engine.isend(send.as_ptr(), send.len(), world, ctx, send_tag, inner.rank as u32) };
         let send_result = match send_req {
             Ok(Started::Pending(id)) => engine.wait(id).map(|_| ()),
@@ -206,8 +211,9 @@ impl Communicator {
             Err(e) => Err(e),
         };
         let received = match recv_req {
-            Started::Done(done) => Ok(done),
-            Started::Pending(id) => engine.wait(id),
+            Ok(Started::Done(done)) => Ok(done),
+            Ok(Started::Pending(id)) => engine.wait(id),
+            Err(truncated) => Err(truncated),
         };
         send_result?;
         received

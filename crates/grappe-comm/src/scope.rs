@@ -14,7 +14,7 @@ use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
 
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
-use crate::trace::{Span, Traced, trace_completion, traced_span};
+use crate::trace::{Span, Traced, delivered, trace_completion, traced_span};
 use crate::{Buffer, BufferMut, Communicator, RankContext};
 use grappe_trace::EventKind;
 
@@ -40,7 +40,35 @@ pub struct Request<'scope> {
 enum State {
     Pending(RequestId),
     Done(Status),
+    /// Completed, its message longer than the buffer: the wait or test
+    /// reports it, as MPI's do.
+    Truncated(Truncation),
     Taken,
+}
+
+/// What [`Error::Truncated`] says, kept to be reported at each wait or test.
+#[derive(Clone, Copy)]
+struct Truncation {
+    source_rank: usize,
+    tag: i32,
+    message_bytes: usize,
+    buffer_bytes: usize,
+}
+
+impl Truncation {
+    fn of(error: &Error) -> Option<Truncation> {
+        match *error {
+            Error::Truncated { source_rank, tag, message_bytes, buffer_bytes } => {
+                Some(Truncation { source_rank, tag, message_bytes, buffer_bytes })
+            }
+            _ => None,
+        }
+    }
+
+    fn error(self) -> Error {
+        let Truncation { source_rank, tag, message_bytes, buffer_bytes } = self;
+        Error::Truncated { source_rank, tag, message_bytes, buffer_bytes }
+    }
 }
 
 impl Communicator {
@@ -92,7 +120,7 @@ impl Communicator {
             scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
         }?;
         let traced = self.trace_isend(span, dest, tag, bytes.len());
-        Ok(scope.track(started, 0, traced))
+        Ok(scope.track(Ok(started), 0, traced))
     }
 
     /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
@@ -112,17 +140,28 @@ impl Communicator {
         let bytes = buf.bytes_mut();
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
         // SAFETY: as for `isend`.
-        let started = unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) }?;
+        let started = match unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) } {
+            Ok(started) => Ok(started),
+            // A message already here and too long: the request is posted
+            // and completes failed, so its wait reports it (and records it).
+            Err(e) => Err(Truncation::of(&e).ok_or(e)?),
+        };
         let traced = self.trace_irecv(span, source, selector);
         Ok(scope.track(started, elem, traced))
     }
 }
 
 impl<'scope> Scope<'scope, '_> {
-    fn track(&'scope self, started: Started, elem: usize, traced: Option<Box<Traced>>) -> Request<'scope> {
+    fn track(
+        &'scope self,
+        started: std::result::Result<Started, Truncation>,
+        elem: usize,
+        traced: Option<Box<Traced>>,
+    ) -> Request<'scope> {
         let state = match started {
-            Started::Done(done) => State::Done(done.status),
-            Started::Pending(id) => {
+            Err(truncation) => State::Truncated(truncation),
+            Ok(Started::Done(done)) => State::Done(done.status),
+            Ok(Started::Pending(id)) => {
                 self.pending.borrow_mut().push(id);
                 State::Pending(id)
             }
@@ -137,18 +176,20 @@ impl Request<'_> {
     pub fn wait(mut self) -> Result<Status> {
         let span = self.span();
         let (status, arrived) = match std::mem::replace(&mut self.state, State::Taken) {
-            State::Done(status) => (status, true),
+            State::Done(status) => (Ok(status), true),
+            State::Truncated(truncation) => (Err(truncation.error()), true),
             State::Pending(id) => {
                 self.forget(id);
                 let arrived = self.arrived_now(id)?;
-                (self.rank_ctx.engine().wait(id)?.status, arrived)
+                (self.rank_ctx.engine().wait(id).map(|done| done.status), arrived)
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
-        if let Some(traced) = &self.traced {
-            trace_completion(traced, span, EventKind::Wait, Some(status), arrived);
+        // A truncated receive is recorded too (see `delivered`).
+        if let (Some(traced), Some(delivered)) = (&self.traced, delivered(status.as_ref())) {
+            trace_completion(traced, span, EventKind::Wait, Some(delivered), arrived);
         }
-        check_elements(status, self.elem)
+        check_elements(status?, self.elem)
     }
 
     #[track_caller]
@@ -165,9 +206,19 @@ impl Request<'_> {
         let span = self.span();
         let (status, arrived) = match self.state {
             State::Done(status) => (Some(status), true),
+            State::Truncated(truncation) => return Err(self.trace_failed_test(span, truncation.error(), true)),
             State::Pending(id) => {
                 let arrived = self.arrived_now(id)?;
-                let done = self.rank_ctx.engine().test(id)?;
+                let done = match self.rank_ctx.engine().test(id) {
+                    Ok(done) => done,
+                    Err(e) => {
+                        if let Some(truncation) = Truncation::of(&e) {
+                            self.forget(id);
+                            self.state = State::Truncated(truncation);
+                        }
+                        return Err(self.trace_failed_test(span, e, arrived));
+                    }
+                };
                 if let Some(done) = &done {
                     self.forget(id);
                     self.state = State::Done(done.status);
@@ -180,6 +231,15 @@ impl Request<'_> {
             trace_completion(traced, span, EventKind::Test, status, arrived);
         }
         status.map(|s| check_elements(s, self.elem)).transpose()
+    }
+
+    /// A test whose receive completed truncated is recorded as its
+    /// completion (see `delivered`); `error` is returned as it is.
+    fn trace_failed_test(&self, span: Span, error: Error, arrived: bool) -> Error {
+        if let (Some(traced), Some(delivered)) = (&self.traced, delivered(Err(&error))) {
+            trace_completion(traced, span, EventKind::Test, Some(delivered), arrived);
+        }
+        error
     }
 
     /// For a traced receive: whether its message is here as a wait or

@@ -7,7 +7,7 @@
 
 use std::panic::Location;
 
-use grappe_proto::{Completion, Result, Status};
+use grappe_proto::{Completion, Error, Result, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{ARRIVED, RECV_OF_SENDRECV};
@@ -100,7 +100,7 @@ impl Communicator {
     /// A sendrecv: its send and its receive, one record each with the
     /// call's dates, written together (no flush between them).
     pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, done: &Result<Completion>) {
-        let (Span(Some((start, site))), Ok(Completion { status, arrived, .. })) = (span, done) else { return };
+        let (Span(Some((start, site))), Some((status, arrived))) = (span, received(done)) else { return };
         let (dest_world, src_world) = (self.trace_rank(dest), self.trace_rank(status.source));
         let mut rec = self.rank_context().recorder();
         let (end, c) = (rec.now(), self.p2p_ctx());
@@ -124,7 +124,7 @@ impl Communicator {
             start,
             end,
             kind: EventKind::Recv.id(),
-            flags: RECV_OF_SENDRECV | if *arrived { ARRIVED } else { 0 },
+            flags: RECV_OF_SENDRECV | if arrived { ARRIVED } else { 0 },
             c,
             a: src_world,
             b: status.tag as u32,
@@ -137,13 +137,13 @@ impl Communicator {
 
     /// A blocking receive's completion.
     pub(crate) fn trace_done(&self, span: Span, done: &Result<grappe_proto::Completion>) {
-        if let (true, Ok(done)) = (span.is_on(), done) {
-            self.trace_recv(span, &Ok(done.status), done.arrived);
+        if let (true, Some((status, arrived))) = (span.is_on(), received(done)) {
+            self.trace_recv(span, &Ok(status), arrived);
         }
     }
 
     pub(crate) fn trace_recv(&self, span: Span, status: &Result<Status>, arrived: bool) {
-        let Ok(status) = status else { return };
+        let Some(status) = delivered(status.as_ref()) else { return };
         self.trace_end(span, EventKind::Recv, |_, raw| {
             (raw.a, raw.b, raw.d) = (self.trace_rank(status.source), status.tag as u32, status.bytes as u64);
             raw.flags = if arrived { ARRIVED } else { 0 };
@@ -415,5 +415,30 @@ impl Drop for Region<'_> {
             let now = rec.now();
             rec.record(RawEvent { start: now, end: now, kind: EventKind::RegionLeave.id(), a, ..RawEvent::default() });
         }
+    }
+}
+
+/// What a receive delivered, if it consumed a message: its status, or, if
+/// the message was longer than the buffer, its source and tag with the
+/// bytes the buffer took. A truncated receive still took its message off
+/// the channel (MPI semantics), so it is recorded: left out, every later
+/// message of the channel would pair with the wrong send, and `check`
+/// shows the truncation as a size mismatch. `None` for other failures.
+pub(crate) fn delivered(result: std::result::Result<&Status, &Error>) -> Option<Status> {
+    match result {
+        Ok(status) => Some(*status),
+        Err(&Error::Truncated { source_rank, tag, buffer_bytes, .. }) => {
+            Some(Status { source: source_rank, tag, bytes: buffer_bytes })
+        }
+        Err(_) => None,
+    }
+}
+
+/// [`delivered`] of a completion, with its `arrived` flag (a truncated
+/// receive's is not known: false).
+fn received(done: &Result<Completion>) -> Option<(Status, bool)> {
+    match done {
+        Ok(done) => Some((done.status, done.arrived)),
+        Err(e) => delivered(Err(e)).map(|status| (status, false)),
     }
 }

@@ -168,6 +168,62 @@ fn receives_say_whether_their_message_had_arrived() {
     assert_eq!(flags, [(1, true), (4, false)]);
 }
 
+/// A receive into too small a buffer fails, but it took its message off
+/// the channel: it is recorded with the bytes the buffer took, blocking,
+/// waited, tested or in a sendrecv (whose send is recorded too), so the
+/// channel's later messages still pair with their sends, and `check`
+/// shows each truncation as a size mismatch.
+#[test]
+fn a_truncated_receive_is_recorded_and_later_messages_pair_right() {
+    let dir = fresh_dir("truncated");
+    grappe::testing::threads_traced(2, &dir, |world| {
+        let long = [7u64; 8];
+        let mut short = [0u64; 1];
+        let truncated = |r: grappe::Result<grappe::Status>| {
+            assert!(matches!(r, Err(grappe::Error::Truncated { message_bytes: 64, .. })), "{r:?}")
+        };
+        if world.rank() == 0 {
+            for tag in [1, 2, 3, 4] {
+                world.send(&long, 1, tag).unwrap();
+            }
+            world.recv(&mut short, 1, 9).unwrap();
+            world.send(&short, 1, 1).unwrap();
+        } else {
+            truncated(world.recv(&mut short, 0, 1));
+            world.scope(|s| truncated(world.irecv(s, &mut short, 0, 2).unwrap().wait()));
+            world.scope(|s| {
+                let mut request = world.irecv(s, &mut short, 0, 3).unwrap();
+                loop {
+                    match request.test() {
+                        Ok(None) => std::thread::yield_now(),
+                        other => break truncated(other.map(|s| s.unwrap())),
+                    }
+                }
+            });
+            truncated(world.sendrecv(&[5u64], 0, 9, &mut short, 0, 4));
+            world.recv(&mut short, 0, 1).unwrap();
+        }
+    });
+    let (rank1, _) = read(&file_for(&dir, 1));
+    let got: Vec<(u64, u64)> = rank1
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::Recv { tag, bytes, .. } => Some((*tag as u64, *bytes)),
+            Body::Wait { completion: c, .. } => Some((c.tag as u64, c.bytes)),
+            Body::Test { completion: Some(c), .. } => Some((c.tag as u64, c.bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, [(1, 8), (2, 8), (3, 8), (4, 8), (1, 8)], "tag and bytes of each receive");
+    let set = grappe_analysis::TraceSet::open(&dir).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    let stream = grappe_analysis::CausalStream::open(&set, &time).unwrap();
+    let report = grappe_analysis::check(stream, &mut |_| {}).unwrap();
+    assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (6, 0, 0), "{report}");
+    let sizes: Vec<(u64, u64)> = report.size_examples.iter().map(|m| (m.sent, m.received)).collect();
+    assert_eq!((report.size_mismatches, sizes), (4, vec![(64, 8); 4]), "{report}");
+}
+
 /// Each call records the line of the program that made it (mpiP's call
 /// site), through the wrappers too (`wait_all`, a collective's body);
 /// init and finalize, made by the runtime, have none.
