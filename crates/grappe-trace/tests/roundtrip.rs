@@ -383,6 +383,17 @@ fn a_file_cut_within_its_header_says_where() {
             Ok(_) => panic!("cut at {cut}: read as a trace"),
         }
     }
+    // A whole file whose header length runs past its header is corrupt,
+    // not cut: its rank is not to be left out as if it wrote nothing.
+    let mut bad = bytes.clone();
+    bad[10] ^= 0xff;
+    std::fs::write(&path, &bad).unwrap();
+    match TraceFile::open(&path) {
+        Err(TraceError::BadHeader { offset: 8, reason, .. }) => {
+            assert!(reason.contains(&format!("a header length of {}", header_end - 12)), "{reason}")
+        }
+        other => panic!("a corrupt header length: {:?}", other.err()),
+    }
 }
 
 #[test]

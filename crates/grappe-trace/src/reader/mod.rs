@@ -543,6 +543,11 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     let mut json = vec![0u8; len];
     let got = read_full(input, &mut json).map_err(io)?;
     if got < len {
+        if let Some(end) = json_end(&json[..got]) {
+            // A whole header, then more bytes: the length is wrong, not
+            // the file short.
+            return Err(bad(8, format!("a header length of {}, found {len} (corrupt?)", end)));
+        }
         return Err(cut(12 + got, format!("{len} bytes of header")));
     }
     let header: FileHeader = serde_json::from_slice(&json)
@@ -551,6 +556,14 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
         return Err(bad(12, format!("format version {VERSION}, found {} (record the trace again)", header.format)));
     }
     Ok((header, 12 + len as u64))
+}
+
+/// Where a JSON object at the start of `bytes` ends, if one does before
+/// the end: a header whose declared length runs past it.
+fn json_end(bytes: &[u8]) -> Option<usize> {
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    values.next()?.ok()?;
+    Some(values.byte_offset()).filter(|&end| end < bytes.len())
 }
 
 /// Why a block's events could not be decoded.
