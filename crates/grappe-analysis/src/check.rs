@@ -227,6 +227,12 @@ impl CheckReport {
         let disorder: u64 = self.stream.flows.iter().map(|f| f.disorder).sum();
         count(disorder, "records out of order");
         p.extend(self.unfinished.iter().cloned());
+        if !self.untraced_ranks.is_empty() {
+            // Their messages are not checked: a trace without them is not
+            // known to be consistent.
+            let ranks = crate::set::list_ranks(&self.untraced_ranks);
+            p.push(format!("{} ranks with no trace ({ranks}, see the notes)", self.untraced_ranks.len()));
+        }
         p
     }
 }

@@ -102,8 +102,8 @@ fn another_world_size_and_a_rank_traced_twice_are_refused() {
 
 /// Rank 1 of 3 has no trace: the messages it sent or was sent have no
 /// other half, which `check` reports apart and does not count as
-/// problems; a receive whose sender is traced and never sent it still is
-/// one. The same from the merged file, which remembers who was traced.
+/// problems (the missing rank is one); a receive whose sender is traced
+/// and never sent it still is one. The same from the merged file, which remembers who was traced.
 #[test]
 fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
     let dir = scratch("untraced");
@@ -127,7 +127,8 @@ fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
         assert_eq!(report.untraced_ranks, [1], "{what}");
         assert_eq!((report.receives_from_untraced, report.sends_to_untraced), (1, 1), "{what}");
         assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (1, 1, 0), "{what}");
-        assert_eq!(report.problems(), ["1 receives with no send in the trace"], "{what}");
+        let problems = ["1 receives with no send in the trace", "1 ranks with no trace (1, see the notes)"];
+        assert_eq!(report.problems(), problems, "{what}");
         let text = report.to_string();
         assert!(text.contains("not checked: 1 receives from and 1 sends to the ranks with no trace (1)"), "{text}");
     }
