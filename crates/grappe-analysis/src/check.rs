@@ -144,11 +144,18 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     report.unreceived_sends = unreceived.len() as u64;
     report.unreceived_examples = unreceived.into_iter().take(EXAMPLES).collect();
     report.stream = stream.summary();
-    let ranks =
-        report.stream.flows.iter().filter_map(|flow| Some((format!("rank {}", flow.rank), flow.ending.as_ref()?)));
-    let merged = report.stream.merged_ending.as_ref().map(|ending| ("the merged file".to_owned(), ending));
-    report.unfinished = ranks.chain(merged).flat_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect();
+    report.unfinished = incomplete(&report.stream);
     Ok(report)
+}
+
+/// What the files a stream read lack, one line each: cut or unfinished
+/// files, events their recorders dropped, and, for a merged file, the
+/// files it was made from that were so. Empty for a whole trace. Every
+/// tool says it: figures of an incomplete trace are partial.
+pub fn incomplete(summary: &StreamSummary) -> Vec<String> {
+    let ranks = summary.flows.iter().filter_map(|flow| Some((format!("rank {}", flow.rank), flow.ending.as_ref()?)));
+    let merged = summary.merged_ending.as_ref().map(|ending| ("the merged file".to_owned(), ending));
+    ranks.chain(merged).flat_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect()
 }
 
 fn keep<T>(examples: &mut Vec<T>, example: T) {

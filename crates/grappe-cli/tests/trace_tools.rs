@@ -336,6 +336,16 @@ fn check_names_a_cut_merged_file_and_the_events_a_full_buffer_dropped() {
         said.contains("  - rank 0: 24 events dropped when the recorder's buffer was full (flush policy end)"),
         "{said}"
     );
+    // The exports and the profile say their figures are partial too.
+    let dropped = "partial trace: rank 0: 24 events dropped";
+    for format in ["chrome", "otf2"] {
+        let out = export(&["-f", format, full.to_str().unwrap(), "-o", dir.join(format).to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.contains(&format!("note: {dropped}")), "{format}: {stderr}");
+    }
+    let out = trace("profile", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("@ note: partial trace: the merged file: file cut at offset "), "{said}");
 }
 
 /// A merge of a cut per-rank file says so, and so does its merged file

@@ -310,5 +310,8 @@ pub fn profile(mut stream: CausalStream, world_size: u32, progress: &mut dyn FnM
         }
     }
     progress(events);
-    Ok(profiler.finish())
+    let mut profile = profiler.finish();
+    let partial = crate::check::incomplete(&stream.summary()).into_iter().map(|line| format!("partial trace: {line}"));
+    profile.notes.splice(0..0, partial);
+    Ok(profile)
 }

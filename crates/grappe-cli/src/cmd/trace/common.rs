@@ -102,6 +102,14 @@ pub fn open(path: &Path, estimation: &EstimationArgs) -> Result<(TraceSet, Globa
     Ok((set, time))
 }
 
+/// Says on stderr what the files read lack (cut, unfinished, events
+/// dropped): what a tool wrote of such a trace is partial.
+pub fn note_partial(stream: &grappe_analysis::StreamSummary) {
+    for line in grappe_analysis::check::incomplete(stream) {
+        eprintln!("grappe trace: note: partial trace: {line}");
+    }
+}
+
 /// Refuses to write `output` over one of the trace's own files, which
 /// would destroy what is being read (an output not there yet is none).
 pub fn refuse_to_overwrite_input(set: &TraceSet, output: &Path) -> Result<()> {

@@ -11,7 +11,9 @@ use grappe_analysis::{AnalysisError, CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
 use grappe_otf2::OpenStream;
 
-use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
+use super::common::{
+    EstimationArgs, IntervalArgs, TraceInput, note_partial, open, progress, refuse_to_overwrite_input,
+};
 
 const AFTER_HELP: &str = "\
 Formats: chrome (trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing),
@@ -83,6 +85,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     let s = export_text(writer, stream, &args.output, &mut tick)?;
     let line = format!("{} events, {} messages, {:.1} MB", s.events, s.messages, s.written_bytes as f64 / 1e6);
     bar.finish_and_clear();
+    note_partial(&s.stream);
     sayln!("{}: {line}", args.output.display());
     if let Some(window) = &s.stream.window {
         sayln!("  {}", window_line(window, s.stream.origin.unwrap_or(0)));
@@ -153,6 +156,7 @@ fn export_otf2(set: &TraceSet, open: OpenStream, output: &Path, tick: &mut dyn F
         bail!("{}: {} is a file, not a directory", output.display(), file.display());
     }
     let summary = grappe_otf2::write_otf2(set, open, dir, name, tick)?;
+    note_partial(&summary.stream);
     let mut line = format!(
         "{} OTF2 events on {} locations, {} messages; open {}",
         summary.events_written,
