@@ -873,3 +873,60 @@ fn a_wait_for_a_receive_carries_the_message_in_every_format() {
     let got = records.iter().find(|r| r.record == -4 && r.event == -61).unwrap();
     assert_eq!(got.data, vec![64, 5, 0, 0]);
 }
+
+/// A program that leaves its regions out of order (`outer` left while
+/// `inner` is open): every export closes them as OTF2 and the profile do,
+/// `outer` and the regions entered inside it at `outer`'s leave, and
+/// ignores the later leave of `inner`. A viewer popping its latest region
+/// would otherwise end `inner` first and draw the barrier inside `outer`.
+#[test]
+fn regions_left_out_of_order_end_alike_in_every_export() {
+    let region = |name: &str, enter: bool| match enter {
+        true => Body::RegionEnter { name: name.into(), location: "here".into() },
+        false => Body::RegionLeave { name: name.into() },
+    };
+    let barrier = Body::Collective { op: grappe_trace::CollectiveKind::Barrier, comm: 0, root: u32::MAX, bytes: 0 };
+    let rank = vec![
+        (T, T, Body::Init),
+        (T + 10, T + 10, region("outer", true)),
+        (T + 20, T + 20, region("inner", true)),
+        (T + 30, T + 30, region("outer", false)),
+        (T + 40, T + 50, barrier),
+        (T + 60, T + 60, region("inner", false)),
+        (T + 100, T + 100, Body::Finalize),
+    ];
+    let dir = scratch("out-of-order");
+    write_handmade(&dir, &[rank]);
+
+    let (text, _) = export(&dir, write_chrome);
+    let (events, _) = chrome_events(&text);
+    let mut open = Vec::new();
+    let mut spans = Vec::new();
+    for e in events.iter().filter(|e| e["ph"] == "B" || e["ph"] == "E") {
+        match e["ph"].as_str() {
+            Some("B") => open.push((e["name"].as_str().unwrap().to_owned(), ns(&e["ts"]))),
+            _ => spans.push((open.pop().expect("an E with no B"), ns(&e["ts"]))),
+        }
+    }
+    let expected = [(("inner".to_owned(), 20), 30), (("outer".to_owned(), 10), 30)];
+    assert_eq!((spans.as_slice(), open.len()), (&expected[..], 0), "Chrome");
+
+    let (text, _) = export(&dir, write_paje);
+    let rows = pj_dump(&write_text(&dir, "regions.paje", &text));
+    let mut states: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .filter(|r| r[0] == "State" && r[2] == "region")
+        .map(|r| (r[7].as_str(), r[3].as_str(), r[4].as_str()))
+        .collect();
+    states.sort();
+    assert_eq!(states, [("inner", "0.000000020", "0.000000030"), ("outer", "0.000000010", "0.000000030")], "Pajé");
+
+    let (text, summary) = export(&dir, write_picl);
+    let block = |name: &str| summary.blocks.iter().position(|b| b == &format!("region {name}")).unwrap() as i64 + 1;
+    let ends: Vec<(i64, i64)> = parse_picl(&text)
+        .iter()
+        .filter(|r| r.record == -4 && [block("outer"), block("inner")].contains(&r.event))
+        .map(|r| (r.event, (r.date * 1e9).round() as i64))
+        .collect();
+    assert_eq!(ends, [(block("inner"), 30), (block("outer"), 30)], "PICL");
+}

@@ -43,7 +43,7 @@ use std::io::Write;
 use grappe_trace::{Body, Event};
 
 use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{ExportSummary, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
+use super::{ExportSummary, OpenRegions, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::{Channel, Message, SendSide};
 use crate::stream::{CausalStream, StreamSummary};
@@ -132,7 +132,7 @@ struct Chrome<'a> {
 struct Lane {
     named: bool,
     /// Regions open, so that a leave with no enter is left out.
-    depth: u32,
+    regions: OpenRegions,
     /// The rank's last event when it is a send: written once the next
     /// event says whether it is a sendrecv's first half.
     held_send: Option<HeldSend>,
@@ -197,7 +197,7 @@ impl Chrome<'_> {
                 }
             }
             Shape::Enter { name, location } => {
-                self.lanes.get(e.rank).depth += 1;
+                self.lanes.get(e.rank).regions.enter(name);
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name) + text_room(location));
                 open(&mut c, &PH_B, e.rank, e.start, origin);
                 c.bytes(b",\"name\":");
@@ -206,10 +206,8 @@ impl Chrome<'_> {
                 c.json_str(location);
                 c.bytes(b"}}");
             }
-            Shape::Leave { .. } => {
-                let lane = self.lanes.get(e.rank);
-                if lane.depth > 0 {
-                    lane.depth -= 1;
+            Shape::Leave { name } => {
+                for _ in 0..self.lanes.get(e.rank).regions.leave(name) {
                     let mut c = self.sink.record(RECORD_ROOM);
                     open(&mut c, &PH_E, e.rank, e.start, origin);
                     c.byte(b'}');

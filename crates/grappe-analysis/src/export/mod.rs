@@ -65,6 +65,40 @@ pub(crate) enum Shape<'a> {
     Mark(&'static str),
 }
 
+/// The user regions open on a rank, as every export closes them (and
+/// OTF2 and the profile): a leave closes the innermost open region of its
+/// name and every region entered inside it since; a leave of a region not
+/// open closes nothing. Without the name, a viewer that pops its latest
+/// region would end the wrong one when a program leaves out of order.
+#[derive(Debug, Default)]
+pub(crate) struct OpenRegions(Vec<(usize, usize)>);
+
+impl OpenRegions {
+    /// Names are interned (`grappe_trace::Text`): one copy per content,
+    /// so its address and length name it.
+    fn key(name: &str) -> (usize, usize) {
+        (name.as_ptr() as usize, name.len())
+    }
+
+    pub fn enter(&mut self, name: &str) {
+        self.0.push(Self::key(name));
+    }
+
+    /// How many regions a leave of `name` closes, innermost first.
+    pub fn leave(&mut self, name: &str) -> usize {
+        let key = Self::key(name);
+        let Some(i) = self.0.iter().rposition(|&k| k == key) else { return 0 };
+        let closed = self.0.len() - i;
+        self.0.truncate(i);
+        closed
+    }
+
+    /// Regions open.
+    pub fn depth(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// How `body` is drawn.
 #[inline(always)]
 pub(crate) fn shape(body: &Body) -> Shape<'_> {

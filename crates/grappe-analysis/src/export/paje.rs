@@ -37,7 +37,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
 use super::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{CALL_NAMES, ExportSummary, Names, PerRank, Shape, job_name, shape};
+use super::{CALL_NAMES, ExportSummary, Names, OpenRegions, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
@@ -158,7 +158,7 @@ struct Paje {
 #[derive(Default)]
 struct Lane {
     /// Regions open (records generated).
-    depth: u32,
+    regions: OpenRegions,
     /// The container is in the file.
     created: bool,
     /// A send whose state is not recorded yet: a sendrecv's if the rank's
@@ -206,14 +206,12 @@ impl Ordered for Paje {
                 call_state(records, rank, name, start, self.clocks.at(rank, e.end), site);
             }
             Shape::Enter { name, .. } => {
-                self.lanes.get(rank).depth += 1;
+                self.lanes.get(rank).regions.enter(name);
                 let value = Value::Region(self.regions.id(name).0);
                 records.push(start, Record::Push { rank, region: true, value, site: None });
             }
-            Shape::Leave { .. } => {
-                let lane = self.lanes.get(rank);
-                if lane.depth > 0 {
-                    lane.depth -= 1;
+            Shape::Leave { name } => {
+                for _ in 0..self.lanes.get(rank).regions.leave(name) {
                     records.push(start, Record::Pop { rank, region: true });
                 }
             }
@@ -296,7 +294,8 @@ impl Ordered for Paje {
     }
 
     fn finish(&mut self, s: &mut Sink, end: u64) {
-        let lanes: Vec<(u32, u32)> = self.lanes.iter().filter(|(_, l)| l.created).map(|(r, l)| (r, l.depth)).collect();
+        let lanes: Vec<(u32, usize)> =
+            self.lanes.iter().filter(|(_, l)| l.created).map(|(r, l)| (r, l.regions.depth())).collect();
         for (rank, depth) in lanes {
             for _ in 0..depth {
                 self.line(s, b"14 ", end, rank).bytes(b" REGION\n");

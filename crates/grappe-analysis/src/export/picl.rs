@@ -197,9 +197,16 @@ impl Ordered for Picl {
                 self.lanes.get(rank).regions.push(k);
                 records.push(start, Record::Event { begin: true, event: k, rank, data: Data::default() });
             }
-            Shape::Leave { .. } => {
-                if let Some(k) = self.lanes.get(rank).regions.pop() {
-                    records.push(start, Record::Event { begin: false, event: k, rank, data: Data::default() });
+            Shape::Leave { name } => {
+                // As every export closes regions (see `OpenRegions`): the
+                // innermost of this name, and those entered inside it.
+                let regions = &mut self.lanes.get(rank).regions;
+                let open = self.blocks.regions.get(name).and_then(|k| regions.iter().rposition(|r| r == k));
+                if let Some(i) = open {
+                    for &k in regions[i..].iter().rev() {
+                        records.push(start, Record::Event { begin: false, event: k, rank, data: Data::default() });
+                    }
+                    regions.truncate(i);
                 }
             }
             Shape::Counter { .. } | Shape::Point { .. } | Shape::Mark(_) => {}
