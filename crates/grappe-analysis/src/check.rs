@@ -244,6 +244,15 @@ impl CheckReport {
     }
 }
 
+impl CheckReport {
+    /// A global date as the other tools give it (`--from`, the exports,
+    /// the report): from the run's first event.
+    fn run_date(&self, date: u64) -> String {
+        let since = date.saturating_sub(self.stream.origin.unwrap_or(0));
+        format!("{:.6} ms from the run's start", since as f64 / 1e6)
+    }
+}
+
 fn channel(c: &Channel) -> String {
     format!("rank {} -> rank {} (comm {}, tag {})", c.src, c.dst, c.comm, c.tag)
 }
@@ -267,10 +276,10 @@ impl fmt::Display for CheckReport {
             writeln!(f, "  size: {} sent {} bytes, received {}", channel(&m.channel), m.sent, m.received)?;
         }
         for o in &self.unmatched_examples {
-            writeln!(f, "  unmatched receive: {} at {} ns", channel(&o.channel), o.date)?;
+            writeln!(f, "  unmatched receive: {} ended at {}", channel(&o.channel), self.run_date(o.date))?;
         }
         for o in &self.unreceived_examples {
-            writeln!(f, "  never received: {} sent at {} ns", channel(&o.channel), o.date)?;
+            writeln!(f, "  never received: {} sent at {}", channel(&o.channel), self.run_date(o.date))?;
         }
         if !self.untraced_ranks.is_empty() {
             writeln!(

@@ -131,6 +131,9 @@ fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
         assert_eq!(report.problems(), problems, "{what}");
         let text = report.to_string();
         assert!(text.contains("not checked: 1 receives from and 1 sends to the ranks with no trace (1)"), "{text}");
+        // Dated as the other tools date, from the run's first event (10).
+        let unmatched = "unmatched receive: rank 0 -> rank 2 (comm 0, tag 9) ended at 0.000060 ms from the run's start";
+        assert!(text.contains(unmatched), "{text}");
     }
 }
 

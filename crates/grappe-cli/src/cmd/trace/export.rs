@@ -92,7 +92,9 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     }
     if !s.blocks.is_empty() {
         // ParaGraph shows user blocks by number only: this says which is which.
-        let legend: Vec<String> = s.blocks.iter().zip(1..).map(|(name, k)| format!("{k} {name}")).collect();
+        // Escaped: a name's newline or tab would break the legend's line.
+        let legend: Vec<String> =
+            s.blocks.iter().zip(1..).map(|(name, k)| format!("{k} {}", name.escape_debug())).collect();
         sayln!("  PICL user blocks: {}", legend.join(", "));
     }
     Ok(0)
