@@ -90,6 +90,14 @@ pub enum Error {
         /// How we found out.
         cause: String,
     },
+    /// The job is being stopped: this process received `signal` (the
+    /// launcher stops every process when one fails). Runtime calls fail
+    /// with it so that each rank unwinds and keeps its trace.
+    #[error("the job is being stopped (signal {signal} received)")]
+    Stopped {
+        /// The signal received (SIGTERM).
+        signal: i32,
+    },
     /// The request was cancelled before it matched.
     #[error("request was cancelled")]
     Cancelled,
@@ -142,7 +150,7 @@ impl Error {
             Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
             Error::BufferSize { .. } => ErrorClass::Count,
             Error::CommFreed => ErrorClass::Comm,
-            Error::PeerDied { .. } => ErrorClass::ProcFailed,
+            Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Cancelled | Error::Corrupt { .. } | Error::Fabric(_) | Error::Bootstrap(_) => ErrorClass::Other,
         }
     }

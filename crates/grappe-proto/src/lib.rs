@@ -22,6 +22,7 @@ mod owned;
 mod rendezvous;
 mod request;
 mod settings;
+pub mod stop;
 pub mod wire;
 
 pub use engine::{Engine, EngineStats, InTransit, announce};

@@ -411,6 +411,60 @@ fn a_killed_rank_leaves_every_flushed_block_readable() {
     );
 }
 
+/// When a rank dies, the ranks that survive it, waiting for it in a
+/// receive or a barrier, still end their traces with a footer and every
+/// event they recorded (the launcher stops them with SIGTERM; a rank of
+/// the failed process sees the failure itself), while the job fails as
+/// fast and with the same diagnostic. As processes, as threads of two
+/// processes, and with a panic that leaves its process's other rank alive.
+#[test]
+fn the_survivors_of_a_failed_rank_complete_their_traces() {
+    // (fault, layout, the ranks that must end their files, the diagnostic)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [u32], [&'a str; 2]);
+    let cases: [Case; 3] = [
+        ("kill:2", &["-n", "4"], &[0, 1, 3], ["rank 2", "signal 9"]),
+        ("kill:2", &["-n", "4", "--threads-per-process", "2"], &[0, 1], ["ranks 2-3", "signal 9"]),
+        ("panic:2", &["-n", "4", "--threads-per-process", "2"], &[0, 1, 2, 3], ["rank 2 failed", "was told to panic"]),
+    ];
+    for (fault, layout, survivors, diagnostic) in cases {
+        let case = format!("{fault} {}", layout.join(" "));
+        let dir = fresh_dir(&format!("survivors-{}-{}", fault.replace(':', ""), layout.len()));
+        let mut cmd = Command::new(util::grappe());
+        cmd.env("GRAPPE_FAULT", fault);
+        cmd.arg("run").args(layout).arg("--trace").arg(&dir).arg(util::example("faulty"));
+        let started = std::time::Instant::now();
+        let output = util::run_bounded(cmd, Duration::from_secs(60));
+        let took = started.elapsed();
+        assert!(!output.status.success(), "{case}: {}", util::describe(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(diagnostic.iter().all(|d| stderr.contains(d)), "{case}: {stderr}");
+        // The victim fails 0.3 s after the start of its body.
+        assert!(took < Duration::from_secs(10), "{case}: the job took {took:?} to fail");
+        for &rank in survivors {
+            let (events, trace) = read(&file_for(&dir, rank));
+            assert!(
+                matches!(events.first().map(|e| &e.body), Some(Body::Init)),
+                "{case}: rank {rank} lost its events: {} left",
+                events.len()
+            );
+            assert!(
+                events.iter().any(|e| matches!(e.body, Body::Collective { op: CollectiveKind::Barrier, .. })),
+                "{case}: rank {rank} lost its first barrier"
+            );
+            assert!(
+                matches!(trace.ending(), Some(Ending::Complete(_))),
+                "{case}: rank {rank} has no footer: {:?}",
+                trace.ending()
+            );
+        }
+        if fault.starts_with("panic") {
+            let (events, _) = read(&file_for(&dir, 2));
+            let points = events.iter().filter(|e| matches!(e.body, Body::Point { .. })).count();
+            assert_eq!(points, 100, "{case}: the panicking rank's events before its failure");
+        }
+    }
+}
+
 /// The recorder keeps the last name given at each call site: names that
 /// change at one site (built at run time, in reused memory) must each be
 /// written as given, with the site's location.

@@ -160,6 +160,20 @@ impl Engine {
         self.check_peers()
     }
 
+    /// After a wait gave way: a timed-out sleep looks for dead peers; any
+    /// other wake-up fails only if the process was asked to stop (the
+    /// signal's handler rings the doorbells, so sleepers see it at once).
+    #[inline]
+    fn snoozed(&mut self, snooze: Snooze) -> Result<()> {
+        match snooze {
+            Snooze::TimedOut => self.timed_out(),
+            Snooze::Continue => match crate::stop::requested() {
+                None => Ok(()),
+                Some(signal) => Err(crate::Error::Stopped { signal }),
+            },
+        }
+    }
+
     /// This rank's number in the world.
     pub fn world_rank(&self) -> usize {
         self.me
@@ -244,9 +258,7 @@ impl Engine {
             if let Some(done) = self.book.take_finished(id.0) {
                 return done;
             }
-            if backoff.snooze() == Snooze::TimedOut {
-                self.timed_out()?;
-            }
+            self.snoozed(backoff.snooze())?;
         }
     }
 
@@ -362,9 +374,7 @@ impl Engine {
             if done(self) {
                 return Ok(());
             }
-            if backoff.snooze() == Snooze::TimedOut {
-                self.timed_out()?;
-            }
+            self.snoozed(backoff.snooze())?;
         }
     }
 
@@ -390,9 +400,7 @@ impl Engine {
             if done() {
                 return Ok(());
             }
-            if backoff.snooze() == Snooze::TimedOut {
-                self.timed_out()?;
-            }
+            self.snoozed(backoff.snooze())?;
         }
         unreachable!("the loop only ends by returning")
     }

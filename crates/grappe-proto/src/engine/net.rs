@@ -95,8 +95,12 @@ impl Net {
         }
     }
 
-    /// Fails if a rank hosted by another process died or said it failed.
+    /// Fails if a rank hosted by another process died or said it failed,
+    /// or if this process was asked to stop (see [`crate::stop`]).
     pub fn check_peers(&self) -> Result<()> {
+        if let Some(signal) = crate::stop::requested() {
+            return Err(Error::Stopped { signal });
+        }
         let my_pid = std::process::id();
         for (world, peer) in self.peers.iter().enumerate() {
             let state = self.host.control(peer.local).state.load(Ordering::Acquire);

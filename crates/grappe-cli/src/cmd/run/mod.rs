@@ -133,20 +133,62 @@ pub fn execute(args: RunArgs) -> i32 {
 
 /// Where the job's trace is, if its ranks wrote one: a failed job may
 /// have written none (its directory refused), or its files up to where
-/// each rank stopped.
+/// each rank stopped. Of a failed job, the files without a footer are
+/// named: their ranks were killed (or never saw the failure, computing
+/// outside the runtime), so their last events are lost.
 fn say_where_the_trace_is(dir: &std::path::Path, failed: bool) {
     let is_rank_file = |name: &str| name.starts_with("rank-") && name.ends_with(".gtrace");
-    let files = std::fs::read_dir(dir).map_or(0, |entries| {
-        entries.filter_map(|e| e.ok()).filter(|e| e.file_name().to_str().is_some_and(is_rank_file)).count()
-    });
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir).map_or_else(
+        |_| Vec::new(),
+        |entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str().is_some_and(is_rank_file))
+                .map(|e| e.path())
+                .collect()
+        },
+    );
     let shown = dir.display();
-    match (files, failed) {
+    match (files.len(), failed) {
         (0, _) => eprintln!("grappe: no trace was written in {shown}"),
         (_, false) => eprintln!("grappe: trace in {shown} (see `grappe trace info {shown}`)"),
-        (_, true) => eprintln!(
-            "grappe: the trace, up to where each rank stopped, is in {shown} (see `grappe trace info {shown}`)"
-        ),
+        (_, true) => {
+            let unfinished = unfinished_ranks(&files);
+            if unfinished.is_empty() {
+                eprintln!(
+                    "grappe: the trace, up to where each rank stopped, is in {shown} (see `grappe trace info {shown}`)"
+                );
+            } else {
+                let (list, files) = match unfinished.as_slice() {
+                    [one] => (format!("rank {one}"), "its file: its"),
+                    many => (format!("ranks {}", many.join(", ")), "their files: their"),
+                };
+                eprintln!(
+                    "grappe: the trace, up to where each rank stopped, is in {shown} (see `grappe trace info {shown}`); \
+                     {list} did not finish {files} last unwritten events are lost"
+                );
+            }
+        }
     }
+}
+
+/// The ranks (by file, in rank order) whose trace file has no footer.
+fn unfinished_ranks(files: &[std::path::PathBuf]) -> Vec<String> {
+    let mut unfinished: Vec<(u64, String)> = files
+        .iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let rank = name.trim_start_matches("rank-").trim_end_matches(".gtrace");
+            let complete = grappe_trace::TraceFile::open(path).is_ok_and(|mut trace| {
+                trace.skim().is_ok() && matches!(trace.ending(), Some(grappe_trace::Ending::Complete(_)))
+            });
+            let number: Option<u64> = rank.parse().ok();
+            let shown = number.map_or_else(|| name.to_owned(), |n| n.to_string());
+            (!complete).then(|| (number.unwrap_or(u64::MAX), shown))
+        })
+        .collect();
+    unfinished.sort();
+    unfinished.into_iter().map(|(_, rank)| rank).collect()
 }
 
 #[cfg(test)]
