@@ -26,6 +26,8 @@ pub use format::{ClockInfo, ClockSample, FileHeader, Footer, MergedRank, TscAnch
 pub use interned::{Members, Text};
 pub use raw::RawEvent;
 pub use reader::{Ending, Events, TraceError, TraceFile};
-pub use recorder::{FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for, remove_rank_files};
+pub use recorder::{
+    FlushPolicy, Identity, Recorder, RecorderConfig, TimeMap, file_for, rank_of_file, remove_rank_files,
+};
 pub use site::Site;
 pub use writer::{RECORDER_BLOCK_EVENTS, TraceWriter};

@@ -550,6 +550,19 @@ pub fn file_for(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.gtrace"))
 }
 
+/// The rank of a per-rank file, by its name ([`file_for`]'s): `None` for
+/// any other file.
+pub fn rank_of_file(path: &Path) -> Option<u32> {
+    rank_digits(path)?.parse().ok()
+}
+
+/// The digits of a per-rank file's name (five at least).
+fn rank_digits(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    let digits = name.strip_prefix("rank-")?.strip_suffix(".gtrace")?;
+    (digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit())).then_some(digits)
+}
+
 /// Removes the per-rank files ([`file_for`]'s names) an earlier run left
 /// in `dir`, so that a new run with fewer ranks leaves none of them
 /// among its own; other files stay. Returns how many were removed; the
@@ -563,9 +576,7 @@ pub fn remove_rank_files(dir: &Path) -> std::io::Result<usize> {
     let mut removed = 0;
     for entry in entries {
         let path = entry.map_err(named)?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let digits = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".gtrace")).unwrap_or("");
-        if digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if rank_digits(&path).is_some() {
             std::fs::remove_file(&path)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("cannot remove {}: {e}", path.display())))?;
             removed += 1;

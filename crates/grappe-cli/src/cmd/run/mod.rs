@@ -137,15 +137,11 @@ pub fn execute(args: RunArgs) -> i32 {
 /// named: their ranks were killed (or never saw the failure, computing
 /// outside the runtime), so their last events are lost.
 fn say_where_the_trace_is(dir: &std::path::Path, failed: bool) {
-    let is_rank_file = |name: &str| name.starts_with("rank-") && name.ends_with(".gtrace");
-    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir).map_or_else(
+    let files: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir).map_or_else(
         |_| Vec::new(),
         |entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_str().is_some_and(is_rank_file))
-                .map(|e| e.path())
-                .collect()
+            let paths = entries.filter_map(|e| e.ok()).map(|e| e.path());
+            paths.filter_map(|path| Some((grappe_trace::rank_of_file(&path)?, path))).collect()
         },
     );
     let shown = dir.display();
@@ -173,22 +169,15 @@ fn say_where_the_trace_is(dir: &std::path::Path, failed: bool) {
 }
 
 /// The ranks (by file, in rank order) whose trace file has no footer.
-fn unfinished_ranks(files: &[std::path::PathBuf]) -> Vec<String> {
-    let mut unfinished: Vec<(u64, String)> = files
-        .iter()
-        .filter_map(|path| {
-            let name = path.file_name()?.to_str()?;
-            let rank = name.trim_start_matches("rank-").trim_end_matches(".gtrace");
-            let complete = grappe_trace::TraceFile::open(path).is_ok_and(|mut trace| {
-                trace.skim().is_ok() && matches!(trace.ending(), Some(grappe_trace::Ending::Complete(_)))
-            });
-            let number: Option<u64> = rank.parse().ok();
-            let shown = number.map_or_else(|| name.to_owned(), |n| n.to_string());
-            (!complete).then(|| (number.unwrap_or(u64::MAX), shown))
+fn unfinished_ranks(files: &[(u32, std::path::PathBuf)]) -> Vec<String> {
+    let complete = |path: &std::path::Path| {
+        grappe_trace::TraceFile::open(path).is_ok_and(|mut trace| {
+            trace.skim().is_ok() && matches!(trace.ending(), Some(grappe_trace::Ending::Complete(_)))
         })
-        .collect();
-    unfinished.sort();
-    unfinished.into_iter().map(|(_, rank)| rank).collect()
+    };
+    let mut unfinished: Vec<u32> = files.iter().filter(|(_, path)| !complete(path)).map(|&(rank, _)| rank).collect();
+    unfinished.sort_unstable();
+    unfinished.into_iter().map(|rank| rank.to_string()).collect()
 }
 
 #[cfg(test)]
