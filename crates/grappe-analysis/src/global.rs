@@ -10,7 +10,7 @@
 //! rank has no samples after the run (it was killed), and to uncorrected
 //! dates, with a note, when it has none at all.
 
-use grappe_clock::{ClockModel, ClockReport, FitConfig, PeerClock, Phase, Sample, SampleSet, Strategy};
+use grappe_clock::{ClockError, ClockModel, ClockReport, FitConfig, PeerClock, Phase, Sample, SampleSet, Strategy};
 use grappe_trace::{ClockSample, FileHeader, TscAnchor};
 use serde::Serialize;
 
@@ -125,6 +125,10 @@ pub struct GlobalOptions {
     /// Repair the tachyons global time leaves with a controlled logical
     /// clock, this many ns of minimum latency (`None`: dates as estimated).
     pub tachyon_repair: Option<u64>,
+    /// The fit's median window was asked for, not the default: a window
+    /// wider than a rank's samples is then the caller's error. The default
+    /// one narrows to fit a rank sampled with fewer points.
+    pub window_asked: bool,
 }
 
 /// Every rank's conversion, and the clock-statistics report.
@@ -181,7 +185,7 @@ impl GlobalTime {
                 let shared = shared_clock_model(&reference.header, &f.header).filter(|_| !options.estimate_shared);
                 match shared {
                     Some(model) => RankTime::exact(rank, model, Basis::SharedClock),
-                    None => estimate_rank(rank, &samples, &options.fit, &mut peers, &mut notes),
+                    None => estimate_rank(rank, &samples, options, &mut peers, &mut notes)?,
                 }
             };
             ranks[rank as usize] = Some(time);
@@ -215,7 +219,7 @@ fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
         let estimated = Basis::estimated_from_text(&from.time).is_some();
         if from.rank != REFERENCE && (estimated || options.estimate_shared) {
             // Its notes speak of dating the events, which the merge did.
-            let fit = estimate_rank(from.rank, &samples, &options.fit, &mut peers, &mut Vec::new());
+            let fit = estimate_rank(from.rank, &samples, options, &mut peers, &mut Vec::new())?;
             if let Basis::Uncorrected { reason } = fit.basis {
                 notes.push(format!("rank {}: no clock statistics: {reason}", from.rank));
             }
@@ -252,22 +256,23 @@ fn describe_fit(fit: &FitConfig) -> String {
     format!("{} estimator, {}, {window}, reference rank {REFERENCE}", fit.estimator.name(), strategy_name(fit.strategy))
 }
 
-/// Fits one rank's clock, falling back from SBA to SB, then to local dates.
+/// Fits one rank's clock, falling back from SBA to SB, then to local
+/// dates. An error only for a median window asked for and too wide.
 fn estimate_rank(
     rank: u32,
     samples: &[ClockSample],
-    config: &FitConfig,
+    options: &GlobalOptions,
     peers: &mut Vec<PeerClock>,
     notes: &mut Vec<String>,
-) -> RankTime {
+) -> Result<RankTime> {
     let set = samples_of(rank, samples);
     let uncorrected = |reason: String| RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason });
     if set.phase(Phase::Before).is_empty() {
         let reason = "no clock samples (rank 0 did not sample it)".to_owned();
         notes.push(format!("rank {rank}: {reason}; its dates are uncorrected"));
-        return uncorrected(reason);
+        return Ok(uncorrected(reason));
     }
-    let mut config = *config;
+    let mut config = options.fit;
     if config.strategy == Strategy::SampleBeforeAfter && set.phase(Phase::After).is_empty() {
         notes.push(format!(
             "rank {rank}: no clock samples after the run (a rank did not finish): SB extrapolation used, \
@@ -275,16 +280,32 @@ fn estimate_rank(
         ));
         config.strategy = Strategy::SampleBefore;
     }
-    match grappe_clock::fit(&set, &config) {
-        Ok(fit) => {
-            let time = RankTime::exact(rank, fit.model, Basis::Estimated { strategy: config.strategy });
-            peers.push(PeerClock { label: format!("rank {rank}"), fit });
-            time
-        }
-        Err(e) => {
-            let reason = e.to_string();
-            notes.push(format!("rank {rank}: clock fit failed ({reason}); its dates are uncorrected"));
-            uncorrected(reason)
+    loop {
+        match grappe_clock::fit(&set, &config) {
+            Ok(fit) => {
+                let time = RankTime::exact(rank, fit.model, Basis::Estimated { strategy: config.strategy });
+                peers.push(PeerClock { label: format!("rank {rank}"), fit });
+                return Ok(time);
+            }
+            Err(ClockError::WindowTooLarge { window, points, phase }) => {
+                let fits = if points % 2 == 1 { points } else { points - 1 };
+                if options.window_asked {
+                    return Err(AnalysisError::Usage(format!(
+                        "median window {window} is larger than the {points} clock samples of rank {rank}'s {phase} \
+                         phase (it can be at most {fits})"
+                    )));
+                }
+                notes.push(format!(
+                    "rank {rank}: median window narrowed from {window} to {fits} (its {phase} phase has {points} \
+                     clock samples)"
+                ));
+                config.median_window = (fits > 1).then_some(fits);
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                notes.push(format!("rank {rank}: clock fit failed ({reason}); its dates are uncorrected"));
+                return Ok(uncorrected(reason));
+            }
         }
     }
 }

@@ -86,6 +86,29 @@ fn distorted_clocks_are_recovered_within_their_confidence_intervals() {
     assert_eq!(check.messages, job.messages());
 }
 
+/// A job sampled with fewer points than the median window: the default
+/// window narrows to the samples (with a note) and the clocks are still
+/// estimated; the same window asked for is the caller's error, named.
+#[test]
+fn a_median_window_wider_than_the_samples_narrows_by_default_and_is_refused_when_asked() {
+    let dir = scratch("narrow-window");
+    let mut job = distorted(3, 200);
+    job.sample_points = 4;
+    write_job(&dir, &job).unwrap();
+    let (_, time) = open(&dir, &GlobalOptions::default());
+    for rank in 1..3 {
+        let basis = &time.rank(rank).unwrap().basis;
+        assert_eq!(*basis, Basis::Estimated { strategy: Strategy::SampleBeforeAfter }, "rank {rank}");
+        let note = format!("rank {rank}: median window narrowed from 5 to 3 (its before phase has 4 clock samples)");
+        assert!(time.notes.contains(&note), "{:?}", time.notes);
+    }
+    let set = TraceSet::open(&dir).unwrap();
+    let asked = GlobalOptions { window_asked: true, ..GlobalOptions::default() };
+    let err = GlobalTime::estimate(&set, &asked).unwrap_err().to_string();
+    let expected = "median window 5 is larger than the 4 clock samples of rank 1's before phase (it can be at most 3)";
+    assert_eq!(err, expected);
+}
+
 #[test]
 fn sb_extrapolation_makes_tachyons_on_a_long_run_where_sba_makes_none() {
     let dir = scratch("sb-sba");

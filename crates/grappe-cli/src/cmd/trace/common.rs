@@ -50,6 +50,9 @@ impl IntervalArgs {
     }
 }
 
+/// The running-median window when none is asked for (Tape/PVM's).
+const DEFAULT_MEDIAN_WINDOW: usize = 5;
+
 /// How global time is estimated.
 #[derive(Debug, Clone, Args)]
 pub struct EstimationArgs {
@@ -60,9 +63,11 @@ pub struct EstimationArgs {
     /// (samples before, extrapolated).
     #[arg(long, value_name = "sb|sba", default_value = "sba")]
     strategy: Strategy,
-    /// Running-median window over each phase's offsets (odd; 1 keeps every sample).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    median_window: usize,
+    /// Running-median window over each phase's offsets (odd; 1 keeps every sample)
+    /// [default: 5, narrowed for a rank sampled with fewer points; a window asked for
+    /// and wider than a rank's samples is an error].
+    #[arg(long, value_name = "N")]
+    median_window: Option<usize>,
     /// Estimate the clocks of ranks that share rank 0's clock too (they are rebased
     /// exactly otherwise): shows the estimator's error against a known answer.
     #[arg(long)]
@@ -83,11 +88,13 @@ impl EstimationArgs {
         let mut options = GlobalOptions {
             estimate_shared: self.estimate_shared,
             tachyon_repair: self.repair_tachyons.then_some(self.min_latency_ns),
+            window_asked: self.median_window.is_some(),
             ..GlobalOptions::default()
         };
         options.fit.estimator = self.estimator;
         options.fit.strategy = self.strategy;
-        options.fit.median_window = (self.median_window != 1).then_some(self.median_window);
+        let window = self.median_window.unwrap_or(DEFAULT_MEDIAN_WINDOW);
+        options.fit.median_window = (window != 1).then_some(window);
         options
     }
 }
