@@ -21,6 +21,7 @@ const SEND: [u8; 3] = [0x1f, 0x6f, 0xd1];
 const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
 const SENDRECV: [u8; 3] = [0x14, 0xa0, 0xa0];
+const RUNTIME: [u8; 3] = [0xc9, 0xb4, 0x58];
 
 fn scratch(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("report-{name}"))
@@ -138,9 +139,10 @@ fn a_report_renders_in_chromium_without_console_errors_and_shows_every_section()
     let dir = scratch("render");
     let job = SyntheticJob::new(4, 300);
     let (page, summary) = report_of(&dir, &job, &ReportOptions::default());
-    // Calls and regions: all events but init, finalize and the counters.
+    // Calls (init and finalize among them) and regions: all events but
+    // the counters.
     let regions = 4 * 300;
-    assert_eq!(summary.intervals, job.events() - 2 * 4 - 4 * 300 - regions);
+    assert_eq!(summary.intervals, job.events() - 4 * 300 - regions);
     assert_eq!(summary.embedded_intervals, summary.intervals);
     assert_eq!((summary.messages, summary.embedded_arrows), (job.messages(), job.messages()));
     assert!(summary.omitted.is_empty() && summary.window_end_ns.is_none(), "{:?}", summary.omitted);
@@ -294,7 +296,8 @@ fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     let dir = scratch("sendrecv-tooltip");
     let (page, _) = report_of_handmade(&dir, &ranks);
     let rank0 = &page_data(&page)["diagram"]["lanes"][0];
-    assert_eq!((&rank0["xi"], &rank0["xp"], &rank0["xb"]), (&json!([0]), &json!([2]), &json!([24])));
+    // Call 1: the sendrecv (call 0 is init).
+    assert_eq!((&rank0["xi"], &rank0["xp"], &rank0["xb"]), (&json!([1]), &json!([2]), &json!([24])));
 
     let dom = rendered_dom(&dir, &page);
     let tip = dom.split("data-sendrecv-tip=\"").nth(1).and_then(|t| t.split('"').next()).expect("a sendrecv tooltip");
@@ -334,7 +337,7 @@ fn page_data(page: &Path) -> serde_json::Value {
 fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     let dir = scratch("sendrecv");
     let (page, summary) = report_of_handmade(&dir, &sendrecv_exchange(5_000_000_000));
-    assert_eq!((summary.intervals, summary.embedded_intervals, summary.messages), (8, 8, 4));
+    assert_eq!((summary.intervals, summary.embedded_intervals, summary.messages), (11, 11, 4));
 
     let data = page_data(&page);
     let diagram = &data["diagram"];
@@ -344,7 +347,7 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
         .map(|i| (kind(&rank0["k"][i]), rank0["d"][i].as_u64().unwrap(), rank0["w"][i].as_u64().unwrap()))
         .collect();
     // The pair's receive waited from 100 to 120, when its message was sent.
-    assert_eq!(calls, [("sendrecv", 300, 20), ("send", 0, 0), ("recv", 100, 0)]);
+    assert_eq!(calls, [("init", 0, 0), ("sendrecv", 300, 20), ("send", 0, 0), ("recv", 100, 0), ("finalize", 0, 0)]);
     assert_eq!(diagram["arrows"]["r"].as_array().unwrap().len(), 4, "both messages of the pair are drawn");
 
     let png = dir.join("report.png");
@@ -353,6 +356,41 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
     let n = pixels_near(&png, SENDRECV);
     assert!(n > 1_000, "{n} pixels of the sendrecv colour in {}", png.display());
+}
+
+/// Init and finalize hold the clock sampling (tens of ms in a real run):
+/// the diagram draws them as calls in their own colour, not as compute.
+#[test]
+fn init_and_finalize_are_drawn_as_calls() {
+    let dir = scratch("lifecycle");
+    let t0 = 5_000_000_000;
+    let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0 };
+    let recv = Body::Recv { src: 0, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false };
+    let ranks = [
+        vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_100, send), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
+        vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_200, recv), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
+    ];
+    let (page, summary) = report_of_handmade(&dir, &ranks);
+    assert_eq!((summary.intervals, summary.messages), (6, 1));
+    let diagram = embedded_diagram(&page);
+    let names: Vec<&str> = diagram["kinds"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
+    let category = |name: &str| {
+        let k = diagram["kinds"].as_array().unwrap().iter().find(|k| k["name"] == name).expect(name);
+        k["category"].as_str().unwrap().to_owned()
+    };
+    assert!(names.contains(&"init") && names.contains(&"finalize"), "{names:?}");
+    assert_eq!((category("init"), category("finalize")), ("runtime".to_owned(), "runtime".to_owned()));
+    let calls = spans(&diagram, "t", "d");
+    for rank in [0, 1] {
+        assert!(calls.contains(&(rank, 0, 3_000)), "rank {rank}'s init: {calls:?}");
+        assert!(calls.contains(&(rank, 8_000, 10_000)), "rank {rank}'s finalize: {calls:?}");
+    }
+    let png = dir.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let run = chromium(&dir, &url(&page), &[&shot, "--window-size=1400,1000"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    let n = pixels_near(&png, RUNTIME);
+    assert!(n > 2_000, "{n} pixels of the init/finalize colour in {}", png.display());
 }
 
 /// The diagram's data the page embeds (`<script id="report-data">`).

@@ -15,6 +15,7 @@ GRAPPE.COLOURS = {
   probe: "#8d5fc2",
   collective: "#c2409f",
   other: "#777777",
+  runtime: "#c9b458",
   waiting: "#d62020",
 };
 
@@ -30,6 +31,7 @@ GRAPPE.LEGEND = [
   ["probe", "probe"],
   ["collective", "collective"],
   ["other", "other call"],
+  ["runtime", "init, finalize (clock sampling)"],
   ["waiting", "waiting: late sender, collective"],
 ];
 
@@ -495,7 +497,7 @@ GRAPPE.Diagram.prototype.callAt = function (lane, t, tol) {
   );
   if (kind.category === "sendrecv") {
     lines.push("bytes sent " + GRAPPE.grouped(raw.b[best]) + ", received " + GRAPPE.grouped(received));
-  } else if (raw.b[best] > 0 || kind.category !== "wait") lines.push("bytes " + GRAPPE.grouped(raw.b[best]));
+  } else if (raw.b[best] > 0 || (kind.category !== "wait" && kind.category !== "runtime")) lines.push("bytes " + GRAPPE.grouped(raw.b[best]));
   if (raw.w[best] > 0) lines.push("waiting " + GRAPPE.formatNs(raw.w[best]));
   return lines;
 };

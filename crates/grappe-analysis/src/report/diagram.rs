@@ -13,6 +13,9 @@
 //! window, the first `max_arrows` of them. The overview, time bins per
 //! rank whose width doubles as the run goes on, covers every call.
 //!
+//! Init and finalize are drawn as calls of their own colour: they hold the
+//! clock sampling.
+//!
 //! A send and the receive marked as its second half are one `sendrecv`
 //! call, as the profile counts them: the send's call takes the pair's kind
 //! and the receive's waiting, and the receive adds no call of its own.
@@ -136,7 +139,7 @@ impl Builder {
         match (first_half, CallType::of(&event.body)) {
             (Some(send), _) => self.second_half(lane, send, event, linked.message),
             (None, Some(call)) => self.call(lane, call, event, linked.message, date),
-            (None, None) => {}
+            (None, None) => self.lifecycle(lane, event, date),
         }
         if self.events % EXPIRE_EVERY == 0 {
             let lanes = &mut self.lanes;
@@ -228,6 +231,22 @@ impl Builder {
         }
     }
 
+    /// Init and finalize, drawn as calls: they hold the clock sampling
+    /// (tens of ms), which would otherwise look like the program's compute.
+    /// They are not in the overview, which is the time in communication.
+    fn lifecycle(&mut self, lane: usize, event: &Event, date: u64) {
+        let name = match event.body {
+            Body::Init => "init",
+            Body::Finalize => "finalize",
+            _ => return,
+        };
+        let (start, end) = (event.start, event.end.max(event.start));
+        if self.admit(start, Some(end), date) == Keep::Yes {
+            let kind = self.kind_named(name, "runtime");
+            self.lanes[lane].calls.push(Call { start, end, kind, bytes: 0, peer: ANY, waiting: 0, received: None });
+        }
+    }
+
     /// The receive that ends the sendrecv `send` began: its message, and
     /// the send's call made the pair's.
     fn second_half(&mut self, lane: usize, send: LastSend, recv: &Event, message: &Message) {
@@ -256,7 +275,10 @@ impl Builder {
     }
 
     fn kind(&mut self, call: CallType, category: &'static str) -> u16 {
-        let name = call.name();
+        self.kind_named(call.name(), category)
+    }
+
+    fn kind_named(&mut self, name: &'static str, category: &'static str) -> u16 {
         if let Some(&k) = self.kind_of.get(name) {
             return k;
         }
