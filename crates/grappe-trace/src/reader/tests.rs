@@ -75,7 +75,7 @@ fn with_length(bytes: &[u8], start: usize, len: usize) -> Vec<u8> {
 
 /// The events of the whole blocks that end by `cut`.
 fn events_before(bytes: &[u8], cut: usize) -> Vec<Event> {
-    let whole = blocks(bytes).into_iter().filter(|&(at, len)| at + BLOCK_HEADER + len <= cut).last();
+    let whole = blocks(bytes).into_iter().rfind(|&(at, len)| at + BLOCK_HEADER + len <= cut);
     whole.map_or(Vec::new(), |(at, len)| read(&bytes[..at + BLOCK_HEADER + len]).0)
 }
 
