@@ -139,6 +139,41 @@ fn a_cut_or_corrupt_merged_file_is_named() {
     assert!(err.contains("corrupt.gtrace") && err.contains(&at.to_string()) && err.contains("checksum"), "{err}");
 }
 
+/// A block length corrupted to run past the end of the file, over whole
+/// blocks, is named, read from the start as from a resume point: the
+/// search for a point passes event blocks unread (their lengths taken as
+/// they are) and reads resume blocks, and the file used to read as cut
+/// there, the rest of it left out.
+#[test]
+fn a_block_length_run_past_the_end_is_corrupt_however_the_file_is_read() {
+    let dir = scratch("length");
+    let (_, pointed) = merged_twice(&dir);
+    let bytes = std::fs::read(&pointed).unwrap();
+    let blocks = blocks_of(&bytes);
+    let events: Vec<usize> = blocks.iter().filter(|b| b.1 == 2).map(|b| b.0).collect();
+    let resume = blocks.iter().find(|b| b.1 == 5).unwrap().0;
+    let bad = dir.join("bad.gtrace");
+    for start in [events[events.len() / 2], resume] {
+        let mut corrupt = bytes.clone();
+        corrupt[start + 8..start + 12].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
+        std::fs::write(&bad, &corrupt).unwrap();
+        let from_start = all_events(&mut TraceFile::open(&bad).unwrap()).unwrap_err();
+        let mut trace = TraceFile::open(&bad).unwrap();
+        let resumed = match trace.resume_before(u64::MAX) {
+            Ok(point) => {
+                assert!(point.is_some(), "a point before the block at {start}");
+                all_events(&mut trace).unwrap_err()
+            }
+            Err(e) => e,
+        };
+        for err in [from_start, resumed] {
+            let TraceError::Corrupt { path, offset, expected } = &err else { panic!("block at {start}: {err}") };
+            assert_eq!((path, *offset), (&bad, start as u64 + 8), "{err}");
+            assert!(expected.contains(&format!("found {}: the length is corrupt", bytes.len())), "{err}");
+        }
+    }
+}
+
 /// A resume point that holds an event ending after the date it says
 /// everything before it ended by is refused, naming the file and offset:
 /// a reader starting there would miss that event.
@@ -160,15 +195,19 @@ fn a_resume_point_holding_a_later_date_is_refused() {
     );
 }
 
-/// Where the first resume block's payload starts (blocks after the
-/// header: magic, kind at +4, length at +8..12, 16-byte header).
+/// Where the first resume block's payload starts.
 fn resume_payload_offset(bytes: &[u8]) -> usize {
+    blocks_of(bytes).into_iter().find(|&(_, kind)| kind == 5).expect("a resume block").0 + 16
+}
+
+/// Each block's offset and kind (blocks after the header: magic, kind at
+/// +4, length at +8..12, 16-byte header).
+fn blocks_of(bytes: &[u8]) -> Vec<(usize, u8)> {
     let mut at = 12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
-    loop {
-        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        if bytes[at + 4] == 5 {
-            return at + 16;
-        }
-        at += 16 + len;
+    let mut blocks = Vec::new();
+    while at < bytes.len() {
+        blocks.push((at, bytes[at + 4]));
+        at += 16 + u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
     }
+    blocks
 }

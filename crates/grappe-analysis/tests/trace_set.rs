@@ -203,3 +203,58 @@ fn info_spans_the_run_on_global_time() {
     let merged_span = grappe_analysis::info(&TraceSet::open(&merged).unwrap(), &mut |_| {}).unwrap().span_ns;
     assert_eq!(merged_span, span);
 }
+
+/// Rewrites the footer of the complete rank file `path` (its last block)
+/// to say its recorder dropped `dropped` events.
+fn footer_with_dropped(path: &Path, dropped: u64) {
+    use grappe_trace::format::{BlockKind, block_header, decode_footer, encode_footer};
+    let bytes = std::fs::read(path).unwrap();
+    let le = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 12 + le(8);
+    while at + 16 + le(at + 8) < bytes.len() {
+        at += 16 + le(at + 8);
+    }
+    assert_eq!(bytes[at + 4], BlockKind::Footer as u8, "{}: the last block is the footer", path.display());
+    let mut footer = decode_footer(&bytes[at + 16..]).unwrap();
+    footer.dropped = dropped;
+    let mut payload = Vec::new();
+    encode_footer(&footer, &mut payload);
+    let block = [&block_header(BlockKind::Footer, &payload)[..], &payload].concat();
+    std::fs::write(path, [&bytes[..at], &block].concat()).unwrap();
+}
+
+/// `info` on a merged file gives the events each rank's recorder dropped,
+/// as it does on the rank files (it gave only their total), and says
+/// which ranks' counts are unknown: those whose file was incomplete.
+#[test]
+fn info_gives_a_merged_file_s_dropped_events_rank_by_rank() {
+    use grappe_analysis::synthetic::{SyntheticJob, write_job};
+    let dir = scratch("info-dropped");
+    let ranks = dir.join("ranks");
+    write_job(&ranks, &SyntheticJob::new(4, 20)).unwrap();
+    footer_with_dropped(&file_for(&ranks, 1), 24);
+    footer_with_dropped(&file_for(&ranks, 3), 5);
+    let merged = |name: &str| {
+        let set = TraceSet::open(&ranks).unwrap();
+        let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+        merge_to_file(&set, &time, &dir.join(name), &mut |_| {}).unwrap();
+        grappe_analysis::info(&TraceSet::open(&dir.join(name)).unwrap(), &mut |_| {}).unwrap()
+    };
+    let dropped = |info: &grappe_analysis::TraceInfo| info.ranks.iter().map(|r| r.dropped).collect::<Vec<_>>();
+
+    let per_rank = grappe_analysis::info(&TraceSet::open(&ranks).unwrap(), &mut |_| {}).unwrap();
+    assert_eq!(dropped(&per_rank), [Some(0), Some(24), Some(0), Some(5)]);
+    let info = merged("merged.gtrace");
+    assert_eq!(dropped(&info), dropped(&per_rank));
+    assert_eq!(info.files[0].dropped, Some(29));
+    let text = info.to_string();
+    assert!(text.contains("\n    dropped by rank: 0 (ranks 0, 2), 5 (rank 3), 24 (rank 1)\n"), "{text}");
+
+    // Rank 2's file without its footer: its count is unknown.
+    let bytes = std::fs::read(file_for(&ranks, 2)).unwrap();
+    std::fs::write(file_for(&ranks, 2), &bytes[..bytes.len() - 1]).unwrap();
+    let info = merged("cut.gtrace");
+    assert_eq!(dropped(&info), [Some(0), Some(24), None, Some(5)]);
+    let text = info.to_string();
+    assert!(text.contains("\n    dropped by rank: 0 (rank 0), 5 (rank 3), 24 (rank 1), unknown (rank 2)\n"), "{text}");
+}

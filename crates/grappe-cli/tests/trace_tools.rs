@@ -381,6 +381,62 @@ fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
     assert!(String::from_utf8_lossy(&out.stdout).contains(cut), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// Each block's offset and payload length (blocks after the header:
+/// magic, kind, length at +8..12, 16-byte header).
+fn blocks_of(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let le = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let (mut at, mut blocks) = (12 + le(8), Vec::new());
+    while at < bytes.len() {
+        blocks.push((at, le(at + 8)));
+        at += 16 + le(at + 8);
+    }
+    blocks
+}
+
+/// A block length corrupted to run past the end of the file, whole
+/// blocks after it, in a rank's file or a merged one: every tool fails
+/// naming the file, the length's offset and where the next block is,
+/// where they read the file as cut there and left out the rest.
+#[test]
+fn a_corrupt_block_length_is_an_error_not_a_cut() {
+    let dir = scratch("corrupt-length");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 2000)).unwrap();
+    let merged = merge_to(&traces, &dir.join("merged.gtrace"));
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    for (file, input) in [(traces.join("rank-00001.gtrace"), &traces), (merged.clone(), &merged)] {
+        let bytes = std::fs::read(&file).unwrap();
+        let (start, len) = blocks_of(&bytes)[1];
+        let mut bad = bytes.clone();
+        bad[start + 8..start + 12].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
+        std::fs::write(&file, &bad).unwrap();
+        let input = input.to_str().unwrap();
+        let expected = format!(
+            "{}: corrupt block at offset {}: expected a block length of {len} (the payload's checksum matches \
+             its first {len} bytes, and a complete block follows them at offset {}), found {}: ",
+            file.display(),
+            start + 8,
+            start + 16 + len,
+            bytes.len()
+        );
+        for (tool, args) in [
+            ("info", vec![input]),
+            ("check", vec![input]),
+            ("merge", vec![input, "-o", &out("again.gtrace")]),
+            ("export", vec!["-f", "chrome", input, "-o", &out("out.json")]),
+            ("export", vec!["-f", "chrome", "--from", "20ms", input, "-o", &out("out.json")]),
+        ] {
+            let said = trace(tool, &args);
+            let stderr = String::from_utf8_lossy(&said.stderr);
+            assert_eq!(said.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+            assert!(stderr.contains(&expected), "{tool} {args:?}: {stderr}");
+            let stdout = String::from_utf8_lossy(&said.stdout);
+            assert!(!stdout.contains("cut at offset"), "{tool} {args:?}: {stdout}");
+        }
+        std::fs::write(&file, &bytes).unwrap();
+    }
+}
+
 /// Outputs that cannot be written are named: a full device, and a path
 /// through a file where a directory should be.
 #[test]

@@ -37,9 +37,17 @@ pub struct RankInfo {
     /// file's footer or what a merged file's footer kept of it (empty when
     /// neither has it).
     pub alpha_after_ns: BTreeMap<String, u32>,
+    /// Events its recorder dropped (buffer full, policy `end`), from its
+    /// file's footer or what a merged file's footer kept of it; `None`
+    /// when neither has it (the file was incomplete).
+    pub dropped: Option<u64>,
 }
 
 impl RankInfo {
+    fn new(rank: u32) -> RankInfo {
+        RankInfo { rank, ..RankInfo::default() }
+    }
+
     fn add(&mut self, start: u64, end: u64, kind: EventKind) {
         self.events += 1;
         self.first_ns = Some(self.first_ns.map_or(start, |f| f.min(start)));
@@ -133,26 +141,25 @@ pub fn info(set: &TraceSet, progress: &mut dyn FnMut(u64)) -> Result<TraceInfo> 
         let mut trace = f.open()?;
         while let Some(block) = trace.next_events()? {
             for e in &block {
-                ranks.entry(e.rank).or_insert_with(|| RankInfo { rank: e.rank, ..RankInfo::default() }).add(
-                    e.start,
-                    e.end,
-                    e.body.kind(),
-                );
+                ranks.entry(e.rank).or_insert_with(|| RankInfo::new(e.rank)).add(e.start, e.end, e.body.kind());
             }
             read += block.len() as u64;
             progress(read);
         }
         if let Some(rank) = f.rank() {
-            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() });
+            ranks.entry(rank).or_insert_with(|| RankInfo::new(rank));
         }
         for (rank, alpha) in alpha_before_by_rank(trace.header()) {
-            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_ns = alpha;
+            ranks.entry(rank).or_insert_with(|| RankInfo::new(rank)).alpha_ns = alpha;
         }
         let after = alpha_after_by_rank(&trace);
         let file_after = f.rank().and_then(|rank| after.get(&rank).cloned()).unwrap_or_default();
         files.push(file_info(&trace, file_after));
         for (rank, alpha) in after {
-            ranks.entry(rank).or_insert_with(|| RankInfo { rank, ..RankInfo::default() }).alpha_after_ns = alpha;
+            ranks.entry(rank).or_insert_with(|| RankInfo::new(rank)).alpha_after_ns = alpha;
+        }
+        for (rank, dropped) in dropped_by_rank(&trace) {
+            ranks.entry(rank).or_insert_with(|| RankInfo::new(rank)).dropped = Some(dropped);
         }
     }
     let mut notes = set.notes().to_vec();
@@ -264,6 +271,16 @@ fn alpha_before_by_rank(header: &FileHeader) -> BTreeMap<u32, BTreeMap<String, u
     }
 }
 
+/// The events dropped a file's footer gives, per rank: its rank's, or for
+/// a merged file those it kept of its complete inputs.
+fn dropped_by_rank(trace: &TraceFile) -> BTreeMap<u32, u64> {
+    let Some(Ending::Complete(footer)) = trace.ending() else { return BTreeMap::new() };
+    match trace.header().rank {
+        Some(rank) => [(rank, footer.dropped)].into(),
+        None => footer.ranks.iter().map(|r| (r.rank, r.dropped)).collect(),
+    }
+}
+
 /// The α after the run a file's footer gives, per rank and kind name: its
 /// rank's, or for a merged file those it kept of its inputs.
 fn alpha_after_by_rank(trace: &TraceFile) -> BTreeMap<u32, BTreeMap<String, u32>> {
@@ -302,6 +319,9 @@ impl fmt::Display for TraceInfo {
             writeln!(f, "    {}, {drops} dropped, {} clock samples", file.buffering, file.clock_samples)?;
             if file.rank.is_none() {
                 writeln!(f, "    {}", ResumeText(file.resume_points))?;
+                if !self.ranks.is_empty() {
+                    writeln!(f, "    {}", DropsText(&self.ranks))?;
+                }
             }
             if file.rank.is_none() {
                 self.write_ranks_alpha(f)?;
@@ -361,6 +381,32 @@ impl fmt::Display for RecordersText<'_> {
             })
             .collect();
         write!(f, "recorded with {}", groups.join("; "))
+    }
+}
+
+/// `dropped by rank: 0 (ranks 0, 2-3), 24 (rank 1), unknown (rank 4)`:
+/// a merged file's drops, ranks that agree named together, as a per-rank
+/// file's line says its rank's.
+struct DropsText<'a>(&'a [RankInfo]);
+
+impl fmt::Display for DropsText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut by_count: BTreeMap<Option<u64>, Vec<u32>> = BTreeMap::new();
+        for r in self.0 {
+            by_count.entry(r.dropped).or_default().push(r.rank);
+        }
+        // Unknown last: `None` sorts first.
+        let unknown = by_count.remove(&None).map(|ranks| (None, ranks));
+        let groups: Vec<String> = by_count
+            .into_iter()
+            .chain(unknown)
+            .map(|(count, ranks)| {
+                let count = count.map_or("unknown".to_owned(), |c| c.to_string());
+                let s = if ranks.len() == 1 { "" } else { "s" };
+                format!("{count} (rank{s} {})", list_ranks(&ranks))
+            })
+            .collect();
+        write!(f, "dropped by rank: {}", groups.join(", "))
     }
 }
 

@@ -7,7 +7,9 @@
 //! error: everything up to the last complete block is read and
 //! [`TraceFile::ending`] says where the file stops and why. Bytes that are
 //! not what the format says (bad magic, checksum mismatch, undecodable
-//! payload) are an error naming the file, the offset and what was expected.
+//! payload) are an error naming the file, the offset and what was expected;
+//! so is a block length that runs past the end of the file over whole
+//! blocks, which a cut would have hidden.
 
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read, Seek};
@@ -25,6 +27,8 @@ use crate::raw::{DecodeError, Definitions};
 use crate::site::Site;
 
 mod resume;
+#[cfg(test)]
+mod tests;
 
 /// What is wrong with a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -412,20 +416,7 @@ impl TraceFile {
             }
             _ => {}
         }
-        let magic = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
-        if magic != BLOCK_MAGIC {
-            return Err(self.corrupt(start, format!("block magic \"GRBK\", found {:?}", &header[0..4])));
-        }
-        if header[5..8] != [0, 0, 0] {
-            return Err(self.corrupt(start + 5, format!("reserved bytes 0, found {:?}", &header[5..8])));
-        }
-        let kind = BlockKind::from_u8(header[4])
-            .ok_or_else(|| self.corrupt(start + 4, format!("a block kind from 1 to 5, found {}", header[4])))?;
-        let len = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
-        if len > MAX_BLOCK {
-            return Err(self.corrupt(start + 8, format!("a block length up to {MAX_BLOCK} bytes, found {len}")));
-        }
-        let crc = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+        let (kind, len, crc) = parse_head(&header).map_err(|e| self.corrupt_in(start, e))?;
         Ok(Some(BlockHead { kind, start, len, crc }))
     }
 
@@ -441,6 +432,7 @@ impl TraceFile {
         self.payload.truncate(len);
         let got = read_full(&mut self.input, &mut self.payload).map_err(|source| self.io(source))?;
         if got < len {
+            self.check_cut(head, got)?;
             self.ending =
                 Some(Ending::Cut { offset: start, reason: format!("a {len}-byte block payload, found {got} bytes") });
             return Ok(None);
@@ -452,6 +444,32 @@ impl TraceFile {
         }
         self.offset = at + len as u64;
         Ok(Some((kind, at)))
+    }
+
+    /// Whether a payload that runs past the end of the file, `got` of
+    /// its bytes read, is a cut (`Ok`) or a corrupt length: a complete
+    /// block within those bytes means the file goes on where this block
+    /// should have ended, and reading it as cut would hide the rest.
+    fn check_cut(&self, head: &BlockHead, got: usize) -> Result<(), TraceError> {
+        let bytes = &self.payload[..got];
+        let Some(next) = complete_block_in(bytes) else { return Ok(()) };
+        let BlockHead { start, len, crc, .. } = *head;
+        let at = start + (BLOCK_HEADER + next) as u64;
+        // The block's own checksum over the bytes before the one found
+        // tells a corrupt length (it matches) from other damage, such as
+        // a write cut short by a full disk with blocks written after it.
+        let expected = if crc32fast::hash(&bytes[..next]) == crc {
+            format!(
+                "a block length of {next} (the payload's checksum matches its first {next} bytes, and a \
+                 complete block follows them at offset {at}), found {len}: the length is corrupt, the file not cut"
+            )
+        } else {
+            format!(
+                "a block length within the {got} bytes left in the file, found {len}, yet a complete block \
+                 starts at offset {at} within them: the block is corrupt, the file not cut"
+            )
+        };
+        Err(self.corrupt(start + 8, expected))
     }
 
     fn io(&self, source: std::io::Error) -> TraceError {
@@ -510,6 +528,58 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(got)
+}
+
+/// A block header's kind, payload length and checksum, or where in it
+/// and what is wrong.
+fn parse_head(header: &[u8; BLOCK_HEADER]) -> Result<(BlockKind, usize, u32), (usize, String)> {
+    let magic = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
+    if magic != BLOCK_MAGIC {
+        return Err((0, format!("block magic \"GRBK\", found {:?}", &header[0..4])));
+    }
+    if header[5..8] != [0, 0, 0] {
+        return Err((5, format!("reserved bytes 0, found {:?}", &header[5..8])));
+    }
+    let kind =
+        BlockKind::from_u8(header[4]).ok_or_else(|| (4, format!("a block kind from 1 to 5, found {}", header[4])))?;
+    let len = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as usize;
+    if len > MAX_BLOCK {
+        return Err((8, format!("a block length up to {MAX_BLOCK} bytes, found {len}")));
+    }
+    let crc = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+    Ok((kind, len, crc))
+}
+
+/// The most headers found in a short payload whose checksums are tried:
+/// bytes crafted to hold one at every position would otherwise cost a
+/// checksum of the rest of the file at each. Real blocks are not missed:
+/// bytes before one hold a header that parses only if crafted to.
+const BLOCKS_TRIED: usize = 16;
+
+/// Where the first complete block within `bytes` starts: a header that
+/// parses, its payload within `bytes` and matching its checksum.
+///
+/// Sound as a test of a cut: a file cut short is a prefix of a whole one,
+/// so when it ends within a payload every byte after that block's header
+/// is the payload's own, written by an encoder that writes no blocks. For
+/// such bytes to hold a complete block, event varints or a definition's
+/// text would have to spell a header (the magic, a kind from 1 to 5, three
+/// zero bytes, a length that fits: under 2^-61 a position for random
+/// bytes) and then bytes whose CRC-32 is the one it names (2^-32 more):
+/// only a name chosen to hold a trace's bytes can. The checksum is what
+/// makes it sound: "GRBK" alone may well turn up in a string. A corrupt
+/// length, on the other hand, leaves the next block whole where it was.
+fn complete_block_in(bytes: &[u8]) -> Option<usize> {
+    let magic = BLOCK_MAGIC.to_le_bytes();
+    bytes
+        .windows(BLOCK_HEADER)
+        .enumerate()
+        .filter(|(_, w)| w[..4] == magic)
+        .filter_map(|(at, w)| Some((at, parse_head(w.try_into().expect("a header's bytes")).ok()?)))
+        .filter(|&(at, (_, len, _))| at + BLOCK_HEADER + len <= bytes.len())
+        .take(BLOCKS_TRIED)
+        .find(|&(at, (_, len, crc))| crc32fast::hash(&bytes[at + BLOCK_HEADER..][..len]) == crc)
+        .map(|(at, _)| at)
 }
 
 /// The header, and the offset of the first block.
