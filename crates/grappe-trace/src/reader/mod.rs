@@ -140,6 +140,10 @@ pub struct TraceFile {
 /// them straight, and 256 ranks take 3 MiB less than with 16 KiB.
 const READ_BUFFER: usize = 4 << 10;
 
+/// The most a payload buffer grows by in one read (see
+/// [`TraceFile::read_up_to`]); the runtime's blocks are about 13 KB.
+const PAYLOAD_STEP: usize = 1 << 20;
+
 /// A block's header, read.
 #[derive(Debug, Clone, Copy)]
 struct BlockHead {
@@ -425,12 +429,7 @@ impl TraceFile {
     fn read_payload(&mut self, head: &BlockHead) -> Result<Option<(BlockKind, u64)>, TraceError> {
         let BlockHead { kind, start, len, crc } = *head;
         self.batch = None;
-        // Bytes already initialised are not zeroed again.
-        if self.payload.len() < len {
-            self.payload.resize(len, 0);
-        }
-        self.payload.truncate(len);
-        let got = read_full(&mut self.input, &mut self.payload).map_err(|source| self.io(source))?;
+        let got = self.read_up_to(len)?;
         if got < len {
             self.check_cut(head, got)?;
             self.ending =
@@ -444,6 +443,27 @@ impl TraceFile {
         }
         self.offset = at + len as u64;
         Ok(Some((kind, at)))
+    }
+
+    /// Reads up to `len` payload bytes into `self.payload`: how many the
+    /// file held. The buffer grows by at most [`PAYLOAD_STEP`] a read, so
+    /// a corrupt length (up to 256 MiB) in a short file costs what the
+    /// file holds, not an allocation and a memset of the length. Bytes
+    /// already initialised are not zeroed again.
+    fn read_up_to(&mut self, len: usize) -> Result<usize, TraceError> {
+        let mut got = 0;
+        loop {
+            let want = len.min(got + PAYLOAD_STEP);
+            if self.payload.len() < want {
+                self.payload.resize(want, 0);
+            }
+            self.payload.truncate(want);
+            got += read_full(&mut self.input, &mut self.payload[got..]).map_err(|source| self.io(source))?;
+            if got < want || got == len {
+                self.payload.truncate(got);
+                return Ok(got);
+            }
+        }
     }
 
     /// Whether a payload that runs past the end of the file, `got` of

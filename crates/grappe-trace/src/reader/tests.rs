@@ -108,6 +108,32 @@ fn a_length_run_past_the_end_with_blocks_after_it_is_corrupt() {
     assert!(matches!(result, Ok(Ending::Cut { offset, .. }) if offset == start as u64), "{result:?}");
 }
 
+/// The largest length a header may give, in a file of a few KB: read as
+/// the corruption (or cut) it is, with a payload buffer the size of what
+/// the file holds, not of the length.
+#[test]
+fn the_largest_length_in_a_short_file_costs_what_the_file_holds() {
+    let bytes = written("largest", 100, 32, "p");
+    let blocks = blocks(&bytes);
+    for (i, &(start, _)) in blocks.iter().enumerate() {
+        let bad = with_length(&bytes, start, crate::format::MAX_BLOCK);
+        let mut trace = TraceFile::from_reader(Path::new("t.gtrace"), Box::new(Cursor::new(bad))).unwrap();
+        let result = loop {
+            match trace.next_events() {
+                Ok(Some(_)) => {}
+                Ok(None) => break Ok(trace.ending().cloned()),
+                Err(e) => break Err(e),
+            }
+        };
+        let last = i == blocks.len() - 1;
+        assert!(
+            matches!((&result, last), (Err(TraceError::Corrupt { .. }), false) | (Ok(Some(Ending::Cut { .. })), true)),
+            "block at {start}: {result:?}"
+        );
+        assert!(trace.payload.capacity() <= super::PAYLOAD_STEP, "a {} B buffer", trace.payload.capacity());
+    }
+}
+
 /// Damage other than the length (the payload ends early and later blocks
 /// follow, as after a write cut short by a full disk) is corrupt too, said
 /// without blaming the length alone.
