@@ -284,8 +284,9 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
 #[test]
 fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     const T0: u64 = 5_000_000_000;
-    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0 };
-    let recv = |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv };
+    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0, failed: false };
+    let recv =
+        |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv, failed: false };
     let ranks = [
         vec![(T0, T0, Body::Init), (T0 + 100, T0 + 400, send(1, 8)), (T0 + 100, T0 + 400, recv(2, 24, true))],
         vec![(T0, T0, Body::Init), (T0 + 200, T0 + 450, recv(0, 8, false))],
