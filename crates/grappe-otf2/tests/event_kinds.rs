@@ -223,7 +223,8 @@ fn header(rank: u32) -> FileHeader {
 /// and hold the `call failed` parameter, without the records of what they
 /// never completed: rank 0's sendrecv sends the message rank 1 receives
 /// (a pair for Vampir) but receives nothing, its wait completes no
-/// request, its barrier no collective.
+/// request; rank 1's sendrecv neither sends nor receives, its barrier
+/// completes no collective.
 #[test]
 fn failed_calls_keep_their_region_and_none_of_their_records() {
     let dir = scratch("failed");
@@ -239,6 +240,9 @@ fn failed_calls_keep_their_region_and_none_of_their_records() {
     let rank1 = [
         (100, 100, Body::Init),
         (120, 130, Body::Recv { src: 0, tag: 5, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false }),
+        // A sendrecv whose two halves failed.
+        (131, 135, Body::Send { dest: 0, tag: 7, comm: 0, bytes: 8, seq: 0, failed: true }),
+        (131, 135, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true }),
         (140, 390, barrier(true)),
     ];
     write_rank(&dir.join("traces"), 0, &rank0);
@@ -251,12 +255,14 @@ fn failed_calls_keep_their_region_and_none_of_their_records() {
         lines.iter().filter(|l| l.location == location && l.kind == kind).collect()
     };
     assert_eq!((on(0, "MPI_SEND").len(), on(1, "MPI_RECV").len()), (1, 1), "the message that went out");
+    assert!(on(1, "MPI_SEND").is_empty(), "a failed send has no record");
     for kind in ["MPI_RECV", "MPI_IRECV", "MPI_COLLECTIVE_BEGIN", "MPI_COLLECTIVE_END"] {
         assert!(on(0, kind).is_empty() && on(1, kind).len() == usize::from(kind == "MPI_RECV"), "{kind}");
     }
     assert_eq!(on(0, "MPI_IRECV_REQUEST").len(), 1, "the post stays");
     // One parameter per failed call, inside its region, at its leave.
-    for (location, region, leave) in [(0, "MPI_Sendrecv", 150), (0, "MPI_Wait", 400), (1, "MPI_Barrier", 390)] {
+    let failed = [(0, "MPI_Sendrecv", 150), (0, "MPI_Wait", 400), (1, "MPI_Sendrecv", 135), (1, "MPI_Barrier", 390)];
+    for (location, region, leave) in failed {
         let left = on(location, "LEAVE").into_iter().find(|l| l.attrs.contains(region));
         assert_eq!(left.map(|l| l.time), Some(leave), "{region}");
         let said = on(location, "PARAMETER_STRING").into_iter().find(|l| l.time == leave);
