@@ -11,7 +11,7 @@ use grappe_analysis::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
-use grappe_trace::Body;
+use grappe_trace::{ANY, Body, CollectiveKind};
 use serde_json::json;
 
 /// Seconds a Chromium run may take before it is killed.
@@ -21,6 +21,7 @@ const SEND: [u8; 3] = [0x1f, 0x6f, 0xd1];
 const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
 const SENDRECV: [u8; 3] = [0x14, 0xa0, 0xa0];
+const FAILED: [u8; 3] = [0x00, 0x00, 0x00];
 
 fn scratch(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("report-{name}"))
@@ -354,6 +355,42 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
     let n = pixels_near(&png, SENDRECV);
     assert!(n > 1_000, "{n} pixels of the sendrecv colour in {}", png.display());
+}
+
+/// A call that failed (a peer died, the job was stopped) is a kind of its
+/// own, marked failed and drawn black, all of it waiting, with no arrow;
+/// its tooltip says it failed.
+#[test]
+fn a_failed_call_is_drawn_as_such_all_waiting() {
+    const T0: u64 = 5_000_000_000;
+    let recv = |failed| Body::Recv { src: 1, tag: 1, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
+    let ranks = [
+        vec![(T0, T0, Body::Init), (T0 + 100, T0 + 900_000, recv(true))],
+        vec![(T0, T0, Body::Init), (T0 + 200, T0 + 800_000, barrier)],
+    ];
+    let dir = scratch("failed");
+    let (page, summary) = report_of_handmade(&dir, &ranks);
+    assert_eq!(summary.messages, 0);
+    let diagram = &page_data(&page)["diagram"];
+    assert_eq!(
+        diagram["kinds"],
+        json!([
+            {"name": "recv", "category": "recv", "failed": true},
+            {"name": "barrier", "category": "collective", "failed": true},
+        ])
+    );
+    let rank0 = &diagram["lanes"][0];
+    assert_eq!((&rank0["k"][0], &rank0["d"][0], &rank0["w"][0]), (&json!(0), &json!(899_900), &json!(899_900)));
+
+    let dom = rendered_dom(&dir, &page);
+    assert!(dom.contains("failed call: a peer died or the job was stopped"), "the legend names them");
+    let png = dir.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let run = chromium(&dir, &url(&page), &[&shot, "--window-size=1400,1000"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    let n = pixels_near(&png, FAILED);
+    assert!(n > 1_000, "{n} pixels of the failed colour in {}", png.display());
 }
 
 /// The diagram's data the page embeds (`<script id="report-data">`).

@@ -15,7 +15,7 @@ GRAPPE.COLOURS = {
   probe: "#8d5fc2",
   collective: "#c2409f",
   other: "#777777",
-  failed: "#262626",
+  failed: "#000000",
   waiting: "#d62020",
 };
 
