@@ -1,6 +1,13 @@
 //! `grappe trace check`: is the trace consistent? Tachyons (a receive
 //! dated before its send on global time), messages without their other
 //! half, sizes that disagree, records out of order, files cut short.
+//!
+//! Calls that failed because a peer died or the job was stopped are
+//! listed apart, as information: where each survivor of a failed rank was
+//! stuck. They are not a problem of the trace, which recorded them as
+//! they happened, and they carry no message to match. The failure itself
+//! is the run's: `grappe run` reports it, and a killed rank's file has no
+//! footer, which is a problem here.
 
 use std::fmt;
 
@@ -9,6 +16,7 @@ use grappe_trace::format::IncompleteRank;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::failed::{FailedCall, FailedCalls, WHY};
 use crate::matching::{Channel, Message, receive_of};
 use crate::stream::{CausalStream, StreamSummary};
 
@@ -83,6 +91,11 @@ pub struct CheckReport {
     pub stream: StreamSummary,
     /// Files that end without their footer or dropped events, described.
     pub unfinished: Vec<String>,
+    /// Calls that failed because a peer died or the job was stopped (not
+    /// a problem of the trace).
+    pub failed_calls: u64,
+    /// The first of them, in the stream's order.
+    pub failed_examples: Vec<FailedCall>,
 }
 
 /// Reads the whole stream and checks it. `progress` gets the events read.
@@ -104,9 +117,13 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
         sends_to_untraced: 0,
         stream: stream.summary(),
         unfinished: Vec::new(),
+        failed_calls: 0,
+        failed_examples: Vec::new(),
     };
+    let mut failed = FailedCalls::new(EXAMPLES);
     while let Some(linked) = stream.next_event()? {
         report.events += 1;
+        failed.observe(linked.event);
         if report.events % (1 << 20) == 0 {
             progress(report.events);
         }
@@ -145,6 +162,9 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     report.unreceived_examples = unreceived.into_iter().take(EXAMPLES).collect();
     report.stream = stream.summary();
     report.unfinished = incomplete(&report.stream);
+    failed.finish();
+    report.failed_calls = failed.count();
+    report.failed_examples = failed.examples().to_vec();
     Ok(report)
 }
 
@@ -253,6 +273,46 @@ impl CheckReport {
     }
 }
 
+impl CheckReport {
+    /// The failed calls, as information: where each rank was stuck, from
+    /// when, for how long.
+    fn write_failed_calls(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.failed_calls == 0 {
+            return Ok(());
+        }
+        writeln!(f, "{} calls failed ({WHY}; not a problem of the trace):", self.failed_calls)?;
+        for call in &self.failed_examples {
+            let waited = call.duration_ns() as f64 / 1e6;
+            writeln!(f, "  {}: called at {}, failed {waited:.3} ms later", call.what(), self.run_date(call.start))?;
+        }
+        let stopped = self.stopped_ranks();
+        if !stopped.is_empty() {
+            let ranks = crate::set::list_ranks(&stopped);
+            writeln!(
+                f,
+                "  the ranks whose trace stops without a footer (killed, or died outside the runtime): {ranks}"
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The ranks whose file has no footer (or, in a merged file, whose
+    /// file had none): the likely dead peers of failed calls.
+    fn stopped_ranks(&self) -> Vec<u32> {
+        let unfinished =
+            |ending: &Option<Ending>| matches!(ending, Some(Ending::Unfinished { .. } | Ending::Cut { .. }));
+        let files = self.stream.flows.iter().filter(|flow| unfinished(&flow.ending)).map(|flow| flow.rank);
+        let merged = match &self.stream.merged_ending {
+            Some(Ending::Complete(footer)) => footer.incomplete.iter().map(|input| input.rank).collect(),
+            _ => Vec::new(),
+        };
+        let mut ranks: Vec<u32> = files.chain(merged).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks
+    }
+}
+
 fn channel(c: &Channel) -> String {
     format!("rank {} -> rank {} (comm {}, tag {})", c.src, c.dst, c.comm, c.tag)
 }
@@ -294,6 +354,7 @@ impl fmt::Display for CheckReport {
             let first = flow.first_disorder.as_deref().unwrap_or("");
             writeln!(f, "  rank {}: {} records out of order; first: {first}", flow.rank, flow.disorder)?;
         }
+        self.write_failed_calls(f)?;
         let problems = self.problems();
         if problems.is_empty() {
             let matched =

@@ -24,6 +24,7 @@ mod resume_points;
 pub mod check;
 pub mod comms;
 pub mod export;
+pub mod failed;
 pub mod global;
 pub mod info;
 pub mod matching;

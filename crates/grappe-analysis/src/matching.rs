@@ -7,6 +7,11 @@
 //! receive's actual source and tag are in its record, so wildcards need
 //! nothing more.
 //!
+//! A call that failed (a peer died, the job was stopped: see
+//! [`Body`]) carries no message: its send is not known to have left, its
+//! receive took nothing. Neither is matched, so that a survivor's receive
+//! from a dead rank is neither paired with a send nor counted unmatched.
+//!
 //! Known limit: two non-blocking receives with the same envelope that
 //! complete out of posting order are matched in completion order (the
 //! record of which request was posted first is in the trace, but using it
@@ -85,10 +90,11 @@ pub enum Message {
     },
 }
 
-/// The message an event sends, if any: its channel, bytes and sequence.
+/// The message an event sends, if any: its channel, bytes and sequence
+/// (none for a failed send).
 pub fn send_of(event: &Event) -> Option<(Channel, u64, u64)> {
     match event.body {
-        Body::Send { dest, tag, comm, bytes, seq } | Body::Isend { dest, tag, comm, bytes, seq, .. } => {
+        Body::Send { dest, tag, comm, bytes, seq, failed: false } | Body::Isend { dest, tag, comm, bytes, seq, .. } => {
             Some((Channel { src: event.rank, dst: dest, comm, tag }, bytes, seq))
         }
         _ => None,
@@ -142,15 +148,18 @@ fn may_carry_a_message(body: &Body) -> bool {
     matches!(body, Body::Send { .. } | Body::Isend { .. } | Body::Recv { .. } | Body::Wait { .. } | Body::Test { .. })
 }
 
-/// The message an event receives, if any: its channel and bytes.
+/// The message an event receives, if any: its channel and bytes (none
+/// for a failed receive, wait or test).
 pub fn receive_of(event: &Event) -> Option<(Channel, u64)> {
     let dst = event.rank;
     match &event.body {
-        Body::Recv { src, tag, comm, bytes, .. } => Some((Channel { src: *src, dst, comm: *comm, tag: *tag }, *bytes)),
-        Body::Wait { comm, completion, .. } if completion.is_recv => {
+        Body::Recv { src, tag, comm, bytes, failed: false, .. } => {
+            Some((Channel { src: *src, dst, comm: *comm, tag: *tag }, *bytes))
+        }
+        Body::Wait { comm, completion, failed: false, .. } if completion.is_recv => {
             Some((Channel { src: completion.src, dst, comm: *comm, tag: completion.tag }, completion.bytes))
         }
-        Body::Test { comm, completion: Some(c), .. } if c.is_recv => {
+        Body::Test { comm, completion: Some(c), failed: false, .. } if c.is_recv => {
             Some((Channel { src: c.src, dst, comm: *comm, tag: c.tag }, c.bytes))
         }
         _ => None,
@@ -297,11 +306,11 @@ mod tests {
     #[test]
     fn messages_of_a_channel_match_in_order_and_channels_are_apart() {
         let mut m = Matcher::new();
-        let send = |tag, bytes, seq| Body::Send { dest: 1, tag, comm: 3, bytes, seq };
+        let send = |tag, bytes, seq| Body::Send { dest: 1, tag, comm: 3, bytes, seq, failed: false };
         assert!(matches!(m.observe(&ev(0, 1, send(7, 10, 0))), Message::Sent { id: 0, .. }));
         assert!(matches!(m.observe(&ev(0, 2, send(8, 20, 1))), Message::Sent { id: 1, .. }));
         assert!(matches!(m.observe(&ev(0, 3, send(7, 30, 2))), Message::Sent { id: 2, .. }));
-        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false, sendrecv: false };
+        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false, sendrecv: false, failed: false };
         let got = |m: &mut Matcher, tag| match m.observe(&ev(1, 9, recv(tag))) {
             Message::Received { send, .. } => send.bytes,
             other => panic!("expected a match, got {other:?}"),
@@ -318,10 +327,45 @@ mod tests {
         let mut m = Matcher::new();
         m.observe(&ev(2, 1, Body::Isend { dest: 0, tag: 1, comm: 5, bytes: 4, seq: 0, request: 0 }));
         let done = |is_recv| Completion { is_recv, src: 2, tag: 1, bytes: 4, arrived: false };
-        assert_eq!(m.observe(&ev(2, 2, Body::Wait { request: 0, comm: 5, completion: done(false) })), Message::None);
-        let wait = Body::Wait { request: 9, comm: 5, completion: done(true) };
+        assert_eq!(
+            m.observe(&ev(2, 2, Body::Wait { request: 0, comm: 5, completion: done(false), failed: false })),
+            Message::None
+        );
+        let wait = Body::Wait { request: 9, comm: 5, completion: done(true), failed: false };
         assert!(matches!(m.observe(&ev(0, 3, wait)), Message::Received { send: SendSide { id: 0, .. }, .. }));
-        let other_comm = Body::Wait { request: 9, comm: 6, completion: done(true) };
+        let other_comm = Body::Wait { request: 9, comm: 6, completion: done(true), failed: false };
         assert!(matches!(m.observe(&ev(0, 3, other_comm)), Message::Unmatched { .. }));
+    }
+
+    /// A failed call (a peer died, the job was stopped) carries no message:
+    /// a failed receive takes no send, not even one waiting on its very
+    /// channel, and counts as no unmatched receive; a failed send is
+    /// nothing a receive can take. The channel's next receive gets its send.
+    #[test]
+    fn failed_calls_are_never_matched() {
+        let mut m = Matcher::new();
+        let send = |failed| Body::Send { dest: 1, tag: 7, comm: 3, bytes: 8, seq: 1, failed };
+        let recv = |failed| Body::Recv { src: 0, tag: 7, comm: 3, bytes: 0, arrived: false, sendrecv: false, failed };
+        let waited_for = Completion { is_recv: true, src: 0, tag: 7, bytes: 0, arrived: false };
+        let failed = [
+            recv(true),
+            Body::Wait { request: 4, comm: 3, completion: waited_for, failed: true },
+            Body::Test { request: 4, comm: 3, completion: Some(waited_for), failed: true },
+        ];
+        assert!(matches!(m.observe(&ev(0, 1, send(false))), Message::Sent { id: 0, .. }));
+        for body in failed {
+            assert_eq!(m.observe(&ev(1, 2, body)), Message::None, "{body:?}");
+        }
+        assert_eq!(m.observe(&ev(0, 3, send(true))), Message::None, "a failed send");
+        assert!(matches!(m.observe(&ev(1, 4, recv(false))), Message::Received { send: SendSide { id: 0, .. }, .. }));
+        assert!(matches!(m.observe(&ev(1, 5, recv(false))), Message::Unmatched { .. }), "the failed send went nowhere");
+        assert_eq!((m.matched(), m.unmatched_receives(), m.pending_sends()), (1, 1, 0));
+
+        let mut tally = ChannelTally::default();
+        for body in [send(false), send(true), recv(true), recv(false)] {
+            tally.observe(&ev(if matches!(body, Body::Send { .. }) { 0 } else { 1 }, 1, body));
+        }
+        let counts = (tally.matched(), tally.unmatched_receives(), tally.unreceived_sends());
+        assert_eq!(counts, (1, 0, 0), "per-rank tallies leave failed calls out too");
     }
 }

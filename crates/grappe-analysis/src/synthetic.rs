@@ -257,18 +257,18 @@ fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Resul
         let irecv = Body::Irecv { src: left, tag: 1, comm: 0, request: request + 1 };
         out.push(t + 400, t + 500, irecv)?;
         let sent = Completion { is_recv: false, src: 0, tag: 1, bytes: 64, arrived: false };
-        out.push(t + 5_000, t + 6_000, Body::Wait { request, comm: 0, completion: sent })?;
+        out.push(t + 5_000, t + 6_000, Body::Wait { request, comm: 0, completion: sent, failed: false })?;
         let got = Completion { is_recv: true, src: left, tag: 1, bytes: 64, arrived: true };
-        out.push(t + 6_000, t + 7_000, Body::Wait { request: request + 1, comm: 0, completion: got })?;
+        out.push(t + 6_000, t + 7_000, Body::Wait { request: request + 1, comm: 0, completion: got, failed: false })?;
     }
     let partner = rank ^ 1;
     if partner < n {
         let bytes = 1024 + 8 * (i % 16);
         let send = |s: &mut [u64; 2]| {
             s[1] += 1;
-            Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1 }
+            Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1, failed: false }
         };
-        let recv = Body::Recv { src: partner, tag: 2, comm: 0, bytes, arrived: false, sendrecv: false };
+        let recv = Body::Recv { src: partner, tag: 2, comm: 0, bytes, arrived: false, sendrecv: false, failed: false };
         if rank % 2 == 0 {
             out.push(t + 8_000, t + 8_500, send(seq))?;
             out.push(t + 9_000, t + 11_000, recv)?;
@@ -278,7 +278,7 @@ fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Resul
         }
     }
     if i % 10 == 0 {
-        let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8 };
+        let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8, failed: false };
         out.push(t + 12_000, t + 15_000, allreduce)?;
     }
     out.push(t + 15_500, t + 15_500, Body::Counter { name: "residual".into(), value: (1000 / (i + 1)) as i64 })?;
@@ -379,8 +379,8 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
 /// - rank 1 receives and sends plain, and leaves a send last (900–950 ns)
 ///   that nobody receives. Four messages are matched.
 pub fn sendrecv_exchange(t0: u64) -> [Vec<(u64, u64, Body)>; 2] {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv };
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
+    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv, failed: false };
     let rank0 = vec![
         (t0, t0, Body::Init),
         (t0 + 100, t0 + 400, send(1, 1)),

@@ -603,8 +603,8 @@ const T: u64 = 5_000_000_000;
 /// the same start); rank 0 also sends one message nobody receives and
 /// leaves a region it never entered, rank 1 receives one nobody sent.
 fn corners() -> Vec<Vec<(u64, u64, Body)>> {
-    let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false, sendrecv: false };
+    let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false };
+    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
     let region = |enter: bool| {
         let name: grappe_trace::Text = "odd \"region\"\n".into();
         if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
@@ -616,7 +616,7 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
             (T + 10, T + 10, region(true)),
             (T + 100, T + 300, send(1)),
             (T + 100, T + 900, recv(1)),
-            (T + 1_000, T + 1_200, Body::Send { dest: 1, tag: 9, comm: 0, bytes: 1, seq: 1 }),
+            (T + 1_000, T + 1_200, Body::Send { dest: 1, tag: 9, comm: 0, bytes: 1, seq: 1, failed: false }),
             (T + 1_500, T + 1_500, Body::Point { name: "checkpoint".into(), location: "here".into() }),
             (T + 2_000, T + 2_000, Body::Finalize),
         ],
@@ -624,7 +624,11 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
             (T, T, Body::Init),
             (T + 200, T + 700, send(0)),
             (T + 200, T + 800, recv(0)),
-            (T + 900, T + 1_900, Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false, sendrecv: false }),
+            (
+                T + 900,
+                T + 1_900,
+                Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false, sendrecv: false, failed: false },
+            ),
             (T + 1_950, T + 1_950, Body::Counter { name: "depth".into(), value: -3 }),
         ],
     ]
@@ -744,14 +748,14 @@ fn paje_holds_later_records_while_a_send_waits_for_the_next_call() {
     let ranks = vec![
         vec![
             (T, T, Body::Init),
-            (T + 100, T + 200, Body::Send { dest: 1, tag: 1, comm: 0, bytes: 8, seq: 0 }),
+            (T + 100, T + 200, Body::Send { dest: 1, tag: 1, comm: 0, bytes: 8, seq: 0, failed: false }),
             (T + 10_000, T + 10_000, Body::Finalize),
         ],
         std::iter::once((T, T, Body::Init))
             .chain([(
                 T + 150,
                 T + 250,
-                Body::Recv { src: 0, tag: 1, comm: 0, bytes: 8, arrived: false, sendrecv: false },
+                Body::Recv { src: 0, tag: 1, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false },
             )])
             .chain(counters)
             .collect(),
@@ -781,7 +785,13 @@ fn regions_trace(dir: &Path, spans: &[(String, u64, u64)]) {
         events.push((
             t,
             t + length,
-            Body::Collective { op: grappe_trace::CollectiveKind::Barrier, comm: 0, root: u32::MAX, bytes: 0 },
+            Body::Collective {
+                op: grappe_trace::CollectiveKind::Barrier,
+                comm: 0,
+                root: u32::MAX,
+                bytes: 0,
+                failed: false,
+            },
         ));
         t += length;
         events.push((t, t, Body::RegionLeave { name: name.as_str().into() }));
@@ -852,7 +862,7 @@ fn a_wait_for_a_receive_carries_the_message_in_every_format() {
             vec![
                 (T, T, Body::Init),
                 (T + 5, T + 6, Body::Irecv { src: u32::MAX, tag: u32::MAX, comm: 0, request: 7 }),
-                (T + 30, T + 40, Body::Wait { request: 7, comm: 0, completion: done }),
+                (T + 30, T + 40, Body::Wait { request: 7, comm: 0, completion: done, failed: false }),
             ],
         ],
     );
@@ -874,6 +884,84 @@ fn a_wait_for_a_receive_carries_the_message_in_every_format() {
     assert_eq!(got.data, vec![64, 5, 0, 0]);
 }
 
+/// Calls that failed (a peer died, the job was stopped) are drawn with
+/// their duration, named failed, and carry no message in any format; the
+/// half of a sendrecv that did not fail keeps its message. Rank 0: a
+/// sendrecv whose send rank 1 received and whose receive failed, then a
+/// failed wait; rank 1: that receive, then a failed receive from any rank.
+#[test]
+fn failed_calls_are_drawn_failed_with_no_message_in_every_text_format() {
+    let dir = scratch("failed");
+    let send = Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 1, failed: false };
+    let recv =
+        |src, tag, bytes, sendrecv, failed| Body::Recv { src, tag, comm: 0, bytes, arrived: false, sendrecv, failed };
+    let waited_for = Completion { is_recv: true, src: 1, tag: 5, bytes: 0, arrived: false };
+    write_handmade(
+        &dir,
+        &[
+            vec![
+                (T, T, Body::Init),
+                (T + 100, T + 900, send),
+                (T + 100, T + 900, recv(1, 4, 0, true, true)),
+                (T + 950, T + 960, Body::Irecv { src: 1, tag: 5, comm: 0, request: 7 }),
+                (T + 1_000, T + 3_000, Body::Wait { request: 7, comm: 0, completion: waited_for, failed: true }),
+            ],
+            vec![
+                (T, T, Body::Init),
+                (T + 200, T + 300, recv(0, 3, 8, false, false)),
+                (T + 400, T + 3_000, recv(grappe_trace::ANY, -1, 0, false, true)),
+            ],
+        ],
+    );
+    let (text, summary) = export(&dir, write_chrome);
+    assert_eq!(summary.messages, 1, "the sendrecv's send, received");
+    let (events, _) = chrome_events(&text);
+    let flow_ends = |ph: &str| events.iter().filter(|e| e["ph"] == ph).map(tid).collect::<Vec<_>>();
+    assert_eq!((flow_ends("s"), flow_ends("f")), (vec![0], vec![1]), "one arrow, from the sendrecv's send");
+    let slice =
+        |name: &str| events.iter().find(|e| e["ph"] == "X" && e["name"] == name).unwrap_or_else(|| panic!("{name}"));
+    let pair = &slice("sendrecv (failed)")["args"];
+    assert_eq!(
+        (&pair["recv_failed"], &pair["send_msg"], &pair["recvtag"]),
+        (&Value::from(true), &Value::from(0), &Value::from(4))
+    );
+    assert!(
+        pair.get("send_failed").is_none() && pair.get("recv_msg").is_none() && pair.get("arrived").is_none(),
+        "{pair}"
+    );
+    let wait = &slice("wait (failed)")["args"];
+    assert_eq!(
+        (&wait["failed"], &wait["waited_for"], &wait["peer"], &wait["tag"]),
+        (&Value::from(true), &Value::from("recv"), &Value::from(1), &Value::from(5))
+    );
+    let failed_recv = slice("recv (failed)");
+    assert_eq!((tid(failed_recv), ns(&failed_recv["dur"])), (1, 2_600), "drawn with its duration");
+    let args = &failed_recv["args"];
+    assert_eq!(
+        (&args["peer"], &args["tag"], &args["bytes"], &args["failed"]),
+        (&Value::from("any"), &Value::from("any"), &Value::from(0), &Value::from(true))
+    );
+    assert!(args.get("msg").is_none(), "{args}");
+
+    let (text, summary) = export(&dir, write_paje);
+    assert_eq!(summary.messages, 1);
+    let rows = pj_dump(&write_text(&dir, "failed.paje", &text));
+    let states = |rank: &str| -> Vec<String> {
+        rows.iter().filter(|r| r[0] == "State" && r[1] == rank && r[2] == "call").map(|r| r[7].clone()).collect()
+    };
+    assert_eq!(states("rank 0"), ["init", "sendrecv (failed)", "irecv", "wait (failed)"]);
+    assert_eq!(states("rank 1"), ["init", "recv", "recv (failed)"]);
+    assert_eq!(rows.iter().filter(|r| r[0] == "Link").count(), 1);
+
+    let (text, summary) = export(&dir, write_picl);
+    assert_eq!(summary.blocks, ["init", "recv (failed)", "wait (failed)"].map(str::to_owned));
+    let records = parse_picl(&text);
+    let count = |event: i64| records.iter().filter(|r| r.record == -3 && r.event == event).count();
+    // The send and the receive that took it; the failed calls are blocks.
+    assert_eq!((count(-21), count(-52), count(-61), count(2), count(3)), (1, 1, 0, 2, 1));
+    check_picl_messages(&records, 1);
+}
+
 /// A program that leaves its regions out of order (`outer` left while
 /// `inner` is open): every export closes them as OTF2 and the profile do,
 /// `outer` and the regions entered inside it at `outer`'s leave, and
@@ -885,7 +973,13 @@ fn regions_left_out_of_order_end_alike_in_every_export() {
         true => Body::RegionEnter { name: name.into(), location: "here".into() },
         false => Body::RegionLeave { name: name.into() },
     };
-    let barrier = Body::Collective { op: grappe_trace::CollectiveKind::Barrier, comm: 0, root: u32::MAX, bytes: 0 };
+    let barrier = Body::Collective {
+        op: grappe_trace::CollectiveKind::Barrier,
+        comm: 0,
+        root: u32::MAX,
+        bytes: 0,
+        failed: false,
+    };
     let rank = vec![
         (T, T, Body::Init),
         (T + 10, T + 10, region("outer", true)),

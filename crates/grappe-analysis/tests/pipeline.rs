@@ -4,11 +4,12 @@
 
 use std::path::Path;
 
-use grappe_analysis::synthetic::{SyntheticJob, T0, write_job};
+use grappe_analysis::synthetic::{SyntheticJob, T0, plain_header, write_events, write_job};
 use grappe_analysis::{
     Basis, CausalStream, GlobalOptions, GlobalTime, Layout, Message, TraceSet, check, merge_date, merge_to_file,
 };
 use grappe_clock::Strategy;
+use grappe_trace::{ANY, Body, CollectiveKind};
 
 fn scratch(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("pipeline-{name}"))
@@ -212,6 +213,55 @@ fn a_merged_file_reads_back_as_the_same_causal_stream() {
     let again = TraceSet::open(&dir).unwrap();
     assert_eq!(again.files().len(), 3);
     assert!(again.notes().iter().any(|n| n.contains("merged.gtrace")), "{:?}", again.notes());
+}
+
+/// Calls that failed (a peer died, the job was stopped) are listed by
+/// `check`, not matched and not problems: a trace of a failed run whose
+/// files are whole is consistent. A merged file keeps them failed.
+#[test]
+fn check_lists_failed_calls_as_information_and_a_merge_keeps_them() {
+    let dir = scratch("failed");
+    let t = 5_000_000_000;
+    let recv = |src, tag, failed| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed };
+    let send = |dest, failed| Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 1, failed };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
+    let ranks = [
+        // Rank 0's send is received; its receive from rank 1 fails.
+        vec![(t, t, Body::Init), (t + 100, t + 200, send(1, false)), (t + 300, t + 5_300, recv(1, 2, true))],
+        // Rank 1 takes it, then fails in a send to rank 0, then in a barrier.
+        vec![
+            (t, t, Body::Init),
+            (t + 250, t + 400, recv(0, 1, false)),
+            (t + 500, t + 900, send(0, true)),
+            (t + 1_000, t + 6_000, barrier),
+        ],
+    ];
+    for (rank, events) in ranks.iter().enumerate() {
+        let header = plain_header(rank as u32, 2, "hand");
+        write_events(&grappe_trace::file_for(&dir, rank as u32), &header, events).unwrap();
+    }
+    let (set, time) = open(&dir, &GlobalOptions::default());
+    let report = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap();
+    assert!(report.problems().is_empty(), "{report}");
+    assert_eq!((report.messages, report.unmatched_receives, report.unreceived_sends), (1, 0, 0), "{report}");
+    assert_eq!(report.failed_calls, 3);
+    let text = report.to_string();
+    for line in [
+        "3 calls failed (a peer died or the job was stopped; not a problem of the trace):",
+        "  rank 0: recv from rank 1: called at 0.000300 ms from the run's start, failed 0.005 ms later",
+        "  rank 1: send to rank 0: called at 0.000500 ms from the run's start, failed 0.000 ms later",
+        "  rank 1: barrier: called at 0.001000 ms from the run's start, failed 0.005 ms later",
+        "consistent: no tachyon, every message matched, every rank in order",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let merged_set = TraceSet::open(&merged).unwrap();
+    let merged_time = GlobalTime::estimate(&merged_set, &GlobalOptions::default()).unwrap();
+    let again = check(CausalStream::open(&merged_set, &merged_time).unwrap(), &mut |_| {}).unwrap();
+    assert_eq!((again.failed_calls, again.failed_examples.clone()), (3, report.failed_examples.clone()));
 }
 
 #[test]

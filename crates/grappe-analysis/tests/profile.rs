@@ -151,9 +151,9 @@ fn received(src: u32, dst: u32, send_start: u64) -> Message {
 fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
     let region = |name: &str| Body::RegionEnter { name: name.into(), location: "app.rs:7".into() };
     let leave = |name: &str| Body::RegionLeave { name: name.into() };
-    let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8 };
-    let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false };
+    let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8, failed: false };
+    let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
+    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
     let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
     let events = [
         linked(0, 0, 0, Body::Init, Message::None),
@@ -207,8 +207,9 @@ fn a_sendrecv_is_one_call_timed_once() {
     // Ranks 0 and 1 swap 8 and 16 bytes with sendrecv: each a send and
     // the receive marked as its second half, with the same dates. Rank 0
     // then sends alone, and rank 1 receives alone.
-    let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0 };
-    let recv = |src, bytes, sendrecv| Body::Recv { src, tag: 0, comm: 0, bytes, arrived: false, sendrecv };
+    let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0, failed: false };
+    let recv =
+        |src, bytes, sendrecv| Body::Recv { src, tag: 0, comm: 0, bytes, arrived: false, sendrecv, failed: false };
     let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
     let events = [
         linked(0, 100, 500, send(1, 8), sent(0, 1)),
@@ -235,10 +236,55 @@ fn a_sendrecv_is_one_call_timed_once() {
     );
 }
 
+/// A call that failed (a peer died, the job was stopped) counts under its
+/// type, its whole time as waiting, with no bytes, no message and no
+/// collective instance; a sendrecv whose receive failed still sent its
+/// message. A note names them.
+#[test]
+fn failed_calls_count_as_waiting_and_are_noted() {
+    let send = |failed| Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed };
+    let recv = |sendrecv| Body::Recv { src: 2, tag: 5, comm: 0, bytes: 0, arrived: false, sendrecv, failed: true };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
+    let sent = Message::Sent { id: 0, channel: Channel { src: 0, dst: 1, comm: 0, tag: 0 } };
+    let events = [
+        linked(0, 0, 0, Body::Init, Message::None),
+        linked(1, 0, 0, Body::Init, Message::None),
+        // Rank 0: a sendrecv whose send went out and whose receive failed,
+        // then a receive that failed.
+        linked(0, 100, 400, send(false), sent),
+        linked(0, 100, 400, recv(true), Message::None),
+        linked(0, 500, 1500, recv(false), Message::None),
+        // Rank 1: a failed send (named once the rank's next event says it
+        // began no sendrecv), then a failed barrier.
+        linked(1, 100, 300, send(true), Message::None),
+        linked(1, 400, 1400, barrier, Message::None),
+    ];
+    let mut profiler = Profiler::new(3);
+    events.iter().for_each(|e| profiler.observe(e.as_ref()));
+    let p = profiler.finish();
+    assert_eq!(call(&p, "sendrecv"), (1, 300, 300, 300, 8), "its send's bytes");
+    assert_eq!(call(&p, "recv"), (1, 1000, 1000, 1000, 0));
+    assert_eq!(call(&p, "send"), (1, 200, 200, 200, 0), "a failed send moved nothing");
+    assert_eq!(call(&p, "barrier"), (1, 1000, 1000, 1000, 0));
+    let (r0, r1) = (p.rank(0).unwrap(), p.rank(1).unwrap());
+    assert_eq!((r0.calls_ns, r0.waiting_ns), (1300, 1300));
+    assert_eq!((r1.calls_ns, r1.waiting_ns), (1200, 1200));
+    assert_eq!(p.matrix.iter().map(|c| (c.src, c.dst, c.messages)).collect::<Vec<_>>(), [(0, 1, 1)]);
+    assert!(p.collective_sizes.is_empty(), "a failed collective contributed nothing: {:?}", p.collective_sizes);
+    let note = p.notes.iter().find(|n| n.contains("calls failed")).unwrap_or_else(|| panic!("{:?}", p.notes));
+    assert_eq!(
+        note,
+        "4 calls failed (a peer died or the job was stopped), their time counted as waiting: \
+         rank 0: sendrecv with rank 2 for 0.000 ms; rank 0: recv from rank 2 for 0.001 ms; \
+         rank 1: send to rank 1 for 0.000 ms; rank 1: barrier for 0.001 ms"
+    );
+    assert!(!p.notes.iter().any(|n| n.contains("lacked a member")), "no instance was entered: {:?}", p.notes);
+}
+
 #[test]
 fn unbalanced_regions_and_a_collective_missing_a_rank_are_noted_not_fatal() {
     let mut profiler = Profiler::new(3);
-    let allreduce = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let allreduce = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
     profiler.observe(
         linked(0, 10, 10, Body::RegionEnter { name: "a".into(), location: "x".into() }, Message::None).as_ref(),
     );
@@ -299,7 +345,7 @@ fn long_names_and_paths_widen_their_columns_instead_of_breaking_the_rows() {
     let long_name = "a region whose name is longer than the column";
     let enter = |name: &str, location: &str| Body::RegionEnter { name: name.into(), location: location.into() };
     let leave = |name: &str| Body::RegionLeave { name: name.into() };
-    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
     let deep = "crates/some_crate_with_a_long_name/examples/a_long_example_file_name.rs";
     let site = grappe_trace::Site::of(&format!("{deep}:120:32"));
     let events = [
@@ -339,7 +385,7 @@ fn long_names_and_paths_widen_their_columns_instead_of_breaking_the_rows() {
 /// start-up, teardown and clock sampling, which were counted as compute.
 #[test]
 fn init_and_finalize_are_outside_the_ranks_time() {
-    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
     let events = [
         linked(0, 0, 20_000, Body::Init, Message::None),
         linked(0, 21_000, 22_000, barrier, Message::None),
@@ -372,7 +418,7 @@ fn a_merged_file_of_a_job_with_killed_ranks_profiles_as_its_per_rank_files() {
     let dir = scratch("killed");
     let traces = dir.join("trace");
     std::fs::create_dir_all(&traces).unwrap();
-    let barrier = || Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+    let barrier = || Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
     let point = |t| (t, t, Body::Point { name: "busy".into(), location: "app.rs:3".into() });
     let mut rank0 = vec![(0, 0, Body::Init)];
     rank0.extend((0..10_000).map(|i| point(10 + 10 * i)));

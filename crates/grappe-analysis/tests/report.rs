@@ -11,7 +11,7 @@ use grappe_analysis::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
-use grappe_trace::Body;
+use grappe_trace::{ANY, Body, CollectiveKind};
 use serde_json::json;
 
 /// Seconds a Chromium run may take before it is killed.
@@ -22,6 +22,7 @@ const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
 const SENDRECV: [u8; 3] = [0x14, 0xa0, 0xa0];
 const RUNTIME: [u8; 3] = [0xc9, 0xb4, 0x58];
+const FAILED: [u8; 3] = [0x00, 0x00, 0x00];
 
 fn scratch(name: &str) -> grappe_testkit::Scratch {
     grappe_testkit::scratch(&format!("report-{name}"))
@@ -286,8 +287,9 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
 #[test]
 fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     const T0: u64 = 5_000_000_000;
-    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0 };
-    let recv = |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv };
+    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0, failed: false };
+    let recv =
+        |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv, failed: false };
     let ranks = [
         vec![(T0, T0, Body::Init), (T0 + 100, T0 + 400, send(1, 8)), (T0 + 100, T0 + 400, recv(2, 24, true))],
         vec![(T0, T0, Body::Init), (T0 + 200, T0 + 450, recv(0, 8, false))],
@@ -364,8 +366,8 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
 fn init_and_finalize_are_drawn_as_calls() {
     let dir = scratch("lifecycle");
     let t0 = 5_000_000_000;
-    let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0 };
-    let recv = Body::Recv { src: 0, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false };
+    let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
+    let recv = Body::Recv { src: 0, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
     let ranks = [
         vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_100, send), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
         vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_200, recv), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
@@ -391,6 +393,44 @@ fn init_and_finalize_are_drawn_as_calls() {
     assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
     let n = pixels_near(&png, RUNTIME);
     assert!(n > 2_000, "{n} pixels of the init/finalize colour in {}", png.display());
+}
+
+/// A call that failed (a peer died, the job was stopped) is a kind of its
+/// own, marked failed and drawn black, all of it waiting, with no arrow;
+/// its tooltip says it failed.
+#[test]
+fn a_failed_call_is_drawn_as_such_all_waiting() {
+    const T0: u64 = 5_000_000_000;
+    let recv = |failed| Body::Recv { src: 1, tag: 1, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed };
+    let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
+    let ranks = [
+        vec![(T0, T0, Body::Init), (T0 + 100, T0 + 900_000, recv(true))],
+        vec![(T0, T0, Body::Init), (T0 + 200, T0 + 800_000, barrier)],
+    ];
+    let dir = scratch("failed");
+    let (page, summary) = report_of_handmade(&dir, &ranks);
+    assert_eq!(summary.messages, 0);
+    let diagram = &page_data(&page)["diagram"];
+    assert_eq!(
+        diagram["kinds"],
+        json!([
+            {"name": "init", "category": "runtime"},
+            {"name": "recv", "category": "recv", "failed": true},
+            {"name": "barrier", "category": "collective", "failed": true},
+        ])
+    );
+    // Call 0 is init.
+    let rank0 = &diagram["lanes"][0];
+    assert_eq!((&rank0["k"][1], &rank0["d"][1], &rank0["w"][1]), (&json!(1), &json!(899_900), &json!(899_900)));
+
+    let dom = rendered_dom(&dir, &page);
+    assert!(dom.contains("failed call: a peer died or the job was stopped"), "the legend names them");
+    let png = dir.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let run = chromium(&dir, &url(&page), &[&shot, "--window-size=1400,1000"]);
+    assert!(run.console().is_empty(), "console messages:\n{}", run.console().join("\n"));
+    let n = pixels_near(&png, FAILED);
+    assert!(n > 1_000, "{n} pixels of the failed colour in {}", png.display());
 }
 
 /// The diagram's data the page embeds (`<script id="report-data">`).

@@ -24,7 +24,11 @@ fn write_job(dir: &Path) {
         let events = vec![
             (100, 100, Body::Init),
             (200, 300, Body::CommCreate { comm: SPLIT, parent: 0, members: half(r).into() }),
-            (entry, 6000, Body::Collective { op: CollectiveKind::Bcast, comm: SPLIT, root: 1, bytes: 8 }),
+            (
+                entry,
+                6000,
+                Body::Collective { op: CollectiveKind::Bcast, comm: SPLIT, root: 1, bytes: 8, failed: false },
+            ),
             (7000, 7000, Body::Finalize),
         ];
         write_events(&grappe_trace::file_for(dir, r), &plain_header(r, 4, "node-a"), &events).unwrap();

@@ -106,7 +106,8 @@ fn rank_events(steps: &[Step]) -> Vec<(u64, u64, Body)> {
                 }
             }
             Step::Call(d) => {
-                let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0 };
+                let barrier =
+                    Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
                 events.push((t, t + d, barrier));
                 t += d;
             }

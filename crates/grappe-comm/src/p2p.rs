@@ -19,9 +19,9 @@ impl Communicator {
     #[track_caller]
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
-        self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag)?;
-        self.trace_send(span, dest, tag, buf.bytes().len());
-        Ok(())
+        let sent = self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag);
+        self.trace_sent(span, dest, tag, buf.bytes().len(), &sent);
+        sent
     }
 
     /// Receives into `buf` a message from `src` with `tag` (either may be a
@@ -36,8 +36,9 @@ impl Communicator {
     ) -> Result<Status> {
         let span = self.span();
         let elem = buf.elem_size();
-        let done = self.recv_done(self.p2p_ctx(), buf.bytes_mut(), src.into(), tag.into());
-        self.trace_done(span, &done);
+        let (src, tag) = (src.into(), tag.into());
+        let done = self.recv_done(self.p2p_ctx(), buf.bytes_mut(), src, tag);
+        self.trace_done(span, src, tag, &done);
         check_elements(done?.status, elem)
     }
 
@@ -59,10 +60,12 @@ impl Communicator {
     {
         let span = self.span();
         let elem = recv.elem_size();
-        let (ctx, bytes) = (self.p2p_ctx(), send.bytes());
-        let done = self.sendrecv_bytes(ctx, bytes, dest, send_tag, recv.bytes_mut(), src.into(), recv_tag.into());
-        self.trace_sendrecv(span, dest, send_tag, bytes.len(), &done);
-        check_elements(done?.status, elem)
+        let (ctx, bytes, src, recv_tag) = (self.p2p_ctx(), send.bytes(), src.into(), recv_tag.into());
+        let halves = self.sendrecv_halves(ctx, bytes, dest, send_tag, recv.bytes_mut(), src, recv_tag);
+        self.trace_sendrecv(span, dest, send_tag, bytes.len(), src, recv_tag, &halves);
+        let (sent, received) = halves?;
+        sent?;
+        check_elements(received?.status, elem)
     }
 
     /// Sends a vector. To a thread rank of the same process the allocation
@@ -70,26 +73,29 @@ impl Communicator {
     #[track_caller]
     pub fn send_vec<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
+        let bytes = std::mem::size_of_val(&data[..]);
+        let sent = self.send_owned(data, dest, tag);
+        self.trace_sent(span, dest, tag, bytes, &sent);
+        sent
+    }
+
+    fn send_owned<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
         let inner = self.live()?;
         let world = self.check_dest(dest, tag)?;
-        let bytes = std::mem::size_of_val(&data[..]);
         let mut engine = inner.rank_ctx.engine();
-        if let Started::Pending(id) =
-            engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)?
-        {
-            engine.wait(id)?;
+        match engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)? {
+            Started::Pending(id) => engine.wait(id).map(|_| ()),
+            Started::Done(_) => Ok(()),
         }
-        drop(engine);
-        self.trace_send(span, dest, tag, bytes);
-        Ok(())
     }
 
     /// Receives a whole message as a vector, whatever its length.
     #[track_caller]
     pub fn recv_vec<T: Pod>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(Vec<T>, Status)> {
         let span = self.span();
-        let (owned, status) = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src.into(), tag.into())?;
-        self.trace_recv(span, &Ok(status), false);
+        let (src, tag) = (src.into(), tag.into());
+        let received = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src, tag);
+        let (owned, status) = self.trace_owned(span, src, tag, received)?;
         Ok((owned.into_vec()?, status))
     }
 
@@ -99,17 +105,18 @@ impl Communicator {
         let span = self.span();
         let bytes = bincode::serialize(value)
             .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })?;
-        self.send_bytes(self.p2p_ctx(), &bytes, dest, tag)?;
-        self.trace_send(span, dest, tag, bytes.len());
-        Ok(())
+        let sent = self.send_bytes(self.p2p_ctx(), &bytes, dest, tag);
+        self.trace_sent(span, dest, tag, bytes.len(), &sent);
+        sent
     }
 
     /// Receives a value sent with [`send_obj`](Self::send_obj).
     #[track_caller]
     pub fn recv_obj<T: DeserializeOwned>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(T, Status)> {
         let span = self.span();
-        let (owned, status) = self.recv_owned(self.p2p_ctx(), 8, src.into(), tag.into())?;
-        self.trace_recv(span, &Ok(status), false);
+        let (src, tag) = (src.into(), tag.into());
+        let received = self.recv_owned(self.p2p_ctx(), 8, src, tag);
+        let (owned, status) = self.trace_owned(span, src, tag, received)?;
         let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
             source_rank: status.source,
             bytes: status.bytes,
@@ -127,9 +134,9 @@ impl Communicator {
         let (source, selector) = (src.into(), tag.into());
         let (src, tag) = self.check_recv(source, selector)?;
         let inner = self.live()?;
-        let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag)?;
-        self.trace_probe(span, EventKind::Probe, source, selector, Some(status));
-        Ok(status)
+        let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag);
+        self.trace_probed(span, EventKind::Probe, source, selector, status.as_ref().map(|s| Some(*s)));
+        status
     }
 
     /// The status of a matching message that has arrived, if any.
@@ -139,9 +146,9 @@ impl Communicator {
         let (source, selector) = (src.into(), tag.into());
         let (src, tag) = self.check_recv(source, selector)?;
         let inner = self.live()?;
-        let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag)?;
-        self.trace_probe(span, EventKind::Iprobe, source, selector, status);
-        Ok(status)
+        let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag);
+        self.trace_probed(span, EventKind::Iprobe, source, selector, status.as_ref().copied());
+        status
     }
 
     // ---- byte-level paths, shared with the collectives ----
@@ -192,6 +199,24 @@ impl Communicator {
         src: Source,
         recv_tag: Tag,
     ) -> Result<Completion> {
+        let (sent, received) = self.sendrecv_halves(ctx, send, dest, send_tag, recv, src, recv_tag)?;
+        sent?;
+        received
+    }
+
+    /// [`sendrecv_bytes`](Self::sendrecv_bytes), each half's outcome apart
+    /// (a trace records each); `Err` if it was refused before it started.
+    #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
+    pub(crate) fn sendrecv_halves(
+        &self,
+        ctx: u32,
+        send: &[u8],
+        dest: usize,
+        send_tag: i32,
+        recv: &mut [u8],
+        src: Source,
+        recv_tag: Tag,
+    ) -> Result<(Result<()>, Result<Completion>)> {
         let (src, recv_tag) = self.check_recv(src, recv_tag)?;
         let inner = self.live()?;
         let world = self.check_dest(dest, send_tag)?;
@@ -215,8 +240,7 @@ impl Communicator {
             Ok(Started::Pending(id)) => engine.wait(id),
             Err(truncated) => Err(truncated),
         };
-        send_result?;
-        received
+        Ok((send_result, received))
     }
 
     /// World rank of `dest`, after checking it and the tag.
@@ -241,6 +265,26 @@ impl Communicator {
             Tag::Any => None,
         };
         Ok((src, tag))
+    }
+}
+
+impl Communicator {
+    /// Records a receive into a buffer the runtime allocated (which never
+    /// truncates), and passes its outcome on.
+    #[inline]
+    fn trace_owned(
+        &self,
+        span: crate::trace::Span,
+        src: Source,
+        tag: Tag,
+        received: Result<(OwnedBytes, Status)>,
+    ) -> Result<(OwnedBytes, Status)> {
+        match &received {
+            Ok((_, status)) => self.trace_recv(span, &Ok(*status), false),
+            Err(e) if crate::trace::failed_call(e) => self.trace_failed_recv(span, src, tag),
+            Err(_) => {}
+        }
+        received
     }
 }
 

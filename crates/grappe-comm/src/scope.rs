@@ -14,7 +14,7 @@ use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
 
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
-use crate::trace::{Span, Traced, delivered, trace_completion, traced_span};
+use crate::trace::{Span, Traced, delivered, failed_call, trace_completion, trace_failed_completion, traced_span};
 use crate::{Buffer, BufferMut, Communicator, RankContext};
 use grappe_trace::EventKind;
 
@@ -180,14 +180,20 @@ impl Request<'_> {
             State::Truncated(truncation) => (Err(truncation.error()), true),
             State::Pending(id) => {
                 self.forget(id);
-                let arrived = self.arrived_now(id)?;
-                (self.rank_ctx.engine().wait(id).map(|done| done.status), arrived)
+                match self.arrived_now(id) {
+                    Ok(arrived) => (self.rank_ctx.engine().wait(id).map(|done| done.status), arrived),
+                    Err(e) => (Err(e), false),
+                }
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
-        // A truncated receive is recorded too (see `delivered`).
-        if let (Some(traced), Some(delivered)) = (&self.traced, delivered(status.as_ref())) {
-            trace_completion(traced, span, EventKind::Wait, Some(delivered), arrived);
+        if let Some(traced) = &self.traced {
+            // A truncated receive is recorded too (see `delivered`).
+            match (delivered(status.as_ref()), &status) {
+                (Some(delivered), _) => trace_completion(traced, span, EventKind::Wait, Some(delivered), arrived),
+                (None, Err(e)) if failed_call(e) => trace_failed_completion(traced, span, EventKind::Wait),
+                (None, _) => {}
+            }
         }
         check_elements(status?, self.elem)
     }
@@ -208,7 +214,10 @@ impl Request<'_> {
             State::Done(status) => (Some(status), true),
             State::Truncated(truncation) => return Err(self.trace_failed_test(span, truncation.error(), true)),
             State::Pending(id) => {
-                let arrived = self.arrived_now(id)?;
+                let arrived = match self.arrived_now(id) {
+                    Ok(arrived) => arrived,
+                    Err(e) => return Err(self.trace_failed_test(span, e, false)),
+                };
                 let done = match self.rank_ctx.engine().test(id) {
                     Ok(done) => done,
                     Err(e) => {
@@ -234,10 +243,14 @@ impl Request<'_> {
     }
 
     /// A test whose receive completed truncated is recorded as its
-    /// completion (see `delivered`); `error` is returned as it is.
+    /// completion (see `delivered`), one that failed (see `failed_call`)
+    /// as failed; `error` is returned as it is.
     fn trace_failed_test(&self, span: Span, error: Error, arrived: bool) -> Error {
-        if let (Some(traced), Some(delivered)) = (&self.traced, delivered(Err(&error))) {
-            trace_completion(traced, span, EventKind::Test, Some(delivered), arrived);
+        let Some(traced) = &self.traced else { return error };
+        match delivered(Err(&error)) {
+            Some(delivered) => trace_completion(traced, span, EventKind::Test, Some(delivered), arrived),
+            None if failed_call(&error) => trace_failed_completion(traced, span, EventKind::Test),
+            None => {}
         }
         error
     }

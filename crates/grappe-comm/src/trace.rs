@@ -4,13 +4,22 @@
 //! rank records a trace ([`RankContext::tracing`], one predictable branch
 //! otherwise), and records one event on return with both dates. Ranks in
 //! events are world ranks; `comm` is the communicator's context id.
+//!
+//! A call that fails because a peer died or the job was stopped
+//! ([`failed_call`]) is recorded too, marked failed, with the dates of its
+//! wait: where each survivor of a failed rank was stuck, and for how long.
+//! Other errors are the program's (a bad rank, tag or buffer) or the
+//! runtime's, found before the call waited: not recorded. Failed posts
+//! (`isend`, `irecv`, which do not wait), communicator creations, init
+//! and finalize are not recorded either: the last three have no slot in
+//! the format to say so.
 
 use std::panic::Location;
 
-use grappe_proto::{Completion, Error, Result, Status};
+use grappe_proto::{Completion, Error, ErrorClass, Result, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
-use grappe_trace::raw::{ARRIVED, RECV_OF_SENDRECV};
+use grappe_trace::raw::{ARRIVED, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 
 use crate::Communicator;
@@ -86,26 +95,59 @@ impl Communicator {
         self.world_rank_of(rank).map_or(ANY, |w| w as u32)
     }
 
-    /// Called after a successful send only (`dest` is then a valid rank).
-    pub(crate) fn trace_send(&self, span: Span, dest: usize, tag: i32, bytes: usize) {
+    /// A send that returned `sent`: recorded if it succeeded (`dest` is
+    /// then a valid rank) or failed (see [`failed_call`]).
+    #[inline]
+    pub(crate) fn trace_sent(&self, span: Span, dest: usize, tag: i32, bytes: usize, sent: &Result<()>) {
         if !span.is_on() {
             return;
         }
-        self.trace_end(span, EventKind::Send, |rec, raw| {
-            let world = self.trace_rank(dest);
-            (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, rec.next_send_seq(world));
+        match sent {
+            Ok(()) => self.trace_end(span, EventKind::Send, |rec, raw| {
+                let world = self.trace_rank(dest);
+                (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, rec.next_send_seq(world));
+            }),
+            Err(e) if failed_call(e) => self.trace_failed_send(span, dest, tag, bytes),
+            Err(_) => {}
+        }
+    }
+
+    /// A failed send: no sequence number, its message is not known to
+    /// have left.
+    #[cold]
+    fn trace_failed_send(&self, span: Span, dest: usize, tag: i32, bytes: usize) {
+        self.trace_end(span, EventKind::Send, |_, raw| {
+            (raw.a, raw.b, raw.d, raw.e) = (self.trace_rank(dest), tag as u32, bytes as u64, SEND_FAILED);
         });
     }
 
     /// A sendrecv: its send and its receive, one record each with the
-    /// call's dates, written together (no flush between them).
-    pub(crate) fn trace_sendrecv(&self, span: Span, dest: usize, tag: i32, bytes: usize, done: &Result<Completion>) {
-        let (Span(Some((start, site))), Some((status, arrived))) = (span, received(done)) else { return };
-        let (dest_world, src_world) = (self.trace_rank(dest), self.trace_rank(status.source));
+    /// call's dates, written together (no flush between them). `halves`:
+    /// `Err` when it was refused before it started (not recorded), else
+    /// how each half ended. A half that failed (see [`failed_call`]) is
+    /// recorded failed; one that ended in another error leaves the call
+    /// unrecorded.
+    #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
+    pub(crate) fn trace_sendrecv(
+        &self,
+        span: Span,
+        dest: usize,
+        tag: i32,
+        bytes: usize,
+        src: Source,
+        recv_tag: Tag,
+        halves: &Result<(Result<()>, Result<Completion>)>,
+    ) {
+        let (Span(Some((start, site))), Ok((sent, done))) = (span, halves) else { return };
+        let (Some(failed_send), Some((flags, a, b, d))) = (send_failed(sent), self.recv_slots(done, src, recv_tag))
+        else {
+            return;
+        };
+        let dest_world = self.trace_rank(dest);
         let mut rec = self.rank_context().recorder();
         let (end, c) = (rec.now(), self.p2p_ctx());
         let site = site.map_or(0, |location| rec.site(location));
-        let seq = rec.next_send_seq(dest_world);
+        let seq = if failed_send { SEND_FAILED } else { rec.next_send_seq(dest_world) };
         let send = RawEvent {
             start,
             end,
@@ -124,21 +166,39 @@ impl Communicator {
             start,
             end,
             kind: EventKind::Recv.id(),
-            flags: RECV_OF_SENDRECV | if arrived { ARRIVED } else { 0 },
+            flags: RECV_OF_SENDRECV | flags,
             c,
-            a: src_world,
-            b: status.tag as u32,
-            d: status.bytes as u64,
+            a,
+            b,
+            d,
             site,
             ..RawEvent::default()
         };
         rec.record_pair(send, recv);
     }
 
-    /// A blocking receive's completion.
-    pub(crate) fn trace_done(&self, span: Span, done: &Result<grappe_proto::Completion>) {
-        if let (true, Some((status, arrived))) = (span.is_on(), received(done)) {
-            self.trace_recv(span, &Ok(status), arrived);
+    /// The slots (flags, a, b, d) of a receive that ended in `done`, from
+    /// `src` with `tag` as asked: what it received, or for one that failed
+    /// (see [`failed_call`]) what it asked for; `None` for other errors.
+    fn recv_slots(&self, done: &Result<Completion>, src: Source, tag: Tag) -> Option<(u16, u32, u32, u64)> {
+        match (received(done), done) {
+            (Some((status, arrived)), _) => {
+                let arrived = if arrived { ARRIVED } else { 0 };
+                Some((arrived, self.trace_rank(status.source), status.tag as u32, status.bytes as u64))
+            }
+            (None, Err(e)) if failed_call(e) => Some((FAILED, selector_rank(self, src), selector_tag(tag), 0)),
+            (None, _) => None,
+        }
+    }
+
+    /// A blocking receive's completion, from `src` with `tag` as asked.
+    #[inline]
+    pub(crate) fn trace_done(&self, span: Span, src: Source, tag: Tag, done: &Result<grappe_proto::Completion>) {
+        if !span.is_on() {
+            return;
+        }
+        if let Some(slots) = self.recv_slots(done, src, tag) {
+            self.trace_end(span, EventKind::Recv, |_, raw| (raw.flags, raw.a, raw.b, raw.d) = slots);
         }
     }
 
@@ -150,7 +210,17 @@ impl Communicator {
         });
     }
 
-    /// Runs a collective's body and records it (on success).
+    /// A receive from `src` with `tag` that failed (see [`failed_call`]):
+    /// recorded with what it asked for and no bytes.
+    #[cold]
+    pub(crate) fn trace_failed_recv(&self, span: Span, src: Source, tag: Tag) {
+        self.trace_end(span, EventKind::Recv, |_, raw| {
+            (raw.a, raw.b, raw.flags) = (selector_rank(self, src), selector_tag(tag), FAILED);
+        });
+    }
+
+    /// Runs a collective's body and records it, if it succeeded or
+    /// failed (see [`failed_call`]).
     #[track_caller]
     pub(crate) fn traced<T>(
         &self,
@@ -161,16 +231,51 @@ impl Communicator {
     ) -> Result<T> {
         let span = self.span();
         let result = body();
-        if result.is_ok() {
-            self.trace_collective(span, op, root, bytes);
+        match &result {
+            Ok(_) => self.trace_collective(span, op, root, bytes, 0),
+            Err(e) if failed_call(e) => self.trace_collective(span, op, root, bytes, FAILED),
+            Err(_) => {}
         }
         result
     }
 
-    pub(crate) fn trace_collective(&self, span: Span, op: CollectiveKind, root: Option<usize>, bytes: usize) {
+    /// `failed`: [`FAILED`] or 0.
+    pub(crate) fn trace_collective(
+        &self,
+        span: Span,
+        op: CollectiveKind,
+        root: Option<usize>,
+        bytes: usize,
+        failed: u16,
+    ) {
         let root = root.map_or(ANY, |r| r as u32);
         self.trace_end(span, EventKind::Collective, |_, raw| {
-            (raw.flags, raw.a, raw.d) = (op as u16, root, bytes as u64);
+            (raw.flags, raw.a, raw.d) = (op as u16 | failed, root, bytes as u64);
+        });
+    }
+
+    /// A probe that returned `found` (`Ok(None)`: an iprobe that found
+    /// nothing): recorded if it succeeded or failed (see [`failed_call`]).
+    #[inline]
+    pub(crate) fn trace_probed(
+        &self,
+        span: Span,
+        kind: EventKind,
+        src: Source,
+        tag: Tag,
+        found: std::result::Result<Option<Status>, &Error>,
+    ) {
+        match found {
+            Ok(found) => self.trace_probe(span, kind, src, tag, found),
+            Err(e) if failed_call(e) => self.trace_failed_probe(span, kind, src, tag),
+            Err(_) => {}
+        }
+    }
+
+    #[cold]
+    fn trace_failed_probe(&self, span: Span, kind: EventKind, src: Source, tag: Tag) {
+        self.trace_end(span, kind, |_, raw| {
+            (raw.a, raw.b, raw.flags) = (selector_rank(self, src), selector_tag(tag), FAILED);
         });
     }
 
@@ -339,11 +444,15 @@ fn selector_tag(tag: Tag) -> u32 {
     }
 }
 
-/// What a traced non-blocking request remembers for its completion.
+/// What a traced non-blocking request remembers for its completion: its
+/// peer (the destination, or the source asked for) and tag, for a wait
+/// that fails.
 pub(crate) struct Traced {
     comm: Communicator,
     id: u64,
     is_recv: bool,
+    peer: u32,
+    tag: u32,
 }
 
 impl Traced {
@@ -363,7 +472,7 @@ impl Communicator {
             let seq = rec.next_send_seq(world);
             (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, seq << 32 | (id & 0xffff_ffff));
         });
-        Some(Box::new(Traced { comm: self.clone(), id, is_recv: false }))
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: false, peer: world, tag: tag as u32 }))
     }
 
     /// Records the posting of a non-blocking receive; `Some` when tracing.
@@ -375,7 +484,7 @@ impl Communicator {
             id = rec.next_request();
             (raw.a, raw.b, raw.e) = (src, tag, id);
         });
-        Some(Box::new(Traced { comm: self.clone(), id, is_recv: true }))
+        Some(Box::new(Traced { comm: self.clone(), id, is_recv: true, peer: src, tag }))
     }
 }
 
@@ -399,6 +508,45 @@ pub(crate) fn trace_completion(traced: &Traced, span: Span, kind: EventKind, sta
         (raw.flags, raw.a, raw.b, raw.d) = grappe_trace::raw::pack_completion(completion);
         raw.e = traced.id;
     });
+}
+
+/// Records a wait (`kind` Wait) or test (`kind` Test) of a traced request
+/// that failed (see [`failed_call`]): a wait holds what it waited for
+/// (see `grappe_trace::Body::Wait`), a test nothing.
+#[cold]
+pub(crate) fn trace_failed_completion(traced: &Traced, span: Span, kind: EventKind) {
+    let waited_for = grappe_trace::Completion {
+        is_recv: traced.is_recv,
+        src: traced.peer,
+        tag: traced.tag as i32,
+        bytes: 0,
+        arrived: false,
+    };
+    let completion = (kind == EventKind::Wait).then_some(waited_for);
+    traced.comm.trace_end(span, kind, |_, raw| {
+        (raw.flags, raw.a, raw.b, raw.d) = grappe_trace::raw::pack_completion(completion);
+        raw.flags |= FAILED;
+        raw.e = traced.id;
+    });
+}
+
+/// How a send that returned `sent` is recorded: `Some(false)` sent,
+/// `Some(true)` failed (see [`failed_call`]), `None` not at all.
+fn send_failed(sent: &Result<()>) -> Option<bool> {
+    match sent {
+        Ok(()) => Some(false),
+        Err(e) if failed_call(e) => Some(true),
+        Err(_) => None,
+    }
+}
+
+/// Whether a call that ended in `error` is recorded, as failed: a peer
+/// died or the job was stopped while the call waited (MPI's class
+/// `MPI_ERR_PROC_FAILED`). The survivors of a failed rank end in such
+/// errors, and their traces then show where each one was stuck.
+#[inline]
+pub(crate) fn failed_call(error: &Error) -> bool {
+    error.class() == ErrorClass::ProcFailed
 }
 
 /// A region being traced; leaving it is recorded on drop.

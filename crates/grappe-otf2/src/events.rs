@@ -16,6 +16,11 @@
 //! (an unmarked pair from an older trace), so a call that starts before
 //! the previous one ended is entered when that one is left.
 //!
+//! A call that failed because a peer died or the job was stopped keeps
+//! its region, its Enter and Leave at its dates, without its message,
+//! request or collective record, and holds a string parameter `call
+//! failed` ("a peer died or the job was stopped") at its Leave.
+//!
 //! A receive whose send is outside the stream's window
 //! ([`Message::SendOutside`]) keeps its call region but not its message
 //! record: readers pair a channel's sends and receives in order, and a
@@ -35,7 +40,11 @@ use rustc_hash::FxHashSet;
 use crate::archive::{EventPhase, EventWriter, GlobalDefs};
 use crate::defs::{Call, Registry, collective_op};
 use crate::error::Otf2Error;
-use crate::ffi::{OTF2_CommRef, OTF2_RegionRef, OTF2_StringRef, OTF2_UNDEFINED_UINT32};
+use crate::ffi::{OTF2_CommRef, OTF2_ParameterRef, OTF2_RegionRef, OTF2_StringRef, OTF2_UNDEFINED_UINT32};
+
+/// The string parameter a failed call holds, and its value.
+const FAILED_PARAMETER: &str = "call failed";
+use grappe_analysis::failed::WHY;
 
 type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 
@@ -164,6 +173,21 @@ impl Exporter {
     }
 }
 
+/// The region of a call that failed, if `body` is one.
+#[inline]
+fn failed_region(body: &Body) -> Option<Call> {
+    match *body {
+        Body::Send { failed: true, .. } => Some(Call::Send),
+        Body::Recv { failed: true, .. } => Some(Call::Recv),
+        Body::Wait { failed: true, .. } => Some(Call::Wait),
+        Body::Test { failed: true, .. } => Some(Call::Test),
+        Body::Probe { failed: true, .. } => Some(Call::Probe),
+        Body::Iprobe { failed: true, .. } => Some(Call::Iprobe),
+        Body::Collective { op, failed: true, .. } => Some(Call::Collective(op)),
+        _ => None,
+    }
+}
+
 /// OTF2 request ids: grappe records a non-blocking send's request in 32
 /// bits, its completion in 64; both are cut to 32 so that they pair.
 #[inline]
@@ -201,11 +225,12 @@ impl Out<'_, '_> {
     }
 
     /// A sendrecv as Score-P records it: one region, the send record at
-    /// its enter, the receive record at its leave.
+    /// its enter, the receive record at its leave; a half that failed has
+    /// no record, and the region says the call failed.
     fn sendrecv(&mut self, send: &Event, recv: &Event) -> Result<bool> {
         let (
-            Body::Send { dest, tag: sent_tag, comm: sent_comm, bytes: sent, .. },
-            Body::Recv { src, tag, comm, bytes, .. },
+            Body::Send { dest, tag: sent_tag, comm: sent_comm, bytes: sent, failed: send_failed, .. },
+            Body::Recv { src, tag, comm, bytes, failed: recv_failed, .. },
         ) = (send.body, recv.body)
         else {
             // Not a pair after all: each half as it is.
@@ -214,15 +239,24 @@ impl Out<'_, '_> {
         };
         let (sent_comm, to) = self.peer(send.rank, sent_comm, dest)?;
         let (comm, from) = self.peer(recv.rank, comm, src)?;
-        let receive = self.receive;
+        let receive = self.receive && !recv_failed;
+        let failed = self.failure(send_failed || recv_failed)?;
         self.call(Call::Sendrecv, recv, |w, start, end| {
-            w.mpi_send(start, to, sent_comm, sent_tag as u32, sent)?;
-            if receive { w.mpi_recv(end, from, comm, tag as u32, bytes) } else { Ok(()) }
+            if !send_failed {
+                w.mpi_send(start, to, sent_comm, sent_tag as u32, sent)?;
+            }
+            if receive {
+                w.mpi_recv(end, from, comm, tag as u32, bytes)?;
+            }
+            failed.map_or(Ok(()), |(parameter, why)| w.parameter_string(end, parameter, why))
         })
     }
 
     /// Writes event `e`; `true` for a region leave with no enter, skipped.
     fn event(&mut self, e: &Event) -> Result<bool> {
+        if let Some(call) = failed_region(&e.body) {
+            return self.failed_call(call, e);
+        }
         match &e.body {
             Body::Init => self.call(Call::Init, e, |_, _, _| Ok(())),
             Body::Finalize => self.call(Call::Finalize, e, |_, _, _| Ok(())),
@@ -246,15 +280,15 @@ impl Out<'_, '_> {
                 self.t.posted.insert(request);
                 self.call(Call::Irecv, e, |w, start, _| w.mpi_irecv_request(start, request))
             }
-            Body::Wait { request, comm, completion } => {
+            Body::Wait { request, comm, completion, .. } => {
                 self.completed(Call::Wait, e, *request, *comm, Some(completion))
             }
-            Body::Test { request, comm, completion } => {
+            Body::Test { request, comm, completion, .. } => {
                 self.completed(Call::Test, e, *request, *comm, completion.as_ref())
             }
             Body::Probe { .. } => self.call(Call::Probe, e, |_, _, _| Ok(())),
             Body::Iprobe { .. } => self.call(Call::Iprobe, e, |_, _, _| Ok(())),
-            Body::Collective { op, comm, root, bytes } => {
+            Body::Collective { op, comm, root, bytes, .. } => {
                 let comm = self.defs.comm(e.rank, *comm)?;
                 // grappe records the root as a rank of the communicator, as
                 // OTF2 wants it, and only this rank's contribution in bytes,
@@ -300,6 +334,27 @@ impl Out<'_, '_> {
                 self.w.buffer_flush(at, e.end.max(at)).map(|_| false)
             }
         }
+    }
+
+    /// A call that failed (a peer died, the job was stopped): its region,
+    /// without the message, request or collective record it never
+    /// completed (a receive with no send would shift the pairs of its
+    /// channel; a collective end would claim it ended), and holding the
+    /// `call failed` parameter, which Vampir shows on the timeline.
+    #[cold]
+    fn failed_call(&mut self, call: Call, e: &Event) -> Result<bool> {
+        let failed = self.failure(true)?;
+        self.call(call, e, |w, _, end| {
+            failed.map_or(Ok(()), |(parameter, why)| w.parameter_string(end, parameter, why))
+        })
+    }
+
+    /// The parameter a failed call holds and its value, if it failed.
+    fn failure(&mut self, failed: bool) -> Result<Option<(OTF2_ParameterRef, OTF2_StringRef)>> {
+        if !failed {
+            return Ok(None);
+        }
+        Ok(Some((self.defs.parameter(FAILED_PARAMETER)?, self.defs.string(WHY)?)))
     }
 
     /// The communicator `rank` sent or received a message on, and the

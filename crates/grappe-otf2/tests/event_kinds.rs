@@ -24,8 +24,12 @@ fn rank0() -> Vec<(u64, u64, Body)> {
         (110, 110, region("outer", "src/main.rs:10:5")),
         (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
         // A sendrecv: both halves start together, the send ends first.
-        (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0 }),
-        (130, 160, Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false, sendrecv: false }),
+        (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0, failed: false }),
+        (
+            130,
+            160,
+            Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false, sendrecv: false, failed: false },
+        ),
         (170, 170, region("inner", "src/main.rs:20")),
         (175, 175, Body::Point { name: "checkpoint".into(), location: "src/main.rs:21".into() }),
         // Leaves "inner" too; then a leave of a region never entered.
@@ -33,14 +37,14 @@ fn rank0() -> Vec<(u64, u64, Body)> {
         (185, 185, leave("never")),
         (190, 190, Body::FlushBegin),
         (190, 250, Body::FlushEnd),
-        (260, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),
+        (260, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8, failed: false }),
         (310, 320, Body::Isend { dest: 1, tag: 7, comm: 0, bytes: 4, seq: 0, request: 1 }),
-        (330, 335, Body::Test { request: 1, comm: 0, completion: None }),
-        (340, 345, Body::Test { request: 1, comm: 0, completion: Some(done(false, 0)) }),
-        (350, 351, Body::Iprobe { src: ANY, tag: ANY, comm: 0, found: None }),
-        (352, 360, Body::Probe { src: 1, tag: 8, comm: 0, found: Some(done(true, 1)) }),
+        (330, 335, Body::Test { request: 1, comm: 0, completion: None, failed: false }),
+        (340, 345, Body::Test { request: 1, comm: 0, completion: Some(done(false, 0)), failed: false }),
+        (350, 351, Body::Iprobe { src: ANY, tag: ANY, comm: 0, found: None, failed: false }),
+        (352, 360, Body::Probe { src: 1, tag: 8, comm: 0, found: Some(done(true, 1)), failed: false }),
         (365, 366, Body::Irecv { src: 1, tag: 8, comm: 0, request: 2 }),
-        (370, 400, Body::Wait { request: 2, comm: 0, completion: done(true, 1) }),
+        (370, 400, Body::Wait { request: 2, comm: 0, completion: done(true, 1), failed: false }),
         (410, 410, region("open at the end", "src/main.rs:30")),
         (415, 415, Body::Counter { name: "residual".into(), value: -7 }),
         (420, 420, Body::Finalize),
@@ -51,11 +55,15 @@ fn rank1() -> Vec<(u64, u64, Body)> {
     vec![
         (100, 100, Body::Init),
         (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
-        (125, 145, Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false, sendrecv: false }),
-        (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0 }),
-        (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8 }),
-        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false, sendrecv: false }),
-        (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0 }),
+        (
+            125,
+            145,
+            Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false, sendrecv: false, failed: false },
+        ),
+        (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0, failed: false }),
+        (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8, failed: false }),
+        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false, sendrecv: false, failed: false }),
+        (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0, failed: false }),
         (420, 420, Body::Finalize),
     ]
 }
@@ -124,8 +132,9 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
 /// other dates stay two calls, and a send left last is still written.
 #[test]
 fn a_marked_sendrecv_is_one_region_with_its_send_at_the_enter_and_its_receive_at_the_leave() {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0 };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 16, arrived: false, sendrecv };
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
+    let recv =
+        |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 16, arrived: false, sendrecv, failed: false };
     let rank0 = vec![
         (100, 100, Body::Init),
         (130, 160, send(1, 5)),
@@ -207,5 +216,57 @@ fn header(rank: u32) -> FileHeader {
         calibration: EventKind::ALL.iter().map(|k| Calibration { kind: k.name().into(), alpha_ns: 0 }).collect(),
         buffer_events: 64,
         ..plain_header(rank, 2, "node-a")
+    }
+}
+
+/// Calls that failed (a peer died, the job was stopped) keep their region
+/// and hold the `call failed` parameter, without the records of what they
+/// never completed: rank 0's sendrecv sends the message rank 1 receives
+/// (a pair for Vampir) but receives nothing, its wait completes no
+/// request; rank 1's sendrecv neither sends nor receives, its barrier
+/// completes no collective.
+#[test]
+fn failed_calls_keep_their_region_and_none_of_their_records() {
+    let dir = scratch("failed");
+    let waited_for = Completion { is_recv: true, src: 1, tag: 9, bytes: 0, arrived: false };
+    let barrier = |failed| Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed };
+    let rank0 = [
+        (100, 100, Body::Init),
+        (110, 150, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 1, failed: false }),
+        (110, 150, Body::Recv { src: 1, tag: 6, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true }),
+        (160, 165, Body::Irecv { src: 1, tag: 9, comm: 0, request: 3 }),
+        (170, 400, Body::Wait { request: 3, comm: 0, completion: waited_for, failed: true }),
+    ];
+    let rank1 = [
+        (100, 100, Body::Init),
+        (120, 130, Body::Recv { src: 0, tag: 5, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false }),
+        // A sendrecv whose two halves failed.
+        (131, 135, Body::Send { dest: 0, tag: 7, comm: 0, bytes: 8, seq: 0, failed: true }),
+        (131, 135, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true }),
+        (140, 390, barrier(true)),
+    ];
+    write_rank(&dir.join("traces"), 0, &rank0);
+    write_rank(&dir.join("traces"), 1, &rank1);
+    let summary = export(&dir.join("traces"), &dir.join("out"), "failed").unwrap();
+    assert_eq!(summary.messages, 1);
+    let lines = events(&summary.anchor);
+    check_timelines(&lines);
+    let on = |location: u64, kind: &str| -> Vec<&Line> {
+        lines.iter().filter(|l| l.location == location && l.kind == kind).collect()
+    };
+    assert_eq!((on(0, "MPI_SEND").len(), on(1, "MPI_RECV").len()), (1, 1), "the message that went out");
+    assert!(on(1, "MPI_SEND").is_empty(), "a failed send has no record");
+    for kind in ["MPI_RECV", "MPI_IRECV", "MPI_COLLECTIVE_BEGIN", "MPI_COLLECTIVE_END"] {
+        assert!(on(0, kind).is_empty() && on(1, kind).len() == usize::from(kind == "MPI_RECV"), "{kind}");
+    }
+    assert_eq!(on(0, "MPI_IRECV_REQUEST").len(), 1, "the post stays");
+    // One parameter per failed call, inside its region, at its leave.
+    let failed = [(0, "MPI_Sendrecv", 150), (0, "MPI_Wait", 400), (1, "MPI_Sendrecv", 135), (1, "MPI_Barrier", 390)];
+    for (location, region, leave) in failed {
+        let left = on(location, "LEAVE").into_iter().find(|l| l.attrs.contains(region));
+        assert_eq!(left.map(|l| l.time), Some(leave), "{region}");
+        let said = on(location, "PARAMETER_STRING").into_iter().find(|l| l.time == leave);
+        let said = said.unwrap_or_else(|| panic!("no parameter in {region}"));
+        assert!(said.attrs.contains("\"call failed\"") && said.attrs.contains("a peer died or the job was stopped"));
     }
 }

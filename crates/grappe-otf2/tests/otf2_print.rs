@@ -406,15 +406,19 @@ fn a_receive_posted_before_an_interval_keeps_its_record_without_a_request() {
     let rank0 = [
         (t, t, Body::Init),
         (t + 100, t + 200, Body::Isend { dest: 1, tag: 6, comm: 0, bytes: 8, seq: 0, request: 3 }),
-        (t + 2_000, t + 2_100, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 0 }),
-        (t + 2_200, t + 2_300, Body::Wait { request: 3, comm: 0, completion: sent }),
+        (t + 2_000, t + 2_100, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 0, failed: false }),
+        (t + 2_200, t + 2_300, Body::Wait { request: 3, comm: 0, completion: sent, failed: false }),
         (t + 3_000, t + 3_000, Body::Finalize),
     ];
     let rank1 = [
         (t, t, Body::Init),
         (t + 100, t + 200, Body::Irecv { src: 0, tag: 5, comm: 0, request: 7 }),
-        (t + 300, t + 400, Body::Recv { src: 0, tag: 6, comm: 0, bytes: 8, arrived: true, sendrecv: false }),
-        (t + 1_900, t + 2_200, Body::Wait { request: 7, comm: 0, completion: got }),
+        (
+            t + 300,
+            t + 400,
+            Body::Recv { src: 0, tag: 6, comm: 0, bytes: 8, arrived: true, sendrecv: false, failed: false },
+        ),
+        (t + 1_900, t + 2_200, Body::Wait { request: 7, comm: 0, completion: got, failed: false }),
         (t + 3_000, t + 3_000, Body::Finalize),
     ];
     let traces = dir.join("traces");

@@ -21,7 +21,11 @@ fn the_halves_of_a_split_are_two_communicators_and_each_rank_uses_its_own() {
         let events = vec![
             (100, 100, Body::Init),
             (200, 300, Body::CommCreate { comm: 2, parent: 0, members: half(r).into() }),
-            (1000 + 100 * r as u64, 2000, Body::Collective { op: CollectiveKind::Bcast, comm: 2, root: 1, bytes: 8 }),
+            (
+                1000 + 100 * r as u64,
+                2000,
+                Body::Collective { op: CollectiveKind::Bcast, comm: 2, root: 1, bytes: 8, failed: false },
+            ),
             (3000, 3000, Body::Finalize),
         ];
         write_events(&grappe_trace::file_for(&traces, r), &plain_header(r, 4, "node-a"), &events).unwrap();

@@ -225,6 +225,15 @@ impl Event {
 /// The attributes of each kind of event. Names and locations are
 /// process-wide [`Text`]s, so reading an event allocates nothing and
 /// touches no reference count.
+///
+/// `failed` (the calls that wait: sends, receives, waits, tests, probes,
+/// collectives): the call failed because a peer died or the job was
+/// stopped (MPI's `MPI_ERR_PROC_FAILED`). Its dates are the call's, from
+/// its start to its failure: where the rank was stuck, and how long. Its
+/// message, if it had one, is not known to have gone anywhere, and is
+/// never matched: a failed send has no `seq` (0), a failed receive holds
+/// the source and tag it asked for ([`ANY`] for wildcards, the tag as
+/// `-1`) and 0 bytes. [`Body::failed`] tells.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[allow(missing_docs)]
 pub enum Body {
@@ -237,6 +246,7 @@ pub enum Body {
         comm: u32,
         bytes: u64,
         seq: u64,
+        failed: bool,
     },
     /// `arrived`: the message was already there when the receive started.
     /// `sendrecv`: this receive is the second half of a `sendrecv`, whose
@@ -248,6 +258,7 @@ pub enum Body {
         bytes: u64,
         arrived: bool,
         sendrecv: bool,
+        failed: bool,
     },
     Isend {
         dest: u32,
@@ -265,29 +276,37 @@ pub enum Body {
         request: u64,
     },
     /// Completion of a request; for a receive, what arrived. `comm`: the
-    /// request's communicator (message matching needs it).
+    /// request's communicator (message matching needs it). A failed wait
+    /// completed nothing: its `completion` says what it waited for, the
+    /// request's side, its peer (the destination, or the source asked
+    /// for) and tag, with 0 bytes.
     Wait {
         request: u64,
         comm: u32,
         completion: Completion,
+        failed: bool,
     },
+    /// A failed test completed nothing (`completion` is `None`).
     Test {
         request: u64,
         comm: u32,
         completion: Option<Completion>,
+        failed: bool,
     },
-    /// `found`: the status, if a message matched.
+    /// `found`: the status, if a message matched (`None` when failed).
     Probe {
         src: u32,
         tag: u32,
         comm: u32,
         found: Option<Completion>,
+        failed: bool,
     },
     Iprobe {
         src: u32,
         tag: u32,
         comm: u32,
         found: Option<Completion>,
+        failed: bool,
     },
     /// `root`: [`ANY`] for rootless operations; `bytes`: this rank's contribution.
     Collective {
@@ -295,6 +314,7 @@ pub enum Body {
         comm: u32,
         root: u32,
         bytes: u64,
+        failed: bool,
     },
     /// `members`: world ranks of the new communicator, in its rank order.
     CommCreate {
@@ -337,6 +357,32 @@ pub struct Completion {
 }
 
 impl Body {
+    /// Whether the call failed because a peer died or the job was stopped
+    /// (see [`Body`]); false for the kinds that cannot record it.
+    #[inline]
+    pub fn failed(&self) -> bool {
+        match *self {
+            Body::Send { failed, .. }
+            | Body::Recv { failed, .. }
+            | Body::Wait { failed, .. }
+            | Body::Test { failed, .. }
+            | Body::Probe { failed, .. }
+            | Body::Iprobe { failed, .. }
+            | Body::Collective { failed, .. } => failed,
+            Body::Init
+            | Body::Finalize
+            | Body::Isend { .. }
+            | Body::Irecv { .. }
+            | Body::CommCreate { .. }
+            | Body::RegionEnter { .. }
+            | Body::RegionLeave { .. }
+            | Body::Point { .. }
+            | Body::Counter { .. }
+            | Body::FlushBegin
+            | Body::FlushEnd => false,
+        }
+    }
+
     /// The kind of this event.
     pub fn kind(&self) -> EventKind {
         match self {

@@ -17,7 +17,10 @@
 //! killed mid-run leaves every block it flushed readable; the reader
 //! reports where the file was cut. Payloads are varint-encoded: events as
 //! deltas from the previous start date, with only the slots their kind uses
-//! (see [`crate::raw::slots_of`], published in the header's schema).
+//! (see [`crate::raw::slots_of`], published in the header's schema). The
+//! bits within a slot are [`crate::raw`]'s: `ARRIVED` (4),
+//! `RECV_OF_SENDRECV` (8) and, from version 3, `FAILED` (0x100) in
+//! `flags`; `SEND_FAILED` (2^63) in a send's `seq`.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,8 +29,15 @@ use crate::raw::{RawEvent, slots_of};
 
 /// First bytes of every trace file.
 pub const MAGIC: &[u8; 8] = b"GRTRACE1";
-/// Format version written by this code.
-pub const VERSION: u32 = 2;
+/// Format version written by this code. Version 3 records calls that
+/// failed because a peer died or the job was stopped, with a bit
+/// ([`crate::raw::FAILED`], [`crate::raw::SEND_FAILED`]) that a reader
+/// of version 2 would ignore, and so match a failed receive with a send:
+/// it refuses version 3 instead.
+pub const VERSION: u32 = 3;
+/// The oldest version this code reads. Version 2 is version 3 without
+/// failed calls: its records read the same.
+pub const OLDEST_READABLE: u32 = 2;
 /// First bytes of every block header.
 pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"GRBK");
 /// Bytes of a block header.

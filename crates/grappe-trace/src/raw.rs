@@ -114,7 +114,8 @@ pub const fn slots_of(kind: EventKind) -> &'static [(&'static str, Slot)] {
 }
 
 // Bits of `flags` for completions (wait, test, probe), and of a receive's
-// `arrived` slot (ARRIVED and RECV_OF_SENDRECV).
+// `arrived` slot (ARRIVED and RECV_OF_SENDRECV); FAILED in both, and in a
+// collective's `op` slot.
 const DONE: u16 = 1;
 const IS_RECV: u16 = 2;
 /// Bit of a receive's `arrived` slot: the message had arrived before the
@@ -126,6 +127,24 @@ pub const ARRIVED: u16 = 4;
 /// it, with the same dates. (Older files never set it: their sendrecvs
 /// read as a send and a receive.)
 pub const RECV_OF_SENDRECV: u16 = 8;
+
+/// Bit of `flags` of receives, waits, tests, probes and collectives: the
+/// call failed because a peer died or the job was stopped (see
+/// [`Body`]). Above the low byte, which holds a collective's operation.
+/// (Format version 3; version 2 files never set it.)
+pub const FAILED: u16 = 0x100;
+
+/// Bit of a send's `seq` slot, which has no flags: the send failed (see
+/// [`Body`]), and has no sequence number. Sequence numbers count one
+/// rank's sends to one peer: they never reach it. Successful sends pay
+/// nothing for it, where a flags slot would cost every send a byte.
+pub const SEND_FAILED: u64 = 1 << 63;
+
+/// `FAILED` if `failed`.
+#[inline(always)]
+fn failed_flag(failed: bool) -> u16 {
+    if failed { FAILED } else { 0 }
+}
 
 /// Packs a completion into (flags, a, b, d).
 pub fn pack_completion(c: Option<Completion>) -> (u16, u32, u32, u64) {
@@ -218,15 +237,19 @@ impl RawEvent {
         let kind = EventKind::from_id(self.kind).ok_or(DecodeError::UnknownKind(self.kind))?;
         let string = |id: u32, what| defs.string(id).ok_or_else(|| string_error(defs, id, what));
         let tag = self.b as i32;
+        let failed = self.flags & FAILED != 0;
         Ok(match kind {
             EventKind::Init => Body::Init,
             EventKind::Finalize => Body::Finalize,
             EventKind::FlushBegin => Body::FlushBegin,
             EventKind::FlushEnd => Body::FlushEnd,
-            EventKind::Send => Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq: self.e },
+            EventKind::Send => {
+                let (seq, failed) = (self.e & !SEND_FAILED, self.e & SEND_FAILED != 0);
+                Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq, failed }
+            }
             EventKind::Recv => {
                 let (arrived, sendrecv) = (self.flags & ARRIVED != 0, self.flags & RECV_OF_SENDRECV != 0);
-                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived, sendrecv }
+                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived, sendrecv, failed }
             }
             EventKind::Isend => Body::Isend {
                 dest: self.a,
@@ -241,18 +264,19 @@ impl RawEvent {
                 request: self.e,
                 comm: self.c,
                 completion: unpack_completion(self.flags | DONE, self.a, self.b, self.d).expect("done"),
+                failed,
             },
             EventKind::Test => {
                 let completion = unpack_completion(self.flags, self.a, self.b, self.d);
-                Body::Test { request: self.e, comm: self.c, completion }
+                Body::Test { request: self.e, comm: self.c, completion, failed }
             }
             EventKind::Probe | EventKind::Iprobe => {
                 let found = unpack_completion(self.flags, (self.e >> 32) as u32, self.e as u32, self.d);
                 let (src, tag, comm) = (self.a, self.b, self.c);
                 if kind == EventKind::Probe {
-                    Body::Probe { src, tag, comm, found }
+                    Body::Probe { src, tag, comm, found, failed }
                 } else {
-                    Body::Iprobe { src, tag, comm, found }
+                    Body::Iprobe { src, tag, comm, found, failed }
                 }
             }
             EventKind::Collective => Body::Collective {
@@ -260,6 +284,7 @@ impl RawEvent {
                 comm: self.c,
                 root: self.a,
                 bytes: self.d,
+                failed,
             },
             EventKind::CommCreate => Body::CommCreate { comm: self.a, parent: self.c, members: defs.members(self.e)? },
             EventKind::RegionEnter => {
@@ -314,33 +339,37 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
     let mut r = RawEvent { kind: body.kind().id(), ..RawEvent::default() };
     match body {
         Body::Init | Body::Finalize | Body::FlushBegin | Body::FlushEnd => {}
-        Body::Send { dest, tag, comm, bytes, seq } => {
-            (r.a, r.b, r.c, r.d, r.e) = (*dest, *tag as u32, *comm, *bytes, *seq)
+        Body::Send { dest, tag, comm, bytes, seq, failed } => {
+            (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);
+            r.e = seq | if *failed { SEND_FAILED } else { 0 };
         }
-        Body::Recv { src, tag, comm, bytes, arrived, sendrecv } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed } => {
             (r.a, r.b, r.c, r.d) = (*src, *tag as u32, *comm, *bytes);
             r.flags = if *arrived { ARRIVED } else { 0 } | if *sendrecv { RECV_OF_SENDRECV } else { 0 };
+            r.flags |= failed_flag(*failed);
         }
         Body::Isend { dest, tag, comm, bytes, seq, request } => {
             (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);
             r.e = seq << 32 | (request & 0xffff_ffff);
         }
         Body::Irecv { src, tag, comm, request } => (r.a, r.b, r.c, r.e) = (*src, *tag, *comm, *request),
-        Body::Wait { request, comm, completion } => {
+        Body::Wait { request, comm, completion, failed } => {
             (r.flags, r.a, r.b, r.d) = pack_completion(Some(*completion));
             (r.c, r.e) = (*comm, *request);
+            r.flags |= failed_flag(*failed);
         }
-        Body::Test { request, comm, completion } => {
+        Body::Test { request, comm, completion, failed } => {
             (r.flags, r.a, r.b, r.d) = pack_completion(*completion);
             (r.c, r.e) = (*comm, *request);
+            r.flags |= failed_flag(*failed);
         }
-        Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
+        Body::Probe { src, tag, comm, found, failed } | Body::Iprobe { src, tag, comm, found, failed } => {
             let (flags, fsrc, ftag, bytes) = pack_completion(*found);
-            (r.flags, r.a, r.b, r.c, r.d) = (flags, *src, *tag, *comm, bytes);
+            (r.flags, r.a, r.b, r.c, r.d) = (flags | failed_flag(*failed), *src, *tag, *comm, bytes);
             r.e = (fsrc as u64) << 32 | ftag as u64;
         }
-        Body::Collective { op, comm, root, bytes } => {
-            (r.flags, r.a, r.c, r.d) = (*op as u16, *root, *comm, *bytes);
+        Body::Collective { op, comm, root, bytes, failed } => {
+            (r.flags, r.a, r.c, r.d) = (*op as u16 | failed_flag(*failed), *root, *comm, *bytes);
         }
         Body::CommCreate { comm, parent, members } => (r.a, r.c, r.e) = (*comm, *parent, interner.members(members)),
         Body::RegionEnter { name, location } | Body::Point { name, location } => {

@@ -50,10 +50,20 @@ fn body() -> impl Strategy<Value = Body> {
     prop_oneof![
         Just(Body::Init),
         Just(Body::Finalize),
-        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<u64>())
-            .prop_map(|(dest, tag, comm, bytes, seq)| Body::Send { dest, tag, comm, bytes, seq }),
-        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>()).prop_map(
-            |(src, tag, comm, bytes, arrived, sendrecv)| Body::Recv { src, tag, comm, bytes, arrived, sendrecv }
+        // Sequence numbers below 2^63, as a recorder's (a failed send's bit
+        // is the top one).
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 63, any::<bool>())
+            .prop_map(|(dest, tag, comm, bytes, seq, failed)| Body::Send { dest, tag, comm, bytes, seq, failed }),
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(src, tag, comm, bytes, arrived, sendrecv, failed)| Body::Recv {
+                src,
+                tag,
+                comm,
+                bytes,
+                arrived,
+                sendrecv,
+                failed
+            }
         ),
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 31, 0u64..1 << 32)
             .prop_map(|(dest, tag, comm, bytes, seq, request)| Body::Isend { dest, tag, comm, bytes, seq, request }),
@@ -63,21 +73,22 @@ fn body() -> impl Strategy<Value = Body> {
             comm,
             request
         }),
-        (any::<u64>(), any::<u32>(), completion()).prop_map(|(request, comm, completion)| Body::Wait {
-            request,
+        (any::<u64>(), any::<u32>(), completion(), any::<bool>())
+            .prop_map(|(request, comm, completion, failed)| { Body::Wait { request, comm, completion, failed } }),
+        (any::<u64>(), any::<u32>(), proptest::option::of(completion()), any::<bool>())
+            .prop_map(|(request, comm, completion, failed)| Body::Test { request, comm, completion, failed }),
+        (any::<u32>(), any::<u32>(), any::<u32>(), proptest::option::of(completion()), any::<bool>())
+            .prop_map(|(src, tag, comm, found, failed)| Body::Iprobe { src, tag, comm, found, failed }),
+        (any::<u32>(), any::<u32>(), any::<u32>(), any::<bool>()).prop_map(|(src, tag, comm, failed)| Body::Probe {
+            src,
+            tag,
             comm,
-            completion
+            found: None,
+            failed
         }),
-        (any::<u64>(), any::<u32>(), proptest::option::of(completion()))
-            .prop_map(|(request, comm, completion)| Body::Test { request, comm, completion }),
-        (any::<u32>(), any::<u32>(), any::<u32>(), proptest::option::of(completion()))
-            .prop_map(|(src, tag, comm, found)| Body::Iprobe { src, tag, comm, found }),
-        (1u8..=16, any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(op, comm, root, bytes)| Body::Collective {
-            op: collective(op),
-            comm,
-            root,
-            bytes
-        }),
+        (1u8..=16, any::<u32>(), any::<u32>(), any::<u64>(), any::<bool>()).prop_map(
+            |(op, comm, root, bytes, failed)| Body::Collective { op: collective(op), comm, root, bytes, failed }
+        ),
         (any::<u32>(), any::<u32>(), proptest::collection::vec(0u32..64, 0..20))
             .prop_map(|(comm, parent, members)| Body::CommCreate { comm, parent, members: members.into() }),
         (name, name).prop_map(|(name, location)| Body::RegionEnter { name: name.into(), location: location.into() }),
@@ -430,6 +441,37 @@ fn non_traces_and_bad_headers_are_named() {
     // The JSON starts at byte 12 with `{`; the `n` at 13 is what is wrong.
     assert!(matches!(err, TraceError::BadHeader { offset: 13, .. }), "{err}");
     assert!(err.to_string().contains("x.gtrace"), "{err}");
+}
+
+/// A version 2 file (before failed calls) reads as it did: its records
+/// decode alike, with no call failed. Other versions are refused, naming
+/// which side is too old.
+#[test]
+fn version_2_files_read_and_unknown_versions_are_refused() {
+    let d = dir("versions");
+    let mut rec = recorder(&d, FlushPolicy::Full, 32);
+    let recv = Body::Recv { src: 1, tag: 7, comm: 0, bytes: 8, arrived: true, sendrecv: false, failed: false };
+    let barrier =
+        Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: grappe_trace::ANY, bytes: 0, failed: false };
+    let sent = record_all(&mut rec, &[(recv, 10), (barrier, 20)]);
+    rec.finish().unwrap();
+    let path = file_for(&d, 3);
+    let bytes = std::fs::read(&path).unwrap();
+    // The header's JSON, `"format":3`, one digit to change in place.
+    let digit = bytes.windows(10).position(|w| w == b"\"format\":3").expect("a version 3 header") + 9;
+    let with_version = |version: u8| {
+        let mut patched = bytes.clone();
+        patched[digit] = b'0' + version;
+        std::fs::write(&path, patched).unwrap();
+    };
+    with_version(2);
+    let (events, _) = read_all(&path);
+    assert_eq!(events.iter().map(|e| e.body).collect::<Vec<_>>(), sent.iter().map(|s| s.0).collect::<Vec<_>>());
+    for (version, says) in [(1, "record the trace again"), (4, "written by a newer grappe")] {
+        with_version(version);
+        let err = TraceFile::open(&path).unwrap_err().to_string();
+        assert!(err.contains(&format!("format version 2 to 3, found {version} ({says}")), "{err}");
+    }
 }
 
 /// α measured again after the run goes to the footer, kind by kind: the

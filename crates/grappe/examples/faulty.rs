@@ -3,7 +3,10 @@
 //! `GRAPPE_FAULT` says how: `kill:R` (rank R sends itself SIGKILL),
 //! `panic:R`, `exit:R:CODE` (exits without finalizing), or `none`. Before
 //! failing, the victim prints `victim rank R fails at <unix seconds>`.
-//! Meanwhile the other ranks wait for it: in a receive and a barrier.
+//! Meanwhile the other ranks wait for it: rank 0 in a receive, all in a
+//! barrier. With `GRAPPE_FAULT_WAIT=calls`, ranks 1, 3 and 4 first wait
+//! for it in other calls: a sendrecv of a rendezvous-sized message, the
+//! wait of an irecv, a probe (for the traces of failed calls).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,7 +41,28 @@ fn main() {
             let mut x = 0u8;
             world.recv(&mut x, victim, 99)?;
         }
+        if let (Some(victim), true) = (victim, std::env::var("GRAPPE_FAULT_WAIT").as_deref() == Ok("calls")) {
+            wait_in_other_calls(world, victim)?;
+        }
         world.barrier()?;
         Ok(())
     });
+}
+
+/// Ranks 1, 3 and 4 wait for `victim` in a sendrecv, a wait and a probe.
+fn wait_in_other_calls(world: &grappe::Communicator, victim: usize) -> grappe::Result<()> {
+    match world.rank() {
+        1 => {
+            // Past the eager size: the send waits for the victim too.
+            let (out, mut back) = (vec![1u8; 1 << 16], vec![0u8; 1 << 16]);
+            world.sendrecv(&out[..], victim, 98, &mut back[..], victim, 98)?;
+        }
+        3 => {
+            let mut x = 0u8;
+            world.scope(|s| world.irecv(s, &mut x, victim, 97)?.wait().map(|_| ()))?;
+        }
+        4 => _ = world.probe(victim, 96)?,
+        _ => {}
+    }
+    Ok(())
 }

@@ -32,6 +32,10 @@
 //!   others) and its flow table keeps no name. The delivery mark keeps its
 //!   category: it is a slice one selects.
 //!
+//! A call that failed (a peer died, the job was stopped) is named ` (failed)`
+//! after its call (`recv (failed)`), its args say `"failed":true`, and it
+//! has no flow: its message never matched.
+//!
 //! With [`write_chrome_with_sites`], each call's `args` end with its
 //! source location (`"site":"src/main.rs:12:9"`).
 //!
@@ -43,7 +47,7 @@ use std::io::Write;
 use grappe_trace::{Body, Event};
 
 use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{ExportSummary, OpenRegions, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
+use super::{ExportSummary, FAILED_MARK, OpenRegions, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::{Channel, Message, SendSide};
 use crate::stream::{CausalStream, StreamSummary};
@@ -348,9 +352,19 @@ fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Me
     c.fixed(e.end.saturating_sub(e.start), US);
     c.bytes(b",\"name\":\"");
     c.bytes(name.as_bytes());
+    failed_mark(c, e.body.failed());
     c.byte(b'"');
     args(c, &e.body, message, site);
     c.byte(b'}');
+}
+
+/// ` (failed)` after the name of a call that failed (a peer died, the job
+/// was stopped), where the timeline shows it; its args say `"failed":true`.
+#[inline(always)]
+fn failed_mark(c: &mut Cursor, failed: bool) {
+    if failed {
+        c.bytes(FAILED_MARK.as_bytes());
+    }
 }
 
 /// A held send alone, then its flow if the receive came by.
@@ -372,7 +386,9 @@ fn sendrecv(c: &mut Cursor, send: (&Event, &Message), recv: (&Event, &Message), 
     open(c, &PH_X, s.rank, s.start, origin);
     c.bytes(b",\"dur\":");
     c.fixed(s.end.saturating_sub(s.start), US);
-    c.bytes(b",\"name\":\"sendrecv\"");
+    c.bytes(b",\"name\":\"sendrecv");
+    failed_mark(c, s.body.failed() || recv.0.body.failed());
+    c.byte(b'"');
     args::sendrecv_args(c, send, recv, site);
     c.byte(b'}');
 }

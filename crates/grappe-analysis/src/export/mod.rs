@@ -142,6 +142,10 @@ fn call_name(body: &Body) -> &'static str {
     }
 }
 
+/// What every export adds to the name of a call that failed (a peer
+/// died, the job was stopped): `recv (failed)`.
+pub const FAILED_MARK: &str = " (failed)";
+
 /// The names [`display_name`] gives runtime calls, and `sendrecv` (a send
 /// and the receive marked as its second half), for formats that declare
 /// their values up front.
@@ -214,14 +218,14 @@ mod tests {
     fn every_call_is_drawn_under_a_declared_name() {
         let done = Completion { is_recv: true, src: 0, tag: 0, bytes: 0, arrived: false };
         let mut calls = vec![
-            Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0 },
-            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 0, arrived: false, sendrecv: false },
+            Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, failed: false },
+            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed: false },
             Body::Isend { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, request: 0 },
             Body::Irecv { src: 0, tag: 0, comm: 0, request: 0 },
-            Body::Wait { request: 0, comm: 0, completion: done },
-            Body::Test { request: 0, comm: 0, completion: None },
-            Body::Probe { src: 0, tag: 0, comm: 0, found: None },
-            Body::Iprobe { src: 0, tag: 0, comm: 0, found: None },
+            Body::Wait { request: 0, comm: 0, completion: done, failed: false },
+            Body::Test { request: 0, comm: 0, completion: None, failed: false },
+            Body::Probe { src: 0, tag: 0, comm: 0, found: None, failed: false },
+            Body::Iprobe { src: 0, tag: 0, comm: 0, found: None, failed: false },
             Body::CommCreate { comm: 1, parent: 0, members: vec![0].into() },
             Body::FlushEnd,
             Body::Init,
@@ -232,6 +236,7 @@ mod tests {
             comm: 0,
             root: ANY,
             bytes: 0,
+            failed: false,
         }));
         for body in &calls {
             assert!(matches!(shape(body), Shape::Call(_)), "{body:?}");

@@ -12,6 +12,10 @@
 //! send's start to the receive's end, keyed by the message id; a send
 //! never received draws no link (pajeng rejects links with one end).
 //!
+//! A call that failed (a peer died, the job was stopped) is a state of
+//! its own value, `recv_failed` (named `recv (failed)`, near black),
+//! declared before its first use; it has no link.
+//!
 //! With [`write_paje_with_sites`], each call's state is pushed by a second
 //! `PajePushState` definition (code 22) with one more field, `Site`: the
 //! call's source location (`file:line:column`), which `pj_dump -u` prints
@@ -37,7 +41,7 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::order::{Ordered, RankClocks, Reorder, run};
 use super::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{CALL_NAMES, ExportSummary, Names, OpenRegions, PerRank, Shape, job_name, shape};
+use super::{CALL_NAMES, ExportSummary, FAILED_MARK, Names, OpenRegions, PerRank, Shape, job_name, shape};
 use crate::error::Result;
 use crate::matching::Message;
 use crate::stream::{CausalStream, Linked};
@@ -133,10 +137,13 @@ enum Mark {
     Point(u32),
 }
 
-/// A state value: declared in the header, or a numbered name.
+/// A state value: declared in the header, a failed call's (declared at
+/// its first use), or a numbered name.
 #[derive(Clone, Copy)]
 enum Value {
     Declared(&'static str),
+    /// A call that failed: `recv_failed`, shown as `recv (failed)`.
+    Failed(&'static str),
     Region(u32),
 }
 
@@ -150,7 +157,8 @@ struct Paje {
     regions: Names,
     points: Names,
     counters: Names,
-    /// Names already declared in the file (`Value` numbers, by kind).
+    /// Names already declared in the file, by kind (0: regions, 1: failed
+    /// calls, by their place in `CALL_NAMES`, 2: counters) and number.
     declared: FxHashSet<(u8, u32)>,
     links: Links,
 }
@@ -203,7 +211,8 @@ impl Ordered for Paje {
             }
             Shape::Call(name) => {
                 let site = self.site_of(e);
-                call_state(records, rank, name, start, self.clocks.at(rank, e.end), site);
+                let value = call_value(name, e.body.failed());
+                call_state(records, rank, value, start, self.clocks.at(rank, e.end), site);
             }
             Shape::Enter { name, .. } => {
                 self.lanes.get(rank).regions.enter(name);
@@ -240,7 +249,8 @@ impl Ordered for Paje {
         for rank in holding {
             if let Some(send) = self.lanes.get(rank).held_send.take() {
                 let site = self.site_of(&send.event);
-                call_state(records, rank, "send", send.start, send.end, site);
+                let value = call_value("send", send.event.body.failed());
+                call_state(records, rank, value, send.start, send.end, site);
             }
         }
     }
@@ -324,12 +334,13 @@ impl Paje {
         let Some(send) = self.lanes.get(e.rank).held_send.take() else { return false };
         let site = self.site_of(&send.event);
         if e.ends_sendrecv_of(&send.event) {
-            call_state(records, e.rank, "sendrecv", send.start, send.end, site);
+            let value = call_value("sendrecv", send.event.body.failed() || e.body.failed());
+            call_state(records, e.rank, value, send.start, send.end, site);
             let end = self.clocks.at(e.rank, e.end);
             self.link(&linked.message, e.rank, send.start, end, records);
             return true;
         }
-        call_state(records, e.rank, "send", send.start, send.end, site);
+        call_state(records, e.rank, call_value("send", send.event.body.failed()), send.start, send.end, site);
         false
     }
 
@@ -416,9 +427,14 @@ impl Paje {
         c.bytes(b"\"\n");
     }
 
-    /// Declares a region name before its first use.
+    /// Declares a region name, or a failed call's value, before its first
+    /// use.
     fn declare(&mut self, s: &mut Sink, value: Value) {
-        let Value::Region(id) = value else { return };
+        let id = match value {
+            Value::Declared(_) => return,
+            Value::Failed(name) => return self.declare_failed(s, name),
+            Value::Region(id) => id,
+        };
         if !self.declared.insert((0, id)) {
             return;
         }
@@ -431,6 +447,25 @@ impl Paje {
         c.byte(b' ');
         colour(&mut c, name);
         c.byte(b'\n');
+    }
+
+    /// `5 recv_failed CALL "recv (failed)" COLOUR`, once: only traces
+    /// of failed jobs have them.
+    #[cold]
+    fn declare_failed(&mut self, s: &mut Sink, name: &'static str) {
+        let id = CALL_NAMES.iter().position(|&n| n == name).unwrap_or(CALL_NAMES.len());
+        if !self.declared.insert((1, id as u32)) {
+            return;
+        }
+        let mut c = s.record(RECORD_ROOM);
+        c.bytes(b"5 ");
+        Value::Failed(name).write(&mut c);
+        c.bytes(b" CALL \"");
+        c.bytes(name.as_bytes());
+        c.bytes(FAILED_MARK.as_bytes());
+        c.bytes(b"\" \"");
+        c.bytes(FAILED_COLOUR.as_bytes());
+        c.bytes(b"\"\n");
     }
 
     fn declare_counter(&mut self, s: &mut Sink, id: u32) {
@@ -453,6 +488,10 @@ impl Value {
     fn write(self, c: &mut Cursor) {
         match self {
             Value::Declared(name) => c.bytes(name.as_bytes()),
+            Value::Failed(name) => {
+                c.bytes(name.as_bytes());
+                c.bytes(b"_failed");
+            }
             Value::Region(id) => {
                 c.byte(b'g');
                 c.uint(id as u64);
@@ -493,10 +532,19 @@ fn colour(c: &mut Cursor, name: &str) {
 }
 
 /// The records of a call's state.
-fn call_state(records: &mut Reorder<Record>, rank: u32, name: &'static str, start: u64, end: u64, site: Option<Site>) {
-    records.push(start, Record::Push { rank, region: false, value: Value::Declared(name), site });
+fn call_state(records: &mut Reorder<Record>, rank: u32, value: Value, start: u64, end: u64, site: Option<Site>) {
+    records.push(start, Record::Push { rank, region: false, value, site });
     records.push(end, Record::Pop { rank, region: false });
 }
+
+/// The state value of call `name`, or of its failed calls.
+#[inline]
+fn call_value(name: &'static str, failed: bool) -> Value {
+    if failed { Value::Failed(name) } else { Value::Declared(name) }
+}
+
+/// The colour of every failed call: near black, the run stopped there.
+const FAILED_COLOUR: &str = "0.15 0.15 0.15";
 
 /// The colour of a call: point-to-point sends blue, receives red, the two
 /// together (sendrecv) purple, waits

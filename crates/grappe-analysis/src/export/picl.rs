@@ -40,7 +40,9 @@
 //! the calls PICL has no event for (init, finalize, probes, tests that
 //! complete nothing, communicator creation, trace flushes) are user
 //! blocks, numbered from 1 in first-use
-//! order ([`ExportSummary::blocks`] names them). Counters and points have
+//! order ([`ExportSummary::blocks`] names them). A call that failed (a
+//! peer died, the job was stopped) is a block of its own, `recv (failed)`,
+//! with no message: ParaGraph would pair it. Counters and points have
 //! no PICL counterpart and are left out. ParaGraph derives busy, overhead
 //! and idle time from these records itself.
 
@@ -51,7 +53,7 @@ use rustc_hash::FxHashMap;
 
 use super::order::{Ordered, RankClocks, Reorder, run};
 use super::sink::{NUMBER_ROOM, RECORD_ROOM, Sink, with_sink};
-use super::{ExportSummary, PerRank, Shape, shape};
+use super::{ExportSummary, FAILED_MARK, PerRank, Shape, shape};
 use crate::comms::Comms;
 use crate::error::Result;
 use crate::matching::Message;
@@ -133,7 +135,8 @@ struct Lane {
 #[derive(Default)]
 struct Blocks {
     regions: FxHashMap<String, i32>,
-    calls: FxHashMap<&'static str, i32>,
+    /// By call name and whether the call failed.
+    calls: FxHashMap<(&'static str, bool), i32>,
     legend: Vec<String>,
 }
 
@@ -147,12 +150,13 @@ impl Blocks {
         k
     }
 
-    fn call(&mut self, name: &'static str) -> i32 {
-        if let Some(&k) = self.calls.get(name) {
+    /// The block of call `name`, or of its failed calls (`recv (failed)`).
+    fn call(&mut self, name: &'static str, failed: bool) -> i32 {
+        if let Some(&k) = self.calls.get(&(name, failed)) {
             return k;
         }
-        let k = self.next(name.to_owned());
-        self.calls.insert(name, k);
+        let k = self.next(if failed { format!("{name}{FAILED_MARK}") } else { name.to_owned() });
+        self.calls.insert((name, failed), k);
         k
     }
 
@@ -186,11 +190,14 @@ impl Ordered for Picl {
             // ParaGraph pairs a channel's messages in order, and a receive
             // with no send would pair every later one with the wrong send.
             Shape::Call(name) if matches!(linked.message, Message::SendOutside { .. }) => {
-                span(self.blocks.call(name), &[], &[])
+                span(self.blocks.call(name, false), &[], &[])
             }
+            // A failed call, likewise, and so that ParaGraph never pairs
+            // it: a user block of its own, `recv (failed)`.
+            Shape::Call(name) if e.body.failed() => span(self.blocks.call(name, true), &[], &[]),
             Shape::Call(name) => match call(e, &self.subsets) {
                 Some((event, at_begin, at_end)) => span(event, at_begin.slice(), at_end.slice()),
-                None => span(self.blocks.call(name), &[], &[]),
+                None => span(self.blocks.call(name, false), &[], &[]),
             },
             Shape::Enter { name, .. } => {
                 let k = self.blocks.region(name);
@@ -345,7 +352,8 @@ fn call(e: &Event, subsets: &Subsets) -> Option<(i32, Data, Data)> {
         Body::Irecv { src, tag, comm, request } => {
             (-57, Data::of(&[sel(tag), sel(src), comm as i64]), Data::of(&[request as i64]))
         }
-        Body::Wait { request, comm, completion } | Body::Test { request, comm, completion: Some(completion) } => {
+        Body::Wait { request, comm, completion, .. }
+        | Body::Test { request, comm, completion: Some(completion), .. } => {
             if completion.is_recv {
                 let got = [completion.bytes as i64, completion.tag as i64, sel(completion.src), comm as i64];
                 (-61, Data::of(&[request as i64]), Data::of(&got))
@@ -353,7 +361,7 @@ fn call(e: &Event, subsets: &Subsets) -> Option<(i32, Data, Data)> {
                 (-31, Data::of(&[request as i64]), none)
             }
         }
-        Body::Collective { op, comm, root, bytes } => {
+        Body::Collective { op, comm, root, bytes, .. } => {
             let (subset, root) = subsets.of(e.rank, comm, root);
             let bytes = bytes as i64;
             match op {

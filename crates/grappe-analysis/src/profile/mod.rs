@@ -29,6 +29,11 @@
 //!
 //! Bytes of a call: sent by `send`/`isend`, received by `recv` and by a
 //! `wait`/`test` completing a receive, contributed to a collective.
+//!
+//! A call that failed because a peer died or the job was stopped counts
+//! under its type and site like any other, its whole time as waiting (for
+//! a peer that never came), with no bytes and no message in the matrix; a
+//! note lists such calls.
 //! Trace-buffer flushes are not calls: their time counts as compute
 //! ([`RankRow::flush_ns`] has it apart).
 

@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap;
 
 use super::collectives::{Entry, Instances};
 use super::{CallRow, CallStats, CallType, MatrixCell, Profile, RankRow, RegionRow, SiteRow, SizeBin};
+use crate::failed::{FailedCalls, WHY};
 use crate::matching::Message;
 use crate::stream::{CausalStream, LinkedRef, merge_date};
 
@@ -36,6 +37,8 @@ pub struct Profiler {
     too_deep: u64,
     /// Ranks that took turns on one processor.
     turns: Vec<Vec<u32>>,
+    /// Calls that failed (a peer died, the job was stopped), for a note.
+    failed: FailedCalls,
 }
 
 impl Profiler {
@@ -66,6 +69,7 @@ impl Profiler {
             unmatched_leaves: 0,
             too_deep: 0,
             turns: Vec::new(),
+            failed: FailedCalls::new(FAILED_NAMED),
         }
     }
 
@@ -73,6 +77,7 @@ impl Profiler {
     pub fn observe(&mut self, linked: LinkedRef<'_>) {
         let event = linked.event;
         self.events += 1;
+        self.failed.observe(event);
         let state = self.ranks.entry(event.rank).or_default();
         let ended_before = state.last;
         let (start, end) = state.dates(event);
@@ -123,20 +128,31 @@ impl Profiler {
 
     /// A sendrecv, from its two halves: one call, timed once, its bytes
     /// the sent ones (as mpiP counts them), the receive's wait for its
-    /// message.
+    /// message. If a half failed, the call waited all along, for a peer
+    /// that died; its send counts only if it did not fail.
     fn sendrecv(&mut self, send: HeldSend, recv: &Event, message: &Message, start: u64, end: u64) {
-        let Body::Send { dest, bytes, .. } = send.event.body else { return };
+        let Body::Send { dest, bytes, failed: send_failed, .. } = send.event.body else { return };
         let (start, end) = (start.min(send.start), end.max(send.end));
+        let bytes = if send_failed { 0 } else { bytes };
         let state = self.count(CallType::Sendrecv, recv, start, end, bytes);
-        if let Message::Received { send, .. } = message {
-            state.late_sender(start, end, send.start);
+        match message {
+            _ if send_failed || recv.body.failed() => state.late_sender(start, end, end),
+            Message::Received { send, .. } => state.late_sender(start, end, send.start),
+            _ => {}
         }
-        self.sent(recv.rank, dest, bytes);
+        if !send_failed {
+            self.sent(recv.rank, dest, bytes);
+        }
     }
 
     /// One runtime call, on its rank's (ordered) dates.
     fn call(&mut self, call: CallType, event: &Event, message: &Message, start: u64, end: u64) {
         let state = self.count(call, event, start, end, call_bytes(&event.body));
+        if event.body.failed() {
+            // Waiting all along, for a peer that died: no message sent, no
+            // instance of a collective completed.
+            return state.late_sender(start, end, end);
+        }
         match &event.body {
             Body::Send { dest, bytes, .. } | Body::Isend { dest, bytes, .. } => self.sent(event.rank, *dest, *bytes),
             Body::Collective { comm, bytes, .. } => {
@@ -174,6 +190,7 @@ impl Profiler {
 
     /// The profile of the events observed.
     pub fn finish(mut self) -> Profile {
+        self.failed.finish();
         let held: Vec<HeldSend> = self.ranks.values_mut().filter_map(|s| s.held_send.take()).collect();
         for send in held {
             self.call(CallType::Call(EventKind::Send), &send.event, &send.message, send.start, send.end);
@@ -257,12 +274,31 @@ impl Profiler {
         if !self.turns.is_empty() {
             notes.push(turn_taking_note(&self.turns));
         }
+        if self.failed.count() > 0 {
+            notes.push(failed_note(&self.failed));
+        }
         let flush = self.ranks.values().fold(0u64, |a, s| a.saturating_add(s.flush_ns));
         if flush > 0 {
             notes.push(format!("trace-buffer flushes took {:.3} ms in all (counted as compute)", flush as f64 / 1e6));
         }
         notes
     }
+}
+
+/// Failed calls named in the note, at most.
+const FAILED_NAMED: usize = 8;
+
+/// `2 calls failed (a peer died or the job was stopped), counted as
+/// waiting: rank 0: recv from rank 2 (a.rs:3:9) for 1.002 s; rank 1: ...`.
+fn failed_note(failed: &FailedCalls) -> String {
+    let named: Vec<String> = failed
+        .examples()
+        .iter()
+        .map(|call| format!("{} for {:.3} ms", call.what(), call.duration_ns() as f64 / 1e6))
+        .collect();
+    let more = failed.count() - named.len() as u64;
+    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+    format!("{} calls failed ({WHY}), their time counted as waiting: {}{more}", failed.count(), named.join("; "))
 }
 
 /// What turn-taking means for the profile's times.
@@ -279,9 +315,11 @@ fn add_waiting(ranks: &mut FxHashMap<u32, RankState>, entry: &Entry, waiting: u6
     }
 }
 
-/// The bytes a call moves (see the module documentation).
+/// The bytes a call moves (see the module documentation): none for a
+/// failed call.
 fn call_bytes(body: &Body) -> u64 {
     match body {
+        _ if body.failed() => 0,
         Body::Send { bytes, .. }
         | Body::Recv { bytes, .. }
         | Body::Isend { bytes, .. }

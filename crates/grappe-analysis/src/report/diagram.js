@@ -16,6 +16,7 @@ GRAPPE.COLOURS = {
   collective: "#c2409f",
   other: "#777777",
   runtime: "#c9b458",
+  failed: "#000000",
   waiting: "#d62020",
 };
 
@@ -32,7 +33,8 @@ GRAPPE.LEGEND = [
   ["collective", "collective"],
   ["other", "other call"],
   ["runtime", "init, finalize (clock sampling)"],
-  ["waiting", "waiting: late sender, collective"],
+  ["failed", "failed call: a peer died or the job was stopped"],
+  ["waiting", "waiting: late sender, collective, failed call"],
 ];
 
 /** A duration or date in ns, with a unit that fits. */
@@ -106,7 +108,7 @@ GRAPPE.Diagram = function (data, el) {
   this.data = data;
   this.el = el;
   this.lanes = data.lanes.map(decodeLane);
-  this.colourOf = data.kinds.map((k) => GRAPPE.COLOURS[k.category] || GRAPPE.COLOURS.other);
+  this.colourOf = data.kinds.map((k) => (k.failed ? GRAPPE.COLOURS.failed : GRAPPE.COLOURS[k.category] || GRAPPE.COLOURS.other));
   this.hasRegions = data.lanes.some((l) => l.rt.length > 0);
   // The window of embedded events, [w0, w1]; `full` is its length.
   this.w0 = data.window_start;
@@ -485,7 +487,7 @@ GRAPPE.Diagram.prototype.callAt = function (lane, t, tol) {
   const raw = lane.raw, kind = this.data.kinds[raw.k[best]];
   const peer = raw.p[best];
   const relation = { send: "to", isend: "to", recv: "from", irecv: "from", wait: "from", test: "from", probe: "from" };
-  const lines = [kind.name + " on rank " + raw.rank];
+  const lines = [kind.name + (kind.failed ? " (failed: a peer died or the job was stopped)" : "") + " on rank " + raw.rank];
   const [source, received] = kind.category === "sendrecv" ? this.receiveOf(raw, best) : [-1, 0];
   const rank = (r) => (r >= 0 ? "rank " + r : "any rank");
   if (kind.category === "collective") lines.push(peer >= 0 ? "root: rank " + peer + " of its communicator" : "no root");

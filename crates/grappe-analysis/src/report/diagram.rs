@@ -16,6 +16,9 @@
 //! Init and finalize are drawn as calls of their own colour: they hold the
 //! clock sampling.
 //!
+//! A call that failed because a peer died or the job was stopped is a
+//! kind of its own (`recv (failed)`), waiting all along, with no arrow.
+//!
 //! A send and the receive marked as its second half are one `sendrecv`
 //! call, as the profile counts them: the send's call takes the pair's kind
 //! and the receive's waiting, and the receive adds no call of its own.
@@ -74,8 +77,9 @@ pub(crate) struct Builder {
     max_arrows: u64,
     lanes: Vec<Lane>,
     lane_of: FxHashMap<u32, usize>,
-    kinds: Vec<(&'static str, &'static str)>,
-    kind_of: FxHashMap<&'static str, u16>,
+    kinds: Vec<Kind>,
+    /// By name, and whether the calls of the kind failed.
+    kind_of: FxHashMap<(&'static str, bool), u16>,
     names: Vec<(String, String)>,
     /// Region ids by name, then location.
     name_of: FxHashMap<String, Vec<(String, u32)>>,
@@ -208,9 +212,11 @@ impl Builder {
         let (start, end) = (event.start, event.end.max(event.start));
         self.overview.add(lane, call, start, end);
         let kept = self.admit(start, Some(end), date) == Keep::Yes;
-        let kind = self.kind(call, category(&event.body));
+        let failed = event.body.failed();
+        let kind = self.kind(call, category(&event.body), failed);
         let index = self.lanes[lane].calls.len() as u64;
-        if let Body::Collective { comm, .. } = &event.body {
+        // A failed collective completed no instance: it waited all along.
+        if let Body::Collective { comm, failed: false, .. } = &event.body {
             let k = {
                 let k = self.lanes[lane].collectives.entry(*comm).or_default();
                 *k += 1;
@@ -221,7 +227,7 @@ impl Builder {
             let lanes = &mut self.lanes;
             self.collectives.enter(*comm, k, entry, &mut |e, w| set_waiting(lanes, e, w));
         }
-        let waiting = self.received(lane, message, kept, start, end);
+        let waiting = if failed { end - start } else { self.received(lane, message, kept, start, end) };
         if kept {
             let (bytes, peer) = bytes_and_peer(&event.body);
             self.lanes[lane].calls.push(Call { start, end, kind, bytes, peer, waiting, received: None });
@@ -242,7 +248,7 @@ impl Builder {
         };
         let (start, end) = (event.start, event.end.max(event.start));
         if self.admit(start, Some(end), date) == Keep::Yes {
-            let kind = self.kind_named(name, "runtime");
+            let kind = self.kind_named(name, "runtime", false);
             self.lanes[lane].calls.push(Call { start, end, kind, bytes: 0, peer: ANY, waiting: 0, received: None });
         }
     }
@@ -250,8 +256,13 @@ impl Builder {
     /// The receive that ends the sendrecv `send` began: its message, and
     /// the send's call made the pair's.
     fn second_half(&mut self, lane: usize, send: LastSend, recv: &Event, message: &Message) {
-        let kind = self.kind(CallType::Sendrecv, "sendrecv");
-        let waiting = self.received(lane, message, send.call.is_some(), recv.start, recv.end.max(recv.start));
+        let failed = send.event.body.failed() || recv.body.failed();
+        let kind = self.kind(CallType::Sendrecv, "sendrecv", failed);
+        let (start, end) = (recv.start, recv.end.max(recv.start));
+        let mut waiting = self.received(lane, message, send.call.is_some(), start, end);
+        if failed {
+            waiting = end - start;
+        }
         if let Some(call) = send.call.and_then(|i| self.lanes[lane].calls.get_mut(i)) {
             call.kind = kind;
             call.waiting = waiting;
@@ -274,17 +285,17 @@ impl Builder {
         end.min(send.start).saturating_sub(start)
     }
 
-    fn kind(&mut self, call: CallType, category: &'static str) -> u16 {
-        self.kind_named(call.name(), category)
+    fn kind(&mut self, call: CallType, category: &'static str, failed: bool) -> u16 {
+        self.kind_named(call.name(), category, failed)
     }
 
-    fn kind_named(&mut self, name: &'static str, category: &'static str) -> u16 {
-        if let Some(&k) = self.kind_of.get(name) {
+    fn kind_named(&mut self, name: &'static str, category: &'static str, failed: bool) -> u16 {
+        if let Some(&k) = self.kind_of.get(&(name, failed)) {
             return k;
         }
         let k = self.kinds.len() as u16;
-        self.kinds.push((name, category));
-        self.kind_of.insert(name, k);
+        self.kinds.push(Kind { name, category, failed });
+        self.kind_of.insert((name, failed), k);
         k
     }
 
@@ -346,7 +357,7 @@ impl Builder {
             end: end - origin,
             window_start: selection.window_start.map_or(0, |w| w.saturating_sub(origin)),
             window_end: selection.window_end.map(|w| w.saturating_sub(origin)),
-            kinds: self.kinds.iter().map(|&(name, category)| Kind { name, category }).collect(),
+            kinds: std::mem::take(&mut self.kinds),
             regions: self.names.iter().map(|(n, l)| format!("{n} ({l})")).collect(),
             lanes: order.iter().map(|&i| LaneData::of(&mut self.lanes[i], origin)).collect(),
             arrows: Arrows::of(&mut self.arrows, &self.lanes, &position, origin),
@@ -392,11 +403,15 @@ fn bytes_and_peer(body: &Body) -> (u64, u32) {
     }
 }
 
-/// A call kind of the diagram: its name and drawing category.
+/// A call kind of the diagram: its name and drawing category, and
+/// whether its calls failed (a peer died, the job was stopped: drawn
+/// apart, named `recv (failed)`).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Kind {
     name: &'static str,
     category: &'static str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    failed: bool,
 }
 
 /// Everything the page draws the diagram from.

@@ -173,7 +173,7 @@ impl Page<'_> {
         let disorder: u64 = c.stream.flows.iter().map(|f| f.disorder).sum();
         let gap = c.min_gap_ns.map_or("-".to_owned(), |g| format!("{g} ns"));
         let untraced = format!("{} / {}", grouped(c.receives_from_untraced), grouped(c.sends_to_untraced));
-        let rows: [(&str, String); 12] = [
+        let rows: [(&str, String); 13] = [
             ("Events read", grouped(c.events)),
             ("Messages matched", grouped(c.messages)),
             ("Tachyons (receive dated before its send)", grouped(c.tachyons)),
@@ -186,6 +186,7 @@ impl Page<'_> {
             ("Receives forced out of a wait cycle", grouped(c.stream.forced)),
             ("Records out of order", grouped(disorder)),
             ("Files cut or unfinished", c.unfinished.len().to_string()),
+            ("Calls failed: a peer died or the job was stopped (not a problem)", grouped(c.failed_calls)),
         ];
         for (name, value) in rows {
             let _ = writeln!(h, "<tr><th>{name}</th><td class=\"n\">{value}</td></tr>");

@@ -20,7 +20,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::event::{Body, Event};
 use crate::format::{
     BLOCK_HEADER, BLOCK_MAGIC, BlockKind, ClockSample, Definition, Encoded, EventDecoder, FileHeader, Footer, MAGIC,
-    MAX_BLOCK, TakeEncoded, VERSION, decode_definitions, decode_footer, decode_samples,
+    MAX_BLOCK, OLDEST_READABLE, TakeEncoded, VERSION, decode_definitions, decode_footer, decode_samples,
 };
 use crate::interned::{Members, Text};
 use crate::raw::{DecodeError, Definitions};
@@ -642,8 +642,14 @@ fn read_header(path: &Path, input: &mut impl Read) -> Result<(FileHeader, u64), 
     }
     let header: FileHeader = serde_json::from_slice(&json)
         .map_err(|e| bad(12 + (e.column() as u64).saturating_sub(1), format!("a JSON file header ({e})")))?;
-    if header.format != VERSION {
-        return Err(bad(12, format!("format version {VERSION}, found {} (record the trace again)", header.format)));
+    if !(OLDEST_READABLE..=VERSION).contains(&header.format) {
+        let remedy = if header.format > VERSION {
+            "written by a newer grappe: read it with that one"
+        } else {
+            "record the trace again"
+        };
+        let expected = format!("format version {OLDEST_READABLE} to {VERSION}");
+        return Err(bad(12, format!("{expected}, found {} ({remedy})", header.format)));
     }
     Ok((header, 12 + len as u64))
 }

@@ -20,12 +20,14 @@ pub(super) fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<
                 uint(c, b",\"request\":", request);
             }
         }
-        Body::Recv { src, tag, comm, bytes, arrived, sendrecv } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed } => {
             head(c, comm);
             peer(c, src);
-            int(c, b",\"tag\":", tag as i64);
+            received_tag(c, b",\"tag\":", tag, failed);
             uint(c, b",\"bytes\":", bytes);
-            flag(c, b",\"arrived\":", arrived);
+            if !failed {
+                flag(c, b",\"arrived\":", arrived);
+            }
             if sendrecv {
                 c.bytes(b",\"sendrecv\":true");
             }
@@ -36,12 +38,12 @@ pub(super) fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<
             selector(c, b",\"tag\":", tag);
             uint(c, b",\"request\":", request);
         }
-        Body::Wait { request, comm, completion } => {
+        Body::Wait { request, comm, completion, failed } => {
             head(c, comm);
             uint(c, b",\"request\":", request);
-            completed(c, &completion);
+            if failed { waited_for(c, &completion) } else { completed(c, &completion) }
         }
-        Body::Test { request, comm, completion } => {
+        Body::Test { request, comm, completion, .. } => {
             head(c, comm);
             uint(c, b",\"request\":", request);
             match completion {
@@ -49,7 +51,7 @@ pub(super) fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<
                 None => c.bytes(b",\"completed\":false"),
             }
         }
-        Body::Probe { src, tag, comm, found } | Body::Iprobe { src, tag, comm, found } => {
+        Body::Probe { src, tag, comm, found, .. } | Body::Iprobe { src, tag, comm, found, .. } => {
             head(c, comm);
             peer(c, src);
             selector(c, b",\"tag\":", tag);
@@ -78,6 +80,9 @@ pub(super) fn args(c: &mut Cursor, body: &Body, message: &Message, site: Option<
             c.byte(b']');
         }
         _ => return,
+    }
+    if body.failed() {
+        c.bytes(b",\"failed\":true");
     }
     match message {
         Message::Sent { id, .. } | Message::Received { send: SendSide { id, .. }, .. } => uint(c, b",\"msg\":", *id),
@@ -126,6 +131,22 @@ fn peer(c: &mut Cursor, rank: u32) {
     selector(c, b",\"peer\":", rank);
 }
 
+/// What a failed wait waited for: a send or a receive, its peer and tag
+/// (see `grappe_trace::Body::Wait`).
+#[cold]
+fn waited_for(c: &mut Cursor, request: &Completion) {
+    c.bytes(if request.is_recv { b",\"waited_for\":\"recv\"" } else { b",\"waited_for\":\"send\"" });
+    peer(c, request.src);
+    received_tag(c, b",\"tag\":", request.tag, true);
+}
+
+/// A receive's tag: the message's, or for a failed receive the one it
+/// asked for ("any" for the wildcard).
+#[inline(always)]
+fn received_tag(c: &mut Cursor, key: &[u8], tag: i32, failed: bool) {
+    if failed { selector(c, key, tag as u32) } else { int(c, key, tag as i64) }
+}
+
 /// What a wait, test or probe completed: for a receive, the message.
 #[inline(always)]
 fn completed(c: &mut Cursor, done: &Completion) {
@@ -145,8 +166,8 @@ fn completed(c: &mut Cursor, done: &Completion) {
 pub(super) fn sendrecv_args(c: &mut Cursor, send: (&Event, &Message), recv: (&Event, &Message), site: Option<&str>) {
     let ((s, sent), (r, received)) = (send, recv);
     let (
-        Body::Send { dest, tag, comm, bytes, .. },
-        Body::Recv { src, tag: rtag, comm: rcomm, bytes: rbytes, arrived, .. },
+        Body::Send { dest, tag, comm, bytes, failed: send_failed, .. },
+        Body::Recv { src, tag: rtag, comm: rcomm, bytes: rbytes, arrived, failed: recv_failed, .. },
     ) = (s.body, r.body)
     else {
         return;
@@ -159,14 +180,23 @@ pub(super) fn sendrecv_args(c: &mut Cursor, send: (&Event, &Message), recv: (&Ev
         uint(c, b",\"send_msg\":", id);
     }
     selector(c, b",\"source\":", src);
-    int(c, b",\"recvtag\":", rtag as i64);
+    received_tag(c, b",\"recvtag\":", rtag, recv_failed);
     uint(c, b",\"recvbytes\":", rbytes);
-    flag(c, b",\"arrived\":", arrived);
+    if !recv_failed {
+        flag(c, b",\"arrived\":", arrived);
+    }
     if let Message::Received { send: SendSide { id, .. }, .. } = *received {
         uint(c, b",\"recv_msg\":", id);
     }
     if rcomm != comm {
         uint(c, b",\"recvcomm\":", rcomm as u64);
+    }
+    // Which half failed: a send that went out may have been received.
+    if send_failed {
+        c.bytes(b",\"send_failed\":true");
+    }
+    if recv_failed {
+        c.bytes(b",\"recv_failed\":true");
     }
     if let Some(site) = site {
         c.bytes(b",\"site\":");
