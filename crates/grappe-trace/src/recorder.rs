@@ -656,3 +656,14 @@ fn prefetch_for_write(at: *const RawEvent) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;
 }
+
+/// A recorder interns the texts of the events it is given as raw records
+/// (`raw::raw_of`), as the runtime's calls do.
+impl crate::raw::Interner for Recorder {
+    fn intern(&mut self, s: &str) -> u32 {
+        Recorder::intern(self, s)
+    }
+    fn members(&mut self, members: &[u32]) -> u64 {
+        Recorder::members(self, members)
+    }
+}

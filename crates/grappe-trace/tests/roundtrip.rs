@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use grappe_trace::alpha::CallCosts;
 use grappe_trace::format::{ClockSample, Footer, IncompleteRank, RankEnding, decode_footer, encode_footer};
-use grappe_trace::raw::{Interner, raw_of};
+use grappe_trace::raw::raw_of;
 use grappe_trace::{
     Body, CollectiveKind, Completion, Ending, Event, EventKind, FlushPolicy, Identity, RECORDER_BLOCK_EVENTS, RawEvent,
     Recorder, RecorderConfig, TraceError, TraceFile, file_for,
@@ -26,18 +26,6 @@ fn recorder(dir: &Path, policy: FlushPolicy, buffer_events: usize) -> Recorder {
         None,
     )
     .unwrap()
-}
-
-/// The recorder as its own interner (the runtime interns through it too).
-struct Through<'a>(&'a mut Recorder);
-
-impl Interner for Through<'_> {
-    fn intern(&mut self, s: &str) -> u32 {
-        self.0.intern(s)
-    }
-    fn members(&mut self, members: &[u32]) -> u64 {
-        self.0.members(members)
-    }
 }
 
 fn completion() -> impl Strategy<Value = Completion> {
@@ -121,7 +109,7 @@ fn record_sited(rec: &mut Recorder, bodies: &[(Body, u32, Option<usize>)]) -> Ve
     let mut out = Vec::new();
     for (body, duration, site) in bodies {
         let start = rec.now();
-        let mut raw = raw_of(body, &mut Through(rec));
+        let mut raw = raw_of(body, rec);
         if let Some(i) = site.filter(|_| body.kind().is_call()) {
             raw.site = rec.site(sites()[i]);
         }

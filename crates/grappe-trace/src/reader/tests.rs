@@ -9,20 +9,8 @@ use proptest::prelude::*;
 
 use super::{Ending, TraceError, TraceFile};
 use crate::format::BLOCK_HEADER;
-use crate::raw::{Interner, raw_of};
+use crate::raw::raw_of;
 use crate::{Body, Event, FlushPolicy, Identity, Recorder, RecorderConfig, file_for};
-
-/// The recorder as its own interner.
-struct Through<'a>(&'a mut Recorder);
-
-impl Interner for Through<'_> {
-    fn intern(&mut self, s: &str) -> u32 {
-        self.0.intern(s)
-    }
-    fn members(&mut self, members: &[u32]) -> u64 {
-        self.0.members(members)
-    }
-}
 
 /// The bytes of a complete trace of `events` point events named `name`,
 /// flushed every `buffer` events.
@@ -32,7 +20,7 @@ fn written(test: &str, events: usize, buffer: usize, name: &str) -> Vec<u8> {
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "cut".into(), thread: None };
     let mut rec = Recorder::create(&config, who, None).unwrap();
     for _ in 0..events {
-        let mut raw = raw_of(&Body::Point { name: name.into(), location: "l".into() }, &mut Through(&mut rec));
+        let mut raw = raw_of(&Body::Point { name: name.into(), location: "l".into() }, &mut rec);
         (raw.start, raw.end) = (rec.now(), rec.now());
         rec.record(raw);
     }
