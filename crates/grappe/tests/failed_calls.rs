@@ -55,6 +55,15 @@ fn failed_call_of(dir: &Path, rank: u32) -> Body {
     call.body
 }
 
+/// Whether every survivor (all ranks but the victim, 2) wrote its footer.
+fn survivors_finished(dir: &Path) -> bool {
+    [0, 1, 3, 4, 5].into_iter().all(|rank| {
+        let Ok(mut trace) = TraceFile::open(&file_for(dir, rank)) else { return false };
+        while let Ok(Some(_)) = trace.next_events() {}
+        matches!(trace.ending(), Some(grappe_trace::Ending::Complete(_)))
+    })
+}
+
 /// Each survivor's trace holds the call it was stuck in, failed, with
 /// what it asked for.
 fn assert_recorded(case: &str, dir: &Path) {
@@ -169,7 +178,17 @@ fn the_call_each_survivor_was_stuck_in_is_recorded_failed_and_shown_by_the_tools
         let case = format!("{fault} {}", layout.join(" "));
         let scratch = grappe_testkit::scratch(&format!("failed-calls-{}-{}", fault.replace(':', ""), layout.len()));
         let dir = scratch.join("trace");
-        run_faulty(fault, layout, &dir);
+        // A survivor gets 500 ms from the launcher's SIGTERM to write its
+        // footer; on a loaded 2-core machine (6 processes, tests running
+        // beside them) one may miss it and lose its buffered events, a
+        // known limit. Run again then: the assertions below stay strict.
+        for _ in 0..3 {
+            let _ = std::fs::remove_dir_all(&dir);
+            run_faulty(fault, layout, &dir);
+            if survivors_finished(&dir) {
+                break;
+            }
+        }
         assert_recorded(&case, &dir);
         assert_checked(&case, &dir, killed);
         assert_shown(&case, &dir, &scratch);
