@@ -136,7 +136,10 @@ fn a_short_payload_with_blocks_after_it_is_corrupt() {
     let (start, len) = blocks.iter().copied().max_by_key(|&(_, len)| len).unwrap();
     let payload = start + BLOCK_HEADER;
     let after = bytes.len() - (payload + len);
-    assert!(after + BLOCK_HEADER < len / 2, "{blocks:?}: the events block ({len} B) outweighs what follows ({after} B)");
+    assert!(
+        after + BLOCK_HEADER < len / 2,
+        "{blocks:?}: the events block ({len} B) outweighs what follows ({after} B)"
+    );
     let kept = (len / 4).min(len - after - BLOCK_HEADER - 1);
     let bad = [&bytes[..payload + kept], &bytes[payload + len..]].concat();
     assert!(bad.len() - payload < len, "the length runs past the end");
