@@ -21,6 +21,7 @@ mod error;
 mod per_rank;
 mod resume_points;
 
+pub mod calls;
 pub mod check;
 pub mod comms;
 pub mod export;
@@ -35,6 +36,7 @@ pub mod set;
 pub mod stream;
 pub mod synthetic;
 
+pub use calls::CallType;
 pub use check::{CheckReport, check};
 pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};

@@ -29,8 +29,8 @@ use serde::Serialize;
 
 use super::lane::{Arrows, Call, Keep, Lane, LaneData, LastSend, Open};
 use super::overview::{Overview, OverviewData};
+use crate::calls::CallType;
 use crate::matching::Message;
-use crate::profile::CallType;
 use crate::profile::collectives::{Entry, Instances};
 use crate::stream::{CausalStream, LinkedRef, merge_date};
 

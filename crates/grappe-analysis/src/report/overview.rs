@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::profile::CallType;
+use crate::calls::CallType;
 
 /// Time in calls per rank and time bin, for the whole run.
 #[derive(Debug)]
