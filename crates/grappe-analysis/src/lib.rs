@@ -16,7 +16,6 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod defs;
 mod error;
 mod per_rank;
 mod resume_points;
@@ -34,7 +33,6 @@ pub mod profile;
 pub mod report;
 pub mod set;
 pub mod stream;
-pub mod synthetic;
 
 pub use calls::CallType;
 pub use check::{CheckReport, check};

@@ -13,8 +13,8 @@ use std::process::Command;
 use grappe_analysis::export::{
     ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_paje_with_sites, write_picl,
 };
-use grappe_analysis::synthetic::{SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
+use grappe_testkit::synthetic::{SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job};
 use grappe_trace::format::FileHeader;
 use grappe_trace::{Body, Completion, Event};
 use proptest::prelude::*;
@@ -120,7 +120,7 @@ fn chrome_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() 
 fn site_of_synthetic_call(name: &str) -> Option<&'static str> {
     let kind = grappe_trace::EventKind::ALL.iter().find(|k| k.name() == name).copied();
     let kind = kind.unwrap_or(grappe_trace::EventKind::Collective);
-    let site = grappe_analysis::synthetic::synthetic_site(kind).map(|s| s.text());
+    let site = grappe_testkit::synthetic::synthetic_site(kind).map(|s| s.text());
     assert!(site.is_some() || matches!(name, "init" | "finalize"), "no site for {name}");
     site
 }
@@ -561,7 +561,7 @@ fn distorted_clocks_left_uncorrected_still_give_valid_ordered_files() {
     let mut job = SyntheticJob::new(4, 100);
     job.one_host = false;
     job.clocks = (0..4)
-        .map(|r| grappe_analysis::synthetic::SyntheticClock {
+        .map(|r| grappe_testkit::synthetic::SyntheticClock {
             offset_ns: [0, 30_000, -12_000, 4_500][r],
             drift_ppm: 0.0,
         })

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use grappe_analysis::report::{ReportOptions, ReportSummary, Window, write_report};
-use grappe_analysis::synthetic::{
+use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+use grappe_testkit::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
-use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
 use grappe_trace::{ANY, Body, CollectiveKind};
 use serde_json::json;
 

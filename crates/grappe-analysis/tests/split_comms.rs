@@ -5,8 +5,8 @@ use std::path::Path;
 
 use grappe_analysis::export::{write_chrome, write_paje, write_picl};
 use grappe_analysis::profile::profile;
-use grappe_analysis::synthetic::{plain_header, write_events};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
+use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::{Body, CollectiveKind};
 
 const SPLIT: u32 = 2;

@@ -11,10 +11,10 @@ use std::path::Path;
 
 use grappe_analysis::export::{ExportSummary, write_chrome_with_sites, write_paje_with_sites, write_picl};
 use grappe_analysis::stream::{Window, WindowSummary};
-use grappe_analysis::synthetic::{ITERATION_NS, SyntheticJob, plain_header, write_events, write_job};
 use grappe_analysis::{
     CausalStream, GlobalOptions, GlobalTime, Linked, MergeLayout, Message, Result, TraceSet, merge_to_file_with,
 };
+use grappe_testkit::synthetic::{ITERATION_NS, SyntheticJob, plain_header, write_events, write_job};
 use grappe_trace::{ANY, Body, CollectiveKind, Event};
 use proptest::prelude::*;
 

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use grappe_analysis::synthetic::{plain_header, write_events};
+use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::format::{Calibration, FileHeader};
 use grappe_trace::{ANY, Body, CollectiveKind, Completion, EventKind};
 

@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
-use grappe_analysis::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_otf2::{OPEN_LOCATIONS, Otf2Error};
+use grappe_testkit::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_trace::{Body, Completion, EventKind};
 use std::collections::BTreeMap;
 
@@ -157,7 +157,7 @@ fn every_call_says_where_the_program_made_it() {
     // program makes each kind of call at one line); init, finalize and
     // user regions carry none.
     let expected_site = |kind: EventKind| {
-        let text = grappe_analysis::synthetic::synthetic_site(kind).unwrap().text();
+        let text = grappe_testkit::synthetic::synthetic_site(kind).unwrap().text();
         Some(text.rsplit_once(':').unwrap().0.to_owned())
     };
     let calls = [
@@ -189,7 +189,7 @@ fn every_call_says_where_the_program_made_it() {
 /// file says, the OS thread that ran it.
 #[test]
 fn a_location_names_the_thread_that_ran_its_rank() {
-    use grappe_analysis::synthetic::{plain_header, write_events};
+    use grappe_testkit::synthetic::{plain_header, write_events};
     use grappe_trace::format::{FileHeader, RankThread};
     let dir = scratch("threads");
     let events = [(10, 10, grappe_trace::Body::Init), (20, 20, grappe_trace::Body::Finalize)];

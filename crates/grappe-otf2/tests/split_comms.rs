@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use grappe_analysis::synthetic::{plain_header, write_events};
+use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::{Body, CollectiveKind};
 
 fn half(r: u32) -> Vec<u32> {

@@ -1,5 +1,6 @@
 //! Synthetic jobs: per-rank trace files of an iterative program with
-//! known messages and known clock distortions, written in the real format.
+//! known messages and known clock distortions, written in the real format
+//! (feature `traces`).
 //!
 //! Tests use them where a property needs ground truth (every message of
 //! the job is known, so matching must find them all; the clock distortion
@@ -11,16 +12,23 @@
 //! (`rank ^ 1`), an allreduce every tenth iteration, a counter. Dates are
 //! laid out on a true time line so that every message is causal.
 
+use std::io;
 use std::path::Path;
 
 use grappe_trace::format::{Calibration, Encoded, FileHeader, VERSION, schema};
 use grappe_trace::raw::{Interner, raw_of};
 use grappe_trace::{
-    ANY, Body, ClockInfo, ClockSample, CollectiveKind, Completion, EventKind, Footer, Site, TraceWriter,
+    ANY, Body, ClockInfo, ClockSample, CollectiveKind, Completion, EventKind, FileDefinitions, Footer, Site,
+    TraceWriter,
 };
 
-use crate::defs::FileDefinitions;
-use crate::error::{AnalysisError, Result};
+/// What writing a job's files gives: an I/O error names the file.
+pub type Result<T> = io::Result<T>;
+
+/// `error`, saying which file it happened to.
+fn naming(path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
 
 /// The true time line starts here (ns), like a monotonic clock after boot.
 pub const T0: u64 = 1_000_000_000_000;
@@ -119,10 +127,10 @@ impl SyntheticJob {
 
 /// Writes the job's files, `rank-NNNNN.gtrace`, in `dir`.
 pub fn write_job(dir: &Path, job: &SyntheticJob) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| AnalysisError::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| naming(dir, e))?;
     for rank in 0..job.ranks {
         let path = grappe_trace::file_for(dir, rank);
-        write_rank(&path, job, rank).map_err(|e| AnalysisError::io(&path, e))?;
+        write_rank(&path, job, rank).map_err(|e| naming(&path, e))?;
     }
     Ok(())
 }
@@ -171,7 +179,7 @@ pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)
     let mut writer = write_unfinished(path, header, events)?;
     writer
         .write_footer(&Footer { events: events.len() as u64, dropped: 0, flushes: 0, ..Footer::default() })
-        .map_err(|e| AnalysisError::io(path, e))
+        .map_err(|e| naming(path, e))
 }
 
 /// [`write_events`] as a killed rank leaves its file: the events it
@@ -179,14 +187,14 @@ pub fn write_events(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)
 /// before its first flush).
 pub fn write_killed(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<()> {
     if events.is_empty() {
-        return TraceWriter::create(path, header).map(drop).map_err(|e| AnalysisError::io(path, e));
+        return TraceWriter::create(path, header).map(drop).map_err(|e| naming(path, e));
     }
     write_unfinished(path, header, events).map(drop)
 }
 
 /// The header and the events in one block, not finished by a footer.
 fn write_unfinished(path: &Path, header: &FileHeader, events: &[(u64, u64, Body)]) -> Result<TraceWriter> {
-    let io = |e| AnalysisError::io(path, e);
+    let io = |e| naming(path, e);
     let rank = header.rank.unwrap_or(0);
     let mut writer = TraceWriter::create(path, header).map_err(io)?;
     let mut defs = FileDefinitions::default();

@@ -1,18 +1,20 @@
 //! Strings and member lists numbered for a file being written (each file
 //! has its own ids; the merged file and generated traces renumber).
 
-use grappe_trace::Text;
-use grappe_trace::format::Definition;
-use grappe_trace::raw::Interner;
-use grappe_trace::site::RecentIds;
+use crate::format::Definition;
+use crate::interned::Text;
+use crate::raw::Interner;
+use crate::site::RecentIds;
 use rustc_hash::FxHashMap;
 
 /// Entries of the table of recent texts.
 const RECENT_TEXTS: usize = 256;
 
-/// An interner that remembers the definitions not written yet.
+/// An interner that remembers the definitions not written yet, for a
+/// [`TraceWriter`](crate::TraceWriter) to write before the events that
+/// use them.
 #[derive(Debug, Default)]
-pub(crate) struct FileDefinitions {
+pub struct FileDefinitions {
     strings: FxHashMap<String, u32>,
     /// Ids of texts (call sites, names, locations), by text key: a lookup
     /// per call, region, point or counter, so in a table of recent ones
@@ -25,7 +27,7 @@ pub(crate) struct FileDefinitions {
 impl FileDefinitions {
     /// The definitions made since the last call, to write before the
     /// events that use them.
-    pub(crate) fn take_pending(&mut self) -> Vec<Definition> {
+    pub fn take_pending(&mut self) -> Vec<Definition> {
         std::mem::take(&mut self.pending)
     }
 }

@@ -1,15 +1,15 @@
 //! Writes a synthetic job's per-rank traces (see
-//! `grappe_analysis::synthetic`): traces of any size in seconds, for
+//! `grappe_testkit::synthetic`): traces of any size in seconds, for
 //! benchmarks of the trace tools.
 //!
-//!     cargo run --release -p grappe-analysis --example synth_trace -- DIR RANKS ITERATIONS [distorted]
+//!     cargo run --release -p grappe-testkit --features traces --example synth_trace -- DIR RANKS ITERATIONS [distorted]
 //!
 //! `distorted` gives the ranks clocks off by up to 3 ms and 80 ppm on
 //! distinct hosts, so the tools estimate global time. `SYNTH_BLOCK_EVENTS`
 //! sets the events per block (default the runtime's, `RECORDER_BLOCK_EVENTS`;
 //! a runtime's buffer holds 65 536).
 
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_testkit::synthetic::{SyntheticJob, write_job};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
