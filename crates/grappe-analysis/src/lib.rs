@@ -22,6 +22,7 @@ mod resume_points;
 
 pub mod calls;
 pub mod check;
+pub mod collectives;
 pub mod comms;
 pub mod export;
 pub mod failed;
@@ -30,7 +31,6 @@ pub mod info;
 pub mod matching;
 pub mod merge;
 pub mod profile;
-pub mod report;
 pub mod set;
 pub mod stream;
 

@@ -37,7 +37,6 @@
 //! Trace-buffer flushes are not calls: their time counts as compute
 //! ([`RankRow::flush_ns`] has it apart).
 
-pub(crate) mod collectives;
 mod profiler;
 mod tables;
 mod text;

@@ -8,13 +8,12 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use grappe_analysis::profile::Profile;
+use grappe_analysis::set::list_ranks;
+use grappe_analysis::{AnalysisError, CheckReport, GlobalTime, Layout, Result, TraceSet};
+
 use super::data::Data;
 use super::diagram::Diagram;
-use crate::check::CheckReport;
-use crate::error::{AnalysisError, Result};
-use crate::global::GlobalTime;
-use crate::profile::Profile;
-use crate::set::{Layout, TraceSet, list_ranks};
 
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("style.css");

@@ -9,9 +9,9 @@
 //!   call; above it an overview of the whole run (time in calls per rank
 //!   and time bin);
 //! - the communication matrix as a heat map;
-//! - the [`profile`](crate::profile) tables;
+//! - the [`profile`](grappe_analysis::profile) tables;
 //! - global time (each rank's basis, the clock statistics and warnings)
-//!   and the [`check`](crate::check()) summary.
+//!   and the [`check`](grappe_analysis::check()) summary.
 //!
 //! Big traces: the diagram embeds at most [`ReportOptions::max_events`]
 //! calls and regions, those of a *window* from the start of the run (or of
@@ -29,6 +29,8 @@
 //! The address `report.html#view=START,END` (ns from the first event)
 //! opens the diagram on that interval; `#selftest` makes the page drive
 //! its own controls and set `data-selftest="ok"` (for the browser tests).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod data;
 mod diagram;
@@ -38,14 +40,10 @@ mod page;
 
 use std::path::{Path, PathBuf};
 
+use grappe_analysis::profile::{Profile, Profiler};
+use grappe_analysis::{AnalysisError, CausalStream, CheckReport, GlobalTime, Result, TraceSet, check};
 use serde::Serialize;
 
-use crate::check::{CheckReport, check};
-use crate::error::{AnalysisError, Result};
-use crate::global::GlobalTime;
-use crate::profile::{Profile, Profiler};
-use crate::set::TraceSet;
-use crate::stream::CausalStream;
 use diagram::Selection;
 pub use diagram::Window;
 

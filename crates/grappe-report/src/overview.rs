@@ -3,9 +3,8 @@
 //! ranks, doubled (neighbours merged) whenever a call ends beyond the
 //! last bin, so the run need not be known in advance.
 
+use grappe_analysis::CallType;
 use serde::Serialize;
-
-use crate::calls::CallType;
 
 /// Time in calls per rank and time bin, for the whole run.
 #[derive(Debug)]

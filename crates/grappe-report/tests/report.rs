@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use grappe_analysis::report::{ReportOptions, ReportSummary, Window, write_report};
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+use grappe_report::{ReportOptions, ReportSummary, Window, write_report};
 use grappe_testkit::synthetic::{
     SyntheticClock, SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job,
 };
@@ -16,7 +16,7 @@ use serde_json::json;
 
 /// Seconds a Chromium run may take before it is killed.
 const CHROMIUM_SECONDS: u32 = 45;
-/// Colours of the diagram (report/diagram.js).
+/// Colours of the diagram (src/diagram.js).
 const SEND: [u8; 3] = [0x1f, 0x6f, 0xd1];
 const RECV: [u8; 3] = [0xe8, 0x82, 0x0c];
 const COLLECTIVE: [u8; 3] = [0xc2, 0x40, 0x9f];
@@ -101,7 +101,7 @@ fn url(path: &Path) -> String {
 }
 
 /// Loads the page (`#selftest`: it drives its own controls, see
-/// report/selftest.js), returns the DOM after its scripts ran; fails on a
+/// src/selftest.js), returns the DOM after its scripts ran; fails on a
 /// console message or a missing `data-rendered="ok"`/`data-selftest="ok"`.
 fn rendered_dom(dir: &Path, page: &Path) -> String {
     let run = chromium(dir, &format!("{}#selftest", url(page)), &["--dump-dom"]);

@@ -23,16 +23,14 @@
 //! call, as the profile counts them: the send's call takes the pair's kind
 //! and the receive's waiting, and the receive adds no call of its own.
 
+use grappe_analysis::collectives::{Entry, Instances};
+use grappe_analysis::{CallType, CausalStream, LinkedRef, Message, merge_date};
 use grappe_trace::{ANY, Body, Event};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::lane::{Arrows, Call, Keep, Lane, LaneData, LastSend, Open};
 use super::overview::{Overview, OverviewData};
-use crate::calls::CallType;
-use crate::matching::Message;
-use crate::profile::collectives::{Entry, Instances};
-use crate::stream::{CausalStream, LinkedRef, merge_date};
 
 /// Regions open at once on a rank that are drawn.
 const MAX_DEPTH: usize = 64;
@@ -45,7 +43,7 @@ const EXPIRE_EVERY: u64 = 1024;
 
 /// The part of the run the diagram details, dated as exports date it
 /// (from [`CausalStream::origin`]).
-pub use crate::stream::Window;
+pub use grappe_analysis::stream::Window;
 
 /// What was kept and what was left out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -19,7 +19,7 @@ const MAX_OPEN: usize = 1 << 16;
 
 /// One rank's part in an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// World rank.
     pub rank: u32,
     /// Entry date.
@@ -48,7 +48,7 @@ struct Instance {
 
 /// The instances in flight, and the communicators' sizes.
 #[derive(Debug)]
-pub(crate) struct Instances {
+pub struct Instances {
     /// By (communicator number, k).
     open: FxHashMap<(u32, u64), Instance>,
     comms: Comms,

@@ -3,10 +3,10 @@
 //! (ranks pooled in blocks past [`MATRIX_SIDE`], so the page stays small
 //! whatever the job's size).
 
+use grappe_analysis::profile::Profile;
 use serde::Serialize;
 
 use super::diagram::Diagram;
-use crate::profile::Profile;
 
 /// Rows (and columns) of the matrix sent to the page, at most.
 const MATRIX_SIDE: u32 = 200;
