@@ -407,3 +407,33 @@ pub fn sendrecv_exchange(t0: u64) -> [Vec<(u64, u64, Body)>; 2] {
     ];
     [rank0, rank1]
 }
+
+/// Rank `rank`'s half of the world of [`write_split_job`], in
+/// communicator rank order: the even ranks, or the odd ones.
+pub fn split_half(rank: u32) -> Vec<u32> {
+    if rank % 2 == 0 { vec![0, 2] } else { vec![1, 3] }
+}
+
+/// Writes in `dir` four ranks split into two disjoint communicators that
+/// share context id 2 (as `split(rank % 2)` gives them). Each half
+/// broadcasts from its rank 1 (world ranks 2 and 3). The halves
+/// interleave: ranks 0, 1, 2, 3 enter at 1000, 1500, 3000, 3200 ns and
+/// all leave at 6000 ns.
+pub fn write_split_job(dir: &Path) -> Result<()> {
+    const SPLIT: u32 = 2;
+    std::fs::create_dir_all(dir).map_err(|e| naming(dir, e))?;
+    for (r, entry) in [(0u32, 1000u64), (1, 1500), (2, 3000), (3, 3200)] {
+        let events = vec![
+            (100, 100, Body::Init),
+            (200, 300, Body::CommCreate { comm: SPLIT, parent: 0, members: split_half(r).into() }),
+            (
+                entry,
+                6000,
+                Body::Collective { op: CollectiveKind::Bcast, comm: SPLIT, root: 1, bytes: 8, failed: false },
+            ),
+            (7000, 7000, Body::Finalize),
+        ];
+        write_events(&grappe_trace::file_for(dir, r), &plain_header(r, 4, "node-a"), &events)?;
+    }
+    Ok(())
+}

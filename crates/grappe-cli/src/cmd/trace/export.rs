@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
 use grappe_analysis::stream::{Window, WindowSummary};
 use grappe_analysis::{AnalysisError, CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
+use grappe_export::{ExportSummary, chrome, paje, picl};
 use grappe_otf2::OpenStream;
 
 use super::common::{

@@ -1,52 +1,10 @@
-//! Exports of the causal stream to the formats of existing viewers.
-//!
-//! * [`chrome`]: Chrome trace-event JSON (Perfetto, `chrome://tracing`),
-//!   written as fast as the stream is read;
-//! * [`paje`]: the Pajé trace format (ViTE, pajeng's `pj_dump`);
-//! * [`picl`]: "new" PICL records, the input of ParaGraph (the route
-//!   Tape/PVM's `t2np` took).
-//!
-//! Every exporter reads one [`CausalStream`](crate::CausalStream) once and
-//! writes to any [`std::io::Write`]; all give each event the same display
-//! name ([`display_name`]). Pajé and PICL need their records in time order,
-//! which the stream is only nearly in: they go through a bounded reorder
-//! buffer (`order`).
+//! How every export draws an event: its shape (a call, a region entered
+//! or left, a counter, a point, a mark), the name viewers show for it and
+//! for the job, the user regions open on a rank, and names numbered for
+//! the formats that declare them up front.
 
+use grappe_analysis::CausalStream;
 use grappe_trace::Body;
-use serde::Serialize;
-
-pub(crate) use crate::per_rank::PerRank;
-use crate::stream::{CausalStream, StreamSummary};
-
-pub mod chrome;
-mod order;
-pub mod paje;
-pub mod picl;
-mod sink;
-
-pub use chrome::{write_chrome, write_chrome_with_sites};
-pub use paje::{write_paje, write_paje_with_sites};
-pub use picl::write_picl;
-
-/// What an export wrote.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExportSummary {
-    /// Events read from the stream.
-    pub events: u64,
-    /// Messages drawn (matched sends and receives).
-    pub messages: u64,
-    /// Bytes written.
-    pub written_bytes: u64,
-    /// Records the time-ordered formats had to move later than their date,
-    /// because an earlier-dated record came after a later one was written
-    /// (a trace out of order, or one the reorder buffer could not hold).
-    pub late_records: u64,
-    /// Names of the PICL user block types: type `i + 1` is `blocks[i]`
-    /// (empty for the other formats).
-    pub blocks: Vec<String>,
-    /// What the stream saw.
-    pub stream: StreamSummary,
-}
 
 /// How an event is drawn.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -114,7 +72,7 @@ pub(crate) fn shape(body: &Body) -> Shape<'_> {
 
 /// The name viewers show for the job (Chrome's process, Pajé's root
 /// container): "grappe job" and its id.
-fn job_name(stream: &CausalStream) -> String {
+pub(crate) fn job_name(stream: &CausalStream) -> String {
     match stream.job() {
         "" => "grappe job".to_owned(),
         job => format!("grappe job {job}"),
@@ -205,9 +163,6 @@ impl Names {
         &self.names[id as usize]
     }
 }
-
-/// Events between two calls of the progress callback.
-pub(crate) const PROGRESS_EVERY: u64 = 1 << 16;
 
 #[cfg(test)]
 mod tests {

@@ -48,16 +48,14 @@
 
 use std::io::Write;
 
+use grappe_analysis::{CausalStream, Comms, Linked, Message, PerRank, Result};
 use grappe_trace::{ANY, Body, CollectiveKind, Event, Members};
 use rustc_hash::FxHashMap;
 
-use super::order::{Ordered, RankClocks, Reorder, run};
-use super::sink::{NUMBER_ROOM, RECORD_ROOM, Sink, with_sink};
-use super::{ExportSummary, FAILED_MARK, PerRank, Shape, shape};
-use crate::comms::Comms;
-use crate::error::Result;
-use crate::matching::Message;
-use crate::stream::{CausalStream, Linked};
+use crate::order::{Ordered, RankClocks, Reorder, run};
+use crate::shape::{FAILED_MARK, Shape, shape};
+use crate::sink::{NUMBER_ROOM, RECORD_ROOM, Sink, with_sink};
+use crate::summary::ExportSummary;
 
 /// Seconds: nine decimals of nanoseconds.
 const SECONDS: u32 = 9;

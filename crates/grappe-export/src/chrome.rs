@@ -44,13 +44,12 @@
 
 use std::io::Write;
 
+use grappe_analysis::{CausalStream, Channel, Message, PerRank, Result, SendSide, StreamSummary};
 use grappe_trace::{Body, Event};
 
-use super::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{ExportSummary, FAILED_MARK, OpenRegions, PROGRESS_EVERY, PerRank, Shape, job_name, shape};
-use crate::error::Result;
-use crate::matching::{Channel, Message, SendSide};
-use crate::stream::{CausalStream, StreamSummary};
+use crate::shape::{FAILED_MARK, OpenRegions, Shape, job_name, shape};
+use crate::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
+use crate::summary::{ExportSummary, PROGRESS_EVERY};
 
 mod args;
 use args::args;

@@ -14,13 +14,12 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
+use grappe_analysis::{CausalStream, Linked, PerRank, Result, StreamSummary};
 use grappe_trace::{Body, Event};
 use rustc_hash::FxHashMap;
 
-use super::sink::Sink;
-use super::{PROGRESS_EVERY, PerRank};
-use crate::error::Result;
-use crate::stream::{CausalStream, Linked, StreamSummary};
+use crate::sink::Sink;
+use crate::summary::PROGRESS_EVERY;
 
 /// Records held at most: past this the earliest goes out whatever the
 /// watermark says (a rank stuck in a receive that never completes must not

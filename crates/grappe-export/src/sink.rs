@@ -19,9 +19,8 @@
 
 use std::io::Write;
 
+use grappe_analysis::{AnalysisError, Result};
 use grappe_direct::{ALIGN, AlignedBuf, Behind};
-
-use crate::error::{AnalysisError, Result};
 
 /// The buffer: two huge pages (see `grappe_direct::AlignedBuf`).
 const BUFFER: usize = 4 << 20;

@@ -1,10 +1,10 @@
 //! The `args` of a Chrome slice: a call's attributes, what Perfetto shows
 //! when the slice is selected.
 
+use grappe_analysis::{Message, SendSide};
 use grappe_trace::{ANY, Body, Completion, Event};
 
-use crate::export::sink::Cursor;
-use crate::matching::{Message, SendSide};
+use crate::sink::Cursor;
 
 /// `,"args":{...}` of a call, its site last if given (no args for a
 /// flush).

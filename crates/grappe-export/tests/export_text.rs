@@ -2,7 +2,7 @@
 //! known: synthetic jobs, and small hand-made traces for the corners
 //! (a sendrecv's overlapping calls, odd region names, messages with one
 //! end). Chrome output is read back by serde_json, Pajé output by the
-//! real `pj_dump` (pajeng), PICL output by the grammar `export::picl`
+//! real `pj_dump` (pajeng), PICL output by the grammar `grappe_export::picl`
 //! documents.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -10,10 +10,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use grappe_analysis::export::{
+use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
+use grappe_export::{
     ExportSummary, display_name, write_chrome, write_chrome_with_sites, write_paje, write_paje_with_sites, write_picl,
 };
-use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, Result, TraceSet, merge_to_file};
 use grappe_testkit::synthetic::{SyntheticJob, plain_header, sendrecv_exchange, write_events, write_job};
 use grappe_trace::format::FileHeader;
 use grappe_trace::{Body, Completion, Event};
@@ -449,7 +449,7 @@ fn paje_with_sites_gives_each_call_its_source_line_and_changes_nothing_else() {
 
 // ---------------------------------------------------------------- PICL
 
-/// A PICL record as `export::picl` documents it.
+/// A PICL record as `grappe_export::picl` documents it.
 #[derive(Debug)]
 struct PiclRecord {
     record: i64,

@@ -37,15 +37,14 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
+use grappe_analysis::{CausalStream, Linked, Message, PerRank, Result};
+use grappe_trace::{Body, Event, Site};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-use super::order::{Ordered, RankClocks, Reorder, run};
-use super::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
-use super::{CALL_NAMES, ExportSummary, FAILED_MARK, Names, OpenRegions, PerRank, Shape, job_name, shape};
-use crate::error::Result;
-use crate::matching::Message;
-use crate::stream::{CausalStream, Linked};
-use grappe_trace::{Body, Event, Site};
+use crate::order::{Ordered, RankClocks, Reorder, run};
+use crate::shape::{CALL_NAMES, FAILED_MARK, Names, OpenRegions, Shape, job_name, shape};
+use crate::sink::{Cursor, RECORD_ROOM, Sink, text_room, with_sink};
+use crate::summary::ExportSummary;
 
 /// Seconds: nine decimals of nanoseconds.
 const SECONDS: u32 = 9;
