@@ -43,8 +43,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// `export --from --to` of a merged file writes the same bytes as of
-    /// its per-rank files, in every text format (OTF2: the grappe-otf2
-    /// tests), wherever the interval is: before the first resume point,
+    /// its per-rank files, in every text format (OTF2: otf2_print.rs),
+    /// wherever the interval is: before the first resume point,
     /// across one, after the last, past the run. Blocks of more than the
     /// reader's batch of 256 events leave the first one partly decoded
     /// when the window looks for its resume point: a reader that found

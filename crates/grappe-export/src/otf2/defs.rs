@@ -9,11 +9,12 @@ use rustc_hash::FxHashMap;
 use grappe_analysis::Comms;
 use grappe_trace::{ANY, CollectiveKind, Members, Site};
 
-use crate::comm_defs::{WORLD_CONTEXT, comm_groups, comm_order};
+use crate::otf2::comm_defs::{WORLD_CONTEXT, comm_groups, comm_order};
+use crate::otf2::strings::{Strings, reference};
 
-use crate::archive::GlobalDefs;
-use crate::error::Otf2Error;
-use crate::ffi::*;
+use crate::otf2::archive::GlobalDefs;
+use crate::otf2::error::Otf2Error;
+use crate::otf2::ffi::*;
 
 type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 
@@ -135,35 +136,6 @@ pub(crate) fn collective_op(op: CollectiveKind) -> OTF2_CollectiveOp {
         Exscan => OTF2_COLLECTIVE_OP_EXSCAN,
         ReduceScatter => OTF2_COLLECTIVE_OP_REDUCE_SCATTER,
         ReduceScatterBlock => OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK,
-    }
-}
-
-/// A 32-bit reference for the `n`-th definition of a kind.
-pub(crate) fn reference(n: usize, what: &'static str) -> Result<u32> {
-    // u32::MAX is OTF2's "undefined".
-    u32::try_from(n).ok().filter(|&r| r != u32::MAX).ok_or(Otf2Error::TooMany { what, limit: u32::MAX as u64 - 1 })
-}
-
-/// Strings, numbered in order of first use.
-#[derive(Default)]
-pub(crate) struct Strings {
-    ids: FxHashMap<String, OTF2_StringRef>,
-    all: Vec<String>,
-}
-
-impl Strings {
-    fn get(&self, s: &str) -> Option<OTF2_StringRef> {
-        self.ids.get(s).copied()
-    }
-
-    pub(crate) fn intern(&mut self, s: &str) -> Result<OTF2_StringRef> {
-        if let Some(id) = self.get(s) {
-            return Ok(id);
-        }
-        let id = reference(self.all.len(), "strings")?;
-        self.ids.insert(s.to_owned(), id);
-        self.all.push(s.to_owned());
-        Ok(id)
     }
 }
 
@@ -376,7 +348,7 @@ impl Registry {
         let empty = self.strings.intern("")?;
 
         out.clock_properties(1_000_000_000, clock.0, clock.1, OTF2_UNDEFINED_TIMESTAMP)?;
-        for (id, s) in self.strings.all.iter().enumerate() {
+        for (id, s) in self.strings.all().iter().enumerate() {
             out.string(id as OTF2_StringRef, s)?;
         }
         for (id, &(name, class, parent)) in tree.nodes.iter().enumerate() {

@@ -37,10 +37,10 @@ use grappe_analysis::{LinkedRef, Message};
 use grappe_trace::{ANY, Body, Completion, Event};
 use rustc_hash::FxHashSet;
 
-use crate::archive::{EventPhase, EventWriter, GlobalDefs};
-use crate::defs::{Call, Registry, collective_op};
-use crate::error::Otf2Error;
-use crate::ffi::{OTF2_CommRef, OTF2_ParameterRef, OTF2_RegionRef, OTF2_StringRef, OTF2_UNDEFINED_UINT32};
+use crate::otf2::archive::{EventPhase, EventWriter, GlobalDefs};
+use crate::otf2::defs::{Call, Registry, collective_op};
+use crate::otf2::error::Otf2Error;
+use crate::otf2::ffi::{OTF2_CommRef, OTF2_ParameterRef, OTF2_RegionRef, OTF2_StringRef, OTF2_UNDEFINED_UINT32};
 
 /// The string parameter a failed call holds, and its value.
 const FAILED_PARAMETER: &str = "call failed";

@@ -3,14 +3,14 @@
 //! communicator whose ranks differ from world ranks), exported and read
 //! back by `otf2-print`.
 
-mod common;
+mod otf2_common;
 
 use std::path::Path;
 
-use common::*;
 use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::format::{Calibration, FileHeader};
 use grappe_trace::{ANY, Body, CollectiveKind, Completion, EventKind};
+use otf2_common::*;
 
 /// Comm context 2: world ranks [1, 0], so world rank 1 is its rank 0.
 const SWAPPED: u32 = 2;

@@ -2,11 +2,11 @@
 //! two OTF2 communicators, each rank's collective on its own, read back
 //! by `otf2-print`.
 
-mod common;
+mod otf2_common;
 
-use common::*;
 use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::{Body, CollectiveKind};
+use otf2_common::*;
 
 fn half(r: u32) -> Vec<u32> {
     if r % 2 == 0 { vec![0, 2] } else { vec![1, 3] }

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use grappe_analysis::Comms;
 
-use crate::defs::{Strings, reference};
-use crate::error::Otf2Error;
-use crate::ffi::*;
+use crate::otf2::error::Otf2Error;
+use crate::otf2::ffi::*;
+use crate::otf2::strings::{Strings, reference};
 
 type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 

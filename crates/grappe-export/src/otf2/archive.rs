@@ -19,9 +19,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{NonNull, null_mut};
 
-use crate::error::Otf2Error;
-use crate::ffi::{self, *};
-use crate::memory::{MEMORY_CALLBACKS, Memory};
+use crate::otf2::error::Otf2Error;
+use crate::otf2::ffi::{self, *};
+use crate::otf2::memory::{MEMORY_CALLBACKS, Memory};
 
 type Result<T, E = Otf2Error> = std::result::Result<T, E>;
 

@@ -22,7 +22,7 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::ptr::null_mut;
 
-use crate::ffi::{OTF2_FILETYPE_EVENTS, OTF2_FileType, OTF2_LocationRef, OTF2_MemoryCallbacks};
+use crate::otf2::ffi::{OTF2_FILETYPE_EVENTS, OTF2_FileType, OTF2_LocationRef, OTF2_MemoryCallbacks};
 
 /// Chunks an event buffer may hold at once.
 const EVENT_BUFFER_CHUNKS: usize = 1;
@@ -163,7 +163,7 @@ unsafe extern "C" fn free_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::OTF2_FileType;
+    use crate::otf2::ffi::OTF2_FileType;
 
     const GLOBAL_DEFS: OTF2_FileType = 1;
 

@@ -2,12 +2,12 @@
 //! and read back by `otf2-print`: every call, message, collective and
 //! counter is there, on the right location, in order.
 
-mod common;
+mod otf2_common;
 
-use common::*;
-use grappe_otf2::{OPEN_LOCATIONS, Otf2Error};
+use grappe_export::otf2::{OPEN_LOCATIONS, Otf2Error};
 use grappe_testkit::synthetic::{SyntheticJob, plain_header, write_events, write_job};
 use grappe_trace::{Body, Completion, EventKind};
+use otf2_common::*;
 use std::collections::BTreeMap;
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Command;
 
 pub use grappe_analysis::stream::Window;
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
-use grappe_otf2::{OPEN_LOCATIONS, Otf2Error, Otf2Summary, write_otf2, write_otf2_open_at_most};
+use grappe_export::otf2::{OPEN_LOCATIONS, Otf2Error, Otf2Summary, write_otf2, write_otf2_open_at_most};
 
 /// A fresh directory for one test.
 pub fn scratch(name: &str) -> grappe_testkit::Scratch {

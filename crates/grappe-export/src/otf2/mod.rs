@@ -25,9 +25,13 @@
 //! group's locations, so that the export holds at most that many buffers.
 //! The event mapping is in `events.rs`, the definitions in `defs.rs`, the
 //! calls into the library in `archive.rs` over the declarations of `ffi.rs`.
-#![warn(missing_docs)]
-#![deny(unsafe_code)]
-#![warn(unsafe_op_in_unsafe_fn)]
+//!
+//! This is the crate's only module with `unsafe` code, and only in the
+//! three submodules allowed it (the crate denies it everywhere else, and
+//! forbids it in a build without this feature): `ffi.rs`, declarations
+//! only; `archive.rs`, the calls into the library behind types whose order
+//! of use OTF2 accepts; `memory.rs`, the buffers' memory OTF2's callbacks
+//! ask for. Every unsafe block says why it is sound.
 
 // Unsafe blocks, each argued: the calls into the library.
 #[allow(unsafe_code)]
@@ -39,6 +43,7 @@ mod events;
 // Unsafe blocks, each argued: the buffers' memory, for the library.
 #[allow(unsafe_code)]
 mod memory;
+mod strings;
 // Declarations only (`unsafe extern "C"`).
 #[allow(unsafe_code)]
 mod ffi;
@@ -49,10 +54,10 @@ use std::path::{Path, PathBuf};
 use grappe_analysis::{AnalysisError, CausalStream, ChannelTally, RankSource, StreamSummary, TraceSet};
 use grappe_trace::format::RankThread;
 
-use crate::archive::{AnchorInfo, Chunks, EventPhase};
-use crate::defs::RankPlace;
-pub use crate::error::Otf2Error;
-use crate::events::Exporter;
+use self::archive::{AnchorInfo, Chunks, EventPhase};
+use self::defs::RankPlace;
+pub use self::error::Otf2Error;
+use self::events::Exporter;
 
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +84,7 @@ pub struct Otf2Summary {
 const PROGRESS_EVERY: u64 = 1 << 20;
 
 /// The most locations a merged file's or a window's export keeps open at
-/// once: each holds a 4 MiB buffer ([`chunks`]), so 256 MiB. A job with
+/// once: each holds a 4 MiB buffer (`chunks`), so 256 MiB. A job with
 /// more ranks is read once per group of this many (256 ranks: 4 passes),
 /// where all open at once held 1 GiB.
 pub const OPEN_LOCATIONS: u32 = 64;
