@@ -5,7 +5,7 @@ use std::path::Path;
 
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
 use grappe_export::{write_chrome, write_paje, write_picl};
-use grappe_testkit::synthetic::{split_half, write_split_job};
+use grappe_testkit::synthetic::{split_half as half, write_split_job};
 
 fn stream(dir: &Path) -> CausalStream {
     let set = TraceSet::open(dir).unwrap();
@@ -39,7 +39,7 @@ fn picl_defines_one_subset_per_half_and_roots_are_world_ranks() {
     defined.sort();
     assert_eq!(defined, vec![vec![0, 2], vec![1, 3]], "{text}");
     let subset_of = |r: u32| {
-        let members: Vec<i64> = split_half(r).iter().map(|&m| m as i64).collect();
+        let members: Vec<i64> = half(r).iter().map(|&m| m as i64).collect();
         subsets.iter().find(|s| s[1..] == members[..]).map(|s| s[0]).unwrap()
     };
     assert_ne!(subset_of(0), subset_of(1));
@@ -48,14 +48,14 @@ fn picl_defines_one_subset_per_half_and_roots_are_world_ranks() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let rank: u32 = f[3].parse().unwrap();
         let data: Vec<i64> = f[7..].iter().map(|v| v.parse().unwrap()).collect();
-        let root = split_half(rank)[1] as i64;
+        let root = half(rank)[1] as i64;
         assert_eq!(data, vec![8, root, subset_of(rank)], "rank {rank}:\n{text}");
     }
     assert_eq!(text.lines().filter(|l| l.starts_with("-3 -785 ")).count(), 4, "{text}");
 }
 
 #[test]
-fn chrome_and_paje_keep_each_rank_s_own_split_half() {
+fn chrome_and_paje_keep_each_rank_s_own_half() {
     let dir = grappe_testkit::scratch("split-text");
     write_split_job(&dir).unwrap();
     let chrome = export(&dir, write_chrome);
@@ -65,7 +65,7 @@ fn chrome_and_paje_keep_each_rank_s_own_split_half() {
         let created = events.iter().find(|e| e["tid"] == r && e["args"]["members"].is_array());
         let members =
             created.unwrap_or_else(|| panic!("no creation on rank {r}:\n{chrome}"))["args"]["members"].clone();
-        assert_eq!(members, serde_json::json!(split_half(r as u32)), "rank {r}");
+        assert_eq!(members, serde_json::json!(half(r as u32)), "rank {r}");
     }
     let paje = export(&dir, write_paje);
     assert!(paje.lines().filter(|l| l.contains("comm_create")).count() >= 4, "{paje}");
