@@ -12,13 +12,12 @@
 use std::fmt;
 
 use grappe_trace::Ending;
-use grappe_trace::format::IncompleteRank;
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::failed::{FailedCall, FailedCalls, WHY};
 use crate::matching::{Channel, Message, receive_of};
-use crate::stream::{CausalStream, StreamSummary};
+use crate::stream::{CausalStream, StreamSummary, incomplete};
 
 /// Examples kept per kind of problem.
 const EXAMPLES: usize = 10;
@@ -168,56 +167,9 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     Ok(report)
 }
 
-/// What the files a stream read lack, one line each: cut or unfinished
-/// files, events their recorders dropped, and, for a merged file, the
-/// files it was made from that were so. Empty for a whole trace. Every
-/// tool says it: figures of an incomplete trace are partial.
-pub fn incomplete(summary: &StreamSummary) -> Vec<String> {
-    let ranks = summary.flows.iter().filter_map(|flow| Some((format!("rank {}", flow.rank), flow.ending.as_ref()?)));
-    let merged = summary.merged_ending.as_ref().map(|ending| ("the merged file".to_owned(), ending));
-    ranks.chain(merged).flat_map(|(whose, ending)| describe_incomplete(&whose, ending)).collect()
-}
-
 fn keep<T>(examples: &mut Vec<T>, example: T) {
     if examples.len() < EXAMPLES {
         examples.push(example);
-    }
-}
-
-/// What a file lacks (`whose`: its rank, or the merged file): its end,
-/// the events its recorder dropped when its buffer was full, or, for a
-/// merged file, the ends of the files it was made from.
-fn describe_incomplete(whose: &str, ending: &Ending) -> Vec<String> {
-    let footer = match ending {
-        Ending::Complete(footer) => footer,
-        Ending::Unfinished { offset } => {
-            return vec![format!("{whose}: no footer after offset {offset} (its writer did not finish)")];
-        }
-        Ending::Cut { offset, reason } => {
-            return vec![format!("{whose}: file cut at offset {offset} (expected {reason})")];
-        }
-    };
-    let dropped = (footer.dropped > 0).then(|| {
-        format!(
-            "{whose}: {} events dropped when the recorder's buffer was full (flush policy end): the trace stops before the run did",
-            footer.dropped
-        )
-    });
-    let inputs = footer.incomplete.iter().map(|input| format!("{whose} was made from {}", IncompleteText(input)));
-    dropped.into_iter().chain(inputs).collect()
-}
-
-/// `rank 1's file, cut at offset 3222 (expected ...): its events stop there`.
-pub struct IncompleteText<'a>(pub &'a IncompleteRank);
-
-impl fmt::Display for IncompleteText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let IncompleteRank { rank, offset, cut } = self.0;
-        match cut {
-            Some(reason) => write!(f, "rank {rank}'s file, cut at offset {offset} (expected {reason})")?,
-            None => write!(f, "rank {rank}'s file, with no footer after offset {offset} (the rank did not finish)")?,
-        }
-        write!(f, ": its events stop there")
     }
 }
 

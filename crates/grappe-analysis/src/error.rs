@@ -41,7 +41,8 @@ pub enum AnalysisError {
 }
 
 impl AnalysisError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         AnalysisError::Io { path: path.into(), source }
     }
 }

@@ -13,7 +13,7 @@ use grappe_trace::{ANY, Body, Event, EventKind, Site};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::profile::CallType;
+use crate::calls::CallType;
 
 /// One failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -1,4 +1,5 @@
-//! grappe's trace tools, over the files `grappe run --trace` writes.
+//! The analyses of grappe traces, over the files `grappe run --trace`
+//! writes.
 //!
 //! The pipeline every tool shares:
 //!
@@ -11,30 +12,31 @@
 //!    before their receives, and matches messages ([`Matcher`]), reading
 //!    one block per rank at a time.
 //!
-//! The tools consume that stream: [`check()`], [`merge_to_file`],
-//! [`info()`] (which reads files directly).
+//! The analyses consume that stream: [`check()`], the [`failed`] calls,
+//! the [`profile`], [`merge_to_file`], and [`info()`] (which reads files
+//! directly). The exports to viewers' formats (`grappe-export`) and the
+//! HTML report (`grappe-report`) are written over them.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod defs;
 mod error;
 mod per_rank;
 mod resume_points;
 
+pub mod calls;
 pub mod check;
+pub mod collectives;
 pub mod comms;
-pub mod export;
 pub mod failed;
 pub mod global;
 pub mod info;
 pub mod matching;
 pub mod merge;
 pub mod profile;
-pub mod report;
 pub mod set;
 pub mod stream;
-pub mod synthetic;
 
+pub use calls::CallType;
 pub use check::{CheckReport, check};
 pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};
@@ -42,5 +44,6 @@ pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
 pub use info::{TraceInfo, info};
 pub use matching::{Channel, ChannelTally, Matcher, Message, SendSide};
 pub use merge::{MergeLayout, MergeOutcome, merge_to_file, merge_to_file_with};
+pub use per_rank::PerRank;
 pub use set::{Layout, TraceSet};
 pub use stream::{CausalStream, Linked, LinkedRef, RankFlow, RankSource, Repairs, StreamSummary, merge_date};

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use crate::defs::FileDefinitions;
 use crate::error::{AnalysisError, Result};
 use crate::global::{GlobalTime, REFERENCE};
 use crate::resume_points::OpenState;
@@ -14,7 +13,7 @@ use crate::set::{Layout, TraceSet};
 use crate::stream::{CausalStream, StreamSummary};
 use grappe_trace::format::{Encoded, FileHeader, IncompleteRank, MergedRank, RankEnding, VERSION};
 use grappe_trace::raw::raw_of_event;
-use grappe_trace::{ClockInfo, Ending, EventKind, Footer, TraceWriter};
+use grappe_trace::{ClockInfo, Ending, EventKind, FileDefinitions, Footer, TraceWriter};
 
 /// How a merged file is cut up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
-//! Per-rank state of the tools that walk the stream.
+//! Per-rank state of the tools that walk the stream (the profile, the
+//! exports).
 
 /// Per-rank state: a vector for the usual dense ranks, a map for the
 /// odd large one (a rank number never sizes an allocation).
 #[derive(Default)]
-pub(crate) struct PerRank<T> {
+pub struct PerRank<T> {
     dense: Vec<T>,
     sparse: rustc_hash::FxHashMap<u32, T>,
 }
@@ -12,8 +13,9 @@ pub(crate) struct PerRank<T> {
 const DENSE_RANKS: u32 = 1 << 16;
 
 impl<T: Default> PerRank<T> {
+    /// The state of `rank`, made on first use.
     #[inline(always)]
-    pub(crate) fn get(&mut self, rank: u32) -> &mut T {
+    pub fn get(&mut self, rank: u32) -> &mut T {
         let i = rank as usize;
         if i >= self.dense.len() {
             return self.get_new(rank);
@@ -33,7 +35,7 @@ impl<T: Default> PerRank<T> {
     }
 
     /// Every rank's state, by rank.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
         let mut sparse: Vec<_> = self.sparse.iter().map(|(&r, t)| (r, t)).collect();
         sparse.sort_by_key(|(r, _)| *r);
         self.dense.iter().enumerate().map(|(r, t)| (r as u32, t)).chain(sparse)

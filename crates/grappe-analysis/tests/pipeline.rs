@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use grappe_analysis::synthetic::{SyntheticJob, T0, plain_header, write_events, write_job};
 use grappe_analysis::{
     Basis, CausalStream, GlobalOptions, GlobalTime, Layout, Message, TraceSet, check, merge_date, merge_to_file,
 };
 use grappe_clock::Strategy;
+use grappe_testkit::synthetic::{SyntheticJob, T0, plain_header, write_events, write_job};
 use grappe_trace::{ANY, Body, CollectiveKind};
 
 fn scratch(name: &str) -> grappe_testkit::Scratch {
@@ -331,7 +331,7 @@ proptest::proptest! {
         let dir = scratch(&format!("clc-prop-{}-{iterations}-{latency}", offsets.len()));
         let mut job = SyntheticJob::new(offsets.len() as u32, iterations);
         job.one_host = false;
-        job.clocks = offsets.iter().map(|&offset_ns| grappe_analysis::synthetic::SyntheticClock { offset_ns, drift_ppm: 0.0 }).collect();
+        job.clocks = offsets.iter().map(|&offset_ns| grappe_testkit::synthetic::SyntheticClock { offset_ns, drift_ppm: 0.0 }).collect();
         write_job(&dir, &job).unwrap();
         let (set, mut time) = local_dates(&dir);
         time.tachyon_repair = Some(latency);

@@ -12,11 +12,11 @@
 use std::path::Path;
 
 use grappe_analysis::profile::{Profile, Profiler, profile};
-use grappe_analysis::synthetic::{
-    ITERATION_NS, SyntheticClock, SyntheticJob, plain_header, synthetic_site, write_events, write_job, write_killed,
-};
 use grappe_analysis::{
     CausalStream, Channel, GlobalOptions, GlobalTime, Linked, Message, SendSide, TraceSet, merge_to_file,
+};
+use grappe_testkit::synthetic::{
+    ITERATION_NS, SyntheticClock, SyntheticJob, plain_header, synthetic_site, write_events, write_job, write_killed,
 };
 use grappe_trace::{ANY, Body, CollectiveKind, Event, EventKind};
 use proptest::prelude::*;

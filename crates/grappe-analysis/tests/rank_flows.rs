@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use grappe_analysis::stream::Window;
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
 use grappe_analysis::{CausalStream, ChannelTally, GlobalOptions, GlobalTime, TraceSet, merge_to_file};
+use grappe_testkit::synthetic::{SyntheticJob, write_job};
 use grappe_trace::{Event, file_for};
 use proptest::prelude::*;
 

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
 use grappe_analysis::{GlobalOptions, GlobalTime, MergeLayout, TraceSet, merge_to_file, merge_to_file_with};
+use grappe_testkit::synthetic::{SyntheticJob, write_job};
 use grappe_trace::format::Encoded;
 use grappe_trace::resume::EncodedResume;
 use grappe_trace::{Ending, Event, TraceError, TraceFile, TraceWriter};

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use grappe_analysis::synthetic::{plain_header, write_events};
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet, check, merge_to_file};
+use grappe_testkit::synthetic::{plain_header, write_events};
 use grappe_trace::format::{FileHeader, RankThread};
 use grappe_trace::{Body, file_for};
 
@@ -189,7 +189,7 @@ fn ranks_that_took_turns_on_one_processor_are_grouped() {
 /// per-rank files and their merged file gave different runs.
 #[test]
 fn info_spans_the_run_on_global_time() {
-    use grappe_analysis::synthetic::{ITERATION_NS, SyntheticJob, write_job};
+    use grappe_testkit::synthetic::{ITERATION_NS, SyntheticJob, write_job};
     let dir = scratch("info-span");
     let job = SyntheticJob::distorted(4, 100);
     write_job(&dir, &job).unwrap();
@@ -228,7 +228,7 @@ fn footer_with_dropped(path: &Path, dropped: u64) {
 /// which ranks' counts are unknown: those whose file was incomplete.
 #[test]
 fn info_gives_a_merged_file_s_dropped_events_rank_by_rank() {
-    use grappe_analysis::synthetic::{SyntheticJob, write_job};
+    use grappe_testkit::synthetic::{SyntheticJob, write_job};
     let dir = scratch("info-dropped");
     let ranks = dir.join("ranks");
     write_job(&ranks, &SyntheticJob::new(4, 20)).unwrap();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use grappe_analysis::synthetic::{SyntheticJob, write_job};
+use grappe_testkit::synthetic::{SyntheticJob, write_job};
 use grappe_trace::EventKind;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! Errors of clock estimation. Each variant says what in the input is wrong
 //! and carries the numbers needed to fix it; none of them is a panic.
 
-use crate::sample::Phase;
+use crate::phase::Phase;
 
 /// Why a clock fit or a parameter was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,4 +1,5 @@
-//! The estimators and strategies, selectable by name for command lines.
+//! The estimators and strategies, selectable by name for command lines,
+//! and the configuration of a fit that combines them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,7 +7,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClockError;
-use crate::sample::Phase;
+use crate::filter::check_window;
+use crate::phase::Phase;
 
 /// How samples become a clock line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -145,6 +147,44 @@ impl FromStr for Strategy {
             "sba" => Ok(Strategy::SampleBeforeAfter),
             _ => Err(ClockError::UnknownStrategy(s.to_owned())),
         }
+    }
+}
+
+/// What to fit and how. The default is Tape/PVM's published setting:
+/// Dunigan, SBA, median window 5 (Fig. 6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitConfig {
+    /// How samples become points and the line.
+    pub estimator: Estimator,
+    /// Which phases are fitted.
+    pub strategy: Strategy,
+    /// Running-median window (odd), applied to each phase's offset series;
+    /// `None` keeps every point.
+    pub median_window: Option<usize>,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig { estimator: Estimator::Dunigan, strategy: Strategy::SampleBeforeAfter, median_window: Some(5) }
+    }
+}
+
+impl FitConfig {
+    /// The running median the estimator takes: none for the minimum
+    /// round trips, which keep a few samples of each phase and are an
+    /// outlier filter already (a window of 5 over the 5 kept of 20 left
+    /// one point), nor for the convex hulls.
+    pub fn median_window_used(&self) -> Option<usize> {
+        match self.estimator {
+            Estimator::MinRoundTrip { .. } | Estimator::ConvexHull => None,
+            Estimator::Dunigan | Estimator::Haddad => self.median_window,
+        }
+    }
+
+    /// Refuses an even or zero window and an out-of-range `keep`.
+    pub fn validate(&self) -> Result<(), ClockError> {
+        self.estimator.validate()?;
+        self.median_window.map_or(Ok(()), check_window)
     }
 }
 

@@ -1,54 +1,15 @@
 //! The fitting pipeline of §2.11: samples → estimator points → running
 //! median per phase → concatenation (SBA) → OLS or convex hulls.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::ClockError;
-use crate::estimator::{Estimator, Strategy};
-use crate::filter::{check_window, running_median};
+use crate::estimator::{Estimator, FitConfig};
+use crate::filter::running_median;
 use crate::hull;
 use crate::ols::{self, MIN_POINTS};
+use crate::phase::Phase;
 use crate::points::{self, Direction, Frame, Point};
 use crate::result::{ClockFit, Diagnostics};
-use crate::sample::{Phase, Sample, SampleSet};
-
-/// What to fit and how. The default is Tape/PVM's published setting:
-/// Dunigan, SBA, median window 5 (Fig. 6.1).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FitConfig {
-    /// How samples become points and the line.
-    pub estimator: Estimator,
-    /// Which phases are fitted.
-    pub strategy: Strategy,
-    /// Running-median window (odd), applied to each phase's offset series;
-    /// `None` keeps every point.
-    pub median_window: Option<usize>,
-}
-
-impl Default for FitConfig {
-    fn default() -> Self {
-        FitConfig { estimator: Estimator::Dunigan, strategy: Strategy::SampleBeforeAfter, median_window: Some(5) }
-    }
-}
-
-impl FitConfig {
-    /// The running median the estimator takes: none for the minimum
-    /// round trips, which keep a few samples of each phase and are an
-    /// outlier filter already (a window of 5 over the 5 kept of 20 left
-    /// one point), nor for the convex hulls.
-    pub fn median_window_used(&self) -> Option<usize> {
-        match self.estimator {
-            Estimator::MinRoundTrip { .. } | Estimator::ConvexHull => None,
-            Estimator::Dunigan | Estimator::Haddad => self.median_window,
-        }
-    }
-
-    /// Refuses an even or zero window and an out-of-range `keep`.
-    pub fn validate(&self) -> Result<(), ClockError> {
-        self.estimator.validate()?;
-        self.median_window.map_or(Ok(()), check_window)
-    }
-}
+use crate::sample::{Sample, SampleSet};
 
 /// Estimates one peer's clock against the reference from its samples.
 ///

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::estimator::Estimator;
-use crate::fit::FitConfig;
+use crate::estimator::FitConfig;
 use crate::result::ClockFit;
 
 /// Offset %Err above which the sampling is suspect (§2.9).

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::error::ClockError;
-use crate::fit::FitConfig;
+use crate::estimator::FitConfig;
 use crate::hull::HullBounds;
 use crate::model::ClockModel;
 use crate::ols::{self, Line, LineFit};

@@ -6,11 +6,10 @@
 //! `u64` monotonic dates convert with `i64::try_from`. All arithmetic on them
 //! inside the crate is done in `i128`, so no input can overflow.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClockError;
+use crate::phase::Phase;
 
 /// One ping-pong exchange between the reference rank and a peer.
 ///
@@ -70,24 +69,6 @@ impl Sample {
             return Ok(());
         };
         Err(ClockError::InvalidSample { phase, index, reason })
-    }
-}
-
-/// When a sample was taken relative to the traced run (§2.8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Phase {
-    /// Sampling before the application starts (used by SB and SBA).
-    Before,
-    /// Sampling after the application ends (used by SBA only).
-    After,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Phase::Before => "before",
-            Phase::After => "after",
-        })
     }
 }
 

@@ -1,10 +1,14 @@
 //! What grappe's tests share: finding the programs of this build, running
 //! them with a hard time limit, their output drained while they run (a
 //! chatty job must never block on a full pipe), and scratch directories
-//! that do not outlive their test.
+//! that do not outlive their test; with feature `traces`, trace files of
+//! synthetic jobs whose every event is known ([`synthetic`]).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod scratch;
+#[cfg(feature = "traces")]
+pub mod synthetic;
 pub use scratch::{Scratch, scratch};
 
 use std::io::Read;

@@ -10,6 +10,7 @@
 pub mod alpha;
 pub mod clock;
 pub mod event;
+mod file_definitions;
 pub mod format;
 pub mod interned;
 mod names;
@@ -22,6 +23,7 @@ mod writer;
 
 pub use clock::TraceClock;
 pub use event::{ANY, Body, CollectiveKind, Completion, Event, EventKind};
+pub use file_definitions::FileDefinitions;
 pub use format::{ClockInfo, ClockSample, FileHeader, Footer, MergedRank, TscAnchor};
 pub use interned::{Members, Text};
 pub use raw::RawEvent;

@@ -8,10 +8,10 @@ use grappe_trace::format::{MergedRank, RankThread};
 use grappe_trace::{Ending, EventKind, FileHeader, TraceFile};
 use serde::Serialize;
 
-use crate::check::IncompleteText;
 use crate::error::Result;
 use crate::global::{GlobalOptions, GlobalTime};
 use crate::set::{Layout, TraceSet, list_ranks};
+use crate::stream::IncompleteText;
 
 mod alpha;
 use alpha::{alpha_moves, alpha_text, before_after_text, kind_names};

@@ -3,8 +3,9 @@
 use grappe_trace::{Body, Event, EventKind, Site};
 use rustc_hash::FxHashMap;
 
-use super::collectives::{Entry, Instances};
-use super::{CallRow, CallStats, CallType, MatrixCell, Profile, RankRow, RegionRow, SiteRow, SizeBin};
+use super::tables::{CallRow, CallStats, MatrixCell, Profile, RankRow, RegionRow, SiteRow, SizeBin};
+use crate::calls::CallType;
+use crate::collectives::{Entry, Instances};
 use crate::failed::{FailedCalls, WHY};
 use crate::matching::Message;
 use crate::stream::{CausalStream, LinkedRef, merge_date};

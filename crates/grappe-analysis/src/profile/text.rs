@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CallStats, Profile, SizeBin};
+use super::tables::{CallStats, Profile, SizeBin};
 
 /// Rows printed at most in the long tables (the JSON has them all).
 const ROWS: usize = 40;

@@ -15,11 +15,17 @@ use grappe_trace::{ANY, Event, TraceFile};
 use super::blocks::Blocks;
 use rustc_hash::FxHashMap;
 
-use super::{FlowSummary, merge_date};
+use super::summary::{FlowSummary, Repairs};
 use crate::error::Result;
 use crate::global::{GlobalTime, RankTime, global_of};
 use crate::matching::{Channel, Matcher, SendSide, receive_of};
 use crate::set::TraceSet;
+
+/// The date an event takes its place by in the merge.
+#[inline]
+pub fn merge_date(event: &Event) -> u64 {
+    if receive_of(event).is_some() { event.end } else { event.start }
+}
 
 /// One rank's file being merged.
 struct Flow {
@@ -208,29 +214,6 @@ struct Repair {
     /// Minimum latency, ns.
     latency: u64,
     done: Repairs,
-}
-
-/// The receives the controlled logical clock moved.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Repairs {
-    /// Receives whose end it moved to after their send's start.
-    pub receives: u64,
-    /// The largest move, ns.
-    pub largest_ns: u64,
-    /// The most a rank's events moved in all (the moves add up), ns.
-    pub largest_shift_ns: u64,
-}
-
-impl std::fmt::Display for Repairs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = if self.receives == 1 { "" } else { "s" };
-        write!(
-            f,
-            "{} receive{s} ended later, after their send (controlled logical clock; largest move {} ns, and \
-             the rank's later events moved as much: {} ns at most in all)",
-            self.receives, self.largest_ns, self.largest_shift_ns
-        )
-    }
 }
 
 impl KWay {

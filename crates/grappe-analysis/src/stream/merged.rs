@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use grappe_trace::resume::Resume;
 use grappe_trace::{Ending, Event, TraceFile};
 
-use super::FlowSummary;
 use super::blocks::Blocks;
+use super::summary::FlowSummary;
 use crate::error::Result;
 
 /// The merged file, a block at a time.

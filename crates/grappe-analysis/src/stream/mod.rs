@@ -13,21 +13,22 @@
 //! A stream can be narrowed to an interval of the run ([`Window`], see
 //! `window`): the exports of a part of a long run.
 
-use grappe_trace::{Ending, Event};
-use serde::Serialize;
+use grappe_trace::Event;
 
 mod blocks;
 mod kway;
 mod merged;
+mod summary;
 mod window;
 
 use crate::error::Result;
 use crate::global::GlobalTime;
-use crate::matching::{Matcher, Message, receive_of};
+use crate::matching::{Matcher, Message};
 use crate::set::{Layout, TraceSet};
 use kway::KWay;
-pub use kway::{RankFlow, RankSource, Repairs};
+pub use kway::{RankFlow, RankSource, merge_date};
 use merged::MergedFile;
+pub use summary::{FlowSummary, IncompleteText, Repairs, StreamSummary, incomplete};
 use window::{Verdict, Windowing};
 pub use window::{Window, WindowSummary};
 
@@ -63,59 +64,6 @@ impl LinkedRef<'_> {
     pub fn to_linked(&self) -> Linked {
         Linked { event: *self.event, message: *self.message }
     }
-}
-
-/// The date an event takes its place by in the merge.
-#[inline]
-pub fn merge_date(event: &Event) -> u64 {
-    if receive_of(event).is_some() { event.end } else { event.start }
-}
-
-/// One rank's part in the stream, once it is read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlowSummary {
-    /// World rank.
-    pub rank: u32,
-    /// Events read.
-    pub events: u64,
-    /// Records out of order in the file (start before the previous
-    /// record's start, or end before start).
-    pub disorder: u64,
-    /// The first of them, described.
-    pub first_disorder: Option<String>,
-    /// How the file ended (`None` for the ranks of a merged file).
-    #[serde(skip)]
-    pub ending: Option<Ending>,
-}
-
-/// What the stream saw, once read to the end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamSummary {
-    /// Per rank.
-    pub flows: Vec<FlowSummary>,
-    /// Receives held back until their send was emitted.
-    pub deferred: u64,
-    /// Receives let go unmatched while their sender's trace went on: the
-    /// traces contradict each other (waits in a cycle).
-    pub forced: u64,
-    /// Receives the controlled logical clock moved after their send
-    /// (tachyon repair, off by default).
-    pub repairs: Repairs,
-    /// Messages matched.
-    pub matched: u64,
-    /// Receives with no send.
-    pub unmatched_receives: u64,
-    /// Sends never received.
-    pub unreceived_sends: u64,
-    /// The date the run starts from ([`CausalStream::origin`]).
-    pub origin: Option<u64>,
-    /// What the window kept, if only an interval was read (the counts
-    /// above are then those of the part read).
-    pub window: Option<WindowSummary>,
-    /// How a merged file ended, once read to its end (`None` for
-    /// per-rank files: each flow has its own).
-    #[serde(skip)]
-    pub merged_ending: Option<Ending>,
 }
 
 /// The causal stream of a trace set.
@@ -424,11 +372,5 @@ impl Iterator for CausalStream {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_event().map(|linked| linked.map(|l| l.to_linked())).transpose()
-    }
-}
-
-impl FlowSummary {
-    fn new(rank: u32) -> Self {
-        FlowSummary { rank, events: 0, disorder: 0, first_disorder: None, ending: None }
     }
 }

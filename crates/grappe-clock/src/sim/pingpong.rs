@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LocalClock, SplitMix64};
+use super::clock::LocalClock;
+use super::random::SplitMix64;
 use crate::error::ClockError;
 use crate::sample::Sample;
 

@@ -12,7 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{SimulatedClock, mix, unit};
+use super::clock::SimulatedClock;
+use super::random::{mix, unit};
 
 /// The parsed setting.
 #[derive(Clone, Copy, Debug, PartialEq)]

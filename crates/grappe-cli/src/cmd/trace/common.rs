@@ -112,7 +112,7 @@ pub fn open(path: &Path, estimation: &EstimationArgs) -> Result<(TraceSet, Globa
 /// Says on stderr what the files read lack (cut, unfinished, events
 /// dropped): what a tool wrote of such a trace is partial.
 pub fn note_partial(stream: &grappe_analysis::StreamSummary) {
-    for line in grappe_analysis::check::incomplete(stream) {
+    for line in grappe_analysis::stream::incomplete(stream) {
         eprintln!("grappe trace: note: partial trace: {line}");
     }
 }

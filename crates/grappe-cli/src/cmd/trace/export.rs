@@ -1,32 +1,34 @@
 //! `grappe trace export`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
-use grappe_analysis::export::{ExportSummary, chrome, paje, picl};
 use grappe_analysis::stream::{Window, WindowSummary};
 use grappe_analysis::{AnalysisError, CausalStream, GlobalTime, TraceSet};
 use grappe_direct::DirectWriter;
-use grappe_otf2::OpenStream;
+use grappe_export::{ExportSummary, Format, StreamExporter, Writer};
 
 use super::common::{
     EstimationArgs, IntervalArgs, TraceInput, note_partial, open, progress, refuse_to_overwrite_input,
 };
 
-const AFTER_HELP: &str = "\
-Formats: chrome (trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing),
-paje (ViTE, pajeng), otf2 (Vampir, Score-P tools: OUTPUT names the archive, OUTPUT.otf2 is the
-anchor file to open), picl (ParaGraph).
-
+const INTERVAL_HELP: &str = "\
 With --from and --to, only that interval of the run is written: the events that overlap it,
 the user regions open at its start, and the arrows of the messages sent and received in it.
 Dates stay those of the whole run's export.";
 
+/// The formats and what each is for, then the interval's rules.
+fn after_help() -> String {
+    let formats: Vec<String> = Format::ALL.iter().map(|f| format!("  {:<8}{}", f.name(), f.purpose())).collect();
+    format!("Formats:\n{}\n\n{INTERVAL_HELP}", formats.join("\n"))
+}
+
 /// Converts a trace for the viewers HPC users have, on global time.
 #[derive(Debug, Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct ExportArgs {
     #[command(flatten)]
     input: TraceInput,
@@ -34,7 +36,7 @@ pub struct ExportArgs {
     estimation: EstimationArgs,
     /// Output format.
     #[arg(short, long, value_enum)]
-    format: Format,
+    format: FormatArg,
     /// Output file (for otf2: the archive's path without `.otf2`).
     #[arg(short, long, value_name = "PATH")]
     output: PathBuf,
@@ -49,37 +51,45 @@ pub struct ExportArgs {
     interval: IntervalArgs,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Format {
-    Chrome,
-    Paje,
-    Otf2,
-    Picl,
+/// `--format`: the formats grappe_export lists, by name.
+#[derive(Debug, Clone, Copy)]
+struct FormatArg(Format);
+
+impl ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<[FormatArg; Format::ALL.len()]> = LazyLock::new(|| Format::ALL.map(FormatArg));
+        &*ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
 }
 
 pub fn execute(args: ExportArgs) -> Result<i32> {
-    if args.sites && !matches!(args.format, Format::Chrome | Format::Paje) {
-        let format = args.format.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
-        bail!("--sites is an option of --format chrome and paje, not of {format}");
+    let format = args.format.0;
+    if args.sites && !format.has_sites_option() {
+        let takers: Vec<&str> = Format::ALL.into_iter().filter(|f| f.has_sites_option()).map(Format::name).collect();
+        bail!("--sites is an option of --format {}, not of {}", takers.join(" and "), format.name());
     }
+    let writer = format.writer(args.sites)?;
     let window = args.interval.is_set().then(|| args.interval.window("the interval exported")).transpose()?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
     let bar = progress("exporting");
     let mut tick = |n| bar.set_position(n);
-    let writer: TextWriter = match args.format {
-        Format::Otf2 => {
+    // Without OTF2, a byte stream is the only way a format is written.
+    #[cfg_attr(not(feature = "otf2"), allow(clippy::infallible_destructuring_match))]
+    let writer = match writer {
+        #[cfg(feature = "otf2")]
+        Writer::Otf2Archive => {
             let open = || stream_of(&set, &time, window);
             let line = export_otf2(&set, &open, &args.output, &mut tick)?;
             bar.finish_and_clear();
             sayln!("{}: {line}", args.output.display());
             return Ok(0);
         }
-        Format::Chrome if args.sites => chrome::write_chrome_with_sites,
-        Format::Chrome => chrome::write_chrome,
-        Format::Paje if args.sites => paje::write_paje_with_sites,
-        Format::Paje => paje::write_paje,
-        Format::Picl => picl::write_picl,
+        Writer::Stream(writer) => writer,
     };
     let stream = stream_of(&set, &time, window)?;
     let s = export_text(writer, stream, &args.output, &mut tick)?;
@@ -132,12 +142,8 @@ fn ms(ns: u64) -> String {
     format!("{:.*} ms", decimals, ns as f64 / 1e6)
 }
 
-/// The exporters that write one text file.
-type TextWriter =
-    fn(CausalStream, &mut (dyn Write + Send), &mut dyn FnMut(u64)) -> grappe_analysis::Result<ExportSummary>;
-
 fn export_text(
-    writer: TextWriter,
+    writer: StreamExporter,
     stream: CausalStream,
     path: &Path,
     tick: &mut dyn FnMut(u64),
@@ -150,14 +156,20 @@ fn export_text(
     Ok(summary)
 }
 
-fn export_otf2(set: &TraceSet, open: OpenStream, output: &Path, tick: &mut dyn FnMut(u64)) -> Result<String> {
+#[cfg(feature = "otf2")]
+fn export_otf2(
+    set: &TraceSet,
+    open: grappe_export::otf2::OpenStream,
+    output: &Path,
+    tick: &mut dyn FnMut(u64),
+) -> Result<String> {
     let name = output.file_name().and_then(|n| n.to_str()).context("the OTF2 output needs a file name")?;
     let name = name.strip_suffix(".otf2").unwrap_or(name);
     let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
         bail!("{}: {} is a file, not a directory", output.display(), file.display());
     }
-    let summary = grappe_otf2::write_otf2(set, open, dir, name, tick)?;
+    let summary = grappe_export::otf2::write_otf2(set, open, dir, name, tick)?;
     note_partial(&summary.stream);
     let mut line = format!(
         "{} OTF2 events on {} locations, {} messages; open {}",

@@ -41,7 +41,7 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
         sayln!("  ({})", s.repairs);
     }
     for input in &outcome.incomplete {
-        sayln!("  (made from {}; the merged file's footer says so)", grappe_analysis::check::IncompleteText(input));
+        sayln!("  (made from {}; the merged file's footer says so)", grappe_analysis::stream::IncompleteText(input));
     }
     let untraced = set.missing_ranks();
     if !untraced.is_empty() {

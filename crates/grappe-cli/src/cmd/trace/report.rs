@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use grappe_analysis::report::{ReportOptions, write_report};
+use grappe_report::{ReportOptions, write_report};
 
 use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
 
