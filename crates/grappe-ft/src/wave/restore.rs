@@ -67,16 +67,7 @@ pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Re
     let restored = choose(team, settings, &dir, &candidates)?;
     team.reached(Step::Chosen)?;
     if rank == 0 && restored.is_none() {
-        match source {
-            Source::Record if record.newest().is_some() => eprintln!(
-                "grappe: no committed wave ({:?}) can be restored by every rank: starting over from the beginning",
-                record.waves()
-            ),
-            Source::Images => {
-                eprintln!("grappe: no wave has an intact image on every rank: starting over from the beginning")
-            }
-            _ => {}
-        }
+        say_starting_over(source, &record);
     }
     let mut newest = dir.newest_wave_number(rank).max(record.newest().unwrap_or(0));
     if rank == 0 && !settings.servers.is_empty() {
@@ -87,9 +78,34 @@ pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Re
         Some((wave, _)) => record.with_newest(*wave),
         None => CommitRecord::default(),
     };
+    replace_record(team, &dir, &next, unreadable || next != record)?;
+    dir.retain(rank, next.waves());
+    if rank == 0 && !settings.servers.is_empty() {
+        keep_on_servers(settings, &next, ranks);
+    }
+    Ok(Recovery { restored, record: next, last_wave })
+}
+
+/// Rank 0 says why a job that had checkpoints starts from the beginning.
+fn say_starting_over(source: Source, record: &CommitRecord) {
+    match source {
+        Source::Record if record.newest().is_some() => eprintln!(
+            "grappe: no committed wave ({:?}) can be restored by every rank: starting over from the beginning",
+            record.waves()
+        ),
+        Source::Images => {
+            eprintln!("grappe: no wave has an intact image on every rank: starting over from the beginning")
+        }
+        _ => {}
+    }
+}
+
+/// Rank 0 writes the record from now on if it `changed`; an error on every
+/// rank if it could not (nothing is deleted then).
+fn replace_record(team: &dyn Team, dir: &CheckpointDir, next: &CommitRecord, changed: bool) -> Result<()> {
     let mut written = [1u64];
-    if rank == 0 && (unreadable || next != record) {
-        if let Err(e) = dir.write_record(&next) {
+    if team.rank() == 0 && changed {
+        if let Err(e) = dir.write_record(next) {
             eprintln!("grappe: cannot write the commit record: {e}");
             written[0] = 0;
         }
@@ -101,11 +117,7 @@ pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Re
             dir.record_path().display()
         )));
     }
-    dir.retain(rank, next.waves());
-    if rank == 0 && !settings.servers.is_empty() {
-        keep_on_servers(settings, &next, ranks);
-    }
-    Ok(Recovery { restored, record: next, last_wave })
+    Ok(())
 }
 
 /// The commit record as rank 0 found it, on every rank.
