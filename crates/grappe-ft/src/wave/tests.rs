@@ -566,3 +566,24 @@ fn an_unreadable_record_restores_the_newest_wave_with_every_image_intact() {
     assert_eq!(harness.model, vec![1]);
     assert!(matches!(harness.dir.read_record(), RecordState::Valid(r) if r.waves() == [1]));
 }
+
+/// A program that does not restore starts over: nothing is restored, the
+/// record is emptied and the images deleted, and wave numbers go on.
+#[test]
+fn a_fresh_start_over_checkpoints_empties_the_record_and_numbers_on() {
+    let root = scratch();
+    let mut harness = Harness::new(root.path(), true);
+    harness.apply(&Op::Wave { failing: None, crash: None });
+    harness.apply(&Op::Wave { failing: None, crash: None });
+    let settings = harness.settings();
+    let room = Room::new(None);
+    for (rank, outcome) in run_job(&room, |team| recover(team, &settings, true)).into_iter().enumerate() {
+        let recovery = outcome.unwrap();
+        assert!(recovery.restored.is_none(), "rank {rank} restored a wave");
+        assert_eq!(recovery.record, CommitRecord::default());
+        assert_eq!(recovery.last_wave, 2, "rank {rank}: the next wave is 3");
+        assert!(harness.dir.local_waves(rank).is_empty(), "rank {rank} kept its images");
+    }
+    assert!(matches!(harness.dir.read_record(), RecordState::Valid(r) if r.waves().is_empty()));
+    assert!(harness.server_waves().is_empty(), "the server kept the job's waves");
+}
