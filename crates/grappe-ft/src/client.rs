@@ -176,15 +176,29 @@ pub fn on_servers<T: Send>(
     ranks: usize,
     op: impl Fn(&mut CheckpointClient) -> Result<T> + Sync,
 ) -> Vec<(String, Result<T>)> {
-    let servers = &settings.servers[..settings.servers.len().min(ranks)];
+    on_servers_except(settings, ranks, &[], op)
+}
+
+/// [`on_servers`] but for the servers of `skip` (known not to answer:
+/// each would cost a time limit to learn it again).
+pub fn on_servers_except<T: Send>(
+    settings: &FtSettings,
+    ranks: usize,
+    skip: &[String],
+    op: impl Fn(&mut CheckpointClient) -> Result<T> + Sync,
+) -> Vec<(String, Result<T>)> {
+    let used = &settings.servers[..settings.servers.len().min(ranks)];
+    let servers: Vec<&String> = used.iter().filter(|server| !skip.contains(server)).collect();
     std::thread::scope(|scope| {
         let op = &op;
         let calls: Vec<_> = servers
             .iter()
-            .map(|server| scope.spawn(move || CheckpointClient::for_job(settings, server).and_then(|mut c| op(&mut c))))
+            .map(|&server| {
+                scope.spawn(move || CheckpointClient::for_job(settings, server).and_then(|mut c| op(&mut c)))
+            })
             .collect();
         servers
-            .iter()
+            .into_iter()
             .zip(calls)
             .map(|(server, call)| {
                 let outcome =

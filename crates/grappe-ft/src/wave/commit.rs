@@ -65,7 +65,7 @@ pub(crate) fn commit_wave(
     dir.retain(team.rank(), record.waves());
     team.reached(Step::Retired)?;
     if team.rank() == 0 && !settings.servers.is_empty() {
-        keep_on_servers(settings, record, team.size());
+        keep_on_servers(settings, record, team.size(), &[]);
         team.reached(Step::ServersKept)?;
     }
     Ok(true)

@@ -114,6 +114,9 @@ pub struct Checkpointer {
     /// The record and the numbering are set up (by `restore`, or at the
     /// first agreement of a program that does not restore).
     recovered: bool,
+    /// The servers that did not answer rank 0 at the start (empty on the
+    /// other ranks): the restore does not wait for them again.
+    silent_at_start: Vec<String>,
     last_wave_end: Instant,
     background: Option<Background>,
     /// The image buffer, kept from one wave to the next: a fresh one costs
@@ -137,9 +140,10 @@ impl Checkpointer {
     /// The same with explicit settings (`None`: points do nothing).
     pub fn with_settings(world: &Communicator, settings: Option<FtSettings>) -> Result<Checkpointer> {
         let ctl = world.dup_for_runtime().map_err(|source| FtError::Runtime { wave: 0, source })?;
-        if let Some(settings) = &settings {
-            check_job_servers(&ctl, settings)?;
-        }
+        let silent_at_start = match &settings {
+            Some(settings) => check_job_servers(&ctl, settings)?,
+            None => Vec::new(),
+        };
         let dir = settings.as_ref().map(|s| CheckpointDir::new(s.dir.clone()));
         let lock = match &dir {
             Some(dir) if world.rank() == 0 => {
@@ -163,6 +167,7 @@ impl Checkpointer {
             wave_tag: 0,
             record: CommitRecord::default(),
             recovered: false,
+            silent_at_start,
             last_wave_end: now,
             background: None,
             spare_image: Vec::new(),
@@ -198,7 +203,8 @@ impl Checkpointer {
     fn agree<S: Serialize>(&mut self, state: &S) -> Result<()> {
         if !self.recovered {
             let settings = self.settings.clone().expect("agreements only happen with settings");
-            let recovery = restore::recover(&Ranks { ctl: &self.ctl, wave: 0 }, &settings, true)?;
+            let ranks = Ranks { ctl: &self.ctl, wave: 0 };
+            let recovery = restore::recover(&ranks, &settings, true, &self.silent_at_start)?;
             self.recovered(recovery.record, recovery.last_wave);
         }
         let settings = self.settings.as_ref().expect("agreements only happen with settings");
@@ -411,11 +417,13 @@ fn new_tag() -> u32 {
 /// Rank 0 connects to the job's servers as its waves will: a server that
 /// refuses the job (its secret, its name) stops it at once, on every rank,
 /// rather than letting it run unprotected; one that does not answer is
-/// said once (the waves are not committed until it does).
-fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<()> {
+/// said once (the waves are not committed until it does). The servers that
+/// did not answer, on rank 0.
+fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<Vec<String>> {
     if settings.servers.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let mut silent = Vec::new();
     let mut refused = [0u64];
     let mut reason = String::new();
     if ctl.rank() == 0 {
@@ -426,6 +434,7 @@ fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<()> {
                  (its waves are not committed)"
             );
         }
+        silent = check.unreachable.into_iter().map(|(server, _)| server).collect();
         if let Some((server, e)) = check.refused.first() {
             refused[0] = 1;
             reason = format!("checkpoint server {server} refused the job: {e}");
@@ -433,7 +442,7 @@ fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<()> {
     }
     ctl.bcast(&mut refused[..], 0).map_err(|source| FtError::Runtime { wave: 0, source })?;
     if refused[0] == 0 {
-        return Ok(());
+        return Ok(silent);
     }
     if reason.is_empty() {
         reason = "a checkpoint server refused the job (rank 0 says which)".into();

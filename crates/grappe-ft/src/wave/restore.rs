@@ -54,8 +54,9 @@ enum Source {
 
 /// The restore protocol (see the module). With `fresh`, the job starts
 /// over whatever is stored (a program that does not restore): only the
-/// record and the numbering are set up. Collective.
-pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Result<Recovery> {
+/// record and the numbering are set up. Rank 0 does not call the servers
+/// of `silent` (they did not answer at the job's start). Collective.
+pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool, silent: &[String]) -> Result<Recovery> {
     let dir = CheckpointDir::new(settings.dir.clone());
     let (rank, ranks) = (team.rank(), team.size());
     let FoundRecord { source, record, unreadable } = read_record(team, &dir, fresh)?;
@@ -71,7 +72,7 @@ pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Re
     }
     let mut newest = dir.newest_wave_number(rank).max(record.newest().unwrap_or(0));
     if rank == 0 && !settings.servers.is_empty() {
-        newest = newest.max(newest_on_servers(settings, ranks));
+        newest = newest.max(newest_on_servers(settings, ranks, silent));
     }
     let last_wave = team.max(newest)?;
     let next = match &restored {
@@ -81,7 +82,7 @@ pub(crate) fn recover(team: &dyn Team, settings: &FtSettings, fresh: bool) -> Re
     replace_record(team, &dir, &next, unreadable || next != record)?;
     dir.retain(rank, next.waves());
     if rank == 0 && !settings.servers.is_empty() {
-        keep_on_servers(settings, &next, ranks);
+        keep_on_servers(settings, &next, ranks, silent);
     }
     Ok(Recovery { restored, record: next, last_wave })
 }
@@ -234,7 +235,7 @@ impl Checkpointer {
     pub fn restore<S: DeserializeOwned>(&mut self) -> Result<Option<S>> {
         let Some(settings) = self.settings.clone() else { return Ok(None) };
         let started = Instant::now();
-        let recovery = recover(&Ranks { ctl: &self.ctl, wave: 0 }, &settings, false)?;
+        let recovery = recover(&Ranks { ctl: &self.ctl, wave: 0 }, &settings, false, &self.silent_at_start)?;
         self.recovered(recovery.record, recovery.last_wave);
         let Some((chosen, bytes)) = recovery.restored else { return Ok(None) };
         let (state, channels): (S, Vec<SavedMessage>) = bincode::deserialize(&bytes).map_err(|e| FtError::State {

@@ -4,7 +4,7 @@
 use grappe_comm::InTransit;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{CheckpointClient, on_servers};
+use crate::client::{CheckpointClient, on_servers, on_servers_except};
 use crate::error::Result;
 use crate::local::{CheckpointDir, CommitRecord};
 use crate::settings::FtSettings;
@@ -70,22 +70,23 @@ pub(super) fn commit_on_servers(settings: &FtSettings, wave: u64, ranks: usize) 
     on_servers(settings, ranks, |client| client.commit(wave)).into_iter().try_for_each(|(_, outcome)| outcome)
 }
 
-/// Tells every server to keep the waves of the record and nothing else.
-/// A server that does not answer keeps more until it is told again; each
-/// is named on stderr.
-pub(super) fn keep_on_servers(settings: &FtSettings, record: &CommitRecord, ranks: usize) {
-    for (server, outcome) in on_servers(settings, ranks, |client| client.keep(record.waves())) {
+/// Tells every server (but those of `skip`, known not to answer) to keep
+/// the waves of the record and nothing else. A server that does not
+/// answer keeps more until it is told again; each is named on stderr.
+pub(super) fn keep_on_servers(settings: &FtSettings, record: &CommitRecord, ranks: usize, skip: &[String]) {
+    for (server, outcome) in on_servers_except(settings, ranks, skip, |client| client.keep(record.waves())) {
         if let Err(e) = outcome {
             eprintln!("grappe: checkpoint server {server} could not drop the waves outside {:?}: {e}", record.waves());
         }
     }
 }
 
-/// The newest wave number any server holds for the job (0 if none; a
-/// server that does not answer is named on stderr and counts as none).
-pub(super) fn newest_on_servers(settings: &FtSettings, ranks: usize) -> u64 {
+/// The newest wave number any server (but those of `skip`) holds for the
+/// job (0 if none; a server that does not answer is named on stderr and
+/// counts as none).
+pub(super) fn newest_on_servers(settings: &FtSettings, ranks: usize, skip: &[String]) -> u64 {
     let mut newest = 0;
-    for (server, outcome) in on_servers(settings, ranks, CheckpointClient::waves) {
+    for (server, outcome) in on_servers_except(settings, ranks, skip, CheckpointClient::waves) {
         match outcome {
             Ok(waves) => newest = newest.max(waves.iter().map(|w| w.wave).max().unwrap_or(0)),
             Err(e) => eprintln!("grappe: cannot list the waves of checkpoint server {server}: {e}"),

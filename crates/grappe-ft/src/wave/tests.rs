@@ -453,7 +453,7 @@ impl Harness {
         let expected = candidates.iter().copied().find(|&w| self.restorable(w));
         let settings = self.settings();
         let room = Room::new(crash.map(|rank| (rank, Step::Chosen)));
-        let outcomes = run_job(&room, |team| recover(team, &settings, false));
+        let outcomes = run_job(&room, |team| recover(team, &settings, false, &[]));
         if room.crashed() {
             self.job_record = None;
             return;
@@ -577,7 +577,7 @@ fn a_fresh_start_over_checkpoints_empties_the_record_and_numbers_on() {
     harness.apply(&Op::Wave { failing: None, crash: None });
     let settings = harness.settings();
     let room = Room::new(None);
-    for (rank, outcome) in run_job(&room, |team| recover(team, &settings, true)).into_iter().enumerate() {
+    for (rank, outcome) in run_job(&room, |team| recover(team, &settings, true, &[])).into_iter().enumerate() {
         let recovery = outcome.unwrap();
         assert!(recovery.restored.is_none(), "rank {rank} restored a wave");
         assert_eq!(recovery.record, CommitRecord::default());
