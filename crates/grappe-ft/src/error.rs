@@ -2,6 +2,7 @@
 //! (a refusal it explained), or bytes that break the protocol.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A fault-tolerance error.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,17 @@ pub enum FtError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// The other end did not answer in time (a stopped or hung server, a
+    /// dead network): the call was given up.
+    #[error("{peer} did not answer within {:.1} s ({what})", after.as_secs_f64())]
+    Silent {
+        /// The server or client address.
+        peer: String,
+        /// What was being waited for.
+        what: String,
+        /// The time allowed.
+        after: Duration,
     },
     /// The other end refused the request and said why.
     #[error("refused by {peer}: {reason}")]

@@ -2,16 +2,26 @@
 //! of its last images, and the record of committed waves.
 //!
 //! ```text
-//! DIR/COMMITTED              "grappe committed waves: 7 6"   (newest first, at most two)
+//! DIR/COMMITTED              "grappe committed waves: 7 6"   (the commit record: newest first, at most two)
 //! DIR/REQUEST                a wave is asked for (by the launcher's scheduler, or `touch`)
 //! DIR/WAVE                   the asked-for wave is in progress (REQUEST renamed by rank 0)
-//! DIR/rank-<r>/wave-<w>.img  "GRFTIMG1" wave:u64 rank:u32 ranks:u32 len:u64 crc32:u32 pad:u32, then the state
+//! DIR/rank-<r>/wave-<w>.img  "GRFTIMG1" wave:u64 rank:u32 ranks:u32 len:u64 crc32:u32 tag:u32, then the state
 //! ```
+//!
+//! The tag is drawn by rank 0 for each wave and is the same in every
+//! rank's image of it: a restore takes a wave only if its images agree,
+//! so images of two runs of one wave number (a job that restarted before
+//! its servers could tell it which numbers were used) never mix. Images
+//! written before tags existed hold 0 there.
 //!
 //! Every file is written to a temporary name, fsynced, renamed and its
 //! directory fsynced: a crash leaves the old version or the new one, never
 //! half of one. The same encoded image goes to the checkpoint server, so a
 //! copy fetched from there is checked the same way.
+//!
+//! The commit record is the authority on what the job can restart from:
+//! a wave is committed once the record names it, and images are deleted
+//! only once the record no longer names their wave (`wave::commit`).
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -27,9 +37,9 @@ const REQUEST_FILE: &str = "REQUEST";
 /// A requested wave in progress.
 const WAVE_FILE: &str = "WAVE";
 
-/// Encodes a rank's image of a wave.
-pub fn encode(wave: u64, rank: u32, ranks: u32, state: &[u8]) -> Vec<u8> {
-    encode_with(wave, rank, ranks, state.len(), |out| {
+/// Encodes a rank's image of a wave (of tag `tag`).
+pub fn encode(wave: u64, rank: u32, ranks: u32, tag: u32, state: &[u8]) -> Vec<u8> {
+    encode_with(wave, rank, ranks, tag, state.len(), |out| {
         out.extend_from_slice(state);
         Ok::<(), std::convert::Infallible>(())
     })
@@ -43,11 +53,12 @@ pub fn encode_with<E>(
     wave: u64,
     rank: u32,
     ranks: u32,
+    tag: u32,
     size_hint: usize,
     write: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<u8>, E> {
     let mut image = Vec::new();
-    start_image(&mut image, wave, rank, ranks, size_hint);
+    start_image(&mut image, wave, rank, ranks, tag, size_hint);
     write(&mut image)?;
     seal(&mut image);
     Ok(image)
@@ -58,14 +69,24 @@ pub fn encode_with<E>(
 ///
 /// `image` is emptied first and its capacity kept: a rank reuses one
 /// buffer from wave to wave (see `wave::Checkpointer`).
-pub fn start_image(image: &mut Vec<u8>, wave: u64, rank: u32, ranks: u32, size_hint: usize) {
+pub fn start_image(image: &mut Vec<u8>, wave: u64, rank: u32, ranks: u32, tag: u32, size_hint: usize) {
     image.clear();
     image.reserve(HEADER + size_hint);
     image.extend_from_slice(MAGIC);
     image.extend_from_slice(&wave.to_le_bytes());
     image.extend_from_slice(&rank.to_le_bytes());
     image.extend_from_slice(&ranks.to_le_bytes());
-    image.extend_from_slice(&[0; 16]);
+    image.extend_from_slice(&[0; 12]);
+    image.extend_from_slice(&tag.to_le_bytes());
+}
+
+/// A checked image.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    /// The tag of the wave it belongs to.
+    pub tag: u32,
+    /// The state.
+    pub state: &'a [u8],
 }
 
 /// Writes the length and checksum of the state behind the header.
@@ -76,9 +97,10 @@ pub fn seal(image: &mut [u8]) {
     image[32..36].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// The state in an image, if it is the image of (wave, rank) in a job of
-/// `ranks` ranks and its checksum holds; `origin` names it in errors.
-pub fn decode<'a>(image: &'a [u8], wave: u64, rank: u32, ranks: u32, origin: &Path) -> Result<&'a [u8]> {
+/// The state in an image, and its wave's tag, if it is the image of
+/// (wave, rank) in a job of `ranks` ranks and its checksum holds; `origin`
+/// names it in errors.
+pub fn decode<'a>(image: &'a [u8], wave: u64, rank: u32, ranks: u32, origin: &Path) -> Result<Decoded<'a>> {
     let corrupt = |detail: String| FtError::Corrupt { path: origin.to_path_buf(), rank, wave, detail };
     if image.len() < HEADER || &image[..8] != MAGIC {
         return Err(corrupt(format!("a {HEADER}-byte header starting \"GRFTIMG1\"")));
@@ -101,7 +123,7 @@ pub fn decode<'a>(image: &'a [u8], wave: u64, rank: u32, ranks: u32, origin: &Pa
     if actual != crc {
         return Err(corrupt(format!("checksum {crc:#010x}, found {actual:#010x}")));
     }
-    Ok(state)
+    Ok(Decoded { tag: u32_at(36), state })
 }
 
 /// A job's checkpoint directory.
@@ -131,16 +153,49 @@ impl CheckpointDir {
         fs::read(&path).map_err(|e| FtError::Disk { path, source: e })
     }
 
-    /// Deletes the rank's images of waves not in `keep`.
+    /// Deletes the rank's images (whole or half written) of waves not in
+    /// `keep`.
     pub fn retain(&self, rank: usize, keep: &[u64]) {
-        let Ok(entries) = fs::read_dir(self.dir.join(format!("rank-{rank}"))) else { return };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let wave = name.to_str().and_then(|n| n.strip_prefix("wave-")?.strip_suffix(".img")?.parse::<u64>().ok());
-            if wave.is_some_and(|w| !keep.contains(&w)) {
-                let _ = fs::remove_file(entry.path());
+        for (wave, _, path) in self.rank_files(rank) {
+            if !keep.contains(&wave) {
+                let _ = fs::remove_file(path);
             }
         }
+    }
+
+    /// The waves of which the rank holds a whole image file (intact or
+    /// not), newest first.
+    pub fn local_waves(&self, rank: usize) -> Vec<u64> {
+        let mut waves: Vec<u64> = self.rank_files(rank).into_iter().filter(|f| f.1).map(|f| f.0).collect();
+        waves.sort_unstable_by(|a, b| b.cmp(a));
+        waves
+    }
+
+    /// The newest wave any file of the rank belongs to (0 if none): a new
+    /// wave must have a larger number, so that it never mixes with what
+    /// a wave cut short left.
+    pub fn newest_wave_number(&self, rank: usize) -> u64 {
+        self.rank_files(rank).into_iter().map(|f| f.0).max().unwrap_or(0)
+    }
+
+    /// The rank's image files: (wave, whole, path); `.partial` files are
+    /// the half-written ones.
+    fn rank_files(&self, rank: usize) -> Vec<(u64, bool, PathBuf)> {
+        let Ok(entries) = fs::read_dir(self.dir.join(format!("rank-{rank}"))) else { return Vec::new() };
+        let mut files = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("wave-")) else { continue };
+            let (number, whole) = match (rest.strip_suffix(".img"), rest.strip_suffix(".partial")) {
+                (Some(n), _) => (n, true),
+                (None, Some(n)) => (n, false),
+                (None, None) => continue,
+            };
+            if let Ok(wave) = number.parse::<u64>() {
+                files.push((wave, whole, entry.path()));
+            }
+        }
+        files
     }
 
     /// Locks the directory for this job (held until the returned file is
@@ -187,30 +242,104 @@ impl CheckpointDir {
         self.dir.join(REQUEST_FILE).exists() || self.dir.join(WAVE_FILE).exists()
     }
 
-    /// The committed waves, newest first (none if never committed).
-    pub fn committed(&self) -> Result<Vec<u64>> {
-        let path = self.dir.join(COMMIT_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(FtError::Disk { path, source: e }),
-        };
-        let bad = || FtError::Protocol {
-            source_name: path.display().to_string(),
-            offset: 0,
-            expected: format!("\"{COMMIT_PREFIX} N [M]\", found {:?}", text.trim()),
-        };
-        let waves = text.trim().strip_prefix(COMMIT_PREFIX).ok_or_else(bad)?;
-        waves.split_whitespace().map(|w| w.parse().map_err(|_| bad())).collect()
+    /// The commit record's file.
+    pub fn record_path(&self) -> PathBuf {
+        self.dir.join(COMMIT_FILE)
     }
 
-    /// Records `wave` as the newest committed wave (keeping the one before).
-    pub fn commit(&self, wave: u64) -> Result<Vec<u64>> {
+    /// The commit record as it is on disk.
+    pub fn read_record(&self) -> RecordState {
+        let path = self.record_path();
+        match fs::read(&path) {
+            Ok(bytes) => match CommitRecord::parse(&bytes) {
+                Ok(record) => RecordState::Valid(record),
+                Err(expected) => RecordState::Unreadable(FtError::Protocol {
+                    source_name: path.display().to_string(),
+                    offset: 0,
+                    expected,
+                }),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordState::Absent,
+            Err(e) => RecordState::Unreadable(FtError::Disk { path, source: e }),
+        }
+    }
+
+    /// Replaces the commit record, durably: the commit point of a wave.
+    pub fn write_record(&self, record: &CommitRecord) -> Result<()> {
+        write_durably(&self.record_path(), record.to_text().as_bytes())
+    }
+}
+
+/// The commit record as read from disk.
+#[derive(Debug)]
+pub enum RecordState {
+    /// No record: no wave was ever committed in this directory.
+    Absent,
+    /// The committed waves.
+    Valid(CommitRecord),
+    /// A record that cannot be read or parsed (the error says why).
+    Unreadable(FtError),
+}
+
+/// The waves a job can restart from, newest first: the newest committed
+/// wave and the one before it, at most (MPICH-V keeps two).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommitRecord {
+    waves: Vec<u64>,
+}
+
+impl CommitRecord {
+    /// Waves a record keeps.
+    pub const KEPT: usize = 2;
+
+    /// A record of `waves`, newest first: at most [`CommitRecord::KEPT`]
+    /// wave numbers above 0, each older than the one before.
+    pub fn new(waves: Vec<u64>) -> std::result::Result<CommitRecord, String> {
+        let decreasing = waves.windows(2).all(|pair| pair[0] > pair[1]);
+        if waves.len() > Self::KEPT || !decreasing || waves.contains(&0) {
+            return Err(format!("at most {} wave numbers above 0, newest first, not {waves:?}", Self::KEPT));
+        }
+        Ok(CommitRecord { waves })
+    }
+
+    /// The waves, newest first.
+    pub fn waves(&self) -> &[u64] {
+        &self.waves
+    }
+
+    /// The newest committed wave.
+    pub fn newest(&self) -> Option<u64> {
+        self.waves.first().copied()
+    }
+
+    /// The record once `wave` is the newest committed wave: it, and the
+    /// newest older wave this record keeps (the waves newer than `wave`,
+    /// which a restore could not use, are dropped).
+    pub fn with_newest(&self, wave: u64) -> CommitRecord {
         let mut waves = vec![wave];
-        waves.extend(self.committed()?.into_iter().filter(|&w| w < wave).take(1));
-        let text = format!("{COMMIT_PREFIX} {}\n", waves.iter().map(u64::to_string).collect::<Vec<_>>().join(" "));
-        write_durably(&self.dir.join(COMMIT_FILE), text.as_bytes())?;
-        Ok(waves)
+        waves.extend(self.waves.iter().copied().filter(|&w| w < wave).take(Self::KEPT - 1));
+        CommitRecord { waves }
+    }
+
+    /// The record's text.
+    pub fn to_text(&self) -> String {
+        let mut text = COMMIT_PREFIX.to_owned();
+        self.waves.iter().for_each(|w| text.push_str(&format!(" {w}")));
+        text.push('\n');
+        text
+    }
+
+    /// Parses a record's text; what was expected if it is not one.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<CommitRecord, String> {
+        let shown = || String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
+        let expected = |why: String| format!("\"{COMMIT_PREFIX} N [M]\" ({why}), found {:?}", shown());
+        let text = std::str::from_utf8(bytes).map_err(|_| expected("UTF-8 text".into()))?;
+        let numbers = text.trim().strip_prefix(COMMIT_PREFIX).ok_or_else(|| expected("its first words".into()))?;
+        let waves = numbers
+            .split_whitespace()
+            .map(|w| w.parse::<u64>().map_err(|_| expected(format!("{w:?} is no wave number"))))
+            .collect::<std::result::Result<Vec<u64>, String>>()?;
+        CommitRecord::new(waves).map_err(expected)
     }
 }
 
@@ -231,4 +360,63 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     fs::rename(&partial, path).map_err(disk(path))?;
     File::open(dir).and_then(|d| d.sync_all()).map_err(disk(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> impl Strategy<Value = CommitRecord> {
+        prop::collection::btree_set(1u64.., 0..=CommitRecord::KEPT)
+            .prop_map(|waves| CommitRecord::new(waves.into_iter().rev().collect()).unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn records_read_back_as_written(record in record()) {
+            prop_assert_eq!(CommitRecord::parse(record.to_text().as_bytes()), Ok(record));
+        }
+
+        /// Whatever the bytes, parsing says what it expected or gives a
+        /// record that keeps the rules (at most two waves, newest first).
+        #[test]
+        fn any_bytes_parse_to_a_valid_record_or_a_reason(bytes in prop::collection::vec(any::<u8>(), 0..80)) {
+            match CommitRecord::parse(&bytes) {
+                Ok(record) => prop_assert_eq!(CommitRecord::new(record.waves().to_vec()), Ok(record)),
+                Err(expected) => prop_assert!(expected.contains("grappe committed waves: N [M]"), "{}", expected),
+            }
+        }
+
+        /// A commit keeps the new wave and the newest older one; waves
+        /// newer than it (which a restore could not use) are dropped.
+        #[test]
+        fn a_new_wave_keeps_the_newest_older_one(record in record(), wave in 1u64..) {
+            let next = record.with_newest(wave);
+            let older = record.waves().iter().copied().find(|&w| w < wave);
+            prop_assert_eq!(next.waves(), &std::iter::once(wave).chain(older).collect::<Vec<_>>()[..]);
+        }
+    }
+
+    #[test]
+    fn malformed_records_are_refused_with_what_was_found() {
+        for bad in
+            ["grappe committed waves: seven", "grappe committed waves: 3 5", "grappe committed waves: 4 3 2", "x"]
+        {
+            let err = CommitRecord::parse(bad.as_bytes()).unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
+        }
+        assert_eq!(CommitRecord::parse(b"grappe committed waves:\n"), Ok(CommitRecord::default()));
+    }
+
+    #[test]
+    fn images_carry_their_waves_tag_and_damage_is_caught() {
+        let image = encode(7, 2, 4, 0xabcd, b"state");
+        let path = Path::new("img");
+        assert_eq!(decode(&image, 7, 2, 4, path).unwrap(), Decoded { tag: 0xabcd, state: b"state" });
+        assert!(decode(&image, 8, 2, 4, path).is_err(), "another wave");
+        let mut flipped = image.clone();
+        flipped[HEADER + 1] ^= 1;
+        assert!(decode(&flipped, 7, 2, 4, path).unwrap_err().to_string().contains("checksum"));
+    }
 }

@@ -90,7 +90,7 @@ impl Shared {
         let peer = stream.peer_addr().map_or_else(|_| "a client".to_owned(), |a| a.to_string());
         let _ = stream.set_nodelay(true);
         let _ = stream.set_read_timeout(Some(self.config.idle_timeout));
-        let mut conn = Conn::new(stream, format!("client {peer}"));
+        let mut conn = Conn::new(stream, format!("client {peer}")).with_timeout(self.config.idle_timeout);
         let admitted = self.clients.fetch_add(1, Ordering::AcqRel) < self.config.max_clients;
         let outcome = if admitted {
             self.session(&mut conn)
@@ -116,6 +116,13 @@ impl Shared {
                         eprintln!("grappe checkpoint-server: job {job} wave {wave} committed");
                     }
                     reply(conn, done)?;
+                }
+                Request::Keep { waves } => {
+                    let kept = self.store.keep(&job, &waves);
+                    if kept.is_ok() {
+                        eprintln!("grappe checkpoint-server: job {job} keeps waves {waves:?}");
+                    }
+                    reply(conn, kept)?;
                 }
                 Request::Waves => match self.store.waves(&job) {
                     Ok(waves) => {

@@ -9,7 +9,10 @@
 //! | `GRAPPE_FT_SERVERS` | checkpoint servers, `host:port,...`; rank r uses server r mod count | none |
 //! | `GRAPPE_FT_NAME` | the job's name on the servers | `grappe-` + a hash of the directory |
 //! | `GRAPPE_CKPT_SECRET` | the secret the servers require | (needed with servers) |
+//! | `GRAPPE_FT_SERVER_TIMEOUT_MS` | how long a rank waits for a server (to connect, and for each read or write) before that wave fails | 30000 |
+//! | `GRAPPE_FT_HOLD` | a file: the job does not end before it exists (its ranks wait at a last point, where waves go on); for fault-injection tests, which must land their kills before the job ends | none |
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,36 +40,59 @@ pub struct FtSettings {
     pub servers: Vec<String>,
     pub name: String,
     pub secret: Vec<u8>,
+    /// How long to wait for a server, per step.
+    pub server_timeout: Duration,
+    /// The file whose existence lets the job end.
+    pub hold: Option<PathBuf>,
 }
 
 impl FtSettings {
     /// `None` when `GRAPPE_FT_DIR` is unset (no checkpoints).
     pub fn from_env() -> Result<Option<FtSettings>> {
-        let Some(dir) = std::env::var_os("GRAPPE_FT_DIR").filter(|d| !d.is_empty()) else { return Ok(None) };
+        FtSettings::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// The same from the variables `var` gives: what a job's ranks will
+    /// read, for a launcher to check before it starts them.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Option<FtSettings>> {
+        let text = |name: &str| var(name).map(|v| v.to_string_lossy().into_owned());
+        let Some(dir) = var("GRAPPE_FT_DIR").filter(|d| !d.is_empty()) else { return Ok(None) };
         let dir = PathBuf::from(dir);
-        let interval = match std::env::var("GRAPPE_FT_INTERVAL_MS") {
-            Err(_) => Some(Duration::from_secs(60)),
-            Ok(v) => match v.trim().parse::<u64>() {
+        let interval = match text("GRAPPE_FT_INTERVAL_MS") {
+            None => Some(Duration::from_secs(60)),
+            Some(v) => match v.trim().parse::<u64>() {
                 Ok(0) => None,
                 Ok(ms) => Some(Duration::from_millis(ms)),
                 Err(_) => return Err(FtError::Settings(format!("GRAPPE_FT_INTERVAL_MS={v:?} is not milliseconds"))),
             },
         };
-        let protocol = match std::env::var("GRAPPE_FT_PROTOCOL").as_deref() {
-            Err(_) | Ok("pcl") => Protocol::Pcl,
-            Ok("vcl") => Protocol::Vcl,
-            Ok(other) => return Err(FtError::Settings(format!("GRAPPE_FT_PROTOCOL={other:?}: expected pcl or vcl"))),
+        let protocol = match text("GRAPPE_FT_PROTOCOL").as_deref() {
+            None | Some("pcl") => Protocol::Pcl,
+            Some("vcl") => Protocol::Vcl,
+            Some(other) => return Err(FtError::Settings(format!("GRAPPE_FT_PROTOCOL={other:?}: expected pcl or vcl"))),
         };
-        let servers: Vec<String> = std::env::var("GRAPPE_FT_SERVERS")
+        let servers: Vec<String> = text("GRAPPE_FT_SERVERS")
             .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
             .unwrap_or_default();
-        let secret = std::env::var("GRAPPE_CKPT_SECRET").map(String::into_bytes).unwrap_or_default();
+        let secret = text("GRAPPE_CKPT_SECRET").map(String::into_bytes).unwrap_or_default();
         if !servers.is_empty() && secret.is_empty() {
             return Err(FtError::Settings("GRAPPE_FT_SERVERS is set but GRAPPE_CKPT_SECRET is not".into()));
         }
-        let name = std::env::var("GRAPPE_FT_NAME").unwrap_or_else(|_| default_name(&dir));
+        let name = text("GRAPPE_FT_NAME").unwrap_or_else(|| default_name(&dir));
         crate::wire::check_job(&name).map_err(|e| FtError::Settings(format!("GRAPPE_FT_NAME: {e}")))?;
-        Ok(Some(FtSettings { dir, interval, protocol, servers, name, secret }))
+        let server_timeout = match text("GRAPPE_FT_SERVER_TIMEOUT_MS") {
+            None => crate::client::DEFAULT_TIMEOUT,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(ms) if ms > 0 => Duration::from_millis(ms),
+                _ => {
+                    return Err(FtError::Settings(format!(
+                        "GRAPPE_FT_SERVER_TIMEOUT_MS={v:?}: expected milliseconds above 0"
+                    )));
+                }
+            },
+        };
+        let hold = var("GRAPPE_FT_HOLD").filter(|h| !h.is_empty()).map(PathBuf::from);
+        Ok(Some(FtSettings { dir, interval, protocol, servers, name, secret, server_timeout, hold }))
     }
 
     /// The server of a rank.
@@ -75,9 +101,10 @@ impl FtSettings {
     }
 }
 
-/// A name that stays the same across restarts of a job (the same
-/// directory) and differs between jobs.
-fn default_name(dir: &std::path::Path) -> String {
+/// The job's name on the servers when `GRAPPE_FT_NAME` does not give
+/// one: it stays the same across restarts of a job (the same directory)
+/// and differs between jobs.
+pub fn default_name(dir: &std::path::Path) -> String {
     let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     format!("grappe-{:08x}", crc32fast::hash(absolute.as_os_str().as_encoded_bytes()))
 }

@@ -13,9 +13,14 @@
 //! image survives a crash of the server. Reading checks the size and the
 //! checksum as the bytes go out.
 //!
-//! Retention (MPICH-V keeps one or two waves): when the first image of
-//! wave n arrives, every older wave is deleted except the newest committed
-//! one, so that a failure during wave n still finds the last complete wave.
+//! Retention follows the job's commit record, which the client sends
+//! (`keep`): the waves it names are kept (and marked committed), every
+//! other wave of the job is deleted. A committed wave is deleted only that
+//! way, so a server never drops a wave the record may still name, even
+//! across crashes of the job between its commit steps (`wave::commit`).
+//! Waves that never commit (a rank died, a server did not answer) go
+//! sooner: when the first image of wave n arrives, the uncommitted waves
+//! older than n are deleted.
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -85,11 +90,10 @@ impl Store {
         Ok(PartialImage { file, path, wave, rank })
     }
 
-    /// Deletes the waves older than `wave` except the newest committed.
+    /// Deletes the uncommitted waves older than `wave`: they never
+    /// completed, and a job never goes back to a wave it did not commit.
     fn retire_old_waves(&self, job: &str, wave: u64) -> Result<()> {
-        let listing = self.waves(job)?;
-        let keep = listing.iter().filter(|w| w.committed && w.wave < wave).map(|w| w.wave).max();
-        for old in listing.iter().filter(|w| w.wave < wave && Some(w.wave) != keep) {
+        for old in self.waves(job)?.iter().filter(|w| w.wave < wave && !w.committed) {
             let dir = self.wave_dir(job, old.wave);
             fs::remove_dir_all(&dir).map_err(|e| disk(&dir, e))?;
         }
@@ -103,10 +107,26 @@ impl Store {
         if !dir.is_dir() {
             return Err(FtError::Invalid(format!("job {job} has no wave {wave} here to commit")));
         }
-        let marker = dir.join(COMMITTED);
-        let file = File::create(&marker).map_err(|e| disk(&marker, e))?;
-        file.sync_all().map_err(|e| disk(&marker, e))?;
-        sync_dir(&dir)
+        mark_committed(&dir)
+    }
+
+    /// Keeps the waves of `keep` that are here, marked committed, and
+    /// deletes the job's other waves (the job's record names `keep`).
+    pub fn keep(&self, job: &str, keep: &[u64]) -> Result<()> {
+        check_job(job).map_err(FtError::Invalid)?;
+        let _guard = self.waves.lock();
+        for held in self.waves(job)? {
+            let dir = self.wave_dir(job, held.wave);
+            if !keep.contains(&held.wave) {
+                fs::remove_dir_all(&dir).map_err(|e| disk(&dir, e))?;
+            } else if !held.committed {
+                mark_committed(&dir)?;
+            }
+        }
+        sync_dir(&self.root.join(job)).or_else(|e| match &e {
+            FtError::Disk { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })
     }
 
     /// The waves of a job, oldest first.
@@ -260,6 +280,14 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(disk(dir, e)),
     }
+}
+
+/// Writes a wave's commit marker durably.
+fn mark_committed(wave_dir: &Path) -> Result<()> {
+    let marker = wave_dir.join(COMMITTED);
+    let file = File::create(&marker).map_err(|e| disk(&marker, e))?;
+    file.sync_all().map_err(|e| disk(&marker, e))?;
+    sync_dir(wave_dir)
 }
 
 /// Makes a directory's entries (a rename, a new file) durable.

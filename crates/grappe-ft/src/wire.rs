@@ -8,6 +8,7 @@
 //! client → server   'P' wave:u64 rank:u32  chunks trailer   → status
 //!                   'G' wave:u64 rank:u32                   → status [chunks trailer status]
 //!                   'C' wave:u64                            → status
+//!                   'K' count:u8 wave:u64*                  → status
 //!                   'W'                                     → status count:u32 (wave:u64 committed:u8 ranks:u32)*
 //! chunks:   (len:u32 bytes[len])* with 0 < len ≤ 1 MiB
 //! trailer:  0:u32 total:u64 crc32:u32
@@ -20,11 +21,17 @@
 //! reason; a trailer keeps one connection). A `G` answer ends with a second
 //! status: whether the stored checksum matched.
 //!
+//! `C` marks a wave committed on the server; `K` (keep) marks the waves
+//! listed committed and deletes every other wave of the job: the client's
+//! commit record decides what a server keeps (see `wave::commit`).
+//!
 //! Every read is bounded (chunk and text lengths are checked before any
 //! allocation), and a malformed stream is an error naming the connection
-//! and the byte offset.
+//! and the byte offset. A connection may be given a time limit per read and
+//! write: a peer that does not answer within it is [`FtError::Silent`].
 
 use std::io::{Read, Write};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -41,9 +48,11 @@ pub const MAC_LEN: usize = 32;
 pub const MAX_CHUNK: usize = 1 << 20;
 /// Longest text (job names, error messages).
 pub const MAX_TEXT: usize = 4096;
+/// Most waves a keep request lists.
+pub const MAX_KEPT: usize = 8;
 
 /// A request after the handshake.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
     /// Store the image that follows.
     Put { wave: u64, rank: u32 },
@@ -51,6 +60,8 @@ pub enum Request {
     Get { wave: u64, rank: u32 },
     /// Mark a wave complete on this server.
     Commit { wave: u64 },
+    /// Keep these waves (marked committed) and delete the job's others.
+    Keep { waves: Vec<u64> },
     /// List the waves held.
     Waves,
 }
@@ -82,12 +93,22 @@ pub struct Conn<S> {
     stream: S,
     name: String,
     offset: u64,
+    /// The limit the stream was given per read and write, if any.
+    timeout: Option<Duration>,
 }
 
 impl<S: Read + Write> Conn<S> {
     /// Wraps a stream; `name` says which connection in errors.
     pub fn new(stream: S, name: impl Into<String>) -> Self {
-        Conn { stream, name: name.into(), offset: 0 }
+        Conn { stream, name: name.into(), offset: 0, timeout: None }
+    }
+
+    /// Says that the stream gives up a read or write after `limit` (the
+    /// caller set it on the socket): such an error is then
+    /// [`FtError::Silent`].
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
     }
 
     /// The connection's name.
@@ -101,7 +122,11 @@ impl<S: Read + Write> Conn<S> {
     }
 
     fn net(&self, what: &str, source: std::io::Error) -> FtError {
-        FtError::Net { what: format!("{} ({what})", self.name), source }
+        let timed_out = matches!(source.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+        match self.timeout {
+            Some(after) if timed_out => FtError::Silent { peer: self.name.clone(), what: what.to_owned(), after },
+            _ => FtError::Net { what: format!("{} ({what})", self.name), source },
+        }
     }
 
     /// A protocol error at the current offset.
@@ -169,10 +194,17 @@ impl<S: Read + Write> Conn<S> {
             b'P' => Request::Put { wave: self.read_u64("wave")?, rank: self.read_u32("rank")? },
             b'G' => Request::Get { wave: self.read_u64("wave")?, rank: self.read_u32("rank")? },
             b'C' => Request::Commit { wave: self.read_u64("wave")? },
+            b'K' => {
+                let count = self.read_u8("count of waves kept")? as usize;
+                if count > MAX_KEPT {
+                    return Err(self.protocol(format!("at most {MAX_KEPT} waves kept, not {count}")));
+                }
+                Request::Keep { waves: (0..count).map(|_| self.read_u64("wave kept")).collect::<Result<_>>()? }
+            }
             b'W' => Request::Waves,
             other => {
                 self.offset -= 1;
-                return Err(self.protocol(format!("a request 'P', 'G', 'C' or 'W', found byte {other:#04x}")));
+                return Err(self.protocol(format!("a request 'P', 'G', 'C', 'K' or 'W', found byte {other:#04x}")));
             }
         }))
     }
@@ -242,6 +274,14 @@ impl<S: Read + Write> Conn<S> {
             Request::Commit { wave } => {
                 msg.push(b'C');
                 msg.extend_from_slice(&wave.to_le_bytes());
+            }
+            Request::Keep { waves } => {
+                if waves.len() > MAX_KEPT {
+                    return Err(FtError::Invalid(format!("at most {MAX_KEPT} waves can be kept, not {}", waves.len())));
+                }
+                msg.push(b'K');
+                msg.push(waves.len() as u8);
+                waves.iter().for_each(|w| msg.extend_from_slice(&w.to_le_bytes()));
             }
             Request::Waves => msg.push(b'W'),
         }

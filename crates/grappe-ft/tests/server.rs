@@ -118,7 +118,7 @@ fn a_corrupted_image_is_refused_on_read_and_no_file_is_left() {
 }
 
 #[test]
-fn the_newest_committed_wave_outlives_newer_uncommitted_ones() {
+fn committed_waves_stay_until_the_job_keeps_others_and_failed_waves_go() {
     let dir = scratch("retention");
     let addr = start(&dir);
     let mut c = client(&addr, "job");
@@ -127,14 +127,93 @@ fn the_newest_committed_wave_outlives_newer_uncommitted_ones() {
         c.commit(wave).unwrap();
     }
     c.put(3, 0, &mut &image(1000, 3)[..]).unwrap();
-    // Wave 3 started: wave 1 goes, wave 2 (the newest committed) stays.
-    assert_eq!(listing(&mut c), vec![(2, true, vec![0]), (3, false, vec![0])]);
-    // Wave 3 never completes (a rank died); the job restarts from wave 2
-    // and its next wave is 4: wave 2 must still be there after it starts.
+    // The server does not decide which committed wave the job still needs:
+    // the job's record may name both (a crash between its commit steps).
+    assert_eq!(listing(&mut c), vec![(1, true, vec![0]), (2, true, vec![0]), (3, false, vec![0])]);
+    // Wave 3 never completes (a rank died); the next wave to start drops
+    // it, never a committed one.
     c.put(4, 0, &mut &image(1000, 4)[..]).unwrap();
-    assert_eq!(listing(&mut c), vec![(2, true, vec![0]), (4, false, vec![0])]);
+    assert_eq!(listing(&mut c), vec![(1, true, vec![0]), (2, true, vec![0]), (4, false, vec![0])]);
+    // Wave 4 commits; the job's record is then (4, 2).
+    c.commit(4).unwrap();
+    c.keep(&[4, 2]).unwrap();
+    assert_eq!(listing(&mut c), vec![(2, true, vec![0]), (4, true, vec![0])]);
     assert_eq!(fetch(&mut c, 2, 0).unwrap(), image(1000, 2));
     assert!(c.commit(9).is_err(), "no wave 9 to commit");
+}
+
+#[test]
+fn keeping_marks_the_waves_committed_and_drops_every_other_even_newer_ones() {
+    let dir = scratch("keep");
+    let addr = start(&dir);
+    let mut c = client(&addr, "job");
+    for wave in [5, 6, 7] {
+        c.put(wave, 1, &mut &image(100, wave)[..]).unwrap();
+        c.commit(wave).unwrap();
+    }
+    c.put(8, 1, &mut &image(100, 8)[..]).unwrap();
+    // A restart chose wave 6 (wave 7 was committed here but the job
+    // crashed before its record said so; wave 8 never completed): 6 is
+    // kept, and 5, 7 and 8 go.
+    c.keep(&[6]).unwrap();
+    assert_eq!(listing(&mut c), vec![(6, true, vec![1])]);
+    // Keeping nothing (a fresh start) empties the job, and only this job.
+    client(&addr, "other").put(1, 0, &mut &image(10, 1)[..]).unwrap();
+    c.keep(&[]).unwrap();
+    assert_eq!(listing(&mut c), vec![]);
+    assert_eq!(listing(&mut client(&addr, "other")), vec![(1, false, vec![0])]);
+}
+
+/// A listener that takes connections and never says a word (a stopped
+/// server: the kernel still completes the handshakes).
+fn silent_listener() -> (String, std::net::TcpListener) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (listener.local_addr().unwrap().to_string(), listener)
+}
+
+#[test]
+fn a_server_that_does_not_answer_is_given_up_after_the_time_limit() {
+    let (addr, _listener) = silent_listener();
+    let limit = std::time::Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let err = CheckpointClient::connect_within(&addr, "job", SECRET, limit).err().expect("no greeting, no client");
+    assert!(
+        matches!(&err, FtError::Silent { peer, what, .. } if peer.contains(&addr) && what.contains("greeting")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("did not answer within 0.2 s"), "{err}");
+    // Bounded below by the limit; above, by a generous margin for a loaded
+    // machine (the point is that it returns at all).
+    let waited = started.elapsed();
+    assert!(waited >= limit && waited < std::time::Duration::from_secs(30), "{waited:?}");
+}
+
+#[test]
+fn a_server_that_stops_answering_after_the_handshake_fails_the_call_not_the_client() {
+    // A server that greets and authenticates, takes the request and the
+    // image, then never answers: the client's wait for the status ends.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut conn = grappe_ft::wire::Conn::new(stream, "fake server");
+        let nonce = [7u8; grappe_ft::wire::NONCE_LEN];
+        let mut hello = grappe_ft::wire::SERVER_MAGIC.to_vec();
+        hello.extend_from_slice(&nonce);
+        conn.send_raw(&hello).unwrap();
+        let _job = conn.read_text("job").unwrap();
+        for _ in 0..grappe_ft::wire::MAC_LEN {
+            conn.read_u8("proof").unwrap();
+        }
+        conn.send_status(Ok(())).unwrap();
+        let _request = conn.read_request().unwrap();
+        conn.recv_stream(&mut std::io::sink()).unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    });
+    let limit = std::time::Duration::from_millis(200);
+    let mut c = CheckpointClient::connect_within(&addr, "job", SECRET, limit).unwrap();
+    let err = c.put(1, 0, &mut &image(1000, 1)[..]).unwrap_err();
+    assert!(matches!(&err, FtError::Silent { what, .. } if what.contains("status")), "{err}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::io::{Cursor, Read, Write};
 
-use grappe_ft::wire::{Conn, MAX_CHUNK, Request};
+use grappe_ft::wire::{Conn, MAX_CHUNK, MAX_KEPT, Request};
 use proptest::prelude::*;
 
 /// Reads from what was written before.
@@ -46,6 +46,7 @@ fn request() -> impl Strategy<Value = Request> {
         (any::<u64>(), any::<u32>()).prop_map(|(wave, rank)| Request::Put { wave, rank }),
         (any::<u64>(), any::<u32>()).prop_map(|(wave, rank)| Request::Get { wave, rank }),
         any::<u64>().prop_map(|wave| Request::Commit { wave }),
+        prop::collection::vec(any::<u64>(), 0..=MAX_KEPT).prop_map(|waves| Request::Keep { waves }),
         Just(Request::Waves),
     ]
 }
@@ -86,11 +87,11 @@ proptest! {
     fn requests_round_trip(requests in prop::collection::vec(request(), 0..20)) {
         let mut w = writer();
         for r in &requests {
-            w.send_request(*r).unwrap();
+            w.send_request(r.clone()).unwrap();
         }
         let mut r = reader(w.get_ref().output.clone());
         for sent in &requests {
-            prop_assert_eq!(r.read_request().unwrap(), Some(*sent));
+            prop_assert_eq!(r.read_request().unwrap(), Some(sent.clone()));
         }
         prop_assert_eq!(r.read_request().unwrap(), None);
     }
@@ -114,6 +115,10 @@ fn oversized_fields_are_refused_before_any_allocation() {
     assert!(err.to_string().contains("a chunk of at most 1048576 bytes"), "{err}");
     let err = reader(vec![b'Z']).read_request().unwrap_err();
     assert!(err.to_string().contains("reader at byte 0: expected a request"), "{err}");
+    let err = reader(vec![b'K', MAX_KEPT as u8 + 1]).read_request().unwrap_err();
+    assert!(err.to_string().contains("at most 8 waves kept, not 9"), "{err}");
+    let too_many = Request::Keep { waves: vec![1; MAX_KEPT + 1] };
+    assert!(writer().send_request(too_many).is_err(), "a keep request longer than a server reads is refused");
     let err = reader(vec![0xff, 0xff]).read_text("job name").unwrap_err();
     assert!(err.to_string().contains("job name of at most 4096 bytes"), "{err}");
 }

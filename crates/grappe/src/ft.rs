@@ -31,6 +31,11 @@
 //!
 //! Without `GRAPPE_FT_DIR` (no `--checkpoint-dir`), points cost one
 //! comparison and nothing is saved.
+//!
+//! With `GRAPPE_FT_HOLD=FILE`, the ranks wait after `body` (taking waves of
+//! the final state) until FILE exists: fault-injection tests use it so
+//! that the job cannot end before their kills land. A job restarted from a
+//! wave taken there runs `body` again from its final state.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -57,6 +62,7 @@ where
             None => init(world),
         };
         body(world, &mut ft, &mut state).into_outcome()?;
+        ft.hold(&state).map_err(|e| e.to_string())?;
         ft.finish().map(|_| ()).map_err(|e| e.to_string())
     });
 }

@@ -10,8 +10,9 @@ use grappe_ft::{CheckpointServer, ServerConfig};
 const AFTER_HELP: &str = "\
 The secret is read from --secret-file, else from the GRAPPE_CKPT_SECRET environment variable;
 clients prove they hold it (HMAC challenge), it never crosses the network. Images are kept as
-DIR/<job>/wave-<n>/rank-<r>.img, each fsynced before it is acknowledged; when the first image of
-wave n arrives, older waves are deleted except the newest committed one.";
+DIR/<job>/wave-<n>/rank-<r>.img, each fsynced before it is acknowledged. A job tells the server
+which waves its commit record names (after each commit and restart): the job's other waves are
+deleted. Waves never committed are deleted when the first image of a newer wave arrives.";
 
 /// Stores and returns checkpoint images by (job, wave, rank).
 #[derive(Debug, Args)]

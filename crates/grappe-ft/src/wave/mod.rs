@@ -36,22 +36,32 @@
 //!   starts before that.
 //!
 //! Either way the image holds the state, then the channels' messages,
-//! which a restart puts back, in order, before anything else.
+//! which a restart puts back, in order, before anything else. How a wave
+//! is committed, step by step, is in `commit`; how a job restarts, in
+//! `restore`. Both hold whatever the crash: the commit record names only
+//! waves every rank stored, and an image is deleted only once the record
+//! no longer names its wave.
 
 use std::time::{Duration, Instant};
 
-use grappe_comm::{ANY_SOURCE, BitAnd, Communicator, Max};
+use grappe_comm::{ANY_SOURCE, Communicator, Max};
 use serde::Serialize;
 
+use crate::client::check_servers;
 use crate::error::{FtError, Result};
-use crate::local::{self, CheckpointDir};
+use crate::local::{self, CheckpointDir, CommitRecord};
 use crate::settings::{FtSettings, Protocol};
 
+mod commit;
 mod restore;
 mod storing;
+mod team;
+#[cfg(test)]
+mod tests;
 mod vcl;
 
-use storing::{SavedMessage, Stored, Storing, commit_on_servers};
+use storing::{SavedMessage, Stored, Storing};
+use team::Ranks;
 use vcl::Background;
 
 /// Tag of the markers on the protocol's communicator.
@@ -92,9 +102,21 @@ pub struct Checkpointer {
     next_agreement: u64,
     stride: u64,
     last_agreement: (Instant, u64),
-    /// The last wave started (numbers go on across restarts).
+    /// The last wave number used (numbers go on across restarts, past
+    /// every wave any file is left of).
     wave: u64,
-    committed: Vec<u64>,
+    /// The tag of the current wave (rank 0 draws one per wave): every
+    /// image of the wave carries it, so a restore never mixes images of two
+    /// waves that had the same number.
+    wave_tag: u32,
+    /// The commit record, the same on every rank.
+    record: CommitRecord,
+    /// The record and the numbering are set up (by `restore`, or at the
+    /// first agreement of a program that does not restore).
+    recovered: bool,
+    /// The servers that did not answer rank 0 at the start (empty on the
+    /// other ranks): the restore does not wait for them again.
+    silent_at_start: Vec<String>,
     last_wave_end: Instant,
     background: Option<Background>,
     /// The image buffer, kept from one wave to the next: a fresh one costs
@@ -118,6 +140,10 @@ impl Checkpointer {
     /// The same with explicit settings (`None`: points do nothing).
     pub fn with_settings(world: &Communicator, settings: Option<FtSettings>) -> Result<Checkpointer> {
         let ctl = world.dup_for_runtime().map_err(|source| FtError::Runtime { wave: 0, source })?;
+        let silent_at_start = match &settings {
+            Some(settings) => check_job_servers(&ctl, settings)?,
+            None => Vec::new(),
+        };
         let dir = settings.as_ref().map(|s| CheckpointDir::new(s.dir.clone()));
         let lock = match &dir {
             Some(dir) if world.rank() == 0 => {
@@ -138,7 +164,10 @@ impl Checkpointer {
             stride: 1,
             last_agreement: (now, 0),
             wave: 0,
-            committed: Vec::new(),
+            wave_tag: 0,
+            record: CommitRecord::default(),
+            recovered: false,
+            silent_at_start,
             last_wave_end: now,
             background: None,
             spare_image: Vec::new(),
@@ -172,6 +201,12 @@ impl Checkpointer {
     /// The agreement: the next stride, whether a wave starts here, and
     /// whether a background wave can be committed.
     fn agree<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        if !self.recovered {
+            let settings = self.settings.clone().expect("agreements only happen with settings");
+            let ranks = Ranks { ctl: &self.ctl, wave: 0 };
+            let recovery = restore::recover(&ranks, &settings, true, &self.silent_at_start)?;
+            self.recovered(recovery.record, recovery.last_wave);
+        }
         let settings = self.settings.as_ref().expect("agreements only happen with settings");
         let now = Instant::now();
         let (since, at) = self.last_agreement;
@@ -182,8 +217,9 @@ impl Checkpointer {
             && (settings.interval.is_some_and(|i| now.duration_since(self.last_wave_end) >= i)
                 || self.dir.as_ref().is_some_and(CheckpointDir::take_request));
         self.advance_background()?;
-        let mut agreed = [0u64; 3];
-        let mine = [u64::from(due), proposal, self.still_storing()];
+        let mut agreed = [0u64; 4];
+        let tag = if due { u64::from(new_tag()) } else { 0 };
+        let mine = [u64::from(due), proposal, self.still_storing(), tag];
         self.ctl.allreduce(&mine, &mut agreed, Max).map_err(|e| self.runtime(e))?;
         self.stats.agreements += 1;
         self.stride = agreed[1];
@@ -193,6 +229,7 @@ impl Checkpointer {
             self.settle_background()?;
         }
         if agreed[0] != 0 {
+            self.wave_tag = agreed[3] as u32;
             self.take_wave(state)?;
         }
         Ok(())
@@ -224,7 +261,7 @@ impl Checkpointer {
         let state_error = |e: bincode::Error| FtError::State { rank, wave, what: "saved", detail: e.to_string() };
         let size = bincode::serialized_size(state).map_err(state_error)? as usize;
         let mut image = std::mem::take(&mut self.spare_image);
-        local::start_image(&mut image, wave, rank as u32, self.ranks as u32, size);
+        local::start_image(&mut image, wave, rank as u32, self.ranks as u32, self.wave_tag, size);
         bincode::serialize_into(&mut image, state).map_err(state_error)?;
         Ok(image)
     }
@@ -237,6 +274,26 @@ impl Checkpointer {
             eprintln!("grappe: rank {}: checkpoint wave {}: {e}", self.rank, self.wave);
         }
         stored.outcome.is_ok()
+    }
+
+    /// The record and the last wave number a restore set up.
+    fn recovered(&mut self, record: CommitRecord, last_wave: u64) {
+        self.record = record;
+        self.wave = last_wave;
+        self.recovered = true;
+    }
+
+    /// Commits the current wave if every rank stored it (collective).
+    fn commit(&mut self, wave: u64, stored: bool) -> Result<()> {
+        let settings = self.settings.as_ref().expect("commits only happen with settings");
+        let committed = commit::commit_wave(&Ranks { ctl: &self.ctl, wave }, settings, &mut self.record, wave, stored)?;
+        if committed {
+            self.stats.committed += 1;
+            if std::env::var_os("GRAPPE_FT_VERBOSE").is_some() && self.rank == 0 {
+                eprintln!("grappe: checkpoint wave {wave} committed");
+            }
+        }
+        Ok(())
     }
 
     /// Rank 0 tells the scheduler the wave is over.
@@ -269,12 +326,7 @@ impl Checkpointer {
         self.append_channels(&mut image, &channels)?;
         let settings = self.settings.clone().expect("waves only happen with settings");
         let stored = self.keep_buffer(Storing { settings, rank: self.rank, wave, image }.run());
-        let mut all = [0u64];
-        self.ctl.allreduce(&[u64::from(stored)], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
-        if all[0] == 1 {
-            self.commit(wave)?;
-        }
-        Ok(())
+        self.commit(wave, stored)
     }
 
     /// Sends this wave's marker to every other rank and takes theirs:
@@ -320,32 +372,6 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// Every rank stored `wave`: rank 0 records it committed (locally, then
-    /// on the servers) and tells the others, who then drop older images.
-    fn commit(&mut self, wave: u64) -> Result<()> {
-        let settings = self.settings.as_ref().expect("commits only happen with settings");
-        let dir = self.dir.as_ref().expect("a directory with settings");
-        let mut done = [0u64];
-        if self.rank == 0 {
-            let recorded = dir.commit(wave).and_then(|_| commit_on_servers(settings, wave, self.ranks));
-            match &recorded {
-                Ok(()) => done[0] = 1,
-                Err(e) => eprintln!("grappe: checkpoint wave {wave} not committed: {e}"),
-            }
-        }
-        self.ctl.bcast(&mut done, 0).map_err(|e| self.runtime(e))?;
-        if done[0] == 1 {
-            self.committed.insert(0, wave);
-            self.committed.truncate(2);
-            self.stats.committed += 1;
-            dir.retain(self.rank, &self.committed);
-            if std::env::var_os("GRAPPE_FT_VERBOSE").is_some() && self.rank == 0 {
-                eprintln!("grappe: checkpoint wave {wave} committed");
-            }
-        }
-        Ok(())
-    }
-
     /// The end of the rank's work: a background wave is finished and
     /// settled (collective).
     pub fn finish(mut self) -> Result<FtStats> {
@@ -361,4 +387,67 @@ impl Checkpointer {
         }
         Ok(self.stats)
     }
+
+    /// With `GRAPPE_FT_HOLD=FILE`, waits at a last point until FILE exists
+    /// (checked by rank 0), taking waves meanwhile: a fault-injection test
+    /// can then land its kills before the job ends, however fast the
+    /// machine. Collective; nothing to do without the setting.
+    pub fn hold<S: Serialize>(&mut self, state: &S) -> Result<()> {
+        let Some(gate) = self.settings.as_ref().and_then(|s| s.hold.clone()) else { return Ok(()) };
+        loop {
+            self.point(state)?;
+            let open = self.rank == 0 && gate.exists();
+            let mut any = [0u64];
+            self.ctl.allreduce(&[u64::from(open)], &mut any, Max).map_err(|e| self.runtime(e))?;
+            if any[0] == 1 {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A wave's tag: random, never 0 (the tag of images older than tags).
+fn new_tag() -> u32 {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes).expect("the system's random source works");
+    u32::from_le_bytes(bytes).max(1)
+}
+
+/// Rank 0 connects to the job's servers as its waves will: a server that
+/// refuses the job (its secret, its name) stops it at once, on every rank,
+/// rather than letting it run unprotected; one that does not answer is
+/// said once (the waves are not committed until it does). The servers that
+/// did not answer, on rank 0.
+fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<Vec<String>> {
+    if settings.servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut silent = Vec::new();
+    let mut refused = [0u64];
+    let mut reason = String::new();
+    if ctl.rank() == 0 {
+        let check = check_servers(settings, ctl.size());
+        for (server, e) in &check.unreachable {
+            eprintln!(
+                "grappe: checkpoint server {server} cannot be reached ({e}): the job is unprotected until it answers \
+                 (its waves are not committed)"
+            );
+        }
+        silent = check.unreachable.into_iter().map(|(server, _)| server).collect();
+        if let Some((server, e)) = check.refused.first() {
+            refused[0] = 1;
+            reason = format!("checkpoint server {server} refused the job: {e}");
+        }
+    }
+    ctl.bcast(&mut refused[..], 0).map_err(|source| FtError::Runtime { wave: 0, source })?;
+    if refused[0] == 0 {
+        return Ok(silent);
+    }
+    if reason.is_empty() {
+        reason = "a checkpoint server refused the job (rank 0 says which)".into();
+    }
+    Err(FtError::Settings(format!(
+        "{reason}; not starting a job its servers would not protect (check GRAPPE_CKPT_SECRET and the server list)"
+    )))
 }

@@ -15,7 +15,6 @@
 
 use std::thread::JoinHandle;
 
-use grappe_comm::BitAnd;
 use serde::Serialize;
 
 use super::storing::{SavedMessage, Stored, Storing};
@@ -106,11 +105,7 @@ impl Checkpointer {
             Background::Refused { wave } => (wave, false),
             Background::Logging { .. } => unreachable!("settled only once every rank is done"),
         };
-        let mut all = [0u64];
-        self.ctl.allreduce(&[u64::from(mine)], &mut all, BitAnd).map_err(|e| self.runtime(e))?;
-        if all[0] == 1 {
-            self.commit(wave)?;
-        }
+        self.commit(wave, mine)?;
         self.wave_over();
         Ok(())
     }

@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use clap::{Args, ValueEnum};
 use grappe_ft::WaveScheduler;
-use grappe_ft::local::CheckpointDir;
+use grappe_ft::local::{CheckpointDir, RecordState};
 use grappe_launch::launcher::{JobFailure, JobOutcome};
 
 use crate::cmd::time::parse_duration;
@@ -38,6 +38,10 @@ pub struct CheckpointArgs {
     /// rank r uses server r mod count. Needs GRAPPE_CKPT_SECRET.
     #[arg(long, value_name = "LIST", requires = "checkpoint_dir")]
     checkpoint_servers: Option<String>,
+    /// How long a rank waits for a checkpoint server (to connect, and for
+    /// each read or write) before the wave fails and the job goes on.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, requires = "checkpoint_servers")]
+    checkpoint_server_timeout: Option<Duration>,
     /// Restarts allowed before giving up.
     #[arg(long, value_name = "N", default_value_t = 3, requires = "checkpoint_dir")]
     max_restarts: u32,
@@ -67,7 +71,28 @@ impl CheckpointArgs {
         if let Some(servers) = &self.checkpoint_servers {
             env.push(("GRAPPE_FT_SERVERS".into(), servers.into()));
         }
+        if let Some(limit) = self.checkpoint_server_timeout {
+            env.push(("GRAPPE_FT_SERVER_TIMEOUT_MS".into(), limit.as_millis().max(1).to_string().into()));
+        }
         env
+    }
+
+    /// Before the first launch: the checkpoint servers the ranks will use
+    /// (`--checkpoint-servers`, or GRAPPE_FT_SERVERS as under mpiexec)
+    /// must accept the job, or it would run unprotected. An error says
+    /// which server refused and why, or what setting the ranks would
+    /// refuse. A server that does not answer is no error here (rank 0 says
+    /// the job is unprotected until it does).
+    pub fn check_servers(&self, ranks: usize) -> anyhow::Result<()> {
+        let env = self.env();
+        let var =
+            |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or_else(|| std::env::var_os(name));
+        let Some(settings) = grappe_ft::FtSettings::from_vars(var)? else { return Ok(()) };
+        let check = grappe_ft::client::check_servers(&settings, ranks);
+        if let Some((server, e)) = check.refused.first() {
+            anyhow::bail!("checkpoint server {server} refused the job ({e}): not starting a job it would not protect");
+        }
+        Ok(())
     }
 
     /// The wave scheduler of the job, for as long as it is kept (across
@@ -94,10 +119,12 @@ impl CheckpointArgs {
             eprintln!("grappe: {} restarts done (--max-restarts): giving up", self.max_restarts);
             return false;
         }
-        let from = match CheckpointDir::new(dir.clone()).committed() {
-            Ok(waves) if !waves.is_empty() => format!("from checkpoint wave {}", waves[0]),
-            Ok(_) => "from the start (no wave committed yet)".to_owned(),
-            Err(e) => format!("from the start ({e})"),
+        // Which wave the ranks restore is theirs to say (rank 0 does): the
+        // newest committed one may not be readable by every rank.
+        let from = match CheckpointDir::new(dir.clone()).read_record() {
+            RecordState::Absent => "from the start (no wave committed yet)",
+            RecordState::Valid(record) if record.newest().is_none() => "from the start (no wave committed yet)",
+            _ => "from the newest committed wave every rank can restore",
         };
         eprintln!("grappe: restarting the job {from} (restart {} of {})", restarts_done + 1, self.max_restarts);
         true

@@ -95,6 +95,10 @@ pub fn execute(args: RunArgs) -> i32 {
         return 1;
     }
     let checkpoint = args.checkpoint.clone();
+    if let Err(e) = checkpoint.check_servers(args.ranks as usize) {
+        eprintln!("grappe: {}", super::describe(&e));
+        return 1;
+    }
     let spec = args.into_spec();
     let _scheduler = match checkpoint.scheduler() {
         Ok(scheduler) => scheduler,
