@@ -130,7 +130,7 @@ fn simulated_clocks_are_recovered_and_sba_dates_are_causal_where_sb_dates_are_no
     assert_eq!(extrapolated.messages, sba.messages, "matching does not depend on the dates");
 }
 
-/// The README's simulation with its jitter raised to 2 µs (an optimised
+/// The simulation of docs/settings.md (GRAPPE_TRACE_SIMULATE) with its jitter raised to 2 µs (an optimised
 /// build reads the clock twice in 10 ns, which 50 ns of jitter reverses;
 /// this unoptimised one takes longer between reads): jitter is read
 /// noise, so two dates of one rank read in a row may come out reversed,
