@@ -9,7 +9,7 @@
 //! * a **mailbox** per ordered pair of ranks ([`ring::Producer`] /
 //!   [`ring::Consumer`]) carries eager records and 8-byte short messages, and
 //!   its consumer side is the completion queue the receiver polls;
-//! * **registered regions** ([`put::Registered`] / [`put::RemoteRegion`])
+//! * **remote regions** ([`put::RemoteRegion`])
 //!   describe user buffers; [`put::Route::put`] and [`put::Route::get`] move
 //!   bytes with a single copy: `memcpy` inside a process, cross-memory attach
 //!   (`process_vm_writev` / `process_vm_readv`) between processes;

@@ -2,7 +2,7 @@
 //! them with a hard time limit, their output drained while they run (a
 //! chatty job must never block on a full pipe), and scratch directories
 //! that do not outlive their test; with feature `traces`, trace files of
-//! synthetic jobs whose every event is known ([`synthetic`]).
+//! synthetic jobs whose every event is known (module `synthetic`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -2,7 +2,7 @@
 //!
 //! * [`Recorder`]: per-rank recording on the hot path, a few stores into a
 //!   preallocated buffer, flushed to a local file (never the network);
-//! * [`format`]: the compact self-describing file format;
+//! * [`format`](mod@format): the compact self-describing file format;
 //! * [`TraceFile`]: the streaming reader, with errors that name the file,
 //!   the offset and what was expected.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]

@@ -80,7 +80,7 @@ const MAX_RECORD: usize = 5 + 10 + 10 + 5 + 3 + 3 + 4 * 5 + 2 * 10;
 /// On the recording rank's path (policy `full` encodes every buffer):
 /// each record is written into a scratch record as long as the longest,
 /// then copied out at its length, its slots taken through the same
-/// [`LAYOUTS`] table the decoder walks (pushing a byte at a time cost 18
+/// `LAYOUTS` table the decoder walks (pushing a byte at a time cost 18
 /// ns/event, this about 10; zeroing room in the block for each record
 /// instead of the copy took 5% more instructions).
 pub fn encode_events(events: impl ExactSizeIterator<Item = Encoded>, out: &mut Vec<u8>) {
