@@ -3,8 +3,8 @@
 //! touched after its scope.
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::mpsc;
 use std::sync::Barrier;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use grappe::{Communicator, Error};
