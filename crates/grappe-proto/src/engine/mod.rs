@@ -575,7 +575,8 @@ impl Engine {
         Ok(moved)
     }
 
-    /// Fails with [`Error::PeerDied`] if a rank of another process died.
+    /// Fails with [`Error::PeerDied`](crate::Error::PeerDied) if a peer
+    /// failed or stopped, or if a rank of another process died.
     pub fn check_peers(&self) -> Result<()> {
         self.net.check_peers()
     }
