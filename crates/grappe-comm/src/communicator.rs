@@ -28,7 +28,7 @@ pub(crate) const FIRST_FREE_CTX: u32 = WORLD_CTX + CTX_STRIDE;
 /// belongs to its rank.
 #[derive(Clone)]
 pub struct Communicator {
-    inner: Rc<Inner>,
+    pub(crate) inner: Rc<Inner>,
 }
 
 pub(crate) struct Inner {
@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     /// members on this host and an arena was free when it was created).
     arena: Option<usize>,
     freed: Cell<bool>,
+    /// What the calls do with their errors.
+    pub errors: Cell<crate::ErrorHandler>,
 }
 
 /// "No arena" in the words exchanged when creating a communicator.
@@ -70,7 +72,8 @@ impl Communicator {
 
     fn new(rank_ctx: Rc<RankContext>, ctx: u32, rank: usize, group: Vec<usize>, arena: Option<usize>) -> Communicator {
         rank_ctx.used_ctx(ctx);
-        Communicator { inner: Rc::new(Inner { rank_ctx, ctx, rank, group, arena, freed: Cell::new(false) }) }
+        let errors = Cell::new(crate::ErrorHandler::default());
+        Communicator { inner: Rc::new(Inner { rank_ctx, ctx, rank, group, arena, freed: Cell::new(false), errors }) }
     }
 
     /// The arena of the communicator, if it has a shared-memory fast path.
@@ -145,7 +148,8 @@ impl Communicator {
     /// `MPI_Comm_dup`. Collective over this communicator.
     #[track_caller]
     pub fn dup(&self) -> Result<Communicator> {
-        self.dup_from(self.span())
+        let dup = self.dup_from(self.span());
+        self.handled("dup", dup)
     }
 
     /// [`dup`](Self::dup) for the runtime's own traffic (the checkpointer's
@@ -153,7 +157,8 @@ impl Communicator {
     /// site, so that profiles do not show a line of the runtime as the
     /// program's.
     pub fn dup_for_runtime(&self) -> Result<Communicator> {
-        self.dup_from(self.span_without_site())
+        let dup = self.dup_from(self.span_without_site());
+        self.handled("dup", dup)
     }
 
     fn dup_from(&self, span: crate::trace::Span) -> Result<Communicator> {
@@ -166,6 +171,7 @@ impl Communicator {
         let ctx = table.iter().map(|w| w[0] as u32).max().expect("a communicator has members");
         let arena = table[0][1];
         let new = Communicator::new(inner.rank_ctx.clone(), ctx, inner.rank, inner.group.clone(), arena_of(arena));
+        new.set_error_handler(self.error_handler());
         self.trace_comm_create(span, &new);
         Ok(new)
     }
@@ -176,6 +182,11 @@ impl Communicator {
     #[track_caller]
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
         let span = self.span();
+        let split = self.split_from(span, color, key);
+        self.handled("split", split)
+    }
+
+    fn split_from(&self, span: crate::trace::Span, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx();
         let mine = SplitEntry { color: color.map_or(u32::MAX, |c| c), key, next_ctx: next, arena: NO_ARENA };
@@ -191,6 +202,7 @@ impl Communicator {
         let rank = members.iter().position(|&(_, r)| r == inner.rank).expect("we are in our color");
         let arena = arena_of(entries[inner.rank].arena);
         let new = Communicator::new(inner.rank_ctx.clone(), ctx, rank, group, arena);
+        new.set_error_handler(self.error_handler());
         self.trace_comm_create(span, &new);
         Ok(Some(new))
     }

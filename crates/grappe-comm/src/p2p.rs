@@ -21,7 +21,7 @@ impl Communicator {
         let span = self.span();
         let sent = self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag);
         self.trace_sent(span, dest, tag, buf.bytes().len(), &sent);
-        sent
+        self.handled("send", sent)
     }
 
     /// Receives into `buf` a message from `src` with `tag` (either may be a
@@ -39,7 +39,7 @@ impl Communicator {
         let (src, tag) = (src.into(), tag.into());
         let done = self.recv_done(self.p2p_ctx(), buf.bytes_mut(), src, tag);
         self.trace_done(span, src, tag, &done);
-        check_elements(done?.status, elem)
+        self.handled("recv", done.and_then(|done| check_elements(done.status, elem)))
     }
 
     /// Sends `send` to `dest` and receives into `recv` from `src`, without
@@ -63,9 +63,11 @@ impl Communicator {
         let (ctx, bytes, src, recv_tag) = (self.p2p_ctx(), send.bytes(), src.into(), recv_tag.into());
         let halves = self.sendrecv_halves(ctx, bytes, dest, send_tag, recv.bytes_mut(), src, recv_tag);
         self.trace_sendrecv(span, dest, send_tag, bytes.len(), src, recv_tag, &halves);
-        let (sent, received) = halves?;
-        sent?;
-        check_elements(received?.status, elem)
+        let status = halves.and_then(|(sent, received)| {
+            sent?;
+            check_elements(received?.status, elem)
+        });
+        self.handled("sendrecv", status)
     }
 
     /// Sends a vector. To a thread rank of the same process the allocation
@@ -76,7 +78,7 @@ impl Communicator {
         let bytes = std::mem::size_of_val(&data[..]);
         let sent = self.send_owned(data, dest, tag);
         self.trace_sent(span, dest, tag, bytes, &sent);
-        sent
+        self.handled("send_vec", sent)
     }
 
     fn send_owned<T: Pod>(&self, data: Vec<T>, dest: usize, tag: i32) -> Result<()> {
@@ -95,19 +97,22 @@ impl Communicator {
         let span = self.span();
         let (src, tag) = (src.into(), tag.into());
         let received = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src, tag);
-        let (owned, status) = self.trace_owned(span, src, tag, received)?;
-        Ok((owned.into_vec()?, status))
+        let received = self.trace_owned(span, src, tag, received);
+        self.handled("recv_vec", received.and_then(|(owned, status)| Ok((owned.into_vec()?, status))))
     }
 
     /// Sends any serialisable value (bincode encoding).
     #[track_caller]
     pub fn send_obj<T: Serialize + ?Sized>(&self, value: &T, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
-        let bytes = bincode::serialize(value)
-            .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })?;
-        let sent = self.send_bytes(self.p2p_ctx(), &bytes, dest, tag);
-        self.trace_sent(span, dest, tag, bytes.len(), &sent);
-        sent
+        let sent = bincode::serialize(value)
+            .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })
+            .and_then(|bytes| {
+                let sent = self.send_bytes(self.p2p_ctx(), &bytes, dest, tag);
+                self.trace_sent(span, dest, tag, bytes.len(), &sent);
+                sent
+            });
+        self.handled("send_obj", sent)
     }
 
     /// Receives a value sent with [`send_obj`](Self::send_obj).
@@ -116,14 +121,16 @@ impl Communicator {
         let span = self.span();
         let (src, tag) = (src.into(), tag.into());
         let received = self.recv_owned(self.p2p_ctx(), 8, src, tag);
-        let (owned, status) = self.trace_owned(span, src, tag, received)?;
-        let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
-            source_rank: status.source,
-            bytes: status.bytes,
-            type_name: std::any::type_name::<T>(),
-            reason: e.to_string(),
-        })?;
-        Ok((value, status))
+        let value = self.trace_owned(span, src, tag, received).and_then(|(owned, status)| {
+            let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
+                source_rank: status.source,
+                bytes: status.bytes,
+                type_name: std::any::type_name::<T>(),
+                reason: e.to_string(),
+            })?;
+            Ok((value, status))
+        });
+        self.handled("recv_obj", value)
     }
 
     /// Waits for a matching message and returns its status without
@@ -132,11 +139,13 @@ impl Communicator {
     pub fn probe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let (src, tag) = self.check_recv(source, selector)?;
-        let inner = self.live()?;
-        let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag);
-        self.trace_probed(span, EventKind::Probe, source, selector, status.as_ref().map(|s| Some(*s)));
-        status
+        let status = self.check_recv(source, selector).and_then(|(src, tag)| {
+            let inner = self.live()?;
+            let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag);
+            self.trace_probed(span, EventKind::Probe, source, selector, status.as_ref().map(|s| Some(*s)));
+            status
+        });
+        self.handled("probe", status)
     }
 
     /// The status of a matching message that has arrived, if any.
@@ -144,11 +153,13 @@ impl Communicator {
     pub fn iprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Status>> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let (src, tag) = self.check_recv(source, selector)?;
-        let inner = self.live()?;
-        let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag);
-        self.trace_probed(span, EventKind::Iprobe, source, selector, status.as_ref().copied());
-        status
+        let status = self.check_recv(source, selector).and_then(|(src, tag)| {
+            let inner = self.live()?;
+            let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag);
+            self.trace_probed(span, EventKind::Iprobe, source, selector, status.as_ref().copied());
+            status
+        });
+        self.handled("iprobe", status)
     }
 
     // ---- byte-level paths, shared with the collectives ----

@@ -1,9 +1,43 @@
 //! What one rank owns: its protocol engine and its communicator bookkeeping.
 
 use std::cell::{Cell, RefCell, RefMut};
+use std::sync::Arc;
 
 use grappe_proto::Engine;
 use grappe_trace::{Recorder, TraceClock};
+
+/// How a rank ends its whole job, provided by the runtime that runs the
+/// ranks (`grappe::run` speaks to the process manager). Each method ends
+/// the rank with [`RankContext::leave`] (marked failed, trace finished).
+pub trait JobControl: Send + Sync {
+    /// Ends the whole job with exit status `code` (an abort, or a fatal
+    /// error that is this rank's own): says so in one line, `message`,
+    /// then asks the process manager to stop every process with `code`.
+    fn abort(&self, ctx: &RankContext, rank: usize, code: i32, message: &str) -> !;
+
+    /// Ends the rank's process because of a fatal error that followed
+    /// another failure of the job (a peer died, the job is being stopped):
+    /// the rank stopped, it is not the cause, and the process manager
+    /// should hear of the cause first. `message` says what the rank met.
+    fn stop(&self, ctx: &RankContext, rank: usize, message: &str) -> !;
+}
+
+/// Without a runtime to ask: the process ends with the code.
+struct ExitProcess;
+
+impl JobControl for ExitProcess {
+    fn abort(&self, ctx: &RankContext, _rank: usize, code: i32, message: &str) -> ! {
+        eprintln!("grappe: {message}");
+        ctx.leave();
+        std::process::exit(code)
+    }
+
+    fn stop(&self, ctx: &RankContext, rank: usize, message: &str) -> ! {
+        eprintln!("grappe: rank {rank} stopped: {message}");
+        ctx.leave();
+        std::process::exit(1)
+    }
+}
 
 /// The per-rank state shared by all communicators of the rank.
 ///
@@ -22,13 +56,22 @@ pub struct RankContext {
     /// The recorder's clock, readable without a borrow: a call's start
     /// date costs the read alone.
     clock: Cell<TraceClock>,
+    /// How to end the job from this rank.
+    job: Arc<dyn JobControl>,
 }
 
 impl RankContext {
     /// Wraps a connected engine; it records nothing until
-    /// [`Self::install_recorder`].
+    /// [`Self::install_recorder`]. Ending the job from it ends this
+    /// process (see [`Self::with_job_control`]).
     pub fn new(engine: Engine) -> RankContext {
+        RankContext::with_job_control(engine, Arc::new(ExitProcess))
+    }
+
+    /// Wraps a connected engine of a job that `job` ends.
+    pub fn with_job_control(engine: Engine, job: Arc<dyn JobControl>) -> RankContext {
         RankContext {
+            job,
             engine: RefCell::new(engine),
             next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
             tracing: Cell::new(false),
@@ -82,6 +125,35 @@ impl RankContext {
     #[inline]
     pub fn engine(&self) -> RefMut<'_, Engine> {
         self.engine.borrow_mut()
+    }
+
+    /// The engine, unless a call of this rank is using it (a user
+    /// operation of a reduction runs inside one).
+    pub(crate) fn engine_if_free(&self) -> Option<RefMut<'_, Engine>> {
+        self.engine.try_borrow_mut().ok()
+    }
+
+    /// How to end the job from this rank.
+    pub(crate) fn job(&self) -> &dyn JobControl {
+        &*self.job
+    }
+
+    /// For a rank about to end the job: finishes its trace, if it records
+    /// one, and marks it failed (see [`Engine::mark_failed`]). Either is
+    /// skipped if the rank is in the middle of using it (a user operation
+    /// of a reduction that aborts): the job ends all the same.
+    pub fn leave(&self) -> grappe_proto::Failure {
+        self.tracing.set(false);
+        if let Some(mut recorder) = self.recorder.try_borrow_mut().ok().and_then(|mut r| r.take()) {
+            let rank = recorder.rank();
+            if let Err(e) = recorder.finish() {
+                eprintln!("grappe: rank {rank}: cannot complete its trace: {e}");
+            }
+        }
+        match self.engine_if_free() {
+            Some(mut engine) => engine.mark_failed(),
+            None => grappe_proto::Failure::First,
+        }
     }
 
     pub(crate) fn next_ctx(&self) -> u32 {

@@ -4,7 +4,8 @@
 //! forgotten (`mem::forget`) while the runtime still writes into the
 //! buffer, so requests live in a [`Scope`], like threads in
 //! `std::thread::scope`: buffers are borrowed for the whole scope, and the
-//! scope waits for every request still pending when its closure returns.
+//! scope waits for every request still pending when its closure returns,
+//! or, if the closure failed, gives them up (see [`Communicator::scope`]).
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -12,18 +13,43 @@ use std::rc::Rc;
 
 use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
 
+use crate::errors::{fatal, handled_by};
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
 use crate::trace::{Span, Traced, delivered, failed_call, trace_completion, trace_failed_completion, traced_span};
-use crate::{Buffer, BufferMut, Communicator, RankContext};
+use crate::{Buffer, BufferMut, Communicator, ErrorHandler, RankContext};
 use grappe_trace::EventKind;
 
 /// Requests started inside [`Communicator::scope`].
 pub struct Scope<'scope, 'env: 'scope> {
     rank_ctx: Rc<RankContext>,
     pending: RefCell<Vec<RequestId>>,
+    /// The error handler of the communicator that opened the scope, for
+    /// a failure of a request it waits for at its end.
+    errors: ErrorHandler,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// What the closure of a [`Communicator::scope`] returns: `()`, or a
+/// `Result` whose `Err` says that the closure failed. A closure that
+/// fails (or panics) makes its scope give up the requests it left
+/// pending rather than wait for them.
+pub trait ScopeResult {
+    /// True if the closure failed.
+    fn failed(&self) -> bool;
+}
+
+impl ScopeResult for () {
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+impl<T, E> ScopeResult for std::result::Result<T, E> {
+    fn failed(&self) -> bool {
+        self.is_err()
+    }
 }
 
 /// A pending send or receive. Wait for it, test it, or let the scope wait.
@@ -33,6 +59,8 @@ pub struct Request<'scope> {
     pending: &'scope RefCell<Vec<RequestId>>,
     state: State,
     elem: usize,
+    /// The error handler of the communicator the request was started on.
+    errors: ErrorHandler,
     /// Set when the rank records a trace.
     traced: Option<Box<Traced>>,
 }
@@ -40,64 +68,63 @@ pub struct Request<'scope> {
 enum State {
     Pending(RequestId),
     Done(Status),
-    /// Completed, its message longer than the buffer: the wait or test
-    /// reports it, as MPI's do.
-    Truncated(Truncation),
+    /// Completed, failed: every wait or test reports it (a receive whose
+    /// message was longer than its buffer, as MPI's do).
+    Failed(Error),
     Taken,
-}
-
-/// What [`Error::Truncated`] says, kept to be reported at each wait or test.
-#[derive(Clone, Copy)]
-struct Truncation {
-    source_rank: usize,
-    tag: i32,
-    message_bytes: usize,
-    buffer_bytes: usize,
-}
-
-impl Truncation {
-    fn of(error: &Error) -> Option<Truncation> {
-        match *error {
-            Error::Truncated { source_rank, tag, message_bytes, buffer_bytes } => {
-                Some(Truncation { source_rank, tag, message_bytes, buffer_bytes })
-            }
-            _ => None,
-        }
-    }
-
-    fn error(self) -> Error {
-        let Truncation { source_rank, tag, message_bytes, buffer_bytes } = self;
-        Error::Truncated { source_rank, tag, message_bytes, buffer_bytes }
-    }
 }
 
 impl Communicator {
     /// Runs `f` with a scope for non-blocking requests; when `f` returns,
     /// waits for the requests it left pending.
     ///
+    /// If `f` fails (returns an `Err`, or panics), the scope does not wait
+    /// for them, since their peers may never complete them (a receive that
+    /// no rank sends to, a send that no rank receives): it gives them up.
+    /// A receive not matched yet is cancelled; a transfer under way is
+    /// finished by this rank alone; a send still going out keeps going from
+    /// a copy; but a large send already offered to a receiver that has not
+    /// matched it cannot be taken back: the rank then gives up all its
+    /// memory, which marks it failed for its peers (they stop waiting for
+    /// it, and their receives of its messages fail with
+    /// [`Error::PeerDied`]). Either way no peer touches the scope's buffers
+    /// once it has returned, and the error or panic goes on.
+    ///
     /// # Panics
-    /// If a request left pending fails: its error would otherwise be lost.
+    /// If a request left pending by a closure that succeeded fails: its
+    /// error would otherwise be lost. The requests still pending then are
+    /// given up as above. (If this communicator's errors are fatal, the
+    /// job ends instead.)
     pub fn scope<'env, F, T>(&'env self, f: F) -> T
     where
         F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+        T: ScopeResult,
     {
         let scope = Scope {
             rank_ctx: self.rank_context().clone(),
             pending: RefCell::new(Vec::new()),
+            errors: self.error_handler(),
             _scope: PhantomData,
             _env: PhantomData,
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&scope)));
         let leftover = std::mem::take(&mut *scope.pending.borrow_mut());
+        let failed = result.as_ref().map_or(true, ScopeResult::failed);
         let mut engine = scope.rank_ctx.engine();
-        for id in leftover {
-            if let Err(e) = engine.wait(id) {
-                if result.is_ok() {
-                    panic!("a request left pending at the end of its scope failed: {e}");
-                }
-            }
-        }
+        let mut leftover = leftover.into_iter();
+        // A failed wait gives its own request up (see `Engine::wait`).
+        let error = match failed {
+            true => None,
+            false => leftover.by_ref().find_map(|id| engine.wait(id).err()),
+        };
+        leftover.for_each(|id| engine.abandon(id));
         drop(engine);
+        if let Some(e) = error {
+            if scope.errors == ErrorHandler::Fatal {
+                fatal(&scope.rank_ctx, self.world_rank_of(self.rank()).unwrap_or(0), "the end of a scope", &e);
+            }
+            panic!("a request left pending at the end of its scope failed: {e}");
+        }
         result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
@@ -111,16 +138,28 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'scope>> {
         let span = self.span();
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag);
+        self.handled("isend", request)
+    }
+
+    fn start_send<'scope>(
+        &self,
+        span: Span,
+        scope: &'scope Scope<'scope, '_>,
+        bytes: &'scope [u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
-        let bytes = buf.bytes();
-        // SAFETY: `buf` is borrowed for 'scope, and the scope waits for the
-        // request before 'scope ends.
+        // SAFETY: `bytes` is borrowed for 'scope, and the scope waits for
+        // the request, or gives it up (`Engine::abandon`), before 'scope
+        // ends.
         let started = unsafe {
             scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
         }?;
         let traced = self.trace_isend(span, dest, tag, bytes.len());
-        Ok(scope.track(Ok(started), 0, traced))
+        Ok(scope.track(Ok(started), 0, self.error_handler(), traced))
     }
 
     /// Starts receiving into `buf`; the buffer stays borrowed for the scope.
@@ -133,40 +172,53 @@ impl Communicator {
         tag: impl Into<Tag>,
     ) -> Result<Request<'scope>> {
         let span = self.span();
-        let (source, selector) = (src.into(), tag.into());
+        let elem = buf.elem_size();
+        let request = self.start_recv(span, scope, buf.bytes_mut(), elem, src.into(), tag.into());
+        self.handled("irecv", request)
+    }
+
+    fn start_recv<'scope>(
+        &self,
+        span: Span,
+        scope: &'scope Scope<'scope, '_>,
+        bytes: &'scope mut [u8],
+        elem: usize,
+        source: Source,
+        selector: Tag,
+    ) -> Result<Request<'scope>> {
         let (src, tag) = self.check_recv(source, selector)?;
         self.live()?;
-        let elem = buf.elem_size();
-        let bytes = buf.bytes_mut();
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
-        // SAFETY: as for `isend`.
+        // SAFETY: as for `start_send`.
         let started = match unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) } {
             Ok(started) => Ok(started),
             // A message already here and too long: the request is posted
             // and completes failed, so its wait reports it (and records it).
-            Err(e) => Err(Truncation::of(&e).ok_or(e)?),
+            Err(e @ Error::Truncated { .. }) => Err(e),
+            Err(e) => return Err(e),
         };
         let traced = self.trace_irecv(span, source, selector);
-        Ok(scope.track(started, elem, traced))
+        Ok(scope.track(started, elem, self.error_handler(), traced))
     }
 }
 
 impl<'scope> Scope<'scope, '_> {
     fn track(
         &'scope self,
-        started: std::result::Result<Started, Truncation>,
+        started: Result<Started>,
         elem: usize,
+        errors: ErrorHandler,
         traced: Option<Box<Traced>>,
     ) -> Request<'scope> {
         let state = match started {
-            Err(truncation) => State::Truncated(truncation),
+            Err(error) => State::Failed(error),
             Ok(Started::Done(done)) => State::Done(done.status),
             Ok(Started::Pending(id)) => {
                 self.pending.borrow_mut().push(id);
                 State::Pending(id)
             }
         };
-        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, traced }
+        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced }
     }
 }
 
@@ -177,12 +229,16 @@ impl Request<'_> {
         let span = self.span();
         let (status, arrived) = match std::mem::replace(&mut self.state, State::Taken) {
             State::Done(status) => (Ok(status), true),
-            State::Truncated(truncation) => (Err(truncation.error()), true),
+            State::Failed(error) => (Err(error), true),
             State::Pending(id) => {
+                // Waited for or given up below: the scope has no more to do.
                 self.forget(id);
                 match self.arrived_now(id) {
                     Ok(arrived) => (self.rank_ctx.engine().wait(id).map(|done| done.status), arrived),
-                    Err(e) => (Err(e), false),
+                    Err(e) => {
+                        self.rank_ctx.engine().abandon(id);
+                        (Err(e), false)
+                    }
                 }
             }
             State::Taken => unreachable!("a request is waited for once"),
@@ -195,7 +251,8 @@ impl Request<'_> {
                 (None, _) => {}
             }
         }
-        check_elements(status?, self.elem)
+        let status = status.and_then(|status| check_elements(status, self.elem));
+        handled_by(self.errors, self.rank_ctx, "wait", status)
     }
 
     #[track_caller]
@@ -207,23 +264,33 @@ impl Request<'_> {
     }
 
     /// The status if the request completed; `Ok(None)` if still pending.
+    /// A request that completed failed reports its error at every test
+    /// (and at its wait); an error of the engine itself (a dead peer)
+    /// leaves it pending.
     #[track_caller]
     pub fn test(&mut self) -> Result<Option<Status>> {
         let span = self.span();
-        let (status, arrived) = match self.state {
-            State::Done(status) => (Some(status), true),
-            State::Truncated(truncation) => return Err(self.trace_failed_test(span, truncation.error(), true)),
-            State::Pending(id) => {
+        let tested = self.test_at(span);
+        handled_by(self.errors, self.rank_ctx, "test", tested)
+    }
+
+    fn test_at(&mut self, span: Span) -> Result<Option<Status>> {
+        let (status, arrived) = match &self.state {
+            State::Done(status) => (Some(*status), true),
+            State::Failed(error) => return Err(self.trace_failed_test(span, error.repeat(), true)),
+            &State::Pending(id) => {
                 let arrived = match self.arrived_now(id) {
                     Ok(arrived) => arrived,
                     Err(e) => return Err(self.trace_failed_test(span, e, false)),
                 };
-                let done = match self.rank_ctx.engine().test(id) {
+                let tested = self.rank_ctx.engine().test(id);
+                let done = match tested {
                     Ok(done) => done,
                     Err(e) => {
-                        if let Some(truncation) = Truncation::of(&e) {
+                        if !self.rank_ctx.engine().knows(id) {
+                            // The request's own failure: it is over.
                             self.forget(id);
-                            self.state = State::Truncated(truncation);
+                            self.state = State::Failed(e.repeat());
                         }
                         return Err(self.trace_failed_test(span, e, arrived));
                     }
@@ -294,6 +361,7 @@ pub fn wait_all<'s>(requests: impl IntoIterator<Item = Request<'s>>) -> Result<V
 #[track_caller]
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
     let first = requests.first().ok_or_else(|| Error::BufferSize { op: "wait_any", detail: "no requests".into() })?;
+    let (errors, rank_ctx) = (first.errors, first.rank_ctx);
     let ids: Vec<RequestId> = requests
         .iter()
         .map(|r| match r.state {
@@ -303,8 +371,8 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
         .collect::<Option<Vec<_>>>()
         .unwrap_or_default();
     if ids.len() == requests.len() {
-        let rank_ctx = first.rank_ctx;
-        rank_ctx.engine().block_until(|engine| ids.iter().any(|id| engine.is_finished(*id)))?;
+        let waited = rank_ctx.engine().block_until(|engine| ids.iter().any(|id| engine.is_finished(*id)));
+        handled_by(errors, rank_ctx, "wait_any", waited)?;
     }
     let index = requests.iter().position(Request::is_finished).expect("a finished request");
     let status = requests.remove(index).wait()?;

@@ -236,7 +236,7 @@ impl Communicator {
             Err(e) if failed_call(e) => self.trace_collective(span, op, root, bytes, FAILED),
             Err(_) => {}
         }
-        result
+        self.handled(op.name(), result)
     }
 
     /// `failed`: [`FAILED`] or 0.

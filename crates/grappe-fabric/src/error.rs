@@ -62,3 +62,33 @@ fn segment_name(path: Option<&std::path::Path>) -> String {
         None => "anonymous shared memory".to_owned(),
     }
 }
+
+impl FabricError {
+    /// The same error again, for a failure reported more than once (a
+    /// request tested, then waited for): a system cause keeps its error
+    /// number, or its kind and text.
+    pub fn repeat(&self) -> FabricError {
+        match self {
+            FabricError::Segment { action, path, len, source } => {
+                FabricError::Segment { action, path: path.clone(), len: *len, source: io_again(source) }
+            }
+            FabricError::BadSegment { path, reason } => {
+                FabricError::BadSegment { path: path.clone(), reason: reason.clone() }
+            }
+            FabricError::BadParams(why) => FabricError::BadParams(why.clone()),
+            FabricError::CrossMemory { direction, pid, len, source } => {
+                FabricError::CrossMemory { direction, pid: *pid, len: *len, source: io_again(source) }
+            }
+            FabricError::OutOfRegion { offset, len, region_len } => {
+                FabricError::OutOfRegion { offset: *offset, len: *len, region_len: *region_len }
+            }
+        }
+    }
+}
+
+fn io_again(error: &std::io::Error) -> std::io::Error {
+    match error.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(error.kind(), error.to_string()),
+    }
+}

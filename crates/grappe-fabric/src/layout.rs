@@ -21,7 +21,7 @@ use crate::{CACHE_LINE, FabricError, ring};
 pub const RDV_SLOT_BYTES: usize = 128;
 
 const MAGIC: [u8; 8] = *b"GRAPPE01";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 4096;
 /// Refuse layouts beyond this: a typo in a setting, not a real job.
 const MAX_SEGMENT: usize = 64 << 30;
@@ -58,6 +58,11 @@ pub struct RankControl {
     /// [`PROBE_VALUE`]: peers read it once to check that cross-memory
     /// copies to this process are allowed.
     pub probe_addr: AtomicU64,
+    /// While the rank copies to or from another rank's memory (a
+    /// rendezvous), that rank's host-local index plus one; 0 otherwise. A
+    /// rank that gives up its requests waits until no peer names it here,
+    /// after which no peer touches its buffers again.
+    pub accessing: AtomicU32,
 }
 
 /// The rank has not finished joining.
@@ -66,8 +71,12 @@ pub const STATE_JOINING: u32 = 0;
 pub const STATE_RUNNING: u32 = 1;
 /// The rank called finalize.
 pub const STATE_FINALIZED: u32 = 2;
-/// The rank failed (panicked or aborted) and said so.
+/// The rank failed (panicked, returned an error, aborted) and said so,
+/// before any other failure of the job was visible to it.
 pub const STATE_FAILED: u32 = 3;
+/// The rank ended because another rank had failed (or the job was being
+/// stopped): a consequence, not a cause.
+pub const STATE_STOPPED: u32 = 4;
 /// The value behind every [`RankControl::probe_addr`].
 pub const PROBE_VALUE: u64 = 0x6772_6170_7065_2121;
 

@@ -156,6 +156,37 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The same error again, for a failure reported more than once (a
+    /// request whose test said it failed, waited for afterwards).
+    pub fn repeat(&self) -> Error {
+        match self {
+            Error::InvalidRank { rank, size } => Error::InvalidRank { rank: *rank, size: *size },
+            Error::InvalidTag { tag, max } => Error::InvalidTag { tag: *tag, max: *max },
+            &Error::Truncated { source_rank, tag, message_bytes, buffer_bytes } => {
+                Error::Truncated { source_rank, tag, message_bytes, buffer_bytes }
+            }
+            Error::TypeSizeMismatch { bytes, type_size } => {
+                Error::TypeSizeMismatch { bytes: *bytes, type_size: *type_size }
+            }
+            Error::BufferSize { op, detail } => Error::BufferSize { op, detail: detail.clone() },
+            Error::CommFreed => Error::CommFreed,
+            Error::Deserialize { source_rank, bytes, type_name, reason } => {
+                Error::Deserialize { source_rank: *source_rank, bytes: *bytes, type_name, reason: reason.clone() }
+            }
+            Error::Serialize { type_name, reason } => Error::Serialize { type_name, reason: reason.clone() },
+            Error::PeerDied { rank, pid, cause } => Error::PeerDied { rank: *rank, pid: *pid, cause: cause.clone() },
+            Error::Stopped { signal } => Error::Stopped { signal: *signal },
+            Error::Cancelled => Error::Cancelled,
+            Error::Corrupt { source_rank, detail } => {
+                Error::Corrupt { source_rank: *source_rank, detail: detail.clone() }
+            }
+            Error::Fabric(e) => Error::Fabric(e.repeat()),
+            Error::Bootstrap(why) => Error::Bootstrap(why.clone()),
+        }
+    }
+}
+
 /// Result of grappe operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -25,7 +25,7 @@ mod settings;
 pub mod stop;
 pub mod wire;
 
-pub use engine::{Engine, EngineStats, InTransit, announce};
+pub use engine::{Engine, EngineStats, Failure, InTransit, announce, mark_stopped};
 pub use error::{Error, ErrorClass, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};

@@ -86,11 +86,14 @@ impl Slot {
         })
     }
 
-    /// Either side: claim the next chunk still to copy.
+    /// Either side: claim the next chunk still to copy. Acquire-release:
+    /// a side that claims after the other has claimed a chunk sees what
+    /// the other published before (its `accessing` word), so that one
+    /// finishing a transfer alone knows whom to wait for.
     pub(crate) fn claim(&self) -> Option<Range<u64>> {
         let take = self.take.load(Ordering::Relaxed);
         let chunk = self.chunk.load(Ordering::Relaxed);
-        let index = self.next_chunk.fetch_add(1, Ordering::Relaxed);
+        let index = self.next_chunk.fetch_add(1, Ordering::AcqRel);
         let start = index.checked_mul(chunk)?;
         (start < take).then(|| start..(start + chunk).min(take))
     }

@@ -77,6 +77,14 @@ pub(crate) enum SendState {
     Staging {
         sent: usize,
     },
+    /// Offered, then given up by its poster before the receiver matched:
+    /// its buffer may be gone, and the receiver, which sees this rank no
+    /// longer running, refuses to copy. Kept until the receiver is done
+    /// with the slot (or the FIN that a copy finished just before arrives),
+    /// so that neither the slot nor the request's number is reused early.
+    Withdrawn {
+        slot: u32,
+    },
     Done,
     Failed(Error),
 }
@@ -128,6 +136,22 @@ pub(crate) struct Copying {
     pub take: usize,
     pub truncated_to: Option<usize>,
     pub data: Option<OwnedBytes>,
+}
+
+impl SendReq {
+    /// Makes the send independent of its poster's buffer: the bytes still
+    /// to go out are read from a copy the request owns from now on.
+    pub fn own_data(&mut self) {
+        if self.owned.is_some() {
+            return;
+        }
+        let mut copy = OwnedBytes::alloc(self.len, 1);
+        // SAFETY: the poster keeps `data` valid for `len` bytes until the
+        // request completes or is given up, which is happening now.
+        copy.as_mut_slice().copy_from_slice(unsafe { std::slice::from_raw_parts(self.data, self.len) });
+        self.data = copy.as_slice().as_ptr();
+        self.owned = Some(copy);
+    }
 }
 
 impl RecvReq {

@@ -3,10 +3,12 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use grappe_comm::{Communicator, RankContext};
-use grappe_proto::Engine;
+use grappe_comm::{Communicator, JobControl, RankContext};
+use grappe_launch::{Pmi, PmiKind};
+use grappe_proto::{Engine, Failure};
 use grappe_sched::run_workers;
 
 use crate::job::{Job, WorkerPlan};
@@ -38,8 +40,12 @@ impl<E: std::fmt::Display> RankResult for Result<(), E> {
 /// A rank that panics or returns an error ends the whole process with a
 /// message naming the rank (exit status 1); the launcher then stops the
 /// other processes. The process first lets its other ranks see the failure
-/// and finish their traces, for a second at most. Errors of start-up
-/// end it at once.
+/// and finish their traces, for a second at most. A rank whose error
+/// follows another rank's failure (a peer died, the job is being stopped)
+/// says that it stopped, not that it failed; and a process in which no
+/// rank failed first waits for the process manager to stop it (3 s at
+/// most) rather than exit before the process where the failure began, so
+/// that the launcher reports that one. Errors of start-up end it at once.
 pub fn run<F, R>(body: F)
 where
     F: Fn(&Communicator) -> R + Sync,
@@ -63,6 +69,18 @@ where
 /// their traces before it exits anyway.
 const FAILING_GRACE: Duration = Duration::from_secs(1);
 
+/// How long a process whose ranks only stopped after another rank's
+/// failure waits for the process manager to stop the job before it exits
+/// anyway. The process where the failure began exits within
+/// [`FAILING_GRACE`] of it; a launcher reports the first process that
+/// ends badly, which must be that one.
+const STOPPED_LINGER: Duration = Duration::from_secs(3);
+
+/// How long a rank that aborts the job waits for a PMI-1 process manager,
+/// told of the abort, to stop this process (it then exits with the
+/// abort's code) before it exits with the code itself.
+const ABORT_PATIENCE: Duration = Duration::from_secs(2);
+
 /// How long a traced process that received SIGTERM lets its ranks unwind
 /// out of their runtime calls (and write their traces) before it dies of
 /// the signal anyway: a rank computing outside the runtime never sees it.
@@ -83,12 +101,13 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: RankResult,
 {
-    let (job, mut pmi) = Job::from_environment().map_err(|e| Some(e.to_string()))?;
+    let (job, pmi) = Job::from_environment().map_err(|e| Some(e.to_string()))?;
     if job.trace.is_some() {
         stop_on_sigterm(&job);
     }
+    let end = Arc::new(JobEnd::new(pmi));
     let plan = job.worker_plan();
-    let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| run_rank(&job, rank, &plan, &body));
+    let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| run_rank(&job, &end, rank, &plan, &body));
     let mut handled = false;
     for outcome in outcomes {
         match outcome.result {
@@ -101,62 +120,172 @@ where
         }
     }
     if handled {
+        end.linger_if_stopped_only();
         return Err(None);
     }
-    pmi.finalize().map_err(|e| Some(format!("process manager: {e}")))?;
+    end.pmi().finalize().map_err(|e| Some(format!("process manager: {e}")))?;
     Ok(())
 }
 
 /// One rank from connection to finalize. A failure marks the rank failed,
 /// so that its peers stop waiting for it, and keeps its trace.
-fn run_rank<F, R>(job: &Job, rank: usize, plan: &[WorkerPlan], body: &F) -> Result<(), RankFailure>
+fn run_rank<F, R>(job: &Job, end: &Arc<JobEnd>, rank: usize, plan: &[WorkerPlan], body: &F) -> Result<(), RankFailure>
 where
     F: Fn(&Communicator) -> R + Sync,
     R: RankResult,
 {
-    let engine = Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait)
-        .map_err(|e| RankFailure::Start(e.to_string()))?;
-    let ctx = Rc::new(RankContext::new(engine));
+    let engine = match Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait) {
+        Ok(engine) => engine,
+        // A peer failed before this rank could start (its worker was busy
+        // with other ranks): it stops, for that failure.
+        Err(e @ grappe_proto::Error::PeerDied { .. }) => {
+            grappe_proto::mark_stopped(&job.host, job.locals[rank]);
+            end.report(rank, &Failure::After(e.to_string()), &e.to_string());
+            return Err(RankFailure::Handled);
+        }
+        Err(e) => return Err(RankFailure::Start(e.to_string())),
+    };
+    let ctx = Rc::new(RankContext::with_job_control(engine, end.clone()));
     let world = Communicator::world(ctx.clone());
     crate::tracing::start_recorder(job, rank, plan, &world).map_err(RankFailure::Start)?;
-    crate::tracing::begin(job, &world).map_err(|e| RankFailure::Start(format!("start of tracing: {e}")))?;
+    if let Err(e) = crate::tracing::begin(job, &world) {
+        return Err(end.fail(rank, &ctx, &format!("start of tracing: {e}")));
+    }
     let failure = match catch_unwind(AssertUnwindSafe(|| body(&world))) {
         Ok(result) => result.into_outcome().err(),
         Err(panic) => Some(panic_message(&panic)),
     };
     if let Some(message) = failure {
-        return Err(fail(rank, &ctx, &message));
+        return Err(end.fail(rank, &ctx, &message));
     }
-    finalize(job, &world, &ctx).map_err(|e| fail(rank, &ctx, &format!("finalize: {e}")))
+    finalize(job, &world, &ctx).map_err(|e| end.fail(rank, &ctx, &format!("finalize: {e}")))
 }
 
-/// Set by the first rank of this process that fails.
-static FAILING: AtomicBool = AtomicBool::new(false);
+/// How the ranks of this process end the job, or their process, when one
+/// fails or aborts; and the process manager, finalized at a clean end.
+struct JobEnd {
+    pmi: Mutex<Box<dyn Pmi>>,
+    /// A process manager stops the job when a process fails or aborts
+    /// (not a singleton).
+    managed: bool,
+    /// Set by the first rank of this process that fails or stops.
+    failing: AtomicBool,
+    /// Set when a rank of this process failed first (not after another
+    /// rank's failure), or aborted.
+    caused: AtomicBool,
+    /// When the process ends, once a rank failed.
+    deadline: OnceLock<Instant>,
+}
 
-/// The failure path of a rank: marked failed, reported if it is the
-/// process's first failure (the others follow from it) and the job is not
-/// being stopped anyway, its trace finished for the post-mortem. The
-/// process ends when its other ranks have ended too, or after
-/// [`FAILING_GRACE`].
-fn fail(rank: usize, ctx: &RankContext, message: &str) -> RankFailure {
-    ctx.engine().mark_failed();
-    let first = !FAILING.swap(true, Ordering::AcqRel);
-    if first && grappe_proto::stop::requested().is_none() {
-        eprintln!("grappe: rank {rank} failed: {message}");
+impl JobEnd {
+    fn new(pmi: Box<dyn Pmi>) -> JobEnd {
+        JobEnd {
+            managed: pmi.kind() != PmiKind::Singleton,
+            pmi: Mutex::new(pmi),
+            failing: AtomicBool::new(false),
+            caused: AtomicBool::new(false),
+            deadline: OnceLock::new(),
+        }
     }
-    if let Some(mut recorder) = ctx.take_recorder() {
-        let _ = recorder.finish();
+
+    fn pmi(&self) -> MutexGuard<'_, Box<dyn Pmi>> {
+        self.pmi.lock().unwrap_or_else(PoisonError::into_inner)
     }
-    if first {
-        let watchdog = std::thread::Builder::new().name("grappe-failing".into()).spawn(|| {
-            std::thread::sleep(FAILING_GRACE);
+
+    /// The failure path of a rank: marked failed (see
+    /// [`Engine::mark_failed`]), its trace finished for the post-mortem,
+    /// and reported.
+    fn fail(&self, rank: usize, ctx: &RankContext, message: &str) -> RankFailure {
+        let failure = ctx.engine().mark_failed();
+        if let Some(mut recorder) = ctx.take_recorder() {
+            let _ = recorder.finish();
+        }
+        self.report(rank, &failure, message);
+        RankFailure::Handled
+    }
+
+    /// Says why the process's first failing rank failed, or that it
+    /// stopped because of an earlier failure (unless the job is being
+    /// stopped anyway), and sees that the process ends: when its other
+    /// ranks have, or at a deadline (see [`FAILING_GRACE`] and
+    /// [`STOPPED_LINGER`]).
+    fn report(&self, rank: usize, failure: &Failure, message: &str) {
+        if *failure == Failure::First {
+            self.caused.store(true, Ordering::Release);
+        }
+        if self.failing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if grappe_proto::stop::requested().is_none() {
+            match failure {
+                Failure::First => eprintln!("grappe: rank {rank} failed: {message}"),
+                Failure::After(_) => eprintln!("grappe: rank {rank} stopped: {message}"),
+            }
+        }
+        let grace = match failure {
+            Failure::After(_) if self.lingers() => STOPPED_LINGER,
+            _ => FAILING_GRACE,
+        };
+        let deadline = *self.deadline.get_or_init(|| Instant::now() + grace);
+        let watchdog = std::thread::Builder::new().name("grappe-failing".into()).spawn(move || {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
             std::process::exit(1);
         });
         if watchdog.is_err() {
             std::process::exit(1);
         }
     }
-    RankFailure::Handled
+
+    /// Whether a process whose ranks only stopped should wait for the
+    /// process manager: there is one, and it is not stopping the job yet.
+    fn lingers(&self) -> bool {
+        self.managed && grappe_proto::stop::requested().is_none()
+    }
+
+    /// Called once every rank of the process has ended, some of them
+    /// badly: if none failed first, waits for the process manager to stop
+    /// the job (see [`STOPPED_LINGER`]).
+    fn linger_if_stopped_only(&self) {
+        if self.caused.load(Ordering::Acquire) || !self.lingers() {
+            return;
+        }
+        if let Some(deadline) = self.deadline.get() {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+impl JobControl for JobEnd {
+    fn abort(&self, ctx: &RankContext, _rank: usize, code: i32, message: &str) -> ! {
+        // Before the rank is marked failed: the other ranks of this
+        // process, which then fail too, say nothing more.
+        self.caused.store(true, Ordering::Release);
+        self.failing.store(true, Ordering::Release);
+        eprintln!("grappe: {message}");
+        ctx.leave();
+        // The line above says why; the launcher's own names the process
+        // and the code.
+        let mut pmi = self.pmi();
+        let told = pmi.abort(code, "").is_ok();
+        // A PMI-1 launcher (`grappe run`, hydra) stops every process, this
+        // one too, and exits with the abort's code: waiting for it makes
+        // `grappe run` name the abort rather than this process's exit.
+        // Slurm kills the step and reports each task's status: this one's
+        // had better be the code.
+        if told && pmi.kind() == PmiKind::Simple1 {
+            std::thread::sleep(ABORT_PATIENCE);
+        }
+        std::process::exit(code)
+    }
+
+    fn stop(&self, ctx: &RankContext, rank: usize, message: &str) -> ! {
+        self.report(rank, &Failure::After(message.to_owned()), message);
+        ctx.leave();
+        if let Some(deadline) = self.deadline.get() {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        }
+        std::process::exit(1)
+    }
 }
 
 /// Traced jobs: SIGTERM (the launcher stopping the job) makes every rank

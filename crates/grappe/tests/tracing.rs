@@ -138,7 +138,7 @@ fn receives_say_whether_their_message_had_arrived() {
             // Rank 1 sends tag 4 only once it has this call's tag 3.
             world.sendrecv(&one, 1, 3, &mut got, 1, 4).unwrap();
             world.probe(1, 5).unwrap(); // the rendezvous is announced
-            world.scope(|s| world.irecv(s, &mut large[..], 1, 5).unwrap().wait().unwrap());
+            world.scope(|s| world.irecv(s, &mut large[..], 1, 5).unwrap().wait().map(drop)).unwrap();
             // Tag 7 is sent before tag 8: once tag 8 is in, so is tag 7,
             // which the wait then finds there though it came after the irecv.
             let mut early = 0u32;

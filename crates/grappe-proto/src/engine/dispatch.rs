@@ -170,7 +170,11 @@ impl Book {
             .ok_or_else(|| corrupt(src, "short FIN".into()))?;
         match self.reqs.get_mut(key) {
             Some(Request::Send(send))
-                if send.dest == src && matches!(send.state, SendState::Offered { slot: Rts::NO_SLOT }) =>
+                if send.dest == src
+                    && matches!(
+                        send.state,
+                        SendState::Offered { slot: Rts::NO_SLOT } | SendState::Withdrawn { slot: Rts::NO_SLOT }
+                    ) =>
             {
                 send.state = SendState::Done;
                 self.offered.retain(|&k| k != key);

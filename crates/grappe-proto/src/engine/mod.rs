@@ -16,8 +16,9 @@ mod staging;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use grappe_fabric::layout::{STATE_FAILED, STATE_FINALIZED};
+use grappe_fabric::layout::{STATE_FAILED, STATE_FINALIZED, STATE_RUNNING, STATE_STOPPED};
 use grappe_fabric::ring::Consumer;
 use grappe_fabric::{Doorbell, HostMemory};
 use grappe_sched::{Backoff, Snooze, WaitSettings};
@@ -27,8 +28,8 @@ use crate::matching::{self, Unexpected};
 use crate::request::{RecvReq, RecvState, Request, SendState};
 use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
 
-pub use net::announce;
 pub(crate) use net::{Net, Peer};
+pub use net::{announce, mark_stopped};
 
 /// One rank's view of the job and its requests in flight.
 pub struct Engine {
@@ -41,6 +42,19 @@ pub struct Engine {
     /// Our worker's doorbell, inside `net.host` (kept alive by the Arc).
     bell: *const Doorbell,
     stats: EngineStats,
+    /// Set once the rank is marked failed: where its failure stands.
+    failure: Option<Failure>,
+}
+
+/// Where a rank's failure stands among the job's failures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// No other failure was visible to the rank: its failure is the job's
+    /// first (two ranks failing at once may both be first).
+    First,
+    /// Another rank had failed, or the job was being stopped, when the
+    /// rank failed: it stopped because of that, which this says.
+    After(String),
 }
 
 /// Counters of one engine, for diagnostics and tests.
@@ -99,6 +113,9 @@ pub(crate) struct Book {
     fins: Vec<(usize, u64)>,
     /// The channels' log of a non-blocking checkpoint wave, while open.
     log: Option<Box<channel_log::ChannelLog>>,
+    /// Requests their poster gave up ([`Engine::abandon`]) that still run
+    /// on memory of their own, until they end.
+    detached: Vec<usize>,
 }
 
 /// Destination of fragments of a staged message.
@@ -111,7 +128,10 @@ pub(crate) enum StagingTarget {
 impl Engine {
     /// Connects rank `me` to every rank of the job. `locals[w]` is the
     /// host-local index of world rank `w`. Every rank must have called
-    /// [`announce`] before anyone connects.
+    /// [`announce`] before anyone connects. A rank that has ended since
+    /// (a rank that starts late, its worker busy with other ranks, may find
+    /// one failed) makes the connection fail with
+    /// [`Error::PeerDied`](crate::Error::PeerDied).
     pub fn connect(
         host: Arc<HostMemory>,
         me: usize,
@@ -128,8 +148,7 @@ impl Engine {
             })
             .collect();
         let bell =
-            net.host.doorbell(net.host.control(locals[me]).bell.load(std::sync::atomic::Ordering::Acquire) as usize)
-                as *const Doorbell;
+            net.host.doorbell(net.host.control(locals[me]).bell.load(Ordering::Acquire) as usize) as *const Doorbell;
         let slots = net.host.params().rdv_slots as u32;
         let book = Book {
             reqs: Slab::new(),
@@ -144,8 +163,9 @@ impl Engine {
             retiring: Vec::new(),
             fins: Vec::new(),
             log: None,
+            detached: Vec::new(),
         };
-        Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default() })
+        Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default(), failure: None })
     }
 
     /// The engine's counters.
@@ -245,7 +265,20 @@ impl Engine {
     }
 
     /// Waits for a request and returns how it ended.
+    ///
+    /// If the wait itself fails before the request ends (a peer died, the
+    /// job is being stopped, a record was corrupt), the request is
+    /// abandoned ([`Engine::abandon`]): its buffer is free when this
+    /// returns, and the request no longer exists.
     pub fn wait(&mut self, id: RequestId) -> Result<Completion> {
+        let outcome = self.wait_for(id);
+        if outcome.is_err() && self.book.reqs.contains(id.0) {
+            self.abandon(id);
+        }
+        outcome
+    }
+
+    fn wait_for(&mut self, id: RequestId) -> Result<Completion> {
         if let Some(done) = self.book.take_finished(id.0) {
             return done;
         }
@@ -260,6 +293,97 @@ impl Engine {
             }
             self.snoozed(backoff.snooze())?;
         }
+    }
+
+    /// Gives up request `id` without waiting for its peer: on return,
+    /// neither this engine nor any peer reads or writes its buffer again,
+    /// and the request no longer exists for its poster. What the peer sees:
+    ///
+    /// - a receive that has not matched is cancelled; one whose message is
+    ///   being copied is finished by this rank alone (it copies what is
+    ///   left, then waits for the chunk the sender may be copying); one
+    ///   collecting fragments lets the rest of them go nowhere;
+    /// - a send not yet in the mailbox, or whose fragments are going out,
+    ///   is copied and still goes out; one whose receiver is copying it is
+    ///   finished by this rank alone;
+    /// - a send offered to a receiver that has not matched it yet cannot
+    ///   be taken back, since the receiver may read it at any time: the
+    ///   rank gives up all its memory at once, marking itself failed
+    ///   ([`Engine::mark_failed`]), so that its peers refuse to copy from
+    ///   it (their receives of it fail with [`Error::PeerDied`]).
+    ///
+    /// [`Error::PeerDied`]: crate::Error::PeerDied
+    pub fn abandon(&mut self, id: RequestId) {
+        let key = id.0;
+        if !self.book.reqs.contains(key) {
+            return;
+        }
+        if self.book.is_finished(key) {
+            self.book.reqs.remove(key);
+            return;
+        }
+        match &self.book.reqs[key] {
+            Request::Recv(_) => self.abandon_recv(key),
+            Request::Send(_) => self.abandon_send(key),
+        }
+    }
+
+    fn abandon_recv(&mut self, key: usize) {
+        let Request::Recv(recv) = &mut self.book.reqs[key] else { unreachable!("a receive") };
+        match recv.state {
+            RecvState::Posted => {
+                self.book.posted.retain(|&k| k != key);
+                self.book.reqs.remove(key);
+            }
+            RecvState::Copying(_) => {
+                self.finish_receive_alone(key);
+                self.book.reqs.remove(key);
+            }
+            RecvState::Staging { .. } => {
+                if let RecvTarget::Buffer { .. } = recv.target {
+                    // The remaining fragments are still read out of the
+                    // mailbox, into no buffer.
+                    recv.target = RecvTarget::Buffer { ptr: std::ptr::NonNull::dangling().as_ptr(), cap: 0 };
+                }
+                self.book.detached.push(key);
+            }
+            RecvState::Done { .. } | RecvState::Failed(_) => unreachable!("finished requests are removed"),
+        }
+    }
+
+    fn abandon_send(&mut self, key: usize) {
+        let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("a send") };
+        match send.state {
+            SendState::Queued | SendState::Staging { .. } => {
+                send.own_data();
+                self.book.detached.push(key);
+            }
+            SendState::Offered { slot } => {
+                if self.finish_send_alone(key) {
+                    self.book.reqs.remove(key);
+                    return;
+                }
+                self.withdraw();
+                if let Request::Send(send) = &mut self.book.reqs[key] {
+                    send.state = SendState::Withdrawn { slot };
+                }
+                self.book.detached.push(key);
+            }
+            SendState::Withdrawn { .. } | SendState::Done | SendState::Failed(_) => {
+                unreachable!("withdrawn sends are detached already, finished ones removed")
+            }
+        }
+    }
+
+    /// Gives up every buffer of this rank: marks it failed, after which
+    /// peers refuse to copy to or from its memory, then waits for the
+    /// copies already under way.
+    fn withdraw(&mut self) {
+        let control = self.net.host.control(self.net.me_local);
+        if control.state.load(Ordering::Acquire) == STATE_RUNNING {
+            self.mark_failed();
+        }
+        self.net.wait_for_accessors();
     }
 
     /// Completes the request if it is finished; `Ok(None)` otherwise.
@@ -277,6 +401,12 @@ impl Engine {
         let Some(src) = self.book.posted_source(id.0) else { return Ok(true) };
         self.dispatch_mailboxes(src)?;
         Ok(self.book.posted_source(id.0).is_none())
+    }
+
+    /// True while request `id` exists: posted, and neither completed by a
+    /// wait or test nor abandoned.
+    pub fn knows(&self, id: RequestId) -> bool {
+        self.book.reqs.contains(id.0)
     }
 
     /// True if the request is finished (without completing it).
@@ -420,6 +550,9 @@ impl Engine {
         {
             moved |= self.advance_rendezvous();
         }
+        if !self.book.detached.is_empty() {
+            self.book.reap_detached();
+        }
         Ok(moved)
     }
 
@@ -442,17 +575,19 @@ impl Engine {
         Ok(moved)
     }
 
-    /// Fails with [`Error::PeerDied`](crate::Error::PeerDied) if a rank of another process died.
+    /// Fails with [`Error::PeerDied`](crate::Error::PeerDied) if a peer
+    /// failed or stopped, or if a rank of another process died.
     pub fn check_peers(&self) -> Result<()> {
         self.net.check_peers()
     }
 
     /// Marks this rank finalized (peers stop watching it) and reports
-    /// messages that were sent to it but never received.
+    /// messages that were sent to it but never received. A rank marked
+    /// failed stays so.
     pub fn finalize(&mut self) -> Result<()> {
         self.progress()?;
         let control = self.net.host.control(self.net.me_local);
-        control.state.store(STATE_FINALIZED, std::sync::atomic::Ordering::Release);
+        let _ = control.state.compare_exchange(STATE_RUNNING, STATE_FINALIZED, Ordering::AcqRel, Ordering::Acquire);
         let leftover = self.book.unexpected.len();
         if leftover > 0 {
             eprintln!("grappe: warning: rank {} finalized with {leftover} message(s) never received", self.me);
@@ -460,14 +595,64 @@ impl Engine {
         Ok(())
     }
 
-    /// Marks this rank failed, so that peers stop waiting for it.
-    pub fn mark_failed(&self) {
+    /// Marks this rank failed, so that peers stop waiting for it and no
+    /// longer touch its memory, and says where its failure stands: the
+    /// job's first, or a consequence of an earlier failure (or of the job
+    /// being stopped), in which case the rank is marked stopped, and peers
+    /// that look for the cause of their own failure name the earlier one.
+    /// Marking again keeps the first verdict.
+    pub fn mark_failed(&mut self) -> Failure {
+        if let Some(failure) = &self.failure {
+            return failure.clone();
+        }
+        let failure = match self.net.check_peers() {
+            Ok(()) => Failure::First,
+            Err(earlier) => Failure::After(earlier.to_string()),
+        };
+        let state = match failure {
+            Failure::First => STATE_FAILED,
+            Failure::After(_) => STATE_STOPPED,
+        };
+        // Sequentially consistent: see `Net::touching`.
+        self.net.host.control(self.net.me_local).state.store(state, Ordering::SeqCst);
+        self.failure = Some(failure.clone());
+        failure
+    }
+}
+
+impl Drop for Engine {
+    /// Requests still in flight may be read or written by peers, in
+    /// buffers of their posters or of the engine itself: the rank gives
+    /// them all up before they go. They will never complete, so the rank
+    /// counts as failed for its peers even if it finalized, lest a peer
+    /// wait for one of them forever.
+    fn drop(&mut self) {
+        if self.book.reqs.is_empty() {
+            return;
+        }
         let control = self.net.host.control(self.net.me_local);
-        control.state.store(STATE_FAILED, std::sync::atomic::Ordering::Release);
+        if control.state.load(Ordering::Acquire) == STATE_FINALIZED {
+            control.state.store(STATE_RUNNING, Ordering::SeqCst);
+        }
+        self.withdraw();
     }
 }
 
 impl Book {
+    /// Drops the detached requests that have ended.
+    fn reap_detached(&mut self) {
+        let mut i = 0;
+        while i < self.detached.len() {
+            let key = self.detached[i];
+            if self.is_finished(key) {
+                self.reqs.remove(key);
+                self.detached.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Turns a request that finished on the spot into `Started::Done`.
     fn started(&mut self, id: RequestId) -> Result<Started> {
         match self.take_finished(id.0) {

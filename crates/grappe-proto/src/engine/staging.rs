@@ -126,9 +126,11 @@ impl Book {
             (RecvTarget::Allocate { .. }, None) => unreachable!("allocated at start"),
         };
         let n = bytes.len().min(cap.saturating_sub(*got));
-        // SAFETY: the receive buffer is valid for `cap` bytes until
-        // completion and `got + n <= cap`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(*got), n) };
+        if n > 0 {
+            // SAFETY: the receive buffer is valid for `cap` bytes until
+            // completion and `got + n <= cap`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(*got), n) };
+        }
         *got += bytes.len();
         if *got < status.bytes {
             return false;
