@@ -170,7 +170,7 @@ impl HostLayout {
     ///
     /// # Safety
     /// `base` must point to at least the header page (4096 bytes),
-    /// writable, that no other rank reads yet.
+    /// writable, that no other rank reads yet. It need not be aligned.
     pub unsafe fn write_header(&self, base: *mut u8) {
         let p = self.params;
         let header = Header {
@@ -183,20 +183,23 @@ impl HostLayout {
             arenas: p.arenas as u64,
             total_len: self.total as u64,
         };
-        // SAFETY: the caller guarantees the space and exclusivity.
-        unsafe { (base as *mut Header).write(header) };
+        // SAFETY: the caller guarantees the space and exclusivity; the
+        // write is unaligned because the contract promises no alignment.
+        unsafe { (base as *mut Header).write_unaligned(header) };
     }
 
     /// Reads the layout back from a segment written by [`Self::write_header`].
     ///
     /// # Safety
-    /// `base` must point to at least `len` readable bytes.
+    /// `base` must point to at least `len` readable bytes. It need not be
+    /// aligned.
     pub unsafe fn read_header(base: *const u8, len: usize) -> Result<HostLayout, String> {
         if len < HEADER_BYTES {
             return Err(format!("segment is {len} bytes, smaller than its header"));
         }
-        // SAFETY: at least HEADER_BYTES are readable.
-        let h = unsafe { (base as *const Header).read() };
+        // SAFETY: at least HEADER_BYTES are readable; the read is unaligned
+        // because the contract promises no alignment.
+        let h = unsafe { (base as *const Header).read_unaligned() };
         if h.magic != MAGIC {
             return Err(format!("bad magic {:?}, expected {:?}", h.magic, MAGIC));
         }
