@@ -258,6 +258,7 @@ mod tests {
         // SAFETY: one producer and one consumer per pair, all dropped
         // before `host`.
         let mut producers: Vec<_> = pairs().map(|(src, dst)| unsafe { host.producer(src, dst) }).collect();
+        // SAFETY: as above.
         let mut consumers: Vec<_> = pairs().map(|(src, dst)| unsafe { host.consumer(src, dst) }).collect();
         for ((src, dst), tx) in pairs().zip(&mut producers) {
             // Two lines per record, so a neighbour's ring or head line would be overrun.

@@ -276,8 +276,10 @@ mod tests {
         let mut page = vec![0u8; HEADER_BYTES];
         // SAFETY: `page` is a header page of ours.
         unsafe { layout.write_header(page.as_mut_ptr()) };
+        // SAFETY: `page` holds the header bytes; the length only bounds the layout.
         let back = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len()) }.unwrap();
         assert_eq!(back, layout);
+        // SAFETY: as above.
         let short = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len() - 1) }.unwrap_err();
         assert!(short.contains("file has"), "{short}");
     }

@@ -180,6 +180,7 @@ mod tests {
         unsafe { Route::SameProcess.put(&[1, 2, 3], region, 10).unwrap() };
         assert_eq!(&target[9..14], &[0, 1, 2, 3, 0]);
         let mut back = [0u8; 3];
+        // SAFETY: `back` is ours and `target` is only read.
         unsafe { Route::SameProcess.get(&mut back, RemoteRegion::of(&target), 10).unwrap() };
         assert_eq!(back, [1, 2, 3]);
     }

@@ -275,6 +275,7 @@ impl Consumer {
             // SAFETY: offset < capacity and 64-byte aligned; the stamp is
             // only accessed atomically.
             let header = unsafe { self.data.add(offset) } as *const RawHeader;
+            // SAFETY: `header` points inside the ring (above); the stamp is only accessed atomically.
             let stamp = unsafe { &(*header).stamp }.load(Ordering::Acquire);
             if stamp != self.head + 1 {
                 return None;
@@ -298,6 +299,7 @@ impl Consumer {
         let offset = (self.head & self.mask) as usize;
         // SAFETY: as in `peek`.
         let header = unsafe { self.data.add(offset) } as *const RawHeader;
+        // SAFETY: the stamp word at the head is only accessed atomically.
         unsafe { &(*header).stamp }.load(Ordering::Acquire) == self.head + 1
     }
 
