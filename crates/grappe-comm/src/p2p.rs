@@ -240,6 +240,7 @@ impl Communicator {
             Err(e) if !matches!(e, Error::Truncated { .. }) => return Err(e),
             posted => posted,
         };
+        // SAFETY: as above: `send` stays borrowed until the send completes below.
         let send_req = unsafe { engine.isend(send.as_ptr(), send.len(), world, ctx, send_tag, inner.rank as u32) };
         let send_result = match send_req {
             Ok(Started::Pending(id)) => engine.wait(id).map(|_| ()),

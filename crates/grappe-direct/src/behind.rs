@@ -151,7 +151,7 @@ mod tests {
     impl Write for Full {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {
             if self.room == 0 {
-                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                return Err(io::Error::from_raw_os_error(nix::errno::Errno::ENOSPC as i32));
             }
             let n = b.len().min(self.room);
             self.room -= n;
@@ -168,7 +168,7 @@ mod tests {
         let mut out = Full { room: 25_000, flushed: false };
         let result = write_behind(&mut out, |b| pattern(b, 50, 10_000).map(|_| ()));
         let e = result.expect_err("the writer's error is returned");
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(e.raw_os_error(), Some(nix::errno::Errno::ENOSPC as i32));
         assert!(!out.flushed);
     }
 
@@ -177,7 +177,7 @@ mod tests {
         let mut out = Full { room: 5_000, flushed: false };
         // One buffer, handed over without waiting for an empty one.
         let result = write_behind(&mut out, |b| pattern(b, 1, 10_000).map(|_| ()));
-        assert_eq!(result.expect_err("error").raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(result.expect_err("error").raw_os_error(), Some(nix::errno::Errno::ENOSPC as i32));
     }
 
     #[test]

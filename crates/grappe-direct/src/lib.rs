@@ -18,6 +18,7 @@
 //! program goes on filling the next buffer while the device takes the last.
 //!
 //! No crate does this for a plain `std::fs::File`, hence this one.
+#![forbid(unsafe_code)]
 
 mod behind;
 mod buf;

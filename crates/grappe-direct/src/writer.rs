@@ -2,8 +2,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 
 use crate::buf::{ALIGN, AlignedBuf, is_aligned};
 
@@ -121,7 +123,7 @@ fn write_out(file: &mut File, direct: &mut bool, bytes: &[u8]) -> io::Result<()>
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(e) if *direct && e.raw_os_error() == Some(Errno::EINVAL as i32) => {
                 set_direct(file, false)?;
                 *direct = false;
             }
@@ -133,18 +135,9 @@ fn write_out(file: &mut File, direct: &mut bool, bytes: &[u8]) -> io::Result<()>
 
 /// Turns `O_DIRECT` on or off for an open file.
 fn set_direct(file: &File, on: bool) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this `File` owns and keeps open; the
-    // flags are only read and written back.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let flags = if on { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let mut flags = OFlag::from_bits_retain(fcntl(file, FcntlArg::F_GETFL)?);
+    flags.set(OFlag::O_DIRECT, on);
+    fcntl(file, FcntlArg::F_SETFL(flags))?;
     Ok(())
 }
 
@@ -152,6 +145,8 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
     use std::path::PathBuf;
 
     fn scratch(fs: &str, name: &str) -> PathBuf {
@@ -210,30 +205,23 @@ mod tests {
     fn devices_and_pipes_get_plain_writes() {
         let w = DirectWriter::create(Path::new("/dev/null")).unwrap();
         assert!(!w.is_direct());
-        let mut fds = [0; 2];
-        // SAFETY: a fresh pipe; both ends are closed below.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        let path = PathBuf::from(format!("/proc/self/fd/{}", fds[1]));
+        let (read_end, write_end) = nix::unistd::pipe().unwrap();
+        let path = PathBuf::from(format!("/proc/self/fd/{}", write_end.as_raw_fd()));
         let mut w = DirectWriter::create(&path).unwrap();
         assert!(!w.is_direct(), "a pipe in packet mode");
         w.write_all(b"through a pipe").unwrap();
         w.finish().unwrap();
-        let mut got = [0u8; 32];
-        // SAFETY: reading into a local buffer from the pipe's read end.
-        let n = unsafe { libc::read(fds[0], got.as_mut_ptr().cast(), got.len()) };
-        assert_eq!(&got[..n as usize], b"through a pipe");
-        // SAFETY: closing the descriptors opened above.
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
+        drop(write_end);
+        let mut got = Vec::new();
+        File::from(read_end).read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"through a pipe");
     }
 
     #[test]
     fn a_full_device_is_an_error() {
         let mut w = DirectWriter::create(Path::new("/dev/full")).unwrap();
         let err = w.write_all(&pattern(BOUNCE + 1)).and_then(|()| w.finish().map(drop)).unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+        assert_eq!(err.raw_os_error(), Some(Errno::ENOSPC as i32), "{err}");
     }
 
     proptest! {

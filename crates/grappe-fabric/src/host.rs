@@ -157,3 +157,124 @@ impl HostMemory {
         self.at(self.layout.arena(index))
     }
 }
+
+// Loom's atomics cannot live in mapped memory: no host tests in the loom build.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::CACHE_LINE;
+    use crate::doorbell::Wake;
+    use crate::layout::RDV_SLOT_BYTES;
+    use std::time::Duration;
+
+    /// Small settings, so that Miri (which runs these too) maps little.
+    fn settings() -> [LayoutParams; 3] {
+        [
+            LayoutParams { local_ranks: 1, ring_bytes: 256, rdv_slots: 0, arena_bytes: 0, arenas: 0 },
+            LayoutParams { local_ranks: 3, ring_bytes: 1024, rdv_slots: 2, arena_bytes: 192, arenas: 3 },
+            LayoutParams { local_ranks: 2, ring_bytes: 4096, rdv_slots: 5, arena_bytes: 4096, arenas: 2 },
+        ]
+    }
+
+    /// Every area of the layout as (what, offset, bytes).
+    fn areas(layout: &HostLayout) -> Vec<(String, usize, usize)> {
+        let p = layout.params;
+        let n = p.local_ranks;
+        let mut areas = vec![("header".to_owned(), 0, 4096)];
+        for i in 0..n {
+            areas.push((format!("control {i}"), layout.control(i), CACHE_LINE));
+            areas.push((format!("doorbell {i}"), layout.bell(i), CACHE_LINE));
+            for j in 0..n {
+                let (data, head) = layout.ring(i, j);
+                areas.push((format!("ring {i}->{j}"), data, p.ring_bytes));
+                areas.push((format!("head {i}->{j}"), head, CACHE_LINE));
+            }
+            for s in 0..p.rdv_slots {
+                areas.push((format!("rendezvous {i}.{s}"), layout.rdv_slot(i, s), RDV_SLOT_BYTES));
+            }
+        }
+        for a in 0..p.arenas {
+            areas.push((format!("arena {a}"), layout.arena(a), p.arena_bytes));
+        }
+        areas
+    }
+
+    #[test]
+    fn every_area_is_aligned_inside_the_segment_and_apart_from_the_others() {
+        for params in settings() {
+            let layout = HostLayout::new(params).unwrap();
+            let mut areas = areas(&layout);
+            areas.sort_by_key(|&(_, offset, _)| offset);
+            for (what, offset, bytes) in &areas {
+                assert_eq!(offset % CACHE_LINE, 0, "{what} at {offset} is not line-aligned ({params:?})");
+                assert!(offset + bytes <= layout.total_len(), "{what} ends past the segment ({params:?})");
+            }
+            for pair in areas.windows(2) {
+                let ((a, a_at, a_len), (b, b_at, _)) = (&pair[0], &pair[1]);
+                assert!(a_at + a_len <= *b_at, "{a} overlaps {b} ({params:?})");
+            }
+        }
+    }
+
+    #[test]
+    fn every_area_of_a_mapped_segment_takes_its_accesses() {
+        // Touches each area through the typed accessors: Miri checks that
+        // every access is in bounds and aligned for its type.
+        for params in settings() {
+            let host = HostMemory::anonymous(params).unwrap();
+            let n = params.local_ranks;
+            for i in 0..n {
+                host.control(i).pid.store(100 + i as u32, Ordering::Release);
+                host.control(i).probe_addr.store(u64::MAX, Ordering::Release);
+                let bell = host.doorbell(i);
+                bell.prepare();
+                bell.ring();
+                assert_eq!(bell.sleep(Duration::from_secs(10)), Wake::Rung);
+                for s in 0..params.rdv_slots {
+                    // SAFETY: a slot of RDV_SLOT_BYTES bytes of our own mapping.
+                    unsafe { host.rdv_slot(i, s).write_bytes(0xa5, RDV_SLOT_BYTES) };
+                }
+            }
+            for a in 0..params.arenas {
+                // SAFETY: an arena of `arena_bytes` bytes of our own mapping.
+                unsafe { host.arena(a).write_bytes(0x5a, params.arena_bytes) };
+            }
+            for i in 0..n {
+                assert_eq!(host.control(i).pid.load(Ordering::Acquire), 100 + i as u32, "control {i} was overwritten");
+            }
+            let claimed: Vec<usize> = std::iter::from_fn(|| host.claim_arena()).collect();
+            assert_eq!(claimed, (1..params.arenas).collect::<Vec<_>>(), "arena 0 is the world's");
+            host.vote_asymmetric(false);
+            assert!(!host.asymmetric_agreed());
+        }
+    }
+
+    #[test]
+    fn every_mailbox_of_a_host_carries_only_its_own_records() {
+        let params = settings()[1];
+        let host = HostMemory::anonymous(params).unwrap();
+        let n = params.local_ranks;
+        let pairs = || (0..n).flat_map(|src| (0..n).map(move |dst| (src, dst)));
+        // SAFETY: one producer and one consumer per pair, all dropped
+        // before `host`.
+        let mut producers: Vec<_> = pairs().map(|(src, dst)| unsafe { host.producer(src, dst) }).collect();
+        // SAFETY: as above.
+        let mut consumers: Vec<_> = pairs().map(|(src, dst)| unsafe { host.consumer(src, dst) }).collect();
+        for ((src, dst), tx) in pairs().zip(&mut producers) {
+            // Two lines per record, so a neighbour's ring or head line would be overrun.
+            let payload = [(src * n + dst) as u8; 40];
+            while tx.try_push([src as u32, dst as u32, 0, 0], &payload) {}
+        }
+        for ((src, dst), rx) in pairs().zip(&mut consumers) {
+            let mut records = 0;
+            while let Some(rec) = rx.peek() {
+                assert_eq!(rec.meta(), [src as u32, dst as u32, 0, 0], "ring {src}->{dst}");
+                assert_eq!(rec.payload(), &[(src * n + dst) as u8; 40], "ring {src}->{dst}");
+                let _ = rec.consume();
+                records += 1;
+            }
+            // 1024 bytes, 2 lines per record, one spare line: 7 records.
+            assert_eq!(records, 7, "ring {src}->{dst}");
+        }
+    }
+}

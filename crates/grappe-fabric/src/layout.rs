@@ -179,7 +179,7 @@ impl HostLayout {
     ///
     /// # Safety
     /// `base` must point to at least the header page (4096 bytes),
-    /// writable, that no other rank reads yet.
+    /// writable, that no other rank reads yet. It need not be aligned.
     pub unsafe fn write_header(&self, base: *mut u8) {
         let p = self.params;
         let header = Header {
@@ -192,20 +192,23 @@ impl HostLayout {
             arenas: p.arenas as u64,
             total_len: self.total as u64,
         };
-        // SAFETY: the caller guarantees the space and exclusivity.
-        unsafe { (base as *mut Header).write(header) };
+        // SAFETY: the caller guarantees the space and exclusivity; the
+        // write is unaligned because the contract promises no alignment.
+        unsafe { (base as *mut Header).write_unaligned(header) };
     }
 
     /// Reads the layout back from a segment written by [`Self::write_header`].
     ///
     /// # Safety
-    /// `base` must point to at least `len` readable bytes.
+    /// `base` must point to at least `len` readable bytes. It need not be
+    /// aligned.
     pub unsafe fn read_header(base: *const u8, len: usize) -> Result<HostLayout, String> {
         if len < HEADER_BYTES {
             return Err(format!("segment is {len} bytes, smaller than its header"));
         }
-        // SAFETY: at least HEADER_BYTES are readable.
-        let h = unsafe { (base as *const Header).read() };
+        // SAFETY: at least HEADER_BYTES are readable; the read is unaligned
+        // because the contract promises no alignment.
+        let h = unsafe { (base as *const Header).read_unaligned() };
         if h.magic != MAGIC {
             return Err(format!("bad magic {:?}, expected {:?}", h.magic, MAGIC));
         }
@@ -282,8 +285,10 @@ mod tests {
         let mut page = vec![0u8; HEADER_BYTES];
         // SAFETY: `page` is a header page of ours.
         unsafe { layout.write_header(page.as_mut_ptr()) };
+        // SAFETY: `page` holds the header bytes; the length only bounds the layout.
         let back = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len()) }.unwrap();
         assert_eq!(back, layout);
+        // SAFETY: as above.
         let short = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len() - 1) }.unwrap_err();
         assert!(short.contains("file has"), "{short}");
     }

@@ -27,6 +27,7 @@ pub mod doorbell;
 pub mod error;
 pub mod host;
 pub mod layout;
+mod primitive;
 pub mod put;
 pub mod ring;
 pub mod segment;

@@ -26,14 +26,18 @@
 //! ring, a padding record fills the end and the record starts at offset 0.
 
 use std::ptr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::Ordering;
+
+use crate::primitive::{AtomicU32, AtomicU64, fence};
 
 use crate::CACHE_LINE;
 use crate::doorbell::publish_fence;
 
 /// The consumer's line: its published head and the producer's waiting flag.
-/// The caller provides a zeroed, 64-byte aligned cache line.
+/// The caller provides a zeroed, 64-byte aligned cache line (or a
+/// `HeadLine::default()`, which is the same).
 #[repr(C, align(64))]
+#[derive(Debug, Default)]
 pub struct HeadLine {
     head: AtomicU64,
     producer_waiting: AtomicU32,
@@ -172,7 +176,10 @@ impl Producer {
         }
         // Full: ask the consumer to wake us when it frees space, then look
         // once more (it may have freed space before seeing the flag).
-        line.producer_waiting.store(1, Ordering::Relaxed);
+        // A swap, not a store: the consumer's swap that took the flag down
+        // last time must come before this raise in the flag's order, which
+        // loom models only between read-modify-writes (see `Doorbell`).
+        let _ = line.producer_waiting.swap(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         self.cached_head = line.head.load(Ordering::Acquire);
         end <= self.cached_head + self.capacity() as u64
@@ -268,6 +275,7 @@ impl Consumer {
             // SAFETY: offset < capacity and 64-byte aligned; the stamp is
             // only accessed atomically.
             let header = unsafe { self.data.add(offset) } as *const RawHeader;
+            // SAFETY: `header` points inside the ring (above); the stamp is only accessed atomically.
             let stamp = unsafe { &(*header).stamp }.load(Ordering::Acquire);
             if stamp != self.head + 1 {
                 return None;
@@ -291,6 +299,7 @@ impl Consumer {
         let offset = (self.head & self.mask) as usize;
         // SAFETY: as in `peek`.
         let header = unsafe { self.data.add(offset) } as *const RawHeader;
+        // SAFETY: the stamp word at the head is only accessed atomically.
         unsafe { &(*header).stamp }.load(Ordering::Acquire) == self.head + 1
     }
 
@@ -311,5 +320,10 @@ impl Consumer {
     }
 }
 
-#[cfg(test)]
+// The tests map real memory, where loom's atomics cannot live: the loom
+// build runs the loom models only.
+#[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_models;

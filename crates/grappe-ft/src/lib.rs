@@ -20,6 +20,7 @@
 //! servers, commits them, and restores the newest committed wave every
 //! rank can read. The launcher's [`schedule::WaveScheduler`] asks for the
 //! waves.
+#![forbid(unsafe_code)]
 
 pub mod client;
 pub mod error;

@@ -26,6 +26,8 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
+use nix::fcntl::{Flock, FlockArg};
+
 use crate::error::{FtError, Result};
 
 const MAGIC: &[u8; 8] = b"GRFTIMG1";
@@ -201,20 +203,17 @@ impl CheckpointDir {
     /// Locks the directory for this job (held until the returned file is
     /// closed, by the process's end at the latest): two jobs sharing a
     /// directory would delete each other's images.
-    pub fn lock(&self) -> Result<File> {
+    pub fn lock(&self) -> Result<Flock<File>> {
         let path = self.dir.join("LOCK");
         fs::create_dir_all(&self.dir).map_err(|e| FtError::Disk { path: self.dir.clone(), source: e })?;
         let file = File::create(&path).map_err(|e| FtError::Disk { path: path.clone(), source: e })?;
-        // SAFETY: flock on a descriptor this function owns; no memory is involved.
-        let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
-        if locked != 0 {
-            return Err(FtError::Settings(format!(
+        Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+            FtError::Settings(format!(
                 "checkpoint directory {} is in use by another running job (its rank 0 holds {})",
                 self.dir.display(),
                 path.display()
-            )));
-        }
-        Ok(file)
+            ))
+        })
     }
 
     /// Asks for a wave at the next agreement (what the launcher's scheduler
@@ -418,5 +417,16 @@ mod tests {
         let mut flipped = image.clone();
         flipped[HEADER + 1] ^= 1;
         assert!(decode(&flipped, 7, 2, 4, path).unwrap_err().to_string().contains("checksum"));
+    }
+
+    #[test]
+    fn a_locked_directory_refuses_a_second_job_until_the_first_lets_go() {
+        let scratch = grappe_testkit::scratch("ft-local-lock");
+        let dir = CheckpointDir::new(scratch.to_path_buf());
+        let first = dir.lock().expect("a free directory locks");
+        let err = dir.lock().expect_err("the directory is held");
+        assert!(err.to_string().contains("in use by another running job"), "{err}");
+        drop(first);
+        dir.lock().expect("the lock went with its holder");
     }
 }

@@ -17,6 +17,7 @@ const MARKER: (u32, i32) = (9, 1);
 fn send_marker(e: &mut Engine, dest: usize) {
     let me = e.world_rank() as u32;
     let marker = [7u8; 8];
+    // SAFETY: `marker` outlives the send, which completes below.
     match unsafe { e.isend(marker.as_ptr(), marker.len(), dest, MARKER.0, MARKER.1, me) }.unwrap() {
         Started::Done(_) => {}
         Started::Pending(id) => {
@@ -28,6 +29,7 @@ fn send_marker(e: &mut Engine, dest: usize) {
 fn recv_marker(e: &mut Engine, src: usize) {
     let mut marker = [0u8; 8];
     let target = RecvTarget::Buffer { ptr: marker.as_mut_ptr(), cap: 8 };
+    // SAFETY: `marker` outlives the receive, which completes below.
     match unsafe { e.irecv(target, Some(src), MARKER.0, Some(MARKER.1)) }.unwrap() {
         Started::Done(_) => {}
         Started::Pending(id) => {
@@ -141,6 +143,7 @@ fn skipped_contexts_and_hand_overs() {
                 }
             }
             let skipped = [1u8; 4];
+            // SAFETY: a 4-byte eager send completes at once (asserted below).
             let eager = unsafe { e.isend(skipped.as_ptr(), 4, 0, 3, 2, me) }.unwrap();
             assert!(matches!(eager, Started::Done(_)), "4 bytes go eagerly");
             send_marker(e, 0);
@@ -152,6 +155,7 @@ fn skipped_contexts_and_hand_overs() {
             recv(e, &mut buf, Some(1), Some(4)).unwrap();
             assert_eq!(buf, pattern(9, 5000));
             let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: 4 };
+            // SAFETY: `buf` outlives the receive, which completes below.
             match unsafe { e.irecv(target, Some(1), 3, Some(2)) }.unwrap() {
                 Started::Done(_) => {}
                 Started::Pending(id) => {

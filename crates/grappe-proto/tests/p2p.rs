@@ -51,6 +51,7 @@ fn messages_from_one_source_never_overtake_under_a_storm() {
                     .collect();
                 for (i, p) in payloads.iter().enumerate() {
                     if let Started::Pending(id) =
+                        // SAFETY: `payloads` outlives the sends, which complete below.
                         unsafe { e.isend(p.as_ptr(), p.len(), 1, 0, (i % 4) as i32, 0) }.unwrap()
                     {
                         reqs.push(id);
@@ -136,6 +137,7 @@ fn probe_reports_the_message_and_cancel_withdraws_a_receive() {
             assert_eq!(e.iprobe(Some(0), 0, Some(41)).unwrap(), None);
             let mut never = [0u8; 4];
             let target = RecvTarget::Buffer { ptr: never.as_mut_ptr(), cap: 4 };
+            // SAFETY: `never` outlives the receive, which is cancelled below.
             let Started::Pending(id) = unsafe { e.irecv(target, Some(0), 0, Some(41)) }.unwrap() else {
                 panic!("nothing with tag 41 was sent")
             };
@@ -158,6 +160,7 @@ fn a_receive_says_whether_its_message_had_arrived() {
         for (len, src) in [(8, Some(1)), (8, None), (200_000, Some(1)), (200_000, None)] {
             let arrived = |e: &mut grappe_proto::Engine, buf: &mut [u8], tag| {
                 let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+                // SAFETY: the caller's `buf` outlives the receive, which completes here.
                 let done = match unsafe { e.irecv(target, src, 0, Some(tag)) }.unwrap() {
                     Started::Done(done) => done,
                     Started::Pending(id) => e.wait(id).unwrap(),
@@ -170,6 +173,7 @@ fn a_receive_says_whether_its_message_had_arrived() {
                 if e.world_rank() == 1 {
                     let data = pattern(len, len);
                     for tag in [1, 2] {
+                        // SAFETY: `data` outlives both sends, which complete below.
                         let started = unsafe { e.isend(data.as_ptr(), len, 0, 0, tag, 1) }.unwrap();
                         sent.wait(); // the message (or its head) is in rank 0's mailbox
                         if let Started::Pending(id) = started {
@@ -186,6 +190,7 @@ fn a_receive_says_whether_its_message_had_arrived() {
                 e.probe(src, 0, Some(2)).unwrap();
                 let set_aside = arrived(e, &mut buf, 2);
                 let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: len };
+                // SAFETY: `buf` outlives the receive, which completes below.
                 let Started::Pending(id) = unsafe { e.irecv(target, src, 0, Some(3)) }.unwrap() else {
                     panic!("tag 3 is sent after the barrier")
                 };
@@ -211,6 +216,7 @@ fn a_posted_receive_says_when_its_message_has_arrived() {
             let data = pattern(len, len);
             if e.world_rank() == 1 {
                 sent.wait();
+                // SAFETY: `data` outlives the send, which completes below.
                 let started = unsafe { e.isend(data.as_ptr(), len, 0, 0, 5, 1) }.unwrap();
                 sent.wait();
                 if let Started::Pending(id) = started {
@@ -220,6 +226,7 @@ fn a_posted_receive_says_when_its_message_has_arrived() {
             }
             let mut buf = vec![0u8; len];
             let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: len };
+            // SAFETY: `buf` outlives the receive, which completes below.
             let Started::Pending(id) = unsafe { e.irecv(target, Some(1), 0, Some(5)) }.unwrap() else {
                 panic!("nothing was sent yet")
             };
@@ -242,6 +249,7 @@ fn a_receive_from_a_rank_out_of_range_stays_posted() {
     run(2, ProtoSettings::for_ring(64 << 10), |e| {
         let mut buf = [0u8; 4];
         let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: 4 };
+        // SAFETY: `buf` outlives the receive, which is cancelled below.
         let Started::Pending(id) = unsafe { e.irecv(target, Some(7), 0, None) }.unwrap() else {
             panic!("rank 7 does not exist")
         };
@@ -264,6 +272,7 @@ fn a_vec_handed_to_a_thread_rank_moves_without_copy() {
                 }
             }
         } else {
+            // SAFETY: an allocated target has no buffer of ours to outlive.
             let done = match unsafe { e.irecv(RecvTarget::Allocate { align: 8 }, Some(0), 0, Some(3)) }.unwrap() {
                 Started::Done(done) => done,
                 Started::Pending(id) => e.wait(id).unwrap(),

@@ -126,7 +126,7 @@ pub struct Checkpointer {
     spare_image: Vec<u8>,
     stats: FtStats,
     /// Rank 0's lock on the directory.
-    _lock: Option<std::fs::File>,
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl Checkpointer {

@@ -55,6 +55,7 @@ pub fn modes() -> [ProtoSettings; 2] {
 
 pub fn send(e: &mut Engine, data: &[u8], dest: usize, tag: i32) {
     let me = e.world_rank() as u32;
+    // SAFETY: `data` is borrowed until the send completes below.
     match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
         Started::Done(_) => {}
         Started::Pending(id) => {
@@ -65,6 +66,7 @@ pub fn send(e: &mut Engine, data: &[u8], dest: usize, tag: i32) {
 
 pub fn recv(e: &mut Engine, buf: &mut [u8], src: Option<usize>, tag: Option<i32>) -> Result<Status, Error> {
     let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+    // SAFETY: `buf` is borrowed until the receive completes below.
     match unsafe { e.irecv(target, src, 0, tag) }? {
         Started::Done(done) => Ok(done.status),
         Started::Pending(id) => e.wait(id).map(|done| done.status),
