@@ -35,10 +35,9 @@ fn main() {
             std::thread::sleep(Duration::from_millis(300));
             say_victim_fails(world.rank());
             match parts[0] {
-                // SAFETY: signalling our own process has no memory effects.
-                "kill" => unsafe {
-                    libc::kill(libc::getpid(), libc::SIGKILL);
-                },
+                "kill" => {
+                    let _ = nix::sys::signal::kill(nix::unistd::getpid(), nix::sys::signal::Signal::SIGKILL);
+                }
                 "panic" => panic!("rank {} was told to panic", world.rank()),
                 "exit" => std::process::exit(parts.get(2).and_then(|c| c.parse().ok()).unwrap_or(3)),
                 how @ ("truncate" | "unwrap") => fail_in_scope(world, how)?,

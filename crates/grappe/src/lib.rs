@@ -26,6 +26,8 @@
 //! `grappe-comm` (communicators, collectives), `grappe-launch` (PMI,
 //! launcher). This crate re-exports what programs need.
 
+#![forbid(unsafe_code)]
+
 pub mod ft;
 mod job;
 mod run;

@@ -103,7 +103,7 @@ pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world:
 /// ranks of its worker.
 fn this_thread(rank: usize, plan: &[WorkerPlan]) -> RankThread {
     // SAFETY: gettid takes no argument and cannot fail.
-    let tid = unsafe { libc::gettid() } as u32;
+    let tid = nix::unistd::gettid().as_raw() as u32;
     let cpu = match grappe_sched::allowed_cpus()[..] {
         [only] => Some(only as u32),
         _ => None,

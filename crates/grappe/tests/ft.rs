@@ -18,6 +18,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 // Jobs of some length, so that kills land mid-computation as well as
 // while a job holds at its end (an optimized build runs larger ones).
 const SIZE: &str = if cfg!(debug_assertions) { "64" } else { "160" };
@@ -268,8 +271,7 @@ fn trial(work: Workload, layout: &[&str], protocol: &str, delay: Duration, victi
     std::thread::sleep(delay);
     let pids = children(launcher);
     let victim = pids[victim as usize % pids.len()];
-    // SAFETY: a signal to a process of the job; no memory is involved.
-    assert_eq!(unsafe { libc::kill(victim, libc::SIGKILL) }, 0, "the job's process {victim} is gone");
+    kill(Pid::from_raw(victim), Signal::SIGKILL).unwrap_or_else(|e| panic!("the job's process {victim} is gone: {e}"));
     open_gate(dir);
     let (status, stdout, stderr) = job.finish();
     assert!(status.success(), "the job did not survive:\n{stderr}\n{stdout}");
@@ -433,8 +435,7 @@ fn the_launcher_does_not_announce_a_wave_the_ranks_cannot_restore() {
     let [newest, older] = committed_waves(&dir)[..] else { panic!("two waves: {:?}", committed_waves(&dir)) };
     corrupt(&dir, 2, newest);
     let victim = children(launcher)[1];
-    // SAFETY: a signal to a process of the job; no memory is involved.
-    assert_eq!(unsafe { libc::kill(victim, libc::SIGKILL) }, 0);
+    kill(Pid::from_raw(victim), Signal::SIGKILL).expect("the victim is there");
     job.wait_for("grappe: restarted from checkpoint wave");
     open_gate(&dir);
     let (status, stdout, stderr) = job.finish();
@@ -469,15 +470,14 @@ impl ServerProcess {
         ServerProcess { child, addr }
     }
 
-    fn signal(&self, signal: i32) {
-        // SAFETY: a signal to the server this test started.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), signal).expect("the server this test started is there");
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
+        self.signal(Signal::SIGCONT);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -492,7 +492,7 @@ fn a_stopped_server_fails_waves_not_the_job(protocol: &str) {
     let dir = scratch(&format!("stopped-{protocol}"));
     let secret = "stopped-server-secret";
     let server = ServerProcess::start(&dir.join("server"), secret);
-    server.signal(libc::SIGSTOP);
+    server.signal(Signal::SIGSTOP);
     let images = dir.join("images");
     std::fs::create_dir_all(&images).unwrap();
     let flags = [
@@ -632,8 +632,7 @@ fn sigusr1_on_the_launcher_takes_a_wave() {
     let mut job = Live::start(cmd);
     let launcher = job.child.id();
     wait_for_ranks(&mut job, launcher);
-    // SAFETY: a signal to the launcher this test started.
-    unsafe { libc::kill(launcher as i32, libc::SIGUSR1) };
+    let _ = kill(Pid::from_raw(launcher as i32), Signal::SIGUSR1);
     job.wait_until("the wave is committed", || !committed_waves(&dir).is_empty());
     job.wait_until("the wave is over", || !dir.join("WAVE").exists());
     open_gate(&dir);
@@ -677,10 +676,9 @@ fn a_full_checkpoint_disk_costs_a_wave_not_the_job_or_a_committed_wave() {
         children(shell).first().is_some_and(|&launcher| !children(launcher as u32).is_empty())
     });
     let launcher = children(shell)[0];
-    // SAFETY: signals to the launcher this test started.
-    unsafe { libc::kill(launcher, libc::SIGUSR1) };
+    let _ = kill(Pid::from_raw(launcher), Signal::SIGUSR1);
     job.wait_for("grappe: checkpoint wave 1 committed");
-    unsafe { libc::kill(launcher, libc::SIGUSR1) };
+    let _ = kill(Pid::from_raw(launcher), Signal::SIGUSR1);
     job.wait_for("grappe: checkpoint wave 2 not committed");
     open_gate(&dir);
     let (status, stdout, stderr) = job.finish();
