@@ -120,6 +120,20 @@ fn a_rank_exiting_0_without_finalize_is_a_failure() {
     );
 }
 
+/// A program that never speaks PMI (`/bin/true`) is told apart from a
+/// PMI program that forgot to finalize.
+#[test]
+fn a_program_that_never_contacts_the_process_manager_may_not_be_an_mpi_program() {
+    let output = grappe_run(&["-n", "2", "/bin/true"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = stderr_of(&output);
+    assert!(
+        stderr.contains("exited with status 0 without ever contacting the process manager (PMI): the program may not be a grappe or MPI program"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("without calling PMI finalize"), "{stderr}");
+}
+
 #[test]
 fn a_pmi_abort_stops_the_job_with_the_abort_code() {
     check_fail_fast(&["-n", "3"], "2:abort", 5, "grappe: rank 2 (pid {pid}) called PMI abort with exit code 5");

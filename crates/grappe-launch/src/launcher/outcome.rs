@@ -67,6 +67,9 @@ pub enum ProcessFailure {
     Killed(i32),
     /// Exited with status 0 but never called PMI finalize.
     NoFinalize,
+    /// Exited with status 0 without a word to the process manager: likely
+    /// not a grappe or MPI program.
+    NeverSpoke,
     /// Called PMI abort.
     Aborted { code: i32, message: String },
     /// Broke the PMI protocol; the text completes "rank 3 (pid 42) ...".
@@ -95,7 +98,10 @@ impl JobFailure {
                 ProcessFailure::Exited(code) => nonzero_status(*code),
                 ProcessFailure::Killed(signal) => 128 + signal,
                 ProcessFailure::Aborted { code, .. } => nonzero_status(*code),
-                ProcessFailure::NoFinalize | ProcessFailure::Protocol(_) | ProcessFailure::Lost(_) => 1,
+                ProcessFailure::NoFinalize
+                | ProcessFailure::NeverSpoke
+                | ProcessFailure::Protocol(_)
+                | ProcessFailure::Lost(_) => 1,
             },
             JobFailure::Timeout { .. } => 124,
             JobFailure::Interrupted { signal } => 128 + signal,
@@ -123,6 +129,11 @@ impl fmt::Display for JobFailure {
                         write!(f, "was killed by signal {signal} ({})", signal_name(*signal))?
                     }
                     ProcessFailure::NoFinalize => write!(f, "exited with status 0 without calling PMI finalize")?,
+                    ProcessFailure::NeverSpoke => write!(
+                        f,
+                        "exited with status 0 without ever contacting the process manager (PMI): \
+                         the program may not be a grappe or MPI program"
+                    )?,
                     ProcessFailure::Aborted { code, message } if message.is_empty() => {
                         write!(f, "called PMI abort with exit code {code}")?
                     }

@@ -96,6 +96,7 @@ impl Supervisor<'_> {
         };
         match exit {
             ExitKind::Code(0) if self.server.has_finalized(process) => None,
+            ExitKind::Code(0) if !self.server.has_spoken(process) => Some(ProcessFailure::NeverSpoke),
             ExitKind::Code(0) => Some(ProcessFailure::NoFinalize),
             ExitKind::Code(code) => Some(ProcessFailure::Exited(code)),
             ExitKind::Signal(signal) => Some(ProcessFailure::Killed(signal)),

@@ -56,6 +56,9 @@ struct State {
     arrived: usize,
     /// Number of barriers completed; a waiter leaves when it changes.
     generation: u64,
+    /// Processes that sent at least one request: a process that never
+    /// did may not be a PMI program at all.
+    spoke: Vec<bool>,
     finalized: Vec<bool>,
     stopping: bool,
 }
@@ -72,6 +75,7 @@ impl PmiServer {
             store: HashMap::new(),
             arrived: 0,
             generation: 0,
+            spoke: vec![false; config.processes],
             finalized: vec![false; config.processes],
             stopping: false,
         };
@@ -87,6 +91,11 @@ impl PmiServer {
             threads.push(thread);
         }
         Ok(PmiServer { shared, sockets, threads })
+    }
+
+    /// Whether process `process` sent any request at all.
+    pub fn has_spoken(&self, process: usize) -> bool {
+        self.shared.lock().spoke.get(process).copied().unwrap_or(false)
     }
 
     /// Whether process `process` sent `cmd=finalize` (and was answered).

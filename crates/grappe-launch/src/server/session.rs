@@ -42,6 +42,7 @@ fn violation(shared: &Shared, process: usize, detail: String) {
 impl Session {
     fn run(&mut self) -> Result<(), Stop> {
         while let Some(request) = self.read_request()? {
+            self.shared.lock().spoke[self.process] = true;
             if let Some(reply) = self.handle(request)? {
                 self.write(&reply)?;
             }
