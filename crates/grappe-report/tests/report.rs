@@ -559,3 +559,157 @@ fn an_interval_asked_for_is_detailed_whole_and_alone() {
     let dom = rendered_dom(&dir, &page);
     assert!(dom.contains("the interval asked for"));
 }
+
+/// The phased run: how long it lasts, and its calls' length (ns).
+const PHASED_NS: u64 = 200_000_000;
+const PHASED_CALL_NS: u64 = 2_000;
+/// Colours of the states of the phased run (src/diagram.js).
+const WAIT: [u8; 3] = [0x2e, 0x9e, 0x3e];
+const PROBE: [u8; 3] = [0x8d, 0x5f, 0xc2];
+const IRECV: [u8; 3] = [0xf5, 0xbd, 0x7a];
+const COMPUTE: [u8; 3] = [0xe3, 0xe3, 0xe3];
+
+/// A run whose activity changes over time in a known way, each phase one
+/// state back to back: every rank waits (`wait` calls) in the first half;
+/// then the even ranks probe and the odd ones compute (no call) until 90%
+/// of the run; then every rank posts `irecv`s to the end. 320 000 calls:
+/// more than a report used to draw (200 000, from the start).
+fn phased_run(rank: u32) -> Vec<(u64, u64, Body)> {
+    const T0: u64 = 5_000_000_000;
+    let completion = grappe_trace::Completion { is_recv: false, src: 0, tag: 0, bytes: 0, arrived: false };
+    let mut events = vec![(T0, T0, Body::Init)];
+    let mut phase = |from: u64, to: u64, body: &dyn Fn(u64) -> Body| {
+        for (i, t) in (from..to).step_by(PHASED_CALL_NS as usize).enumerate() {
+            events.push((T0 + t, T0 + t + PHASED_CALL_NS, body(i as u64)));
+        }
+    };
+    phase(0, PHASED_NS / 2, &|request| Body::Wait { request, comm: 0, completion, failed: false });
+    if rank % 2 == 0 {
+        phase(PHASED_NS / 2, PHASED_NS * 9 / 10, &|_| Body::Iprobe { src: ANY, tag: 0, comm: 0, found: None, failed: false });
+    }
+    phase(PHASED_NS * 9 / 10, PHASED_NS, &|request| Body::Irecv { src: ANY, tag: 0, comm: 0, request });
+    events.push((T0 + PHASED_NS, T0 + PHASED_NS, Body::Finalize));
+    events
+}
+
+/// The state rank `rank` of the phased run is in at `t` (ns from its start).
+fn phased_colour(rank: usize, t: f64) -> [u8; 3] {
+    let run = PHASED_NS as f64;
+    match t {
+        t if t < run / 2.0 => WAIT,
+        t if t < run * 0.9 && rank % 2 == 0 => PROBE,
+        t if t < run * 0.9 => COMPUTE,
+        _ => IRECV,
+    }
+}
+
+/// Loads `page` in a frame of a page that, once it is drawn, sets the
+/// diagram's view to each of `views` (ns from the run's start) and reads
+/// back the canvas' pixels: per view and lane, at `SAMPLES` dates evenly
+/// spread, and at the view's last pixel column. Returns (view, lane,
+/// date, colour) samples. It uses only what the page has always had
+/// (`GRAPPE.diagram`, its `setView`, `draw`, `x` and `bands`).
+fn diagram_pixels(dir: &Path, page: &Path, views: &[(f64, f64)]) -> Vec<(usize, usize, f64, [u8; 3])> {
+    const SAMPLES: usize = 150;
+    let probe = dir.join("probe.html");
+    let script = format!(
+        r#"<!DOCTYPE html><html><body><iframe id="f" src="{}" style="width:1400px;height:900px;border:0"></iframe>
+<script>
+document.getElementById("f").onload = function () {{ setTimeout(function () {{
+  const w = this.contentWindow, d = w.GRAPPE.diagram, out = [];
+  {views}.forEach(function (view, v) {{
+    d.setView(view[0], view[1]);
+    d.draw();
+    const times = [];
+    for (let k = 0; k < {SAMPLES}; k++) times.push(d.v0 + ((k + 0.5) * (d.v1 - d.v0)) / {SAMPLES});
+    times.push(d.timeAt(d.width - 1.5));
+    const c = d.ctx.canvas, all = d.ctx.getImageData(0, 0, c.width, c.height).data;
+    d.lanes.forEach(function (lane, i) {{
+      const b = d.bands(i), y = Math.round(b.callY + b.callH * 0.6);
+      for (const t of times) {{
+        const o = (y * c.width + Math.round(d.x(t))) * 4;
+        out.push([v, i, t, all[o], all[o + 1], all[o + 2]]);
+      }}
+    }});
+  }});
+  document.body.dataset.samples = JSON.stringify(out);
+}}.bind(this), 0); }};
+</script></body></html>"#,
+        url(page),
+        views = serde_json::to_string(&views.iter().map(|v| [v.0, v.1]).collect::<Vec<_>>()).unwrap(),
+    );
+    std::fs::write(&probe, script).unwrap();
+    let run = chromium(dir, &url(&probe), &["--dump-dom", "--allow-file-access-from-files", "--window-size=1500,1000"]);
+    // Chromium's hint that the probe reads the canvas back more than once.
+    let console: Vec<&str> = run.console().into_iter().filter(|l| !l.contains("willReadFrequently")).collect();
+    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+    let samples = run.stdout.split("data-samples=\"").nth(1).and_then(|s| s.split('"').next());
+    let samples = samples.unwrap_or_else(|| panic!("the probe read no pixels; stdout:\n{}", run.stdout));
+    let samples: Vec<(usize, usize, f64, u8, u8, u8)> = serde_json::from_str(samples).unwrap();
+    samples.into_iter().map(|(v, i, t, r, g, b)| (v, i, t, [r, g, b])).collect()
+}
+
+/// Checks that every sample shows the phased run's state at its date,
+/// but those within `margin` ns of a change of phase (a pixel column that
+/// holds both); returns how many were checked.
+fn assert_phases(what: &str, samples: &[(usize, usize, f64, [u8; 3])], views: &[(f64, f64)]) -> usize {
+    let run = PHASED_NS as f64;
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for &(v, lane, t, colour) in samples {
+        let margin = 3.0 * (views[v].1 - views[v].0) / 1300.0;
+        let near = |edge: f64| (t - edge).abs() < margin;
+        if t < 0.0 || t > run - margin / 2.0 || near(run / 2.0) || near(run * 0.9) {
+            continue;
+        }
+        checked += 1;
+        let want = phased_colour(lane, t);
+        if !want.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) <= 10) {
+            wrong.push(format!("view {v}, rank {lane}, at {:.3} ms: {colour:?} for {want:?}", t / 1e6));
+        }
+    }
+    assert!(wrong.is_empty(), "{what}: {} of {checked} pixels wrong:\n{}", wrong.len(), wrong.join("\n"));
+    checked
+}
+
+/// The whole run is drawn, whatever its length: on a run of 320 000 calls
+/// whose activity changes over time in a known way, the diagram's pixels
+/// show each rank's state at every date sampled, from the start to the
+/// end of the run: at full zoom-out (the summary), zoomed in on a part
+/// (the summary, finer) and on a few hundred calls (the calls one by one,
+/// or the finest summary where they are not embedded), with the page
+/// holding every call and with one that holds a fraction of them.
+#[test]
+fn the_diagram_shows_the_state_of_every_rank_across_the_whole_run() {
+    let dir = scratch("phases");
+    let ranks: Vec<Vec<(u64, u64, Body)>> = (0..4).map(phased_run).collect();
+    let (page, summary) = report_of_handmade(&dir, &ranks);
+    assert_eq!(summary.selection.intervals, 320_000 + 8);
+    assert_eq!(summary.selection.kept, summary.selection.intervals, "every call fits in the default bound");
+    let run = PHASED_NS as f64;
+    let views = [
+        (0.0, run),
+        (0.4 * run, 0.6 * run),
+        (0.85 * run, 0.95 * run),
+        (0.25 * run, 0.25 * run + 200_000.0),
+        (0.7 * run, 0.7 * run + 200_000.0),
+        (run - 200_000.0, run),
+    ];
+    let samples = diagram_pixels(&dir, &page, &views);
+    assert_eq!(samples.len(), views.len() * 4 * 151);
+    let checked = assert_phases("every call embedded", &samples, &views);
+    assert!(checked > views.len() * 4 * 140, "{checked} pixels checked");
+
+    // A page of 1.5 MB: a fraction of the calls, in windows; the rest of
+    // the run is drawn from the summary at every zoom.
+    let small = dir.join("small.html");
+    let set = TraceSet::open(&dir.join("trace")).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let options = ReportOptions { max_bytes: 1_500_000, ..ReportOptions::default() };
+    let summary = write_report(&set, &time, &small, &options, &mut |_| {}).unwrap();
+    assert!(summary.bytes <= 1_500_000, "{} bytes", summary.bytes);
+    let s = summary.selection;
+    assert!(s.kept > 10_000 && s.kept < s.intervals / 4, "{s:?}");
+    let samples = diagram_pixels(&dir, &small, &views);
+    assert_phases("a fraction embedded", &samples, &views);
+}
