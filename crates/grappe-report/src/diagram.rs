@@ -366,6 +366,11 @@ impl Detail {
         self.windows = windows;
     }
 
+    /// The calls and regions drawn in the lane that has the most.
+    pub(crate) fn busiest_lane(&self) -> u64 {
+        self.lanes.iter().map(|l| (l.calls.len() + l.regions.len()) as u64).max().unwrap_or(0)
+    }
+
     /// The diagram as the page gets it: dates from `origin` (global ns);
     /// `interval` is the one asked for (relative, `None`: to the end).
     /// `bare`: without what is drawn one by one (to weigh the rest).

@@ -202,6 +202,12 @@ struct Fit<'a> {
 impl Fit<'_> {
     fn page(&self, detail: &mut diagram::Detail, summary: &mut summary::SummaryData) -> Result<Html, ReportError> {
         let max = self.options.max_bytes;
+        if detail.selection.kept == detail.selection.intervals {
+            // Every call is drawn one by one: bins finer than a quarter of
+            // the busiest lane's mean call would never be drawn.
+            let run = self.span.1.saturating_sub(self.span.0);
+            summary.drop_finer_than(run / detail.busiest_lane().max(1) / 4);
+        }
         let base = loop {
             let bare = self.render(detail, summary, true)?;
             if bare.bytes.len() as u64 <= max {

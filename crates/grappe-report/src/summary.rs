@@ -218,6 +218,15 @@ pub(crate) struct Level {
 }
 
 impl SummaryData {
+    /// The summary without its levels of bins narrower than `ns` (the
+    /// coarsest is kept).
+    /// (not counted as left out: they are not needed).
+    pub(crate) fn drop_finer_than(&mut self, ns: u64) {
+        while self.levels.len() > 1 && self.levels.last().is_some_and(|l| l.bin_ns < ns) {
+            self.levels.pop();
+        }
+    }
+
     /// The summary without its finest level (the page's size), if it has
     /// more than one.
     pub(crate) fn drop_finest(&mut self) -> bool {

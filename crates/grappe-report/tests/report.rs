@@ -585,7 +585,13 @@ fn phased_run(rank: u32) -> Vec<(u64, u64, Body)> {
     };
     phase(0, PHASED_NS / 2, &|request| Body::Wait { request, comm: 0, completion, failed: false });
     if rank % 2 == 0 {
-        phase(PHASED_NS / 2, PHASED_NS * 9 / 10, &|_| Body::Iprobe { src: ANY, tag: 0, comm: 0, found: None, failed: false });
+        phase(PHASED_NS / 2, PHASED_NS * 9 / 10, &|_| Body::Iprobe {
+            src: ANY,
+            tag: 0,
+            comm: 0,
+            found: None,
+            failed: false,
+        });
     }
     phase(PHASED_NS * 9 / 10, PHASED_NS, &|request| Body::Irecv { src: ANY, tag: 0, comm: 0, request });
     events.push((T0 + PHASED_NS, T0 + PHASED_NS, Body::Finalize));
