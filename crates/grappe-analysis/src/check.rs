@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::failed::{FailedCall, FailedCalls, WHY};
 use crate::matching::{Channel, Message, receive_of};
-use crate::stream::{CausalStream, StreamSummary, incomplete};
+use crate::stream::{CausalStream, LinkedRef, StreamSummary, incomplete};
 
 /// Examples kept per kind of problem.
 const EXAMPLES: usize = 10;
@@ -98,7 +98,18 @@ pub struct CheckReport {
 }
 
 /// Reads the whole stream and checks it. `progress` gets the events read.
-pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<CheckReport> {
+pub fn check(stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<CheckReport> {
+    check_observing(stream, progress, &mut |_| {})
+}
+
+/// [`check`], showing each event to `observe` too: a tool that reads the
+/// trace twice learns in the check's pass what its second pass needs
+/// (the report: the run's span and where its calls lie).
+pub fn check_observing(
+    mut stream: CausalStream,
+    progress: &mut dyn FnMut(u64),
+    observe: &mut dyn FnMut(LinkedRef<'_>),
+) -> Result<CheckReport> {
     let mut report = CheckReport {
         events: 0,
         messages: 0,
@@ -122,6 +133,7 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     let mut failed = FailedCalls::new(EXAMPLES);
     while let Some(linked) = stream.next_event()? {
         report.events += 1;
+        observe(linked);
         failed.observe(linked.event);
         if report.events % (1 << 20) == 0 {
             progress(report.events);

@@ -37,7 +37,7 @@ pub mod set;
 pub mod stream;
 
 pub use calls::CallType;
-pub use check::{CheckReport, check};
+pub use check::{CheckReport, check, check_observing};
 pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};
 pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};

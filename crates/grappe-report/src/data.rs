@@ -17,7 +17,7 @@ const SITES_SHOWN: usize = 50;
 #[derive(Serialize)]
 pub(crate) struct Data<'a> {
     world_size: u32,
-    diagram: &'a Diagram,
+    diagram: &'a Diagram<'a>,
     /// The profile without its matrix, and its longest call sites only.
     profile: Profile,
     sites_total: usize,
@@ -36,7 +36,7 @@ struct Matrix {
 }
 
 impl<'a> Data<'a> {
-    pub(crate) fn new(world_size: u32, diagram: &'a Diagram, profile: &Profile) -> Self {
+    pub(crate) fn new(world_size: u32, diagram: &'a Diagram<'a>, profile: &Profile) -> Self {
         let mut shown = profile.clone();
         shown.matrix = Vec::new();
         shown.sites.truncate(SITES_SHOWN);

@@ -1,5 +1,8 @@
-// The space-time diagram: ranks as lanes, calls as coloured bars, regions
-// above them, messages as arrows; an overview of the whole run above it.
+// The space-time diagram: ranks as lanes. Where the calls are drawn one
+// by one (the detail windows, once zoomed in enough for them to show):
+// calls as coloured bars, regions above them, messages as arrows.
+// Elsewhere, the summary: per pixel column, the share of each state,
+// stacked. An overview of the whole run above it.
 "use strict";
 var GRAPPE = (window.GRAPPE = window.GRAPPE || {});
 
@@ -104,16 +107,19 @@ function decodeLane(lane) {
   return { raw: lane, start, end, maxEnd, rstart, rend };
 }
 
-GRAPPE.Diagram = function (data, el) {
+GRAPPE.Diagram = function (data, el, worldSize) {
   this.data = data;
   this.el = el;
   this.lanes = data.lanes.map(decodeLane);
+  this.summary = new GRAPPE.Summary(data.summary, this.lanes, worldSize);
+  this.detail = data.detail;
   this.colourOf = data.kinds.map((k) => (k.failed ? GRAPPE.COLOURS.failed : GRAPPE.COLOURS[k.category] || GRAPPE.COLOURS.other));
   this.hasRegions = data.lanes.some((l) => l.rt.length > 0);
-  // The window of embedded events, [w0, w1]; `full` is its length.
-  this.w0 = data.window_start;
-  this.w1 = Math.max(this.w0 + 1, data.window_end === null ? data.end : data.window_end);
-  this.full = this.w1 - this.w0;
+  // The interval asked for, [w0, w1] (the whole run by default): the
+  // view of `reset`.
+  this.run = Math.max(1, data.end);
+  this.w0 = Math.min(data.interval[0], this.run - 1);
+  this.w1 = Math.max(this.w0 + 1, Math.min(this.run, data.interval[1] === null ? this.run : data.interval[1]));
   this.decodeArrows();
   this.reset();
   this.viewFromAddress();
@@ -158,7 +164,9 @@ GRAPPE.Diagram.prototype.viewFromAddress = function () {
 GRAPPE.Diagram.prototype.layout = function () {
   const n = Math.max(1, this.lanes.length);
   this.laneH = Math.max(3, Math.min(64, Math.floor(520 / n)));
-  this.width = Math.max(320, this.el.box.clientWidth || 1000);
+  // The canvas' own width (inside its border): a bitmap of another width
+  // would be resampled, blending the summary's pixel columns.
+  this.width = Math.max(320, this.el.canvas.clientWidth || this.el.box.clientWidth || 1000);
   this.height = Math.min(16000, this.AXIS_H + n * this.laneH + 4);
   const c = this.el.canvas;
   const dpr = window.devicePixelRatio || 1;
@@ -167,8 +175,9 @@ GRAPPE.Diagram.prototype.layout = function () {
   c.style.height = this.height + "px";
   this.ctx = c.getContext("2d");
   this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  this.dpr = dpr;
   this.plotW = this.width - this.LABEL_W;
-  this.overview = new GRAPPE.Overview(this.data, this.el.overview, this.width, this.LABEL_W);
+  this.overview = new GRAPPE.Overview(this, this.el.overview, this.width, this.LABEL_W);
 };
 
 GRAPPE.Diagram.prototype.x = function (t) {
@@ -201,14 +210,22 @@ GRAPPE.Diagram.prototype.draw = function () {
   g.clearRect(0, 0, this.width, this.height);
   g.fillStyle = "#ffffff";
   g.fillRect(0, 0, this.width, this.height);
+  this.detailed = this.callsFit() ? this.detailColumns() : [];
+  this.drawSummary();
+  g.save();
+  g.beginPath();
+  for (const [x0, x1] of this.detailed) g.rect(x0, 0, x1 - x0, this.height);
+  g.clip();
+  if (this.detailed.length > 0) this.lanes.forEach((lane, i) => this.drawLane(lane, i));
+  g.restore();
   g.save();
   g.beginPath();
   g.rect(this.LABEL_W, 0, this.plotW, this.height);
   g.clip();
-  this.lanes.forEach((lane, i) => this.drawLane(lane, i));
+  this.drawDetailBounds();
   this.drawWindowBounds();
   this.arrowNote = "";
-  if (this.el.arrows.checked) this.drawArrows();
+  if (this.el.arrows.checked && this.detailed.length > 0) this.drawArrows();
   g.restore();
   this.drawLabels();
   this.drawAxis();
@@ -286,18 +303,122 @@ GRAPPE.Diagram.prototype.drawRegions = function (lane, b) {
   }
 };
 
-/** Shades what lies outside the window of embedded events. */
+/** Whether the calls in view are few enough to draw one by one (at
+ * least two pixels each on average in the busiest lane), or the view is
+ * finer than the summary's finest bins. */
+GRAPPE.Diagram.prototype.callsFit = function () {
+  if (this.detail.length === 0) return false;
+  if ((this.v1 - this.v0) / this.plotW < this.summary.finest()) return true;
+  let most = 0;
+  for (const lane of this.lanes) {
+    const k0 = GRAPPE.upperBound(lane.maxEnd, this.v0 - 1e-9), k1 = GRAPPE.upperBound(lane.start, this.v1);
+    most = Math.max(most, k1 - k0);
+  }
+  return most <= this.plotW / 2;
+};
+
+/** The pixel ranges [x0, x1) of the view inside a detail window. */
+GRAPPE.Diagram.prototype.detailColumns = function () {
+  const out = [];
+  const first = GRAPPE.upperBound(this.detail.map((w) => w[1]), this.v0);
+  for (let i = first; i < this.detail.length && this.detail[i][0] < this.v1; i++) {
+    const x0 = Math.max(this.LABEL_W, Math.ceil(this.x(this.detail[i][0])));
+    const x1 = Math.min(this.width, Math.floor(this.x(this.detail[i][1])));
+    if (x1 > x0) out.push([x0, x1]);
+  }
+  return out;
+};
+
+/** The summary, per device pixel column outside the detailed ranges:
+ * per row, the states stacked (waiting on top), compute below them,
+ * blank where the row's ranks were not running. */
+GRAPPE.Diagram.prototype.drawSummary = function () {
+  const sm = this.summary, dpr = this.dpr;
+  const W = Math.max(1, Math.round(this.plotW * dpr)), H = Math.max(1, Math.round(this.height * dpr));
+  const off = this.summaryCanvas || (this.summaryCanvas = document.createElement("canvas"));
+  off.width = W;
+  off.height = H;
+  const g = off.getContext("2d"), img = g.createImageData(W, H), px = new Uint32Array(img.data.buffer);
+  const pack = (hex) => {
+    const [r, gr, b] = GRAPPE.rgb(hex);
+    return ((255 << 24) | (b << 16) | (gr << 8) | r) >>> 0;
+  };
+  const colours = sm.colours.map(pack), compute = pack(GRAPPE.COLOURS.compute);
+  const ns = (this.v1 - this.v0) / W, level = sm.level(ns), shares = new Float64Array(sm.states.length);
+  const skip = new Uint8Array(W);
+  for (const [x0, x1] of this.detailed) skip.fill(1, Math.round((x0 - this.LABEL_W) * dpr), Math.round((x1 - this.LABEL_W) * dpr));
+  const bands = [];
+  for (let r = 0; r < sm.rows; r++) {
+    const lanes = sm.rowLanes[r];
+    if (lanes.length === 0) continue;
+    // The whole lanes: regions are drawn only with the calls.
+    const top = this.bands(lanes[0]), bottom = this.bands(lanes[lanes.length - 1]), gap = top.regionY - top.y;
+    bands.push([r, Math.round(top.regionY * dpr), Math.min(H, Math.round((bottom.y + this.laneH - gap) * dpr))]);
+  }
+  const fill = (x, y0, y1, colour) => {
+    for (let y = y0; y < y1; y++) px[y * W + x] = colour;
+  };
+  for (let x = 0; x < W; x++) {
+    const t0 = this.v0 + x * ns, t1 = t0 + ns;
+    if (skip[x] || t1 <= 0 || t0 >= this.run) continue;
+    for (const [r, y0, y1] of bands) {
+      sm.shares(level, r, t0, t1, shares);
+      const alive = sm.alive(r, t0, t1), h = y1 - y0;
+      let sum = 0;
+      for (let s = 0; s < shares.length; s++) sum += shares[s];
+      const scale = sum > alive && sum > 0 ? alive / sum : 1;
+      let acc = 0, y = y0;
+      for (let s = 0; s < shares.length; s++) {
+        if (shares[s] <= 0) continue;
+        acc += shares[s] * scale;
+        const ye = y0 + Math.round(acc * h);
+        fill(x, y, ye, colours[s]);
+        y = ye;
+      }
+      const ye = y0 + Math.round(Math.max(acc, alive) * h);
+      fill(x, y, ye, compute);
+    }
+  }
+  g.putImageData(img, 0, 0);
+  this.ctx.imageSmoothingEnabled = false;
+  this.ctx.drawImage(off, this.LABEL_W, 0, this.plotW, this.height);
+};
+
+/** Dashed lines at the edges of the detail windows in view, and a word
+ * over the gaps between them, once the calls are drawn. */
+GRAPPE.Diagram.prototype.drawDetailBounds = function () {
+  if (this.detailed.length === 0) return;
+  const g = this.ctx;
+  g.strokeStyle = "#555";
+  g.setLineDash([4, 3]);
+  g.beginPath();
+  let from = this.LABEL_W;
+  const gaps = [];
+  for (const [x0, x1] of this.detailed) {
+    if (x0 > this.LABEL_W + 1) g.moveTo(x0 + 0.5, this.AXIS_H), g.lineTo(x0 + 0.5, this.height);
+    if (x1 < this.width - 1) g.moveTo(x1 - 0.5, this.AXIS_H), g.lineTo(x1 - 0.5, this.height);
+    if (x0 - from > 0) gaps.push([from, x0]);
+    from = x1;
+  }
+  if (this.width - from > 0) gaps.push([from, this.width]);
+  g.stroke();
+  g.setLineDash([]);
+  g.fillStyle = "#333";
+  g.font = "11px sans-serif";
+  for (const [a, b] of gaps) if (b - a > 190) g.fillText("summary: calls not embedded here", a + 6, this.AXIS_H + 12);
+};
+
+/** Shades what lies outside the interval asked for (--from, --to). */
 GRAPPE.Diagram.prototype.drawWindowBounds = function () {
   // The option of `grappe trace report` that details a date (ns).
   const arg = (ns) => (ns / 1e6).toFixed(3) + "ms";
-  if (this.data.window_end !== null && this.data.window_end <= this.v1) {
-    const x = Math.max(this.LABEL_W, this.x(this.data.window_end));
-    const text = "not embedded from here (report --from " + arg(this.data.window_end) + ")";
-    this.shade(x, this.width, x, text, x + 6);
+  if (this.data.interval[1] !== null && this.w1 <= this.v1) {
+    const x = Math.max(this.LABEL_W, this.x(this.w1));
+    this.shade(x, this.width, x, "calls not embedded from here (report --from " + arg(this.w1) + ")", x + 6);
   }
   if (this.w0 > 0 && this.w0 >= this.v0) {
     const x = Math.min(this.width, this.x(this.w0));
-    this.shade(this.LABEL_W, x, x, "not embedded before here (report --to " + arg(this.w0) + ")", this.LABEL_W + 6);
+    this.shade(this.LABEL_W, x, x, "calls not embedded before here (report --to " + arg(this.w0) + ")", this.LABEL_W + 6);
   }
 };
 
@@ -399,8 +520,8 @@ GRAPPE.Diagram.prototype.zoom = function (factor, px) {
 };
 
 GRAPPE.Diagram.prototype.setView = function (v0, v1) {
-  const span = Math.min(v1 - v0, this.full * 1.1);
-  const lo = -0.05 * this.full, hi = 1.05 * Math.max(this.w1, this.data.end);
+  const span = Math.min(v1 - v0, this.run * 1.1);
+  const lo = -0.05 * this.run, hi = 1.05 * this.run;
   v0 = Math.max(lo, Math.min(v0, hi - span));
   this.v0 = v0;
   this.v1 = v0 + span;
@@ -457,7 +578,8 @@ GRAPPE.Diagram.prototype.hover = function (px, py) {
     return;
   }
   const t = this.timeAt(px), tol = (3 * (this.v1 - this.v0)) / this.plotW, b = this.bands(i);
-  const lines = py < b.callY ? this.regionAt(lane, t, tol) : this.callAt(lane, t, tol);
+  const detailed = this.detailed.some(([x0, x1]) => px >= x0 && px < x1);
+  const lines = !detailed ? this.summaryAt(lane, px) : py < b.callY ? this.regionAt(lane, t, tol) : this.callAt(lane, t, tol);
   if (!lines) {
     tip.hidden = true;
     return;
@@ -472,6 +594,21 @@ GRAPPE.Diagram.prototype.hover = function (px, py) {
   const left = Math.min(px + 14, this.width - tip.offsetWidth - 4);
   tip.style.left = Math.max(0, left) + "px";
   tip.style.top = py + 16 + "px";
+};
+
+/** What the summary says of the pixel column `px` of the row of `lane`. */
+GRAPPE.Diagram.prototype.summaryAt = function (lane, px) {
+  const sm = this.summary, row = sm.rowOf(lane.raw.rank);
+  const t0 = this.timeAt(Math.floor(px)), t1 = this.timeAt(Math.floor(px) + 1);
+  if (t1 <= 0 || t0 >= this.run) return null;
+  const lanes = sm.rowLanes[row].map((i) => this.lanes[i].raw.rank);
+  const who = sm.group === 1 ? "rank " + lane.raw.rank : "ranks " + lanes[0] + "–" + lanes[lanes.length - 1];
+  const parts = sm.describe(row, t0, t1, (t1 - t0) / this.dpr);
+  return [
+    who + ", " + GRAPPE.formatNs(Math.max(0, t0), 6) + " to " + GRAPPE.formatNs(t1, 6),
+    ...parts.map(([state, share]) => state + " " + (100 * share).toFixed(1) + "%"),
+    "summary: zoom in on a detail window (marked under the overview) for the calls",
+  ];
 };
 
 GRAPPE.Diagram.prototype.callAt = function (lane, t, tol) {

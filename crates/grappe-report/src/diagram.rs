@@ -1,17 +1,11 @@
 //! The space-time diagram's data: the calls, user regions and messages
-//! of a window of the run, and an overview of the whole run.
+//! drawn one by one, and the summary of the whole run.
 //!
-//! Selection, in one pass over the causal stream: calls and regions that
-//! overlap the interval asked for ([`Window`], the whole run by default)
-//! are kept in stream order until `max_events` are kept; the date of the
-//! first one that does not fit ends the *window*, and the events that
-//! start before it and come later in the stream (receives, which the
-//! stream gives at their end) are still kept, up to a tenth more. So the
-//! diagram shows everything from the start of the interval to the end of
-//! the window. Regions entered before the interval are drawn if they are
-//! still open when it starts. Arrows are the messages received in the
-//! window, the first `max_arrows` of them. The overview, time bins per
-//! rank whose width doubles as the run goes on, covers every call.
+//! One pass over the causal stream. Every call goes into the
+//! [`Summary`]. The calls and regions that overlap the detail windows
+//! (planned from the first pass, see [`crate::census`]) are kept, and the
+//! messages received by a call kept are kept as arrows. A region entered
+//! outside the windows is kept if it overlaps one when it is left.
 //!
 //! Init and finalize are drawn as calls of their own colour: they hold the
 //! clock sampling.
@@ -29,50 +23,44 @@ use grappe_trace::{ANY, Body, Event};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::lane::{Arrows, Call, Keep, Lane, LaneData, LastSend, Open};
-use super::overview::{Overview, OverviewData};
+use super::census::Windows;
+use super::lane::{Arrow, Arrows, Call, Keep, Lane, LaneData, LastSend, Open};
+use super::summary::{FAILED, Summary, SummaryData, WAITING, state_of};
 
 /// Regions open at once on a rank that are drawn.
 const MAX_DEPTH: usize = 64;
 /// Distinct region names kept.
 const MAX_NAMES: usize = 10_000;
-/// Overview cells (ranks × bins), at most, roughly.
-const OVERVIEW_CELLS: usize = 400_000;
 /// Events between two expiries of collective instances.
 const EXPIRE_EVERY: u64 = 1024;
+/// The index part of a collective entry's tag when its call is not kept.
+const NOT_KEPT: u64 = 0xffff_ffff;
 
 /// The part of the run the diagram details, dated as exports date it
 /// (from [`CausalStream::origin`]).
 pub use grappe_analysis::stream::Window;
 
-/// What was kept and what was left out.
+/// What is drawn one by one, of what the trace has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Selection {
     /// Calls and regions in the trace.
     pub intervals: u64,
-    /// Of them, kept.
+    /// Of them, drawn one by one.
     pub kept: u64,
     /// Messages matched in the trace.
     pub messages: u64,
     /// Of them, drawn as arrows.
     pub arrows: u64,
-    /// The window's end (global ns), if the trace did not fit.
-    pub window_end: Option<u64>,
-    /// The receive end (global ns) after which arrows were left out.
-    pub arrows_end: Option<u64>,
-    /// Calls and regions starting in the window but left out: the window
-    /// had its tenth more already.
-    pub window_dropped: u64,
-    /// The start (global ns) of the interval asked for, if not the run's.
-    pub window_start: Option<u64>,
-    /// Whether the window ends where `max_events` ran out.
-    pub full: bool,
+}
+
+/// Whether `[start, end]` overlaps one of `windows`.
+pub(crate) fn overlaps(windows: &Windows, start: u64, end: u64) -> bool {
+    let i = windows.partition_point(|w| w.1 <= start);
+    windows.get(i).is_some_and(|w| w.0 <= end)
 }
 
 /// The diagram being built.
 pub(crate) struct Builder {
-    max_events: u64,
-    max_arrows: u64,
     lanes: Vec<Lane>,
     lane_of: FxHashMap<u32, usize>,
     kinds: Vec<Kind>,
@@ -81,23 +69,19 @@ pub(crate) struct Builder {
     names: Vec<(String, String)>,
     /// Region ids by name, then location.
     name_of: FxHashMap<String, Vec<(String, u32)>>,
-    arrows: Vec<(usize, u32, u64, u64)>,
-    overview: Overview,
+    arrows: Vec<Arrow>,
+    summary: Summary,
+    windows: Windows,
     collectives: Instances,
     selection: Selection,
-    overflow: u64,
     events: u64,
-    asked: Window,
-    /// The interval asked for in global ns, once the run's start is known.
-    interval: Option<(u64, u64)>,
 }
 
 impl Builder {
-    pub fn new(stream: &CausalStream, world_size: u32, max_events: usize, max_arrows: usize, asked: Window) -> Self {
-        let ranks = stream.summary().flows.len().max(world_size as usize).max(1);
-        let mut builder = Builder {
-            max_events: max_events as u64,
-            max_arrows: max_arrows as u64,
+    /// A diagram that details `windows` (global ns) and sums everything
+    /// in `summary`.
+    pub fn new(stream: &CausalStream, world_size: u32, windows: Windows, summary: Summary) -> Self {
+        Builder {
             lanes: Vec::new(),
             lane_of: FxHashMap::default(),
             kinds: Vec::new(),
@@ -105,18 +89,12 @@ impl Builder {
             names: Vec::new(),
             name_of: FxHashMap::default(),
             arrows: Vec::new(),
-            overview: Overview::new((OVERVIEW_CELLS / ranks).clamp(16, 1000)),
+            summary,
+            windows,
             collectives: Instances::for_stream(stream, world_size),
             selection: Selection::default(),
-            overflow: 0,
             events: 0,
-            asked,
-            interval: None,
-        };
-        if let Some(origin) = stream.origin() {
-            builder.start_interval(origin);
         }
-        builder
     }
 
     /// Takes the next event of the causal stream.
@@ -127,11 +105,8 @@ impl Builder {
         let (start, end) = (event.start, event.end.max(event.start));
         self.lanes[lane].last = self.lanes[lane].last.max(end);
         self.events += 1;
-        if self.interval.is_none() {
-            self.start_interval(start);
-        }
         match &event.body {
-            Body::RegionEnter { name, location } => self.enter(lane, name, location, start, date),
+            Body::RegionEnter { name, location } => self.enter(lane, name, location, start),
             Body::RegionLeave { name } => self.leave(lane, name, start),
             Body::CommCreate { .. } => self.collectives.observe_creation(event.rank, &event.body),
             _ => {}
@@ -140,12 +115,12 @@ impl Builder {
         let first_half = self.lanes[lane].last_send.take().filter(|send| event.ends_sendrecv_of(&send.event));
         match (first_half, CallType::of(&event.body)) {
             (Some(send), _) => self.second_half(lane, send, event, linked.message),
-            (None, Some(call)) => self.call(lane, call, event, linked.message, date),
-            (None, None) => self.lifecycle(lane, event, date),
+            (None, Some(call)) => self.call(lane, call, event, linked.message),
+            (None, None) => self.lifecycle(lane, event),
         }
         if self.events % EXPIRE_EVERY == 0 {
-            let lanes = &mut self.lanes;
-            self.collectives.expire(date, &mut |e, w| set_waiting(lanes, e, w));
+            let (lanes, summary) = (&mut self.lanes, &mut self.summary);
+            self.collectives.expire(date, &mut |e, w| set_waiting(lanes, summary, e, w));
         }
     }
 
@@ -157,61 +132,41 @@ impl Builder {
         let i = self.lanes.len();
         self.lanes.push(Lane::new(rank, start));
         self.lane_of.insert(rank, i);
-        self.overview.lanes.push(Vec::new());
         i
     }
 
-    /// Places the interval asked for, from the run's start.
-    fn start_interval(&mut self, first: u64) {
-        let (from, to) = (first.saturating_add(self.asked.from), first.saturating_add(self.asked.to));
-        self.interval = Some((from, to));
-        self.selection.window_start = (self.asked.from > 0).then_some(from);
-    }
-
-    /// Whether a call from `start` to `end` (`None`: a region entered),
-    /// met at `date` in the stream, is kept (see the module documentation).
-    fn admit(&mut self, start: u64, end: Option<u64>, date: u64) -> Keep {
+    /// Whether a call from `start` to `end` (`None`: a region entered) is
+    /// kept: if it overlaps a window (a region entered outside them is
+    /// decided when it is left).
+    fn admit(&mut self, start: u64, end: Option<u64>) -> Keep {
         self.selection.intervals += 1;
-        let (from, to) = self.interval.unwrap_or((0, u64::MAX));
-        if start >= to || end.is_some_and(|end| end < from) {
-            return Keep::No;
-        }
-        if end.is_none() && start < from {
-            return Keep::IfOpenAt(from); // counted when it is left
-        }
-        if self.selection.window_end.is_none() && self.selection.kept >= self.max_events {
-            self.selection.window_end = Some(date);
-            self.selection.full = true;
-        }
-        let kept = match self.selection.window_end {
-            None => true,
-            Some(end) if start < end && self.overflow <= self.max_events / 10 => {
-                self.overflow += 1;
-                true
-            }
-            Some(end) => {
-                self.selection.window_dropped += u64::from(start < end);
-                false
-            }
+        let keep = match end {
+            Some(end) if overlaps(&self.windows, start, end) => Keep::Yes,
+            Some(_) => Keep::No,
+            None if overlaps(&self.windows, start, start) => Keep::Yes,
+            None => Keep::AtLeave,
         };
-        self.selection.kept += kept as u64;
-        if kept { Keep::Yes } else { Keep::No }
+        self.selection.kept += (keep == Keep::Yes) as u64;
+        keep
     }
 
     /// Closes lane `lane`'s innermost region at `at`; counts it as kept
-    /// if it was entered before the interval and is drawn.
+    /// if it was decided only now and is.
     fn close_top(&mut self, lane: usize, at: u64) {
-        if self.lanes[lane].close_top(at) {
+        let windows = &self.windows;
+        if self.lanes[lane].close_top(at, &|start, end| overlaps(windows, start, end)) {
             self.selection.kept += 1;
         }
     }
 
-    fn call(&mut self, lane: usize, call: CallType, event: &Event, message: &Message, date: u64) {
+    fn call(&mut self, lane: usize, call: CallType, event: &Event, message: &Message) {
         let (start, end) = (event.start, event.end.max(event.start));
-        self.overview.add(lane, call, start, end);
-        let kept = self.admit(start, Some(end), date) == Keep::Yes;
         let failed = event.body.failed();
-        let kind = self.kind(call, category(&event.body), failed);
+        let category = category(&event.body);
+        let state = if failed { FAILED } else { state_of(category) };
+        self.summary.add(event.rank, state, start, end);
+        let kept = self.admit(start, Some(end)) == Keep::Yes;
+        let kind = self.kind(call, category, failed);
         let index = self.lanes[lane].calls.len() as u64;
         // A failed collective completed no instance: it waited all along.
         if let Body::Collective { comm, failed: false, .. } = &event.body {
@@ -220,12 +175,19 @@ impl Builder {
                 *k += 1;
                 *k - 1
             };
-            let tag = if kept { (lane as u64) << 32 | index } else { u64::MAX };
+            let tag = (lane as u64) << 32 | if kept { index } else { NOT_KEPT };
             let entry = Entry { rank: event.rank, start, end, from: start, tag };
-            let lanes = &mut self.lanes;
-            self.collectives.enter(*comm, k, entry, &mut |e, w| set_waiting(lanes, e, w));
+            let (lanes, summary) = (&mut self.lanes, &mut self.summary);
+            self.collectives.enter(*comm, k, entry, &mut |e, w| set_waiting(lanes, summary, e, w));
         }
-        let waiting = if failed { end - start } else { self.received(lane, message, kept, start, end) };
+        let waiting = match failed {
+            true => end - start,
+            false => {
+                let waiting = self.received(lane, message, kept, start, end);
+                self.summary.change(event.rank, state, WAITING, start, start + waiting);
+                waiting
+            }
+        };
         if kept {
             let (bytes, peer) = bytes_and_peer(&event.body);
             self.lanes[lane].calls.push(Call { start, end, kind, bytes, peer, waiting, received: None });
@@ -237,22 +199,22 @@ impl Builder {
 
     /// Init and finalize, drawn as calls: they hold the clock sampling
     /// (tens of ms), which would otherwise look like the program's compute.
-    /// They are not in the overview, which is the time in communication.
-    fn lifecycle(&mut self, lane: usize, event: &Event, date: u64) {
+    fn lifecycle(&mut self, lane: usize, event: &Event) {
         let name = match event.body {
             Body::Init => "init",
             Body::Finalize => "finalize",
             _ => return,
         };
         let (start, end) = (event.start, event.end.max(event.start));
-        if self.admit(start, Some(end), date) == Keep::Yes {
+        self.summary.add(event.rank, state_of("runtime"), start, end);
+        if self.admit(start, Some(end)) == Keep::Yes {
             let kind = self.kind_named(name, "runtime", false);
             self.lanes[lane].calls.push(Call { start, end, kind, bytes: 0, peer: ANY, waiting: 0, received: None });
         }
     }
 
     /// The receive that ends the sendrecv `send` began: its message, and
-    /// the send's call made the pair's.
+    /// the send's call made the pair's (in the summary too).
     fn second_half(&mut self, lane: usize, send: LastSend, recv: &Event, message: &Message) {
         let failed = send.event.body.failed() || recv.body.failed();
         let kind = self.kind(CallType::Sendrecv, "sendrecv", failed);
@@ -260,6 +222,13 @@ impl Builder {
         let mut waiting = self.received(lane, message, send.call.is_some(), start, end);
         if failed {
             waiting = end - start;
+        }
+        let (s0, e0) = (send.event.start, send.event.end.max(send.event.start));
+        let was = if send.event.body.failed() { FAILED } else { state_of("send") };
+        let now = if failed { FAILED } else { state_of("sendrecv") };
+        self.summary.change(recv.rank, was, now, s0, e0);
+        if !failed {
+            self.summary.change(recv.rank, now, WAITING, s0, s0 + waiting.min(e0 - s0));
         }
         if let Some(call) = send.call.and_then(|i| self.lanes[lane].calls.get_mut(i)) {
             call.kind = kind;
@@ -269,16 +238,20 @@ impl Builder {
         }
     }
 
-    /// Counts a received message and draws its arrow if its receive is
+    /// Counts a received message and keeps its arrow if its receive is
     /// kept; the receive's wait for its sender.
     fn received(&mut self, lane: usize, message: &Message, kept: bool, start: u64, end: u64) -> u64 {
         let Message::Received { channel, send } = message else { return 0 };
         self.selection.messages += 1;
-        if kept && self.selection.arrows < self.max_arrows {
+        if kept {
             self.selection.arrows += 1;
-            self.arrows.push((lane, channel.src, send.start, end));
-        } else if kept {
-            self.selection.arrows_end.get_or_insert(end);
+            self.arrows.push(Arrow {
+                lane,
+                src: channel.src,
+                send_start: send.start,
+                recv_start: start,
+                recv_end: end,
+            });
         }
         end.min(send.start).saturating_sub(start)
     }
@@ -297,11 +270,11 @@ impl Builder {
         k
     }
 
-    fn enter(&mut self, lane: usize, name: &str, location: &str, start: u64, date: u64) {
+    fn enter(&mut self, lane: usize, name: &str, location: &str, start: u64) {
         if self.lanes[lane].stack.len() >= MAX_DEPTH {
             return;
         }
-        let kept = self.admit(start, None, date);
+        let kept = self.admit(start, None);
         let name = self.name(name, location);
         self.lanes[lane].stack.push(Open { name, start, kept });
     }
@@ -330,45 +303,110 @@ impl Builder {
         id
     }
 
-    /// The diagram's data and what was selected.
-    pub fn finish(mut self) -> (Diagram, Selection) {
-        let lanes = &mut self.lanes;
-        self.collectives.drain(&mut |e, w| set_waiting(lanes, e, w));
+    /// What is drawn one by one, and the summary.
+    pub fn finish(mut self) -> (Detail, Summary) {
+        let (lanes, summary) = (&mut self.lanes, &mut self.summary);
+        self.collectives.drain(&mut |e, w| set_waiting(lanes, summary, e, w));
         for lane in 0..self.lanes.len() {
             let last = self.lanes[lane].last;
             while !self.lanes[lane].stack.is_empty() {
                 self.close_top(lane, last);
             }
         }
-        let origin = self.lanes.iter().map(|l| l.first).min().unwrap_or(0);
-        let end = self.lanes.iter().map(|l| l.last).max().unwrap_or(origin);
         let mut order: Vec<usize> = (0..self.lanes.len()).collect();
         order.sort_by_key(|&i| self.lanes[i].rank);
-        let position: FxHashMap<u32, u32> = order.iter().zip(0u32..).map(|(&i, p)| (self.lanes[i].rank, p)).collect();
-        let to = self.interval.map_or(u64::MAX, |(_, to)| to);
-        if to < end && self.selection.window_end.is_none_or(|w| w > to) {
-            (self.selection.window_end, self.selection.full) = (Some(to), false);
+        let mut position = vec![0usize; self.lanes.len()];
+        for (p, &i) in order.iter().enumerate() {
+            position[i] = p;
         }
-        let selection = self.selection;
-        let diagram = Diagram {
-            origin_ns: origin,
-            end: end - origin,
-            window_start: selection.window_start.map_or(0, |w| w.saturating_sub(origin)),
-            window_end: selection.window_end.map(|w| w.saturating_sub(origin)),
-            kinds: std::mem::take(&mut self.kinds),
+        for arrow in &mut self.arrows {
+            arrow.lane = position[arrow.lane];
+        }
+        self.arrows.sort_by_key(|a| a.recv_end);
+        let mut lanes: Vec<Option<Lane>> = self.lanes.into_iter().map(Some).collect();
+        let mut lanes: Vec<Lane> = order.iter().filter_map(|&i| lanes[i].take()).collect();
+        for lane in &mut lanes {
+            lane.sort();
+        }
+        let detail = Detail {
+            kinds: self.kinds,
             regions: self.names.iter().map(|(n, l)| format!("{n} ({l})")).collect(),
-            lanes: order.iter().map(|&i| LaneData::of(&mut self.lanes[i], origin)).collect(),
-            arrows: Arrows::of(&mut self.arrows, &self.lanes, &position, origin),
-            overview: self.overview.data(&order, origin, end),
-            selection,
+            lanes,
+            arrows: self.arrows,
+            windows: self.windows,
+            selection: self.selection,
         };
-        (diagram, selection)
+        (detail, self.summary)
     }
 }
 
-fn set_waiting(lanes: &mut [Lane], entry: &Entry, waiting: u64) {
-    let (lane, index) = ((entry.tag >> 32) as usize, (entry.tag & 0xffff_ffff) as usize);
-    if let Some(call) = lanes.get_mut(lane).and_then(|l| l.calls.get_mut(index)) {
+/// What is drawn one by one: the calls, regions and arrows of the detail
+/// windows, lanes in rank order.
+pub(crate) struct Detail {
+    kinds: Vec<Kind>,
+    regions: Vec<String>,
+    lanes: Vec<Lane>,
+    arrows: Vec<Arrow>,
+    pub(crate) windows: Windows,
+    pub(crate) selection: Selection,
+}
+
+impl Detail {
+    /// Keeps only what overlaps `windows`, windows within the present ones.
+    pub(crate) fn keep_only(&mut self, windows: Windows) {
+        let inside = |start: u64, end: u64| overlaps(&windows, start, end);
+        let mut kept = 0u64;
+        for lane in &mut self.lanes {
+            lane.keep_only(&inside);
+            kept += (lane.calls.len() + lane.regions.len()) as u64;
+        }
+        self.arrows.retain(|a| inside(a.recv_start, a.recv_end));
+        self.selection.kept = kept;
+        self.selection.arrows = self.arrows.len() as u64;
+        self.windows = windows;
+    }
+
+    /// The calls and regions drawn in the lane that has the most.
+    pub(crate) fn busiest_lane(&self) -> u64 {
+        self.lanes.iter().map(|l| (l.calls.len() + l.regions.len()) as u64).max().unwrap_or(0)
+    }
+
+    /// The diagram as the page gets it: dates from `origin` (global ns);
+    /// `interval` is the one asked for (relative, `None`: to the end).
+    /// `bare`: without what is drawn one by one (to weigh the rest).
+    pub(crate) fn data<'a>(
+        &'a self,
+        origin: u64,
+        interval: (u64, Option<u64>),
+        summary: &'a SummaryData,
+        bare: bool,
+    ) -> Diagram<'a> {
+        let end = self.lanes.iter().map(|l| l.last).max().unwrap_or(origin);
+        let relative = |w: &(u64, u64)| (w.0.saturating_sub(origin), w.1.saturating_sub(origin));
+        Diagram {
+            origin_ns: origin,
+            end: end.saturating_sub(origin),
+            interval,
+            detail: if bare { Vec::new() } else { self.windows.iter().map(relative).collect() },
+            kinds: &self.kinds,
+            regions: &self.regions,
+            lanes: self.lanes.iter().map(|l| LaneData::of(l, origin, bare)).collect(),
+            arrows: Arrows::of(if bare { &[] } else { &self.arrows }, &self.lanes, origin),
+            summary,
+            selection: self.selection,
+        }
+    }
+}
+
+/// A collective entry's waiting, known once the last rank entered: on
+/// its call if kept, and in the summary.
+fn set_waiting(lanes: &mut [Lane], summary: &mut Summary, entry: &Entry, waiting: u64) {
+    let (lane, index) = ((entry.tag >> 32) as usize, entry.tag & NOT_KEPT);
+    summary.change(entry.rank, state_of("collective"), WAITING, entry.from, entry.from + waiting);
+    if index == NOT_KEPT {
+        return;
+    }
+    if let Some(call) = lanes.get_mut(lane).and_then(|l| l.calls.get_mut(index as usize)) {
         call.waiting = waiting;
     }
 }
@@ -414,20 +452,19 @@ pub(crate) struct Kind {
 
 /// Everything the page draws the diagram from.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Diagram {
-    /// Global date of the diagram's 0, ns.
+pub(crate) struct Diagram<'a> {
+    /// Global date of the diagram's 0, ns: the run's first event.
     pub origin_ns: u64,
     /// Last date, relative.
     pub end: u64,
-    /// Start of the window of detailed events, relative (0: the run's).
-    window_start: u64,
-    /// End of the window of detailed events, relative, if the trace did
-    /// not fit or a shorter interval was asked for.
-    window_end: Option<u64>,
-    kinds: Vec<Kind>,
-    regions: Vec<String>,
+    /// The interval asked for (relative; `None`: to the run's end).
+    interval: (u64, Option<u64>),
+    /// The windows drawn call by call (relative, `[start, end)`).
+    detail: Vec<(u64, u64)>,
+    kinds: &'a [Kind],
+    regions: &'a [String],
     lanes: Vec<LaneData>,
     arrows: Arrows,
-    overview: OverviewData,
+    summary: &'a SummaryData,
     selection: Selection,
 }

@@ -37,14 +37,25 @@ pub(super) struct Span {
     pub(super) depth: u8,
 }
 
-/// Whether a region is drawn, decided when it is entered.
+/// Whether a call or region is drawn one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Keep {
     Yes,
     No,
-    /// Entered before the diagram's interval, which starts at this date:
-    /// drawn if it is still open then.
-    IfOpenAt(u64),
+    /// A region entered outside the detail windows: drawn if it overlaps
+    /// one, known when it is left.
+    AtLeave,
+}
+
+/// A message drawn as an arrow: the receiver's lane, the sender, the
+/// send's start, the receive's start and end.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Arrow {
+    pub(super) lane: usize,
+    pub(super) src: u32,
+    pub(super) send_start: u64,
+    pub(super) recv_start: u64,
+    pub(super) recv_end: u64,
 }
 
 /// A region entered and not left yet.
@@ -83,20 +94,34 @@ impl Lane {
         }
     }
 
-    /// Closes the innermost open region at `at`. Returns whether it was
-    /// entered before the interval and is drawn: kept, decided only now.
-    pub(super) fn close_top(&mut self, at: u64) -> bool {
+    /// Closes the innermost open region at `at`. Returns whether it is
+    /// drawn and that was decided only now (`detailed` says whether an
+    /// interval overlaps a detail window).
+    pub(super) fn close_top(&mut self, at: u64, detailed: &dyn Fn(u64, u64) -> bool) -> bool {
         let depth = self.stack.len().saturating_sub(1) as u8;
         let Some(open) = self.stack.pop() else { return false };
+        let end = at.max(open.start);
         let kept = match open.kept {
             Keep::Yes => true,
             Keep::No => false,
-            Keep::IfOpenAt(from) => at >= from,
+            Keep::AtLeave => detailed(open.start, end),
         };
         if kept {
-            self.regions.push(Span { start: open.start, end: at.max(open.start), name: open.name, depth });
+            self.regions.push(Span { start: open.start, end, name: open.name, depth });
         }
-        kept && matches!(open.kept, Keep::IfOpenAt(_))
+        kept && open.kept == Keep::AtLeave
+    }
+
+    /// Sorts the calls and regions by start, as the page reads them.
+    pub(super) fn sort(&mut self) {
+        self.calls.sort_by_key(|c| c.start);
+        self.regions.sort_by_key(|r| (r.start, r.depth));
+    }
+
+    /// Keeps the calls and regions for which `inside(start, end)` holds.
+    pub(super) fn keep_only(&mut self, inside: &dyn Fn(u64, u64) -> bool) {
+        self.calls.retain(|c| inside(c.start, c.end));
+        self.regions.retain(|r| inside(r.start, r.end));
     }
 }
 
@@ -142,25 +167,25 @@ fn deltas(starts: impl Iterator<Item = u64>, origin: u64) -> Vec<u64> {
 }
 
 impl LaneData {
-    pub(super) fn of(lane: &mut Lane, origin: u64) -> Self {
-        lane.calls.sort_by_key(|c| c.start);
-        lane.regions.sort_by_key(|r| (r.start, r.depth));
-        let calls = &lane.calls;
-        let regions = &lane.regions;
+    /// A lane whose calls and regions are sorted ([`Lane::sort`]);
+    /// `bare`: its span only.
+    pub(super) fn of(lane: &Lane, origin: u64, bare: bool) -> Self {
+        let calls = if bare { &[][..] } else { &lane.calls };
+        let regions = if bare { &[][..] } else { &lane.regions };
         let signed = |v: u32| if v == ANY { -1 } else { v as i64 };
         let other: Vec<(u32, (u32, u64))> =
             calls.iter().enumerate().filter_map(|(i, c)| c.received.map(|r| (i as u32, r))).collect();
         LaneData {
             rank: lane.rank,
-            first: lane.first - origin,
-            last: lane.last - origin,
-            t: deltas(calls.iter().map(|c| c.start), origin),
+            first: lane.first.saturating_sub(origin),
+            last: lane.last.saturating_sub(origin),
+            t: deltas(calls.iter().map(|c| c.start.max(origin)), origin),
             d: calls.iter().map(|c| c.end - c.start).collect(),
             k: calls.iter().map(|c| c.kind).collect(),
             b: calls.iter().map(|c| c.bytes).collect(),
             p: calls.iter().map(|c| signed(c.peer)).collect(),
             w: calls.iter().map(|c| c.waiting.min(c.end - c.start)).collect(),
-            rt: deltas(regions.iter().map(|r| r.start), origin),
+            rt: deltas(regions.iter().map(|r| r.start.max(origin)), origin),
             rd: regions.iter().map(|r| r.end - r.start).collect(),
             rn: regions.iter().map(|r| signed(r.name)).collect(),
             rz: regions.iter().map(|r| r.depth).collect(),
@@ -182,19 +207,15 @@ pub(crate) struct Arrows {
 }
 
 impl Arrows {
-    pub(super) fn of(
-        arrows: &mut [(usize, u32, u64, u64)],
-        lanes: &[Lane],
-        position: &FxHashMap<u32, u32>,
-        origin: u64,
-    ) -> Self {
-        arrows.sort_by_key(|a| a.3);
+    /// Arrows sorted by receive end, their lanes positions in `lanes`.
+    pub(super) fn of(arrows: &[Arrow], lanes: &[Lane], origin: u64) -> Self {
+        let position: FxHashMap<u32, usize> = lanes.iter().enumerate().map(|(p, l)| (l.rank, p)).collect();
         let lane_of = |rank: u32| position.get(&rank).map_or(-1, |&p| p as i64);
         Arrows {
-            s: arrows.iter().map(|a| lane_of(a.1)).collect(),
-            r: arrows.iter().map(|a| position.get(&lanes[a.0].rank).copied().unwrap_or(0)).collect(),
-            t: deltas(arrows.iter().map(|a| a.3), origin),
-            l: arrows.iter().map(|a| a.3.wrapping_sub(a.2) as i64).collect(),
+            s: arrows.iter().map(|a| lane_of(a.src)).collect(),
+            r: arrows.iter().map(|a| a.lane as u32).collect(),
+            t: deltas(arrows.iter().map(|a| a.recv_end.max(origin)), origin),
+            l: arrows.iter().map(|a| a.recv_end.wrapping_sub(a.send_start) as i64).collect(),
         }
     }
 }

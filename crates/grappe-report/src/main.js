@@ -30,7 +30,7 @@
       arrows: byId("show-arrows"),
       regions: byId("show-regions"),
       range: byId("view-range"),
-    });
+    }, data.world_size);
     GRAPPE.renderTables(data.profile, data.sites_total, byId("profile-tables"));
     GRAPPE.matrix = new GRAPPE.Matrix(byId("matrix"), byId("matrix-tip"), data.matrix);
     document.body.dataset.rendered = "ok";

@@ -4,20 +4,19 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io::{self, Write};
 
 use grappe_analysis::profile::Profile;
 use grappe_analysis::set::list_ranks;
-use grappe_analysis::{AnalysisError, CheckReport, GlobalTime, Layout, Result, TraceSet};
+use grappe_analysis::{CheckReport, GlobalTime, Layout, TraceSet};
 
 use super::data::Data;
 use super::diagram::Diagram;
 
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("style.css");
-const SCRIPTS: [&str; 5] = [
+const SCRIPTS: [&str; 6] = [
+    include_str!("summary.js"),
     include_str!("diagram.js"),
     include_str!("overview.js"),
     include_str!("tables.js"),
@@ -31,20 +30,14 @@ pub(crate) struct Page<'a> {
     pub time: &'a GlobalTime,
     pub check: &'a CheckReport,
     pub profile: &'a Profile,
-    pub diagram: &'a Diagram,
-    /// What the diagram leaves out, one sentence each.
-    pub omitted: &'a [String],
+    pub diagram: &'a Diagram<'a>,
+    /// What the diagram embeds, one sentence each.
+    pub embedded: &'a [String],
 }
 
 impl Page<'_> {
-    /// Writes the page to `out`.
-    pub fn write(&self, out: &Path) -> Result<()> {
-        let file = File::create(out).map_err(|e| AnalysisError::io(out, e))?;
-        let mut w = BufWriter::new(file);
-        self.render(&mut w).and_then(|()| w.flush()).map_err(|e| AnalysisError::io(out, e))
-    }
-
-    fn render(&self, w: &mut dyn Write) -> io::Result<()> {
+    /// Writes the page to `w`.
+    pub fn render(&self, w: &mut dyn Write) -> io::Result<()> {
         let mut rest = TEMPLATE;
         while let Some(open) = rest.find("{{") {
             w.write_all(&rest.as_bytes()[..open])?;
@@ -61,7 +54,7 @@ impl Page<'_> {
             "title" => w.write_all(escape(&format!("grappe report: {}", self.set.location().display())).as_bytes()),
             "style" => w.write_all(STYLE.as_bytes()),
             "header" => w.write_all(self.header().as_bytes()),
-            "omitted" => w.write_all(self.omitted().as_bytes()),
+            "embedded" => w.write_all(self.embedded().as_bytes()),
             "profile_text" => w.write_all(escape(&self.profile.to_string()).as_bytes()),
             "clock" => w.write_all(self.clock().as_bytes()),
             "check" => w.write_all(self.check().as_bytes()),
@@ -94,7 +87,23 @@ impl Page<'_> {
         fact(&mut h, "Hosts", &self.hosts());
         fact(&mut h, "Events", &grouped(check.events));
         fact(&mut h, "Messages", &format!("{} matched", grouped(check.messages)));
-        fact(&mut h, "Duration", &format!("{:.3} ms (end of init to start of finalize)", profile.span_ns as f64 / 1e6));
+        let events = self.diagram.end;
+        fact(
+            &mut h,
+            "Run",
+            &format!(
+                "{} <span class=\"what\">from the end of init to the start of finalize (the program's time, as mpiP's AppTime; the profile's percentages are of it)</span>",
+                duration(profile.span_ns)
+            ),
+        );
+        fact(
+            &mut h,
+            "Trace span",
+            &format!(
+                "{} <span class=\"what\">from the first event to the last (the diagram's time axis: init and finalize included, they hold the clock sampling)</span>",
+                duration(events)
+            ),
+        );
         fact(&mut h, "Trace", &format!("{}, {}", escape(&set.location().display().to_string()), layout));
         let problems = check.problems().len();
         let state = if problems == 0 { "consistent".to_owned() } else { format!("{problems} kinds of problems") };
@@ -121,15 +130,12 @@ impl Page<'_> {
         described.join(", ")
     }
 
-    fn omitted(&self) -> String {
-        if self.omitted.is_empty() {
-            return "<p class=\"complete\">Every call, region and message of the trace is in the diagram.</p>".into();
+    fn embedded(&self) -> String {
+        let mut h = String::from("<div id=\"embedded\">");
+        for sentence in self.embedded {
+            let _ = writeln!(h, "<p class=\"embedded\">{}</p>", escape(sentence));
         }
-        let mut h = String::new();
-        for sentence in self.omitted {
-            let _ = writeln!(h, "<p class=\"omitted\">{}</p>", escape(sentence));
-        }
-        h
+        h + "</div>"
     }
 
     fn clock(&self) -> String {
@@ -213,6 +219,16 @@ fn list<'a>(h: &mut String, class: &str, items: impl Iterator<Item = &'a str>) {
     }
 }
 
+/// A duration in the unit that fits it: `146.103 s`, `2.500 ms`, `40 ns`.
+pub(crate) fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.3} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
 /// `12 345 678`.
 fn grouped(n: u64) -> String {
     let digits = n.to_string();
@@ -285,7 +301,7 @@ mod tests {
             let lower = asset.to_ascii_lowercase();
             assert!(!lower.contains("</script") && !lower.contains("</style") && !lower.contains("<!--"));
         }
-        for slot in ["title", "style", "header", "omitted", "profile_text", "clock", "check", "data", "script"] {
+        for slot in ["title", "style", "header", "embedded", "profile_text", "clock", "check", "data", "script"] {
             assert!(TEMPLATE.contains(&format!("{{{{{slot}}}}}")), "{slot}");
         }
     }

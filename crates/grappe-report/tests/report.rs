@@ -143,10 +143,10 @@ fn a_report_renders_in_chromium_without_console_errors_and_shows_every_section()
     // Calls (init and finalize among them) and regions: all events but
     // the counters.
     let regions = 4 * 300;
-    assert_eq!(summary.intervals, job.events() - 4 * 300 - regions);
-    assert_eq!(summary.embedded_intervals, summary.intervals);
-    assert_eq!((summary.messages, summary.embedded_arrows), (job.messages(), job.messages()));
-    assert!(summary.omitted.is_empty() && summary.window_end_ns.is_none(), "{:?}", summary.omitted);
+    assert_eq!(summary.selection.intervals, job.events() - 4 * 300 - regions);
+    assert_eq!(summary.selection.kept, summary.selection.intervals);
+    assert_eq!((summary.selection.messages, summary.selection.arrows), (job.messages(), job.messages()));
+    assert_eq!(summary.detail_windows, [summary.run.map(|(a, b)| (a, b + 1)).unwrap()], "one window: the whole run");
     assert!(summary.check.problems().is_empty());
     let html = std::fs::read_to_string(&page).unwrap();
     assert_self_contained(&html);
@@ -156,7 +156,9 @@ fn a_report_renders_in_chromium_without_console_errors_and_shows_every_section()
     for text in [
         "4 (4 traced)",
         "synthetic (ranks 0-3)",
-        "Every call, region and message of the trace is in the diagram.",
+        "Every call and region (",
+        "is drawn one by one when you zoom in",
+        "is summarised per rank",
         "Time per rank",
         "Calls by type",
         "allreduce",
@@ -199,8 +201,11 @@ fn a_screenshot_shows_the_diagram_in_the_call_colours() {
     assert!(pixels_near(&zoomed, RECV) > 5_000, "{}", zoomed.display());
 }
 
+/// A trace bigger than the page's bound: the page keeps within it, the
+/// calls drawn one by one are those of windows spread over the whole run,
+/// and the page says so.
 #[test]
-fn a_big_trace_is_cut_to_a_window_that_the_page_describes() {
+fn a_trace_bigger_than_the_page_s_bound_keeps_within_it_detailed_across_the_whole_run() {
     let dir = scratch("big");
     // Four hosts whose clocks are off by up to 3 ms and 80 ppm.
     let mut job = SyntheticJob::new(4, 3_000);
@@ -208,23 +213,55 @@ fn a_big_trace_is_cut_to_a_window_that_the_page_describes() {
     job.clocks = [(0, 0.0), (3_000_000, 80.0), (-1_200_000, -35.0), (450_000, 12.5)]
         .map(|(offset_ns, drift_ppm)| SyntheticClock { offset_ns, drift_ppm })
         .to_vec();
-    let options = ReportOptions { max_events: 10_000, max_arrows: 2_000, ..ReportOptions::default() };
+    let max_bytes = 1_000_000;
+    let options = ReportOptions { max_bytes, ..ReportOptions::default() };
     let (page, summary) = report_of(&dir, &job, &options);
-    assert!(summary.intervals > 80_000);
-    let kept = summary.embedded_intervals;
-    assert!((10_000..=11_001).contains(&kept), "{kept} intervals kept for at most 10 000 (+10%)");
-    assert_eq!(summary.embedded_arrows, 2_000);
-    assert!(summary.window_end_ns.is_some());
-    assert_eq!(summary.omitted.len(), 2, "{:?}", summary.omitted);
-    // About 40 bytes per embedded interval, plus the overview and tables.
-    assert!(summary.bytes < 800_000, "{} bytes", summary.bytes);
+    assert!(summary.bytes <= max_bytes, "{} bytes for at most {max_bytes}", summary.bytes);
+    assert_eq!(std::fs::metadata(&page).unwrap().len(), summary.bytes);
+    // Most of the bound is used.
+    assert!(summary.bytes > max_bytes * 3 / 4, "{} bytes of {max_bytes}", summary.bytes);
+    let s = summary.selection;
+    assert!(s.intervals > 80_000 && s.kept > 5_000 && s.kept < s.intervals / 2, "{s:?}");
+    assert!(s.arrows > 1_000 && s.arrows < s.messages, "{s:?}");
+    // Windows from the start of the run to its end.
+    let (first, last) = summary.run.unwrap();
+    let windows = &summary.detail_windows;
+    assert!(windows.len() >= 200, "{} windows", windows.len());
+    assert_eq!(windows[0].0, first);
+    assert!(windows.last().unwrap().0 > last - (last - first) / 100, "{:?} in {first}..{last}", windows.last());
+    // The summary goes down to bins finer than an iteration (20 µs).
+    let finest = summary.summary_levels.last().unwrap().0;
+    assert!(finest < 20_000, "{:?}", summary.summary_levels);
+    assert_eq!(summary.embedded.len(), 2, "{:?}", summary.embedded);
+    let said = &summary.embedded[1];
+    assert!(said.contains(&format!("{} of the trace's {} calls and regions", s.kept, s.intervals)), "{said}");
+    assert!(said.contains("windows spread from 0.000 ms to"), "{said}");
     let dom = rendered_dom(&dir, &page);
-    assert!(dom.contains("Left out of the diagram:"), "no word of what was left out");
+    assert!(dom.contains("windows spread from"), "no word of what was embedded");
     assert!(dom.contains("Clock statistics, reference rank 0") && dom.contains("estimated (SBA)"), "no clock report");
-    assert!(dom.contains("2\u{202f}000 of the trace") || dom.contains("2000 of the trace"), "arrows note missing");
     // The profile still covers the whole trace.
     assert_eq!(summary.profile.events, job.events());
     assert_eq!(summary.check.messages, job.messages());
+}
+
+/// A bound smaller than the page's least content is refused, saying how
+/// much it needs; nothing is written.
+#[test]
+fn a_bound_too_small_for_the_page_is_refused_with_what_it_needs() {
+    let dir = scratch("too-small");
+    let (set, time) = job_on_global_time(&dir, &SyntheticJob::new(2, 100));
+    let out = dir.join("report.html");
+    let options = ReportOptions { max_bytes: 20_000, ..ReportOptions::default() };
+    let error = write_report(&set, &time, &out, &options, &mut |_| {}).unwrap_err();
+    let said = error.to_string();
+    assert!(said.contains("more than the 20000 bytes it may take") && said.contains("--max-size"), "{said}");
+    let grappe_report::ReportError::TooSmall { needed, .. } = error else { panic!("{error:?}") };
+    assert!(needed > 20_000, "{needed}");
+    assert!(!out.exists(), "nothing is written");
+    // The size it needs is enough.
+    let options = ReportOptions { max_bytes: needed, ..ReportOptions::default() };
+    let summary = write_report(&set, &time, &out, &options, &mut |_| {}).unwrap();
+    assert!(summary.bytes <= needed && summary.selection.kept == 0, "{} bytes, {:?}", summary.bytes, summary.selection);
 }
 
 #[test]
@@ -249,7 +286,10 @@ fn a_merged_trace_gets_the_same_report() {
     let merged_time = GlobalTime::estimate(&merged_set, &GlobalOptions::default()).unwrap();
     let from_merged = write_report(&merged_set, &merged_time, &dir.join("merged.html"), &options, &mut |_| {}).unwrap();
     assert_eq!(from_merged.profile, direct.profile);
-    assert_eq!((from_merged.intervals, from_merged.messages), (direct.intervals, direct.messages));
+    assert_eq!(
+        (from_merged.selection.intervals, from_merged.selection.messages),
+        (direct.selection.intervals, direct.selection.messages)
+    );
     let html = std::fs::read_to_string(dir.join("merged.html")).unwrap();
     assert!(html.contains("one merged file") && html.contains("its dates are global already"));
 }
@@ -339,7 +379,7 @@ fn page_data(page: &Path) -> serde_json::Value {
 fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
     let dir = scratch("sendrecv");
     let (page, summary) = report_of_handmade(&dir, &sendrecv_exchange(5_000_000_000));
-    assert_eq!((summary.intervals, summary.embedded_intervals, summary.messages), (11, 11, 4));
+    assert_eq!((summary.selection.intervals, summary.selection.kept, summary.selection.messages), (11, 11, 4));
 
     let data = page_data(&page);
     let diagram = &data["diagram"];
@@ -373,7 +413,7 @@ fn init_and_finalize_are_drawn_as_calls() {
         vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_200, recv), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
     ];
     let (page, summary) = report_of_handmade(&dir, &ranks);
-    assert_eq!((summary.intervals, summary.messages), (6, 1));
+    assert_eq!((summary.selection.intervals, summary.selection.messages), (6, 1));
     let diagram = embedded_diagram(&page);
     let names: Vec<&str> = diagram["kinds"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
     let category = |name: &str| {
@@ -409,7 +449,7 @@ fn a_failed_call_is_drawn_as_such_all_waiting() {
     ];
     let dir = scratch("failed");
     let (page, summary) = report_of_handmade(&dir, &ranks);
-    assert_eq!(summary.messages, 0);
+    assert_eq!(summary.selection.messages, 0);
     let diagram = &page_data(&page)["diagram"];
     assert_eq!(
         diagram["kinds"],
@@ -490,8 +530,9 @@ fn an_interval_asked_for_is_detailed_whole_and_alone() {
     let summary = write_report(&set, &time, &page, &options, &mut |_| {}).unwrap();
     let part = embedded_diagram(&page);
     assert_eq!(part["origin_ns"].as_u64(), Some(origin), "the page keeps the run's origin");
-    assert_eq!((summary.window_start_ns, summary.window_end_ns), (Some(origin + from), Some(origin + to)));
-    assert_eq!((part["window_start"].as_u64(), part["window_end"].as_u64()), (Some(from), Some(to)));
+    assert_eq!(summary.detail_windows, [(origin + from, origin + to)]);
+    assert_eq!(part["interval"], json!([from, to]));
+    assert_eq!(part["detail"], json!([[from, to]]));
     // Exactly the calls and regions of the whole diagram that overlap the
     // interval, regions entered before it included.
     let overlap = |v: Vec<(u64, u64, u64)>| -> Vec<_> { v.into_iter().filter(|s| s.2 >= from && s.1 < to).collect() };
@@ -500,26 +541,181 @@ fn an_interval_asked_for_is_detailed_whole_and_alone() {
     assert_same_spans("regions", &regions, &overlap(spans(&all, "rt", "rd")));
     assert!(regions.iter().any(|r| r.1 < from), "no region open across the interval's start: a weak test");
     assert!(calls.len() > 1_000 && calls.len() * 10 < spans(&all, "t", "d").len(), "{} calls", calls.len());
-    assert_eq!(summary.embedded_intervals, (calls.len() + regions.len()) as u64);
-    assert_eq!(summary.intervals, whole.intervals);
+    assert_eq!(summary.selection.kept, (calls.len() + regions.len()) as u64);
+    assert_eq!(summary.selection.intervals, whole.selection.intervals);
     // Arrows end at receives kept, so inside the interval.
     let mut t = 0;
     for delta in part["arrows"]["t"].as_array().unwrap() {
         t += delta.as_u64().unwrap();
         assert!(t >= from, "an arrow ends at {t} ns, before the interval ({from} ns)");
     }
-    assert!(summary.embedded_arrows > 100);
+    assert!(summary.selection.arrows > 100);
     // The rest of the page covers the whole run, and the page says so.
     assert_eq!(summary.profile, whole.profile);
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
-    let said = &summary.omitted[0];
-    assert!(said.contains(&format!("shows {} to {} of the", ms(from), ms(to))), "{said}");
-    assert!(said.contains("the interval asked for"), "{said}");
-    assert!(said.ends_with(&format!(
-        "`grappe trace report --from {}ms` details what follows.",
-        ms(to).trim_end_matches(" ms")
-    )));
+    let said = &summary.embedded[1];
+    assert!(said.contains(&format!("those of the interval asked for, {} to {}", ms(from), ms(to))), "{said}");
     // It renders, and its reset goes back to the interval (the self-test).
     let dom = rendered_dom(&dir, &page);
     assert!(dom.contains("the interval asked for"));
+}
+
+/// The phased run: how long it lasts, and its calls' length (ns).
+const PHASED_NS: u64 = 200_000_000;
+const PHASED_CALL_NS: u64 = 2_000;
+/// Colours of the states of the phased run (src/diagram.js).
+const WAIT: [u8; 3] = [0x2e, 0x9e, 0x3e];
+const PROBE: [u8; 3] = [0x8d, 0x5f, 0xc2];
+const IRECV: [u8; 3] = [0xf5, 0xbd, 0x7a];
+const COMPUTE: [u8; 3] = [0xe3, 0xe3, 0xe3];
+
+/// A run whose activity changes over time in a known way, each phase one
+/// state back to back: every rank waits (`wait` calls) in the first half;
+/// then the even ranks probe and the odd ones compute (no call) until 90%
+/// of the run; then every rank posts `irecv`s to the end. 320 000 calls:
+/// more than a report used to draw (200 000, from the start).
+fn phased_run(rank: u32) -> Vec<(u64, u64, Body)> {
+    const T0: u64 = 5_000_000_000;
+    let completion = grappe_trace::Completion { is_recv: false, src: 0, tag: 0, bytes: 0, arrived: false };
+    let mut events = vec![(T0, T0, Body::Init)];
+    let mut phase = |from: u64, to: u64, body: &dyn Fn(u64) -> Body| {
+        for (i, t) in (from..to).step_by(PHASED_CALL_NS as usize).enumerate() {
+            events.push((T0 + t, T0 + t + PHASED_CALL_NS, body(i as u64)));
+        }
+    };
+    phase(0, PHASED_NS / 2, &|request| Body::Wait { request, comm: 0, completion, failed: false });
+    if rank % 2 == 0 {
+        phase(PHASED_NS / 2, PHASED_NS * 9 / 10, &|_| Body::Iprobe {
+            src: ANY,
+            tag: 0,
+            comm: 0,
+            found: None,
+            failed: false,
+        });
+    }
+    phase(PHASED_NS * 9 / 10, PHASED_NS, &|request| Body::Irecv { src: ANY, tag: 0, comm: 0, request });
+    events.push((T0 + PHASED_NS, T0 + PHASED_NS, Body::Finalize));
+    events
+}
+
+/// The state rank `rank` of the phased run is in at `t` (ns from its start).
+fn phased_colour(rank: usize, t: f64) -> [u8; 3] {
+    let run = PHASED_NS as f64;
+    match t {
+        t if t < run / 2.0 => WAIT,
+        t if t < run * 0.9 && rank % 2 == 0 => PROBE,
+        t if t < run * 0.9 => COMPUTE,
+        _ => IRECV,
+    }
+}
+
+/// Loads `page` in a frame of a page that, once it is drawn, sets the
+/// diagram's view to each of `views` (ns from the run's start) and reads
+/// back the canvas' pixels: per view and lane, at `SAMPLES` dates evenly
+/// spread, and at the view's last pixel column. Returns (view, lane,
+/// date, colour) samples. It uses only what the page has always had
+/// (`GRAPPE.diagram`, its `setView`, `draw`, `x` and `bands`).
+fn diagram_pixels(dir: &Path, page: &Path, views: &[(f64, f64)]) -> Vec<(usize, usize, f64, [u8; 3])> {
+    const SAMPLES: usize = 150;
+    let probe = dir.join("probe.html");
+    let script = format!(
+        r#"<!DOCTYPE html><html><body><iframe id="f" src="{}" style="width:1400px;height:900px;border:0"></iframe>
+<script>
+document.getElementById("f").onload = function () {{ setTimeout(function () {{
+  const w = this.contentWindow, d = w.GRAPPE.diagram, out = [];
+  {views}.forEach(function (view, v) {{
+    d.setView(view[0], view[1]);
+    d.draw();
+    const times = [];
+    for (let k = 0; k < {SAMPLES}; k++) times.push(d.v0 + ((k + 0.5) * (d.v1 - d.v0)) / {SAMPLES});
+    times.push(d.timeAt(d.width - 1.5));
+    const c = d.ctx.canvas, all = d.ctx.getImageData(0, 0, c.width, c.height).data;
+    d.lanes.forEach(function (lane, i) {{
+      const b = d.bands(i), y = Math.round(b.callY + b.callH * 0.6);
+      for (const t of times) {{
+        const o = (y * c.width + Math.round(d.x(t))) * 4;
+        out.push([v, i, t, all[o], all[o + 1], all[o + 2]]);
+      }}
+    }});
+  }});
+  document.body.dataset.samples = JSON.stringify(out);
+}}.bind(this), 0); }};
+</script></body></html>"#,
+        url(page),
+        views = serde_json::to_string(&views.iter().map(|v| [v.0, v.1]).collect::<Vec<_>>()).unwrap(),
+    );
+    std::fs::write(&probe, script).unwrap();
+    let run = chromium(dir, &url(&probe), &["--dump-dom", "--allow-file-access-from-files", "--window-size=1500,1000"]);
+    // Chromium's hint that the probe reads the canvas back more than once.
+    let console: Vec<&str> = run.console().into_iter().filter(|l| !l.contains("willReadFrequently")).collect();
+    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+    let samples = run.stdout.split("data-samples=\"").nth(1).and_then(|s| s.split('"').next());
+    let samples = samples.unwrap_or_else(|| panic!("the probe read no pixels; stdout:\n{}", run.stdout));
+    let samples: Vec<(usize, usize, f64, u8, u8, u8)> = serde_json::from_str(samples).unwrap();
+    samples.into_iter().map(|(v, i, t, r, g, b)| (v, i, t, [r, g, b])).collect()
+}
+
+/// Checks that every sample shows the phased run's state at its date,
+/// but those within `margin` ns of a change of phase (a pixel column that
+/// holds both); returns how many were checked.
+fn assert_phases(what: &str, samples: &[(usize, usize, f64, [u8; 3])], views: &[(f64, f64)]) -> usize {
+    let run = PHASED_NS as f64;
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for &(v, lane, t, colour) in samples {
+        let margin = 3.0 * (views[v].1 - views[v].0) / 1300.0;
+        let near = |edge: f64| (t - edge).abs() < margin;
+        if t < 0.0 || t > run - margin / 2.0 || near(run / 2.0) || near(run * 0.9) {
+            continue;
+        }
+        checked += 1;
+        let want = phased_colour(lane, t);
+        if !want.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) <= 10) {
+            wrong.push(format!("view {v}, rank {lane}, at {:.3} ms: {colour:?} for {want:?}", t / 1e6));
+        }
+    }
+    assert!(wrong.is_empty(), "{what}: {} of {checked} pixels wrong:\n{}", wrong.len(), wrong.join("\n"));
+    checked
+}
+
+/// The whole run is drawn, whatever its length: on a run of 320 000 calls
+/// whose activity changes over time in a known way, the diagram's pixels
+/// show each rank's state at every date sampled, from the start to the
+/// end of the run: at full zoom-out (the summary), zoomed in on a part
+/// (the summary, finer) and on a few hundred calls (the calls one by one,
+/// or the finest summary where they are not embedded), with the page
+/// holding every call and with one that holds a fraction of them.
+#[test]
+fn the_diagram_shows_the_state_of_every_rank_across_the_whole_run() {
+    let dir = scratch("phases");
+    let ranks: Vec<Vec<(u64, u64, Body)>> = (0..4).map(phased_run).collect();
+    let (page, summary) = report_of_handmade(&dir, &ranks);
+    assert_eq!(summary.selection.intervals, 320_000 + 8);
+    assert_eq!(summary.selection.kept, summary.selection.intervals, "every call fits in the default bound");
+    let run = PHASED_NS as f64;
+    let views = [
+        (0.0, run),
+        (0.4 * run, 0.6 * run),
+        (0.85 * run, 0.95 * run),
+        (0.25 * run, 0.25 * run + 200_000.0),
+        (0.7 * run, 0.7 * run + 200_000.0),
+        (run - 200_000.0, run),
+    ];
+    let samples = diagram_pixels(&dir, &page, &views);
+    assert_eq!(samples.len(), views.len() * 4 * 151);
+    let checked = assert_phases("every call embedded", &samples, &views);
+    assert!(checked > views.len() * 4 * 140, "{checked} pixels checked");
+
+    // A page of 1.5 MB: a fraction of the calls, in windows; the rest of
+    // the run is drawn from the summary at every zoom.
+    let small = dir.join("small.html");
+    let set = TraceSet::open(&dir.join("trace")).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let options = ReportOptions { max_bytes: 1_500_000, ..ReportOptions::default() };
+    let summary = write_report(&set, &time, &small, &options, &mut |_| {}).unwrap();
+    assert!(summary.bytes <= 1_500_000, "{} bytes", summary.bytes);
+    let s = summary.selection;
+    assert!(s.kept > 10_000 && s.kept < s.intervals / 4, "{s:?}");
+    let samples = diagram_pixels(&dir, &small, &views);
+    assert_phases("a fraction embedded", &samples, &views);
 }
