@@ -32,6 +32,9 @@ fn observe(body: impl Fn(&Communicator) -> String + Send + Sync + 'static) -> Ve
     bounded("the job", move || {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             grappe::testing::threads(2, |world: &Communicator| {
+                // Both ranks connected before rank 1 fails: a rank that
+                // connects after a peer failed gets `PeerDied` at once.
+                world.barrier().unwrap();
                 let seen = body(world);
                 report.send((world.rank(), seen)).unwrap();
                 assert_ne!(world.rank(), 1, "rank 1 failed: it ends here");

@@ -42,6 +42,9 @@ pub struct Engine {
     /// Our worker's doorbell, inside `net.host` (kept alive by the Arc).
     bell: *const Doorbell,
     stats: EngineStats,
+    /// Looks for dead peers during waits and polling loops that never
+    /// sleep long enough to time out.
+    watch: PeerWatch,
     /// Set once the rank is marked failed: where its failure stands.
     failure: Option<Failure>,
 }
@@ -73,6 +76,35 @@ unsafe impl Send for Engine {}
 struct Inbound {
     src: usize,
     ring: Consumer,
+}
+
+/// When this rank last looked for dead peers, and the polls since.
+#[derive(Debug, Default)]
+struct PeerWatch {
+    polls: u32,
+    checked: Option<std::time::Instant>,
+}
+
+impl PeerWatch {
+    /// Polls between two reads of the clock: a clock read costs about as
+    /// much as a poll.
+    const POLLS: u32 = 1024;
+
+    /// Counts one poll in vain; true when the peers are due for a look.
+    #[inline]
+    fn due(&mut self, every: std::time::Duration) -> bool {
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls % Self::POLLS != 0 {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        let checked = *self.checked.get_or_insert(now);
+        if now.duration_since(checked) < every {
+            return false;
+        }
+        self.checked = Some(now);
+        true
+    }
 }
 
 /// A message that arrived and was not received yet, whole in this
@@ -165,7 +197,18 @@ impl Engine {
             log: None,
             detached: Vec::new(),
         };
-        Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default(), failure: None })
+        Ok(Engine {
+            me,
+            inbound,
+            net,
+            book,
+            settings,
+            wait,
+            bell,
+            stats: EngineStats::default(),
+            failure: None,
+            watch: PeerWatch::default(),
+        })
     }
 
     /// The engine's counters.
@@ -188,10 +231,20 @@ impl Engine {
         match snooze {
             Snooze::TimedOut => self.timed_out(),
             Snooze::Continue => match crate::stop::requested() {
-                None => Ok(()),
+                None => self.polled_in_vain(),
                 Some(signal) => Err(crate::Error::Stopped { signal }),
             },
         }
+    }
+
+    /// After a poll that found nothing to finish: a rank that never sleeps
+    /// until a timeout (a `test` or `iprobe` loop, or a wait woken again and
+    /// again by live peers, or sharing its worker with busy ranks) still
+    /// looks for dead peers, once every sleep timeout. The clock is read
+    /// every [`PeerWatch::POLLS`] polls only.
+    #[inline]
+    fn polled_in_vain(&mut self) -> Result<()> {
+        if self.watch.due(self.wait.sleep_timeout) { self.check_peers() } else { Ok(()) }
     }
 
     /// This rank's number in the world.
@@ -389,7 +442,11 @@ impl Engine {
     /// Completes the request if it is finished; `Ok(None)` otherwise.
     pub fn test(&mut self, id: RequestId) -> Result<Option<Completion>> {
         self.progress()?;
-        self.book.take_finished(id.0).transpose()
+        let finished = self.book.take_finished(id.0).transpose()?;
+        if finished.is_none() {
+            self.polled_in_vain()?;
+        }
+        Ok(finished)
     }
 
     /// True if the message of receive `id` (or the announcement of a
@@ -471,10 +528,14 @@ impl Engine {
     /// arrived, without receiving it.
     pub fn iprobe(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Option<Status>> {
         self.progress()?;
-        Ok(self.book.unexpected.find(ctx, src, tag).map(|slot| {
+        let found = self.book.unexpected.find(ctx, src, tag).map(|slot| {
             let arrival = self.book.unexpected.get(slot);
             Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() }
-        }))
+        });
+        if found.is_none() {
+            self.polled_in_vain()?;
+        }
+        Ok(found)
     }
 
     /// Blocks until a matching message has arrived; returns its status.
