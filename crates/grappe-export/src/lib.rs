@@ -32,6 +32,7 @@ mod order;
 pub mod otf2;
 pub mod paje;
 pub mod picl;
+mod places;
 mod shape;
 mod sink;
 mod summary;
