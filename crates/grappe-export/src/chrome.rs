@@ -53,7 +53,8 @@ use crate::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
 use crate::summary::{ExportSummary, PROGRESS_EVERY};
 
 mod args;
-use args::args;
+use crate::args::{call_args, sendrecv_args};
+use args::Json;
 
 /// Microseconds: three decimals of nanoseconds.
 const US: u32 = 3;
@@ -418,7 +419,7 @@ fn call(c: &mut Cursor, e: &Event, at: Thread, name: &'static str, origin: u64, 
     c.bytes(name.as_bytes());
     failed_mark(c, e.body.failed());
     c.byte(b'"');
-    args(c, &e.body, message, site);
+    call_args(&mut Json(c), &e.body, message, site);
     c.byte(b'}');
 }
 
@@ -460,7 +461,7 @@ fn sendrecv(
     c.bytes(b",\"name\":\"sendrecv");
     failed_mark(c, s.body.failed() || recv.0.body.failed());
     c.byte(b'"');
-    args::sendrecv_args(c, send, recv, site);
+    sendrecv_args(&mut Json(c), send, recv, site);
     c.byte(b'}');
 }
 

@@ -25,6 +25,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod args;
 pub mod chrome;
 mod format;
 mod order;
