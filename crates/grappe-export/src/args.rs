@@ -28,6 +28,9 @@ macro_rules! key {
 /// The first attribute of every call that has some.
 pub(crate) const COMM: Key = Key { name: "comm", json: b",\"args\":{\"comm\":" };
 
+/// Where a user region or point is in the program's source.
+pub(crate) const LOCATION: Key = key!("location");
+
 /// Where a call's attributes are written, in order.
 pub(crate) trait Args {
     fn uint(&mut self, key: Key, v: u64);
