@@ -17,11 +17,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
+use grappe_analysis::stream::Window;
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, TraceSet};
 use grappe_export::perfetto::proto::{self, Data, Trace};
 use grappe_export::{ExportSummary, write_perfetto};
 use grappe_testkit::synthetic::{
-    SyntheticJob, plain_header, sendrecv_exchange, synthetic_site, write_events, write_job,
+    ITERATION_NS, SyntheticJob, plain_header, sendrecv_exchange, synthetic_site, write_events, write_job,
 };
 use grappe_trace::{Body, Event};
 use proptest::prelude::*;
@@ -585,6 +586,25 @@ fn an_empty_job_gives_a_valid_trace_of_init_and_finalize() {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any interval of a run: its slices all end, no flow ends before it
+    /// starts (a receive whose send is before the interval has none), and
+    /// its flows are messages received in it.
+    #[test]
+    fn any_interval_reads_back_with_nothing_left_dangling(
+        from in 0u64..40 * ITERATION_NS,
+        length in 1u64..20 * ITERATION_NS,
+    ) {
+        let dir = scratch("window");
+        write_job(&dir, &SyntheticJob::distorted(4, 40)).unwrap();
+        let mut bytes = Vec::new();
+        let window = Window { from, to: from + length };
+        let summary = write_perfetto(stream(&dir).windowed(window), &mut bytes, &mut |_| {}).unwrap();
+        let read = read_with_prost(&bytes);
+        prop_assert_eq!(&read.problems, &Vec::<String>::new());
+        prop_assert_eq!(read.flows.len() as u64, summary.messages);
+        check_flows(&read, summary.messages, read.unterminated_flows);
+    }
 
     /// Any synthetic job, on one host or on distorted clocks, in blocks of
     /// any size: every rank, call, region, counter sample and message
