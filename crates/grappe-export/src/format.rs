@@ -82,7 +82,7 @@ impl Format {
             Format::Chrome => "trace-event JSON: open it in https://ui.perfetto.dev or chrome://tracing",
             Format::Perfetto => {
                 "Perfetto's protobuf trace (.pftrace): open it in https://ui.perfetto.dev or trace_processor; \
-                 a third of the JSON's size, loaded faster and in far less memory; call sites always in"
+                 under half the JSON's size, and read a packet at a time; call sites always in"
             }
             Format::Paje => "ViTE, pajeng",
             Format::Otf2 => "Vampir, Score-P tools: OUTPUT names the archive, OUTPUT.otf2 is the anchor file to open",
