@@ -40,7 +40,7 @@
 //!
 //! Like the Chrome export, it writes as the stream is read: the memory it
 //! holds is a rank's open regions and held send, the counter tracks, and
-//! at most [`sequence::INTERNED_MAX`] interned strings, whatever the
+//! at most 16 384 interned strings (`sequence::INTERNED_MAX`), whatever the
 //! trace's length.
 
 use std::borrow::Cow;
