@@ -45,5 +45,5 @@ pub use info::{TraceInfo, info};
 pub use matching::{Channel, ChannelTally, Matcher, Message, SendSide};
 pub use merge::{MergeLayout, MergeOutcome, merge_to_file, merge_to_file_with};
 pub use per_rank::PerRank;
-pub use set::{Layout, TraceSet};
+pub use set::{Layout, Process, TraceSet};
 pub use stream::{CausalStream, Linked, LinkedRef, RankFlow, RankSource, Repairs, StreamSummary, merge_date};

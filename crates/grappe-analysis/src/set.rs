@@ -18,6 +18,17 @@ pub enum Layout {
     Merged,
 }
 
+/// A process of the job that ran traced ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    /// Its host.
+    pub host: String,
+    /// Its process id on that host.
+    pub pid: u32,
+    /// Its traced ranks, in order.
+    pub ranks: Vec<u32>,
+}
+
 /// One trace file of the set and its header.
 #[derive(Debug, Clone)]
 pub struct SetFile {
@@ -157,6 +168,34 @@ impl TraceSet {
                 .find(|m| m.rank == rank)
                 .map(|m| (m.host.as_str(), m.clock.as_str())),
         }
+    }
+
+    /// The processes that ran the traced ranks, in order of their lowest
+    /// rank: from the files' headers, or in a merged set, from what the
+    /// merged file says of the files it was made from (none if it says
+    /// nothing of them).
+    pub fn processes(&self) -> Vec<Process> {
+        let places: Vec<(u32, &str, u32)> = match self.layout {
+            Layout::PerRank => {
+                self.files.iter().filter_map(|f| Some((f.header.rank?, f.header.host.as_str(), f.header.pid))).collect()
+            }
+            Layout::Merged => {
+                self.files[0].header.merged_from.iter().map(|m| (m.rank, m.host.as_str(), m.pid)).collect()
+            }
+        };
+        let mut by_place: BTreeMap<(&str, u32), Vec<u32>> = BTreeMap::new();
+        for (rank, host, pid) in places {
+            by_place.entry((host, pid)).or_default().push(rank);
+        }
+        let mut processes: Vec<Process> = by_place
+            .into_iter()
+            .map(|((host, pid), mut ranks)| {
+                ranks.sort_unstable();
+                Process { host: host.to_owned(), pid, ranks }
+            })
+            .collect();
+        processes.sort_by_key(|p| p.ranks[0]);
+        processes
     }
 
     /// Ranks of the job with no trace: no file (per-rank sets), or none

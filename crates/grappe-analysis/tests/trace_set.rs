@@ -184,6 +184,32 @@ fn ranks_that_took_turns_on_one_processor_are_grouped() {
     assert!(text.contains("host a pid 10, thread 10 on cpu 0, clock"), "{text}");
 }
 
+/// The set says which process ran which ranks, per-rank files and merged
+/// alike, and so does the stream (the exports draw a process per process).
+#[test]
+fn the_processes_of_a_job_are_its_hosts_and_pids_in_rank_order() {
+    use grappe_analysis::Process;
+    let dir = scratch("processes");
+    let on = |rank: u32, host: &str, pid: u32| FileHeader { host: host.into(), pid, ..header(rank, 5, "job-p") };
+    // Pids repeat across hosts: a process is a host and a pid.
+    let places = [on(0, "b", 7), on(1, "a", 7), on(2, "b", 7), on(3, "a", 9), on(4, "a", 7)];
+    for (rank, h) in (0..).zip(&places) {
+        write(&file_for(&dir, rank), h);
+    }
+    let process = |host: &str, pid, ranks: &[u32]| Process { host: host.into(), pid, ranks: ranks.to_vec() };
+    let expected = vec![process("b", 7, &[0, 2]), process("a", 7, &[1, 4]), process("a", 9, &[3])];
+    let set = TraceSet::open(&dir).unwrap();
+    assert_eq!(set.processes(), expected);
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    assert_eq!(CausalStream::open(&set, &time).unwrap().processes(), expected);
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let merged = TraceSet::open(&merged).unwrap();
+    assert_eq!(merged.processes(), expected);
+    let time = GlobalTime::estimate(&merged, &GlobalOptions::default()).unwrap();
+    assert_eq!(CausalStream::open(&merged, &time).unwrap().processes(), expected);
+}
+
 /// `info`'s span puts every rank on global time: the ranks' clocks, 3 ms
 /// apart, made it count their offsets (seconds, for real hosts), and the
 /// per-rank files and their merged file gave different runs.

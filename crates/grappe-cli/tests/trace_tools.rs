@@ -45,7 +45,7 @@ fn sites_are_written_by_the_formats_that_take_them_and_refused_by_the_others() {
     let sited = text.lines().filter(|l| l.starts_with("22 ")).count();
     assert!(sited > 0 && text.lines().filter(|l| l.starts_with("22 ")).all(|l| l.ends_with(":9\"")));
 
-    for format in ["picl", "otf2"] {
+    for format in ["picl", "otf2", "perfetto"] {
         let out = export(&["-f", format, "--sites", traces, "-o", dir.join(format).to_str().unwrap()]);
         let said = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{format}: a usage error: {said}");
@@ -157,7 +157,8 @@ fn export_from_and_to_write_the_interval_in_every_format() {
     assert!(ids("f").iter().all(|id| ids("s").contains(id)));
 
     // The time-ordered formats: pj_dump reads the Pajé file whole.
-    for (format, file) in [("paje", "part.paje"), ("picl", "part.trf"), ("otf2", "part")] {
+    for (format, file) in [("perfetto", "part.pftrace"), ("paje", "part.paje"), ("picl", "part.trf"), ("otf2", "part")]
+    {
         let out = export(&[&[traces, "-f", format, "-o", &path(file)][..], &interval].concat());
         assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stdout).contains("the interval 2.005 ms to 3.507 ms: "), "{format}");

@@ -5,8 +5,10 @@
 //! {"traceEvents":[ ... ],"displayTimeUnit":"ns","otherData":{ ... }}
 //! ```
 //!
-//! One process ("grappe job" and the job's id) with one thread lane per rank (tid =
-//! rank, named and sorted by `M` metadata events); runtime calls as `X`
+//! A process per process of the job (pid = its number from 1, named after
+//! the job, its host and its pid) with one thread lane per rank (tid =
+//! rank + 1, named `rank N` and sorted by `M` metadata events): Perfetto
+//! files pid 0 and tid 0 under the kernel's idle task. Runtime calls as `X`
 //! complete events with their attributes in `args`; regions as `B`/`E`;
 //! counters as `C` (one series per rank: `id` = rank); user points and
 //! flush starts as thread-scoped `i`. Init and finalize are calls, as in
@@ -23,9 +25,7 @@
 //! written by integer arithmetic so they read back exact.
 //!
 //! Fields a viewer fills in by default are left out, which makes the file
-//! a sixth smaller, and quicker to write and to load:
-//! - `pid`: Perfetto's JSON importer reads a missing pid as 0, and there
-//!   is one process;
+//! smaller, and quicker to write and to load:
 //! - an instant's scope `"s":"t"`: a thread, the default;
 //! - a flow end's `name` and `cat`: Perfetto pairs the `s` and `f` of a
 //!   flow by id, category and name (here id alone, as neither end has the
@@ -47,20 +47,22 @@ use std::io::Write;
 use grappe_analysis::{CausalStream, Channel, Message, PerRank, Result, SendSide, StreamSummary};
 use grappe_trace::{Body, Event};
 
-use crate::shape::{FAILED_MARK, OpenRegions, Shape, job_name, shape};
+use crate::places::{Places, Thread};
+use crate::shape::{FAILED_MARK, OpenRegions, Shape, shape};
 use crate::sink::{Cursor, NUMBER_ROOM, RECORD_ROOM, Sink, text_room, with_sink};
 use crate::summary::{ExportSummary, PROGRESS_EVERY};
 
 mod args;
-use args::args;
+use crate::args::{call_args, sendrecv_args};
+use args::Json;
 
 /// Microseconds: three decimals of nanoseconds.
 const US: u32 = 3;
 
-/// The head of an object of each phase, up to its thread id.
+/// The head of an object of each phase, up to its process id.
 const PH_LEN: usize = 18;
 const fn head_of(ph: u8) -> [u8; PH_LEN] {
-    let mut head = *b",\n{\"ph\":\"?\",\"tid\":";
+    let mut head = *b",\n{\"ph\":\"?\",\"pid\":";
     head[9] = ph;
     head
 }
@@ -97,14 +99,22 @@ pub fn write_chrome_with_sites(
 /// loop, so that the one without pays nothing for the option.
 fn write_events<const SITES: bool>(
     mut stream: CausalStream,
-    sink: Sink,
+    mut sink: Sink,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    let mut w = Chrome { sink, origin: stream.origin(), lanes: PerRank::default(), events: 0, messages: 0 };
-    let job = job_name(&stream);
-    w.sink.bytes(b"{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":");
-    w.sink.record(text_room(&job)).json_str(&job);
-    w.sink.bytes(b"}}");
+    let places = Places::of(&stream);
+    // The processes that run ranks are named up front (the first object,
+    // with no comma before it); the job alone, for ranks no process runs,
+    // when such a rank comes.
+    let up_front = (places.count() - 1).max(1);
+    let mut named = vec![false; places.count()];
+    sink.bytes(b"{\"traceEvents\":[");
+    for (process, named) in (0u32..).zip(&mut named[..up_front]) {
+        name_process(&mut sink, &places, process, if process == 0 { b"\n" } else { b",\n" });
+        *named = true;
+    }
+    let mut w =
+        Chrome { sink, origin: stream.origin(), lanes: PerRank::default(), places, named, events: 0, messages: 0 };
     while let Some(linked) = stream.next_event()? {
         w.event::<SITES>(linked.event, linked.message);
         if w.events % PROGRESS_EVERY == 0 {
@@ -126,6 +136,9 @@ struct Chrome<'a> {
     /// Date 0 of the output (the earliest start, or the first event's).
     origin: Option<u64>,
     lanes: PerRank<Lane>,
+    places: Places,
+    /// Per process, whether its name was written.
+    named: Vec<bool>,
     events: u64,
     messages: u64,
 }
@@ -149,24 +162,34 @@ struct HeldSend {
     /// is written after the slice, so that no viewer reads the flow's
     /// start before the slice it starts in.
     flow: Option<Flow>,
+    /// Where it is drawn.
+    at: Thread,
 }
 
 /// The two ends of a matched message's arrow.
 struct Flow {
+    /// The sending rank.
     sender: u32,
+    from: Thread,
     send: SendSide,
+    to: Thread,
     recv: Span,
 }
 
 impl Flow {
-    fn of(channel: &Channel, send: &SendSide, recv: &Event) -> Flow {
-        Flow { sender: channel.src, send: *send, recv: Span { rank: recv.rank, start: recv.start, end: recv.end } }
+    fn of(channel: &Channel, send: &SendSide, recv: &Event, places: &Places) -> Flow {
+        Flow {
+            sender: channel.src,
+            from: places.thread(channel.src),
+            send: *send,
+            to: places.thread(recv.rank),
+            recv: Span { start: recv.start, end: recv.end },
+        }
     }
 }
 
-/// Where a receive is drawn.
+/// When a receive is drawn.
 struct Span {
-    rank: u32,
     start: u64,
     end: u64,
 }
@@ -176,33 +199,33 @@ impl Chrome<'_> {
     fn event<const SITES: bool>(&mut self, e: &Event, message: &Message) {
         self.events += 1;
         let origin = *self.origin.get_or_insert(e.start);
-        let lane = self.lanes.get(e.rank);
-        if !lane.named {
-            lane.named = true;
-            name_lane(&mut self.sink, e.rank);
+        let at = self.places.thread(e.rank);
+        if !self.lanes.get(e.rank).named {
+            self.name_lane(e.rank, at);
         }
-        if lane.held_send.is_some() && self.ends_held_send::<SITES>(e, message, origin) {
+        if self.lanes.get(e.rank).held_send.is_some() && self.ends_held_send::<SITES>(e, message, origin) {
             return;
         }
         match shape(&e.body) {
             Shape::Call(_) if matches!(e.body, Body::Send { .. }) => {
-                self.lanes.get(e.rank).held_send = Some(HeldSend { event: *e, message: *message, flow: None });
+                self.lanes.get(e.rank).held_send = Some(HeldSend { event: *e, message: *message, flow: None, at });
             }
             Shape::Call(name) => {
                 let members = if let Body::CommCreate { members, .. } = &e.body { members.len() } else { 0 };
                 let site = if SITES { e.site.map(|site| site.text()) } else { None };
                 // Room for the slice, the two ends of a flow and a delivery.
                 let mut c = self.sink.record(3 * RECORD_ROOM + NUMBER_ROOM * members + site.map_or(0, text_room));
-                call(&mut c, e, name, origin, message, site);
+                call(&mut c, e, at, name, origin, message, site);
                 if let Message::Received { channel, send } = message {
                     self.messages += 1;
-                    write_or_hold_flow(&mut c, &mut self.lanes, Flow::of(channel, send, e), origin);
+                    let flow = Flow::of(channel, send, e, &self.places);
+                    write_or_hold_flow(&mut c, &mut self.lanes, flow, origin);
                 }
             }
             Shape::Enter { name, location } => {
                 self.lanes.get(e.rank).regions.enter(name);
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name) + text_room(location));
-                open(&mut c, &PH_B, e.rank, e.start, origin);
+                open(&mut c, &PH_B, at, e.start, origin);
                 c.bytes(b",\"name\":");
                 c.json_str(name);
                 c.bytes(b",\"args\":{\"location\":");
@@ -212,13 +235,13 @@ impl Chrome<'_> {
             Shape::Leave { name } => {
                 for _ in 0..self.lanes.get(e.rank).regions.leave(name) {
                     let mut c = self.sink.record(RECORD_ROOM);
-                    open(&mut c, &PH_E, e.rank, e.start, origin);
+                    open(&mut c, &PH_E, at, e.start, origin);
                     c.byte(b'}');
                 }
             }
             Shape::Counter { name, value } => {
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name));
-                open(&mut c, &PH_C, e.rank, e.start, origin);
+                open(&mut c, &PH_C, at, e.start, origin);
                 c.bytes(b",\"name\":");
                 c.json_str(name);
                 c.bytes(b",\"id\":");
@@ -229,14 +252,14 @@ impl Chrome<'_> {
             }
             Shape::Point { name, location } => {
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name) + text_room(location));
-                instant(&mut c, e, name, origin);
+                instant(&mut c, at, e.start, name, origin);
                 c.bytes(b",\"args\":{\"location\":");
                 c.json_str(location);
                 c.bytes(b"}}");
             }
             Shape::Mark(name) => {
                 let mut c = self.sink.record(RECORD_ROOM + text_room(name));
-                instant(&mut c, e, name, origin);
+                instant(&mut c, at, e.start, name, origin);
                 c.byte(b'}');
             }
         }
@@ -266,13 +289,14 @@ impl Chrome<'_> {
     fn sendrecv<const SITES: bool>(&mut self, held: HeldSend, recv: &Event, message: &Message, origin: u64) {
         let site = if SITES { held.event.site.map(|site| site.text()) } else { None };
         let mut c = self.sink.record(5 * RECORD_ROOM + site.map_or(0, text_room));
-        sendrecv(&mut c, (&held.event, &held.message), (recv, message), origin, site);
+        sendrecv(&mut c, held.at, (&held.event, &held.message), (recv, message), origin, site);
         if let Some(flow) = held.flow {
             write_flow(&mut c, &flow, origin);
         }
         if let Message::Received { channel, send } = message {
             self.messages += 1;
-            write_or_hold_flow(&mut c, &mut self.lanes, Flow::of(channel, send, recv), origin);
+            let flow = Flow::of(channel, send, recv, &self.places);
+            write_or_hold_flow(&mut c, &mut self.lanes, flow, origin);
         }
     }
 
@@ -313,47 +337,89 @@ impl Chrome<'_> {
     }
 }
 
-/// The metadata of a rank's lane: its name and place.
-fn name_lane(sink: &mut Sink, rank: u32) {
-    let mut c = sink.record(RECORD_ROOM);
-    c.bytes(b",\n{\"ph\":\"M\",\"tid\":");
-    c.uint(rank as u64);
-    c.bytes(b",\"name\":\"thread_name\",\"args\":{\"name\":\"rank ");
-    c.uint(rank as u64);
-    c.bytes(b"\"}},\n{\"ph\":\"M\",\"tid\":");
-    c.uint(rank as u64);
-    c.bytes(b",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
-    c.uint(rank as u64);
+impl Chrome<'_> {
+    /// The metadata of a rank's lane: its name and place, after its
+    /// process's name if it is the first of its process.
+    #[cold]
+    fn name_lane(&mut self, rank: u32, at: Thread) {
+        self.lanes.get(rank).named = true;
+        let process = self.places.process(rank);
+        if !std::mem::replace(&mut self.named[process as usize], true) {
+            name_process(&mut self.sink, &self.places, process, b",\n");
+        }
+        let mut c = self.sink.record(RECORD_ROOM);
+        c.bytes(b",\n");
+        metadata(&mut c, at, b"thread_name");
+        c.bytes(b"{\"name\":\"rank ");
+        c.uint(rank as u64);
+        c.bytes(b"\"}},\n");
+        metadata(&mut c, at, b"thread_sort_index");
+        c.bytes(b"{\"sort_index\":");
+        c.uint(rank as u64);
+        c.bytes(b"}}");
+    }
+}
+
+/// A process's name and place, after `lead`:
+/// `{..process_name..},\n{..process_sort_index..}`.
+fn name_process(sink: &mut Sink, places: &Places, process: u32, lead: &[u8]) {
+    let (name, at) = (places.name(process), Thread { pid: process + 1, tid: 0 });
+    let mut c = sink.record(2 * RECORD_ROOM + text_room(name));
+    c.bytes(lead);
+    metadata(&mut c, at, b"process_name");
+    c.bytes(b"{\"name\":");
+    c.json_str(name);
+    c.bytes(b"}},\n");
+    metadata(&mut c, at, b"process_sort_index");
+    c.bytes(b"{\"sort_index\":");
+    c.uint(process as u64);
     c.bytes(b"}}");
 }
 
-/// `,\n{"ph":PH,"tid":RANK,"ts":T` — the object is left open.
+/// `{"ph":"M","pid":P[,"tid":T],"name":NAME,"args":` — a process's
+/// metadata has no thread (`tid` 0).
+fn metadata(c: &mut Cursor, at: Thread, name: &[u8]) {
+    c.bytes(b"{\"ph\":\"M\",\"pid\":");
+    c.uint(at.pid as u64);
+    if at.tid != 0 {
+        c.bytes(b",\"tid\":");
+        c.uint(at.tid as u64);
+    }
+    c.bytes(b",\"name\":\"");
+    c.bytes(name);
+    c.bytes(b"\",\"args\":");
+}
+
+/// `,\n{"ph":PH,"pid":P,"tid":T,"ts":T` — the object is left open.
 /// `ph` is the `PH_*` head of the phase.
 #[inline(always)]
-fn open(c: &mut Cursor, ph: &[u8; PH_LEN], rank: u32, t: u64, origin: u64) {
+fn open(c: &mut Cursor, ph: &[u8; PH_LEN], at: Thread, t: u64, origin: u64) {
     c.bytes(ph);
-    c.uint(rank as u64);
+    c.uint(at.pid as u64);
+    c.bytes(b",\"tid\":");
+    c.uint(at.tid as u64);
     c.bytes(b",\"ts\":");
     c.date(t, origin, US);
 }
 
 #[inline(always)]
-fn instant(c: &mut Cursor, e: &Event, name: &str, origin: u64) {
-    open(c, &PH_I, e.rank, e.start, origin);
+fn instant(c: &mut Cursor, at: Thread, t: u64, name: &str, origin: u64) {
+    open(c, &PH_I, at, t, origin);
     c.bytes(b",\"name\":");
     c.json_str(name);
 }
 
 #[inline(always)]
-fn call(c: &mut Cursor, e: &Event, name: &'static str, origin: u64, message: &Message, site: Option<&str>) {
-    open(c, &PH_X, e.rank, e.start, origin);
+#[allow(clippy::too_many_arguments)]
+fn call(c: &mut Cursor, e: &Event, at: Thread, name: &'static str, origin: u64, message: &Message, site: Option<&str>) {
+    open(c, &PH_X, at, e.start, origin);
     c.bytes(b",\"dur\":");
     c.fixed(e.end.saturating_sub(e.start), US);
     c.bytes(b",\"name\":\"");
     c.bytes(name.as_bytes());
     failed_mark(c, e.body.failed());
     c.byte(b'"');
-    args(c, &e.body, message, site);
+    call_args(&mut Json(c), &e.body, message, site);
     c.byte(b'}');
 }
 
@@ -372,7 +438,7 @@ fn write_send<const SITES: bool>(sink: &mut Sink, held: &HeldSend, origin: u64) 
     let site = if SITES { held.event.site.map(|site| site.text()) } else { None };
     // Room for the slice, the two ends of a flow and a delivery.
     let mut c = sink.record(3 * RECORD_ROOM + site.map_or(0, text_room));
-    call(&mut c, &held.event, "send", origin, &held.message, site);
+    call(&mut c, &held.event, held.at, "send", origin, &held.message, site);
     if let Some(flow) = &held.flow {
         write_flow(&mut c, flow, origin);
     }
@@ -380,15 +446,22 @@ fn write_send<const SITES: bool>(sink: &mut Sink, held: &HeldSend, origin: u64) 
 
 /// One slice for a send and the receive that is its second half, with the
 /// arguments of both.
-fn sendrecv(c: &mut Cursor, send: (&Event, &Message), recv: (&Event, &Message), origin: u64, site: Option<&str>) {
+fn sendrecv(
+    c: &mut Cursor,
+    at: Thread,
+    send: (&Event, &Message),
+    recv: (&Event, &Message),
+    origin: u64,
+    site: Option<&str>,
+) {
     let s = send.0;
-    open(c, &PH_X, s.rank, s.start, origin);
+    open(c, &PH_X, at, s.start, origin);
     c.bytes(b",\"dur\":");
     c.fixed(s.end.saturating_sub(s.start), US);
     c.bytes(b",\"name\":\"sendrecv");
     failed_mark(c, s.body.failed() || recv.0.body.failed());
     c.byte(b'"');
-    args::sendrecv_args(c, send, recv, site);
+    sendrecv_args(&mut Json(c), send, recv, site);
     c.byte(b'}');
 }
 
@@ -408,19 +481,19 @@ fn write_or_hold_flow(c: &mut Cursor, lanes: &mut PerRank<Lane>, flow: Flow, ori
 /// receive's.
 #[inline(always)]
 fn write_flow(c: &mut Cursor, flow: &Flow, origin: u64) {
-    let Flow { sender, ref send, ref recv } = *flow;
+    let Flow { from, ref send, to, ref recv, .. } = *flow;
     let (at_send, at_recv) = flow_dates(send, recv);
-    open(c, &PH_S, sender, at_send, origin);
+    open(c, &PH_S, from, at_send, origin);
     flow_tail(c, send.id);
     if recv.start < send.start {
         // Perfetto binds an `f` to the latest slice begun on its lane and
         // points the flow from whichever of its two slices starts first:
         // here the receive's. A mark at the delivery, begun after the send,
         // takes the flow's end instead, and the arrow goes forward in time.
-        open(c, &PH_I, recv.rank, at_recv, origin);
+        open(c, &PH_I, to, at_recv, origin);
         c.bytes(b",\"name\":\"delivery\",\"cat\":\"message\"}");
     }
-    open(c, &PH_F, recv.rank, at_recv, origin);
+    open(c, &PH_F, to, at_recv, origin);
     c.bytes(b",\"bp\":\"e\"");
     flow_tail(c, send.id);
 }
@@ -463,7 +536,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn recv_at(start: u64, end: u64) -> Span {
-        Span { rank: 1, start, end }
+        Span { start, end }
     }
 
     fn send_at(start: u64, end: u64) -> SendSide {

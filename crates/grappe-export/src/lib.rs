@@ -4,6 +4,8 @@
 //!
 //! * [`chrome`]: Chrome trace-event JSON (Perfetto, `chrome://tracing`),
 //!   written as fast as the stream is read;
+//! * [`perfetto`]: Perfetto's own protobuf trace format (track events),
+//!   which Perfetto loads faster and in less memory than the JSON;
 //! * [`paje`]: the Pajé trace format (ViTE, pajeng's `pj_dump`);
 //! * [`picl`]: "new" PICL records, the input of ParaGraph (the route
 //!   Tape/PVM's `t2np` took);
@@ -25,13 +27,16 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod args;
 pub mod chrome;
 mod format;
 mod order;
 #[cfg(feature = "otf2")]
 pub mod otf2;
 pub mod paje;
+pub mod perfetto;
 pub mod picl;
+mod places;
 mod shape;
 mod sink;
 mod summary;
@@ -39,6 +44,7 @@ mod summary;
 pub use chrome::{write_chrome, write_chrome_with_sites};
 pub use format::{Format, StreamExporter, Unavailable, Writer};
 pub use paje::{write_paje, write_paje_with_sites};
+pub use perfetto::write_perfetto;
 pub use picl::write_picl;
 pub use shape::{FAILED_MARK, display_name};
 pub use summary::ExportSummary;

@@ -197,6 +197,15 @@ impl Cursor<'_> {
         self.at += b.len();
     }
 
+    /// Writes `message` as protobuf, after its length (a varint).
+    #[inline]
+    pub(crate) fn length_delimited(&mut self, message: &impl prost::Message) {
+        let mut out = &mut self.out[self.at..];
+        let room = out.len();
+        message.encode_length_delimited(&mut out).expect("the record's room holds the message and its length");
+        self.at += room - out.len();
+    }
+
     #[inline(always)]
     pub(crate) fn byte(&mut self, b: u8) {
         self.out[self.at] = b;

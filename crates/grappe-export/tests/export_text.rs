@@ -78,8 +78,14 @@ fn chrome_events(text: &str) -> (Vec<Value>, Value) {
     (events, doc["otherData"].clone())
 }
 
-fn tid(e: &Value) -> u64 {
-    e["tid"].as_u64().unwrap()
+/// The rank of an event's lane: its thread, numbered from 1 in a process
+/// numbered from 1 (Perfetto files pid 0 and tid 0 under the kernel's idle
+/// task).
+fn rank_of(e: &Value) -> u64 {
+    let (pid, tid) = (e["pid"].as_u64(), e["tid"].as_u64());
+    assert!(pid.is_some_and(|p| p >= 1), "{e}: no process, or process 0");
+    assert!(tid.is_some_and(|t| t >= 1), "{e}: no thread, or thread 0");
+    tid.unwrap() - 1
 }
 
 /// Microseconds with three decimals, back to nanoseconds.
@@ -137,28 +143,39 @@ fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
 
     let mut count: BTreeMap<(u64, String), u64> = BTreeMap::new();
     let mut depth: HashMap<u64, i64> = HashMap::new();
+    let mut processes: BTreeMap<(u64, String), u64> = BTreeMap::new();
     for e in &events {
-        // Perfetto reads a missing pid as 0: every lane is in one process.
-        assert_eq!(e.get("pid").map_or(Some(0), Value::as_u64), Some(0), "{e}: not in the job's process");
         let ph = e["ph"].as_str().unwrap().to_owned();
-        if ph == "M" && e["name"] == "process_name" {
-            assert_eq!(e["args"]["name"], "grappe job synthetic", "the process is the job, named with its id");
+        let pid = e["pid"].as_u64().unwrap_or_else(|| panic!("{e}: no process"));
+        if ph == "M" && e["name"].as_str().unwrap().starts_with("process_") {
+            // Each rank runs in a process of its own, in rank order.
+            let rank = pid - 1;
+            assert!(rank < job.ranks as u64 && e.get("tid").is_none(), "{e}");
+            match e["name"].as_str().unwrap() {
+                "process_name" => {
+                    assert_eq!(e["args"]["name"], format!("grappe job synthetic: synthetic pid {}", 1000 + rank))
+                }
+                "process_sort_index" => assert_eq!(e["args"]["sort_index"], rank),
+                other => panic!("unexpected metadata {other}"),
+            }
+            *processes.entry((pid, e["name"].as_str().unwrap().to_owned())).or_default() += 1;
             continue;
         }
+        assert_eq!(pid, rank_of(e) + 1, "{e}: not in its rank's process");
         if ph == "i" && e["name"] == "delivery" {
             continue; // checked with the flows
         }
-        *count.entry((tid(e), ph.clone())).or_default() += 1;
+        *count.entry((rank_of(e), ph.clone())).or_default() += 1;
         match ph.as_str() {
             "X" => assert!(e["dur"].as_f64().unwrap() >= 0.0, "{e}"),
             "B" | "E" => {
-                let d = depth.entry(tid(e)).or_default();
+                let d = depth.entry(rank_of(e)).or_default();
                 *d += if ph == "B" { 1 } else { -1 };
-                assert!(*d >= 0, "an E before its B on rank {}", tid(e));
+                assert!(*d >= 0, "an E before its B on rank {}", rank_of(e));
             }
             "M" => match e["name"].as_str().unwrap() {
-                "thread_name" => assert_eq!(e["args"]["name"], format!("rank {}", tid(e))),
-                "thread_sort_index" => assert_eq!(e["args"]["sort_index"], tid(e)),
+                "thread_name" => assert_eq!(e["args"]["name"], format!("rank {}", rank_of(e))),
+                "thread_sort_index" => assert_eq!(e["args"]["sort_index"], rank_of(e)),
                 other => panic!("unexpected metadata {other}"),
             },
             _ => {}
@@ -174,7 +191,11 @@ fn chrome_has_every_call_region_counter_and_message_of_a_synthetic_job() {
         assert_eq!(n("C"), x.iterations, "counter samples of rank {rank}");
         assert_eq!(n("i"), 0, "no instant on rank {rank}: init and finalize are slices");
         assert_eq!(n("M"), 2, "thread name and sort index of rank {rank}");
+        for name in ["process_name", "process_sort_index"] {
+            assert_eq!(processes.get(&(r + 1, name.to_owned())), Some(&1), "{name} of rank {rank}'s process");
+        }
     }
+    assert_eq!(processes.len() as u32, 2 * job.ranks, "a process per rank");
     check_flows(&events, job.messages());
 }
 
@@ -197,13 +218,13 @@ fn check_flows(events: &[Value], messages: u64) {
             "i" if name == "delivery" => ns(&e["ts"]),
             _ => continue,
         };
-        lanes.entry(tid(e)).or_default().push((ns(&e["ts"]), at, end, name));
+        lanes.entry(rank_of(e)).or_default().push((ns(&e["ts"]), at, end, name));
     }
     for lane in lanes.values_mut() {
         lane.sort();
     }
     let bound_to = |e: &Value, at: usize| {
-        let lane = &lanes[&tid(e)];
+        let lane = &lanes[&rank_of(e)];
         let t = ns(&e["ts"]);
         let i = lane.partition_point(|s| (s.0, s.1) < (t, at));
         assert!(i > 0, "no slice before {e}");
@@ -275,7 +296,7 @@ fn chrome_dates_and_names_are_the_stream_s_exactly() {
     // A send waits for its rank's next event, so the file keeps each
     // rank's order, not the stream's.
     for rank in 0..job.ranks {
-        let slices = slices.iter().filter(|s| tid(s) == rank as u64);
+        let slices = slices.iter().filter(|s| rank_of(s) == rank as u64);
         let calls: Vec<&Event> = calls.iter().filter(|c| c.rank == rank).collect();
         assert_eq!(slices.clone().count(), calls.len());
         for (slice, call) in slices.zip(calls) {
@@ -686,7 +707,7 @@ fn chrome_draws_a_marked_sendrecv_as_one_slice() {
     let (events, _) = chrome_events(&text);
     check_flows(&events, 4);
     let slices = |rank: u64| -> Vec<(String, i64, i64)> {
-        let slices = events.iter().filter(|e| e["ph"] == "X" && tid(e) == rank);
+        let slices = events.iter().filter(|e| e["ph"] == "X" && rank_of(e) == rank);
         slices.map(|e| (e["name"].as_str().unwrap().to_owned(), ns(&e["ts"]), ns(&e["dur"]))).collect()
     };
     let slice = |name: &str, ts: i64, dur: i64| (name.to_owned(), ts, dur);
@@ -704,9 +725,9 @@ fn chrome_draws_a_marked_sendrecv_as_one_slice() {
     // Its message out starts in it, its message in ends in it.
     let flow_end = |ph: &str, id: &Value| events.iter().find(|e| e["ph"] == ph && e["id"] == *id).unwrap();
     let (out, into) = (flow_end("s", &args["send_msg"]), flow_end("f", &args["recv_msg"]));
-    assert_eq!((tid(out), tid(into)), (0, 0));
+    assert_eq!((rank_of(out), rank_of(into)), (0, 0));
     assert!((100..=400).contains(&ns(&out["ts"])) && (100..=400).contains(&ns(&into["ts"])), "{out} {into}");
-    assert_eq!(flow_end("s", &args["recv_msg"])["tid"], 1, "the message in comes from rank 1");
+    assert_eq!(rank_of(flow_end("s", &args["recv_msg"])), 1, "the message in comes from rank 1");
 }
 
 /// A marked sendrecv is one `sendrecv` state in Pajé, its two messages
@@ -916,7 +937,7 @@ fn failed_calls_are_drawn_failed_with_no_message_in_every_text_format() {
     let (text, summary) = export(&dir, write_chrome);
     assert_eq!(summary.messages, 1, "the sendrecv's send, received");
     let (events, _) = chrome_events(&text);
-    let flow_ends = |ph: &str| events.iter().filter(|e| e["ph"] == ph).map(tid).collect::<Vec<_>>();
+    let flow_ends = |ph: &str| events.iter().filter(|e| e["ph"] == ph).map(rank_of).collect::<Vec<_>>();
     assert_eq!((flow_ends("s"), flow_ends("f")), (vec![0], vec![1]), "one arrow, from the sendrecv's send");
     let slice =
         |name: &str| events.iter().find(|e| e["ph"] == "X" && e["name"] == name).unwrap_or_else(|| panic!("{name}"));
@@ -935,7 +956,7 @@ fn failed_calls_are_drawn_failed_with_no_message_in_every_text_format() {
         (&Value::from(true), &Value::from("recv"), &Value::from(1), &Value::from(5))
     );
     let failed_recv = slice("recv (failed)");
-    assert_eq!((tid(failed_recv), ns(&failed_recv["dur"])), (1, 2_600), "drawn with its duration");
+    assert_eq!((rank_of(failed_recv), ns(&failed_recv["dur"])), (1, 2_600), "drawn with its duration");
     let args = &failed_recv["args"];
     assert_eq!(
         (&args["peer"], &args["tag"], &args["bytes"], &args["failed"]),

@@ -62,7 +62,7 @@ fn chrome_and_paje_keep_each_rank_s_own_half() {
     let events: serde_json::Value = serde_json::from_str(&chrome).unwrap();
     let events = events.get("traceEvents").and_then(|e| e.as_array()).cloned().unwrap_or_default();
     for r in 0..4u64 {
-        let created = events.iter().find(|e| e["tid"] == r && e["args"]["members"].is_array());
+        let created = events.iter().find(|e| e["tid"] == r + 1 && e["args"]["members"].is_array());
         let members =
             created.unwrap_or_else(|| panic!("no creation on rank {r}:\n{chrome}"))["args"]["members"].clone();
         assert_eq!(members, serde_json::json!(half(r as u32)), "rank {r}");

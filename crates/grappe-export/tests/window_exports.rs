@@ -1,12 +1,12 @@
 //! `grappe trace export --from --to` of a merged file against the export
 //! of the same interval of its per-rank files: the same bytes, in every
-//! text format.
+//! byte-stream format.
 
 use std::path::Path;
 
 use grappe_analysis::stream::Window;
 use grappe_analysis::{CausalStream, GlobalOptions, GlobalTime, MergeLayout, Result, TraceSet, merge_to_file_with};
-use grappe_export::{ExportSummary, write_chrome_with_sites, write_paje_with_sites, write_picl};
+use grappe_export::{ExportSummary, write_chrome_with_sites, write_paje_with_sites, write_perfetto, write_picl};
 use grappe_testkit::synthetic::{ITERATION_NS, SyntheticJob, write_job};
 use proptest::prelude::*;
 
@@ -63,8 +63,12 @@ proptest! {
         let layout = MergeLayout { block_events: block, resume_every: 1 };
         merge_to_file_with(&set, &time, &merged, layout, &mut |_| {}).unwrap();
         let window = Window { from, to: from + length };
-        let formats: [(&str, Exporter); 3] =
-            [("chrome", write_chrome_with_sites), ("paje", write_paje_with_sites), ("picl", write_picl)];
+        let formats: [(&str, Exporter); 4] = [
+            ("chrome", write_chrome_with_sites),
+            ("perfetto", write_perfetto),
+            ("paje", write_paje_with_sites),
+            ("picl", write_picl),
+        ];
         for (format, export) in formats {
             let want = export_window(&ranks, window, export);
             let got = export_window(&merged, window, export);

@@ -24,7 +24,7 @@ mod window;
 use crate::error::Result;
 use crate::global::GlobalTime;
 use crate::matching::{Matcher, Message};
-use crate::set::{Layout, TraceSet};
+use crate::set::{Layout, Process, TraceSet};
 use kway::KWay;
 pub use kway::{RankFlow, RankSource, merge_date};
 use merged::MergedFile;
@@ -86,6 +86,8 @@ pub struct CausalStream {
     job: String,
     /// Ranks that took turns on one processor (`TraceSet::turn_taking`).
     turns: Vec<Vec<u32>>,
+    /// The processes that ran the ranks (`TraceSet::processes`).
+    processes: Vec<Process>,
     /// The date the run starts from (see [`CausalStream::origin`]).
     origin: Option<u64>,
     /// Ranks with a trace.
@@ -126,6 +128,7 @@ impl CausalStream {
             Layout::PerRank => Source::Merge(KWay::open(set, time)?),
         };
         let (untraced, job, turns) = (set.missing_ranks(), set.files()[0].header.job.clone(), set.turn_taking());
+        let processes = set.processes();
         let origin = match &source {
             Source::Merge(k) => k.pending_start_bound(),
             Source::Merged(m) => m.head().map(|e| e.start),
@@ -140,6 +143,7 @@ impl CausalStream {
             untraced,
             job,
             turns,
+            processes,
             origin,
             traced,
             window: None,
@@ -317,6 +321,12 @@ impl CausalStream {
     /// the others of its group run.
     pub fn turn_taking(&self) -> &[Vec<u32>] {
         &self.turns
+    }
+
+    /// The processes that ran the traced ranks, in order of their lowest
+    /// rank (empty for a merged file that does not say).
+    pub fn processes(&self) -> &[Process] {
+        &self.processes
     }
 
     /// The job's id (empty in files written before it was recorded).

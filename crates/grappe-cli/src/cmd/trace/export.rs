@@ -22,7 +22,7 @@ Dates stay those of the whole run's export.";
 
 /// The formats and what each is for, then the interval's rules.
 fn after_help() -> String {
-    let formats: Vec<String> = Format::ALL.iter().map(|f| format!("  {:<8}{}", f.name(), f.purpose())).collect();
+    let formats: Vec<String> = Format::ALL.iter().map(|f| format!("  {:<10}{}", f.name(), f.purpose())).collect();
     format!("Formats:\n{}\n\n{INTERVAL_HELP}", formats.join("\n"))
 }
 
@@ -44,7 +44,8 @@ pub struct ExportArgs {
     /// Chrome: in its args, shown when the slice is selected (a fifth more
     /// instructions, a ninth more bytes). Pajé: as field `Site` of its state
     /// (`pj_dump -u`; a ninth more instructions, a quarter more bytes). OTF2
-    /// always has them (a `call site` attribute).
+    /// always has them (a `call site` attribute), and so does Perfetto (a
+    /// `site` annotation, each location written once).
     #[arg(long)]
     sites: bool,
     #[command(flatten)]
