@@ -17,7 +17,17 @@
 //! | [`GRAPPE_RANKS_PER_PROCESS`] | `grappe run` | thread ranks hosted by each process | 1 |
 //! | [`SLURM_JOB_ID`], [`SLURM_STEP_ID`] | Slurm | tell that we run inside a Slurm step | not Slurm |
 
-use crate::pmi::PmiError;
+/// A variable the launcher (or the user) set to a value a rank cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {var}={value:?} {reason}")]
+pub struct BadEnv {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value (empty when it is missing).
+    pub value: String,
+    /// What is wrong with it, completing "VAR=value ...".
+    pub reason: &'static str,
+}
 
 /// Number of the inherited file descriptor on which the PMI server listens.
 ///
@@ -40,7 +50,7 @@ pub const PMI_JOBID: &str = "PMI_JOBID";
 
 /// User override of the PMI flavour: `1` (PMI-1 "simple", also accepted: `simple`, `pmi1`), `2`
 /// (PMI-2 wire, also `pmi2`) or `singleton`. Absent or empty: detected, see
-/// [`PMI_VERSION_RULES`]. Any other value is a [`PmiError::BadEnv`].
+/// [`PMI_VERSION_RULES`]. Any other value is a [`BadEnv`].
 pub const GRAPPE_PMI: &str = "GRAPPE_PMI";
 
 /// How the PMI flavour is chosen when [`GRAPPE_PMI`] is not set.
@@ -77,7 +87,7 @@ pub const SLURM_STEP_ID: &str = "SLURM_STEP_ID";
 
 /// Number of grappe ranks this process hosts as threads: [`GRAPPE_RANKS_PER_PROCESS`], 1 when
 /// absent. A value that is not a positive integer is an error naming the variable.
-pub fn ranks_per_process() -> Result<usize, PmiError> {
+pub fn ranks_per_process() -> Result<usize, BadEnv> {
     match var(GRAPPE_RANKS_PER_PROCESS)? {
         None => Ok(1),
         Some(text) => parse_positive(GRAPPE_RANKS_PER_PROCESS, &text),
@@ -85,34 +95,30 @@ pub fn ranks_per_process() -> Result<usize, PmiError> {
 }
 
 /// The value of `name`, `None` when it is unset or empty. A value that is not UTF-8 is an error.
-pub(crate) fn var(name: &'static str) -> Result<Option<String>, PmiError> {
+pub(crate) fn var(name: &'static str) -> Result<Option<String>, BadEnv> {
     match std::env::var(name) {
         Ok(value) if value.is_empty() => Ok(None),
         Ok(value) => Ok(Some(value)),
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(raw)) => {
-            Err(PmiError::BadEnv { var: name, value: raw.to_string_lossy().into_owned(), reason: "is not valid UTF-8" })
+            Err(BadEnv { var: name, value: raw.to_string_lossy().into_owned(), reason: "is not valid UTF-8" })
         }
     }
 }
 
 /// The value of `name`, which must be set.
-pub(crate) fn required_var(name: &'static str) -> Result<String, PmiError> {
-    var(name)?.ok_or(PmiError::BadEnv { var: name, value: String::new(), reason: "must be set when PMI_FD is set" })
+pub(crate) fn required_var(name: &'static str) -> Result<String, BadEnv> {
+    var(name)?.ok_or(BadEnv { var: name, value: String::new(), reason: "must be set when PMI_FD is set" })
 }
 
 /// `text` as an unsigned integer, or an error naming `name`.
-pub(crate) fn parse_usize(name: &'static str, text: &str) -> Result<usize, PmiError> {
-    text.trim().parse().map_err(|_| PmiError::BadEnv {
-        var: name,
-        value: text.to_owned(),
-        reason: "is not an unsigned integer",
-    })
+pub(crate) fn parse_usize(name: &'static str, text: &str) -> Result<usize, BadEnv> {
+    text.trim().parse().map_err(|_| BadEnv { var: name, value: text.to_owned(), reason: "is not an unsigned integer" })
 }
 
-fn parse_positive(name: &'static str, text: &str) -> Result<usize, PmiError> {
+fn parse_positive(name: &'static str, text: &str) -> Result<usize, BadEnv> {
     match parse_usize(name, text)? {
-        0 => Err(PmiError::BadEnv { var: name, value: text.to_owned(), reason: "must be at least 1" }),
+        0 => Err(BadEnv { var: name, value: text.to_owned(), reason: "must be at least 1" }),
         n => Ok(n),
     }
 }

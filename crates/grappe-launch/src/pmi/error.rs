@@ -8,8 +8,8 @@ use crate::wire::{TextProblem, WireError};
 #[non_exhaustive]
 pub enum PmiError {
     /// The launcher's environment is unusable (the launcher's or the user's fault).
-    #[error("environment variable {var}={value:?} {reason}")]
-    BadEnv { var: &'static str, value: String, reason: &'static str },
+    #[error(transparent)]
+    BadEnv(#[from] crate::env::BadEnv),
 
     /// The caller passed a key the wire cannot carry (the caller's fault).
     #[error("PMI key {key:?} is invalid: {problem}")]

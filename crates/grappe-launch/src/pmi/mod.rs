@@ -77,11 +77,12 @@ pub fn connect_from_env() -> Result<Box<dyn Pmi>, PmiError> {
             let rank = rank_from_env()?;
             let size = env::parse_usize(env::PMI_SIZE, &env::required_var(env::PMI_SIZE)?)?;
             if rank >= size {
-                return Err(PmiError::BadEnv {
+                return Err(env::BadEnv {
                     var: env::PMI_RANK,
                     value: rank.to_string(),
                     reason: "is not below PMI_SIZE",
-                });
+                }
+                .into());
             }
             let connection = Connection::take_inherited()?;
             Ok(Box::new(SimpleClient::connect(connection, rank, size)?))
@@ -97,7 +98,9 @@ pub fn connect_from_env() -> Result<Box<dyn Pmi>, PmiError> {
 
 /// Chooses the PMI flavour from environment lookups (`lookup` returns `None` when unset),
 /// following [`env::GRAPPE_PMI`] or else [`env::PMI_VERSION_RULES`].
-pub fn select_kind(lookup: impl Fn(&'static str) -> Result<Option<String>, PmiError>) -> Result<PmiKind, PmiError> {
+pub fn select_kind(
+    lookup: impl Fn(&'static str) -> Result<Option<String>, env::BadEnv>,
+) -> Result<PmiKind, env::BadEnv> {
     let has_fd = lookup(env::PMI_FD)?.is_some();
     if let Some(choice) = lookup(env::GRAPPE_PMI)? {
         let kind = match choice.as_str() {
@@ -125,11 +128,11 @@ pub fn select_kind(lookup: impl Fn(&'static str) -> Result<Option<String>, PmiEr
     Ok(PmiKind::Simple1)
 }
 
-fn bad_choice(value: String, reason: &'static str) -> PmiError {
-    PmiError::BadEnv { var: env::GRAPPE_PMI, value, reason }
+fn bad_choice(value: String, reason: &'static str) -> env::BadEnv {
+    env::BadEnv { var: env::GRAPPE_PMI, value, reason }
 }
 
-fn rank_from_env() -> Result<usize, PmiError> {
+fn rank_from_env() -> Result<usize, env::BadEnv> {
     env::parse_usize(env::PMI_RANK, &env::required_var(env::PMI_RANK)?)
 }
 

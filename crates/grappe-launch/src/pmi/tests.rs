@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 
-fn select(vars: &[(&'static str, &str)]) -> Result<PmiKind, PmiError> {
+fn select(vars: &[(&'static str, &str)]) -> Result<PmiKind, crate::env::BadEnv> {
     let vars: HashMap<&str, String> = vars.iter().map(|(k, v)| (*k, v.to_string())).collect();
     select_kind(|name| Ok(vars.get(name).cloned()))
 }

@@ -30,7 +30,7 @@ impl Connection {
     /// Adopts the socket whose number is in `PMI_FD`. The process may do this only once.
     pub fn take_inherited() -> Result<Connection, PmiError> {
         let text = env::required_var(env::PMI_FD)?;
-        let fd = RawFd::try_from(env::parse_usize(env::PMI_FD, &text)?).map_err(|_| PmiError::BadEnv {
+        let fd = RawFd::try_from(env::parse_usize(env::PMI_FD, &text)?).map_err(|_| env::BadEnv {
             var: env::PMI_FD,
             value: text.clone(),
             reason: "is not a file descriptor number",
@@ -90,7 +90,7 @@ impl Connection {
 /// Takes ownership of the inherited descriptor `fd` and marks it close-on-exec, so that programs
 /// this process starts do not hold the launcher's socket open.
 fn adopt_fd(fd: RawFd, text: &str) -> Result<OwnedFd, PmiError> {
-    let bad = |reason| PmiError::BadEnv { var: env::PMI_FD, value: text.to_owned(), reason };
+    let bad = |reason| PmiError::from(env::BadEnv { var: env::PMI_FD, value: text.to_owned(), reason });
     // SAFETY: F_GETFD only reads the flags of descriptor `fd`; it fails with EBADF if `fd` is not
     // open and touches no memory.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
