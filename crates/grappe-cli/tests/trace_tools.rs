@@ -532,3 +532,50 @@ fn the_picl_export_names_its_user_blocks() {
     let legend = said.lines().find_map(|l| l.strip_prefix("  PICL user blocks: ")).unwrap_or_else(|| panic!("{said}"));
     assert_eq!(legend, "1 init, 2 region step, 3 finalize");
 }
+
+/// `grappe trace TOOL ARGS...`, killed and failed if it has not ended
+/// after a minute (a tool that waits on a FIFO never ends).
+fn trace_within_a_minute(tool: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(GRAPPE)
+        .args(["trace", tool])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the grappe binary runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("`grappe trace {tool} {args:?}` still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO named like a rank's file, in a trace directory or given as the
+/// trace, is an error naming it: the tools used to wait for a writer.
+#[test]
+fn a_fifo_named_like_a_trace_is_refused_not_waited_on() {
+    let dir = scratch("fifo");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let fifo = traces.join("rank-00001.gtrace");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let out = dir.join("out.json");
+    let (traces, fifo_path, out) = (traces.to_str().unwrap(), fifo.to_str().unwrap(), out.to_str().unwrap());
+    for (tool, args) in [
+        ("info", vec![traces]),
+        ("info", vec![fifo_path]),
+        ("check", vec![traces]),
+        ("export", vec!["-f", "chrome", traces, "-o", out]),
+    ] {
+        let said = trace_within_a_minute(tool, &args);
+        let stderr = String::from_utf8_lossy(&said.stderr);
+        assert_eq!(said.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+        assert!(stderr.contains(&format!("{fifo_path}: a FIFO (named pipe), not a regular file")), "{tool}: {stderr}");
+    }
+}
