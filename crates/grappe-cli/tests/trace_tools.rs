@@ -579,3 +579,27 @@ fn a_fifo_named_like_a_trace_is_refused_not_waited_on() {
         assert!(stderr.contains(&format!("{fifo_path}: a FIFO (named pipe), not a regular file")), "{tool}: {stderr}");
     }
 }
+
+/// Progress is drawn on a terminal only: with stderr a pipe, the tools
+/// write nothing there on a trace with nothing to note.
+#[test]
+fn no_progress_goes_into_a_pipe() {
+    let dir = scratch("no-progress");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 3000)).unwrap();
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let traces = traces.to_str().unwrap();
+    for (tool, args) in [
+        ("info", vec![traces]),
+        ("check", vec![traces]),
+        ("profile", vec![traces]),
+        ("merge", vec![traces, "-o", &out("merged.gtrace")]),
+        ("export", vec!["-f", "paje", traces, "-o", &out("job.paje")]),
+        ("report", vec![traces, "-o", &out("report.html")]),
+    ] {
+        let said = trace(tool, &args);
+        assert!(said.status.success(), "{tool}: {}", String::from_utf8_lossy(&said.stderr));
+        assert_eq!(String::from_utf8_lossy(&said.stderr), "", "{tool}");
+        assert!(!said.stdout.contains(&b'\r') && !said.stdout.contains(&0x1b), "{tool}: {:?}", said.stdout);
+    }
+}

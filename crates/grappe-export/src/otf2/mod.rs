@@ -96,8 +96,10 @@ pub type OpenStream<'a> = &'a dyn Fn() -> Result<CausalStream, AnalysisError>;
 /// Writes the events of the causal stream of `set` (`open` opens it) as
 /// the OTF2 archive `dir/name.otf2` + `dir/name/`, which must not exist
 /// (`dir` is created if needed). `progress` gets the number of events
-/// read, now and then (summed over the passes). On error, the partial
-/// archive is removed.
+/// read, now and then, ending at the events of the stream: a stream read
+/// in several passes counts each pass's events as a share of one (the
+/// events read over the passes divided by the passes). On error, the
+/// partial archive is removed.
 pub fn write_otf2(
     set: &TraceSet,
     open: OpenStream,
@@ -182,6 +184,8 @@ fn write_in_passes(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     let world = set.world_size();
+    // Every pass reads every event: progress in shares of one pass.
+    let passes = world.div_ceil(open_locations).max(1) as u64;
     let (mut read, mut stream, mut group) = (0u64, first, 0..open_locations.min(world));
     loop {
         while let Some(linked) = stream.next_event()? {
@@ -191,7 +195,7 @@ fn write_in_passes(
             }
             read += 1;
             if read % PROGRESS_EVERY == 0 {
-                progress(read);
+                progress(read / passes);
             }
         }
         for rank in group.clone() {
@@ -203,7 +207,7 @@ fn write_in_passes(
         group = group.end..group.end.saturating_add(open_locations).min(world);
         stream = open()?;
     }
-    progress(read);
+    progress(read / passes);
     close_archive(set, exporter, None, stream.summary())
 }
 

@@ -12,7 +12,7 @@ use grappe_direct::DirectWriter;
 use grappe_export::{ExportSummary, Format, StreamExporter, Writer};
 
 use super::common::{
-    EstimationArgs, IntervalArgs, TraceInput, note_partial, open, progress, refuse_to_overwrite_input,
+    EstimationArgs, IntervalArgs, TraceInput, events_to_read, note_partial, open, progress, refuse_to_overwrite_input,
 };
 
 const INTERVAL_HELP: &str = "\
@@ -76,7 +76,9 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     let window = args.interval.is_set().then(|| args.interval.window("the interval exported")).transpose()?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
-    let bar = progress("exporting");
+    // An interval is only part of the events: no total then.
+    let total = if window.is_some() { None } else { events_to_read(&set, 1) };
+    let bar = progress("exporting", total);
     let mut tick = |n| bar.set_position(n);
     // Without OTF2, a byte stream is the only way a format is written.
     #[cfg_attr(not(feature = "otf2"), allow(clippy::infallible_destructuring_match))]

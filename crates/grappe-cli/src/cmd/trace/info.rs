@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use grappe_analysis::TraceSet;
 
-use super::common::{TraceInput, print_json, progress};
+use super::common::{TraceInput, events_to_read, print_json, progress};
 
 /// Ranks, events, duration, drops, clock source and truncation of a trace.
 #[derive(Debug, Args)]
@@ -18,7 +18,7 @@ pub struct InfoArgs {
 
 pub fn execute(args: InfoArgs) -> Result<i32> {
     let set = TraceSet::open(&args.input.trace)?;
-    let bar = progress("reading");
+    let bar = progress("reading", events_to_read(&set, 1));
     let info = grappe_analysis::info(&set, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if args.json {

@@ -6,7 +6,9 @@ use anyhow::Result;
 use clap::Args;
 use grappe_report::{ReportOptions, write_report};
 
-use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
+use super::common::{
+    EstimationArgs, IntervalArgs, TraceInput, events_to_read, open, progress, refuse_to_overwrite_input,
+};
 
 /// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
 /// dragging), communication matrix, profile tables, clock statistics and the
@@ -38,7 +40,9 @@ pub fn execute(args: ReportArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
     let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows, window };
-    let bar = progress("reporting");
+    // `write_report` reads the trace twice (the check, then the rest), its
+    // progress counting both passes.
+    let bar = progress("reporting", events_to_read(&set, 2));
     let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     sayln!(
