@@ -603,3 +603,63 @@ fn no_progress_goes_into_a_pipe() {
         assert!(!said.stdout.contains(&b'\r') && !said.stdout.contains(&0x1b), "{tool}: {:?}", said.stdout);
     }
 }
+
+/// An output path that cannot be created is refused before the trace is
+/// read, every tool saying "cannot create PATH: why": a missing
+/// directory, a file where a directory should be, a directory where the
+/// file should be, a directory nobody may write in (/sys, even for root).
+#[test]
+fn an_output_that_cannot_be_created_is_named_with_the_cause() {
+    let dir = scratch("cannot-create");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let traces = traces.to_str().unwrap();
+    let missing = dir.join("no/such/dir/out");
+    let through_file = file.join("out");
+    let cases = [
+        (missing.clone(), format!("cannot create {}: {} does not exist", missing.display(), dir.join("no").display())),
+        (
+            through_file.clone(),
+            format!("cannot create {}: {} is a file, not a directory", through_file.display(), file.display()),
+        ),
+        (dir.to_path_buf(), format!("cannot create {}: it is a directory", dir.display())),
+        (PathBuf::from("/sys/grappe-out"), "cannot create /sys/grappe-out: ".to_owned()),
+    ];
+    for (output, expected) in cases {
+        let output_text = output.to_str().unwrap();
+        for (tool, args) in [
+            ("merge", vec![traces, "-o", output_text]),
+            ("report", vec![traces, "-o", output_text]),
+            ("export", vec!["-f", "chrome", traces, "-o", output_text]),
+            ("export", vec!["-f", "paje", traces, "-o", output_text]),
+        ] {
+            let said = trace(tool, &args);
+            let stderr = String::from_utf8_lossy(&said.stderr);
+            assert_eq!(said.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+            assert!(stderr.contains(&expected), "{tool} {args:?}: {stderr}");
+        }
+    }
+}
+
+/// An OTF2 archive that cannot be created names its path and why, not
+/// the OTF2 call that failed, and the OTF2 library prints nothing of its
+/// own.
+#[test]
+fn an_otf2_archive_that_cannot_be_created_is_named_with_the_cause() {
+    let dir = scratch("otf2-cannot-create");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    for (output, expected) in [
+        ("/sys/grappe-job", "cannot create /sys/grappe-job: "),
+        ("/sys/grappe-dir/job", "cannot create /sys/grappe-dir: "),
+    ] {
+        let said = export(&["-f", "otf2", traces.to_str().unwrap(), "-o", output]);
+        let stderr = String::from_utf8_lossy(&said.stderr);
+        assert_eq!(said.status.code(), Some(2), "{output}: {stderr}");
+        assert!(stderr.contains(expected), "{output}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line, no OTF2 message: {stderr}");
+        assert!(!stderr.contains("OTF2_"), "{output}: {stderr}");
+    }
+}

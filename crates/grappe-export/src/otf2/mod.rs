@@ -121,7 +121,7 @@ pub fn write_otf2_open_at_most(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     check_name(dir, name)?;
-    std::fs::create_dir_all(dir).map_err(|source| Otf2Error::Io { path: dir.to_owned(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| Otf2Error::Create { path: dir.to_owned(), source })?;
     let anchor = dir.join(format!("{name}.otf2"));
     let archive_dir = dir.join(name);
     for path in [&anchor, &archive_dir] {
@@ -129,6 +129,7 @@ pub fn write_otf2_open_at_most(
             return Err(Otf2Error::Exists { path: path.clone() });
         }
     }
+    check_creatable(&archive_dir, &anchor)?;
     let world = set.world_size();
     memory::unmap_large_frees();
     let phase = EventPhase::create(dir, name, chunks(world), &anchor_info(set), world)?;
@@ -149,6 +150,18 @@ pub fn write_otf2_open_at_most(
             Err(e)
         }
     }
+}
+
+/// Creates the archive's directory and anchor file, and removes them:
+/// what cannot be created is named with the system's reason before OTF2
+/// tries (it would name only the call that failed).
+fn check_creatable(archive_dir: &Path, anchor: &Path) -> Result<(), Otf2Error> {
+    let cannot = |path: &Path, source| Otf2Error::Create { path: path.to_owned(), source };
+    std::fs::create_dir(archive_dir).map_err(|e| cannot(archive_dir, e))?;
+    let _ = std::fs::remove_dir(archive_dir);
+    std::fs::File::create_new(anchor).map_err(|e| cannot(anchor, e))?;
+    let _ = std::fs::remove_file(anchor);
+    Ok(())
 }
 
 fn anchor_info(set: &TraceSet) -> AnchorInfo {

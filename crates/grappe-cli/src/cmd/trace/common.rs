@@ -1,10 +1,11 @@
 //! What the trace tools share: the clock-estimation options, opening a
 //! set on global time, progress bars, JSON output.
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use grappe_analysis::stream::Window;
 use grappe_analysis::{GlobalOptions, GlobalTime, TraceSet};
@@ -131,6 +132,44 @@ pub fn refuse_to_overwrite_input(set: &TraceSet, output: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses, before the trace is read, an output file that cannot be
+/// created, saying "cannot create PATH: why": a directory on its path
+/// missing or a file, a directory in its place, no right to create it
+/// there. An existing file is opened for writing (and left unchanged); a
+/// new one is created and removed, the one sure test of the right.
+pub fn check_output(output: &Path) -> Result<()> {
+    let cannot = |why: String| anyhow!("cannot create {}: {why}", output.display());
+    match std::fs::metadata(output) {
+        Ok(meta) if meta.is_dir() => return Err(cannot("it is a directory".to_owned())),
+        // Opening a FIFO for writing waits for its reader: its writer does.
+        Ok(meta) if meta.file_type().is_fifo() => return Ok(()),
+        Ok(_) => {
+            return std::fs::OpenOptions::new().write(true).open(output).map(drop).map_err(|e| cannot(e.to_string()));
+        }
+        Err(_) => {}
+    }
+    let dir = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some(why) = blocked_directory(dir) {
+        return Err(cannot(why));
+    }
+    std::fs::File::create_new(output).map_err(|e| cannot(e.to_string()))?;
+    let _ = std::fs::remove_file(output);
+    Ok(())
+}
+
+/// Why `dir` cannot hold a file: the first directory on its way that does
+/// not exist or is a file; `None` if it is a directory.
+fn blocked_directory(dir: &Path) -> Option<String> {
+    let ancestors: Vec<&Path> = dir.ancestors().collect();
+    let found = ancestors.iter().position(|a| a.as_os_str().is_empty() || a.exists())?;
+    let existing = ancestors[found];
+    if !existing.as_os_str().is_empty() && !existing.is_dir() {
+        return Some(format!("{} is a file, not a directory", existing.display()));
+    }
+    // The first missing one, below the deepest that exists.
+    found.checked_sub(1).map(|missing| format!("{} does not exist", ancestors[missing].display()))
 }
 
 /// The events a tool goes through in `passes` passes over the whole

@@ -7,7 +7,7 @@ use clap::Args;
 use grappe_report::{ReportOptions, write_report};
 
 use super::common::{
-    EstimationArgs, IntervalArgs, TraceInput, events_to_read, open, progress, refuse_to_overwrite_input,
+    EstimationArgs, IntervalArgs, TraceInput, check_output, events_to_read, open, progress, refuse_to_overwrite_input,
 };
 
 /// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
@@ -37,6 +37,7 @@ pub struct ReportArgs {
 
 pub fn execute(args: ReportArgs) -> Result<i32> {
     let window = args.interval.window("the diagram's interval")?;
+    check_output(&args.output)?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
     let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows, window };
