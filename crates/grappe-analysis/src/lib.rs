@@ -41,7 +41,7 @@ pub use check::{CheckReport, check};
 pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};
 pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
-pub use info::{TraceInfo, info};
+pub use info::{InfoSummary, TraceInfo, info};
 pub use matching::{Channel, ChannelTally, Matcher, Message, SendSide};
 pub use merge::{MergeLayout, MergeOutcome, merge_to_file, merge_to_file_with};
 pub use per_rank::PerRank;

@@ -188,7 +188,7 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
     // 291 208 events: one resume point in a merge (every 262 144).
     write_job(&traces, &SyntheticJob::new(4, 8000)).unwrap();
     let (traces, merged) = (traces.to_str().unwrap(), dir.join("job.gtrace"));
-    let out = trace("info", &[traces]);
+    let out = trace("info", &["--ranks", traces]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = String::from_utf8_lossy(&out.stdout);
     // The synthetic recorder calibrated every kind at 10 ns.
@@ -199,7 +199,7 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
 
     let out = trace("merge", &[traces, "-o", merged.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = trace("info", &[merged.to_str().unwrap()]);
+    let out = trace("info", &["--ranks", merged.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("\n    1 resume point: `export --from` starts at the last one before the interval\n"),
@@ -371,6 +371,13 @@ fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
     assert!(said.contains(&format!("  - the merged file was made from {cut}")), "{said}");
     assert!(said.contains("its events stop there"), "{said}");
     let out = trace("info", &[merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("\n  files:    one merged file, complete, made from incomplete files: {cut}")),
+        "{said}"
+    );
+    assert!(said.contains("\n  dropped:  none; unknown for ranks 1 (no footer)\n"), "{said}");
+    let out = trace("info", &["--ranks", merged.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains(&format!("complete, made from incomplete files: {cut}")), "{said}");
     assert!(said.contains(", 0 (by the complete rank files; unknown for the others) dropped, "), "{said}");
@@ -662,4 +669,45 @@ fn an_otf2_archive_that_cannot_be_created_is_named_with_the_cause() {
         assert_eq!(stderr.lines().count(), 1, "one line, no OTF2 message: {stderr}");
         assert!(!stderr.contains("OTF2_"), "{output}: {stderr}");
     }
+}
+
+/// `info` gives a summary whatever the ranks, its last line naming the
+/// flag for the details; --ranks gives each file's details, --json
+/// everything.
+#[test]
+fn info_summarizes_and_gives_each_rank_s_details_on_request() {
+    let dir = scratch("info-summary");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(48, 10)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("info", &[traces]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(lines.len() <= 10, "a summary: {said}");
+    assert!(lines[0].starts_with("per-rank traces of job synthetic: 48 ranks, "), "{said}");
+    for expected in [
+        "  files:    48 complete",
+        "  hosts:    synthetic (every rank)",
+        "  clocks:   monotonic_raw (1.000 GHz), local dates (every rank)",
+        "  dropped:  none",
+        // The synthetic recorder: 10 ns before the run, 10 + rank after.
+        "  α:        recording cost 10 ns an event, over the ranks and event kinds; 10-57 ns after the run \
+         (moved during the run on ranks 4-47)",
+    ] {
+        assert!(lines.contains(&expected), "no line {expected:?} in {said}");
+    }
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!(
+            "each file's and rank's details (hosts, threads, buffers, α per event kind): grappe trace info --ranks {traces}"
+        )
+    );
+    let out = trace("info", &["--ranks", traces]);
+    let details = String::from_utf8_lossy(&out.stdout);
+    let files = details.lines().filter(|l| l.starts_with("rank ") && l.contains(": ")).count();
+    assert_eq!(files, 48, "{details}");
+    let json: Value = serde_json::from_slice(&trace("info", &["--json", traces]).stdout).unwrap();
+    assert_eq!(json["ranks"].as_array().unwrap().len(), 48);
+    assert_eq!(json["files"].as_array().unwrap().len(), 48);
 }
