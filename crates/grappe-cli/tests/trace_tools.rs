@@ -475,7 +475,7 @@ fn clock_on_a_merged_file_gives_the_statistics_the_merge_used() {
     write_job(&traces, &SyntheticJob::distorted(4, 300)).unwrap();
     let merged = merge_to(&traces, &dir.join("merged.gtrace"));
     let said = |input: &Path| {
-        let out = trace("clock", &[input.to_str().unwrap()]);
+        let out = trace("clock", &["--ranks", input.to_str().unwrap()]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
@@ -710,4 +710,34 @@ fn info_summarizes_and_gives_each_rank_s_details_on_request() {
     let json: Value = serde_json::from_slice(&trace("info", &["--json", traces]).stdout).unwrap();
     assert_eq!(json["ranks"].as_array().unwrap().len(), 48);
     assert_eq!(json["files"].as_array().unwrap().len(), 48);
+}
+
+/// `clock` names the ranks put on the reference clock alike together
+/// and gives the statistics of the least sure ranks, its last line naming
+/// the flag for every rank; --ranks gives every rank's line and row.
+#[test]
+fn clock_summarizes_and_gives_every_rank_on_request() {
+    let dir = scratch("clock-summary");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(12, 20)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("clock", &[traces]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let rows = |text: &str| text.lines().filter(|l| l.starts_with("rank ")).count();
+    assert!(said.contains("\n  rank 0: reference clock\n  ranks 1-11: estimated (SBA)\n"), "{said}");
+    assert_eq!(rows(&said), 1 + 5, "the reference's row and the 5 least sure ranks': {said}");
+    assert!(
+        said.contains("(the 5 of 11 estimated ranks whose offset is least sure, widest interval first; no warnings)"),
+        "{said}"
+    );
+    assert_eq!(
+        said.lines().last().unwrap(),
+        format!("every rank's line and statistics: grappe trace clock --ranks {traces}")
+    );
+    let out = trace("clock", &["--ranks", traces]);
+    let every = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(every.lines().filter(|l| l.starts_with("  rank ")).count(), 12, "{every}");
+    assert_eq!(rows(&every), 1 + 11, "{every}");
+    assert!(!every.contains("--ranks"), "{every}");
 }
