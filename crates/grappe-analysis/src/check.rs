@@ -123,7 +123,7 @@ pub fn check(mut stream: CausalStream, progress: &mut dyn FnMut(u64)) -> Result<
     while let Some(linked) = stream.next_event()? {
         report.events += 1;
         failed.observe(linked.event);
-        if report.events % (1 << 20) == 0 {
+        if report.events % crate::PROGRESS_EVERY == 0 {
             progress(report.events);
         }
         match *linked.message {

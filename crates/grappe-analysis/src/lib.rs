@@ -36,6 +36,11 @@ pub mod profile;
 pub mod set;
 pub mod stream;
 
+/// Events read between two calls of a progress callback: a call every
+/// few milliseconds at tens of millions of events a second, so that a
+/// progress bar moves smoothly, and a test of a counter per event.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 pub use calls::CallType;
 pub use check::{CheckReport, check};
 pub use comms::{Comms, Communicator};

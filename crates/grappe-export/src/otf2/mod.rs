@@ -81,7 +81,7 @@ pub struct Otf2Summary {
 }
 
 /// Events read between calls of `progress`.
-const PROGRESS_EVERY: u64 = 1 << 20;
+const PROGRESS_EVERY: u64 = grappe_analysis::PROGRESS_EVERY;
 
 /// The most locations a merged file's or a window's export keeps open at
 /// once: each holds a 4 MiB buffer (`chunks`), so 256 MiB. A job with
