@@ -22,7 +22,7 @@ pub struct CheckArgs {
 
 pub fn execute(args: CheckArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
-    let bar = progress("checking", events_to_read(&set, 1));
+    let bar = progress("checking", || events_to_read(&set, 1));
     let report = grappe_analysis::check(CausalStream::open(&set, &time)?, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if args.json {

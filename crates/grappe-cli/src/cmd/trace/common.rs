@@ -163,9 +163,11 @@ pub fn check_output(output: &Path) -> Result<()> {
 /// not exist or is a file; `None` if it is a directory.
 fn blocked_directory(dir: &Path) -> Option<String> {
     let ancestors: Vec<&Path> = dir.ancestors().collect();
-    let found = ancestors.iter().position(|a| a.as_os_str().is_empty() || a.exists())?;
+    // One that cannot be looked at (no right) counts as there: creating
+    // the file then says why.
+    let found = ancestors.iter().position(|a| a.as_os_str().is_empty() || a.try_exists().unwrap_or(true))?;
     let existing = ancestors[found];
-    if !existing.as_os_str().is_empty() && !existing.is_dir() {
+    if std::fs::metadata(existing).is_ok_and(|meta| !meta.is_dir()) {
         return Some(format!("{} is a file, not a directory", existing.display()));
     }
     // The first missing one, below the deepest that exists.
@@ -182,10 +184,15 @@ pub fn events_to_read(set: &TraceSet, passes: u64) -> Option<u64> {
 
 /// Progress over the events read, on stderr when it is a terminal (never
 /// into a pipe or a file): a bar with the share done, the rate and the
-/// time left when the events to read are known (`total`), else a spinner
-/// with the count and the rate.
-pub fn progress(what: &str, total: Option<u64>) -> ProgressBar {
-    let bar = progress_on(what, total, ProgressDrawTarget::stderr());
+/// time left when the events to read are known (`total`, asked only when
+/// the bar is drawn: it reads each file's end), else a spinner with the
+/// count and the rate.
+pub fn progress(what: &str, total: impl FnOnce() -> Option<u64>) -> ProgressBar {
+    let target = ProgressDrawTarget::stderr();
+    if target.is_hidden() {
+        return ProgressBar::hidden();
+    }
+    let bar = progress_on(what, total(), target);
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
 }

@@ -83,8 +83,7 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
     // An interval is only part of the events: no total then.
-    let total = if window.is_some() { None } else { events_to_read(&set, 1) };
-    let bar = progress("exporting", total);
+    let bar = progress("exporting", || if window.is_some() { None } else { events_to_read(&set, 1) });
     let mut tick = |n| bar.set_position(n);
     // Without OTF2, a byte stream is the only way a format is written.
     #[cfg_attr(not(feature = "otf2"), allow(clippy::infallible_destructuring_match))]

@@ -23,7 +23,7 @@ pub struct InfoArgs {
 
 pub fn execute(args: InfoArgs) -> Result<i32> {
     let set = TraceSet::open(&args.input.trace)?;
-    let bar = progress("reading", events_to_read(&set, 1));
+    let bar = progress("reading", || events_to_read(&set, 1));
     let info = grappe_analysis::info(&set, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if args.json {

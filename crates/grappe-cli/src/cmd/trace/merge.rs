@@ -26,7 +26,7 @@ pub fn execute(args: MergeArgs) -> Result<i32> {
     check_output(&args.output)?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
-    let bar = progress("merging", events_to_read(&set, 1));
+    let bar = progress("merging", || events_to_read(&set, 1));
     let outcome = grappe_analysis::merge_to_file(&set, &time, &args.output, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let s = &outcome.summary;

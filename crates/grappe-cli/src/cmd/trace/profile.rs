@@ -22,7 +22,7 @@ pub struct ProfileArgs {
 
 pub fn execute(args: ProfileArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
-    let bar = progress("profiling", events_to_read(&set, 1));
+    let bar = progress("profiling", || events_to_read(&set, 1));
     let stream = CausalStream::open(&set, &time)?;
     let profile = grappe_analysis::profile::profile(stream, set.world_size(), &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();

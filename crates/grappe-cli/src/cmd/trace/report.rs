@@ -43,7 +43,7 @@ pub fn execute(args: ReportArgs) -> Result<i32> {
     let options = ReportOptions { max_events: args.max_events, max_arrows: args.max_arrows, window };
     // `write_report` reads the trace twice (the check, then the rest), its
     // progress counting both passes.
-    let bar = progress("reporting", events_to_read(&set, 2));
+    let bar = progress("reporting", || events_to_read(&set, 2));
     let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     sayln!(
