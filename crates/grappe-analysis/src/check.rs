@@ -135,7 +135,7 @@ pub fn check_observing(
         report.events += 1;
         observe(linked);
         failed.observe(linked.event);
-        if report.events % (1 << 20) == 0 {
+        if report.events % crate::PROGRESS_EVERY == 0 {
             progress(report.events);
         }
         match *linked.message {

@@ -36,12 +36,17 @@ pub mod profile;
 pub mod set;
 pub mod stream;
 
+/// Events read between two calls of a progress callback: a call every
+/// few milliseconds at tens of millions of events a second, so that a
+/// progress bar moves smoothly, and a test of a counter per event.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 pub use calls::CallType;
 pub use check::{CheckReport, check, check_observing};
 pub use comms::{Comms, Communicator};
 pub use error::{AnalysisError, Result};
 pub use global::{Basis, GlobalOptions, GlobalTime, RankTime};
-pub use info::{TraceInfo, info};
+pub use info::{InfoSummary, TraceInfo, info};
 pub use matching::{Channel, ChannelTally, Matcher, Message, SendSide};
 pub use merge::{MergeLayout, MergeOutcome, merge_to_file, merge_to_file_with};
 pub use per_rank::PerRank;

@@ -243,6 +243,21 @@ impl TraceSet {
         shared
     }
 
+    /// The events the files hold, as their footers say (each read from
+    /// its file's end, without reading the events): what a tool reading
+    /// the whole set goes through, known before it starts. `None` when a
+    /// file has no footer (cut, or its rank did not finish).
+    pub fn events_recorded(&self) -> Result<Option<u64>> {
+        let mut total = 0u64;
+        for file in &self.files {
+            match file.open()?.footer_from_end()? {
+                Some(footer) => total += footer.events,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(total))
+    }
+
     /// What the reader should know about the set (missing ranks, files
     /// left out).
     pub fn notes(&self) -> &[String] {

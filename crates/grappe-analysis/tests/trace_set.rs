@@ -284,3 +284,29 @@ fn info_gives_a_merged_file_s_dropped_events_rank_by_rank() {
     let text = info.to_string();
     assert!(text.contains("\n    dropped by rank: 0 (rank 0), 5 (rank 3), 24 (rank 1), unknown (rank 2)\n"), "{text}");
 }
+
+/// The events a set holds are known from its files' footers before they
+/// are read: the events every tool goes through, per-rank or merged; not
+/// known when a file has no footer.
+#[test]
+fn the_events_recorded_are_those_read_and_unknown_for_a_cut_file() {
+    use grappe_testkit::synthetic::{SyntheticJob, write_job};
+    let dir = scratch("events-recorded");
+    let traces = dir.join("traces");
+    let job = SyntheticJob::new(3, 50);
+    write_job(&traces, &job).unwrap();
+    let set = TraceSet::open(&traces).unwrap();
+    let time = GlobalTime::estimate(&set, &GlobalOptions::default()).unwrap();
+    let read = check(CausalStream::open(&set, &time).unwrap(), &mut |_| {}).unwrap().events;
+    assert_eq!(read, job.events());
+    assert_eq!(set.events_recorded().unwrap(), Some(read));
+
+    let merged = dir.join("merged.gtrace");
+    merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    assert_eq!(TraceSet::open(&merged).unwrap().events_recorded().unwrap(), Some(read));
+
+    let rank_file = file_for(&traces, 1);
+    let bytes = std::fs::read(&rank_file).unwrap();
+    std::fs::write(&rank_file, &bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!(TraceSet::open(&traces).unwrap().events_recorded().unwrap(), None);
+}

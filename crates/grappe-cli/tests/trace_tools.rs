@@ -189,7 +189,7 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
     // 291 208 events: one resume point in a merge (every 262 144).
     write_job(&traces, &SyntheticJob::new(4, 8000)).unwrap();
     let (traces, merged) = (traces.to_str().unwrap(), dir.join("job.gtrace"));
-    let out = trace("info", &[traces]);
+    let out = trace("info", &["--ranks", traces]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = String::from_utf8_lossy(&out.stdout);
     // The synthetic recorder calibrated every kind at 10 ns.
@@ -200,7 +200,7 @@ fn info_gives_the_recording_costs_and_a_merged_file_s_resume_points() {
 
     let out = trace("merge", &[traces, "-o", merged.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = trace("info", &[merged.to_str().unwrap()]);
+    let out = trace("info", &["--ranks", merged.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("\n    1 resume point: `export --from` starts at the last one before the interval\n"),
@@ -373,6 +373,13 @@ fn a_merged_file_made_from_a_cut_one_says_so_in_check_and_info() {
     assert!(said.contains("its events stop there"), "{said}");
     let out = trace("info", &[merged.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("\n  files:    one merged file, complete, made from incomplete files: {cut}")),
+        "{said}"
+    );
+    assert!(said.contains("\n  dropped:  none; unknown for ranks 1 (no footer)\n"), "{said}");
+    let out = trace("info", &["--ranks", merged.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains(&format!("complete, made from incomplete files: {cut}")), "{said}");
     assert!(said.contains(", 0 (by the complete rank files; unknown for the others) dropped, "), "{said}");
     // Merged again, the file keeps saying it.
@@ -469,7 +476,7 @@ fn clock_on_a_merged_file_gives_the_statistics_the_merge_used() {
     write_job(&traces, &SyntheticJob::distorted(4, 300)).unwrap();
     let merged = merge_to(&traces, &dir.join("merged.gtrace"));
     let said = |input: &Path| {
-        let out = trace("clock", &[input.to_str().unwrap()]);
+        let out = trace("clock", &["--ranks", input.to_str().unwrap()]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
@@ -532,4 +539,206 @@ fn the_picl_export_names_its_user_blocks() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let legend = said.lines().find_map(|l| l.strip_prefix("  PICL user blocks: ")).unwrap_or_else(|| panic!("{said}"));
     assert_eq!(legend, "1 init, 2 region step, 3 finalize");
+}
+
+/// `grappe trace TOOL ARGS...`, killed and failed if it has not ended
+/// after a minute (a tool that waits on a FIFO never ends).
+fn trace_within_a_minute(tool: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(GRAPPE)
+        .args(["trace", tool])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the grappe binary runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("`grappe trace {tool} {args:?}` still runs after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO named like a rank's file, in a trace directory or given as the
+/// trace, is an error naming it: the tools used to wait for a writer.
+#[test]
+fn a_fifo_named_like_a_trace_is_refused_not_waited_on() {
+    let dir = scratch("fifo");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let fifo = traces.join("rank-00001.gtrace");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let out = dir.join("out.json");
+    let (traces, fifo_path, out) = (traces.to_str().unwrap(), fifo.to_str().unwrap(), out.to_str().unwrap());
+    for (tool, args) in [
+        ("info", vec![traces]),
+        ("info", vec![fifo_path]),
+        ("check", vec![traces]),
+        ("export", vec!["-f", "chrome", traces, "-o", out]),
+    ] {
+        let said = trace_within_a_minute(tool, &args);
+        let stderr = String::from_utf8_lossy(&said.stderr);
+        assert_eq!(said.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+        assert!(stderr.contains(&format!("{fifo_path}: a FIFO (named pipe), not a regular file")), "{tool}: {stderr}");
+    }
+}
+
+/// Progress is drawn on a terminal only: with stderr a pipe, the tools
+/// write nothing there on a trace with nothing to note.
+#[test]
+fn no_progress_goes_into_a_pipe() {
+    let dir = scratch("no-progress");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 3000)).unwrap();
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let traces = traces.to_str().unwrap();
+    for (tool, args) in [
+        ("info", vec![traces]),
+        ("check", vec![traces]),
+        ("profile", vec![traces]),
+        ("merge", vec![traces, "-o", &out("merged.gtrace")]),
+        ("export", vec!["-f", "paje", traces, "-o", &out("job.paje")]),
+        ("report", vec![traces, "-o", &out("report.html")]),
+    ] {
+        let said = trace(tool, &args);
+        assert!(said.status.success(), "{tool}: {}", String::from_utf8_lossy(&said.stderr));
+        assert_eq!(String::from_utf8_lossy(&said.stderr), "", "{tool}");
+        assert!(!said.stdout.contains(&b'\r') && !said.stdout.contains(&0x1b), "{tool}: {:?}", said.stdout);
+    }
+}
+
+/// An output path that cannot be created is refused before the trace is
+/// read, every tool saying "cannot create PATH: why": a missing
+/// directory, a file where a directory should be, a directory where the
+/// file should be, a directory nobody may write in (/sys, even for root).
+#[test]
+fn an_output_that_cannot_be_created_is_named_with_the_cause() {
+    let dir = scratch("cannot-create");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let traces = traces.to_str().unwrap();
+    let missing = dir.join("no/such/dir/out");
+    let through_file = file.join("out");
+    let cases = [
+        (missing.clone(), format!("cannot create {}: {} does not exist", missing.display(), dir.join("no").display())),
+        (
+            through_file.clone(),
+            format!("cannot create {}: {} is a file, not a directory", through_file.display(), file.display()),
+        ),
+        (dir.to_path_buf(), format!("cannot create {}: it is a directory", dir.display())),
+        (PathBuf::from("/sys/grappe-out"), "cannot create /sys/grappe-out: ".to_owned()),
+    ];
+    for (output, expected) in cases {
+        let output_text = output.to_str().unwrap();
+        for (tool, args) in [
+            ("merge", vec![traces, "-o", output_text]),
+            ("report", vec![traces, "-o", output_text]),
+            ("export", vec!["-f", "chrome", traces, "-o", output_text]),
+            ("export", vec!["-f", "paje", traces, "-o", output_text]),
+        ] {
+            let said = trace(tool, &args);
+            let stderr = String::from_utf8_lossy(&said.stderr);
+            assert_eq!(said.status.code(), Some(2), "{tool} {args:?}: {stderr}");
+            assert!(stderr.contains(&expected), "{tool} {args:?}: {stderr}");
+        }
+    }
+}
+
+/// An OTF2 archive that cannot be created names its path and why, not
+/// the OTF2 call that failed, and the OTF2 library prints nothing of its
+/// own.
+#[test]
+fn an_otf2_archive_that_cannot_be_created_is_named_with_the_cause() {
+    let dir = scratch("otf2-cannot-create");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(2, 10)).unwrap();
+    for (output, expected) in [
+        ("/sys/grappe-job", "cannot create /sys/grappe-job: "),
+        ("/sys/grappe-dir/job", "cannot create /sys/grappe-dir: "),
+    ] {
+        let said = export(&["-f", "otf2", traces.to_str().unwrap(), "-o", output]);
+        let stderr = String::from_utf8_lossy(&said.stderr);
+        assert_eq!(said.status.code(), Some(2), "{output}: {stderr}");
+        assert!(stderr.contains(expected), "{output}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line, no OTF2 message: {stderr}");
+        assert!(!stderr.contains("OTF2_"), "{output}: {stderr}");
+    }
+}
+
+/// `info` gives a summary whatever the ranks, its last line naming the
+/// flag for the details; --ranks gives each file's details, --json
+/// everything.
+#[test]
+fn info_summarizes_and_gives_each_rank_s_details_on_request() {
+    let dir = scratch("info-summary");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(48, 10)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("info", &[traces]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(lines.len() <= 10, "a summary: {said}");
+    assert!(lines[0].starts_with("per-rank traces of job synthetic: 48 ranks, "), "{said}");
+    for expected in [
+        "  files:    48 complete",
+        "  hosts:    synthetic (every rank)",
+        "  clocks:   monotonic_raw (1.000 GHz), local dates (every rank)",
+        "  dropped:  none",
+        // The synthetic recorder: 10 ns before the run, 10 + rank after.
+        "  α:        recording cost 10 ns an event, over the ranks and event kinds; 10-57 ns after the run \
+         (moved during the run on ranks 4-47)",
+    ] {
+        assert!(lines.contains(&expected), "no line {expected:?} in {said}");
+    }
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!(
+            "each file's and rank's details (hosts, threads, buffers, α per event kind): grappe trace info --ranks {traces}"
+        )
+    );
+    let out = trace("info", &["--ranks", traces]);
+    let details = String::from_utf8_lossy(&out.stdout);
+    let files = details.lines().filter(|l| l.starts_with("rank ") && l.contains(": ")).count();
+    assert_eq!(files, 48, "{details}");
+    let json: Value = serde_json::from_slice(&trace("info", &["--json", traces]).stdout).unwrap();
+    assert_eq!(json["ranks"].as_array().unwrap().len(), 48);
+    assert_eq!(json["files"].as_array().unwrap().len(), 48);
+}
+
+/// `clock` names the ranks put on the reference clock alike together
+/// and gives the statistics of the least sure ranks, its last line naming
+/// the flag for every rank; --ranks gives every rank's line and row.
+#[test]
+fn clock_summarizes_and_gives_every_rank_on_request() {
+    let dir = scratch("clock-summary");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(12, 20)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("clock", &[traces]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let rows = |text: &str| text.lines().filter(|l| l.starts_with("rank ")).count();
+    assert!(said.contains("\n  rank 0: reference clock\n  ranks 1-11: estimated (SBA)\n"), "{said}");
+    assert_eq!(rows(&said), 1 + 5, "the reference's row and the 5 least sure ranks': {said}");
+    assert!(
+        said.contains("(the 5 of 11 estimated ranks whose offset is least sure, widest interval first; no warnings)"),
+        "{said}"
+    );
+    assert_eq!(
+        said.lines().last().unwrap(),
+        format!("every rank's line and statistics: grappe trace clock --ranks {traces}")
+    );
+    let out = trace("clock", &["--ranks", traces]);
+    let every = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(every.lines().filter(|l| l.starts_with("  rank ")).count(), 12, "{every}");
+    assert_eq!(rows(&every), 1 + 11, "{every}");
+    assert!(!every.contains("--ranks"), "{every}");
 }

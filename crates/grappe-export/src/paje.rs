@@ -1,7 +1,8 @@
 //! The Pajé trace format, as ViTE and pajeng (`pj_dump`) read it.
 //!
-//! Types: a `JOB` container holds one `RANK` container per rank (created
-//! at the rank's first record, destroyed at the end). A rank has two state
+//! Types: a `JOB` container holds one `RANK` container per rank (all
+//! created at the start, in rank order, which is the viewers' order of
+//! the lanes; destroyed at the end). A rank has two state
 //! types, `CALL` (runtime calls, one value per call name: `send`, `wait`,
 //! `allreduce`..., `init` and `finalize` too, declared with colours) and
 //! `REGION` (user regions, pushed and popped, so they nest), an event type
@@ -77,9 +78,16 @@ fn write_paje_as(
     with_sink(out, "paje trace output", |mut sink| {
         let mut paje = Paje { sites, ..Paje::default() };
         let job = job_name(&stream);
+        let ranks: Vec<u32> = stream.traced_ranks().collect();
         let run = run(stream, &mut paje, &mut sink, progress, |paje, sink, origin| {
             paje.origin = origin;
             header(sink, &job, paje.sites);
+            // Every rank's container at the start, in rank order: viewers
+            // list containers in the order they are created (ViTE showed
+            // the ranks in the order of their first events).
+            for &rank in &ranks {
+                paje.create(sink, rank, origin);
+            }
         })?;
         let written_bytes = sink.finish()?;
         Ok(ExportSummary {

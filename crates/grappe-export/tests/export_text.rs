@@ -1045,3 +1045,32 @@ fn regions_left_out_of_order_end_alike_in_every_export() {
         .collect();
     assert_eq!(ends, [(block("inner"), 30), (block("outer"), 30)], "PICL");
 }
+
+/// Ranks whose first events come in another order than their numbers
+/// (3, 0, 1, 2) are still drawn in rank order: every rank's container
+/// is created at the start, in rank order, which is the order ViTE
+/// draws their lanes in.
+#[test]
+fn paje_lists_the_ranks_in_rank_order_whatever_their_first_event() {
+    let dir = scratch("rank-order");
+    let first_at = [T + 100, T + 200, T + 300, T];
+    let ranks: Vec<Vec<(u64, u64, Body)>> =
+        first_at.iter().map(|&t| vec![(t, t + 10, Body::Init), (T + 1_000, T + 1_010, Body::Finalize)]).collect();
+    write_handmade(&dir, &ranks);
+    let (text, _) = export(&dir, write_paje);
+    let created: Vec<&str> = text.lines().filter(|l| l.starts_with("6 ") && l.contains(" RANK job ")).collect();
+    let expected: Vec<String> = (0..4).map(|r| format!("6 0.000000000 r{r} RANK job \"rank {r}\"")).collect();
+    assert_eq!(created, expected);
+    let paje = write_text(&dir, "order.paje", &text);
+    // pj_dump reads it (it lists containers by name, whatever their order).
+    let rows = pj_dump(&paje);
+    assert_eq!(rows.iter().filter(|r| r[0] == "Container" && r[2] == "rank").count(), 4);
+    // ViTE draws the lanes top down in the order of their creation.
+    let drawing = vite_drawing(&paje);
+    let lane_y = |rank: u32| -> f64 {
+        let label = drawing.lines().find(|l| l.ends_with(&format!(">rank {rank}</text>"))).expect("a lane per rank");
+        label.split(" y=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap().parse().unwrap()
+    };
+    let heights: Vec<f64> = (0..4).map(lane_y).collect();
+    assert!(heights.is_sorted(), "ViTE's lanes top down in rank order: {heights:?}");
+}

@@ -463,3 +463,30 @@ fn assert_requests_posted(lines: &[Line]) {
     }
     assert!(completions > 0, "the interval completes requests");
 }
+
+/// A merged trace written in passes (one per group of locations) reports
+/// its progress as shares of one pass: it climbs without going back and
+/// ends at the events read, whatever the passes, never at their multiple.
+#[test]
+fn progress_over_passes_ends_at_the_events_read() {
+    let dir = scratch("progress-passes");
+    let job = SyntheticJob::new(6, 30);
+    write_job(&dir.join("traces"), &job).unwrap();
+    let set = grappe_analysis::TraceSet::open(&dir.join("traces")).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    let merged = dir.join("merged.gtrace");
+    grappe_analysis::merge_to_file(&set, &time, &merged, &mut |_| {}).unwrap();
+    let set = grappe_analysis::TraceSet::open(&merged).unwrap();
+    let time = grappe_analysis::GlobalTime::estimate(&set, &Default::default()).unwrap();
+    for open in [OPEN_LOCATIONS, 4, 1] {
+        let mut seen = Vec::new();
+        let stream = || grappe_analysis::CausalStream::open(&set, &time);
+        let name = format!("by-{open}");
+        grappe_export::otf2::write_otf2_open_at_most(&set, &stream, &dir.join("out"), &name, open, &mut |n| {
+            seen.push(n)
+        })
+        .unwrap();
+        assert!(seen.is_sorted(), "{open} open: {seen:?}");
+        assert_eq!(seen.last(), Some(&job.events()), "{open} open");
+    }
+}

@@ -153,7 +153,7 @@ pub fn write_report(
         profiler.observe(linked);
         builder.observe(linked);
         read += 1;
-        if read % (1 << 20) == 0 {
+        if read % grappe_analysis::PROGRESS_EVERY == 0 {
             progress(check.events + read);
         }
     }

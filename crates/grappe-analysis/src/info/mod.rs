@@ -294,15 +294,7 @@ fn alpha_after_by_rank(trace: &TraceFile) -> BTreeMap<u32, BTreeMap<String, u32>
 
 impl fmt::Display for TraceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if self.merged { "merged trace" } else { "per-rank traces" };
-        let job = if self.job.is_empty() { String::new() } else { format!(" of job {}", self.job) };
-        writeln!(
-            f,
-            "{kind}{job}: {} ranks, {} events over {:.6} s",
-            self.world_size,
-            self.events(),
-            self.span_ns as f64 / 1e9
-        )?;
+        self.write_title(f)?;
         for file in &self.files {
             let who = file.rank.map_or("merged".to_owned(), |r| format!("rank {r}"));
             writeln!(f, "{who}: {}", file.path.display())?;
@@ -344,6 +336,193 @@ impl fmt::Display for TraceInfo {
         }
         self.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
     }
+}
+
+impl TraceInfo {
+    /// The short account of the trace, a screen's worth whatever the
+    /// ranks: the job, ranks, events and duration, how the files end,
+    /// the drops, the clocks, α in one line, the notes. Its
+    /// [`Display`](fmt::Display) gives each file's and rank's details.
+    pub fn summary(&self) -> InfoSummary<'_> {
+        InfoSummary(self)
+    }
+
+    /// The first line of both accounts.
+    fn write_title(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.merged { "merged trace" } else { "per-rank traces" };
+        let job = if self.job.is_empty() { String::new() } else { format!(" of job {}", self.job) };
+        writeln!(
+            f,
+            "{kind}{job}: {} ranks, {} events over {:.6} s",
+            self.world_size,
+            self.events(),
+            self.span_ns as f64 / 1e9
+        )
+    }
+}
+
+/// [`TraceInfo::summary`].
+pub struct InfoSummary<'a>(&'a TraceInfo);
+
+impl fmt::Display for InfoSummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let info = self.0;
+        info.write_title(f)?;
+        writeln!(f, "  files:    {}", EndingsText(&info.files))?;
+        if !info.merged {
+            writeln!(f, "  hosts:    {}", HostsText(&info.files))?;
+        }
+        writeln!(f, "  clocks:   {}", ClocksText(&info.files))?;
+        if let Some(line) = events_per_rank(&info.ranks) {
+            writeln!(f, "  events:   {line}")?;
+        }
+        writeln!(f, "  dropped:  {}", DroppedText(&info.ranks))?;
+        if let Some(line) = alpha_summary(&info.ranks) {
+            writeln!(f, "  α:        {line}")?;
+        }
+        info.notes.iter().try_for_each(|n| writeln!(f, "note: {n}"))
+    }
+}
+
+/// `4 complete`, or `3 complete; rank 2: cut at offset ...`: how the
+/// files end, the incomplete ones named.
+struct EndingsText<'a>(&'a [FileInfo]);
+
+impl fmt::Display for EndingsText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [merged] = self.0
+            && merged.rank.is_none()
+        {
+            return write!(f, "one merged file, {}", merged.ending);
+        }
+        let complete = self.0.iter().filter(|file| file.complete).count();
+        write!(f, "{complete} complete")?;
+        for file in self.0.iter().filter(|file| !file.complete) {
+            let who = file.rank.map_or("merged".to_owned(), |r| format!("rank {r}"));
+            write!(f, "; {who}: {}", file.ending)?;
+        }
+        Ok(())
+    }
+}
+
+/// `node1 (every rank)` or `a (ranks 0-1), b (ranks 2-3)`, at most a few
+/// hosts named.
+struct HostsText<'a>(&'a [FileInfo]);
+
+/// Hosts, clocks... named at most in a summary's line.
+const NAMED_AT_MOST: usize = 4;
+
+impl fmt::Display for HostsText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_groups(f, self.0.iter().filter_map(|file| Some((file.host.as_str(), file.rank?))), "hosts")
+    }
+}
+
+/// The files' clocks (source, rate, time base, estimation), the ranks
+/// that share one named together.
+struct ClocksText<'a>(&'a [FileInfo]);
+
+impl fmt::Display for ClocksText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [merged] = self.0
+            && merged.rank.is_none()
+        {
+            return write!(f, "{}", merged.clock);
+        }
+        write_groups(f, self.0.iter().filter_map(|file| Some((file.clock.as_str(), file.rank?))), "clocks")
+    }
+}
+
+/// `A (every rank)`, `A (ranks 0-1), B (rank 2)`, or past
+/// [`NAMED_AT_MOST`] groups `9 hosts`: values and the ranks that have
+/// each.
+fn write_groups<'a>(
+    f: &mut fmt::Formatter<'_>,
+    of_rank: impl Iterator<Item = (&'a str, u32)>,
+    what: &str,
+) -> fmt::Result {
+    let mut groups: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let mut ranks = 0;
+    for (value, rank) in of_rank {
+        groups.entry(value).or_default().push(rank);
+        ranks += 1;
+    }
+    if groups.len() > NAMED_AT_MOST {
+        return write!(f, "{} {what}", groups.len());
+    }
+    if let [(value, _)] = groups.iter().collect::<Vec<_>>()[..] {
+        let every = if ranks == 1 { "its rank" } else { "every rank" };
+        return write!(f, "{value} ({every})");
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(value, ranks)| {
+            let s = if ranks.len() == 1 { "" } else { "s" };
+            format!("{value} (rank{s} {})", list_ranks(&ranks))
+        })
+        .collect();
+    write!(f, "{}", parts.join(", "))
+}
+
+/// `from 1200 (rank 3) to 1300 (rank 0) per rank`, or `1250 per rank`.
+fn events_per_rank(ranks: &[RankInfo]) -> Option<String> {
+    let fewest = ranks.iter().min_by_key(|r| r.events)?;
+    let most = ranks.iter().max_by_key(|r| r.events)?;
+    Some(match fewest.events == most.events {
+        true => format!("{} per rank", most.events),
+        false => {
+            format!("from {} (rank {}) to {} (rank {}) per rank", fewest.events, fewest.rank, most.events, most.rank)
+        }
+    })
+}
+
+/// `none`, or `29: 24 (rank 1), 5 (rank 3)` and what is unknown.
+struct DroppedText<'a>(&'a [RankInfo]);
+
+impl fmt::Display for DroppedText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total: u64 = self.0.iter().filter_map(|r| r.dropped).sum();
+        let unknown: Vec<u32> = self.0.iter().filter(|r| r.dropped.is_none()).map(|r| r.rank).collect();
+        let mut lossy: Vec<&RankInfo> = self.0.iter().filter(|r| r.dropped.unwrap_or(0) > 0).collect();
+        lossy.sort_by_key(|r| std::cmp::Reverse(r.dropped));
+        match total {
+            0 => write!(f, "none")?,
+            _ => {
+                let shown: Vec<String> = lossy
+                    .iter()
+                    .take(NAMED_AT_MOST)
+                    .map(|r| format!("{} (rank {})", r.dropped.unwrap_or(0), r.rank))
+                    .collect();
+                let more = if lossy.len() > NAMED_AT_MOST { ", ..." } else { "" };
+                write!(f, "{total} events (buffer full): {}{more}", shown.join(", "))?;
+            }
+        }
+        if !unknown.is_empty() {
+            write!(f, "; unknown for ranks {} (no footer)", list_ranks(&unknown))?;
+        }
+        Ok(())
+    }
+}
+
+/// `10-13 ns an event over the ranks and kinds, 10-14 ns after the run
+/// (moved on ranks 1, 3)`: α in one line.
+fn alpha_summary(ranks: &[RankInfo]) -> Option<String> {
+    let range = |alphas: &mut dyn Iterator<Item = u32>| {
+        let values: Vec<u32> = alphas.collect();
+        let (low, high) = (*values.iter().min()?, *values.iter().max()?);
+        Some(if low == high { format!("{low} ns") } else { format!("{low}-{high} ns") })
+    };
+    let before = range(&mut ranks.iter().flat_map(|r| r.alpha_ns.values().copied()))?;
+    let mut line = format!("recording cost {before} an event, over the ranks and event kinds");
+    if let Some(after) = range(&mut ranks.iter().flat_map(|r| r.alpha_after_ns.values().copied())) {
+        line.push_str(&format!("; {after} after the run"));
+    }
+    let moved: Vec<u32> =
+        ranks.iter().filter(|r| !alpha_moves(&r.alpha_ns, &r.alpha_after_ns).is_empty()).map(|r| r.rank).collect();
+    if !moved.is_empty() {
+        line.push_str(&format!(" (moved during the run on ranks {})", list_ranks(&moved)));
+    }
+    Some(line)
 }
 
 impl TraceInfo {

@@ -57,7 +57,7 @@ pub fn profile(mut stream: CausalStream, world_size: u32, progress: &mut dyn FnM
     while let Some(linked) = stream.next_event()? {
         profiler.observe(linked);
         events += 1;
-        if events % (1 << 20) == 0 {
+        if events % crate::PROGRESS_EVERY == 0 {
             progress(events);
         }
     }

@@ -317,6 +317,12 @@ impl CausalStream {
         &self.untraced
     }
 
+    /// Ranks of the job with a trace, in rank order.
+    pub fn traced_ranks(&self) -> impl Iterator<Item = u32> + '_ {
+        let world = (self.traced + self.untraced.len()) as u32;
+        (0..world).filter(|rank| self.untraced.binary_search(rank).is_err())
+    }
+
     /// Ranks that took turns on one processor: a rank's calls last while
     /// the others of its group run.
     pub fn turn_taking(&self) -> &[Vec<u32>] {

@@ -63,7 +63,78 @@ fn call_error(call: &'static str, code: OTF2_ErrorCode) -> Otf2Error {
     };
     // SAFETY: both functions accept any code and return static strings.
     let (name, description) = unsafe { (ffi::OTF2_Error_GetName(code), ffi::OTF2_Error_GetDescription(code)) };
-    Otf2Error::Call { call, code, name: text(name), description: text(description) }
+    Otf2Error::Call { call, code, name: text(name), description: text(description), said: take_library_messages() }
+}
+
+/// A call that returns a handle returned none, with what OTF2 said of it.
+#[cold]
+fn no_handle(call: &'static str, what: impl Into<String>) -> Otf2Error {
+    Otf2Error::NoHandle { call, what: what.into(), said: take_library_messages() }
+}
+
+/// The most messages of OTF2 kept for one error: a failed call says a
+/// few, from the failure up through its callers.
+const MESSAGES_KEPT: usize = 8;
+
+thread_local! {
+    /// What OTF2 said of its errors on this thread, not yet taken into an
+    /// error: its calls report their failures on the calling thread.
+    static LIBRARY_MESSAGES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// What OTF2 said since it was last taken, oldest first.
+pub(crate) fn take_library_messages() -> Vec<String> {
+    LIBRARY_MESSAGES.with_borrow_mut(std::mem::take)
+}
+
+/// Has OTF2 give its error messages to the errors they explain, instead
+/// of printing them on standard error (where they named an OTF2 call
+/// and not what the user can fix). Once per process, as the callback is
+/// the library's global; what an earlier export left is dropped.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) fn capture_library_messages() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `keep_message` has the callback's signature and needs no
+    // user data; registering replaces the library's printing callback.
+    REGISTERED.call_once(|| unsafe {
+        ffi::OTF2_Error_RegisterCallback(Some(keep_message), null_mut());
+    });
+    take_library_messages();
+}
+
+/// Where a `va_list` cannot be passed on, OTF2 prints its messages.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(crate) fn capture_library_messages() {}
+
+/// OTF2's error callback: keeps the message, formatted, for the error
+/// being made. Returns the code, as the library expects.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+unsafe extern "C" fn keep_message(
+    _user_data: *mut c_void,
+    _file: *const std::ffi::c_char,
+    _line: u64,
+    _function: *const std::ffi::c_char,
+    code: OTF2_ErrorCode,
+    format: *const std::ffi::c_char,
+    va: ffi::VaListParameter,
+) -> OTF2_ErrorCode {
+    let mut buffer = [0 as std::ffi::c_char; 512];
+    let message = if format.is_null() {
+        String::new()
+    } else {
+        // SAFETY: `format` and `va` are the printf format and arguments
+        // OTF2 built for this message; the buffer's length is given, and
+        // vsnprintf NUL-terminates what it writes within it.
+        unsafe { ffi::vsnprintf(buffer.as_mut_ptr(), buffer.len(), format, va) };
+        // SAFETY: NUL-terminated by vsnprintf (an empty string if it failed).
+        unsafe { CStr::from_ptr(buffer.as_ptr()) }.to_string_lossy().trim().to_owned()
+    };
+    LIBRARY_MESSAGES.with_borrow_mut(|kept| {
+        if kept.len() < MESSAGES_KEPT && !message.is_empty() {
+            kept.push(message);
+        }
+    });
+    code
 }
 
 /// A C string of `s`; NUL bytes, which C strings cannot hold, become U+FFFD.
@@ -113,6 +184,8 @@ impl Drop for Archive {
         // `close`, which skips this. The error is dropped: this runs on
         // error paths, whose first error is the one reported.
         let _ = unsafe { ffi::OTF2_Archive_Close(self.raw.as_ptr()) };
+        // And what OTF2 says of it, so that no later error takes it.
+        take_library_messages();
     }
 }
 
@@ -149,7 +222,7 @@ impl AttributeList {
         let raw = unsafe { ffi::OTF2_AttributeList_New() };
         NonNull::new(raw)
             .map(|raw| AttributeList { raw })
-            .ok_or(Otf2Error::NoHandle { call: "OTF2_AttributeList_New", what: "an attribute list".into() })
+            .ok_or_else(|| no_handle("OTF2_AttributeList_New", "an attribute list"))
     }
 }
 
@@ -182,6 +255,7 @@ impl EventPhase {
         info: &AnchorInfo,
         locations: u32,
     ) -> Result<EventPhase> {
+        capture_library_messages();
         let c_dir = CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| Otf2Error::InvalidPath { path: dir.to_owned(), reason: "a path with a NUL byte" })?;
         let c_name = CString::new(name)
@@ -201,7 +275,7 @@ impl EventPhase {
             )
         };
         let Some(raw) = NonNull::new(raw) else {
-            return Err(Otf2Error::NoHandle { call: "OTF2_Archive_Open", what: dir.join(name).display().to_string() });
+            return Err(no_handle("OTF2_Archive_Open", dir.join(name).display().to_string()));
         };
         let archive = Archive { raw, open: true, memory: Box::default() };
         let a = archive.raw.as_ptr();
@@ -254,7 +328,7 @@ impl EventPhase {
                 let raw = unsafe { ffi::OTF2_Archive_GetEvtWriter(self.archive.raw.as_ptr(), location as u64) };
                 let Some(raw) = NonNull::new(raw) else {
                     let what = format!("location {location}");
-                    return Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetEvtWriter", what });
+                    return Err(no_handle("OTF2_Archive_GetEvtWriter", what));
                 };
                 *slot = Writer::Open(raw);
                 raw
@@ -308,7 +382,7 @@ impl EventPhase {
                 let writer = ffi::OTF2_Archive_GetDefWriter(a, location);
                 if writer.is_null() {
                     let what = format!("location {location}");
-                    return Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetDefWriter", what });
+                    return Err(no_handle("OTF2_Archive_GetDefWriter", what));
                 }
                 check("OTF2_Archive_CloseDefWriter", ffi::OTF2_Archive_CloseDefWriter(a, writer))?;
             }
@@ -321,7 +395,7 @@ impl EventPhase {
         };
         match NonNull::new(raw) {
             Some(raw) => Ok((events, GlobalDefs { raw, archive: self.archive })),
-            None => Err(Otf2Error::NoHandle { call: "OTF2_Archive_GetGlobalDefWriter", what: "the archive".into() }),
+            None => Err(no_handle("OTF2_Archive_GetGlobalDefWriter", "the archive")),
         }
     }
 }
@@ -522,5 +596,56 @@ impl GlobalDefs {
     /// Returns the most memory the archive's buffers held at once.
     pub(crate) fn close(self) -> Result<u64> {
         self.archive.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    /// What `f` returns, and what was written on file descriptor 2 (the
+    /// C library's stderr) meanwhile.
+    fn with_stderr_kept<T>(f: impl FnOnce() -> T) -> (T, String) {
+        let dir = grappe_testkit::scratch("otf2-stderr");
+        let path = dir.join("stderr");
+        let file = std::fs::File::create(&path).unwrap();
+        // SAFETY: fd 2 is duplicated, pointed at `file`, then pointed back
+        // at its duplicate, which is closed; no descriptor is leaked.
+        let saved = unsafe { libc::dup(2) };
+        assert!(saved >= 0);
+        unsafe { libc::dup2(file.as_raw_fd(), 2) };
+        let result = f();
+        unsafe {
+            libc::dup2(saved, 2);
+            libc::close(saved);
+        }
+        let mut printed = String::new();
+        std::fs::File::open(&path).unwrap().read_to_string(&mut printed).unwrap();
+        (result, printed)
+    }
+
+    /// An archive OTF2 cannot create (in /sys, where nobody may create
+    /// anything, root included): the error says what the library said,
+    /// which names the path, and the library prints nothing on stderr.
+    #[test]
+    fn what_otf2_says_of_an_error_goes_into_the_error_not_onto_stderr() {
+        let name = format!("grappe-unit-{}", std::process::id());
+        let info = AnchorInfo {
+            creator: "test".into(),
+            machine: "here".into(),
+            description: "none".into(),
+            job: String::new(),
+        };
+        let chunks = Chunks { events: OTF2_CHUNK_SIZE_MIN, definitions: OTF2_CHUNK_SIZE_MIN };
+        let (created, printed) = with_stderr_kept(|| EventPhase::create(Path::new("/sys"), &name, chunks, &info, 1));
+        let Err(error) = created else { panic!("an archive was created in /sys") };
+        let text = error.to_string();
+        assert!(text.contains("; OTF2 said: "), "{text}");
+        assert!(text.contains(&format!("/sys/{name}")), "{text}");
+        assert_eq!(printed, "", "the library printed on stderr");
+        assert!(take_library_messages().is_empty(), "the error took them, the archive's drop what followed");
     }
 }

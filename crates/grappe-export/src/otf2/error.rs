@@ -9,7 +9,7 @@ use grappe_analysis::AnalysisError;
 #[non_exhaustive]
 pub enum Otf2Error {
     /// The OTF2 library refused a call.
-    #[error("{call} failed: {name} ({description}, OTF2 error code {code})")]
+    #[error("{call} failed: {name} ({description}, OTF2 error code {code}){}", SaidText(said))]
     Call {
         /// The OTF2 function.
         call: &'static str,
@@ -19,15 +19,30 @@ pub enum Otf2Error {
         name: String,
         /// `OTF2_Error_GetDescription` of the code.
         description: String,
+        /// What the library said of it (its error messages, which it
+        /// would have printed on standard error).
+        said: Vec<String>,
     },
     /// An OTF2 call that returns a handle returned none (these calls give
-    /// no error code; the library's own message went to standard error).
-    #[error("{call} failed for {what} (the OTF2 library printed why on standard error)")]
+    /// no error code: what the library said of it is the why).
+    #[error("{call} failed for {what}{}", SaidText(said))]
     NoHandle {
         /// The OTF2 function.
         call: &'static str,
         /// What it was asked for.
         what: String,
+        /// What the library said of it.
+        said: Vec<String>,
+    },
+    /// A file or directory of the archive cannot be created there.
+    #[error("cannot create {path}: {source}")]
+    Create {
+        /// The archive's directory, its anchor file, or the directory
+        /// they go in.
+        path: PathBuf,
+        /// The system's answer.
+        #[source]
+        source: std::io::Error,
     },
     /// The archive would overwrite files already there.
     #[error("{path}: already exists; remove it or export under another name (OTF2 never writes into an archive)")]
@@ -77,4 +92,17 @@ pub enum Otf2Error {
     /// The traces could not be read.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
+}
+
+/// `: OTF2 says: A; B`, what the library said of an error (nothing if
+/// it said nothing).
+struct SaidText<'a>(&'a [String]);
+
+impl std::fmt::Display for SaidText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            [] => Ok(()),
+            said => write!(f, "; OTF2 said: {}", said.join("; ")),
+        }
+    }
 }

@@ -67,6 +67,25 @@ pub const OTF2_PARADIGM_MPI: OTF2_Paradigm = 4;
 pub type OTF2_ErrorCode = c_int;
 pub const OTF2_SUCCESS: OTF2_ErrorCode = 0;
 
+/// A C `va_list` as a function parameter: a pointer. On x86-64 (System V)
+/// `va_list` is an array of one struct, which decays to a pointer to it;
+/// on AArch64 (AAPCS64) it is a 32-byte struct, which a call passes by
+/// reference. Only passed on, to `vsnprintf`, never read here.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub type VaListParameter = *mut c_void;
+
+/// `OTF2_ErrorCallback`: called instead of printing an error on stderr.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub type OTF2_ErrorCallback = unsafe extern "C" fn(
+    user_data: *mut c_void,
+    file: *const c_char,
+    line: u64,
+    function: *const c_char,
+    error_code: OTF2_ErrorCode,
+    msg_format_string: *const c_char,
+    va: VaListParameter,
+) -> OTF2_ErrorCode;
+
 // ---- OTF2_Events.h ----
 
 pub type OTF2_CollectiveOp = u8;
@@ -205,6 +224,15 @@ unsafe extern "C" {
     // ---- OTF2_ErrorCodes.h ----
     pub fn OTF2_Error_GetName(code: OTF2_ErrorCode) -> *const c_char;
     pub fn OTF2_Error_GetDescription(code: OTF2_ErrorCode) -> *const c_char;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub fn OTF2_Error_RegisterCallback(
+        error_callback_in: Option<OTF2_ErrorCallback>,
+        user_data: *mut c_void,
+    ) -> Option<OTF2_ErrorCallback>;
+
+    // ---- stdio.h (the C library), to format OTF2's messages ----
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub fn vsnprintf(s: *mut c_char, n: usize, format: *const c_char, ap: VaListParameter) -> c_int;
 
     // ---- OTF2_Archive.h ----
     pub fn OTF2_Archive_Open(

@@ -81,7 +81,7 @@ pub struct Otf2Summary {
 }
 
 /// Events read between calls of `progress`.
-const PROGRESS_EVERY: u64 = 1 << 20;
+const PROGRESS_EVERY: u64 = grappe_analysis::PROGRESS_EVERY;
 
 /// The most locations a merged file's or a window's export keeps open at
 /// once: each holds a 4 MiB buffer (`chunks`), so 256 MiB. A job with
@@ -96,8 +96,10 @@ pub type OpenStream<'a> = &'a dyn Fn() -> Result<CausalStream, AnalysisError>;
 /// Writes the events of the causal stream of `set` (`open` opens it) as
 /// the OTF2 archive `dir/name.otf2` + `dir/name/`, which must not exist
 /// (`dir` is created if needed). `progress` gets the number of events
-/// read, now and then (summed over the passes). On error, the partial
-/// archive is removed.
+/// read, now and then, ending at the events of the stream: a stream read
+/// in several passes counts each pass's events as a share of one (the
+/// events read over the passes divided by the passes). On error, the
+/// partial archive is removed.
 pub fn write_otf2(
     set: &TraceSet,
     open: OpenStream,
@@ -119,7 +121,7 @@ pub fn write_otf2_open_at_most(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     check_name(dir, name)?;
-    std::fs::create_dir_all(dir).map_err(|source| Otf2Error::Io { path: dir.to_owned(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| Otf2Error::Create { path: dir.to_owned(), source })?;
     let anchor = dir.join(format!("{name}.otf2"));
     let archive_dir = dir.join(name);
     for path in [&anchor, &archive_dir] {
@@ -127,6 +129,7 @@ pub fn write_otf2_open_at_most(
             return Err(Otf2Error::Exists { path: path.clone() });
         }
     }
+    check_creatable(&archive_dir, &anchor)?;
     let world = set.world_size();
     memory::unmap_large_frees();
     let phase = EventPhase::create(dir, name, chunks(world), &anchor_info(set), world)?;
@@ -147,6 +150,18 @@ pub fn write_otf2_open_at_most(
             Err(e)
         }
     }
+}
+
+/// Creates the archive's directory and anchor file, and removes them:
+/// what cannot be created is named with the system's reason before OTF2
+/// tries (it would name only the call that failed).
+fn check_creatable(archive_dir: &Path, anchor: &Path) -> Result<(), Otf2Error> {
+    let cannot = |path: &Path, source| Otf2Error::Create { path: path.to_owned(), source };
+    std::fs::create_dir(archive_dir).map_err(|e| cannot(archive_dir, e))?;
+    let _ = std::fs::remove_dir(archive_dir);
+    std::fs::File::create_new(anchor).map_err(|e| cannot(anchor, e))?;
+    let _ = std::fs::remove_file(anchor);
+    Ok(())
 }
 
 fn anchor_info(set: &TraceSet) -> AnchorInfo {
@@ -182,6 +197,8 @@ fn write_in_passes(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Otf2Summary, Otf2Error> {
     let world = set.world_size();
+    // Every pass reads every event: progress in shares of one pass.
+    let passes = world.div_ceil(open_locations).max(1) as u64;
     let (mut read, mut stream, mut group) = (0u64, first, 0..open_locations.min(world));
     loop {
         while let Some(linked) = stream.next_event()? {
@@ -191,7 +208,7 @@ fn write_in_passes(
             }
             read += 1;
             if read % PROGRESS_EVERY == 0 {
-                progress(read);
+                progress(read / passes);
             }
         }
         for rank in group.clone() {
@@ -203,7 +220,7 @@ fn write_in_passes(
         group = group.end..group.end.saturating_add(open_locations).min(world);
         stream = open()?;
     }
-    progress(read);
+    progress(read / passes);
     close_archive(set, exporter, None, stream.summary())
 }
 

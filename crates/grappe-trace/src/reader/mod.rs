@@ -11,8 +11,9 @@
 //! so is a block length that runs past the end of the file over whole
 //! blocks, which a cut would have hidden.
 
-use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read, Seek};
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -42,6 +43,16 @@ pub enum TraceError {
         /// The system's answer.
         #[source]
         source: std::io::Error,
+    },
+    /// The path is not a regular file (a FIFO, a device, a directory):
+    /// traces are read from regular files only, as reading a FIFO would
+    /// wait for a writer.
+    #[error("{path}: a {kind}, not a regular file (trace files are regular files)")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
     },
     /// The file does not start like a grappe trace.
     #[error("{path}: not a grappe trace (it starts with \"{found}\", a trace starts with \"GRTRACE1\")")]
@@ -219,10 +230,11 @@ impl std::fmt::Debug for TraceFile {
 }
 
 impl TraceFile {
-    /// Opens a trace and reads its header.
+    /// Opens a trace and reads its header. Only a regular file is read:
+    /// anything else (a FIFO named like a rank's file) is an error, never
+    /// a wait.
     pub fn open(path: &Path) -> Result<TraceFile, TraceError> {
-        let file = File::open(path).map_err(|source| TraceError::Io { path: path.to_owned(), source })?;
-        TraceFile::from_reader(path, Box::new(file))
+        TraceFile::from_reader(path, Box::new(open_regular(path)?))
     }
 
     /// Reads a trace from any byte source; `path` names it in errors.
@@ -348,6 +360,28 @@ impl TraceFile {
             }
         }
         Ok(())
+    }
+
+    /// The footer the file ends with, read from its end without reading
+    /// what comes before: the totals of a complete file (its events, for
+    /// a progress bar) at the cost of one read. `None` for a file that
+    /// does not end with a footer (cut, unfinished), or whose footer is
+    /// longer than a footer of its kind can be. The footer block is found
+    /// as [`complete_block_in`] finds blocks: a header whose length ends
+    /// it at the file's end and whose checksum matches.
+    pub fn footer_from_end(mut self) -> Result<Option<Footer>, TraceError> {
+        let most = match self.header.rank {
+            Some(_) => FOOTER_MOST,
+            None => FOOTER_MOST + FOOTER_MOST_PER_RANK * self.header.world_size as u64,
+        };
+        let io = |source| TraceError::Io { path: self.path.clone(), source };
+        // The buffered reader is left behind: `self` is not read again.
+        let input = self.input.get_mut();
+        let len = input.seek(SeekFrom::End(0)).map_err(io)?;
+        let tail_len = most.min(len.saturating_sub(self.offset));
+        let mut tail = vec![0u8; tail_len as usize];
+        input.seek(SeekFrom::Start(len - tail_len)).and_then(|_| input.read_exact(&mut tail)).map_err(io)?;
+        Ok(footer_block_ending(&tail).and_then(|payload| decode_footer(payload).ok()))
     }
 
     /// Reads the whole file, keeping only what is not events: clock
@@ -533,6 +567,56 @@ impl Iterator for Events {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+/// The longest footer of a rank's file: three totals and α per kind
+/// (about 250 bytes at most), with room to spare.
+const FOOTER_MOST: u64 = 4 << 10;
+
+/// What a merged file's footer holds more per rank at most: its ending
+/// (about 220 bytes) or what was missing in its cut file.
+const FOOTER_MOST_PER_RANK: u64 = 1 << 10;
+
+/// The payload of the footer block that ends `tail`, if one does.
+fn footer_block_ending(tail: &[u8]) -> Option<&[u8]> {
+    let magic = BLOCK_MAGIC.to_le_bytes();
+    let last = tail.len().checked_sub(BLOCK_HEADER)?;
+    (0..=last).rev().filter(|&at| tail[at..at + 4] == magic).find_map(|at| {
+        let (kind, len, crc) = parse_head(tail[at..at + BLOCK_HEADER].try_into().expect("a header's bytes")).ok()?;
+        let payload = &tail[at + BLOCK_HEADER..];
+        (kind == BlockKind::Footer && payload.len() == len && crc32fast::hash(payload) == crc).then_some(payload)
+    })
+}
+
+/// Opens `path` for reading if it is a regular file. Opened without
+/// blocking, as opening a FIFO waits for a writer; the type is checked
+/// on the file opened, so it cannot change in between.
+fn open_regular(path: &Path) -> Result<File, TraceError> {
+    let io = |source| TraceError::Io { path: path.to_owned(), source };
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
+    let kind = file.metadata().map_err(io)?.file_type();
+    if !kind.is_file() {
+        return Err(TraceError::NotAFile { path: path.to_owned(), kind: file_kind(kind) });
+    }
+    // A regular file's reads never wait: O_NONBLOCK changes nothing for it.
+    Ok(file)
+}
+
+/// What a file that is not a regular file is, for people.
+fn file_kind(kind: FileType) -> &'static str {
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else {
+        "special file"
     }
 }
 

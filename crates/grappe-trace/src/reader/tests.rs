@@ -244,3 +244,54 @@ proptest! {
         prop_assert!(matches!(result, Err(TraceError::Corrupt { .. })), "block at {}: {:?}", start, result);
     }
 }
+
+/// The footer read from the end of `bytes`.
+fn footer_from_end(bytes: &[u8]) -> Option<crate::Footer> {
+    let trace = TraceFile::from_reader(Path::new("t.gtrace"), Box::new(Cursor::new(bytes.to_vec()))).unwrap();
+    trace.footer_from_end().unwrap()
+}
+
+/// A complete file's footer is read from its end as reading the whole
+/// file reads it; a file cut anywhere has none, even where its last
+/// bytes spell a footer's header (a point's name here).
+#[test]
+fn the_footer_is_read_from_the_end_of_a_complete_file_only() {
+    let name = "GRBK\u{4}\0\0\0\u{4}\0\0\0\u{1}\u{2}\u{3}\u{4}abcd";
+    let bytes = written("footer-from-end", 40, 16, name);
+    let (events, ending) = read(&bytes);
+    let Ok(Ending::Complete(footer)) = ending else { panic!("a complete file: {ending:?}") };
+    assert_eq!(footer.events, events.len() as u64);
+    assert_eq!(footer_from_end(&bytes), Some(footer));
+    let header_end = blocks(&bytes)[0].0;
+    for cut in header_end..bytes.len() {
+        assert_eq!(footer_from_end(&bytes[..cut]), None, "cut at {cut}");
+    }
+}
+
+/// A FIFO named like a trace is refused, naming it, instead of waiting
+/// for a writer that never comes.
+#[test]
+fn a_fifo_is_refused_not_waited_on() {
+    let dir = grappe_testkit::scratch("reader-fifo");
+    let fifo = file_for(&dir, 0);
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opening = fifo.clone();
+    std::thread::spawn(move || tx.send(TraceFile::open(&opening).map(|_| ())));
+    let opened = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(opened) => opened,
+        Err(_) => {
+            // Frees the blocked open (a writer arrives), then fails.
+            let _writer = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("opening a FIFO waited for a writer");
+        }
+    };
+    let err = opened.expect_err("a FIFO is not a trace file");
+    assert!(matches!(err, TraceError::NotAFile { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!("{}: a FIFO (named pipe), not a regular file (trace files are regular files)", fifo.display())
+    );
+}

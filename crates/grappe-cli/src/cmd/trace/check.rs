@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use grappe_analysis::CausalStream;
 
-use super::common::{EstimationArgs, TraceInput, open, print_json, progress};
+use super::common::{EstimationArgs, TraceInput, events_to_read, open, print_json, progress};
 
 /// Checks a trace: tachyons (receives dated before their send on global time),
 /// unmatched sends and receives, sizes, per-rank order, cut files. Exit status 1 if
@@ -22,7 +22,7 @@ pub struct CheckArgs {
 
 pub fn execute(args: CheckArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
-    let bar = progress("checking");
+    let bar = progress("checking", || events_to_read(&set, 1));
     let report = grappe_analysis::check(CausalStream::open(&set, &time)?, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     if args.json {

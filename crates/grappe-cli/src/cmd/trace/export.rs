@@ -12,7 +12,8 @@ use grappe_direct::DirectWriter;
 use grappe_export::{ExportSummary, Format, StreamExporter, Writer};
 
 use super::common::{
-    EstimationArgs, IntervalArgs, TraceInput, note_partial, open, progress, refuse_to_overwrite_input,
+    EstimationArgs, IntervalArgs, TraceInput, check_output, events_to_read, note_partial, open, progress,
+    refuse_to_overwrite_input,
 };
 
 const INTERVAL_HELP: &str = "\
@@ -75,9 +76,15 @@ pub fn execute(args: ExportArgs) -> Result<i32> {
     }
     let writer = format.writer(args.sites)?;
     let window = args.interval.is_set().then(|| args.interval.window("the interval exported")).transpose()?;
+    // An OTF2 archive is two paths made from the one given (checked
+    // where they are made).
+    if matches!(writer, Writer::Stream(_)) {
+        check_output(&args.output)?;
+    }
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
-    let bar = progress("exporting");
+    // An interval is only part of the events: no total then.
+    let bar = progress("exporting", || if window.is_some() { None } else { events_to_read(&set, 1) });
     let mut tick = |n| bar.set_position(n);
     // Without OTF2, a byte stream is the only way a format is written.
     #[cfg_attr(not(feature = "otf2"), allow(clippy::infallible_destructuring_match))]

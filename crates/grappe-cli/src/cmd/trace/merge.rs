@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use super::common::{EstimationArgs, TraceInput, open, progress, refuse_to_overwrite_input};
+use super::common::{
+    EstimationArgs, TraceInput, check_output, events_to_read, open, progress, refuse_to_overwrite_input,
+};
 
 /// Merges per-rank traces into one trace on global time, in causal order (every
 /// send before its receive), in the same format: every tool reads it.
@@ -21,9 +23,10 @@ pub struct MergeArgs {
 }
 
 pub fn execute(args: MergeArgs) -> Result<i32> {
+    check_output(&args.output)?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
-    let bar = progress("merging");
+    let bar = progress("merging", || events_to_read(&set, 1));
     let outcome = grappe_analysis::merge_to_file(&set, &time, &args.output, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let s = &outcome.summary;

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use grappe_analysis::CausalStream;
 
-use super::common::{EstimationArgs, TraceInput, open, print_json, progress};
+use super::common::{EstimationArgs, TraceInput, events_to_read, open, print_json, progress};
 
 /// An mpiP-style profile: time per call type and per call site (the enclosing user
 /// region), message sizes, per-rank compute/communication/waiting, the communication
@@ -22,7 +22,7 @@ pub struct ProfileArgs {
 
 pub fn execute(args: ProfileArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
-    let bar = progress("profiling");
+    let bar = progress("profiling", || events_to_read(&set, 1));
     let stream = CausalStream::open(&set, &time)?;
     let profile = grappe_analysis::profile::profile(stream, set.world_size(), &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();

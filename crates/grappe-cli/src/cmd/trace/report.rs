@@ -6,7 +6,9 @@ use anyhow::Result;
 use clap::Args;
 use grappe_report::{ReportOptions, write_report};
 
-use super::common::{EstimationArgs, IntervalArgs, TraceInput, open, progress, refuse_to_overwrite_input};
+use super::common::{
+    EstimationArgs, IntervalArgs, TraceInput, check_output, events_to_read, open, progress, refuse_to_overwrite_input,
+};
 
 /// One self-contained HTML file: space-time diagram (zoom with the wheel, pan by
 /// dragging), communication matrix, profile tables, clock statistics and the
@@ -37,10 +39,13 @@ pub struct ReportArgs {
 
 pub fn execute(args: ReportArgs) -> Result<i32> {
     let window = args.interval.window("the diagram's interval")?;
+    check_output(&args.output)?;
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     refuse_to_overwrite_input(&set, &args.output)?;
     let options = ReportOptions { max_bytes: args.max_size, window };
-    let bar = progress("reporting");
+    // `write_report` reads the trace twice (the check, then the rest), its
+    // progress counting both passes.
+    let bar = progress("reporting", || events_to_read(&set, 2));
     let summary = write_report(&set, &time, &args.output, &options, &mut |n| bar.set_position(n))?;
     bar.finish_and_clear();
     let s = &summary.selection;
