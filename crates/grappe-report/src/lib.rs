@@ -19,10 +19,10 @@
 //!
 //! Any size: the page weighs at most [`ReportOptions::max_bytes`]. The
 //! summary covers the whole run at any length (memory and page size are
-//! fixed by its resolution, see [`summary`]); the calls, regions and
+//! fixed by its resolution, see the `summary` module); the calls, regions and
 //! messages drawn one by one are those of *detail windows*: the whole run
 //! if it fits, else windows spread over the whole run, as long as the size
-//! allows (see [`census`]). The page and [`ReportSummary::embedded`] say
+//! allows (see the `census` module). The page and [`ReportSummary::embedded`] say
 //! what was embedded. The trace is read twice (the check, which also
 //! places the summary's bins and plans the windows; then the profile, the
 //! summary and the diagram), and memory is bounded by the page's size and
