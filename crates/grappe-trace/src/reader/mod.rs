@@ -367,7 +367,7 @@ impl TraceFile {
     /// a progress bar) at the cost of one read. `None` for a file that
     /// does not end with a footer (cut, unfinished), or whose footer is
     /// longer than a footer of its kind can be. The footer block is found
-    /// as [`complete_block_in`] finds blocks: a header whose length ends
+    /// as `complete_block_in` finds blocks: a header whose length ends
     /// it at the file's end and whose checksum matches.
     pub fn footer_from_end(mut self) -> Result<Option<Footer>, TraceError> {
         let most = match self.header.rank {
