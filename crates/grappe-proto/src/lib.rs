@@ -26,7 +26,7 @@ pub mod stop;
 pub mod wire;
 
 pub use engine::{Engine, EngineStats, InTransit, announce};
-pub use error::{Error, ErrorClass, Result, Status};
+pub use error::{Call, Error, ErrorClass, Mismatch, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};
 pub use settings::ProtoSettings;
