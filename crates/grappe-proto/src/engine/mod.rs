@@ -11,8 +11,10 @@ mod dispatch;
 mod fast;
 mod net;
 mod rdv;
+mod revoke;
 mod send;
 mod staging;
+mod stall;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -99,6 +101,15 @@ pub(crate) struct Book {
     fins: Vec<(usize, u64)>,
     /// The channels' log of a non-blocking checkpoint wave, while open.
     log: Option<Box<channel_log::ChannelLog>>,
+    /// Revoked contexts and why (see `revoke`); empty in a healthy run.
+    revoked: Vec<(u32, crate::Mismatch)>,
+    /// Requests nobody waits for (control records, receives that drop
+    /// messages of a revoked context), forgotten once finished.
+    detached: Vec<usize>,
+    /// Boards of the collective contexts (see `CallBoard`).
+    boards: Vec<(u32, Arc<dyn crate::CallBoard>)>,
+    /// What dispatching left to send or do.
+    owed: stall::Owed,
 }
 
 /// Destination of fragments of a staged message.
@@ -144,6 +155,10 @@ impl Engine {
             retiring: Vec::new(),
             fins: Vec::new(),
             log: None,
+            revoked: Vec::new(),
+            detached: Vec::new(),
+            boards: Vec::new(),
+            owed: stall::Owed::default(),
         };
         Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default() })
     }
@@ -222,6 +237,9 @@ impl Engine {
         ctx: u32,
         tag: Option<i32>,
     ) -> Result<Started> {
+        if let Some(revoked) = self.book.revoked_error(ctx) {
+            return Err(revoked);
+        }
         let mut req = RecvReq { arrived: false, ctx, src, tag, target, state: RecvState::Posted };
         if let Some(slot) = self.book.unexpected.find(ctx, src, tag) {
             req.arrived = true;
@@ -258,7 +276,11 @@ impl Engine {
             if let Some(done) = self.book.take_finished(id.0) {
                 return done;
             }
-            self.snoozed(backoff.snooze())?;
+            let snooze = backoff.snooze();
+            if snooze == Snooze::TimedOut {
+                self.probe_peer_of(id.0);
+            }
+            self.snoozed(snooze)?;
         }
     }
 
@@ -420,6 +442,9 @@ impl Engine {
         {
             moved |= self.advance_rendezvous();
         }
+        if !self.book.detached.is_empty() {
+            self.book.reap_detached();
+        }
         Ok(moved)
     }
 
@@ -438,6 +463,9 @@ impl Engine {
                 self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
                 moved = true;
             }
+        }
+        if !self.book.owed.is_empty() {
+            self.settle_owed();
         }
         Ok(moved)
     }

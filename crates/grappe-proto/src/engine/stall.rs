@@ -1,0 +1,122 @@
+//! Probing the peer a collective call waits for (see [`CallBoard`]).
+
+use std::sync::Arc;
+
+use super::dispatch::corrupt;
+use super::{Book, Engine};
+use crate::request::{Request, SendState};
+use crate::wire::{Envelope, Kind, Words};
+use crate::{CallBoard, Mismatch, Result};
+
+/// The 4 words of an answer, as a payload.
+struct Answer([u64; 4]);
+
+impl Words for Answer {
+    const BYTES: usize = 32;
+    fn write(&self, out: &mut [u8]) {
+        for (chunk, w) in out.chunks_exact_mut(8).zip(self.0) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        let word = |i: usize| Some(u64::from_le_bytes(bytes.get(i * 8..i * 8 + 8)?.try_into().ok()?));
+        Some(Answer([word(0)?, word(1)?, word(2)?, word(3)?]))
+    }
+}
+
+/// What dispatching records left for the engine to send or do.
+#[derive(Default)]
+pub(super) struct Owed {
+    /// Answers to probes: (world rank, context, this rank in its communicator, words).
+    answers: Vec<(usize, u32, u32, [u64; 4])>,
+    /// Mismatches shown by answers: (context, why).
+    strays: Vec<(u32, Mismatch)>,
+}
+
+impl Owed {
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.strays.is_empty()
+    }
+}
+
+impl Engine {
+    /// Lets peers ask where this rank stands in the collective calls of
+    /// context `ctx`, and lets this rank judge their answers, with `board`.
+    pub fn register_board(&mut self, ctx: u32, board: Arc<dyn CallBoard>) {
+        self.book.boards.retain(|(c, _)| *c != ctx);
+        self.book.boards.push((ctx, board));
+    }
+
+    /// Forgets the board of context `ctx` (its communicator is gone):
+    /// probes of it go unanswered.
+    pub fn unregister_board(&mut self, ctx: u32) {
+        self.book.boards.retain(|(c, _)| *c != ctx);
+    }
+
+    /// After a sleep that nobody cut short in the wait for request `key`:
+    /// if it is a collective's receive or send, ask its peer where it stands.
+    pub(super) fn probe_peer_of(&mut self, key: usize) {
+        let (ctx, peer) = match self.book.reqs.get(key) {
+            Some(Request::Recv(recv)) if self.book.posted.contains(&key) => match recv.src {
+                Some(src) => (recv.ctx, src),
+                None => return,
+            },
+            Some(Request::Send(send)) if matches!(send.state, SendState::Queued | SendState::Offered { .. }) => {
+                (send.env.ctx, send.dest)
+            }
+            _ => return,
+        };
+        let Some(board) = self.book.board(ctx) else { return };
+        let env = Envelope { kind: Kind::Probe, ctx, tag: 0, src: board.rank() as u32 };
+        self.send_control(peer, env, Vec::new());
+    }
+
+    /// Sends the answers that dispatching owes and revokes the contexts
+    /// whose answers showed a mismatch.
+    pub(super) fn settle_owed(&mut self) {
+        let owed = std::mem::take(&mut self.book.owed);
+        for (dest, ctx, me, words) in owed.answers {
+            let mut payload = vec![0; Answer::BYTES];
+            Answer(words).write(&mut payload);
+            self.send_control(dest, Envelope { kind: Kind::ProbeReply, ctx, tag: 0, src: me }, payload);
+        }
+        for (ctx, why) in owed.strays {
+            if self.book.revocation(ctx).is_some() {
+                continue;
+            }
+            if let Some(board) = self.book.board(ctx) {
+                self.revoke(ctx, &why, board.members(), board.rank() as u32);
+            }
+        }
+    }
+}
+
+impl Book {
+    pub(super) fn board(&self, ctx: u32) -> Option<Arc<dyn CallBoard>> {
+        self.boards.iter().find(|(c, _)| *c == ctx).map(|(_, board)| board.clone())
+    }
+
+    /// A probe from world rank `src` for context `ctx`: answered after the
+    /// dispatch, if this rank has a board for it.
+    pub(super) fn probed(&mut self, src: usize, ctx: u32) {
+        if let Some(board) = self.board(ctx) {
+            self.owed.answers.push((src, ctx, board.rank() as u32, board.current()));
+        }
+    }
+
+    /// An answer from world rank `src` (rank `src_comm` of its
+    /// communicator) about context `ctx`.
+    pub(super) fn answered(&mut self, src: usize, src_comm: u32, ctx: u32, payload: &[u8]) -> Result<()> {
+        let Answer(words) = Answer::read(payload).ok_or_else(|| corrupt(src, "short probe answer".into()))?;
+        let Some(board) = self.board(ctx) else { return Ok(()) };
+        let awaited = self.posted.iter().any(|&key| match &self.reqs[key] {
+            Request::Recv(recv) => recv.ctx == ctx && recv.src == Some(src),
+            Request::Send(_) => false,
+        });
+        if let Some(why) = board.stray(src_comm as usize, words, awaited) {
+            self.owed.strays.push((ctx, why));
+        }
+        Ok(())
+    }
+}
