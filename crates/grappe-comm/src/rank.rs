@@ -84,6 +84,11 @@ impl RankContext {
         self.engine.borrow_mut()
     }
 
+    /// The engine, unless an operation holds it.
+    pub(crate) fn try_engine(&self) -> Option<RefMut<'_, Engine>> {
+        self.engine.try_borrow_mut().ok()
+    }
+
     pub(crate) fn next_ctx(&self) -> u32 {
         self.next_ctx.get()
     }

@@ -14,8 +14,18 @@
 //! - every rank calls the same collectives in the same order, with the
 //!   same root and matching sizes; sizes a rank can check on its own are
 //!   checked ([`Error::BufferSize`](crate::Error::BufferSize) with the
-//!   numbers), and a message of another size than expected is reported the
-//!   same way;
+//!   numbers);
+//! - calls that do not match across ranks are found where they show: a
+//!   message whose length or signature (carried in its tag, see
+//!   `signature`) is not what the receiver's call expects, the arena's
+//!   comparison of every rank's signature, and a wait that nobody ends
+//!   (the waiter asks its peer where it stands, `board`; an arena waiter
+//!   reads the other ranks' headers). The rank that finds one revokes the
+//!   communicator's collectives: every rank then gets
+//!   [`Error::CollectiveMismatch`](crate::Error::CollectiveMismatch), with
+//!   the ranks and sizes, from the call that cannot give it right data or
+//!   would wait forever, and from every later collective on that
+//!   communicator. A rank whose data is right may return `Ok`;
 //! - arguments significant only at the root (the root's receive buffer of
 //!   `reduce` and `gather`, the send buffer of `scatter`, the counts of
 //!   `gatherv` and `scatterv`) may be empty elsewhere: `&mut []`, `&[]`;
@@ -25,10 +35,11 @@
 mod allgather;
 mod allreduce;
 mod alltoall;
-pub(crate) mod arena;
+mod arena;
 mod barrier;
 mod bcast;
 mod binomial;
+pub(crate) mod board;
 mod common;
 mod gather;
 mod halving;
@@ -37,6 +48,7 @@ mod reduce;
 mod reduce_scatter;
 mod scan;
 mod scatter;
+mod signature;
 mod xfer;
 
 pub use arena::{ARENAS, SLOT_BYTES, arena_bytes};

@@ -4,13 +4,18 @@
 //! Every rank calls collectives in the same order and messages between a
 //! pair on one context do not overtake each other, so a collective's
 //! receives name their source and need nothing more to match the right
-//! message. A message of another length than the receiver's buffers call
-//! for means the ranks passed different sizes: that is reported as
-//! [`Error::BufferSize`] with the numbers.
+//! message: they take any tag, and the tag carries the sender's
+//! [`Signature`]. A message of another length than the receiver's buffers
+//! call for, or sent for another signature, means the ranks' calls do not
+//! match: the receiver reports [`Error::CollectiveMismatch`] and, once its
+//! part of the call has stopped, revokes the communicator's collectives
+//! so that no peer waits for it (see [`Channel::run`]).
 
 use bytemuck::Pod;
-use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
+use grappe_proto::{Error, Mismatch, RecvTarget, RequestId, Result, Started, Status};
 
+use super::arena::Arena;
+use super::signature::{Signature, mismatch};
 use crate::Communicator;
 use crate::selectors::{Source, Tag};
 
@@ -19,7 +24,15 @@ pub(super) struct Channel<'c> {
     comm: &'c Communicator,
     op: &'static str,
     ctx: u32,
+    /// The collective's tag family (`tags`).
+    family: i32,
+    /// The tag of this call's messages: the family and the signature.
     tag: i32,
+    sig: Signature,
+    /// The call's number among the communicator's collectives.
+    seq: u64,
+    /// The communicator's arena, if it has one.
+    arena: Option<Arena<'c>>,
     /// This rank in the communicator.
     pub rank: usize,
     /// Ranks in the communicator.
@@ -27,11 +40,72 @@ pub(super) struct Channel<'c> {
 }
 
 impl<'c> Channel<'c> {
-    /// The channel of collective `op` (its name in errors) on `comm`, or
-    /// [`Error::CommFreed`].
-    pub fn new(comm: &'c Communicator, op: &'static str, tag: i32) -> Result<Channel<'c>> {
+    /// The channel of collective `op` (its name in errors) in tag family
+    /// `family` on `comm`, or [`Error::CommFreed`]. The call starts with
+    /// [`run`](Self::run), once the rank's own arguments are checked.
+    pub fn new(comm: &'c Communicator, op: &'static str, family: i32) -> Result<Channel<'c>> {
         comm.live()?;
-        Ok(Channel { comm, op, ctx: comm.coll_ctx(), tag, rank: comm.rank(), size: comm.size() })
+        let (rank, size) = (comm.rank(), comm.size());
+        let sig = Signature::per_rank_sizes(grappe_trace::CollectiveKind::Barrier, None);
+        let arena = Arena::of(comm);
+        Ok(Channel { comm, op, ctx: comm.coll_ctx(), family, tag: family, sig, seq: 0, arena, rank, size })
+    }
+
+    /// Runs this rank's part of a call whose ranks must agree on `sig`.
+    /// Fails at once if the communicator's collectives are revoked. If
+    /// `body` finds that the ranks' calls do not match, this rank revokes
+    /// them on every member before returning the error: the members that
+    /// still wait for a message of this call, or will call another
+    /// collective on the communicator, get the error instead of waiting.
+    pub fn run<T>(&mut self, sig: Signature, body: impl FnOnce(&Channel<'c>) -> Result<T>) -> Result<T> {
+        self.begin(sig)?;
+        match body(self) {
+            Err(Error::CollectiveMismatch(why)) => {
+                if why.found_by == self.rank {
+                    self.revoke(&why);
+                }
+                Err(Error::CollectiveMismatch(why))
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// Numbers the call, announces it in the arena (where a rank waiting
+    /// in an exchange can see a call that went elsewhere), and checks that
+    /// the collectives were not revoked.
+    fn begin(&mut self, sig: Signature) -> Result<()> {
+        self.sig = sig;
+        self.tag = sig.tag(self.family);
+        self.seq = self.comm.next_coll_seq();
+        self.comm.board().announce(self.seq, &sig);
+        if let Some(arena) = &self.arena {
+            arena.announce(self)?;
+        }
+        match self.comm.rank_context().engine().revocation(self.ctx) {
+            None => Ok(()),
+            Some(why) => Err(Error::CollectiveMismatch(Box::new(why.clone()))),
+        }
+    }
+
+    /// Revokes the communicator's collectives on every member, with `why`:
+    /// in the arena for the ranks waiting there, by a record to every
+    /// member's engine for the others.
+    fn revoke(&self, why: &Mismatch) {
+        if let Some(arena) = &self.arena {
+            arena.abort(self, why);
+        }
+        let mut engine = self.comm.rank_context().engine();
+        // The engine revokes by itself when a peer's answer shows the
+        // mismatch (see `board`); the others know then.
+        if engine.revocation(self.ctx).is_none() {
+            let members: Vec<usize> = (0..self.size).filter_map(|r| self.comm.world_rank_of(r).ok()).collect();
+            engine.revoke(self.ctx, why, &members, self.rank as u32);
+        }
+    }
+
+    /// The communicator's shared-memory arena, if it has one.
+    pub fn arena(&self) -> Option<&Arena<'c>> {
+        self.arena.as_ref()
     }
 
     /// The collective's name, for errors.
@@ -39,9 +113,14 @@ impl<'c> Channel<'c> {
         self.op
     }
 
-    /// The communicator.
-    pub fn comm(&self) -> &'c Communicator {
-        self.comm
+    /// What the ranks must agree on in this call.
+    pub fn signature(&self) -> &Signature {
+        &self.sig
+    }
+
+    /// The call's number among the communicator's collectives.
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// Sends `data` to `dest`.
@@ -53,7 +132,7 @@ impl<'c> Channel<'c> {
     pub fn recv<T: Pod>(&self, buf: &mut [T], src: usize) -> Result<()> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
         let expected = bytes.len();
-        let status = self.comm.recv_bytes(self.ctx, bytes, Source::Rank(src), Tag::Is(self.tag));
+        let status = self.comm.recv_bytes(self.ctx, bytes, Source::Rank(src), Tag::Any);
         self.exact(status, src, expected)
     }
 
@@ -69,7 +148,7 @@ impl<'c> Channel<'c> {
             self.tag,
             bytes,
             Source::Rank(src),
-            Tag::Is(self.tag),
+            Tag::Any,
         );
         self.exact(status.map(|done| done.status), src, expected)
     }
@@ -100,9 +179,12 @@ impl<'c> Channel<'c> {
             // SAFETY: the buffer is borrowed through `recvs` for this whole
             // call and nothing else touches it: every request posted here
             // is waited for below before we return, also after an error.
-            match unsafe { engine.irecv(target, Some(world), self.ctx, Some(self.tag)) } {
+            match unsafe { engine.irecv(target, Some(world), self.ctx, None) } {
                 Ok(Started::Done(done)) => keep_first(&mut first_error, self.exact(Ok(done.status), *src, bytes.len())),
                 Ok(Started::Pending(id)) => pending.push((id, Some((*src, bytes.len())))),
+                // A message already here and too long: this receive is over,
+                // the round goes on.
+                Err(e @ Error::Truncated { .. }) => keep_first(&mut first_error, self.exact(Err(e), *src, bytes.len())),
                 Err(e) => {
                     keep_first(&mut first_error, Err(e));
                     posting_failed = true;
@@ -136,25 +218,32 @@ impl<'c> Channel<'c> {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// A received message must fill the buffer exactly.
+    /// A received message must fill the buffer exactly and come from a
+    /// call with this one's signature.
+    #[inline]
     fn exact(&self, status: Result<Status>, src: usize, expected: usize) -> Result<()> {
         match status {
-            Ok(status) if status.bytes == expected => Ok(()),
-            Ok(status) => Err(self.length_error(src, status.bytes, expected)),
-            Err(Error::Truncated { message_bytes, .. }) => Err(self.length_error(src, message_bytes, expected)),
+            Ok(status) if status.bytes == expected && status.tag == self.tag => Ok(()),
+            Ok(status) => Err(self.message_mismatch(src, status.tag, status.bytes, expected)),
+            Err(Error::Truncated { message_bytes, tag, .. }) => {
+                Err(self.message_mismatch(src, tag, message_bytes, expected))
+            }
             Err(e) => Err(e),
         }
     }
 
-    fn length_error(&self, src: usize, got: usize, expected: usize) -> Error {
-        Error::BufferSize {
-            op: self.op,
-            detail: format!(
-                "rank {} received {got} bytes from rank {src} where its arguments call for {expected}: \
-                 the ranks passed inconsistent sizes",
+    #[cold]
+    fn message_mismatch(&self, src: usize, tag: i32, got: usize, expected: usize) -> Error {
+        let calls = vec![self.sig.call(self.rank), self.sig.call_from_tag(src, tag, self.family)];
+        let evidence = if got == expected {
+            format!("rank {} received a {got}-byte message from rank {src} sent for another call", self.rank)
+        } else {
+            format!(
+                "rank {} received a {got}-byte message from rank {src} where its own call expects {expected} bytes",
                 self.rank
-            ),
-        }
+            )
+        };
+        Error::CollectiveMismatch(Box::new(mismatch(self.op, self.rank, calls, evidence)))
     }
 }
 

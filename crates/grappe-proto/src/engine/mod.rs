@@ -406,23 +406,36 @@ impl Engine {
     /// every few rounds: when ranks outnumber cores each round follows a
     /// context switch, and touching every mailbox after each switch costs
     /// more than the wait itself. Pending transfers still progress.
-    pub fn block_on_shared(&mut self, done: impl Fn() -> bool) -> Result<()> {
+    ///
+    /// `done(stale)` is asked after every round; `stale` is true after a
+    /// sleep that timed out (nobody woke this rank for a while), when a
+    /// costlier look at why the condition does not come is worth taking.
+    /// The wait fails if context `watch` is revoked meanwhile (the
+    /// condition then never comes).
+    pub fn block_on_shared(&mut self, watch: u32, mut done: impl FnMut(bool) -> bool) -> Result<()> {
         const PROGRESS_EVERY: u32 = 16;
-        if done() {
+        if done(false) {
             return Ok(());
         }
         let wait = self.wait;
         // SAFETY: as in `wait`.
         let bell = unsafe { &*self.bell };
         let mut backoff = Backoff::new(bell, &wait);
+        let mut stale = false;
         for round in 1u32.. {
-            if round % PROGRESS_EVERY == 0 {
+            // After a long sleep, rounds are rare: progress at each.
+            if round % PROGRESS_EVERY == 0 || stale {
                 self.progress()?;
+                if let Some(revoked) = self.book.revoked_error(watch) {
+                    return Err(revoked);
+                }
             }
-            if done() {
+            if done(stale) {
                 return Ok(());
             }
-            self.snoozed(backoff.snooze())?;
+            let snooze = backoff.snooze();
+            stale = snooze == Snooze::TimedOut;
+            self.snoozed(snooze)?;
         }
         unreachable!("the loop only ends by returning")
     }
