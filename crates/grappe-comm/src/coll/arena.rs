@@ -15,10 +15,13 @@
 //! arrives after every rank read result k; a slot is rewritten only by its
 //! owner, after exchange k completed.
 //!
-//! **Calls that do not match.** Every arriver also folds the key of its
-//! call's [`Signature`] into a maximum and a maximum of complements on the
-//! arrival line (the same cache line, so it costs no further hand-off):
-//! the last arriver sees at once whether all keys were equal. A rank whose
+//! **Calls that do not match.** The word that counts arrivals also sums a
+//! 48-bit hash of each arriver's signature key, in the same atomic add
+//! (so checking costs nothing more than arriving): the last arriver
+//! compares the sum with `n` times its own hash. Equal keys always pass;
+//! different ones pass only if their hashes happen to sum to that: odds
+//! of 2^-48 for random hashes, 2^-32 at worst (when `n - 1` is a multiple
+//! of 2^16 and the last arriver is the odd one). A rank whose
 //! call takes another path (messages, for a size the others do not have)
 //! never arrives; but every collective call on the communicator writes
 //! its number and signature in its rank's header line first, so a rank
@@ -53,14 +56,33 @@ pub fn arena_bytes(local_ranks: usize) -> usize {
     2 * CACHE_LINE + (local_ranks + 1) * RANK_BYTES
 }
 
-/// The first line: arrivals and the signatures they carry.
+/// The first line: the arrivals of the exchange, as one word: their
+/// count in the low [`COUNT_BITS`] (a host has fewer ranks, so the count
+/// never carries into the sum), the sum of their keys' 48-bit hashes
+/// above (wrapping).
 #[repr(C)]
 struct Arrivals {
-    count: AtomicU32,
-    /// Largest key of this exchange's arrivers so far.
-    high_key: AtomicU64,
-    /// Largest complement of their keys: the smallest key, complemented.
-    low_key_complement: AtomicU64,
+    word: AtomicU64,
+}
+
+const COUNT_BITS: u32 = 16;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// What one arrival of a call of signature key `key` adds to the word.
+fn arrival(key: u64) -> u64 {
+    1 | key_hash(key) << COUNT_BITS
+}
+
+/// 48 well-mixed bits of a signature key.
+fn key_hash(key: u64) -> u64 {
+    (key ^ key >> 29).wrapping_mul(0xBF58_476D_1CE4_E5B9) >> COUNT_BITS
+}
+
+/// Whether the arrivals word `total` after the last of `n` arrivals, ours
+/// adding `mine`, shows the same key hash everywhere: both sides wrap at
+/// 2^48 alike, the sum and `n` times our hash.
+fn keys_agree(total: u64, n: usize, mine: u64) -> bool {
+    total >> COUNT_BITS == (n as u64).wrapping_mul(mine >> COUNT_BITS) << COUNT_BITS >> COUNT_BITS
 }
 
 /// The second line: what waiters poll.
@@ -90,9 +112,10 @@ pub(super) struct Arena<'a> {
 }
 
 impl<'a> Arena<'a> {
-    /// The arena of `comm`, if it has one.
+    /// The arena of `comm`, if it has one (and fewer ranks than the
+    /// arrival count holds).
     pub(super) fn of(comm: &'a Communicator) -> Option<Arena<'a>> {
-        let index = comm.arena_index()?;
+        let index = comm.arena_index().filter(|_| (comm.size() as u64) < COUNT_MASK)?;
         let base = comm.rank_context().engine().host().arena(index);
         Some(Arena { comm, base })
     }
@@ -224,11 +247,10 @@ impl<'a> Arena<'a> {
         self.check_abort()?;
         // SAFETY: our own slot; nobody reads it until we arrive (release).
         unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), self.slot_ptr(ch.rank), mine.len()) };
-        let (arrivals, key) = (self.arrivals(), ch.signature().key());
-        arrivals.high_key.fetch_max(key, Ordering::Relaxed);
-        arrivals.low_key_complement.fetch_max(!key, Ordering::Relaxed);
-        if arrivals.count.fetch_add(1, Ordering::AcqRel) as usize + 1 == n {
-            if arrivals.high_key.load(Ordering::Relaxed) != !arrivals.low_key_complement.load(Ordering::Relaxed) {
+        let mine = arrival(ch.signature().key());
+        let before = self.arrivals().word.fetch_add(mine, Ordering::AcqRel);
+        if (before & COUNT_MASK) as usize + 1 == n {
+            if !keys_agree(before.wrapping_add(mine), n, mine) {
                 return Err(self.calls_differ(ch));
             }
             self.finish(shape.slot, shape.result, combine);
@@ -326,14 +348,11 @@ impl<'a> Arena<'a> {
     fn finish(&self, slot_len: usize, result_len: usize, combine: impl FnOnce(&Slots<'_>, &mut [u8])) {
         let n = self.comm.size();
         let slots = Slots { arena: self, ranks: n, bytes: slot_len };
-        // SAFETY: every rank arrived (acquire on `count`), so nobody
+        // SAFETY: every rank arrived (acquire on the arrivals), so nobody
         // writes the result until we open the next generation.
         let result = unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(n), result_len) };
         combine(&slots, result);
-        let arrivals = self.arrivals();
-        arrivals.high_key.store(0, Ordering::Relaxed);
-        arrivals.low_key_complement.store(0, Ordering::Relaxed);
-        arrivals.count.store(0, Ordering::Relaxed);
+        self.arrivals().word.store(0, Ordering::Relaxed);
     }
 
     fn ring_others(&self) {
@@ -376,8 +395,42 @@ impl Slots<'_> {
     /// Rank `rank`'s contribution; 64-byte aligned.
     pub(super) fn get(&self, rank: usize) -> &[u8] {
         assert!(rank < self.ranks, "slot {rank} of {}", self.ranks);
-        // SAFETY: every rank arrived (acquire on `count`), so its slot is
+        // SAFETY: every rank arrived (acquire on the arrivals), so its slot is
         // written and stays untouched until the next generation opens.
         unsafe { std::slice::from_raw_parts(self.arena.slot_ptr(rank) as *const u8, self.bytes) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The arrivals word after every rank's arrival, in any order.
+    fn arrivals(keys: &[u64]) -> u64 {
+        keys.iter().fold(0u64, |word, &key| word.wrapping_add(arrival(key)))
+    }
+
+    proptest! {
+        #[test]
+        fn the_count_and_the_check_of_equal_keys_are_exact(key in any::<u64>(), n in 1usize..4096) {
+            let total = arrivals(&vec![key; n]);
+            prop_assert_eq!((total & COUNT_MASK) as usize, n);
+            prop_assert!(keys_agree(total, n, arrival(key)));
+        }
+
+        #[test]
+        fn one_other_key_is_seen_by_every_last_arriver(
+            key in any::<u64>(), other in any::<u64>(), n in 2usize..4096, odd in any::<usize>(),
+        ) {
+            prop_assume!(key != other);
+            let mut keys = vec![key; n];
+            keys[odd % n] = other;
+            let total = arrivals(&keys);
+            prop_assert_eq!((total & COUNT_MASK) as usize, n);
+            for &last in &keys {
+                prop_assert!(!keys_agree(total, n, arrival(last)));
+            }
+        }
     }
 }
