@@ -455,7 +455,9 @@ impl Engine {
         {
             moved |= self.advance_rendezvous();
         }
-        if !self.book.detached.is_empty() {
+        // Detached requests finish only when something moved: an idle poll
+        // pays one branch.
+        if moved && !self.book.detached.is_empty() {
             self.book.reap_detached();
         }
         Ok(moved)
@@ -477,7 +479,8 @@ impl Engine {
                 moved = true;
             }
         }
-        if !self.book.owed.is_empty() {
+        // Only dispatched records owe anything.
+        if moved && !self.book.owed.is_empty() {
             self.settle_owed();
         }
         Ok(moved)
