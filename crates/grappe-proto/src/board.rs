@@ -36,4 +36,8 @@ pub trait CallBoard: Send + Sync {
 
     /// This rank in the communicator.
     fn rank(&self) -> usize;
+
+    /// The engine revoked the context (see `Engine::revoke`): the
+    /// communicator's next calls fail at once, without asking the engine.
+    fn revoked(&self);
 }

@@ -150,6 +150,8 @@ impl CallBoard for TestBoard {
     fn rank(&self) -> usize {
         self.rank
     }
+
+    fn revoked(&self) {}
 }
 
 /// Rank 0 waits on `COLL` for a message of rank 1, whose board says

@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use grappe_fabric::CACHE_LINE;
 use grappe_proto::{Error, Mismatch, Result};
 
-use super::signature::mismatch;
+use super::signature::{Announcement, mismatch};
 use super::xfer::Channel;
 use crate::Communicator;
 
@@ -142,18 +142,18 @@ impl<'a> Arena<'a> {
         unsafe { self.base.add(2 * CACHE_LINE + rank * RANK_BYTES + CACHE_LINE) }
     }
 
-    /// Writes the call of `ch` into this rank's header (read by waiters
-    /// looking for a call that went elsewhere), and fails if the arena
-    /// was aborted.
-    pub(super) fn announce(&self, ch: &Channel<'_>) -> Result<()> {
-        let (header, sig) = (self.header(ch.rank), ch.signature());
-        header.key.store(sig.key(), Ordering::Relaxed);
-        header.op_root.store(sig.pack_op_root(), Ordering::Relaxed);
-        header.bytes.store(sig.header_bytes(), Ordering::Relaxed);
-        header.seq.store(ch.seq(), Ordering::Release);
+    /// Writes `call` into the header of `rank` (read by waiters looking
+    /// for a call that went elsewhere), and fails if the arena was aborted.
+    pub(super) fn announce(&self, rank: usize, call: &Announcement) -> Result<()> {
+        let header = self.header(rank);
+        header.key.store(call.key, Ordering::Relaxed);
+        header.op_root.store(call.op_root, Ordering::Relaxed);
+        header.bytes.store(call.bytes, Ordering::Relaxed);
+        header.seq.store(call.seq, Ordering::Release);
         self.check_abort()
     }
 
+    #[inline]
     fn check_abort(&self) -> Result<()> {
         match self.progress().abort.load(Ordering::Acquire) {
             0 => Ok(()),
@@ -162,6 +162,7 @@ impl<'a> Arena<'a> {
     }
 
     /// The report that rank `finder` left in its slot.
+    #[cold]
     fn report_of(&self, finder: usize) -> Error {
         // SAFETY: the finder wrote its slot before publishing the abort
         // (release, read with acquire) and never writes it again: every
@@ -247,7 +248,7 @@ impl<'a> Arena<'a> {
         self.check_abort()?;
         // SAFETY: our own slot; nobody reads it until we arrive (release).
         unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), self.slot_ptr(ch.rank), mine.len()) };
-        let mine = arrival(ch.signature().key());
+        let mine = arrival(ch.key());
         let before = self.arrivals().word.fetch_add(mine, Ordering::AcqRel);
         if (before & COUNT_MASK) as usize + 1 == n {
             if !keys_agree(before.wrapping_add(mine), n, mine) {
@@ -310,7 +311,7 @@ impl<'a> Arena<'a> {
                     ch.rank
                 );
                 return Some(mismatch(ch.op(), ch.rank, vec![sig.call(ch.rank), unknown_call(r)], evidence));
-            } else if theirs == seq && header.key.load(Ordering::Relaxed) != sig.key() {
+            } else if theirs == seq && header.key.load(Ordering::Relaxed) != ch.key() {
                 let op_root = header.op_root.load(Ordering::Relaxed);
                 vec![sig.call(ch.rank), sig.call_from_header(r, op_root, header.bytes.load(Ordering::Relaxed))]
             } else {
@@ -331,7 +332,7 @@ impl<'a> Arena<'a> {
         let mut calls = vec![sig.call(ch.rank)];
         for r in (0..self.comm.size()).filter(|&r| r != ch.rank) {
             let header = self.header(r);
-            if header.key.load(Ordering::Relaxed) != sig.key() {
+            if header.key.load(Ordering::Relaxed) != ch.key() {
                 let (op_root, bytes) = (header.op_root.load(Ordering::Relaxed), header.bytes.load(Ordering::Relaxed));
                 calls.push(sig.call_from_header(r, op_root, bytes));
             }

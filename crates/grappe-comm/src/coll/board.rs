@@ -2,12 +2,12 @@
 //! wait for it (see [`grappe_proto::CallBoard`]): the number and
 //! signature of its latest call, written when the call starts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use grappe_proto::{CallBoard, Mismatch};
 use grappe_trace::CollectiveKind;
 
-use super::signature::{Signature, call_of, mismatch};
+use super::signature::{Announcement, call_of, mismatch};
 
 /// The board of one communicator on one rank.
 #[derive(Debug)]
@@ -19,21 +19,37 @@ pub(crate) struct Board {
     key: AtomicU64,
     op_root: AtomicU64,
     bytes: AtomicU64,
+    /// The engine revoked the communicator's collectives.
+    revoked: AtomicBool,
 }
 
 impl Board {
     pub fn new(rank: usize, members: Vec<usize>) -> Board {
         let zero = || AtomicU64::new(0);
-        Board { rank, members, seq: zero(), key: zero(), op_root: zero(), bytes: zero() }
+        Board {
+            rank,
+            members,
+            seq: zero(),
+            key: zero(),
+            op_root: zero(),
+            bytes: zero(),
+            revoked: AtomicBool::new(false),
+        }
     }
 
-    /// Call `seq` of the communicator starts, with signature `sig`.
+    /// True once the engine revoked the communicator's collectives.
     #[inline]
-    pub fn announce(&self, seq: u64, sig: &Signature) {
-        self.key.store(sig.key(), Ordering::Relaxed);
-        self.op_root.store(sig.pack_op_root(), Ordering::Relaxed);
-        self.bytes.store(sig.header_bytes(), Ordering::Relaxed);
-        self.seq.store(seq, Ordering::Relaxed);
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Relaxed)
+    }
+
+    /// A new call of the communicator starts.
+    #[inline]
+    pub fn announce(&self, call: &Announcement) {
+        self.key.store(call.key, Ordering::Relaxed);
+        self.op_root.store(call.op_root, Ordering::Relaxed);
+        self.bytes.store(call.bytes, Ordering::Relaxed);
+        self.seq.store(call.seq, Ordering::Relaxed);
     }
 }
 
@@ -81,5 +97,9 @@ impl CallBoard for Board {
 
     fn rank(&self) -> usize {
         self.rank
+    }
+
+    fn revoked(&self) {
+        self.revoked.store(true, Ordering::Relaxed);
     }
 }

@@ -12,20 +12,37 @@
 use grappe_proto::{Call, Mismatch};
 use grappe_trace::CollectiveKind;
 
-/// The part of a collective call that must be the same on every rank.
+/// The part of a collective call that must be the same on every rank,
+/// kept in the words that the board, the arena header and the tag take
+/// (a call pays for packing it once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Signature {
-    pub kind: CollectiveKind,
-    /// The root of a rooted collective.
-    pub root: Option<usize>,
+    /// The collective's id, and its root plus one above bit 8 (0: none).
+    op_root: u64,
     /// Bytes the call names on every rank alike (the vector of an
-    /// allreduce, one block of a gather); `None` for the collectives whose
-    /// sizes differ by rank by design (gatherv, scatterv, alltoallv).
-    pub bytes: Option<usize>,
+    /// allreduce, one block of a gather); [`NO_SIZE`] for the collectives
+    /// whose sizes differ by rank by design (gatherv, scatterv, alltoallv).
+    bytes: u64,
     /// A digest of the per-rank counts of allgatherv and reduce_scatter
     /// (the same on every rank), 0 otherwise: two layouts with the same
     /// total differ here.
-    pub layout: u64,
+    layout: u64,
+}
+
+/// The size of a collective without a common one.
+const NO_SIZE: u64 = u64::MAX;
+
+/// A call as the board and the arena header show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Announcement {
+    /// The call's number among the communicator's collectives.
+    pub seq: u64,
+    /// [`Signature::key`].
+    pub key: u64,
+    /// The collective and its root (see [`call_of`]).
+    pub op_root: u64,
+    /// Its size ([`NO_SIZE`]: none).
+    pub bytes: u64,
 }
 
 /// Bits of a collective tag that hold the tag family (`tags`).
@@ -34,20 +51,25 @@ const FAMILY_BITS: u32 = 4;
 const EXACT_SIZES: u64 = 1 << 26;
 
 impl Signature {
+    fn new(kind: CollectiveKind, root: Option<usize>, bytes: u64, layout: u64) -> Signature {
+        let op_root = kind as u64 | root.map_or(0, |r| r as u64 + 1) << 8;
+        Signature { op_root, bytes, layout }
+    }
+
     /// A collective without root whose size is `bytes` on every rank.
     pub fn sized(kind: CollectiveKind, bytes: usize) -> Signature {
-        Signature { kind, root: None, bytes: Some(bytes), layout: 0 }
+        Signature::new(kind, None, bytes as u64, 0)
     }
 
     /// A rooted collective of `bytes` on every rank.
     pub fn rooted(kind: CollectiveKind, bytes: usize, root: usize) -> Signature {
-        Signature { kind, root: Some(root), bytes: Some(bytes), layout: 0 }
+        Signature::new(kind, Some(root), bytes as u64, 0)
     }
 
     /// A collective whose sizes differ by rank by design: only the
     /// collective and its root must agree.
     pub fn per_rank_sizes(kind: CollectiveKind, root: Option<usize>) -> Signature {
-        Signature { kind, root, bytes: None, layout: 0 }
+        Signature::new(kind, root, NO_SIZE, 0)
     }
 
     /// A collective with per-rank `counts` of `elem_bytes`-byte elements,
@@ -55,10 +77,21 @@ impl Signature {
     pub fn laid_out(kind: CollectiveKind, counts: &[usize], elem_bytes: usize) -> Signature {
         let layout = counts.iter().fold(mix(counts.len() as u64, elem_bytes as u64), |h, &c| mix(h, c as u64));
         let total = counts.iter().sum::<usize>() * elem_bytes;
-        Signature { kind, root: None, bytes: Some(total), layout: layout | 1 }
+        Signature::new(kind, None, total as u64, layout | 1)
+    }
+
+    /// The collective.
+    pub fn kind(&self) -> Option<CollectiveKind> {
+        CollectiveKind::from_id(self.op_root as u8)
+    }
+
+    /// The root, for rooted collectives.
+    pub fn root(&self) -> Option<usize> {
+        (self.op_root >> 8).checked_sub(1).map(|r| r as usize)
     }
 
     /// The tag of this call's messages in tag family `family`.
+    #[inline]
     pub fn tag(&self, family: i32) -> i32 {
         debug_assert!((1..1 << FAMILY_BITS).contains(&family));
         family | (self.size_field() << FAMILY_BITS) as i32
@@ -67,29 +100,34 @@ impl Signature {
     /// 27 bits: the size itself when below [`EXACT_SIZES`] and the layout
     /// is plain, else a digest with the top bit set (the digest of no size
     /// for the collectives without a common one).
+    #[inline]
     fn size_field(&self) -> u32 {
-        match self.bytes {
-            Some(bytes) if self.layout == 0 && (bytes as u64) < EXACT_SIZES => bytes as u32,
-            Some(bytes) => (EXACT_SIZES | (mix(bytes as u64, self.layout) & (EXACT_SIZES - 1))) as u32,
-            None => EXACT_SIZES as u32,
+        if self.layout == 0 && self.bytes < EXACT_SIZES {
+            self.bytes as u32
+        } else if self.bytes == NO_SIZE {
+            EXACT_SIZES as u32
+        } else {
+            (EXACT_SIZES | (mix(self.bytes, self.layout) & (EXACT_SIZES - 1))) as u32
         }
     }
 
-    /// One word for the arena's comparison of every rank's signature:
-    /// distinct signatures share it with probability 2^-64.
+    /// One word for comparing whole signatures: distinct ones share it
+    /// with odds of 2^-64.
+    #[inline]
     pub fn key(&self) -> u64 {
-        let root = self.root.map_or(u64::MAX, |r| r as u64);
-        let bytes = self.bytes.map_or(u64::MAX, |b| b as u64);
-        mix(mix(mix(self.kind as u64, root), bytes), self.layout)
+        mix(self.op_root, self.bytes) ^ self.layout
+    }
+
+    /// What a rank's board and arena header hold of call `seq` with this
+    /// signature, whose key is `key`.
+    #[inline]
+    pub fn announcement(&self, seq: u64, key: u64) -> Announcement {
+        Announcement { seq, key, op_root: self.op_root, bytes: self.bytes }
     }
 
     /// This call, as one side of a mismatch found by rank `rank`.
     pub fn call(&self, rank: usize) -> Call {
-        Call { rank, op: None, bytes: self.reported_bytes(), root: self.root }
-    }
-
-    fn reported_bytes(&self) -> Option<u64> {
-        self.bytes.map(|b| b as u64)
+        Call { rank, op: None, bytes: (self.bytes != NO_SIZE).then_some(self.bytes), root: self.root() }
     }
 
     /// The call of `rank` that sent a message with `tag`, as far as the tag
@@ -102,31 +140,20 @@ impl Signature {
         Call { rank, op, bytes: (field < EXACT_SIZES).then_some(field), root: None }
     }
 
-    /// Packs the collective and root for an arena header.
-    pub fn pack_op_root(&self) -> u64 {
-        (self.kind as u64) | (self.root.map_or(0, |r| r as u64 + 1) << 8)
-    }
-
-    /// The call described by an arena header: `op_root` from
-    /// [`pack_op_root`](Self::pack_op_root) and the size, next to ours.
+    /// The call described by an arena header's `op_root` and `bytes`, next
+    /// to ours.
     pub fn call_from_header(&self, rank: usize, op_root: u64, bytes: u64) -> Call {
-        call_of(rank, op_root, bytes, Some(self.kind))
-    }
-
-    /// The size for an arena header (`u64::MAX`: none).
-    pub fn header_bytes(&self) -> u64 {
-        self.bytes.map_or(u64::MAX, |b| b as u64)
+        call_of(rank, op_root, bytes, self.kind())
     }
 }
 
-/// The call of `rank` described by `op_root` (from
-/// [`Signature::pack_op_root`]) and `bytes` (from
-/// [`Signature::header_bytes`]), naming its collective if not `ours`.
+/// The call of `rank` described by the `op_root` and `bytes` of an
+/// [`Announcement`], naming its collective if not `ours`.
 pub(crate) fn call_of(rank: usize, op_root: u64, bytes: u64, ours: Option<CollectiveKind>) -> Call {
     let kind = CollectiveKind::from_id(op_root as u8);
     let op = (kind != ours).then(|| kind.map_or("another collective", CollectiveKind::name).into());
     let root = (op_root >> 8).checked_sub(1).map(|r| r as usize);
-    Call { rank, op, bytes: (bytes != u64::MAX).then_some(bytes), root }
+    Call { rank, op, bytes: (bytes != NO_SIZE).then_some(bytes), root }
 }
 
 /// A mismatch found by `rank`, in call `op`, comparing `calls`.
@@ -206,8 +233,8 @@ mod tests {
 
         #[test]
         fn headers_give_back_the_call(kind in kinds(), other in kinds(), bytes in 0usize..4096, root in proptest::option::of(0usize..64)) {
-            let theirs = Signature { kind: other, root, bytes: Some(bytes), layout: 0 };
-            let call = Signature::sized(kind, 0).call_from_header(5, theirs.pack_op_root(), theirs.header_bytes());
+            let theirs = Signature::new(other, root, bytes as u64, 0).announcement(1, 2);
+            let call = Signature::sized(kind, 0).call_from_header(5, theirs.op_root, theirs.bytes);
             prop_assert_eq!(call.op.is_some(), kind != other);
             prop_assert_eq!((call.rank, call.bytes, call.root), (5, Some(bytes as u64), root));
         }

@@ -29,6 +29,8 @@ pub(super) struct Channel<'c> {
     /// The tag of this call's messages: the family and the signature.
     tag: i32,
     sig: Signature,
+    /// Its key (see [`Signature::key`]).
+    key: u64,
     /// The call's number among the communicator's collectives.
     seq: u64,
     /// The communicator's arena, if it has one.
@@ -48,7 +50,7 @@ impl<'c> Channel<'c> {
         let (rank, size) = (comm.rank(), comm.size());
         let sig = Signature::per_rank_sizes(grappe_trace::CollectiveKind::Barrier, None);
         let arena = Arena::of(comm);
-        Ok(Channel { comm, op, ctx: comm.coll_ctx(), family, tag: family, sig, seq: 0, arena, rank, size })
+        Ok(Channel { comm, op, ctx: comm.coll_ctx(), family, tag: family, sig, key: 0, seq: 0, arena, rank, size })
     }
 
     /// Runs this rank's part of a call whose ranks must agree on `sig`.
@@ -74,17 +76,26 @@ impl<'c> Channel<'c> {
     /// in an exchange can see a call that went elsewhere), and checks that
     /// the collectives were not revoked.
     fn begin(&mut self, sig: Signature) -> Result<()> {
-        self.sig = sig;
+        (self.sig, self.key) = (sig, sig.key());
         self.tag = sig.tag(self.family);
         self.seq = self.comm.next_coll_seq();
-        self.comm.board().announce(self.seq, &sig);
+        let (call, board) = (sig.announcement(self.seq, self.key), self.comm.board());
+        board.announce(&call);
         if let Some(arena) = &self.arena {
-            arena.announce(self)?;
+            arena.announce(self.rank, &call)?;
         }
-        match self.comm.rank_context().engine().revocation(self.ctx) {
-            None => Ok(()),
-            Some(why) => Err(Error::CollectiveMismatch(Box::new(why.clone()))),
+        if board.is_revoked() {
+            return Err(self.revoked());
         }
+        Ok(())
+    }
+
+    /// The error of a call on revoked collectives.
+    #[cold]
+    fn revoked(&self) -> Error {
+        let engine = self.comm.rank_context().engine();
+        let why = engine.revocation(self.ctx).expect("the board says the engine revoked the context");
+        Error::CollectiveMismatch(Box::new(why.clone()))
     }
 
     /// Revokes the communicator's collectives on every member, with `why`:
@@ -116,6 +127,11 @@ impl<'c> Channel<'c> {
     /// What the ranks must agree on in this call.
     pub fn signature(&self) -> &Signature {
         &self.sig
+    }
+
+    /// The key of the call's signature.
+    pub fn key(&self) -> u64 {
+        self.key
     }
 
     /// The call's number among the communicator's collectives.

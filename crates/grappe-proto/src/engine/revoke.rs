@@ -67,6 +67,9 @@ impl Book {
             return;
         }
         self.revoked.push((ctx, why.clone()));
+        if let Some(board) = self.board(ctx) {
+            board.revoked();
+        }
         let reqs = &mut self.reqs;
         self.posted.retain(|&key| match &mut reqs[key] {
             Request::Recv(recv) if recv.ctx == ctx => {
