@@ -11,6 +11,8 @@
 //! part of the call has stopped, revokes the communicator's collectives
 //! so that no peer waits for it (see [`Channel::run`]).
 
+use std::cell::Cell;
+
 use bytemuck::Pod;
 use grappe_proto::{Error, Mismatch, RecvTarget, RequestId, Result, Started, Status};
 
@@ -26,8 +28,9 @@ pub(super) struct Channel<'c> {
     ctx: u32,
     /// The collective's tag family (`tags`).
     family: i32,
-    /// The tag of this call's messages: the family and the signature.
-    tag: i32,
+    /// The tag of this call's messages, the family and the signature; 0
+    /// until the call's first message (calls in the arena send none).
+    tag: Cell<i32>,
     sig: Signature,
     /// Its key (see [`Signature::key`]).
     key: u64,
@@ -50,7 +53,8 @@ impl<'c> Channel<'c> {
         let (rank, size) = (comm.rank(), comm.size());
         let sig = Signature::per_rank_sizes(grappe_trace::CollectiveKind::Barrier, None);
         let arena = Arena::of(comm);
-        Ok(Channel { comm, op, ctx: comm.coll_ctx(), family, tag: family, sig, key: 0, seq: 0, arena, rank, size })
+        let tag = Cell::new(0);
+        Ok(Channel { comm, op, ctx: comm.coll_ctx(), family, tag, sig, key: 0, seq: 0, arena, rank, size })
     }
 
     /// Runs this rank's part of a call whose ranks must agree on `sig`.
@@ -77,7 +81,6 @@ impl<'c> Channel<'c> {
     /// the collectives were not revoked.
     fn begin(&mut self, sig: Signature) -> Result<()> {
         (self.sig, self.key) = (sig, sig.key());
-        self.tag = sig.tag(self.family);
         self.seq = self.comm.next_coll_seq();
         let (call, board) = (sig.announcement(self.seq, self.key), self.comm.board());
         board.announce(&call);
@@ -134,6 +137,19 @@ impl<'c> Channel<'c> {
         self.key
     }
 
+    /// The tag of this call's messages.
+    #[inline]
+    fn tag(&self) -> i32 {
+        match self.tag.get() {
+            0 => {
+                let tag = self.sig.tag(self.family);
+                self.tag.set(tag);
+                tag
+            }
+            tag => tag,
+        }
+    }
+
     /// The call's number among the communicator's collectives.
     pub fn seq(&self) -> u64 {
         self.seq
@@ -141,7 +157,7 @@ impl<'c> Channel<'c> {
 
     /// Sends `data` to `dest`.
     pub fn send<T: Pod>(&self, data: &[T], dest: usize) -> Result<()> {
-        self.comm.send_bytes(self.ctx, bytemuck::cast_slice(data), dest, self.tag)
+        self.comm.send_bytes(self.ctx, bytemuck::cast_slice(data), dest, self.tag())
     }
 
     /// Receives exactly `buf.len()` elements from `src`.
@@ -161,7 +177,7 @@ impl<'c> Channel<'c> {
             self.ctx,
             bytemuck::cast_slice(send),
             dest,
-            self.tag,
+            self.tag(),
             bytes,
             Source::Rank(src),
             Tag::Any,
@@ -212,8 +228,9 @@ impl<'c> Channel<'c> {
             for ((_, data), world) in sends.iter().zip(send_world) {
                 let bytes: &[u8] = bytemuck::cast_slice(data);
                 // SAFETY: as for the receives; `sends` is borrowed for the call.
-                match unsafe { engine.isend(bytes.as_ptr(), bytes.len(), world, self.ctx, self.tag, self.rank as u32) }
-                {
+                match unsafe {
+                    engine.isend(bytes.as_ptr(), bytes.len(), world, self.ctx, self.tag(), self.rank as u32)
+                } {
                     Ok(Started::Done(_)) => {}
                     Ok(Started::Pending(id)) => pending.push((id, None)),
                     Err(e) => {
@@ -239,7 +256,7 @@ impl<'c> Channel<'c> {
     #[inline]
     fn exact(&self, status: Result<Status>, src: usize, expected: usize) -> Result<()> {
         match status {
-            Ok(status) if status.bytes == expected && status.tag == self.tag => Ok(()),
+            Ok(status) if status.bytes == expected && status.tag == self.tag() => Ok(()),
             Ok(status) => Err(self.message_mismatch(src, status.tag, status.bytes, expected)),
             Err(Error::Truncated { message_bytes, tag, .. }) => {
                 Err(self.message_mismatch(src, tag, message_bytes, expected))
