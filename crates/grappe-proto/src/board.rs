@@ -25,10 +25,10 @@ pub trait CallBoard: Send + Sync {
     fn current(&self) -> [u64; 4];
 
     /// Whether `peer`'s answer `theirs` shows a call that cannot match
-    /// this rank's latest one, and how. `awaited`: a receive of this
-    /// rank's from `peer` is still waiting, after every message `peer`
-    /// sent before its answer was received (records between two ranks
-    /// keep their order).
+    /// this rank's latest one, and how. `awaited`: this rank still waits
+    /// for `peer` (a receive without its message, a send it has not
+    /// taken) after everything `peer` did before answering (records
+    /// between two ranks keep their order).
     fn stray(&self, peer: usize, theirs: [u64; 4], awaited: bool) -> Option<Mismatch>;
 
     /// The communicator's members, as world ranks, by communicator rank.

@@ -87,13 +87,23 @@ fn a_revocation_releases_receivers_and_senders_and_reaches_every_rank() {
                 e.revoke(COLL, &why(2), &[0, 1, 2], 2);
                 let dropped = e.in_transit(&[]).unwrap().iter().all(|m| m.ctx != COLL);
                 let refused_recv = revoked_by(recv_on(e, COLL, &mut [0u8; 8], 0), 2);
+                let mut buf = [0u8; 8];
+                let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+                // SAFETY: `buf` outlives the call, which fails at once.
+                let blocking = unsafe { e.recv(target, Some(0), COLL, None) }.map(|done| done.status.bytes);
+                let refused_blocking_recv = revoked_by(blocking, 2);
                 // SAFETY: nothing is sent: the call fails.
                 let refused_send = matches!(
                     unsafe { e.isend([0u8; 4].as_ptr(), 4, 0, COLL, 5, 2) },
                     Err(Error::CollectiveMismatch(_))
                 );
                 let others_work = recv(e, &mut [0u8; 4], Some(0), Some(0)).is_ok();
-                dropped && refused_recv && refused_send && others_work && e.revocation(COLL) == Some(&why(2))
+                dropped
+                    && refused_recv
+                    && refused_blocking_recv
+                    && refused_send
+                    && others_work
+                    && e.revocation(COLL) == Some(&why(2))
             }
         });
         assert_eq!(outcomes, vec![true; 3], "single copy: {}", settings.single_copy);

@@ -58,7 +58,7 @@ impl Book {
                 self.revoke_here(net, env.ctx, &why, settings);
             }
             Kind::Probe => self.probed(src, env.ctx),
-            Kind::ProbeReply => self.answered(src, env.src, env.ctx, payload)?,
+            Kind::ProbeReply => self.answered(net, src, env.src, env.ctx, payload)?,
         }
         if record.consume() {
             net.ring(src); // it waits for mailbox space

@@ -278,7 +278,7 @@ impl Engine {
             }
             let snooze = backoff.snooze();
             if snooze == Snooze::TimedOut {
-                self.probe_peer_of(id.0);
+                self.probe_stalled_peers();
             }
             self.snoozed(snooze)?;
         }

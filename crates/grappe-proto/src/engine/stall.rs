@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use super::dispatch::corrupt;
-use super::{Book, Engine};
-use crate::request::{Request, SendState};
-use crate::wire::{Envelope, Kind, Words};
+use super::{Book, Engine, Net};
+use crate::request::{RecvState, Request, SendState};
+use crate::wire::{Envelope, Kind, Rts, Words};
 use crate::{CallBoard, Mismatch, Result};
 
 /// The 4 words of an answer, as a payload.
@@ -54,22 +54,35 @@ impl Engine {
         self.book.boards.retain(|(c, _)| *c != ctx);
     }
 
-    /// After a sleep that nobody cut short in the wait for request `key`:
-    /// if it is a collective's receive or send, ask its peer where it stands.
-    pub(super) fn probe_peer_of(&mut self, key: usize) {
-        let (ctx, peer) = match self.book.reqs.get(key) {
-            Some(Request::Recv(recv)) if self.book.posted.contains(&key) => match recv.src {
-                Some(src) => (recv.ctx, src),
-                None => return,
-            },
-            Some(Request::Send(send)) if matches!(send.state, SendState::Queued | SendState::Offered { .. }) => {
-                (send.env.ctx, send.dest)
+    /// After a sleep that nobody cut short in a wait: asks the peer of
+    /// every receive of a collective context that waits for its message,
+    /// and of every send of one that waits for its receiver, where it
+    /// stands (once per peer and context). All of them, not only the one
+    /// waited for: a round of requests is waited for one after the other,
+    /// and the stalled one may come later.
+    pub(super) fn probe_stalled_peers(&mut self) {
+        if self.book.boards.is_empty() {
+            return;
+        }
+        let mut peers: Vec<(u32, usize)> = Vec::new();
+        for (_, request) in self.book.reqs.iter() {
+            let stalled = match request {
+                Request::Recv(recv) if matches!(recv.state, RecvState::Posted) => recv.src.map(|src| (recv.ctx, src)),
+                Request::Send(send) if matches!(send.state, SendState::Queued | SendState::Offered { .. }) => {
+                    Some((send.env.ctx, send.dest))
+                }
+                _ => None,
+            };
+            if let Some(peer) = stalled.filter(|peer| !peers.contains(peer)) {
+                peers.push(peer);
             }
-            _ => return,
-        };
-        let Some(board) = self.book.board(ctx) else { return };
-        let env = Envelope { kind: Kind::Probe, ctx, tag: 0, src: board.rank() as u32 };
-        self.send_control(peer, env, Vec::new());
+        }
+        for (ctx, peer) in peers {
+            if let Some(board) = self.book.board(ctx) {
+                let env = Envelope { kind: Kind::Probe, ctx, tag: 0, src: board.rank() as u32 };
+                self.send_control(peer, env, Vec::new());
+            }
+        }
     }
 
     /// Sends the answers that dispatching owes and revokes the contexts
@@ -107,16 +120,32 @@ impl Book {
 
     /// An answer from world rank `src` (rank `src_comm` of its
     /// communicator) about context `ctx`.
-    pub(super) fn answered(&mut self, src: usize, src_comm: u32, ctx: u32, payload: &[u8]) -> Result<()> {
+    pub(super) fn answered(&mut self, net: &Net, src: usize, src_comm: u32, ctx: u32, payload: &[u8]) -> Result<()> {
         let Answer(words) = Answer::read(payload).ok_or_else(|| corrupt(src, "short probe answer".into()))?;
         let Some(board) = self.board(ctx) else { return Ok(()) };
-        let awaited = self.posted.iter().any(|&key| match &self.reqs[key] {
-            Request::Recv(recv) => recv.ctx == ctx && recv.src == Some(src),
-            Request::Send(_) => false,
-        });
-        if let Some(why) = board.stray(src_comm as usize, words, awaited) {
+        if let Some(why) = board.stray(src_comm as usize, words, self.awaits(net, ctx, src)) {
             self.owed.strays.push((ctx, why));
         }
         Ok(())
+    }
+
+    /// True if this rank waits for world rank `peer` on context `ctx`, in
+    /// a way that its answer, received after everything it sent before,
+    /// settles: a receive from it still without a message, or a send to it
+    /// that it has not taken (still queued, or offered in a slot it has not
+    /// matched). A slot-less offer is left out: its receiver may be copying
+    /// it, and says so only with a FIN that can follow the answer.
+    fn awaits(&self, net: &Net, ctx: u32, peer: usize) -> bool {
+        self.reqs.iter().any(|(_, request)| match request {
+            Request::Recv(recv) => matches!(recv.state, RecvState::Posted) && recv.ctx == ctx && recv.src == Some(peer),
+            Request::Send(send) if send.env.ctx == ctx && send.dest == peer => match send.state {
+                SendState::Queued => true,
+                SendState::Offered { slot } => {
+                    slot != Rts::NO_SLOT && net.slot(net.me_local, slot).destination().is_none()
+                }
+                _ => false,
+            },
+            Request::Send(_) => false,
+        })
     }
 }
