@@ -203,6 +203,30 @@ fn a_peer_that_sent_elsewhere_is_found_by_asking_it() {
     }
 }
 
+/// A reduce whose root alone passes a vector past the binomial threshold
+/// (Rabenseifner: it swaps halves with rank 1) while the others send
+/// their vectors (too large for the arena) up the binomial tree and go on
+/// to wait in the arena: the root's receive from rank 1 gets rank 1's
+/// whole vector, and its rendezvous send to rank 1 waits for a receive
+/// that rank 1 will never post (it hung). The root revokes as soon as its
+/// receive shows the mismatch; rank 1 then drops the send, and every rank
+/// returns.
+#[test]
+fn a_sender_whose_receiver_moved_on_is_released() {
+    let s = Scenario {
+        coll: Coll::Reduce,
+        count: 200,
+        odd_rank: 2,
+        odd_count: 1668,
+        root: 2,
+        arena: true,
+        commutative: true,
+        seed: 6,
+    };
+    let outcomes = run_scenario(3, &s);
+    checks::judge(&s, 3, &outcomes).unwrap_or_else(|e| panic!("{e}\n{outcomes:#?}"));
+}
+
 /// A bcast whose root alone passes a vector too large for the arena: it
 /// sends eager messages, returns, and waits for the others' word on
 /// another communicator; nobody waits for a message of the bcast and the

@@ -34,7 +34,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use grappe_fabric::CACHE_LINE;
-use grappe_proto::{Error, Mismatch, Result};
+use grappe_proto::{Engine, Error, Mismatch, Result};
 
 use super::signature::{Announcement, mismatch};
 use super::xfer::Channel;
@@ -179,8 +179,9 @@ impl<'a> Arena<'a> {
     }
 
     /// Ends the arena with `why`, found by this rank in call `ch`, unless
-    /// another rank's report ended it first; wakes every member.
-    pub(super) fn abort(&self, ch: &Channel<'_>, why: &Mismatch) {
+    /// another rank's report ended it first; wakes every member (`engine`
+    /// is this rank's).
+    pub(super) fn abort(&self, ch: &Channel<'_>, why: &Mismatch, engine: &Engine) {
         let report = why.encode();
         let len = report.len() as u16;
         // SAFETY: our own slot, which nobody reads now: no exchange can
@@ -193,7 +194,7 @@ impl<'a> Arena<'a> {
         }
         let first = self.progress().abort.compare_exchange(0, ch.rank as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
         if first.is_ok() {
-            self.ring_others();
+            self.ring_others(engine);
         }
     }
 
@@ -256,7 +257,7 @@ impl<'a> Arena<'a> {
             }
             self.finish(shape.slot, shape.result, combine);
             self.progress().generation.store(generation.wrapping_add(1), Ordering::Release);
-            self.ring_others();
+            self.ring_others(&self.comm.rank_context().engine());
         } else {
             self.wait_for_result(ch, generation)?;
         }
@@ -356,8 +357,7 @@ impl<'a> Arena<'a> {
         self.arrivals().word.store(0, Ordering::Relaxed);
     }
 
-    fn ring_others(&self) {
-        let engine = self.comm.rank_context().engine();
+    fn ring_others(&self, engine: &Engine) {
         for rank in 0..self.comm.size() {
             if rank != self.comm.rank() {
                 engine.ring(self.comm.world_rank_of(rank).expect("member rank"));

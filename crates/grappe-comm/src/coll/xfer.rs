@@ -14,7 +14,7 @@
 use std::cell::Cell;
 
 use bytemuck::Pod;
-use grappe_proto::{Error, Mismatch, RecvTarget, RequestId, Result, Started, Status};
+use grappe_proto::{Engine, Error, Mismatch, RecvTarget, RequestId, Result, Started, Status};
 
 use super::arena::Arena;
 use super::signature::{Signature, mismatch};
@@ -65,15 +65,13 @@ impl<'c> Channel<'c> {
     /// collective on the communicator, get the error instead of waiting.
     pub fn run<T>(&mut self, sig: Signature, body: impl FnOnce(&Channel<'c>) -> Result<T>) -> Result<T> {
         self.begin(sig)?;
-        match body(self) {
-            Err(Error::CollectiveMismatch(why)) => {
-                if why.found_by == self.rank {
-                    self.revoke(&why);
-                }
-                Err(Error::CollectiveMismatch(why))
+        let outcome = body(self);
+        if let Err(Error::CollectiveMismatch(why)) = &outcome {
+            if why.found_by == self.rank {
+                self.revoke(&mut self.comm.rank_context().engine(), why);
             }
-            outcome => outcome,
         }
+        outcome
     }
 
     /// Numbers the call, announces it in the arena (where a rank waiting
@@ -103,17 +101,27 @@ impl<'c> Channel<'c> {
 
     /// Revokes the communicator's collectives on every member, with `why`:
     /// in the arena for the ranks waiting there, by a record to every
-    /// member's engine for the others.
-    fn revoke(&self, why: &Mismatch) {
+    /// member's engine for the others. Done again, it changes nothing.
+    fn revoke(&self, engine: &mut Engine, why: &Mismatch) {
         if let Some(arena) = &self.arena {
-            arena.abort(self, why);
+            arena.abort(self, why, engine);
         }
-        let mut engine = self.comm.rank_context().engine();
         // The engine revokes by itself when a peer's answer shows the
         // mismatch (see `board`); the others know then.
         if engine.revocation(self.ctx).is_none() {
             let members: Vec<usize> = (0..self.size).filter_map(|r| self.comm.world_rank_of(r).ok()).collect();
             engine.revoke(self.ctx, why, &members, self.rank as u32);
+        }
+    }
+
+    /// Revokes at once if `outcome` is a mismatch this rank found: a peer
+    /// that will never take a send of this call then drops it, and the
+    /// wait for that send ends.
+    fn revoke_if_found(&self, engine: &mut Engine, outcome: &Result<()>) {
+        if let Err(Error::CollectiveMismatch(why)) = outcome {
+            if why.found_by == self.rank {
+                self.revoke(engine, why);
+            }
         }
     }
 
@@ -169,20 +177,34 @@ impl<'c> Channel<'c> {
     }
 
     /// Sends `send` to `dest` while receiving exactly `recv.len()` elements
-    /// from `src`.
+    /// from `src`. The receive is waited for first: a mismatch it shows
+    /// revokes at once, so that the send, if its receiver will never take
+    /// it, is dropped and its wait ends.
     pub fn sendrecv<T: Pod>(&self, send: &[T], dest: usize, recv: &mut [T], src: usize) -> Result<()> {
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(recv);
-        let expected = bytes.len();
-        let status = self.comm.sendrecv_bytes(
-            self.ctx,
-            bytemuck::cast_slice(send),
-            dest,
-            self.tag(),
-            bytes,
-            Source::Rank(src),
-            Tag::Any,
-        );
-        self.exact(status.map(|done| done.status), src, expected)
+        let (src_world, dest_world) = (self.comm.world_rank_of(src)?, self.comm.world_rank_of(dest)?);
+        let (out, into): (&[u8], &mut [u8]) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        let (expected, tag) = (into.len(), self.tag());
+        let target = RecvTarget::Buffer { ptr: into.as_mut_ptr(), cap: expected };
+        let mut engine = self.comm.rank_context().engine();
+        // SAFETY: both buffers are borrowed for this call, and both
+        // requests end before it returns: the send is waited for even when
+        // the receive failed.
+        let received = unsafe { engine.irecv(target, Some(src_world), self.ctx, None) };
+        // SAFETY: as above.
+        let sent = unsafe { engine.isend(out.as_ptr(), out.len(), dest_world, self.ctx, tag, self.rank as u32) };
+        let status = match received {
+            Ok(Started::Done(done)) => Ok(done.status),
+            Ok(Started::Pending(id)) => engine.wait(id).map(|done| done.status),
+            Err(e) => Err(e),
+        };
+        let checked = self.exact(status, src, expected);
+        self.revoke_if_found(&mut engine, &checked);
+        let sent = match sent {
+            Ok(Started::Done(_)) => Ok(()),
+            Ok(Started::Pending(id)) => engine.wait(id).map(|_| ()),
+            Err(e) => Err(e),
+        };
+        checked.and(sent)
     }
 
     /// Posts every receive, then every send, and waits for all of them:
@@ -211,18 +233,24 @@ impl<'c> Channel<'c> {
             // SAFETY: the buffer is borrowed through `recvs` for this whole
             // call and nothing else touches it: every request posted here
             // is waited for below before we return, also after an error.
-            match unsafe { engine.irecv(target, Some(world), self.ctx, None) } {
-                Ok(Started::Done(done)) => keep_first(&mut first_error, self.exact(Ok(done.status), *src, bytes.len())),
-                Ok(Started::Pending(id)) => pending.push((id, Some((*src, bytes.len())))),
+            let arrived = match unsafe { engine.irecv(target, Some(world), self.ctx, None) } {
+                Ok(Started::Done(done)) => Ok(done.status),
+                Ok(Started::Pending(id)) => {
+                    pending.push((id, Some((*src, bytes.len()))));
+                    continue;
+                }
                 // A message already here and too long: this receive is over,
                 // the round goes on.
-                Err(e @ Error::Truncated { .. }) => keep_first(&mut first_error, self.exact(Err(e), *src, bytes.len())),
+                Err(e @ Error::Truncated { .. }) => Err(e),
                 Err(e) => {
                     keep_first(&mut first_error, Err(e));
                     posting_failed = true;
                     break;
                 }
-            }
+            };
+            let checked = self.exact(arrived, *src, bytes.len());
+            self.revoke_if_found(&mut engine, &checked);
+            keep_first(&mut first_error, checked);
         }
         if !posting_failed {
             for ((_, data), world) in sends.iter().zip(send_world) {
@@ -246,6 +274,7 @@ impl<'c> Channel<'c> {
                 Some((src, expected)) => self.exact(status, src, expected),
                 None => status.map(|_| ()),
             };
+            self.revoke_if_found(&mut engine, &checked);
             keep_first(&mut first_error, checked);
         }
         first_error.map_or(Ok(()), Err)
