@@ -218,3 +218,28 @@ fn a_peer_behind_is_waited_for() {
     assert!(judged.iter().all(|&(peer, theirs, awaited)| peer == 1 && theirs == [0, 0, 0, 0] && awaited), "{judged:?}");
     assert!(!judged.is_empty() && !revoked);
 }
+
+/// A peer busy outside the runtime gets one probe from a stalled waiter,
+/// however many sleeps the waiter goes through: the next waits for the
+/// answer.
+#[test]
+fn a_busy_peer_is_probed_once_until_it_answers() {
+    let outcomes = run_waiting(2, modes()[0], short_sleeps(), |e| {
+        let me = e.world_rank();
+        let board = std::sync::Arc::new(TestBoard::new(me, 0, 0));
+        e.register_board(COLL, board.clone());
+        if me == 0 {
+            recv_on(e, COLL, &mut [0u8; 8], 1).unwrap();
+            0
+        } else {
+            // About 30 of rank 0's sleeps.
+            std::thread::sleep(Duration::from_millis(300));
+            e.block_until(|_| board.answered.load(Ordering::Relaxed) > 0).unwrap();
+            e.progress().unwrap();
+            let answered = board.answered.load(Ordering::Relaxed);
+            send_on(e, COLL, &[7u8; 8], 0);
+            answered
+        }
+    });
+    assert_eq!(outcomes[1], 1, "probes answered by the busy rank");
+}

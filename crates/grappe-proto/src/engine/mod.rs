@@ -110,6 +110,8 @@ pub(crate) struct Book {
     boards: Vec<(u32, Arc<dyn crate::CallBoard>)>,
     /// What dispatching left to send or do.
     owed: stall::Owed,
+    /// Probes not answered yet.
+    probing: stall::Outstanding,
 }
 
 /// Destination of fragments of a staged message.
@@ -159,6 +161,7 @@ impl Engine {
             detached: Vec::new(),
             boards: Vec::new(),
             owed: stall::Owed::default(),
+            probing: stall::Outstanding::default(),
         };
         Ok(Engine { me, inbound, net, book, settings, wait, bell, stats: EngineStats::default() })
     }

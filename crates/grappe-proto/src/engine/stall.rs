@@ -24,6 +24,12 @@ impl Words for Answer {
     }
 }
 
+/// Probes sent and not answered yet: (context, world rank). A peer busy
+/// outside the runtime for minutes gets one probe per waiter, not one per
+/// waiter and sleep.
+#[derive(Default)]
+pub(super) struct Outstanding(Vec<(u32, usize)>);
+
 /// What dispatching records left for the engine to send or do.
 #[derive(Default)]
 pub(super) struct Owed {
@@ -57,9 +63,10 @@ impl Engine {
     /// After a sleep that nobody cut short in a wait: asks the peer of
     /// every receive of a collective context that waits for its message,
     /// and of every send of one that waits for its receiver, where it
-    /// stands (once per peer and context). All of them, not only the one
-    /// waited for: a round of requests is waited for one after the other,
-    /// and the stalled one may come later.
+    /// stands (once per peer and context, and not again before it
+    /// answered). All of them, not only the one waited for: a round of
+    /// requests is waited for one after the other, and the stalled one may
+    /// come later.
     pub(super) fn probe_stalled_peers(&mut self) {
         if self.book.boards.is_empty() {
             return;
@@ -73,7 +80,7 @@ impl Engine {
                 }
                 _ => None,
             };
-            if let Some(peer) = stalled.filter(|peer| !peers.contains(peer)) {
+            if let Some(peer) = stalled.filter(|peer| !peers.contains(peer) && !self.book.probing.0.contains(peer)) {
                 peers.push(peer);
             }
         }
@@ -81,6 +88,7 @@ impl Engine {
             if let Some(board) = self.book.board(ctx) {
                 let env = Envelope { kind: Kind::Probe, ctx, tag: 0, src: board.rank() as u32 };
                 self.send_control(peer, env, Vec::new());
+                self.book.probing.0.push((ctx, peer));
             }
         }
     }
@@ -122,6 +130,7 @@ impl Book {
     /// communicator) about context `ctx`.
     pub(super) fn answered(&mut self, net: &Net, src: usize, src_comm: u32, ctx: u32, payload: &[u8]) -> Result<()> {
         let Answer(words) = Answer::read(payload).ok_or_else(|| corrupt(src, "short probe answer".into()))?;
+        self.probing.0.retain(|&probe| probe != (ctx, src));
         let Some(board) = self.board(ctx) else { return Ok(()) };
         if let Some(why) = board.stray(src_comm as usize, words, self.awaits(net, ctx, src)) {
             self.owed.strays.push((ctx, why));
