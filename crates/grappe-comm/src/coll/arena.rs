@@ -20,8 +20,8 @@
 //! (so checking costs nothing more than arriving): the last arriver
 //! compares the sum with `n` times its own hash. Equal keys always pass;
 //! different ones pass only if their hashes happen to sum to that: odds
-//! of 2^-48 for random hashes, 2^-32 at worst (when `n - 1` is a multiple
-//! of 2^16 and the last arriver is the odd one). A rank whose
+//! of 2^-48 for random hashes, 2^-33 at worst (when `n - 1` is a multiple
+//! of 2^15 and the last arriver is the odd one). A rank whose
 //! call takes another path (messages, for a size the others do not have)
 //! never arrives; but every collective call on the communicator writes
 //! its number and signature in its rank's header line first, so a rank

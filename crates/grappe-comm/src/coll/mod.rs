@@ -8,7 +8,8 @@
 //! choices and each threshold says why it is where it is.
 //!
 //! Collective traffic uses the communicator's second context, so it never
-//! matches user receives, and each collective its own tag (`tags`).
+//! matches user receives; each collective's tags carry its family
+//! (`tags`) and the call's signature (`signature`).
 //!
 //! Conventions of the API, as in MPI:
 //! - every rank calls the same collectives in the same order, with the
@@ -55,11 +56,12 @@ pub use arena::{ARENAS, SLOT_BYTES, arena_bytes};
 
 use crate::Communicator;
 
-/// Tags of collective traffic on the collective context, one per
-/// collective (communicator management uses `TAG_UB`). Messages of one
-/// pair on one context never overtake each other and collectives are
-/// called in the same order everywhere, so the tags are not needed for
-/// matching: they make traces readable.
+/// Families of the tags of collective traffic on the collective context,
+/// one per collective (communicator management uses `TAG_UB`, clock
+/// sampling `TAG_UB - 1`), in a tag's low 4 bits; the others carry the
+/// call's signature (`signature`). Messages of one pair on one context
+/// never overtake each other and collectives are called in the same
+/// order everywhere, so receives match any tag and check it afterwards.
 pub(crate) mod tags {
     pub const BARRIER: i32 = 1;
     pub const ALLREDUCE: i32 = 2;
