@@ -142,15 +142,16 @@ impl<'a> Arena<'a> {
         unsafe { self.base.add(2 * CACHE_LINE + rank * RANK_BYTES + CACHE_LINE) }
     }
 
-    /// Writes `call` into the header of `rank` (read by waiters looking
-    /// for a call that went elsewhere), and fails if the arena was aborted.
-    pub(super) fn announce(&self, rank: usize, call: &Announcement) -> Result<()> {
+    /// Writes `call` into the header of `rank`, read by waiters looking
+    /// for a call that went elsewhere. (An aborted arena fails the call at
+    /// its exchange; a call that goes by messages fails by the revocation
+    /// that always comes with the abort.)
+    pub(super) fn announce(&self, rank: usize, call: &Announcement) {
         let header = self.header(rank);
         header.key.store(call.key, Ordering::Relaxed);
         header.op_root.store(call.op_root, Ordering::Relaxed);
         header.bytes.store(call.bytes, Ordering::Relaxed);
         header.seq.store(call.seq, Ordering::Release);
-        self.check_abort()
     }
 
     #[inline]

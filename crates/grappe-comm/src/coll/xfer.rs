@@ -83,7 +83,7 @@ impl<'c> Channel<'c> {
         let (call, board) = (sig.announcement(self.seq, self.key), self.comm.board());
         board.announce(&call);
         if let Some(arena) = &self.arena {
-            arena.announce(self.rank, &call)?;
+            arena.announce(self.rank, &call);
         }
         if board.is_revoked() {
             return Err(self.revoked());
