@@ -10,10 +10,12 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use grappe_proto::{Error, Result};
 
 use crate::RankContext;
+use crate::coll::board::Board;
 
 /// Context of the world communicator.
 pub(crate) const WORLD_CTX: u32 = 0;
@@ -43,6 +45,21 @@ pub(crate) struct Inner {
     freed: Cell<bool>,
     /// What the calls do with their errors.
     pub errors: Cell<crate::ErrorHandler>,
+    /// Collective calls this rank made on the communicator: the number of
+    /// its last one (see `coll::arena`).
+    coll_seq: Cell<u64>,
+    /// Its latest collective call, for the peers that wait for it.
+    board: Arc<Board>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A communicator dropped while the engine is busy (unwinding out of
+        // a call) leaves its board: probes of it get an answer still.
+        if let Some(mut engine) = self.rank_ctx.engine_if_free() {
+            engine.unregister_board(self.ctx + 1);
+        }
+    }
 }
 
 /// "No arena" in the words exchanged when creating a communicator.
@@ -72,8 +89,24 @@ impl Communicator {
 
     fn new(rank_ctx: Rc<RankContext>, ctx: u32, rank: usize, group: Vec<usize>, arena: Option<usize>) -> Communicator {
         rank_ctx.used_ctx(ctx);
+        let board = Arc::new(Board::new(rank, group.clone()));
+        rank_ctx.engine().register_board(ctx + 1, board.clone());
+        let (freed, coll_seq) = (Cell::new(false), Cell::new(0));
         let errors = Cell::new(crate::ErrorHandler::default());
-        Communicator { inner: Rc::new(Inner { rank_ctx, ctx, rank, group, arena, freed: Cell::new(false), errors }) }
+        let inner = Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board };
+        Communicator { inner: Rc::new(inner) }
+    }
+
+    /// Numbers a new collective call on the communicator.
+    pub(crate) fn next_coll_seq(&self) -> u64 {
+        let seq = self.inner.coll_seq.get() + 1;
+        self.inner.coll_seq.set(seq);
+        seq
+    }
+
+    /// This rank's board of collective calls on the communicator.
+    pub(crate) fn board(&self) -> &Board {
+        &self.inner.board
     }
 
     /// The arena of the communicator, if it has a shared-memory fast path.

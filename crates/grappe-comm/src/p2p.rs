@@ -197,26 +197,10 @@ impl Communicator {
         Ok((data, done.status))
     }
 
-    /// Sends `send` while receiving into `recv`; the receive's completion:
-    /// its status, and whether its message had arrived before it was posted.
-    #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
-    pub(crate) fn sendrecv_bytes(
-        &self,
-        ctx: u32,
-        send: &[u8],
-        dest: usize,
-        send_tag: i32,
-        recv: &mut [u8],
-        src: Source,
-        recv_tag: Tag,
-    ) -> Result<Completion> {
-        let (sent, received) = self.sendrecv_halves(ctx, send, dest, send_tag, recv, src, recv_tag)?;
-        sent?;
-        received
-    }
-
-    /// [`sendrecv_bytes`](Self::sendrecv_bytes), each half's outcome apart
-    /// (a trace records each); `Err` if it was refused before it started.
+    /// Sends `send` while receiving into `recv`: each half's outcome apart
+    /// (a trace records each; the receive's completion tells its status and
+    /// whether its message had arrived before it was posted); `Err` if it
+    /// was refused before it started.
     #[allow(clippy::too_many_arguments)] // MPI_Sendrecv's own
     pub(crate) fn sendrecv_halves(
         &self,

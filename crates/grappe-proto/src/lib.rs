@@ -15,6 +15,7 @@
 //! source never overtaking each other.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
+mod board;
 mod engine;
 mod error;
 mod matching;
@@ -25,8 +26,9 @@ mod settings;
 pub mod stop;
 pub mod wire;
 
+pub use board::CallBoard;
 pub use engine::{Engine, EngineStats, Failure, InTransit, announce, mark_stopped};
-pub use error::{Error, ErrorClass, Result, Status};
+pub use error::{Call, Error, ErrorClass, Mismatch, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};
 pub use settings::ProtoSettings;

@@ -29,6 +29,15 @@ pub enum Kind {
     /// 8-byte short message from a receiver: the rendezvous send named by
     /// the payload (the sender's request id) is complete.
     Fin = 6,
+    /// The sender revoked the context of the record: the receiver revokes
+    /// it too (see `Engine::revoke`). The payload is an encoded
+    /// [`Mismatch`](crate::Mismatch), the reason.
+    Revoke = 7,
+    /// "Where do you stand in the collective calls of this context?" (see
+    /// [`CallBoard`](crate::CallBoard)); no payload.
+    Probe = 8,
+    /// The answer to a probe: the 4 words of [`CallBoard::current`](crate::CallBoard::current).
+    ProbeReply = 9,
 }
 
 impl Kind {
@@ -40,6 +49,9 @@ impl Kind {
             4 => Kind::FragFirst,
             5 => Kind::Frag,
             6 => Kind::Fin,
+            7 => Kind::Revoke,
+            8 => Kind::Probe,
+            9 => Kind::ProbeReply,
             _ => return None,
         })
     }
@@ -172,7 +184,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn envelopes_round_trip(kind in 1u8..=6, ctx: u32, tag: i32, src: u32) {
+        fn envelopes_round_trip(kind in 1u8..=9, ctx: u32, tag: i32, src: u32) {
             let env = Envelope { kind: Kind::from_u8(kind).unwrap(), ctx, tag, src };
             prop_assert_eq!(Envelope::decode(env.encode()), Some(env));
         }
@@ -189,7 +201,7 @@ mod tests {
         }
 
         #[test]
-        fn short_or_foreign_records_are_rejected(kind in 7u32.., bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn short_or_foreign_records_are_rejected(kind in 10u32.., bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
             prop_assert_eq!(Envelope::decode([kind, 0, 0, 0]), None);
             prop_assert_eq!(Handover::read(&bytes), None);
         }

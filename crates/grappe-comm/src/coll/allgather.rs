@@ -10,9 +10,11 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape};
+use super::arena::{SLOT_BYTES, Shape};
 use super::common::{Blocks, check_counts, concat_slots, expect_len, read_write};
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -38,10 +40,11 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Allgather, None, bytes, || {
-            let ch = Channel::new(self, "allgather", tags::ALLGATHER)?;
+            let mut ch = Channel::new(self, "allgather", tags::ALLGATHER)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             expect_len(ch.op(), "the receive buffer", recv.len(), ch.size * send.len())?;
-            allgather_blocks(&ch, send, recv, &Blocks::uniform(ch.size, send.len()))
+            let blocks = Blocks::uniform(ch.size, send.len());
+            ch.run(Signature::sized(CollectiveKind::Allgather, bytes), |ch| allgather_blocks(ch, send, recv, &blocks))
         })
     }
 
@@ -65,12 +68,13 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Allgatherv, None, bytes, || {
-            let ch = Channel::new(self, "allgatherv", tags::ALLGATHER)?;
+            let mut ch = Channel::new(self, "allgatherv", tags::ALLGATHER)?;
             let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
             expect_len(ch.op(), "the receive buffer", recv.len(), blocks.total())?;
-            allgather_blocks(&ch, send, recv, &blocks)
+            let sig = Signature::laid_out(CollectiveKind::Allgatherv, counts, size_of::<S::Elem>());
+            ch.run(sig, |ch| allgather_blocks(ch, send, recv, &blocks))
         })
     }
 }
@@ -80,13 +84,14 @@ fn allgather_blocks<T: Pod>(ch: &Channel<'_>, send: &[T], data: &mut [T], blocks
     let (n, rank) = (ch.size, ch.rank);
     let total_bytes = size_of_val(data);
     data[blocks.range(rank)].copy_from_slice(send);
-    if n == 1 || total_bytes == 0 {
+    if n == 1 {
         return Ok(());
     }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| total_bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| total_bytes <= SLOT_BYTES) {
         let bytes = blocks.in_bytes::<T>();
         let shape = Shape { slot: bytes.max_len(), result: total_bytes };
         return arena.exchange_parts(
+            ch,
             bytemuck::cast_slice(send),
             shape,
             0,

@@ -13,11 +13,13 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES};
+use super::arena::SLOT_BYTES;
 use super::common::{Blocks, combine_ordered, expect_len, reduce_in_rank_order};
 use super::halving::{self, Fold, Masks};
 use super::ops::Operation;
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -41,10 +43,10 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Allreduce, None, bytes, || {
-            let ch = Channel::new(self, "allreduce", tags::ALLREDUCE)?;
+            let mut ch = Channel::new(self, "allreduce", tags::ALLREDUCE)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
-            allreduce_slices(&ch, send, recv, &op)
+            ch.run(Signature::sized(CollectiveKind::Allreduce, bytes), |ch| allreduce_slices(ch, send, recv, &op))
         })
     }
 }
@@ -57,12 +59,12 @@ pub(super) fn allreduce_slices<T: Pod, O: Operation<T>>(
     op: &O,
 ) -> Result<()> {
     let bytes = size_of_val(send);
-    if ch.size == 1 || send.is_empty() {
+    if ch.size == 1 {
         recv.copy_from_slice(send);
         return Ok(());
     }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| bytes <= SLOT_BYTES) {
-        return arena.exchange(bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), |slots, result| {
+    if let Some(arena) = ch.arena().filter(|_| bytes <= SLOT_BYTES) {
+        return arena.exchange(ch, bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv), |slots, result| {
             reduce_in_rank_order::<T, O>(slots, result, op)
         });
     }

@@ -12,9 +12,11 @@
 
 use bytemuck::Pod;
 use grappe_proto::{Error, Result};
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape, Slots};
+use super::arena::{SLOT_BYTES, Shape, Slots};
 use super::common::{Blocks, check_counts, expect_len};
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -45,7 +47,7 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Alltoall, None, bytes, || {
-            let ch = Channel::new(self, "alltoall", tags::ALLTOALL)?;
+            let mut ch = Channel::new(self, "alltoall", tags::ALLTOALL)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             let n = ch.size;
             expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
@@ -55,26 +57,7 @@ impl Communicator {
                     detail: format!("the send buffer has {} elements, not a multiple of the {n} ranks", send.len()),
                 });
             }
-            let blocks = Blocks::uniform(n, send.len() / n);
-            let block_bytes = size_of_val(send) / n;
-            if n == 1 || block_bytes == 0 {
-                recv.copy_from_slice(send);
-                return Ok(());
-            }
-            if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * size_of_val(send) <= SLOT_BYTES) {
-                let shape = Shape { slot: n * block_bytes, result: n * n * block_bytes };
-                let transpose = |slots: &Slots<'_>, result: &mut [u8]| transpose(slots, result, block_bytes);
-                let out = bytemuck::cast_slice_mut(recv);
-                return arena.exchange_parts(
-                    bytemuck::cast_slice(send),
-                    shape,
-                    ch.rank * n * block_bytes,
-                    out,
-                    transpose,
-                );
-            }
-            let schedule = if block_bytes <= POST_ALL_MAX_BLOCK_BYTES { Schedule::PostAll } else { Schedule::Pairwise };
-            exchange(&ch, send, &blocks, recv, &blocks, schedule)
+            ch.run(Signature::sized(CollectiveKind::Alltoall, bytes), |ch| alltoall_slices(ch, send, recv))
         })
     }
 
@@ -90,7 +73,7 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Alltoallv, None, bytes, || {
-            let ch = Channel::new(self, "alltoallv", tags::ALLTOALL)?;
+            let mut ch = Channel::new(self, "alltoallv", tags::ALLTOALL)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             let send_blocks = check_counts(ch.op(), "send counts", send_counts, ch.size)?;
             let recv_blocks = check_counts(ch.op(), "receive counts", recv_counts, ch.size)?;
@@ -106,14 +89,38 @@ impl Communicator {
                     ),
                 });
             }
-            exchange(&ch, send, &send_blocks, recv, &recv_blocks, Schedule::PostAll)
+            let sig = Signature::per_rank_sizes(CollectiveKind::Alltoallv, None);
+            ch.run(sig, |ch| exchange(ch, send, &send_blocks, recv, &recv_blocks, Schedule::PostAll))
         })
     }
+}
+
+/// The alltoall of [`Communicator::alltoall`], on checked slices (`send`
+/// holds a whole number of blocks).
+fn alltoall_slices<T: Pod>(ch: &Channel<'_>, send: &[T], recv: &mut [T]) -> Result<()> {
+    let n = ch.size;
+    let blocks = Blocks::uniform(n, send.len() / n);
+    let block_bytes = size_of_val(send) / n;
+    if n == 1 {
+        recv.copy_from_slice(send);
+        return Ok(());
+    }
+    if let Some(arena) = ch.arena().filter(|_| n * size_of_val(send) <= SLOT_BYTES) {
+        let shape = Shape { slot: n * block_bytes, result: n * n * block_bytes };
+        let transpose = |slots: &Slots<'_>, result: &mut [u8]| transpose(slots, result, block_bytes);
+        let out = bytemuck::cast_slice_mut(recv);
+        return arena.exchange_parts(ch, bytemuck::cast_slice(send), shape, ch.rank * n * block_bytes, out, transpose);
+    }
+    let schedule = if block_bytes <= POST_ALL_MAX_BLOCK_BYTES { Schedule::PostAll } else { Schedule::Pairwise };
+    exchange(ch, send, &blocks, recv, &blocks, schedule)
 }
 
 /// Arena combine: block `(d, s)` of the result (rank `d`'s block from
 /// rank `s`) is block `d` of slot `s`.
 fn transpose(slots: &Slots<'_>, result: &mut [u8], block_bytes: usize) {
+    if block_bytes == 0 {
+        return;
+    }
     let n = slots.len();
     for (i, block) in result.chunks_exact_mut(block_bytes).enumerate() {
         let (dest, src) = (i / n, i % n);

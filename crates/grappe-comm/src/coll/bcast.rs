@@ -8,11 +8,13 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
 use super::allgather::ring;
-use super::arena::{Arena, SLOT_BYTES, Shape};
+use super::arena::{SLOT_BYTES, Shape};
 use super::binomial::{self, Tree};
 use super::common::{Blocks, check_root};
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{BufferMut, Communicator};
@@ -33,9 +35,9 @@ impl Communicator {
     pub fn bcast<B: BufferMut + ?Sized>(&self, buf: &mut B, root: usize) -> Result<()> {
         let bytes = std::mem::size_of_val(buf.elems());
         self.traced(grappe_trace::CollectiveKind::Bcast, Some(root), bytes, || {
-            let ch = Channel::new(self, "bcast", tags::BCAST)?;
+            let mut ch = Channel::new(self, "bcast", tags::BCAST)?;
             check_root(root, ch.size)?;
-            bcast_slice(&ch, buf.elems_mut(), root)
+            ch.run(Signature::rooted(CollectiveKind::Bcast, bytes, root), |ch| bcast_slice(ch, buf.elems_mut(), root))
         })
     }
 }
@@ -43,16 +45,16 @@ impl Communicator {
 /// The broadcast of [`Communicator::bcast`] on a slice.
 pub(super) fn bcast_slice<T: Pod>(ch: &Channel<'_>, data: &mut [T], root: usize) -> Result<()> {
     let bytes = size_of_val(data);
-    if ch.size == 1 || bytes == 0 {
+    if ch.size == 1 {
         return Ok(());
     }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| bytes <= SLOT_BYTES) {
         let shape = Shape { slot: bytes, result: bytes };
         let copy_root = |slots: &super::arena::Slots<'_>, result: &mut [u8]| result.copy_from_slice(slots.get(root));
         return if ch.rank == root {
-            arena.exchange_parts(bytemuck::cast_slice(data), shape, 0, &mut [], copy_root)
+            arena.exchange_parts(ch, bytemuck::cast_slice(data), shape, 0, &mut [], copy_root)
         } else {
-            arena.exchange_parts(&[], shape, 0, bytemuck::cast_slice_mut(data), copy_root)
+            arena.exchange_parts(ch, &[], shape, 0, bytemuck::cast_slice_mut(data), copy_root)
         };
     }
     let tree = Tree::new(ch.size, ch.rank, root);

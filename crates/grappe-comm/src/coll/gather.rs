@@ -11,10 +11,12 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape};
+use super::arena::{SLOT_BYTES, Shape};
 use super::binomial::{self, Tree};
 use super::common::{Blocks, check_counts, check_root, concat_slots, expect_len};
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -39,14 +41,14 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Gather, Some(root), bytes, || {
-            let ch = Channel::new(self, "gather", tags::GATHER)?;
+            let mut ch = Channel::new(self, "gather", tags::GATHER)?;
             check_root(root, ch.size)?;
             let send = send.elems();
             let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
             if ch.rank == root {
                 expect_len(ch.op(), "the receive buffer at the root", recv.len(), ch.size * send.len())?;
             }
-            gather_slices(&ch, send, recv, root)
+            ch.run(Signature::rooted(CollectiveKind::Gather, bytes, root), |ch| gather_slices(ch, send, recv, root))
         })
     }
 
@@ -63,20 +65,21 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Gatherv, Some(root), bytes, || {
-            let ch = Channel::new(self, "gatherv", tags::GATHER)?;
+            let mut ch = Channel::new(self, "gatherv", tags::GATHER)?;
             check_root(root, ch.size)?;
             let send = send.elems();
+            let sig = Signature::per_rank_sizes(CollectiveKind::Gatherv, Some(root));
             if ch.rank != root && counts.is_empty() {
-                return ch.send(send, root);
+                return ch.run(sig, |ch| ch.send(send, root));
             }
             let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
             expect_len(ch.op(), "the send buffer", send.len(), counts[ch.rank])?;
             if ch.rank != root {
-                return ch.send(send, root);
+                return ch.run(sig, |ch| ch.send(send, root));
             }
             let recv = recv.elems_mut();
             expect_len(ch.op(), "the receive buffer at the root", recv.len(), blocks.total())?;
-            linear(&ch, send, recv, &blocks)
+            ch.run(sig, |ch| linear(ch, send, recv, &blocks))
         })
     }
 }
@@ -89,14 +92,12 @@ pub(super) fn gather_slices<T: Pod>(ch: &Channel<'_>, send: &[T], recv: &mut [T]
         recv.copy_from_slice(send);
         return Ok(());
     }
-    if bytes == 0 {
-        return Ok(());
-    }
     let blocks = Blocks::uniform(n, k);
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| n * bytes <= SLOT_BYTES) {
         let shape = Shape { slot: bytes, result: n * bytes };
         let in_bytes = blocks.in_bytes::<T>();
         return arena.exchange_parts(
+            ch,
             bytemuck::cast_slice(send),
             shape,
             0,

@@ -15,12 +15,14 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape};
+use super::arena::{SLOT_BYTES, Shape};
 use super::binomial::{self, Tree};
 use super::common::{Blocks, check_root, expect_len, reduce_in_rank_order};
 use super::halving::{self, Fold, Masks};
 use super::ops::Operation;
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -54,14 +56,16 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Reduce, Some(root), bytes, || {
-            let ch = Channel::new(self, "reduce", tags::REDUCE)?;
+            let mut ch = Channel::new(self, "reduce", tags::REDUCE)?;
             check_root(root, ch.size)?;
             let send = send.elems();
             let recv: &mut [S::Elem] = if ch.rank == root { recv.elems_mut() } else { &mut [] };
             if ch.rank == root {
                 expect_len(ch.op(), "the receive buffer at the root", recv.len(), send.len())?;
             }
-            reduce_slices(&ch, send, recv, root, &op)
+            ch.run(Signature::rooted(CollectiveKind::Reduce, bytes, root), |ch| {
+                reduce_slices(ch, send, recv, root, &op)
+            })
         })
     }
 }
@@ -80,12 +84,10 @@ pub(super) fn reduce_slices<T: Pod, O: Operation<T>>(
         recv.copy_from_slice(send);
         return Ok(());
     }
-    if send.is_empty() {
-        return Ok(());
-    }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| bytes <= SLOT_BYTES) {
         let shape = Shape { slot: bytes, result: bytes };
         return arena.exchange_parts(
+            ch,
             bytemuck::cast_slice(send),
             shape,
             0,

@@ -14,12 +14,14 @@
 
 use bytemuck::Pod;
 use grappe_proto::{Error, Result};
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape};
+use super::arena::{SLOT_BYTES, Shape};
 use super::common::{Blocks, check_counts, expect_len, reduce_in_rank_order};
 use super::halving::{self, Fold, Masks};
 use super::ops::Operation;
 use super::reduce::reduce_slices;
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -38,12 +40,13 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::ReduceScatter, None, bytes, || {
-            let ch = Channel::new(self, "reduce_scatter", tags::REDUCE_SCATTER)?;
+            let mut ch = Channel::new(self, "reduce_scatter", tags::REDUCE_SCATTER)?;
             let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             expect_len(ch.op(), "the send buffer", send.len(), blocks.total())?;
             expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
-            reduce_scatter_blocks(&ch, send, recv, &blocks, &op)
+            let sig = Signature::laid_out(CollectiveKind::ReduceScatter, counts, size_of::<S::Elem>());
+            ch.run(sig, |ch| reduce_scatter_blocks(ch, send, recv, &blocks, &op))
         })
     }
 
@@ -59,7 +62,7 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::ReduceScatterBlock, None, bytes, || {
-            let ch = Channel::new(self, "reduce_scatter_block", tags::REDUCE_SCATTER)?;
+            let mut ch = Channel::new(self, "reduce_scatter_block", tags::REDUCE_SCATTER)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             if send.len() != ch.size * recv.len() {
                 return Err(Error::BufferSize {
@@ -72,7 +75,9 @@ impl Communicator {
                     ),
                 });
             }
-            reduce_scatter_blocks(&ch, send, recv, &Blocks::uniform(ch.size, recv.len()), &op)
+            let (blocks, sig) =
+                (Blocks::uniform(ch.size, recv.len()), Signature::sized(CollectiveKind::ReduceScatterBlock, bytes));
+            ch.run(sig, |ch| reduce_scatter_blocks(ch, send, recv, &blocks, &op))
         })
     }
 }
@@ -89,13 +94,11 @@ fn reduce_scatter_blocks<T: Pod, O: Operation<T>>(
         recv.copy_from_slice(send);
         return Ok(());
     }
-    if bytes == 0 {
-        return Ok(());
-    }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| bytes <= SLOT_BYTES) {
         let shape = Shape { slot: bytes, result: bytes };
         let at = blocks.range(rank).start * size_of::<T>();
         return arena.exchange_parts(
+            ch,
             bytemuck::cast_slice(send),
             shape,
             at,

@@ -12,10 +12,12 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape, Slots};
+use super::arena::{SLOT_BYTES, Shape, Slots};
 use super::common::{combine_ordered, expect_len};
 use super::ops::Operation;
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -39,8 +41,11 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Scan, None, bytes, || {
-            let ch = Channel::new(self, "scan", tags::SCAN)?;
-            scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Inclusive)
+            let mut ch = Channel::new(self, "scan", tags::SCAN)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
+            let sig = Signature::sized(CollectiveKind::Scan, bytes);
+            ch.run(sig, |ch| scan_slices(ch, send, recv, &op, Prefix::Inclusive))
         })
     }
 
@@ -56,8 +61,11 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(send.elems());
         self.traced(grappe_trace::CollectiveKind::Exscan, None, bytes, || {
-            let ch = Channel::new(self, "exscan", tags::SCAN)?;
-            scan_slices(&ch, send.elems(), recv.elems_mut(), &op, Prefix::Exclusive)
+            let mut ch = Channel::new(self, "exscan", tags::SCAN)?;
+            let (send, recv) = (send.elems(), recv.elems_mut());
+            expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
+            let sig = Signature::sized(CollectiveKind::Exscan, bytes);
+            ch.run(sig, |ch| scan_slices(ch, send, recv, &op, Prefix::Exclusive))
         })
     }
 }
@@ -69,26 +77,24 @@ fn scan_slices<T: Pod, O: Operation<T>>(
     op: &O,
     prefix: Prefix,
 ) -> Result<()> {
-    expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
     let (n, rank, bytes) = (ch.size, ch.rank, size_of_val(send));
-    if prefix == Prefix::Inclusive && (n == 1 || bytes == 0) {
-        recv.copy_from_slice(send);
+    if n == 1 {
+        if prefix == Prefix::Inclusive {
+            recv.copy_from_slice(send);
+        }
         return Ok(());
     }
-    if n == 1 || bytes == 0 {
-        return Ok(());
-    }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| n * bytes <= SLOT_BYTES) {
         let shape = Shape { slot: bytes, result: n * bytes };
         let prefixes = |slots: &Slots<'_>, result: &mut [u8]| all_prefixes::<T, O>(slots, result, op);
         let mine = bytemuck::cast_slice(send);
         return match prefix {
             Prefix::Inclusive => {
-                arena.exchange_parts(mine, shape, rank * bytes, bytemuck::cast_slice_mut(recv), prefixes)
+                arena.exchange_parts(ch, mine, shape, rank * bytes, bytemuck::cast_slice_mut(recv), prefixes)
             }
-            Prefix::Exclusive if rank == 0 => arena.exchange_parts(mine, shape, 0, &mut [], prefixes),
+            Prefix::Exclusive if rank == 0 => arena.exchange_parts(ch, mine, shape, 0, &mut [], prefixes),
             Prefix::Exclusive => {
-                arena.exchange_parts(mine, shape, (rank - 1) * bytes, bytemuck::cast_slice_mut(recv), prefixes)
+                arena.exchange_parts(ch, mine, shape, (rank - 1) * bytes, bytemuck::cast_slice_mut(recv), prefixes)
             }
         };
     }

@@ -10,11 +10,13 @@
 
 use bytemuck::Pod;
 use grappe_proto::Result;
+use grappe_trace::CollectiveKind;
 
-use super::arena::{Arena, SLOT_BYTES, Shape, Slots};
+use super::arena::{SLOT_BYTES, Shape, Slots};
 use super::binomial::{self, Tree};
 use super::common::{Blocks, check_counts, check_root, expect_len};
 use super::gather::LINEAR_MIN_BLOCK_BYTES;
+use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
 use crate::{Buffer, BufferMut, Communicator};
@@ -32,14 +34,14 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(recv.elems());
         self.traced(grappe_trace::CollectiveKind::Scatter, Some(root), bytes, || {
-            let ch = Channel::new(self, "scatter", tags::SCATTER)?;
+            let mut ch = Channel::new(self, "scatter", tags::SCATTER)?;
             check_root(root, ch.size)?;
             let recv = recv.elems_mut();
             let send: &[S::Elem] = if ch.rank == root { send.elems() } else { &[] };
             if ch.rank == root {
                 expect_len(ch.op(), "the send buffer at the root", send.len(), ch.size * recv.len())?;
             }
-            scatter_slices(&ch, send, recv, root)
+            ch.run(Signature::rooted(CollectiveKind::Scatter, bytes, root), |ch| scatter_slices(ch, send, recv, root))
         })
     }
 
@@ -55,20 +57,21 @@ impl Communicator {
     {
         let bytes = std::mem::size_of_val(recv.elems());
         self.traced(grappe_trace::CollectiveKind::Scatterv, Some(root), bytes, || {
-            let ch = Channel::new(self, "scatterv", tags::SCATTER)?;
+            let mut ch = Channel::new(self, "scatterv", tags::SCATTER)?;
             check_root(root, ch.size)?;
             let recv = recv.elems_mut();
+            let sig = Signature::per_rank_sizes(CollectiveKind::Scatterv, Some(root));
             if ch.rank != root && counts.is_empty() {
-                return ch.recv(recv, root);
+                return ch.run(sig, |ch| ch.recv(recv, root));
             }
             let blocks = check_counts(ch.op(), "counts", counts, ch.size)?;
             expect_len(ch.op(), "the receive buffer", recv.len(), counts[ch.rank])?;
             if ch.rank != root {
-                return ch.recv(recv, root);
+                return ch.run(sig, |ch| ch.recv(recv, root));
             }
             let send = send.elems();
             expect_len(ch.op(), "the send buffer at the root", send.len(), blocks.total())?;
-            linear(&ch, send, recv, &blocks)
+            ch.run(sig, |ch| linear(ch, send, recv, &blocks))
         })
     }
 }
@@ -81,14 +84,11 @@ fn scatter_slices<T: Pod>(ch: &Channel<'_>, send: &[T], recv: &mut [T], root: us
         recv.copy_from_slice(send);
         return Ok(());
     }
-    if bytes == 0 {
-        return Ok(());
-    }
-    if let Some(arena) = Arena::of(ch.comm()).filter(|_| n * bytes <= SLOT_BYTES) {
+    if let Some(arena) = ch.arena().filter(|_| n * bytes <= SLOT_BYTES) {
         let shape = Shape { slot: n * bytes, result: n * bytes };
         let copy_root = |slots: &Slots<'_>, result: &mut [u8]| result.copy_from_slice(slots.get(root));
         let out = bytemuck::cast_slice_mut(recv);
-        return arena.exchange_parts(bytemuck::cast_slice(send), shape, ch.rank * bytes, out, copy_root);
+        return arena.exchange_parts(ch, bytemuck::cast_slice(send), shape, ch.rank * bytes, out, copy_root);
     }
     let blocks = Blocks::uniform(n, k);
     if bytes >= LINEAR_MIN_BLOCK_BYTES {

@@ -105,7 +105,7 @@ impl ChannelLog {
                 None => self.fail(format!("a short first fragment from rank {src}")),
             },
             Kind::Rts => self.fail(rendezvous_crossed(src, env.tag)),
-            Kind::Frag | Kind::Fin => {}
+            Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply => {}
         }
     }
 }

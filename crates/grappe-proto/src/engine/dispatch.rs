@@ -8,7 +8,7 @@ use super::{Book, Net, StagingTarget};
 use crate::matching::{self, Body};
 use crate::request::{Copying, RecvReq, RecvState, Request, SendState};
 use crate::wire::{Envelope, Handover, Kind, Rts, Words};
-use crate::{Error, OwnedBytes, ProtoSettings, RecvTarget, Result, Status};
+use crate::{Error, Mismatch, OwnedBytes, ProtoSettings, RecvTarget, Result, Status};
 
 impl Book {
     /// Handles one record from the mailbox of world rank `src`.
@@ -53,6 +53,12 @@ impl Book {
             Kind::FragFirst => self.first_fragment(src, &env, payload)?,
             Kind::Frag => self.next_fragment(src, payload)?,
             Kind::Fin => self.finish_offered_send(src, payload)?,
+            Kind::Revoke => {
+                let why = Mismatch::decode(payload).ok_or_else(|| corrupt(src, "unreadable revoke record".into()))?;
+                self.revoke_here(net, env.ctx, &why, settings);
+            }
+            Kind::Probe => self.probed(src, env.ctx),
+            Kind::ProbeReply => self.answered(net, src, env.src, env.ctx, payload)?,
         }
         if record.consume() {
             net.ring(src); // it waits for mailbox space
@@ -60,8 +66,12 @@ impl Book {
         Ok(())
     }
 
-    /// Removes and returns the first posted receive matching the message.
+    /// Removes and returns the first posted receive matching the message;
+    /// on a revoked context, a receive that drops it.
     pub(super) fn take_posted(&mut self, ctx: u32, src: usize, tag: i32) -> Option<usize> {
+        if self.revocation(ctx).is_some() {
+            return Some(self.discard_request(ctx, src));
+        }
         let reqs = &self.reqs;
         let pos = self.posted.iter().position(|&key| match &reqs[key] {
             Request::Recv(recv) => recv.matches(ctx, src, tag),

@@ -38,6 +38,9 @@ impl Engine {
         ctx: u32,
         tag: Option<i32>,
     ) -> Result<Completion> {
+        if let Some(revoked) = self.book.revoked_error(ctx) {
+            return Err(revoked);
+        }
         if let Some(src) = src.filter(|_| self.nothing_in_flight()) {
             match self.take_head(src, ctx, tag, target) {
                 Head::Taken(done) => return done.map(|c| Completion { arrived: true, ..c }),

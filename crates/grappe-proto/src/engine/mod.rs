@@ -11,8 +11,10 @@ mod dispatch;
 mod fast;
 mod net;
 mod rdv;
+mod revoke;
 mod send;
 mod staging;
+mod stall;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -145,9 +147,19 @@ pub(crate) struct Book {
     fins: Vec<(usize, u64)>,
     /// The channels' log of a non-blocking checkpoint wave, while open.
     log: Option<Box<channel_log::ChannelLog>>,
-    /// Requests their poster gave up ([`Engine::abandon`]) that still run
-    /// on memory of their own, until they end.
+    /// Revoked contexts and why (see `revoke`); empty in a healthy run.
+    revoked: Vec<(u32, crate::Mismatch)>,
+    /// Requests nobody waits for, forgotten once finished: requests their
+    /// poster gave up ([`Engine::abandon`]) that still run on memory of
+    /// their own, control records, receives that drop messages of a
+    /// revoked context.
     detached: Vec<usize>,
+    /// Boards of the collective contexts (see `CallBoard`).
+    boards: Vec<(u32, Arc<dyn crate::CallBoard>)>,
+    /// What dispatching left to send or do.
+    owed: stall::Owed,
+    /// Probes not answered yet.
+    probing: stall::Outstanding,
 }
 
 /// Destination of fragments of a staged message.
@@ -195,7 +207,11 @@ impl Engine {
             retiring: Vec::new(),
             fins: Vec::new(),
             log: None,
+            revoked: Vec::new(),
             detached: Vec::new(),
+            boards: Vec::new(),
+            owed: stall::Owed::default(),
+            probing: stall::Outstanding::default(),
         };
         Ok(Engine {
             me,
@@ -295,6 +311,9 @@ impl Engine {
         ctx: u32,
         tag: Option<i32>,
     ) -> Result<Started> {
+        if let Some(revoked) = self.book.revoked_error(ctx) {
+            return Err(revoked);
+        }
         let mut req = RecvReq { arrived: false, ctx, src, tag, target, state: RecvState::Posted };
         if let Some(slot) = self.book.unexpected.find(ctx, src, tag) {
             req.arrived = true;
@@ -344,7 +363,11 @@ impl Engine {
             if let Some(done) = self.book.take_finished(id.0) {
                 return done;
             }
-            self.snoozed(backoff.snooze())?;
+            let snooze = backoff.snooze();
+            if snooze == Snooze::TimedOut {
+                self.probe_stalled_peers();
+            }
+            self.snoozed(snooze)?;
         }
     }
 
@@ -575,23 +598,36 @@ impl Engine {
     /// every few rounds: when ranks outnumber cores each round follows a
     /// context switch, and touching every mailbox after each switch costs
     /// more than the wait itself. Pending transfers still progress.
-    pub fn block_on_shared(&mut self, done: impl Fn() -> bool) -> Result<()> {
+    ///
+    /// `done(stale)` is asked after every round; `stale` is true after a
+    /// sleep that timed out (nobody woke this rank for a while), when a
+    /// costlier look at why the condition does not come is worth taking.
+    /// The wait fails if context `watch` is revoked meanwhile (the
+    /// condition then never comes).
+    pub fn block_on_shared(&mut self, watch: u32, mut done: impl FnMut(bool) -> bool) -> Result<()> {
         const PROGRESS_EVERY: u32 = 16;
-        if done() {
+        if done(false) {
             return Ok(());
         }
         let wait = self.wait;
         // SAFETY: as in `wait`.
         let bell = unsafe { &*self.bell };
         let mut backoff = Backoff::new(bell, &wait);
+        let mut stale = false;
         for round in 1u32.. {
-            if round % PROGRESS_EVERY == 0 {
+            // After a long sleep, rounds are rare: progress at each.
+            if round % PROGRESS_EVERY == 0 || stale {
                 self.progress()?;
+                if let Some(revoked) = self.book.revoked_error(watch) {
+                    return Err(revoked);
+                }
             }
-            if done() {
+            if done(stale) {
                 return Ok(());
             }
-            self.snoozed(backoff.snooze())?;
+            let snooze = backoff.snooze();
+            stale = snooze == Snooze::TimedOut;
+            self.snoozed(snooze)?;
         }
         unreachable!("the loop only ends by returning")
     }
@@ -611,7 +647,9 @@ impl Engine {
         {
             moved |= self.advance_rendezvous();
         }
-        if !self.book.detached.is_empty() {
+        // Detached requests finish only when something moved: an idle poll
+        // pays one branch.
+        if moved && !self.book.detached.is_empty() {
             self.book.reap_detached();
         }
         Ok(moved)
@@ -632,6 +670,10 @@ impl Engine {
                 self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
                 moved = true;
             }
+        }
+        // Only dispatched records owe anything.
+        if moved && !self.book.owed.is_empty() {
+            self.settle_owed();
         }
         Ok(moved)
     }

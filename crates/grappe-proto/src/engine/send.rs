@@ -35,6 +35,9 @@ impl Engine {
         tag: i32,
         src_comm: u32,
     ) -> Result<Started> {
+        if let Some(revoked) = self.book.revoked_error(ctx) {
+            return Err(revoked);
+        }
         let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
         if len <= self.net.peers[dest].eager_max && self.book.queued[dest].is_empty() {
             // SAFETY: the caller guarantees `data` is valid for `len` bytes.
@@ -65,7 +68,19 @@ impl Engine {
         self.queue_send(send)
     }
 
-    fn queue_send(&mut self, send: SendReq) -> Result<Started> {
+    /// Sends a control record (revocation, probe, answer) of `env` with
+    /// `payload` to world rank `dest`, behind what was sent there before.
+    /// Nobody waits for it: once out, its request is forgotten.
+    pub(super) fn send_control(&mut self, dest: usize, env: Envelope, payload: Vec<u8>) {
+        let owned = OwnedBytes::from_vec(payload);
+        let (data, len) = (owned.as_slice().as_ptr(), owned.len());
+        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued };
+        if let Ok(Started::Pending(id)) = self.queue_send(send) {
+            self.book.detached.push(id.0);
+        }
+    }
+
+    pub(super) fn queue_send(&mut self, send: SendReq) -> Result<Started> {
         let dest = send.dest;
         let key = self.book.reqs.insert(Request::Send(send));
         self.book.queued[dest].push_back(key);
@@ -118,6 +133,7 @@ impl Engine {
         let peer = &mut self.net.peers[send.dest];
         let pushed = match (send.env.kind, &send.state) {
             (Kind::Handover, _) => push_handover(send, peer),
+            (Kind::Revoke | Kind::Probe | Kind::ProbeReply, _) => push_record(send, peer),
             (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
             _ if send.len <= peer.eager_max => push_eager(send, peer),
             _ if peer.staged => super::staging::push_fragments(send, peer, 0),
@@ -131,9 +147,18 @@ impl Engine {
 }
 
 fn push_eager(send: &SendReq, peer: &mut super::Peer) -> Push {
+    push_as(Envelope { kind: Kind::Eager, ..send.env }, send, peer)
+}
+
+/// A control record (revocation, probe, answer): its payload whole in
+/// the mailbox.
+fn push_record(send: &SendReq, peer: &mut super::Peer) -> Push {
+    push_as(send.env, send, peer)
+}
+
+fn push_as(env: Envelope, send: &SendReq, peer: &mut super::Peer) -> Push {
     // SAFETY: the poster keeps `data` valid until completion.
     let bytes = unsafe { std::slice::from_raw_parts(send.data, send.len) };
-    let env = Envelope { kind: Kind::Eager, ..send.env };
     if peer.out.try_push(env.encode(), bytes) { Push::Finished } else { Push::Blocked }
 }
 
