@@ -16,7 +16,8 @@
 
 use std::panic::Location;
 
-use grappe_proto::{Completion, Error, ErrorClass, Result, Status};
+use crate::{Error, Result};
+use grappe_proto::{Completion, ErrorClass, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{ARRIVED, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
@@ -423,7 +424,7 @@ impl Communicator {
         self.rank_context()
             .recorder()
             .write_samples(samples)
-            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot write clock samples: {e}")))
+            .map_err(|e| Error::Bootstrap(format!("cannot write clock samples: {e}")))
     }
 }
 

@@ -17,9 +17,10 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use grappe_comm::{Error, Result};
 use grappe_fabric::{HostMemory, doorbell};
 use grappe_launch::Pmi;
-use grappe_proto::{Error, ProtoSettings, Result};
+use grappe_proto::ProtoSettings;
 use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
 
 use crate::settings::layout_params;

@@ -323,10 +323,10 @@ fn stop_on_sigterm(job: &Job) {
 /// The end of a rank: its trace completed, then every rank waits for the
 /// others before leaving, so no process exits while a peer still reads its
 /// memory.
-pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_comm::Result<()> {
     crate::tracing::end(job, world, ctx)?;
     world.barrier()?;
-    ctx.engine().finalize()
+    Ok(ctx.engine().finalize()?)
 }
 
 pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -1,8 +1,8 @@
 //! The settings of a job's host segment, derived from its size and the
 //! environment.
 
+use grappe_comm::Error;
 use grappe_fabric::LayoutParams;
-use grappe_proto::Error;
 
 /// Mailbox size per ordered pair of ranks: 32 MiB shared by all pairs of
 /// the host, between 4 KiB and 256 KiB each (`GRAPPE_RING_BYTES`

@@ -115,7 +115,7 @@ fn this_thread(rank: usize, plan: &[WorkerPlan]) -> RankThread {
 
 /// Start of a traced rank: its first event, the init, which holds the
 /// first sampling phase.
-pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()> {
+pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_comm::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
     world.trace_lifecycle(true, || world.sample_clocks(0, settings.points, settings.spacing))
 }
@@ -123,7 +123,7 @@ pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()>
 /// End of a traced rank: the last event, the finalize, which holds the
 /// second sampling phase; α measured again; and the file completed
 /// (before the final barrier, which is not traced).
-pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_comm::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
     world.trace_lifecycle(false, || match settings.after_phase {
         true => world.sample_clocks(1, settings.points, settings.spacing),
@@ -142,7 +142,7 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
         }
         recorder
             .finish()
-            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
+            .map_err(|e| grappe_comm::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
     }
     Ok(())
 }

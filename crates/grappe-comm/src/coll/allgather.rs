@@ -8,8 +8,8 @@
 //! | < [`BRUCK_MAX_BYTES`], other rank counts | Bruck |
 //! | larger | ring |
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};

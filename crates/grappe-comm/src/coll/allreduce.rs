@@ -11,8 +11,8 @@
 //! every rank shares, so all ranks get the same bits, run after run, and
 //! non-commutative operations are right.
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::SLOT_BYTES;

@@ -10,8 +10,8 @@
 //! Alltoallv always posts everything at once: each rank knows only its
 //! own counts, so a choice by size could differ between ranks.
 
+use crate::{Error, Result};
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};

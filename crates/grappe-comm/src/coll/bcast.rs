@@ -6,8 +6,8 @@
 //! | < [`SCATTER_ALLGATHER_MIN_BYTES`], or < [`SCATTER_ALLGATHER_MIN_RANKS`] ranks | binomial tree |
 //! | larger | van de Geijn: binomial scatter of `n` pieces, then a ring allgather |
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::allgather::ring;

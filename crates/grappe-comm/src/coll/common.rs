@@ -3,8 +3,8 @@
 
 use std::ops::Range;
 
+use crate::{Error, Result};
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 
 use super::arena::Slots;
 use super::ops::Operation;

@@ -9,8 +9,8 @@
 //! Gatherv is linear because only the root knows the counts (as in MPI),
 //! so no other rank could forward a subtree's blocks.
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};

@@ -13,8 +13,8 @@
 //! use the tree rooted at the root, which combines in rank order starting
 //! from the root: a fixed order, so results are the same run after run.
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};

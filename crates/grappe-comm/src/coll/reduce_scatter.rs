@@ -12,8 +12,8 @@
 //! `halving`); that interleaves runs of ranks, hence commutative
 //! operations only.
 
+use crate::{Error, Result};
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};

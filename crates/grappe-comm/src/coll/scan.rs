@@ -10,8 +10,8 @@
 //! one adds the lower run in front of its prefix. Runs stay adjacent, so
 //! rank order holds and operations need only be associative.
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};

@@ -8,8 +8,8 @@
 //!
 //! Scatterv is linear because only the root knows the counts (as in MPI).
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};

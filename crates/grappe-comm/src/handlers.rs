@@ -3,7 +3,7 @@
 //! `MPI_ERRORS_RETURN` and `MPI_ERRORS_ARE_FATAL`); and `abort`, which
 //! ends the job with an exit status (`MPI_Abort`).
 
-use grappe_proto::{Error, Result};
+use crate::{Error, Result};
 
 use crate::{Communicator, RankContext};
 
