@@ -58,7 +58,7 @@ impl Job {
         if doorbell::register_asymmetric() {
             doorbell::enable_asymmetric();
         }
-        let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
+        let host = Arc::new(HostMemory::anonymous(layout_params(n).map_err(|e| Error::Bootstrap(e.to_string()))?)?);
         let job = Job::assemble(host, 0..n, n, id)?;
         job.announce();
         Ok(job)
@@ -87,7 +87,8 @@ impl Job {
         }
         let path = segment_path(pmi.job_id());
         let host = if me == 0 {
-            let host = HostMemory::create_file(&path, layout_params(total)?)?;
+            let host =
+                HostMemory::create_file(&path, layout_params(total).map_err(|e| Error::Bootstrap(e.to_string()))?)?;
             pmi_call(pmi.put("grappe-segment", &path.to_string_lossy()))?;
             pmi_call(pmi.fence())?;
             host
@@ -112,9 +113,9 @@ impl Job {
 
     fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize, id: &str) -> Result<Job> {
         let cpus = allowed_cpus().len().max(1);
-        let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(Error::Bootstrap)?;
-        let wait = WaitSettings::from_env(total > cpus).map_err(Error::Bootstrap)?;
-        let trace = crate::tracing::TraceSettings::from_env().map_err(Error::Bootstrap)?;
+        let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let wait = WaitSettings::from_env(total > cpus).map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let trace = crate::tracing::TraceSettings::from_env().map_err(|e| Error::Bootstrap(e.to_string()))?;
         Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned() })
     }
 
