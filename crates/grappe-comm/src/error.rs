@@ -152,9 +152,18 @@ pub enum Error {
     /// An error of the engine that this enum does not name yet.
     #[error(transparent)]
     Engine(grappe_proto::Error),
-    /// Start-up of the job failed.
-    #[error("cannot start the job: {0}")]
-    Bootstrap(String),
+    /// This rank's trace could not be written: the call it records, or
+    /// the end of the trace, failed.
+    #[error("cannot {action} the trace of rank {rank}: {source}")]
+    Trace {
+        /// The rank (world numbering).
+        rank: usize,
+        /// What could not be done: "write clock samples into", "complete".
+        action: &'static str,
+        /// The system's answer.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Result of grappe operations.
@@ -194,7 +203,7 @@ impl Error {
             | Error::Corrupt { .. }
             | Error::Fabric(_)
             | Error::NotAnnounced { .. }
-            | Error::Bootstrap(_) => ErrorClass::Other,
+            | Error::Trace { .. } => ErrorClass::Other,
         }
     }
 
@@ -226,8 +235,16 @@ impl Error {
             Error::Fabric(e) => Error::Fabric(e.repeat()),
             Error::NotAnnounced { rank } => Error::NotAnnounced { rank: *rank },
             Error::Engine(e) => Error::Engine(e.repeat()),
-            Error::Bootstrap(why) => Error::Bootstrap(why.clone()),
+            Error::Trace { rank, action, source } => Error::Trace { rank: *rank, action, source: io_again(source) },
         }
+    }
+}
+
+/// A system error again: its error number, or its kind and text.
+fn io_again(error: &std::io::Error) -> std::io::Error {
+    match error.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(error.kind(), error.to_string()),
     }
 }
 
@@ -286,6 +303,14 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_error_names_the_rank_and_keeps_its_error_number_when_repeated() {
+        let error = Error::Trace { rank: 3, action: "complete", source: io::Error::from_raw_os_error(28) };
+        assert!(error.to_string().starts_with("cannot complete the trace of rank 3: "), "{error}");
+        let Error::Trace { source, .. } = error.repeat() else { panic!("a trace error") };
+        assert_eq!(source.raw_os_error(), Some(28));
+    }
+
+    #[test]
     fn api_errors_have_their_mpi_classes() {
         for (error, class) in [
             (Error::InvalidRank { rank: 4, size: 4 }, ErrorClass::Rank),
@@ -294,6 +319,7 @@ mod tests {
             (Error::BufferSize { op: "gather", detail: "x".into() }, ErrorClass::Count),
             (Error::CommFreed, ErrorClass::Comm),
             (Error::Cancelled, ErrorClass::Other),
+            (Error::Trace { rank: 1, action: "complete", source: io::Error::from_raw_os_error(28) }, ErrorClass::Other),
         ] {
             assert_eq!(error.class(), class, "{error}");
         }

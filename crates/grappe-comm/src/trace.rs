@@ -421,10 +421,10 @@ impl Communicator {
                 });
             }
         }
-        self.rank_context()
-            .recorder()
-            .write_samples(samples)
-            .map_err(|e| Error::Bootstrap(format!("cannot write clock samples: {e}")))
+        let mut recorder = self.rank_context().recorder();
+        let rank = recorder.rank() as usize;
+        let action = "write clock samples into";
+        recorder.write_samples(samples).map_err(|source| Error::Trace { rank, action, source })
     }
 }
 

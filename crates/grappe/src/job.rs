@@ -17,13 +17,15 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use grappe_comm::{Error, Result};
 use grappe_fabric::{HostMemory, doorbell};
 use grappe_launch::Pmi;
 use grappe_proto::ProtoSettings;
 use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
 
+use crate::StartError;
 use crate::settings::layout_params;
+
+type Result<T, E = StartError> = std::result::Result<T, E>;
 
 /// What this process needs to run its ranks.
 pub(crate) struct Job {
@@ -45,8 +47,8 @@ impl Job {
     /// The job of a process started by a launcher (or alone: a singleton),
     /// and the process manager to finalize once the ranks are done.
     pub fn from_environment() -> Result<(Job, Box<dyn Pmi>)> {
-        let pmi = grappe_launch::connect_from_env().map_err(|e| Error::Bootstrap(format!("process manager: {e}")))?;
-        let per_process = grappe_launch::env::ranks_per_process().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let pmi = grappe_launch::connect_from_env()?;
+        let per_process = grappe_launch::env::ranks_per_process()?;
         if pmi.size() == 1 {
             return Ok((Job::threads(per_process, pmi.job_id())?, pmi));
         }
@@ -58,7 +60,7 @@ impl Job {
         if doorbell::register_asymmetric() {
             doorbell::enable_asymmetric();
         }
-        let host = Arc::new(HostMemory::anonymous(layout_params(n).map_err(|e| Error::Bootstrap(e.to_string()))?)?);
+        let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
         let job = Job::assemble(host, 0..n, n, id)?;
         job.announce();
         Ok(job)
@@ -67,18 +69,15 @@ impl Job {
     fn processes(mut pmi: Box<dyn Pmi>, per_process: usize) -> Result<(Job, Box<dyn Pmi>)> {
         let me = pmi.rank();
         let host_id = host_identity();
-        pmi_call(pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}")))?;
-        pmi_call(pmi.fence())?;
+        pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}"))?;
+        pmi.fence()?;
         let mut first = 0;
         let mut total = 0;
         for p in 0..pmi.size() {
-            let value = pmi_call(pmi.get(&format!("grappe-proc-{p}")))?;
+            let value = pmi.get(&format!("grappe-proc-{p}"))?;
             let (count, host) = parse_process_entry(p, &value)?;
             if host != host_id {
-                return Err(Error::Bootstrap(format!(
-                    "process {p} runs on host {host:?} and process {me} on {host_id:?}: ranks on several hosts need the \
-                     network fabric, which this grappe does not have yet"
-                )));
+                return Err(StartError::SeveralHosts { process: p, host, me, my_host: host_id });
             }
             if p == me {
                 first = total;
@@ -87,21 +86,20 @@ impl Job {
         }
         let path = segment_path(pmi.job_id());
         let host = if me == 0 {
-            let host =
-                HostMemory::create_file(&path, layout_params(total).map_err(|e| Error::Bootstrap(e.to_string()))?)?;
-            pmi_call(pmi.put("grappe-segment", &path.to_string_lossy()))?;
-            pmi_call(pmi.fence())?;
+            let host = HostMemory::create_file(&path, layout_params(total)?)?;
+            pmi.put("grappe-segment", &path.to_string_lossy())?;
+            pmi.fence()?;
             host
         } else {
-            pmi_call(pmi.fence())?;
-            let published = pmi_call(pmi.get("grappe-segment"))?;
+            pmi.fence()?;
+            let published = pmi.get("grappe-segment")?;
             HostMemory::open_file(&PathBuf::from(published))?
         };
         let registered = doorbell::register_asymmetric();
         host.vote_asymmetric(registered);
         let job = Job::assemble(Arc::new(host), first..first + per_process, total, pmi.job_id())?;
         job.announce();
-        pmi_call(pmi.barrier())?;
+        pmi.barrier()?;
         if me == 0 {
             let _ = job.host.segment().unlink();
         }
@@ -113,9 +111,9 @@ impl Job {
 
     fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize, id: &str) -> Result<Job> {
         let cpus = allowed_cpus().len().max(1);
-        let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(|e| Error::Bootstrap(e.to_string()))?;
-        let wait = WaitSettings::from_env(total > cpus).map_err(|e| Error::Bootstrap(e.to_string()))?;
-        let trace = crate::tracing::TraceSettings::from_env().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let proto = ProtoSettings::from_env(host.params().ring_bytes)?;
+        let wait = WaitSettings::from_env(total > cpus)?;
+        let trace = crate::tracing::TraceSettings::from_env()?;
         Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned() })
     }
 
@@ -176,13 +174,11 @@ fn host_identity() -> String {
     format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_")
 }
 
+/// The `ranks,host` entry of process `process`.
 fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
-    let (count, host) = value
-        .split_once(',')
-        .ok_or_else(|| Error::Bootstrap(format!("process {process} published {value:?}, expected `ranks,host`")))?;
-    let count = count
-        .parse()
-        .map_err(|_| Error::Bootstrap(format!("process {process} published a rank count of {count:?}")))?;
+    let refuse = |expected| StartError::ProcessEntry { process, value: value.to_owned(), expected };
+    let (count, host) = value.split_once(',').ok_or_else(|| refuse("`ranks,host`"))?;
+    let count = count.parse().map_err(|_| refuse("`ranks,host` with a number of ranks"))?;
     Ok((count, host.to_owned()))
 }
 
@@ -194,6 +190,20 @@ fn segment_path(job_id: &str) -> PathBuf {
     dir.join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
 }
 
-fn pmi_call<T>(result: std::result::Result<T, grappe_launch::PmiError>) -> Result<T> {
-    result.map_err(|e| Error::Bootstrap(format!("process manager: {e}")))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_entry_is_ranks_then_host_and_a_bad_one_is_named() {
+        assert_eq!(parse_process_entry(1, "4,h/b").unwrap(), (4, "h/b".to_owned()));
+        for (value, expected) in [("4", "`ranks,host`"), ("four,h/b", "`ranks,host` with a number of ranks")] {
+            let error = parse_process_entry(3, value).unwrap_err();
+            let StartError::ProcessEntry { process: 3, value: shown, expected: said } = &error else {
+                panic!("{error:?}")
+            };
+            assert_eq!((shown.as_str(), *said), (value, expected));
+            assert_eq!(error.to_string(), format!("process 3 published {value:?}, expected {expected}"));
+        }
+    }
 }

@@ -28,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
 pub mod ft;
 mod job;
 mod run;
@@ -35,6 +36,7 @@ mod settings;
 pub mod testing;
 mod tracing;
 
+pub use error::StartError;
 pub use grappe_comm::Region;
 pub use grappe_comm::{
     ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Call, Communicator, Error, ErrorClass, ErrorHandler,

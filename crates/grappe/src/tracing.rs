@@ -29,6 +29,7 @@ use grappe_settings::{SettingError, Vars};
 use grappe_trace::format::RankThread;
 use grappe_trace::{Identity, Recorder, RecorderConfig, TimeMap};
 
+use crate::StartError;
 use crate::job::{Job, WorkerPlan};
 
 /// How this job records.
@@ -75,10 +76,14 @@ const MIN_SYNC_POINTS: usize = 3;
 /// what recording adds to each kind of call on this rank (the α of calls), then
 /// creates the rank's file and installs its recorder. Called on the thread
 /// that runs the rank, one of the workers of `plan`, before any traced call.
-pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world: &Communicator) -> Result<(), String> {
+pub(crate) fn start_recorder(
+    job: &Job,
+    rank: usize,
+    plan: &[WorkerPlan],
+    world: &Communicator,
+) -> Result<(), StartError> {
     let Some(settings) = &job.trace else { return Ok(()) };
-    let calls =
-        world.measure_call_recording().map_err(|e| format!("rank {rank}: cannot time the recording of calls: {e}"))?;
+    let calls = world.measure_call_recording().map_err(|source| StartError::CallTiming { rank, source })?;
     let who = Identity {
         rank: rank as u32,
         world_size: job.locals.len() as u32,
@@ -89,7 +94,7 @@ pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world:
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
     let recorder = Recorder::create_with_call_costs(&settings.recorder, who, time_map, Some(calls))
-        .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))?;
+        .map_err(|source| StartError::TraceFile { rank, dir: settings.recorder.dir.clone(), source })?;
     world.rank_context().install_recorder(recorder);
     Ok(())
 }
@@ -136,9 +141,11 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
                 "grappe: rank {rank}: cannot time the recording of calls after the run ({e}); its trace has no α after the run"
             ),
         }
-        recorder
-            .finish()
-            .map_err(|e| grappe_comm::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
+        recorder.finish().map_err(|source| grappe_comm::Error::Trace {
+            rank: rank as usize,
+            action: "complete",
+            source,
+        })?;
     }
     Ok(())
 }
