@@ -84,7 +84,7 @@ pub enum Error {
         /// The operation.
         op: &'static str,
         /// What is wrong, with the numbers.
-        detail: String,
+        detail: SizeProblem,
     },
     /// The communicator was freed; handles to it are no longer valid.
     #[error("communicator was freed")]
@@ -166,6 +166,68 @@ pub enum Error {
     },
 }
 
+/// What is wrong with the buffers or counts of a call, with the numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SizeProblem {
+    /// A buffer of the wrong length.
+    #[error("{buffer} has {elements} elements, expected {expected}")]
+    Length {
+        /// Which buffer ("the receive buffer at the root").
+        buffer: &'static str,
+        /// Its length.
+        elements: usize,
+        /// The length the call needs.
+        expected: usize,
+    },
+    /// Per-rank counts that do not name every rank.
+    #[error("{counts} has {entries} entries for a communicator of {ranks} ranks")]
+    Counts {
+        /// Which counts ("receive counts").
+        counts: &'static str,
+        /// Their number.
+        entries: usize,
+        /// The communicator's size.
+        ranks: usize,
+    },
+    /// A buffer that does not split into one block per rank.
+    #[error("{buffer} has {elements} elements, not a multiple of the {ranks} ranks")]
+    NotPerRank {
+        /// Which buffer.
+        buffer: &'static str,
+        /// Its length.
+        elements: usize,
+        /// The communicator's size.
+        ranks: usize,
+    },
+    /// A buffer that is not one block per rank of the length received.
+    #[error("{buffer} has {elements} elements, expected {ranks} ranks × {block} received")]
+    Blocks {
+        /// Which buffer.
+        buffer: &'static str,
+        /// Its length.
+        elements: usize,
+        /// The communicator's size.
+        ranks: usize,
+        /// The block each rank receives.
+        block: usize,
+    },
+    /// A rank's block to itself that differs between its sends and its
+    /// receives.
+    #[error("rank {rank} sends itself {sends} elements but expects {expects} from itself")]
+    SelfBlock {
+        /// The rank.
+        rank: usize,
+        /// Elements it sends itself.
+        sends: usize,
+        /// Elements it expects from itself.
+        expects: usize,
+    },
+    /// No request to wait for.
+    #[error("no requests")]
+    NoRequests,
+}
+
 /// Result of grappe operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -220,7 +282,7 @@ impl Error {
                 Error::TypeSizeMismatch { bytes: *bytes, type_size: *type_size }
             }
             Error::CollectiveMismatch(mismatch) => Error::CollectiveMismatch(mismatch.clone()),
-            Error::BufferSize { op, detail } => Error::BufferSize { op, detail: detail.clone() },
+            Error::BufferSize { op, detail } => Error::BufferSize { op, detail: *detail },
             Error::CommFreed => Error::CommFreed,
             Error::Deserialize { source_rank, bytes, type_name, reason } => {
                 Error::Deserialize { source_rank: *source_rank, bytes: *bytes, type_name, reason: reason.clone() }
@@ -316,7 +378,7 @@ mod tests {
             (Error::InvalidRank { rank: 4, size: 4 }, ErrorClass::Rank),
             (Error::InvalidTag { tag: -3, max: 100 }, ErrorClass::Tag),
             (Error::TypeSizeMismatch { bytes: 3, type_size: 2 }, ErrorClass::Type),
-            (Error::BufferSize { op: "gather", detail: "x".into() }, ErrorClass::Count),
+            (Error::BufferSize { op: "wait_any", detail: SizeProblem::NoRequests }, ErrorClass::Count),
             (Error::CommFreed, ErrorClass::Comm),
             (Error::Cancelled, ErrorClass::Other),
             (Error::Trace { rank: 1, action: "complete", source: io::Error::from_raw_os_error(28) }, ErrorClass::Other),

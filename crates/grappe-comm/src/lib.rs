@@ -25,7 +25,7 @@ pub use buffer::{Buffer, BufferMut};
 pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserOp};
 pub use coll::{ARENAS, arena_bytes};
 pub use communicator::Communicator;
-pub use error::{Error, Result};
+pub use error::{Error, Result, SizeProblem};
 pub use grappe_proto::{Call, ErrorClass, InTransit, Mismatch, Status};
 pub use handlers::{ErrorHandler, FATAL_ERROR_EXIT_CODE};
 pub use rank::{JobControl, RankContext};

@@ -4,7 +4,6 @@
 //! communicator alive) and returns a typed error with the numbers; nothing
 //! panics on user error.
 
-use crate::{Error, Result};
 use bytemuck::Pod;
 use grappe_proto::{Completion, OwnedBytes, RecvTarget, Started, Status};
 use grappe_trace::EventKind;
@@ -12,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::selectors::{Source, TAG_UB, Tag};
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Error, Result};
 
 impl Communicator {
     /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when

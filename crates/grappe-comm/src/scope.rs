@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use crate::{Error, Result};
+use crate::{Error, Result, SizeProblem};
 use grappe_proto::{RecvTarget, RequestId, Started, Status};
 
 use crate::handlers::{fatal, handled_by};
@@ -363,7 +363,7 @@ pub fn wait_all<'s>(requests: impl IntoIterator<Item = Request<'s>>) -> Result<V
 /// returns its index and status.
 #[track_caller]
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
-    let first = requests.first().ok_or_else(|| Error::BufferSize { op: "wait_any", detail: "no requests".into() })?;
+    let first = requests.first().ok_or(Error::BufferSize { op: "wait_any", detail: SizeProblem::NoRequests })?;
     let (errors, rank_ctx) = (first.errors, first.rank_ctx);
     let ids: Vec<RequestId> = requests
         .iter()

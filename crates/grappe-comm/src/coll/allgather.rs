@@ -8,7 +8,6 @@
 //! | < [`BRUCK_MAX_BYTES`], other rank counts | Bruck |
 //! | larger | ring |
 
-use crate::Result;
 use bytemuck::Pod;
 use grappe_trace::CollectiveKind;
 
@@ -17,7 +16,7 @@ use super::common::{Blocks, check_counts, concat_slots, expect_len, read_write};
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Below this total, recursive doubling when the rank count is a power of
 /// two: ⌈log2 n⌉ rounds instead of the ring's `n - 1`, for the same bytes.

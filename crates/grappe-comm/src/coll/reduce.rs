@@ -13,7 +13,6 @@
 //! use the tree rooted at the root, which combines in rank order starting
 //! from the root: a fixed order, so results are the same run after run.
 
-use crate::Result;
 use bytemuck::Pod;
 use grappe_trace::CollectiveKind;
 
@@ -25,7 +24,7 @@ use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Up to this many bytes, a binomial tree: ⌈log2 n⌉ rounds of the whole
 /// vector, against Rabenseifner's 2 ⌈log2 n⌉ rounds of shrinking pieces

@@ -10,7 +10,6 @@
 //! one adds the lower run in front of its prefix. Runs stay adjacent, so
 //! rank order holds and operations need only be associative.
 
-use crate::Result;
 use bytemuck::Pod;
 use grappe_trace::CollectiveKind;
 
@@ -20,7 +19,7 @@ use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Inclusive or exclusive prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,6 @@
 //!
 //! Scatterv is linear because only the root knows the counts (as in MPI).
 
-use crate::Result;
 use bytemuck::Pod;
 use grappe_trace::CollectiveKind;
 
@@ -19,7 +18,7 @@ use super::gather::LINEAR_MIN_BLOCK_BYTES;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 impl Communicator {
     /// Scatters the root's `send` (`size() * recv.len()` elements) in
