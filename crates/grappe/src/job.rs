@@ -21,6 +21,7 @@ use grappe_fabric::{HostMemory, doorbell};
 use grappe_launch::Pmi;
 use grappe_proto::ProtoSettings;
 use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
+use grappe_settings::{SettingError, Vars};
 
 use crate::StartError;
 use crate::settings::layout_params;
@@ -41,6 +42,8 @@ pub(crate) struct Job {
     /// The job's id, the same in every process (the process manager's),
     /// written in each rank's trace so that traces of two runs are told apart.
     pub id: String,
+    /// Worker threads asked for (`GRAPPE_WORKERS`), if any.
+    pub workers: Option<usize>,
 }
 
 impl Job {
@@ -114,7 +117,8 @@ impl Job {
         let proto = ProtoSettings::from_env(host.params().ring_bytes)?;
         let wait = WaitSettings::from_env(total > cpus)?;
         let trace = crate::tracing::TraceSettings::from_env()?;
-        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned() })
+        let workers = workers_setting(Vars::process())?;
+        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned(), workers })
     }
 
     /// Publishes this process's ranks in the segment. The doorbell of a
@@ -133,7 +137,7 @@ impl Job {
     pub fn worker_plan(&self) -> Vec<WorkerPlan> {
         let cpus = allowed_cpus();
         let ranks = self.mine.len();
-        let workers = workers_wanted(ranks, cpus.len());
+        let workers = self.workers.unwrap_or(cpus.len()).clamp(1, ranks.max(1));
         (0..workers)
             .map(|w| {
                 let ranks: Vec<usize> = self.mine.clone().skip(w).step_by(workers).collect();
@@ -161,10 +165,14 @@ pub(crate) struct WorkerPlan {
     pub cpu: Option<usize>,
 }
 
-/// `GRAPPE_WORKERS` or one worker per core, never more than ranks.
-fn workers_wanted(ranks: usize, cpus: usize) -> usize {
-    let wanted = std::env::var("GRAPPE_WORKERS").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    wanted.unwrap_or(cpus).clamp(1, ranks.max(1))
+/// `GRAPPE_WORKERS`: worker threads per process (one per core by
+/// default; never more than ranks, nor fewer than one).
+fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
+    let Some(text) = vars.text("GRAPPE_WORKERS")? else { return Ok(None) };
+    match text.trim().parse() {
+        Ok(workers) => Ok(Some(workers)),
+        Err(_) => Err(SettingError::new("GRAPPE_WORKERS", text, "a number of worker threads").into()),
+    }
 }
 
 /// Hostname and boot id: two processes share memory only if both match.
@@ -193,6 +201,15 @@ fn segment_path(job_id: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_count_that_does_not_parse_is_refused() {
+        let set = |value: &'static str| move |name: &str| (name == "GRAPPE_WORKERS").then(|| value.into());
+        assert_eq!(workers_setting(Vars::from_lookup(&set(" 3"))).unwrap(), Some(3));
+        assert_eq!(workers_setting(Vars::from_lookup(&|_| None)).unwrap(), None);
+        let error = workers_setting(Vars::from_lookup(&set("all"))).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_WORKERS=\"all\": expected a number of worker threads");
+    }
 
     #[test]
     fn a_process_entry_is_ranks_then_host_and_a_bad_one_is_named() {

@@ -50,7 +50,7 @@ impl TraceSettings {
     pub fn from_vars(vars: Vars<'_>) -> Result<Option<TraceSettings>, SettingError> {
         let Some(recorder) = RecorderConfig::from_vars(vars)? else { return Ok(None) };
         let after_phase = vars.word("GRAPPE_TRACE_SYNC", true, &[("sba", true), ("sb", false)])?;
-        // The clock is read as the raw monotonic one whichever is named.
+        // Checked here; the recorder's clock reads it (grappe_trace::clock).
         vars.word("GRAPPE_TRACE_CLOCK", (), &[("monotonic_raw", ()), ("tsc", ())])?;
         let points: usize = vars.number("GRAPPE_TRACE_SYNC_POINTS", 20, "a number of exchanges")?;
         if points < MIN_SYNC_POINTS {
