@@ -109,8 +109,8 @@ pub enum FtError {
     /// start unprotected.
     #[error(
         "{}; not starting a job its servers would not protect (check GRAPPE_CKPT_SECRET and the server list)",
-        match (server, reason) {
-            (Some(server), Some(reason)) => format!("checkpoint server {server} refused the job: {reason}"),
+        match (server, refusal) {
+            (Some(server), Some(refusal)) => format!("checkpoint server {server} refused the job: {refusal}"),
             _ => "a checkpoint server refused the job (rank 0 says which)".to_owned(),
         }
     )]
@@ -118,7 +118,8 @@ pub enum FtError {
         /// The server, on rank 0 (the other ranks learn only that one did).
         server: Option<String>,
         /// Its refusal, on rank 0.
-        reason: Option<String>,
+        #[source]
+        refusal: Option<Box<FtError>>,
     },
     /// The application's state could not be encoded or decoded.
     #[error("rank {rank}: the application state of wave {wave} cannot be {what}: {detail}")]

@@ -435,15 +435,13 @@ fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<Vec<St
             );
         }
         silent = check.unreachable.into_iter().map(|(server, _)| server).collect();
-        if let Some((server, e)) = check.refused.first() {
-            refused[0] = 1;
-            refusal = Some((server.clone(), e.to_string()));
-        }
+        refusal = check.refused.into_iter().next();
+        refused[0] = u64::from(refusal.is_some());
     }
     ctl.bcast(&mut refused[..], 0).map_err(|source| FtError::Runtime { wave: 0, source })?;
     if refused[0] == 0 {
         return Ok(silent);
     }
-    let (server, reason) = refusal.unzip();
-    Err(FtError::JobRefused { server, reason })
+    let (server, refusal) = refusal.map(|(server, e)| (server, Box::new(e))).unzip();
+    Err(FtError::JobRefused { server, refusal })
 }
