@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use grappe_proto::{Error, Result};
+use crate::{Error, Result};
 
 use crate::RankContext;
 use crate::coll::board::Board;

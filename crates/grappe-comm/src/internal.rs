@@ -2,7 +2,7 @@
 //! collectives exist: gather fixed-size records to rank 0, broadcast back.
 //! Linear, which is fine for the rare `dup`/`split`.
 
-use grappe_proto::Result;
+use crate::Result;
 
 use crate::Communicator;
 use crate::selectors::{Source, Tag};

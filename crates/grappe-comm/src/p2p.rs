@@ -5,13 +5,13 @@
 //! panics on user error.
 
 use bytemuck::Pod;
-use grappe_proto::{Completion, Error, OwnedBytes, RecvTarget, Result, Started, Status};
+use grappe_proto::{Completion, OwnedBytes, RecvTarget, Started, Status};
 use grappe_trace::EventKind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::selectors::{Source, TAG_UB, Tag};
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Error, Result};
 
 impl Communicator {
     /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when
@@ -86,9 +86,10 @@ impl Communicator {
         let world = self.check_dest(dest, tag)?;
         let mut engine = inner.rank_ctx.engine();
         match engine.isend_owned(OwnedBytes::from_vec(data), world, self.p2p_ctx(), tag, inner.rank as u32)? {
-            Started::Pending(id) => engine.wait(id).map(|_| ()),
-            Started::Done(_) => Ok(()),
-        }
+            Started::Pending(id) => engine.wait(id)?,
+            Started::Done(_) => return Ok(()),
+        };
+        Ok(())
     }
 
     /// Receives a whole message as a vector, whatever its length.
@@ -98,7 +99,13 @@ impl Communicator {
         let (src, tag) = (src.into(), tag.into());
         let received = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src, tag);
         let received = self.trace_owned(span, src, tag, received);
-        self.handled("recv_vec", received.and_then(|(owned, status)| Ok((owned.into_vec()?, status))))
+        let elements = received.and_then(|(owned, status)| {
+            let type_size = std::mem::size_of::<T>();
+            let elements =
+                owned.into_vec().map_err(|owned| Error::TypeSizeMismatch { bytes: owned.len(), type_size })?;
+            Ok((elements, status))
+        });
+        self.handled("recv_vec", elements)
     }
 
     /// Sends any serialisable value (bincode encoding).
@@ -141,7 +148,7 @@ impl Communicator {
         let (source, selector) = (src.into(), tag.into());
         let status = self.check_recv(source, selector).and_then(|(src, tag)| {
             let inner = self.live()?;
-            let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag);
+            let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag).map_err(Error::from);
             self.trace_probed(span, EventKind::Probe, source, selector, status.as_ref().map(|s| Some(*s)));
             status
         });
@@ -155,7 +162,7 @@ impl Communicator {
         let (source, selector) = (src.into(), tag.into());
         let status = self.check_recv(source, selector).and_then(|(src, tag)| {
             let inner = self.live()?;
-            let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag);
+            let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag).map_err(Error::from);
             self.trace_probed(span, EventKind::Iprobe, source, selector, status.as_ref().copied());
             status
         });
@@ -170,9 +177,10 @@ impl Communicator {
         let mut engine = inner.rank_ctx.engine();
         // SAFETY: `bytes` stays borrowed until the send completes below.
         match unsafe { engine.isend(bytes.as_ptr(), bytes.len(), world, ctx, tag, inner.rank as u32) }? {
-            Started::Done(_) => Ok(()),
-            Started::Pending(id) => engine.wait(id).map(|_| ()),
-        }
+            Started::Done(_) => return Ok(()),
+            Started::Pending(id) => engine.wait(id)?,
+        };
+        Ok(())
     }
 
     pub(crate) fn recv_bytes(&self, ctx: u32, buf: &mut [u8], src: Source, tag: Tag) -> Result<Status> {
@@ -185,7 +193,7 @@ impl Communicator {
         let inner = self.live()?;
         let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
         // SAFETY: `buf` stays borrowed for the whole blocking receive.
-        unsafe { inner.rank_ctx.engine().recv(target, src, ctx, tag) }
+        Ok(unsafe { inner.rank_ctx.engine().recv(target, src, ctx, tag) }?)
     }
 
     pub(crate) fn recv_owned(&self, ctx: u32, align: usize, src: Source, tag: Tag) -> Result<(OwnedBytes, Status)> {
@@ -221,7 +229,7 @@ impl Communicator {
         // A message already here and too long fails the receive, not the
         // send: the peer waits for it.
         let recv_req = match unsafe { engine.irecv(target, src, ctx, recv_tag) } {
-            Err(e) if !matches!(e, Error::Truncated { .. }) => return Err(e),
+            Err(e) if !matches!(e, grappe_proto::Error::Truncated { .. }) => return Err(e.into()),
             posted => posted,
         };
         // SAFETY: as above: `send` stays borrowed until the send completes below.
@@ -236,7 +244,7 @@ impl Communicator {
             Ok(Started::Pending(id)) => engine.wait(id),
             Err(truncated) => Err(truncated),
         };
-        Ok((send_result, received))
+        Ok((send_result.map_err(Error::from), received.map_err(Error::from)))
     }
 
     /// World rank of `dest`, after checking it and the tag.

@@ -11,9 +11,10 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
 
-use grappe_proto::{Error, RecvTarget, RequestId, Result, Started, Status};
+use crate::{Error, Result, SizeProblem};
+use grappe_proto::{RecvTarget, RequestId, Started, Status};
 
-use crate::errors::{fatal, handled_by};
+use crate::handlers::{fatal, handled_by};
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
 use crate::trace::{Span, Traced, delivered, failed_call, trace_completion, trace_failed_completion, traced_span};
@@ -115,7 +116,7 @@ impl Communicator {
         // A failed wait gives its own request up (see `Engine::wait`).
         let error = match failed {
             true => None,
-            false => leftover.by_ref().find_map(|id| engine.wait(id).err()),
+            false => leftover.by_ref().find_map(|id| engine.wait(id).err()).map(Error::from),
         };
         leftover.for_each(|id| engine.abandon(id));
         drop(engine);
@@ -194,8 +195,8 @@ impl Communicator {
             Ok(started) => Ok(started),
             // A message already here and too long: the request is posted
             // and completes failed, so its wait reports it (and records it).
-            Err(e @ Error::Truncated { .. }) => Err(e),
-            Err(e) => return Err(e),
+            Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
+            Err(e) => return Err(e.into()),
         };
         let traced = self.trace_irecv(span, source, selector);
         Ok(scope.track(started, elem, self.error_handler(), traced))
@@ -234,7 +235,9 @@ impl Request<'_> {
                 // Waited for or given up below: the scope has no more to do.
                 self.forget(id);
                 match self.arrived_now(id) {
-                    Ok(arrived) => (self.rank_ctx.engine().wait(id).map(|done| done.status), arrived),
+                    Ok(arrived) => {
+                        (self.rank_ctx.engine().wait(id).map(|done| done.status).map_err(Error::from), arrived)
+                    }
                     Err(e) => {
                         self.rank_ctx.engine().abandon(id);
                         (Err(e), false)
@@ -283,7 +286,7 @@ impl Request<'_> {
                     Ok(arrived) => arrived,
                     Err(e) => return Err(self.trace_failed_test(span, e, false)),
                 };
-                let tested = self.rank_ctx.engine().test(id);
+                let tested = self.rank_ctx.engine().test(id).map_err(Error::from);
                 let done = match tested {
                     Ok(done) => done,
                     Err(e) => {
@@ -326,7 +329,7 @@ impl Request<'_> {
     /// test of it begins (the `arrived` flag of that record).
     fn arrived_now(&self, id: RequestId) -> Result<bool> {
         match &self.traced {
-            Some(traced) if traced.is_recv() => self.rank_ctx.engine().arrived_by_now(id),
+            Some(traced) if traced.is_recv() => Ok(self.rank_ctx.engine().arrived_by_now(id)?),
             _ => Ok(false),
         }
     }
@@ -360,7 +363,7 @@ pub fn wait_all<'s>(requests: impl IntoIterator<Item = Request<'s>>) -> Result<V
 /// returns its index and status.
 #[track_caller]
 pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
-    let first = requests.first().ok_or_else(|| Error::BufferSize { op: "wait_any", detail: "no requests".into() })?;
+    let first = requests.first().ok_or(Error::BufferSize { op: "wait_any", detail: SizeProblem::NoRequests })?;
     let (errors, rank_ctx) = (first.errors, first.rank_ctx);
     let ids: Vec<RequestId> = requests
         .iter()
@@ -372,6 +375,7 @@ pub fn wait_any(requests: &mut Vec<Request<'_>>) -> Result<(usize, Status)> {
         .unwrap_or_default();
     if ids.len() == requests.len() {
         let waited = rank_ctx.engine().block_until(|engine| ids.iter().any(|id| engine.is_finished(*id)));
+        let waited = waited.map_err(Error::from);
         handled_by(errors, rank_ctx, "wait_any", waited)?;
     }
     let index = requests.iter().position(Request::is_finished).expect("a finished request");

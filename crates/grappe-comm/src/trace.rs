@@ -16,7 +16,8 @@
 
 use std::panic::Location;
 
-use grappe_proto::{Completion, Error, ErrorClass, Result, Status};
+use crate::{Error, Result};
+use grappe_proto::{Completion, ErrorClass, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
 use grappe_trace::raw::{ARRIVED, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
@@ -420,10 +421,10 @@ impl Communicator {
                 });
             }
         }
-        self.rank_context()
-            .recorder()
-            .write_samples(samples)
-            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot write clock samples: {e}")))
+        let mut recorder = self.rank_context().recorder();
+        let rank = recorder.rank() as usize;
+        let action = "write clock samples into";
+        recorder.write_samples(samples).map_err(|source| Error::Trace { rank, action, source })
     }
 }
 

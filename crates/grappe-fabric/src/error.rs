@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::layout::LayoutError;
+
 /// What went wrong below the protocols.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -26,11 +28,12 @@ pub enum FabricError {
         /// The file that was opened.
         path: PathBuf,
         /// What did not match (magic, version, sizes).
-        reason: String,
+        #[source]
+        reason: LayoutError,
     },
     /// The layout parameters cannot describe a working segment.
     #[error("invalid fabric settings: {0}")]
-    BadParams(String),
+    BadParams(#[from] LayoutError),
     /// A single-copy transfer between processes failed.
     #[error("cross-memory copy of {len} bytes {direction} process {pid} failed: {source}")]
     CrossMemory {

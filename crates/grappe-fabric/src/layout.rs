@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use crate::{CACHE_LINE, FabricError, ring};
+use crate::{CACHE_LINE, ring};
 
 /// Bytes of one rendezvous slot; its contents are defined by the protocol.
 pub const RDV_SLOT_BYTES: usize = 128;
@@ -119,16 +119,13 @@ pub struct HostLayout {
 
 impl HostLayout {
     /// Computes the layout, refusing parameters that cannot work.
-    pub fn new(params: LayoutParams) -> Result<HostLayout, FabricError> {
+    pub fn new(params: LayoutParams) -> Result<HostLayout, LayoutError> {
         let n = params.local_ranks;
         if n == 0 {
-            return Err(FabricError::BadParams("a host needs at least one rank".into()));
+            return Err(LayoutError::NoRanks);
         }
         if !ring::valid_capacity(params.ring_bytes) {
-            return Err(FabricError::BadParams(format!(
-                "ring size {} must be a power of two of at least 256 bytes",
-                params.ring_bytes
-            )));
+            return Err(LayoutError::RingSize { ring_bytes: params.ring_bytes });
         }
         // Bounds that keep every offset below far from overflowing (and
         // catch a corrupt header early, with the number that is wrong).
@@ -139,17 +136,14 @@ impl HostLayout {
             ("arena size", params.arena_bytes, 1 << 30),
         ] {
             if value > max {
-                return Err(FabricError::BadParams(format!("{what} {value} exceeds the limit of {max}")));
+                return Err(LayoutError::OverLimit { what, value, max });
             }
         }
         if params.arenas > MAX_ARENAS {
-            return Err(FabricError::BadParams(format!("{} arenas requested, at most {MAX_ARENAS}", params.arenas)));
+            return Err(LayoutError::OverLimit { what: "arena count", value: params.arenas, max: MAX_ARENAS });
         }
         if params.arena_bytes % CACHE_LINE != 0 {
-            return Err(FabricError::BadParams(format!(
-                "arena size {} must be a multiple of {CACHE_LINE}",
-                params.arena_bytes
-            )));
+            return Err(LayoutError::ArenaSize { arena_bytes: params.arena_bytes, multiple_of: CACHE_LINE });
         }
         let page = |x: usize| x.next_multiple_of(4096);
         let controls = HEADER_BYTES;
@@ -162,11 +156,12 @@ impl HostLayout {
         let total = page(arenas + params.arenas * params.arena_bytes);
         match total <= MAX_SEGMENT {
             true => Ok(HostLayout { params, controls, bells, heads, rings, rdv, arenas, total }),
-            false => Err(FabricError::BadParams(format!(
-                "{n} ranks with {}-byte rings need more than {} GiB of shared memory",
-                params.ring_bytes,
-                MAX_SEGMENT >> 30
-            ))),
+            false => Err(LayoutError::TooLarge {
+                ranks: n,
+                ring_bytes: params.ring_bytes,
+                bytes: total,
+                max_bytes: MAX_SEGMENT,
+            }),
         }
     }
 
@@ -202,18 +197,18 @@ impl HostLayout {
     /// # Safety
     /// `base` must point to at least `len` readable bytes. It need not be
     /// aligned.
-    pub unsafe fn read_header(base: *const u8, len: usize) -> Result<HostLayout, String> {
+    pub unsafe fn read_header(base: *const u8, len: usize) -> Result<HostLayout, LayoutError> {
         if len < HEADER_BYTES {
-            return Err(format!("segment is {len} bytes, smaller than its header"));
+            return Err(LayoutError::ShorterThanHeader { len, header_bytes: HEADER_BYTES });
         }
         // SAFETY: at least HEADER_BYTES are readable; the read is unaligned
         // because the contract promises no alignment.
         let h = unsafe { (base as *const Header).read_unaligned() };
         if h.magic != MAGIC {
-            return Err(format!("bad magic {:?}, expected {:?}", h.magic, MAGIC));
+            return Err(LayoutError::Magic { found: h.magic, expected: MAGIC });
         }
         if h.version != VERSION {
-            return Err(format!("layout version {}, this grappe reads {VERSION}", h.version));
+            return Err(LayoutError::Version { found: h.version, expected: VERSION });
         }
         let params = LayoutParams {
             local_ranks: h.local_ranks as usize,
@@ -222,9 +217,9 @@ impl HostLayout {
             arena_bytes: h.arena_bytes as usize,
             arenas: h.arenas as usize,
         };
-        let layout = HostLayout::new(params).map_err(|e| e.to_string())?;
+        let layout = HostLayout::new(params)?;
         if layout.total != h.total_len as usize || layout.total > len {
-            return Err(format!("header says {} bytes, layout needs {}, file has {len}", h.total_len, layout.total));
+            return Err(LayoutError::Length { header_bytes: h.total_len, layout_bytes: layout.total, file_bytes: len });
         }
         Ok(layout)
     }
@@ -250,6 +245,90 @@ impl HostLayout {
     pub(crate) fn arena(&self, index: usize) -> usize {
         self.arenas + index * self.params.arena_bytes
     }
+}
+
+/// Why a host segment cannot be laid out: parameters no segment can
+/// have, or a header that does not describe the segment it heads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// No rank at all.
+    #[error("a host needs at least one rank")]
+    NoRanks,
+    /// A ring size that is not a power of two of at least 256 bytes.
+    #[error("ring size {ring_bytes} must be a power of two of at least 256 bytes")]
+    RingSize {
+        /// The size asked for.
+        ring_bytes: usize,
+    },
+    /// A parameter over its limit.
+    #[error("{what} {value} exceeds the limit of {max}")]
+    OverLimit {
+        /// The parameter: local ranks, ring size, rendezvous slots, arena
+        /// size or arena count.
+        what: &'static str,
+        /// Its value.
+        value: usize,
+        /// Its largest value.
+        max: usize,
+    },
+    /// An arena size that is not a whole number of cache lines.
+    #[error("arena size {arena_bytes} must be a multiple of {multiple_of}")]
+    ArenaSize {
+        /// The size asked for.
+        arena_bytes: usize,
+        /// The cache line.
+        multiple_of: usize,
+    },
+    /// A segment larger than any job needs: a typo in a setting.
+    #[error(
+        "{ranks} ranks with {ring_bytes}-byte rings need {bytes} bytes of shared memory, more than {} GiB",
+        max_bytes >> 30
+    )]
+    TooLarge {
+        /// Ranks on the host.
+        ranks: usize,
+        /// Bytes of each ring.
+        ring_bytes: usize,
+        /// Bytes the segment would take.
+        bytes: usize,
+        /// The largest segment.
+        max_bytes: usize,
+    },
+    /// A segment too short to hold its header.
+    #[error("segment is {len} bytes, smaller than its {header_bytes}-byte header")]
+    ShorterThanHeader {
+        /// The segment's length.
+        len: usize,
+        /// The header's.
+        header_bytes: usize,
+    },
+    /// A header that is not grappe's.
+    #[error("bad magic {found:?}, expected {expected:?}")]
+    Magic {
+        /// The first bytes of the segment.
+        found: [u8; 8],
+        /// grappe's magic.
+        expected: [u8; 8],
+    },
+    /// A header of another layout version.
+    #[error("layout version {found}, this grappe reads {expected}")]
+    Version {
+        /// The header's version.
+        found: u32,
+        /// The version this grappe lays out.
+        expected: u32,
+    },
+    /// A header whose length does not match its parameters or its file.
+    #[error("header says {header_bytes} bytes, layout needs {layout_bytes}, file has {file_bytes}")]
+    Length {
+        /// The length the header states.
+        header_bytes: u64,
+        /// The length its parameters lay out.
+        layout_bytes: usize,
+        /// The length of the segment.
+        file_bytes: usize,
+    },
 }
 
 const _: () = assert!(std::mem::size_of::<RankControl>() == CACHE_LINE);
@@ -279,6 +358,52 @@ mod tests {
     }
 
     #[test]
+    fn parameters_no_segment_can_have_are_refused_with_their_numbers() {
+        let ok = LayoutParams { local_ranks: 2, ring_bytes: 4096, rdv_slots: 4, arena_bytes: 4096, arenas: 2 };
+        for (params, error) in [
+            (LayoutParams { local_ranks: 0, ..ok }, LayoutError::NoRanks),
+            (LayoutParams { ring_bytes: 1000, ..ok }, LayoutError::RingSize { ring_bytes: 1000 }),
+            (
+                LayoutParams { rdv_slots: 70_000, ..ok },
+                LayoutError::OverLimit { what: "rendezvous slots", value: 70_000, max: 1 << 16 },
+            ),
+            (
+                LayoutParams { arenas: 65, ..ok },
+                LayoutError::OverLimit { what: "arena count", value: 65, max: MAX_ARENAS },
+            ),
+            (
+                LayoutParams { arena_bytes: 100, ..ok },
+                LayoutError::ArenaSize { arena_bytes: 100, multiple_of: CACHE_LINE },
+            ),
+        ] {
+            assert_eq!(HostLayout::new(params), Err(error));
+        }
+        let huge = LayoutParams { local_ranks: 1 << 10, ring_bytes: 1 << 20, ..ok };
+        let Err(LayoutError::TooLarge { ranks: 1024, ring_bytes: 1048576, bytes, max_bytes }) = HostLayout::new(huge)
+        else {
+            panic!("a 1 TiB segment")
+        };
+        assert!(bytes > max_bytes && max_bytes == MAX_SEGMENT);
+    }
+
+    #[test]
+    fn a_foreign_header_is_refused_with_what_it_holds() {
+        let mut page = vec![0u8; HEADER_BYTES];
+        page[..8].copy_from_slice(b"NOTOURS!");
+        // SAFETY: `page` holds a whole header page.
+        let error = unsafe { HostLayout::read_header(page.as_ptr(), HEADER_BYTES) }.unwrap_err();
+        assert_eq!(error, LayoutError::Magic { found: *b"NOTOURS!", expected: MAGIC });
+        page[..8].copy_from_slice(&MAGIC);
+        page[8..12].copy_from_slice(&(VERSION + 1).to_le_bytes());
+        // SAFETY: as above.
+        let error = unsafe { HostLayout::read_header(page.as_ptr(), HEADER_BYTES) }.unwrap_err();
+        assert_eq!(error, LayoutError::Version { found: VERSION + 1, expected: VERSION });
+        // SAFETY: as above; the length is below the header's.
+        let error = unsafe { HostLayout::read_header(page.as_ptr(), 100) }.unwrap_err();
+        assert_eq!(error, LayoutError::ShorterThanHeader { len: 100, header_bytes: HEADER_BYTES });
+    }
+
+    #[test]
     fn a_layout_round_trips_through_its_header() {
         let params = LayoutParams { local_ranks: 5, ring_bytes: 8192, rdv_slots: 4, arena_bytes: 4096, arenas: 3 };
         let layout = HostLayout::new(params).unwrap();
@@ -290,6 +415,11 @@ mod tests {
         assert_eq!(back, layout);
         // SAFETY: as above.
         let short = unsafe { HostLayout::read_header(page.as_ptr(), layout.total_len() - 1) }.unwrap_err();
-        assert!(short.contains("file has"), "{short}");
+        assert!(short.to_string().contains("file has"), "{short}");
+        let expected = (layout.total_len() as u64, layout.total_len(), layout.total_len() - 1);
+        assert_eq!(
+            short,
+            LayoutError::Length { header_bytes: expected.0, layout_bytes: expected.1, file_bytes: expected.2 }
+        );
     }
 }

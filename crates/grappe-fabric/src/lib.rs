@@ -35,7 +35,7 @@ pub mod segment;
 pub use doorbell::Doorbell;
 pub use error::FabricError;
 pub use host::HostMemory;
-pub use layout::{HostLayout, LayoutParams, RankControl};
+pub use layout::{HostLayout, LayoutError, LayoutParams, RankControl};
 pub use segment::Segment;
 
 /// Size of a cache line on the machines grappe targets (x86-64, aarch64).

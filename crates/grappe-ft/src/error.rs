@@ -75,8 +75,52 @@ pub enum FtError {
         source: grappe_comm::Error,
     },
     /// A setting that cannot be used.
-    #[error("{0}")]
-    Settings(String),
+    #[error(transparent)]
+    Setting(#[from] grappe_settings::SettingError),
+    /// A job name the servers cannot have.
+    #[error("invalid request: {0}")]
+    JobName(#[from] crate::wire::BadJobName),
+    /// The checkpoint directory is another running job's.
+    #[error("checkpoint directory {} is in use by another running job (its rank 0 holds {})", dir.display(), lock.display())]
+    DirectoryInUse {
+        /// The directory.
+        dir: PathBuf,
+        /// The lock file that job's rank 0 holds.
+        lock: PathBuf,
+    },
+    /// A commit record that cannot be read.
+    #[error("commit record {}: {error}", path.display())]
+    Record {
+        /// The record's file.
+        path: PathBuf,
+        #[source]
+        error: crate::local::RecordError,
+    },
+    /// The commit record that rank 0 shared holds waves no record can.
+    #[error("the commit record rank 0 shared: {0}")]
+    SharedRecord(#[source] crate::local::BadWaves),
+    /// The commit record could not be written (rank 0 said why).
+    #[error("the commit record {} cannot be written (rank 0 says why): the job cannot checkpoint", path.display())]
+    RecordNotWritten {
+        /// The record's file.
+        path: PathBuf,
+    },
+    /// A checkpoint server refused the job at its start: the job does not
+    /// start unprotected.
+    #[error(
+        "{}; not starting a job its servers would not protect (check GRAPPE_CKPT_SECRET and the server list)",
+        match (server, refusal) {
+            (Some(server), Some(refusal)) => format!("checkpoint server {server} refused the job: {refusal}"),
+            _ => "a checkpoint server refused the job (rank 0 says which)".to_owned(),
+        }
+    )]
+    JobRefused {
+        /// The server, on rank 0 (the other ranks learn only that one did).
+        server: Option<String>,
+        /// Its refusal, on rank 0.
+        #[source]
+        refusal: Option<Box<FtError>>,
+    },
     /// The application's state could not be encoded or decoded.
     #[error("rank {rank}: the application state of wave {wave} cannot be {what}: {detail}")]
     State {

@@ -23,6 +23,7 @@
 //! a wave is committed once the record names it, and images are deleted
 //! only once the record no longer names their wave (`wave::commit`).
 
+use std::borrow::Cow;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -207,13 +208,8 @@ impl CheckpointDir {
         let path = self.dir.join("LOCK");
         fs::create_dir_all(&self.dir).map_err(|e| FtError::Disk { path: self.dir.clone(), source: e })?;
         let file = File::create(&path).map_err(|e| FtError::Disk { path: path.clone(), source: e })?;
-        Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
-            FtError::Settings(format!(
-                "checkpoint directory {} is in use by another running job (its rank 0 holds {})",
-                self.dir.display(),
-                path.display()
-            ))
-        })
+        Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|_| FtError::DirectoryInUse { dir: self.dir.clone(), lock: path })
     }
 
     /// Asks for a wave at the next agreement (what the launcher's scheduler
@@ -252,11 +248,7 @@ impl CheckpointDir {
         match fs::read(&path) {
             Ok(bytes) => match CommitRecord::parse(&bytes) {
                 Ok(record) => RecordState::Valid(record),
-                Err(expected) => RecordState::Unreadable(FtError::Protocol {
-                    source_name: path.display().to_string(),
-                    offset: 0,
-                    expected,
-                }),
+                Err(error) => RecordState::Unreadable(FtError::Record { path, error }),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordState::Absent,
             Err(e) => RecordState::Unreadable(FtError::Disk { path, source: e }),
@@ -293,10 +285,10 @@ impl CommitRecord {
 
     /// A record of `waves`, newest first: at most [`CommitRecord::KEPT`]
     /// wave numbers above 0, each older than the one before.
-    pub fn new(waves: Vec<u64>) -> std::result::Result<CommitRecord, String> {
+    pub fn new(waves: Vec<u64>) -> std::result::Result<CommitRecord, BadWaves> {
         let decreasing = waves.windows(2).all(|pair| pair[0] > pair[1]);
         if waves.len() > Self::KEPT || !decreasing || waves.contains(&0) {
-            return Err(format!("at most {} wave numbers above 0, newest first, not {waves:?}", Self::KEPT));
+            return Err(BadWaves { waves });
         }
         Ok(CommitRecord { waves })
     }
@@ -328,18 +320,51 @@ impl CommitRecord {
         text
     }
 
-    /// Parses a record's text; what was expected if it is not one.
-    pub fn parse(bytes: &[u8]) -> std::result::Result<CommitRecord, String> {
-        let shown = || String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
-        let expected = |why: String| format!("\"{COMMIT_PREFIX} N [M]\" ({why}), found {:?}", shown());
-        let text = std::str::from_utf8(bytes).map_err(|_| expected("UTF-8 text".into()))?;
-        let numbers = text.trim().strip_prefix(COMMIT_PREFIX).ok_or_else(|| expected("its first words".into()))?;
-        let waves = numbers
-            .split_whitespace()
-            .map(|w| w.parse::<u64>().map_err(|_| expected(format!("{w:?} is no wave number"))))
-            .collect::<std::result::Result<Vec<u64>, String>>()?;
-        CommitRecord::new(waves).map_err(expected)
+    /// Parses a record's text; where it is not one, what was expected.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<CommitRecord, RecordError> {
+        let refuse = |offset: usize, expected: Cow<'static, str>| RecordError {
+            offset,
+            expected,
+            found: String::from_utf8_lossy(&bytes[..bytes.len().min(RecordError::SHOWN)]).into_owned(),
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| refuse(e.valid_up_to(), "UTF-8 text".into()))?;
+        let start = text.len() - text.trim_start().len();
+        let numbers = text.trim().strip_prefix(COMMIT_PREFIX).ok_or_else(|| refuse(start, "its first words".into()))?;
+        let numbers_at = start + COMMIT_PREFIX.len();
+        let mut waves = Vec::new();
+        for word in numbers.split_whitespace() {
+            // A word of `numbers`, which is a slice of `text`.
+            let at = word.as_ptr() as usize - text.as_ptr() as usize;
+            waves.push(word.parse::<u64>().map_err(|_| refuse(at, format!("a wave number, not {word:?}").into()))?);
+        }
+        CommitRecord::new(waves).map_err(|e| refuse(numbers_at, e.to_string().into()))
     }
+}
+
+/// Waves no commit record holds: more than [`CommitRecord::KEPT`], a 0, or
+/// not newest first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at most {} wave numbers above 0, newest first, not {waves:?}", CommitRecord::KEPT)]
+pub struct BadWaves {
+    /// The waves given.
+    pub waves: Vec<u64>,
+}
+
+/// Bytes that are not a commit record's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("\"{COMMIT_PREFIX} N [M]\" ({expected} at byte {offset}), found {found:?}")]
+pub struct RecordError {
+    /// Where in the bytes the record stops being one.
+    pub offset: usize,
+    /// What should have been there.
+    pub expected: Cow<'static, str>,
+    /// The record's first bytes ([`RecordError::SHOWN`] at most).
+    pub found: String,
+}
+
+impl RecordError {
+    /// Bytes of a bad record shown in its error.
+    pub const SHOWN: usize = 80;
 }
 
 /// Writes a file under a temporary name, fsyncs it, renames it and fsyncs
@@ -383,7 +408,7 @@ mod tests {
         fn any_bytes_parse_to_a_valid_record_or_a_reason(bytes in prop::collection::vec(any::<u8>(), 0..80)) {
             match CommitRecord::parse(&bytes) {
                 Ok(record) => prop_assert_eq!(CommitRecord::new(record.waves().to_vec()), Ok(record)),
-                Err(expected) => prop_assert!(expected.contains("grappe committed waves: N [M]"), "{}", expected),
+                Err(expected) => prop_assert!(expected.to_string().contains("grappe committed waves: N [M]"), "{}", expected),
             }
         }
 
@@ -403,9 +428,25 @@ mod tests {
             ["grappe committed waves: seven", "grappe committed waves: 3 5", "grappe committed waves: 4 3 2", "x"]
         {
             let err = CommitRecord::parse(bad.as_bytes()).unwrap_err();
-            assert!(err.contains(&format!("{bad:?}")), "{err}");
+            assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
         }
         assert_eq!(CommitRecord::parse(b"grappe committed waves:\n"), Ok(CommitRecord::default()));
+    }
+
+    #[test]
+    fn a_malformed_record_says_at_which_byte_and_what_it_expected() {
+        for (bad, offset, expected) in [
+            (&b"grappe committed waves: 7 seven"[..], 26, "a wave number, not \"seven\""),
+            (b" grappe committed waves: 3 5\n", 24, "at most 2 wave numbers above 0, newest first, not [3, 5]"),
+            (b"grappe waves: 3", 0, "its first words"),
+            (b"grappe committed waves: 3\xff", 25, "UTF-8 text"),
+        ] {
+            let err = CommitRecord::parse(bad).unwrap_err();
+            assert_eq!((err.offset, &*err.expected), (offset, expected), "{err}");
+        }
+        let long = format!("{COMMIT_PREFIX} {}", "9 ".repeat(100));
+        assert_eq!(CommitRecord::parse(long.as_bytes()).unwrap_err().found.len(), RecordError::SHOWN);
+        assert_eq!(CommitRecord::new(vec![0]), Err(BadWaves { waves: vec![0] }));
     }
 
     #[test]

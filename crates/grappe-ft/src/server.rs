@@ -155,7 +155,7 @@ impl Shared {
             *byte = conn.read_u8("secret proof")?;
         }
         if let Err(reason) = check_job(&job) {
-            conn.send_status(Err(&reason))?;
+            conn.send_status(Err(&reason.to_string()))?;
             return Ok(None);
         }
         if !proof_holds(&self.config.secret, &challenge, &job, &proof) {

@@ -16,7 +16,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{FtError, Result};
+use grappe_settings::{SettingError, Vars};
+
+use crate::error::Result;
 
 /// The two protocols of MPICH-V's comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,43 +57,35 @@ impl FtSettings {
     /// The same from the variables `var` gives: what a job's ranks will
     /// read, for a launcher to check before it starts them.
     pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Result<Option<FtSettings>> {
-        let text = |name: &str| var(name).map(|v| v.to_string_lossy().into_owned());
-        let Some(dir) = var("GRAPPE_FT_DIR").filter(|d| !d.is_empty()) else { return Ok(None) };
-        let dir = PathBuf::from(dir);
-        let interval = match text("GRAPPE_FT_INTERVAL_MS") {
-            None => Some(Duration::from_secs(60)),
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(0) => None,
-                Ok(ms) => Some(Duration::from_millis(ms)),
-                Err(_) => return Err(FtError::Settings(format!("GRAPPE_FT_INTERVAL_MS={v:?} is not milliseconds"))),
-            },
+        let vars = Vars::from_lookup(&var);
+        let Some(dir) = vars.path("GRAPPE_FT_DIR") else { return Ok(None) };
+        let interval = match vars.number("GRAPPE_FT_INTERVAL_MS", 60_000, "milliseconds")? {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
         };
-        let protocol = match text("GRAPPE_FT_PROTOCOL").as_deref() {
-            None | Some("pcl") => Protocol::Pcl,
-            Some("vcl") => Protocol::Vcl,
-            Some(other) => return Err(FtError::Settings(format!("GRAPPE_FT_PROTOCOL={other:?}: expected pcl or vcl"))),
-        };
-        let servers: Vec<String> = text("GRAPPE_FT_SERVERS")
+        let protocol =
+            vars.word("GRAPPE_FT_PROTOCOL", Protocol::Pcl, &[("pcl", Protocol::Pcl), ("vcl", Protocol::Vcl)])?;
+        let servers: Vec<String> = vars
+            .text("GRAPPE_FT_SERVERS")?
             .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
             .unwrap_or_default();
-        let secret = text("GRAPPE_CKPT_SECRET").map(String::into_bytes).unwrap_or_default();
+        let secret = vars.text("GRAPPE_CKPT_SECRET")?.map(String::into_bytes).unwrap_or_default();
         if !servers.is_empty() && secret.is_empty() {
-            return Err(FtError::Settings("GRAPPE_FT_SERVERS is set but GRAPPE_CKPT_SECRET is not".into()));
+            let expected = "the servers' secret, since GRAPPE_FT_SERVERS is set";
+            return Err(SettingError::new("GRAPPE_CKPT_SECRET", "", expected).into());
         }
-        let name = text("GRAPPE_FT_NAME").unwrap_or_else(|| default_name(&dir));
-        crate::wire::check_job(&name).map_err(|e| FtError::Settings(format!("GRAPPE_FT_NAME: {e}")))?;
-        let server_timeout = match text("GRAPPE_FT_SERVER_TIMEOUT_MS") {
+        let name = vars.text("GRAPPE_FT_NAME")?.unwrap_or_else(|| default_name(&dir));
+        if let Err(e) = crate::wire::check_job(&name) {
+            return Err(SettingError::new("GRAPPE_FT_NAME", name, "a job name").because(e).into());
+        }
+        let server_timeout = match vars.text("GRAPPE_FT_SERVER_TIMEOUT_MS")? {
             None => crate::client::DEFAULT_TIMEOUT,
             Some(v) => match v.trim().parse::<u64>() {
                 Ok(ms) if ms > 0 => Duration::from_millis(ms),
-                _ => {
-                    return Err(FtError::Settings(format!(
-                        "GRAPPE_FT_SERVER_TIMEOUT_MS={v:?}: expected milliseconds above 0"
-                    )));
-                }
+                _ => return Err(SettingError::new("GRAPPE_FT_SERVER_TIMEOUT_MS", v, "milliseconds above 0").into()),
             },
         };
-        let hold = var("GRAPPE_FT_HOLD").filter(|h| !h.is_empty()).map(PathBuf::from);
+        let hold = vars.path("GRAPPE_FT_HOLD");
         Ok(Some(FtSettings { dir, interval, protocol, servers, name, secret, server_timeout, hold }))
     }
 
@@ -107,4 +101,52 @@ impl FtSettings {
 pub fn default_name(dir: &std::path::Path) -> String {
     let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     format!("grappe-{:08x}", crc32fast::hash(absolute.as_os_str().as_encoded_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FtError;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<Option<FtSettings>> {
+        FtSettings::from_vars(|name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v)))
+    }
+
+    #[test]
+    fn settings_are_read_with_their_defaults() {
+        assert!(read(&[("GRAPPE_FT_PROTOCOL", "bogus")]).unwrap().is_none(), "off without a directory");
+        let settings = read(&[("GRAPPE_FT_DIR", "/ck"), ("GRAPPE_FT_INTERVAL_MS", "0"), ("GRAPPE_FT_PROTOCOL", "vcl")]);
+        let settings = settings.unwrap().expect("on");
+        assert_eq!(
+            (settings.interval, settings.protocol, settings.name),
+            (None, Protocol::Vcl, default_name("/ck".as_ref()))
+        );
+        assert_eq!(settings.server_timeout, crate::client::DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_bad_setting_names_the_variable_its_value_and_what_it_takes() {
+        for (var, value, said) in [
+            ("GRAPPE_FT_INTERVAL_MS", "1s", "GRAPPE_FT_INTERVAL_MS=\"1s\": expected milliseconds"),
+            ("GRAPPE_FT_PROTOCOL", "ulfm", "GRAPPE_FT_PROTOCOL=\"ulfm\": expected pcl or vcl"),
+            ("GRAPPE_FT_SERVER_TIMEOUT_MS", "0", "GRAPPE_FT_SERVER_TIMEOUT_MS=\"0\": expected milliseconds above 0"),
+            (
+                "GRAPPE_FT_SERVERS",
+                "h:1",
+                "GRAPPE_CKPT_SECRET=\"\": expected the servers' secret, since GRAPPE_FT_SERVERS is set",
+            ),
+        ] {
+            let error = read(&[("GRAPPE_FT_DIR", "/ck"), (var, value)]).unwrap_err();
+            assert!(matches!(&error, FtError::Setting(_)), "{error:?}");
+            assert_eq!(error.to_string(), said);
+        }
+    }
+
+    #[test]
+    fn a_bad_job_name_is_refused_with_why() {
+        let error = read(&[("GRAPPE_FT_DIR", "/ck"), ("GRAPPE_FT_NAME", ".x")]).unwrap_err();
+        let FtError::Setting(setting) = &error else { panic!("{error:?}") };
+        assert_eq!((setting.var, setting.value.as_str()), ("GRAPPE_FT_NAME", ".x"));
+        assert!(error.to_string().contains("starts with a dot"), "{error}");
+    }
 }

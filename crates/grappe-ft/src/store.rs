@@ -74,7 +74,7 @@ impl Store {
     /// Starts receiving an image; creates the wave (and cleans up old
     /// ones) if it is the first image of it.
     pub fn begin_put(&self, job: &str, wave: u64, rank: u32) -> Result<PartialImage> {
-        check_job(job).map_err(FtError::Invalid)?;
+        check_job(job)?;
         let dir = self.wave_dir(job, wave);
         if !dir.is_dir() {
             let _guard = self.waves.lock();
@@ -102,7 +102,7 @@ impl Store {
 
     /// Marks a wave complete, durably.
     pub fn commit(&self, job: &str, wave: u64) -> Result<()> {
-        check_job(job).map_err(FtError::Invalid)?;
+        check_job(job)?;
         let dir = self.wave_dir(job, wave);
         if !dir.is_dir() {
             return Err(FtError::Invalid(format!("job {job} has no wave {wave} here to commit")));
@@ -113,7 +113,7 @@ impl Store {
     /// Keeps the waves of `keep` that are here, marked committed, and
     /// deletes the job's other waves (the job's record names `keep`).
     pub fn keep(&self, job: &str, keep: &[u64]) -> Result<()> {
-        check_job(job).map_err(FtError::Invalid)?;
+        check_job(job)?;
         let _guard = self.waves.lock();
         for held in self.waves(job)? {
             let dir = self.wave_dir(job, held.wave);
@@ -131,7 +131,7 @@ impl Store {
 
     /// The waves of a job, oldest first.
     pub fn waves(&self, job: &str) -> Result<Vec<WaveListing>> {
-        check_job(job).map_err(FtError::Invalid)?;
+        check_job(job)?;
         let mut waves = Vec::new();
         for dir in read_dir(&self.root.join(job))? {
             let Some(wave) = dir.file_name().and_then(|n| n.to_str()?.strip_prefix("wave-")?.parse().ok()) else {
@@ -150,7 +150,7 @@ impl Store {
 
     /// Opens a complete image for reading.
     pub fn open_image(&self, job: &str, wave: u64, rank: u32) -> Result<StoredImage> {
-        check_job(job).map_err(FtError::Invalid)?;
+        check_job(job)?;
         let path = self.image_path(job, wave, rank);
         let mut file = File::open(&path).map_err(|e| disk(&path, e))?;
         let mut header = [0u8; HEADER_LEN];

@@ -391,10 +391,57 @@ pub fn nonce() -> [u8; NONCE_LEN] {
 
 /// Job names are directory names: 1 to 64 of `A-Z a-z 0-9 _ . -`, not
 /// starting with a dot.
-pub fn check_job(job: &str) -> std::result::Result<(), String> {
-    let ok = !job.is_empty()
-        && job.len() <= 64
-        && !job.starts_with('.')
-        && job.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
-    if ok { Ok(()) } else { Err(format!("job name {job:?}: expected 1 to 64 of A-Z a-z 0-9 _ . - (no leading dot)")) }
+pub fn check_job(job: &str) -> std::result::Result<(), BadJobName> {
+    let refuse = |problem| Err(BadJobName { name: job.to_owned(), problem });
+    if job.is_empty() {
+        return refuse(JobNameProblem::Empty);
+    }
+    if job.len() > MAX_JOB_NAME {
+        return refuse(JobNameProblem::TooLong { bytes: job.len() });
+    }
+    if job.starts_with('.') {
+        return refuse(JobNameProblem::LeadingDot);
+    }
+    match job.bytes().position(|b| !(b.is_ascii_alphanumeric() || b"_.-".contains(&b))) {
+        Some(at) => refuse(JobNameProblem::Byte { at, byte: job.as_bytes()[at] }),
+        None => Ok(()),
+    }
+}
+
+/// Longest job name, in bytes.
+pub const MAX_JOB_NAME: usize = 64;
+
+/// A job name the servers refuse: it names a directory of theirs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("job name {name:?}: {problem}; expected 1 to 64 of A-Z a-z 0-9 _ . - (no leading dot)")]
+pub struct BadJobName {
+    /// The name given.
+    pub name: String,
+    /// What is wrong with it.
+    pub problem: JobNameProblem,
+}
+
+/// What is wrong with a job name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum JobNameProblem {
+    /// No name at all.
+    #[error("it is empty")]
+    Empty,
+    /// Longer than [`MAX_JOB_NAME`].
+    #[error("it has {bytes} bytes")]
+    TooLong {
+        /// Its length.
+        bytes: usize,
+    },
+    /// A hidden directory's name.
+    #[error("it starts with a dot")]
+    LeadingDot,
+    /// A byte outside the allowed set.
+    #[error("byte {at} is {}", std::ascii::escape_default(*byte))]
+    Byte {
+        /// Where.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
 }

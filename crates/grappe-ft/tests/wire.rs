@@ -122,3 +122,24 @@ fn oversized_fields_are_refused_before_any_allocation() {
     let err = reader(vec![0xff, 0xff]).read_text("job name").unwrap_err();
     assert!(err.to_string().contains("job name of at most 4096 bytes"), "{err}");
 }
+
+#[test]
+fn a_bad_job_name_says_what_is_wrong_with_it() {
+    use grappe_ft::wire::{JobNameProblem, MAX_JOB_NAME, check_job};
+    let long = "j".repeat(MAX_JOB_NAME + 1);
+    for (name, problem) in [
+        ("", JobNameProblem::Empty),
+        (&long[..], JobNameProblem::TooLong { bytes: MAX_JOB_NAME + 1 }),
+        (".hidden", JobNameProblem::LeadingDot),
+        ("a/../b", JobNameProblem::Byte { at: 1, byte: b'/' }),
+    ] {
+        let error = check_job(name).unwrap_err();
+        assert_eq!((error.name.as_str(), error.problem), (name, problem));
+        assert!(error.to_string().starts_with(&format!("job name {name:?}: ")), "{error}");
+    }
+    assert_eq!(
+        check_job("a/b").unwrap_err().to_string(),
+        "job name \"a/b\": byte 1 is /; expected 1 to 64 of A-Z a-z 0-9 _ . - (no leading dot)"
+    );
+    assert!(check_job(&"j".repeat(MAX_JOB_NAME)).is_ok() && check_job("grappe-1f.x_y").is_ok());
+}

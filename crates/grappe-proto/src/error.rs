@@ -1,33 +1,21 @@
-//! The errors a grappe program sees, and the status of a received message.
+//! The errors the engine produces, and the status of a received message.
 //!
-//! One enum for the whole runtime, so that users match on one type. Every
-//! variant carries the numbers that explain it, and [`Error::class`] maps it
-//! to the MPI error class a C or Fortran user would expect.
+//! Only what the protocols themselves find out lives here: a message longer
+//! than its receive buffer, a collective whose calls do not match, a peer
+//! that died, a job being stopped, a record that cannot be decoded, the
+//! fabric failing underneath, a rank missing at connection. Misuse of the
+//! API (a bad rank or tag, a freed communicator, a value that does not
+//! (de)serialise) is found above, by `grappe-comm`, whose `Error` is the
+//! one programs see: it takes each of these variants over one for one.
 
 use std::borrow::Cow;
 
 use grappe_fabric::FabricError;
 
-/// What went wrong. `#[non_exhaustive]`: new causes will appear.
+/// What the engine found wrong. `#[non_exhaustive]`: new causes will appear.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A rank number outside the communicator.
-    #[error("invalid rank {rank} for a communicator of size {size}")]
-    InvalidRank {
-        /// The rank given.
-        rank: usize,
-        /// The communicator size.
-        size: usize,
-    },
-    /// A tag outside `0..=TAG_UB`, or a wildcard where a real tag is needed.
-    #[error("invalid tag {tag}: tags are 0..={max} (wildcards only when receiving)")]
-    InvalidTag {
-        /// The tag given.
-        tag: i32,
-        /// The largest valid tag.
-        max: i32,
-    },
     /// The message is longer than the receive buffer.
     #[error(
         "message truncated: {message_bytes} bytes from rank {source_rank} (tag {tag}) into a {buffer_bytes}-byte buffer"
@@ -42,15 +30,6 @@ pub enum Error {
         /// Bytes the receive could hold.
         buffer_bytes: usize,
     },
-    /// The message length is not a whole number of elements of the
-    /// receive type.
-    #[error("type size mismatch: {bytes} bytes received are not a whole number of {type_size}-byte elements")]
-    TypeSizeMismatch {
-        /// Bytes received.
-        bytes: usize,
-        /// Size of one element of the receive type.
-        type_size: usize,
-    },
     /// The ranks called a collective with sizes (or roots, or collectives)
     /// that do not match, as MPI forbids: found where a message or the
     /// shared-memory exchange showed it. The communicator's collectives are
@@ -60,37 +39,6 @@ pub enum Error {
     /// or a wait for a peer that will never send.
     #[error("{0}")]
     CollectiveMismatch(Box<Mismatch>),
-    /// Buffers of a collective do not have the sizes the operation needs.
-    #[error("invalid buffer size in {op}: {detail}")]
-    BufferSize {
-        /// The operation.
-        op: &'static str,
-        /// What is wrong, with the numbers.
-        detail: String,
-    },
-    /// The communicator was freed; handles to it are no longer valid.
-    #[error("communicator was freed")]
-    CommFreed,
-    /// A serialised message could not be decoded into the requested type.
-    #[error("cannot decode a {bytes}-byte message from rank {source_rank} as {type_name}: {reason}")]
-    Deserialize {
-        /// Sender.
-        source_rank: usize,
-        /// Message size.
-        bytes: usize,
-        /// The requested type.
-        type_name: &'static str,
-        /// The decoder's complaint.
-        reason: String,
-    },
-    /// A value could not be serialised.
-    #[error("cannot serialise a {type_name}: {reason}")]
-    Serialize {
-        /// The type.
-        type_name: &'static str,
-        /// The encoder's complaint.
-        reason: String,
-    },
     /// A peer rank died (killed, crashed, aborted) while we needed it.
     #[error("rank {rank} (pid {pid}) is gone: {cause}")]
     PeerDied {
@@ -109,9 +57,6 @@ pub enum Error {
         /// The signal received (SIGTERM).
         signal: i32,
     },
-    /// The request was cancelled before it matched.
-    #[error("request was cancelled")]
-    Cancelled,
     /// A record in a mailbox could not be decoded: memory corruption or a
     /// foreign process writing into the segment.
     #[error("corrupt record from rank {source_rank}: {detail}")]
@@ -124,9 +69,14 @@ pub enum Error {
     /// The fabric failed underneath.
     #[error(transparent)]
     Fabric(#[from] FabricError),
-    /// Start-up of the job failed.
-    #[error("cannot start the job: {0}")]
-    Bootstrap(String),
+    /// A rank connecting its engine found a peer that had not announced
+    /// itself in the host segment: start-up went wrong (the processes of
+    /// the job announce every rank before any rank connects).
+    #[error("rank {rank} did not announce itself in the host segment")]
+    NotAnnounced {
+        /// The missing rank (world numbering).
+        rank: usize,
+    },
 }
 
 /// MPI error classes, for the C ABI and for users who think in them.
@@ -155,46 +105,27 @@ impl Error {
     /// The MPI error class of this error.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Error::InvalidRank { .. } => ErrorClass::Rank,
-            Error::InvalidTag { .. } => ErrorClass::Tag,
             Error::Truncated { .. } | Error::CollectiveMismatch(_) => ErrorClass::Truncate,
-            Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
-            Error::BufferSize { .. } => ErrorClass::Count,
-            Error::CommFreed => ErrorClass::Comm,
             Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
-            Error::Cancelled | Error::Corrupt { .. } | Error::Fabric(_) | Error::Bootstrap(_) => ErrorClass::Other,
+            Error::Corrupt { .. } | Error::Fabric(_) | Error::NotAnnounced { .. } => ErrorClass::Other,
         }
     }
-}
 
-impl Error {
     /// The same error again, for a failure reported more than once (a
     /// request whose test said it failed, waited for afterwards).
     pub fn repeat(&self) -> Error {
         match self {
-            Error::InvalidRank { rank, size } => Error::InvalidRank { rank: *rank, size: *size },
-            Error::InvalidTag { tag, max } => Error::InvalidTag { tag: *tag, max: *max },
             &Error::Truncated { source_rank, tag, message_bytes, buffer_bytes } => {
                 Error::Truncated { source_rank, tag, message_bytes, buffer_bytes }
             }
-            Error::TypeSizeMismatch { bytes, type_size } => {
-                Error::TypeSizeMismatch { bytes: *bytes, type_size: *type_size }
-            }
-            Error::BufferSize { op, detail } => Error::BufferSize { op, detail: detail.clone() },
-            Error::CommFreed => Error::CommFreed,
-            Error::Deserialize { source_rank, bytes, type_name, reason } => {
-                Error::Deserialize { source_rank: *source_rank, bytes: *bytes, type_name, reason: reason.clone() }
-            }
-            Error::Serialize { type_name, reason } => Error::Serialize { type_name, reason: reason.clone() },
+            Error::CollectiveMismatch(mismatch) => Error::CollectiveMismatch(mismatch.clone()),
             Error::PeerDied { rank, pid, cause } => Error::PeerDied { rank: *rank, pid: *pid, cause: cause.clone() },
             Error::Stopped { signal } => Error::Stopped { signal: *signal },
-            Error::Cancelled => Error::Cancelled,
             Error::Corrupt { source_rank, detail } => {
                 Error::Corrupt { source_rank: *source_rank, detail: detail.clone() }
             }
             Error::Fabric(e) => Error::Fabric(e.repeat()),
-            Error::Bootstrap(why) => Error::Bootstrap(why.clone()),
-            Error::CollectiveMismatch(mismatch) => Error::CollectiveMismatch(mismatch.clone()),
+            Error::NotAnnounced { rank } => Error::NotAnnounced { rank: *rank },
         }
     }
 }
@@ -340,7 +271,7 @@ fn take_text(bytes: &[u8], at: &mut usize, max: usize) -> Option<String> {
     Some(text)
 }
 
-/// Result of grappe operations.
+/// Result of the engine's operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What a completed receive or a probe tells about a message.

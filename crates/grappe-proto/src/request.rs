@@ -89,6 +89,22 @@ pub(crate) enum SendState {
     Failed(Error),
 }
 
+/// What became of one attempt to put a queued send into the mailbox: the
+/// step its [`SendState`] takes next (`Queued` stays, or becomes `Done`,
+/// `Offered` or `Staging`). The eager, hand-over and rendezvous pushes
+/// (`engine/send.rs`) and the staged one (`engine/staging.rs`) all answer
+/// with it.
+pub(crate) enum Push {
+    /// The whole message left (eager, hand-over, last fragment): `Done`.
+    Finished,
+    /// RTS out, in this slot: the receiver will copy.
+    Offered(u32),
+    /// Fragments out up to this byte, more to come.
+    Partial(usize),
+    /// Nothing moved: ring full or no free slot; the send stays `Queued`.
+    Blocked,
+}
+
 pub(crate) struct RecvReq {
     /// The message was already there when the receive was posted.
     pub arrived: bool,

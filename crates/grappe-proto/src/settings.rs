@@ -1,5 +1,7 @@
 //! Protocol tunables, read once from the environment.
 
+use grappe_settings::{SettingError, Vars};
+
 /// Thresholds and sizes of the protocols.
 ///
 /// | variable | meaning | default |
@@ -25,20 +27,22 @@ pub struct ProtoSettings {
 }
 
 impl ProtoSettings {
-    /// Reads the settings; `ring_bytes` caps the eager limit.
-    pub fn from_env(ring_bytes: usize) -> Result<ProtoSettings, String> {
+    /// Reads the settings from the environment; `ring_bytes` caps the
+    /// eager limit.
+    pub fn from_env(ring_bytes: usize) -> Result<ProtoSettings, SettingError> {
+        ProtoSettings::from_vars(ring_bytes, Vars::process())
+    }
+
+    /// Reads the settings from `vars`; `ring_bytes` caps the eager limit.
+    pub fn from_vars(ring_bytes: usize, vars: Vars<'_>) -> Result<ProtoSettings, SettingError> {
         let defaults = ProtoSettings::for_ring(ring_bytes);
-        let eager: usize = parse("GRAPPE_EAGER_MAX", defaults.eager_max)?;
-        let eager_threads: usize = parse("GRAPPE_EAGER_MAX_THREADS", defaults.eager_max_threads)?;
+        let eager: usize = vars.number("GRAPPE_EAGER_MAX", defaults.eager_max, BYTES)?;
+        let eager_threads: usize = vars.number("GRAPPE_EAGER_MAX_THREADS", defaults.eager_max_threads, BYTES)?;
         Ok(ProtoSettings {
             eager_max: eager.min(max_eager(ring_bytes)),
             eager_max_threads: eager_threads.min(max_eager(ring_bytes)),
-            rdv_chunk: parse::<usize>("GRAPPE_RDV_CHUNK", defaults.rdv_chunk)?.max(4096),
-            single_copy: match std::env::var("GRAPPE_SINGLE_COPY").as_deref() {
-                Err(_) | Ok("auto") => true,
-                Ok("off") => false,
-                Ok(other) => return Err(format!("GRAPPE_SINGLE_COPY={other:?}: expected `auto` or `off`")),
-            },
+            rdv_chunk: vars.number::<usize>("GRAPPE_RDV_CHUNK", defaults.rdv_chunk, BYTES)?.max(4096),
+            single_copy: vars.word("GRAPPE_SINGLE_COPY", true, &[("auto", true), ("off", false)])?,
         })
     }
 
@@ -59,9 +63,34 @@ fn max_eager(ring_bytes: usize) -> usize {
     (ring_bytes / 4).min(grappe_fabric::ring::max_payload(ring_bytes))
 }
 
-fn parse<T: std::str::FromStr>(var: &str, default: T) -> Result<T, String> {
-    match std::env::var(var) {
-        Err(_) => Ok(default),
-        Ok(text) => text.trim().parse().map_err(|_| format!("{var}={text:?} is not a valid number")),
+const BYTES: &str = "a number of bytes";
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<ProtoSettings, SettingError> {
+        let lookup = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v));
+        ProtoSettings::from_vars(64 << 10, Vars::from_lookup(&lookup))
+    }
+
+    #[test]
+    fn settings_are_read_and_capped_by_the_ring() {
+        let settings =
+            read(&[("GRAPPE_EAGER_MAX", "1000000"), ("GRAPPE_RDV_CHUNK", "100"), ("GRAPPE_SINGLE_COPY", "off")])
+                .unwrap();
+        assert_eq!(settings.eager_max, max_eager(64 << 10));
+        assert_eq!((settings.rdv_chunk, settings.single_copy), (4096, false));
+        assert_eq!(read(&[]).unwrap(), ProtoSettings::for_ring(64 << 10));
+    }
+
+    #[test]
+    fn a_bad_setting_names_the_variable_its_value_and_what_it_takes() {
+        let error = read(&[("GRAPPE_EAGER_MAX_THREADS", "2k")]).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_EAGER_MAX_THREADS=\"2k\": expected a number of bytes");
+        let error = read(&[("GRAPPE_SINGLE_COPY", "on")]).unwrap_err();
+        assert_eq!((error.var, error.value.as_str(), &*error.expected), ("GRAPPE_SINGLE_COPY", "on", "auto or off"));
     }
 }

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Barrier;
 
 use common::{modes, pattern, recv, run, send};
-use grappe_proto::{Engine, InTransit, OwnedBytes, RecvTarget, Started};
+use grappe_proto::{Engine, InTransit, InTransitError, OwnedBytes, RecvTarget, Started};
 
 /// Context and tag of the markers in these tests (the application uses
 /// context 0).
@@ -40,7 +40,7 @@ fn recv_marker(e: &mut Engine, src: usize) {
 }
 
 /// Progresses until every marker has arrived.
-fn finished_log(e: &mut Engine) -> Result<Vec<InTransit>, String> {
+fn finished_log(e: &mut Engine) -> Result<Vec<InTransit>, InTransitError> {
     loop {
         if let Some(log) = e.take_channel_log() {
             return log;
@@ -70,7 +70,9 @@ fn three_ranks(second_len: usize, expect_rendezvous: bool) {
                 let log = finished_log(e);
                 if expect_rendezvous && settings.single_copy {
                     let why = log.expect_err("a rendezvous cannot be logged");
-                    assert!(why.contains("rendezvous") && why.contains("rank 1"), "{why}");
+                    assert_eq!(why, InTransitError::RendezvousCrossed { source_rank: 1, tag: 6 });
+                    let said = why.to_string();
+                    assert!(said.contains("rendezvous") && said.contains("rank 1"), "{said}");
                 } else {
                     let log = log.unwrap();
                     assert_eq!(summary(&log), vec![(1, 5, pattern(1, 10)), (1, 6, pattern(2, second_len))]);
@@ -164,5 +166,32 @@ fn skipped_contexts_and_hand_overs() {
             }
             recv_marker(e, 1);
         }
+    });
+}
+
+/// A rendezvous message whose offer has arrived but whose bytes are still
+/// in its sender's buffer cannot be saved: the copy of the messages in
+/// transit names it, with its size.
+#[test]
+fn a_message_still_being_sent_is_named_with_its_size() {
+    let offered = Barrier::new(2);
+    run(2, modes()[0], |e| {
+        let data = pattern(5, 100 << 10);
+        if e.world_rank() == 1 {
+            // SAFETY: `data` outlives the send, waited for below.
+            let started = unsafe { e.isend(data.as_ptr(), data.len(), 0, 0, 4, 1) }.unwrap();
+            offered.wait();
+            if let Started::Pending(id) = started {
+                e.wait(id).unwrap();
+            }
+            return;
+        }
+        offered.wait();
+        while e.iprobe(Some(1), 0, Some(4)).unwrap().is_none() {}
+        let why = e.in_transit(&[]).expect_err("a rendezvous is not whole here");
+        assert_eq!(why, InTransitError::StillSending { source_rank: 1, tag: 4, bytes: 100 << 10 });
+        let mut buf = vec![0u8; 100 << 10];
+        recv(e, &mut buf, Some(1), Some(4)).unwrap();
+        assert_eq!(buf, data);
     });
 }

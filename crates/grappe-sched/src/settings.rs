@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use grappe_settings::{SettingError, Vars};
+
 /// How long and how a blocked rank waits before sleeping.
 ///
 /// Environment variables (all optional):
@@ -30,18 +32,19 @@ pub struct WaitSettings {
 impl WaitSettings {
     /// Reads the settings from the environment. `oversubscribed` tells
     /// whether the host runs more ranks than it has cores.
-    pub fn from_env(oversubscribed: bool) -> Result<WaitSettings, String> {
-        let spin: u32 = parse("GRAPPE_SPIN_ITERS", 4000)?;
+    pub fn from_env(oversubscribed: bool) -> Result<WaitSettings, SettingError> {
+        WaitSettings::from_vars(oversubscribed, Vars::process())
+    }
+
+    /// The same, from `vars`.
+    pub fn from_vars(oversubscribed: bool, vars: Vars<'_>) -> Result<WaitSettings, SettingError> {
+        let spin: u32 = vars.number("GRAPPE_SPIN_ITERS", 4000, "a number of polls")?;
         Ok(WaitSettings {
             spin_iters: if oversubscribed { 0 } else { spin },
-            yield_for: Duration::from_micros(parse("GRAPPE_YIELD_US", 2000)?),
-            sleep_timeout: Duration::from_millis(parse::<u64>("GRAPPE_SLEEP_MS", 100)?.max(1)),
-            stack_bytes: parse::<usize>("GRAPPE_STACK_KIB", 8192)?.max(64) * 1024,
-            bind: match std::env::var("GRAPPE_BIND").as_deref() {
-                Err(_) | Ok("core") => true,
-                Ok("none") => false,
-                Ok(other) => return Err(format!("GRAPPE_BIND={other:?}: expected `core` or `none`")),
-            },
+            yield_for: Duration::from_micros(vars.number("GRAPPE_YIELD_US", 2000, "microseconds")?),
+            sleep_timeout: Duration::from_millis(vars.number::<u64>("GRAPPE_SLEEP_MS", 100, "milliseconds")?.max(1)),
+            stack_bytes: vars.number::<usize>("GRAPPE_STACK_KIB", 8192, "a number of KiB")?.max(64) * 1024,
+            bind: vars.word("GRAPPE_BIND", true, &[("core", true), ("none", false)])?,
         })
     }
 }
@@ -58,9 +61,34 @@ impl Default for WaitSettings {
     }
 }
 
-fn parse<T: std::str::FromStr>(var: &str, default: T) -> Result<T, String> {
-    match std::env::var(var) {
-        Err(_) => Ok(default),
-        Ok(text) => text.trim().parse().map_err(|_| format!("{var}={text:?} is not a valid number")),
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn read(oversubscribed: bool, pairs: &[(&str, &str)]) -> Result<WaitSettings, SettingError> {
+        let lookup = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v));
+        WaitSettings::from_vars(oversubscribed, Vars::from_lookup(&lookup))
+    }
+
+    #[test]
+    fn settings_are_read_with_their_floors() {
+        let settings = read(true, &[("GRAPPE_SLEEP_MS", "0"), ("GRAPPE_STACK_KIB", "1"), ("GRAPPE_BIND", "none")]);
+        let settings = settings.unwrap();
+        assert_eq!(settings.spin_iters, 0, "oversubscribed ranks do not spin");
+        assert_eq!(
+            (settings.sleep_timeout, settings.stack_bytes, settings.bind),
+            (Duration::from_millis(1), 64 << 10, false)
+        );
+        assert_eq!(read(false, &[]).unwrap().spin_iters, 4000);
+    }
+
+    #[test]
+    fn a_bad_setting_names_the_variable_its_value_and_what_it_takes() {
+        let error = read(false, &[("GRAPPE_YIELD_US", "2ms")]).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_YIELD_US=\"2ms\": expected microseconds");
+        let error = read(false, &[("GRAPPE_BIND", "cores")]).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_BIND=\"cores\": expected core or none");
     }
 }

@@ -23,6 +23,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
+use grappe_settings::{SettingError, Vars};
+
 use crate::alpha::{self, CallCosts};
 use crate::clock::TraceClock;
 use crate::event::EventKind;
@@ -79,24 +81,26 @@ impl RecorderConfig {
     /// From the environment: `GRAPPE_TRACE=DIR` turns tracing on;
     /// `GRAPPE_TRACE_FLUSH=end|full|thread` (default `full`);
     /// `GRAPPE_TRACE_BUFFER=EVENTS` (default 65536, 3.5 MiB per rank).
-    pub fn from_env() -> Result<Option<RecorderConfig>, String> {
-        let Some(dir) = std::env::var_os("GRAPPE_TRACE").filter(|d| !d.is_empty()) else { return Ok(None) };
-        let policy = match std::env::var("GRAPPE_TRACE_FLUSH").as_deref() {
-            Err(_) | Ok("full") => FlushPolicy::Full,
-            Ok("end") => FlushPolicy::End,
-            Ok("thread") => FlushPolicy::Thread,
-            Ok(other) => return Err(format!("GRAPPE_TRACE_FLUSH={other:?}: expected end, full or thread")),
-        };
-        let buffer_events = match std::env::var("GRAPPE_TRACE_BUFFER") {
-            Err(_) => 65536,
-            Ok(v) => v.trim().parse().map_err(|_| format!("GRAPPE_TRACE_BUFFER={v:?} is not a number of events"))?,
-        };
-        if buffer_events < 16 {
-            return Err(format!("GRAPPE_TRACE_BUFFER={buffer_events}: a buffer needs at least 16 events"));
+    pub fn from_env() -> Result<Option<RecorderConfig>, SettingError> {
+        RecorderConfig::from_vars(Vars::process())
+    }
+
+    /// The same, from `vars`.
+    pub fn from_vars(vars: Vars<'_>) -> Result<Option<RecorderConfig>, SettingError> {
+        let Some(dir) = vars.path("GRAPPE_TRACE") else { return Ok(None) };
+        let policies = [FlushPolicy::End, FlushPolicy::Full, FlushPolicy::Thread].map(|p| (p.name(), p));
+        let policy = vars.word("GRAPPE_TRACE_FLUSH", FlushPolicy::Full, &policies)?;
+        let buffer_events: usize = vars.number("GRAPPE_TRACE_BUFFER", 65536, "a number of events")?;
+        if buffer_events < MIN_BUFFER_EVENTS {
+            let expected = format!("at least {MIN_BUFFER_EVENTS} events (a buffer's smallest size)");
+            return Err(SettingError::new("GRAPPE_TRACE_BUFFER", buffer_events.to_string(), expected));
         }
-        Ok(Some(RecorderConfig { dir: PathBuf::from(dir), policy, buffer_events }))
+        Ok(Some(RecorderConfig { dir, policy, buffer_events }))
     }
 }
+
+/// The smallest buffer a recorder takes.
+const MIN_BUFFER_EVENTS: usize = 16;
 
 /// A distortion applied to every recorded date (local nanoseconds in,
 /// nanoseconds written out): the simulated clocks of single-host tests.
@@ -665,5 +669,41 @@ impl crate::raw::Interner for Recorder {
     }
     fn members(&mut self, members: &[u32]) -> u64 {
         Recorder::members(self, members)
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<Option<RecorderConfig>, SettingError> {
+        let lookup = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v));
+        RecorderConfig::from_vars(Vars::from_lookup(&lookup))
+    }
+
+    #[test]
+    fn tracing_is_on_with_a_directory_and_takes_its_settings() {
+        assert_eq!(read(&[("GRAPPE_TRACE", ""), ("GRAPPE_TRACE_FLUSH", "bogus")]).unwrap(), None);
+        let config = read(&[("GRAPPE_TRACE", "/t"), ("GRAPPE_TRACE_FLUSH", "thread"), ("GRAPPE_TRACE_BUFFER", "16")]);
+        let config = config.unwrap().expect("on");
+        assert_eq!((config.dir, config.policy, config.buffer_events), (PathBuf::from("/t"), FlushPolicy::Thread, 16));
+    }
+
+    #[test]
+    fn a_bad_setting_names_the_variable_its_value_and_what_it_takes() {
+        for (var, value, said) in [
+            ("GRAPPE_TRACE_FLUSH", "often", "GRAPPE_TRACE_FLUSH=\"often\": expected end, full or thread"),
+            ("GRAPPE_TRACE_BUFFER", "1M", "GRAPPE_TRACE_BUFFER=\"1M\": expected a number of events"),
+            (
+                "GRAPPE_TRACE_BUFFER",
+                "15",
+                "GRAPPE_TRACE_BUFFER=\"15\": expected at least 16 events (a buffer's smallest size)",
+            ),
+        ] {
+            let error = read(&[("GRAPPE_TRACE", "/t"), (var, value)]).unwrap_err();
+            assert_eq!(error.to_string(), said);
+        }
     }
 }

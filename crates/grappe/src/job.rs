@@ -19,10 +19,14 @@ use std::sync::Arc;
 
 use grappe_fabric::{HostMemory, doorbell};
 use grappe_launch::Pmi;
-use grappe_proto::{Error, ProtoSettings, Result};
+use grappe_proto::ProtoSettings;
 use grappe_sched::{WaitSettings, WorkerSpec, allowed_cpus};
+use grappe_settings::{SettingError, Vars};
 
+use crate::StartError;
 use crate::settings::layout_params;
+
+type Result<T, E = StartError> = std::result::Result<T, E>;
 
 /// What this process needs to run its ranks.
 pub(crate) struct Job {
@@ -38,14 +42,16 @@ pub(crate) struct Job {
     /// The job's id, the same in every process (the process manager's),
     /// written in each rank's trace so that traces of two runs are told apart.
     pub id: String,
+    /// Worker threads asked for (`GRAPPE_WORKERS`), if any.
+    pub workers: Option<usize>,
 }
 
 impl Job {
     /// The job of a process started by a launcher (or alone: a singleton),
     /// and the process manager to finalize once the ranks are done.
     pub fn from_environment() -> Result<(Job, Box<dyn Pmi>)> {
-        let pmi = grappe_launch::connect_from_env().map_err(|e| Error::Bootstrap(format!("process manager: {e}")))?;
-        let per_process = grappe_launch::env::ranks_per_process().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let pmi = grappe_launch::connect_from_env()?;
+        let per_process = grappe_launch::env::ranks_per_process()?;
         if pmi.size() == 1 {
             return Ok((Job::threads(per_process, pmi.job_id())?, pmi));
         }
@@ -66,18 +72,15 @@ impl Job {
     fn processes(mut pmi: Box<dyn Pmi>, per_process: usize) -> Result<(Job, Box<dyn Pmi>)> {
         let me = pmi.rank();
         let host_id = host_identity();
-        pmi_call(pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}")))?;
-        pmi_call(pmi.fence())?;
+        pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}"))?;
+        pmi.fence()?;
         let mut first = 0;
         let mut total = 0;
         for p in 0..pmi.size() {
-            let value = pmi_call(pmi.get(&format!("grappe-proc-{p}")))?;
+            let value = pmi.get(&format!("grappe-proc-{p}"))?;
             let (count, host) = parse_process_entry(p, &value)?;
             if host != host_id {
-                return Err(Error::Bootstrap(format!(
-                    "process {p} runs on host {host:?} and process {me} on {host_id:?}: ranks on several hosts need the \
-                     network fabric, which this grappe does not have yet"
-                )));
+                return Err(StartError::SeveralHosts { process: p, host, me, my_host: host_id });
             }
             if p == me {
                 first = total;
@@ -87,19 +90,19 @@ impl Job {
         let path = segment_path(pmi.job_id());
         let host = if me == 0 {
             let host = HostMemory::create_file(&path, layout_params(total)?)?;
-            pmi_call(pmi.put("grappe-segment", &path.to_string_lossy()))?;
-            pmi_call(pmi.fence())?;
+            pmi.put("grappe-segment", &path.to_string_lossy())?;
+            pmi.fence()?;
             host
         } else {
-            pmi_call(pmi.fence())?;
-            let published = pmi_call(pmi.get("grappe-segment"))?;
+            pmi.fence()?;
+            let published = pmi.get("grappe-segment")?;
             HostMemory::open_file(&PathBuf::from(published))?
         };
         let registered = doorbell::register_asymmetric();
         host.vote_asymmetric(registered);
         let job = Job::assemble(Arc::new(host), first..first + per_process, total, pmi.job_id())?;
         job.announce();
-        pmi_call(pmi.barrier())?;
+        pmi.barrier()?;
         if me == 0 {
             let _ = job.host.segment().unlink();
         }
@@ -111,10 +114,11 @@ impl Job {
 
     fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize, id: &str) -> Result<Job> {
         let cpus = allowed_cpus().len().max(1);
-        let proto = ProtoSettings::from_env(host.params().ring_bytes).map_err(Error::Bootstrap)?;
-        let wait = WaitSettings::from_env(total > cpus).map_err(Error::Bootstrap)?;
-        let trace = crate::tracing::TraceSettings::from_env().map_err(Error::Bootstrap)?;
-        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned() })
+        let proto = ProtoSettings::from_env(host.params().ring_bytes)?;
+        let wait = WaitSettings::from_env(total > cpus)?;
+        let trace = crate::tracing::TraceSettings::from_env()?;
+        let workers = workers_setting(Vars::process())?;
+        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned(), workers })
     }
 
     /// Publishes this process's ranks in the segment. The doorbell of a
@@ -133,7 +137,7 @@ impl Job {
     pub fn worker_plan(&self) -> Vec<WorkerPlan> {
         let cpus = allowed_cpus();
         let ranks = self.mine.len();
-        let workers = workers_wanted(ranks, cpus.len());
+        let workers = self.workers.unwrap_or(cpus.len()).clamp(1, ranks.max(1));
         (0..workers)
             .map(|w| {
                 let ranks: Vec<usize> = self.mine.clone().skip(w).step_by(workers).collect();
@@ -161,10 +165,14 @@ pub(crate) struct WorkerPlan {
     pub cpu: Option<usize>,
 }
 
-/// `GRAPPE_WORKERS` or one worker per core, never more than ranks.
-fn workers_wanted(ranks: usize, cpus: usize) -> usize {
-    let wanted = std::env::var("GRAPPE_WORKERS").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    wanted.unwrap_or(cpus).clamp(1, ranks.max(1))
+/// `GRAPPE_WORKERS`: worker threads per process (one per core by
+/// default; never more than ranks, nor fewer than one).
+fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
+    let Some(text) = vars.text("GRAPPE_WORKERS")? else { return Ok(None) };
+    match text.trim().parse() {
+        Ok(workers) => Ok(Some(workers)),
+        Err(_) => Err(SettingError::new("GRAPPE_WORKERS", text, "a number of worker threads").into()),
+    }
 }
 
 /// Hostname and boot id: two processes share memory only if both match.
@@ -174,13 +182,11 @@ fn host_identity() -> String {
     format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_")
 }
 
+/// The `ranks,host` entry of process `process`.
 fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
-    let (count, host) = value
-        .split_once(',')
-        .ok_or_else(|| Error::Bootstrap(format!("process {process} published {value:?}, expected `ranks,host`")))?;
-    let count = count
-        .parse()
-        .map_err(|_| Error::Bootstrap(format!("process {process} published a rank count of {count:?}")))?;
+    let refuse = |expected| StartError::ProcessEntry { process, value: value.to_owned(), expected };
+    let (count, host) = value.split_once(',').ok_or_else(|| refuse("`ranks,host`"))?;
+    let count = count.parse().map_err(|_| refuse("`ranks,host` with a number of ranks"))?;
     Ok((count, host.to_owned()))
 }
 
@@ -192,6 +198,29 @@ fn segment_path(job_id: &str) -> PathBuf {
     dir.join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
 }
 
-fn pmi_call<T>(result: std::result::Result<T, grappe_launch::PmiError>) -> Result<T> {
-    result.map_err(|e| Error::Bootstrap(format!("process manager: {e}")))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_count_that_does_not_parse_is_refused() {
+        let set = |value: &'static str| move |name: &str| (name == "GRAPPE_WORKERS").then(|| value.into());
+        assert_eq!(workers_setting(Vars::from_lookup(&set(" 3"))).unwrap(), Some(3));
+        assert_eq!(workers_setting(Vars::from_lookup(&|_| None)).unwrap(), None);
+        let error = workers_setting(Vars::from_lookup(&set("all"))).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_WORKERS=\"all\": expected a number of worker threads");
+    }
+
+    #[test]
+    fn a_process_entry_is_ranks_then_host_and_a_bad_one_is_named() {
+        assert_eq!(parse_process_entry(1, "4,h/b").unwrap(), (4, "h/b".to_owned()));
+        for (value, expected) in [("4", "`ranks,host`"), ("four,h/b", "`ranks,host` with a number of ranks")] {
+            let error = parse_process_entry(3, value).unwrap_err();
+            let StartError::ProcessEntry { process: 3, value: shown, expected: said } = &error else {
+                panic!("{error:?}")
+            };
+            assert_eq!((shown.as_str(), *said), (value, expected));
+            assert_eq!(error.to_string(), format!("process 3 published {value:?}, expected {expected}"));
+        }
+    }
 }

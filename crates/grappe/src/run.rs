@@ -11,6 +11,7 @@ use grappe_launch::{Pmi, PmiKind};
 use grappe_proto::{Engine, Failure};
 use grappe_sched::run_workers;
 
+use crate::StartError;
 use crate::job::{Job, WorkerPlan};
 
 /// What a rank's body may return: nothing, or a `Result` whose error
@@ -89,7 +90,7 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 /// Why a rank ended badly.
 enum RankFailure {
     /// Before it ran (connection, start of tracing): the process says so.
-    Start(String),
+    Start(StartError),
     /// In its body or its finalize: already reported, the rank marked
     /// failed and its trace finished.
     Handled,
@@ -101,7 +102,7 @@ where
     F: Fn(&Communicator) -> R + Sync,
     R: RankResult,
 {
-    let (job, pmi) = Job::from_environment().map_err(|e| Some(e.to_string()))?;
+    let (job, pmi) = Job::from_environment().map_err(|e| Some(format!("cannot start the job: {e}")))?;
     if job.trace.is_some() {
         stop_on_sigterm(&job);
     }
@@ -113,8 +114,8 @@ where
         match outcome.result {
             Ok(Ok(())) => {}
             Ok(Err(RankFailure::Handled)) => handled = true,
-            Ok(Err(RankFailure::Start(message))) => {
-                return Err(Some(format!("rank {} failed: {message}", outcome.rank)));
+            Ok(Err(RankFailure::Start(error))) => {
+                return Err(Some(format!("rank {} failed: {error}", outcome.rank)));
             }
             Err(panic) => return Err(Some(format!("rank {} failed: {}", outcome.rank, panic_message(&panic)))),
         }
@@ -143,7 +144,7 @@ where
             end.report(rank, &Failure::After(e.to_string()), &e.to_string());
             return Err(RankFailure::Handled);
         }
-        Err(e) => return Err(RankFailure::Start(e.to_string())),
+        Err(e) => return Err(RankFailure::Start(StartError::Connect { rank, source: e.into() })),
     };
     let ctx = Rc::new(RankContext::with_job_control(engine, end.clone()));
     let world = Communicator::world(ctx.clone());
@@ -323,10 +324,10 @@ fn stop_on_sigterm(job: &Job) {
 /// The end of a rank: its trace completed, then every rank waits for the
 /// others before leaving, so no process exits while a peer still reads its
 /// memory.
-pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_comm::Result<()> {
     crate::tracing::end(job, world, ctx)?;
     world.barrier()?;
-    ctx.engine().finalize()
+    Ok(ctx.engine().finalize()?)
 }
 
 pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

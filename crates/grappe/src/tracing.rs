@@ -25,9 +25,11 @@ use std::time::Duration;
 
 use grappe_clock::sim::{LocalClock, SimulatedClock, SimulationSpec};
 use grappe_comm::{Communicator, RankContext};
+use grappe_settings::{SettingError, Vars};
 use grappe_trace::format::RankThread;
 use grappe_trace::{Identity, Recorder, RecorderConfig, TimeMap};
 
+use crate::StartError;
 use crate::job::{Job, WorkerPlan};
 
 /// How this job records.
@@ -41,48 +43,47 @@ pub(crate) struct TraceSettings {
 }
 
 impl TraceSettings {
-    pub fn from_env() -> Result<Option<TraceSettings>, String> {
-        let Some(recorder) = RecorderConfig::from_env()? else { return Ok(None) };
-        let after_phase = match std::env::var("GRAPPE_TRACE_SYNC").as_deref() {
-            Err(_) | Ok("sba") => true,
-            Ok("sb") => false,
-            Ok(other) => return Err(format!("GRAPPE_TRACE_SYNC={other:?}: expected sba or sb")),
-        };
-        let number = |var: &str, default: u64| -> Result<u64, String> {
-            match std::env::var(var) {
-                Err(_) => Ok(default),
-                Ok(v) => v.trim().parse().map_err(|_| format!("{var}={v:?} is not a number")),
-            }
-        };
-        match std::env::var("GRAPPE_TRACE_CLOCK").as_deref() {
-            Err(_) | Ok("monotonic_raw" | "tsc") => {}
-            Ok(other) => return Err(format!("GRAPPE_TRACE_CLOCK={other:?}: expected monotonic_raw or tsc")),
+    pub fn from_env() -> Result<Option<TraceSettings>, SettingError> {
+        TraceSettings::from_vars(Vars::process())
+    }
+
+    pub fn from_vars(vars: Vars<'_>) -> Result<Option<TraceSettings>, SettingError> {
+        let Some(recorder) = RecorderConfig::from_vars(vars)? else { return Ok(None) };
+        let after_phase = vars.word("GRAPPE_TRACE_SYNC", true, &[("sba", true), ("sb", false)])?;
+        // Checked here; the recorder's clock reads it (grappe_trace::clock).
+        vars.word("GRAPPE_TRACE_CLOCK", (), &[("monotonic_raw", ()), ("tsc", ())])?;
+        let points: usize = vars.number("GRAPPE_TRACE_SYNC_POINTS", 20, "a number of exchanges")?;
+        if points < MIN_SYNC_POINTS {
+            let expected = format!("at least {MIN_SYNC_POINTS} exchanges a phase, which a clock fit needs");
+            return Err(SettingError::new("GRAPPE_TRACE_SYNC_POINTS", points.to_string(), expected));
         }
-        let points = number("GRAPPE_TRACE_SYNC_POINTS", 20)?;
-        if points < 3 {
-            return Err(format!("GRAPPE_TRACE_SYNC_POINTS={points}: a clock fit needs at least 3 exchanges a phase"));
-        }
-        Ok(Some(TraceSettings {
-            recorder,
-            after_phase,
-            points: points as usize,
-            spacing: Duration::from_micros(number("GRAPPE_TRACE_SYNC_SPACING_US", 1000)?),
-            simulate: match std::env::var("GRAPPE_TRACE_SIMULATE") {
-                Err(_) => None,
-                Ok(v) => Some(v.parse().map_err(|e| format!("GRAPPE_TRACE_SIMULATE={v:?}: {e}"))?),
-            },
-        }))
+        let spacing = Duration::from_micros(vars.number("GRAPPE_TRACE_SYNC_SPACING_US", 1000, "microseconds")?);
+        let simulate = match vars.text("GRAPPE_TRACE_SIMULATE")? {
+            None => None,
+            Some(text) => Some(text.parse().map_err(|e| {
+                let expected = "a clock simulation such as offset=2ms,drift=50ppm,seed=7";
+                SettingError::new("GRAPPE_TRACE_SIMULATE", text.clone(), expected).because(e)
+            })?),
+        };
+        Ok(Some(TraceSettings { recorder, after_phase, points, spacing, simulate }))
     }
 }
+
+/// Exchanges per peer and phase that a clock fit needs.
+const MIN_SYNC_POINTS: usize = 3;
 
 /// Starts the trace of world rank `rank` if the job records: measures
 /// what recording adds to each kind of call on this rank (the α of calls), then
 /// creates the rank's file and installs its recorder. Called on the thread
 /// that runs the rank, one of the workers of `plan`, before any traced call.
-pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world: &Communicator) -> Result<(), String> {
+pub(crate) fn start_recorder(
+    job: &Job,
+    rank: usize,
+    plan: &[WorkerPlan],
+    world: &Communicator,
+) -> Result<(), StartError> {
     let Some(settings) = &job.trace else { return Ok(()) };
-    let calls =
-        world.measure_call_recording().map_err(|e| format!("rank {rank}: cannot time the recording of calls: {e}"))?;
+    let calls = world.measure_call_recording().map_err(|source| StartError::CallTiming { rank, source })?;
     let who = Identity {
         rank: rank as u32,
         world_size: job.locals.len() as u32,
@@ -93,7 +94,7 @@ pub(crate) fn start_recorder(job: &Job, rank: usize, plan: &[WorkerPlan], world:
     let time_map =
         settings.simulate.map(|spec| Arc::new(SimulatedTime(spec.clock_for(rank as u32))) as Arc<dyn TimeMap>);
     let recorder = Recorder::create_with_call_costs(&settings.recorder, who, time_map, Some(calls))
-        .map_err(|e| format!("cannot create the trace of rank {rank} in {}: {e}", settings.recorder.dir.display()))?;
+        .map_err(|source| StartError::TraceFile { rank, dir: settings.recorder.dir.clone(), source })?;
     world.rank_context().install_recorder(recorder);
     Ok(())
 }
@@ -115,7 +116,7 @@ fn this_thread(rank: usize, plan: &[WorkerPlan]) -> RankThread {
 
 /// Start of a traced rank: its first event, the init, which holds the
 /// first sampling phase.
-pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()> {
+pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_comm::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
     world.trace_lifecycle(true, || world.sample_clocks(0, settings.points, settings.spacing))
 }
@@ -123,7 +124,7 @@ pub(crate) fn begin(job: &Job, world: &Communicator) -> grappe_proto::Result<()>
 /// End of a traced rank: the last event, the finalize, which holds the
 /// second sampling phase; α measured again; and the file completed
 /// (before the final barrier, which is not traced).
-pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_proto::Result<()> {
+pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_comm::Result<()> {
     let Some(settings) = &job.trace else { return Ok(()) };
     world.trace_lifecycle(false, || match settings.after_phase {
         true => world.sample_clocks(1, settings.points, settings.spacing),
@@ -140,9 +141,11 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
                 "grappe: rank {rank}: cannot time the recording of calls after the run ({e}); its trace has no α after the run"
             ),
         }
-        recorder
-            .finish()
-            .map_err(|e| grappe_proto::Error::Bootstrap(format!("cannot complete the trace of rank {rank}: {e}")))?;
+        recorder.finish().map_err(|source| grappe_comm::Error::Trace {
+            rank: rank as usize,
+            action: "complete",
+            source,
+        })?;
     }
     Ok(())
 }
@@ -161,5 +164,54 @@ impl TimeMap for SimulatedTime {
             "offset {} ns, drift {} ppm, amplitude {} ns, period {} s, phase {} rad, jitter {} ns, seed {}",
             c.offset_ns, c.drift_ppm, c.amplitude_ns, c.period_s, c.phase_rad, c.jitter_ns, c.seed
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<Option<TraceSettings>, SettingError> {
+        let lookup = |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v));
+        TraceSettings::from_vars(Vars::from_lookup(&lookup))
+    }
+
+    #[test]
+    fn trace_settings_are_read_with_their_defaults() {
+        assert!(read(&[("GRAPPE_TRACE_SYNC", "bogus")]).unwrap().is_none(), "off without a directory");
+        let settings =
+            read(&[("GRAPPE_TRACE", "/t"), ("GRAPPE_TRACE_SYNC", "sb"), ("GRAPPE_TRACE_SIMULATE", "seed=3")]);
+        let settings = settings.unwrap().expect("on");
+        assert_eq!((settings.after_phase, settings.points, settings.spacing), (false, 20, Duration::from_millis(1)));
+        assert_eq!(settings.simulate.map(|s| s.seed), Some(3));
+    }
+
+    #[test]
+    fn a_bad_setting_names_the_variable_its_value_and_what_it_takes() {
+        for (var, value, said) in [
+            ("GRAPPE_TRACE_SYNC", "sab", "GRAPPE_TRACE_SYNC=\"sab\": expected sba or sb"),
+            ("GRAPPE_TRACE_CLOCK", "bogus", "GRAPPE_TRACE_CLOCK=\"bogus\": expected monotonic_raw or tsc"),
+            ("GRAPPE_TRACE_SYNC_POINTS", "x", "GRAPPE_TRACE_SYNC_POINTS=\"x\": expected a number of exchanges"),
+            (
+                "GRAPPE_TRACE_SYNC_POINTS",
+                "2",
+                "GRAPPE_TRACE_SYNC_POINTS=\"2\": expected at least 3 exchanges a phase, which a clock fit needs",
+            ),
+            ("GRAPPE_TRACE_SYNC_SPACING_US", "1ms", "GRAPPE_TRACE_SYNC_SPACING_US=\"1ms\": expected microseconds"),
+        ] {
+            let error = read(&[("GRAPPE_TRACE", "/t"), (var, value)]).unwrap_err();
+            assert_eq!(error.to_string(), said);
+        }
+    }
+
+    #[test]
+    fn a_bad_simulation_keeps_the_parser_s_refusal_as_its_source() {
+        let error = read(&[("GRAPPE_TRACE", "/t"), ("GRAPPE_TRACE_SIMULATE", "offset=2")]).unwrap_err();
+        assert_eq!((error.var, error.value.as_str()), ("GRAPPE_TRACE_SIMULATE", "offset=2"));
+        let source = std::error::Error::source(&error).expect("the spec's error");
+        assert!(source.to_string().contains("a duration like 2ms"), "{source}");
+        assert!(error.to_string().contains("a duration like 2ms"), "{error}");
     }
 }

@@ -625,7 +625,11 @@ fn bad_clock_and_sampling_settings_fail_the_job_with_what_they_take() {
     let dir = fresh_dir("bad-settings");
     for (var, value, expected) in [
         ("GRAPPE_TRACE_CLOCK", "bogus", "GRAPPE_TRACE_CLOCK=\"bogus\": expected monotonic_raw or tsc"),
-        ("GRAPPE_TRACE_SYNC_POINTS", "2", "GRAPPE_TRACE_SYNC_POINTS=2: a clock fit needs at least 3 exchanges a phase"),
+        (
+            "GRAPPE_TRACE_SYNC_POINTS",
+            "2",
+            "GRAPPE_TRACE_SYNC_POINTS=\"2\": expected at least 3 exchanges a phase, which a clock fit needs",
+        ),
     ] {
         let mut cmd = Command::new(util::grappe());
         cmd.args(["run", "-n", "2", "--trace"])

@@ -9,11 +9,11 @@
 //! time is its clock, so the truth to compare estimates with is
 //! [`SimulatedClock::linear_model`] of a rank against rank 0.
 
-use std::fmt;
 use std::str::FromStr;
 
 use super::clock::SimulatedClock;
 use super::random::{mix, unit};
+use crate::error::ClockError;
 
 /// The parsed setting.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,17 +54,63 @@ impl SimulationSpec {
     }
 }
 
-/// Why a simulation setting was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecError(String);
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a simulation setting was refused, with the item or the numbers.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// An item that is not `KEY=VALUE`.
+    #[error("{item:?}: expected KEY=VALUE")]
+    NotKeyValue {
+        /// The item.
+        item: String,
+    },
+    /// A value its key does not take.
+    #[error("{item:?}: expected {expected}")]
+    BadValue {
+        /// The item, key and value.
+        item: String,
+        /// What the key takes.
+        expected: &'static str,
+    },
+    /// A key no simulation has.
+    #[error("unknown key {key:?} (offset, drift, amplitude, period, jitter, seed)")]
+    UnknownKey {
+        /// The key.
+        key: String,
+    },
+    /// A negative magnitude.
+    #[error("{name} {value} is negative: offsets, drifts, amplitudes and jitters are magnitudes (>= 0)")]
+    Negative {
+        /// offset, drift, amplitude or jitter.
+        name: &'static str,
+        /// Its value (ns, or ppm for the drift).
+        value: f64,
+    },
+    /// An offset, amplitude or jitter beyond what dates can hold.
+    #[error("{name} {value_ns:e} ns is over the {max_ns:e} ns (31 years) a simulation allows")]
+    OverSpan {
+        /// offset, amplitude or jitter.
+        name: &'static str,
+        /// Its value.
+        value_ns: f64,
+        /// The largest allowed.
+        max_ns: f64,
+    },
+    /// A clock whose rate could reach 0: its dates would go back in time.
+    #[error(
+        "a clock this far off runs backwards: drift {drift:.3e} plus the oscillation's slope 2πA/P = {swing:.3e} \
+         reach 1 (lower the drift or the amplitude, or lengthen the period)"
+    )]
+    RunsBackwards {
+        /// The drift, as a rate (ppm × 10⁻⁶).
+        drift: f64,
+        /// The oscillation's largest slope, 2πA/P.
+        swing: f64,
+    },
+    /// A clock parameter the simulated clock refuses.
+    #[error(transparent)]
+    Clock(#[from] ClockError),
 }
-
-impl std::error::Error for SpecError {}
 
 impl FromStr for SimulationSpec {
     type Err = SpecError;
@@ -72,9 +118,8 @@ impl FromStr for SimulationSpec {
     fn from_str(text: &str) -> Result<Self, SpecError> {
         let mut spec = SimulationSpec::default();
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (key, value) =
-                item.split_once('=').ok_or_else(|| SpecError(format!("{item:?}: expected KEY=VALUE")))?;
-            let bad = |expected: &str| SpecError(format!("{item:?}: expected {expected}"));
+            let (key, value) = item.split_once('=').ok_or_else(|| SpecError::NotKeyValue { item: item.to_owned() })?;
+            let bad = |expected| SpecError::BadValue { item: item.to_owned(), expected };
             match key.trim() {
                 "offset" => spec.offset_ns = duration_ns(value).ok_or_else(|| bad("a duration like 2ms"))?,
                 "drift" => spec.drift_ppm = ppm(value).ok_or_else(|| bad("a rate like 50ppm"))?,
@@ -82,18 +127,20 @@ impl FromStr for SimulationSpec {
                 "period" => spec.period_s = duration_ns(value).ok_or_else(|| bad("a duration like 10s"))? / 1e9,
                 "jitter" => spec.jitter_ns = duration_ns(value).ok_or_else(|| bad("a duration like 50ns"))?,
                 "seed" => spec.seed = value.trim().parse().map_err(|_| bad("an integer"))?,
-                other => {
-                    return Err(SpecError(format!(
-                        "unknown key {other:?} (offset, drift, amplitude, period, jitter, seed)"
-                    )));
-                }
+                other => return Err(SpecError::UnknownKey { key: other.to_owned() }),
             }
         }
-        if spec.amplitude_ns < 0.0 || spec.jitter_ns < 0.0 || spec.offset_ns < 0.0 || spec.drift_ppm < 0.0 {
-            return Err(SpecError(format!("{text:?}: offsets, drifts, amplitudes and jitters are magnitudes (>= 0)")));
+        let magnitudes = [
+            ("offset", spec.offset_ns),
+            ("drift", spec.drift_ppm),
+            ("amplitude", spec.amplitude_ns),
+            ("jitter", spec.jitter_ns),
+        ];
+        if let Some(&(name, value)) = magnitudes.iter().find(|(_, value)| *value < 0.0) {
+            return Err(SpecError::Negative { name, value });
         }
-        spec.check_bounds().map_err(|e| SpecError(format!("{text:?}: {e}")))?;
-        spec.clock_for(0).validate().map_err(|e| SpecError(format!("{text:?}: {e}")))?;
+        spec.check_bounds()?;
+        spec.clock_for(0).validate()?;
         Ok(spec)
     }
 }
@@ -109,23 +156,17 @@ impl SimulationSpec {
     /// 0 would write traces whose dates go back in time, which no real
     /// clock does (the jitter alone may swap two close readings, as read
     /// noise does).
-    fn check_bounds(&self) -> Result<(), String> {
+    fn check_bounds(&self) -> Result<(), SpecError> {
         for (name, value) in [("offset", self.offset_ns), ("amplitude", self.amplitude_ns), ("jitter", self.jitter_ns)]
         {
             if value > MAX_SPAN_NS {
-                return Err(format!(
-                    "{name} {value:e} ns is over the {MAX_SPAN_NS:e} ns (31 years) a simulation allows"
-                ));
+                return Err(SpecError::OverSpan { name, value_ns: value, max_ns: MAX_SPAN_NS });
             }
         }
         let drift = self.drift_ppm * 1e-6;
         let swing = std::f64::consts::TAU * self.amplitude_ns / (self.period_s * 1e9);
         if drift + swing >= 1.0 {
-            return Err(format!(
-                "a clock this far off runs backwards: drift {:.3e} plus the oscillation's slope 2πA/P = {swing:.3e} \
-                 reach 1 (lower the drift or the amplitude, or lengthen the period)",
-                drift
-            ));
+            return Err(SpecError::RunsBackwards { drift, swing });
         }
         Ok(())
     }
@@ -195,6 +236,23 @@ mod tests {
             let err = text.parse::<SimulationSpec>().unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn refusals_carry_their_numbers() {
+        let err = "jitter=2e18ns".parse::<SimulationSpec>().unwrap_err();
+        assert_eq!(err, SpecError::OverSpan { name: "jitter", value_ns: 2e18, max_ns: MAX_SPAN_NS });
+        let err = "drift=-3ppm".parse::<SimulationSpec>().unwrap_err();
+        assert_eq!(err, SpecError::Negative { name: "drift", value: -3.0 });
+        let Err(SpecError::RunsBackwards { drift, swing }) =
+            "drift=500000ppm,amplitude=100ms,period=1s".parse::<SimulationSpec>()
+        else {
+            panic!("a clock running backwards")
+        };
+        assert_eq!(drift, 0.5);
+        assert!((swing - std::f64::consts::TAU * 0.1).abs() < 1e-12, "{swing}");
+        let err = "period=0s".parse::<SimulationSpec>().unwrap_err();
+        assert!(matches!(err, SpecError::Clock(ClockError::InvalidParameter { name: "period_s", .. })), "{err:?}");
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //! | larger | ring |
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};
@@ -17,7 +16,7 @@ use super::common::{Blocks, check_counts, concat_slots, expect_len, read_write};
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Below this total, recursive doubling when the rank count is a power of
 /// two: ⌈log2 n⌉ rounds instead of the ring's `n - 1`, for the same bytes.

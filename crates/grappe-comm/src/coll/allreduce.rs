@@ -12,7 +12,6 @@
 //! non-commutative operations are right.
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::SLOT_BYTES;
@@ -22,7 +21,7 @@ use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Up to this many bytes, recursive doubling: ⌈log2 n⌉ rounds carrying the
 /// whole vector beat Rabenseifner's twice as many rounds of halves while

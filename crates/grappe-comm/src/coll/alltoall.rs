@@ -11,7 +11,6 @@
 //! own counts, so a choice by size could differ between ranks.
 
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};
@@ -19,7 +18,7 @@ use super::common::{Blocks, check_counts, expect_len};
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Error, Result, SizeProblem};
 
 /// Up to this block size all messages are posted at once: they are eager
 /// (this is the default eager limit), so they all fit in the mailboxes and
@@ -52,10 +51,8 @@ impl Communicator {
             let n = ch.size;
             expect_len(ch.op(), "the receive buffer", recv.len(), send.len())?;
             if send.len() % n != 0 {
-                return Err(Error::BufferSize {
-                    op: ch.op(),
-                    detail: format!("the send buffer has {} elements, not a multiple of the {n} ranks", send.len()),
-                });
+                let detail = SizeProblem::NotPerRank { buffer: "the send buffer", elements: send.len(), ranks: n };
+                return Err(Error::BufferSize { op: ch.op(), detail });
             }
             ch.run(Signature::sized(CollectiveKind::Alltoall, bytes), |ch| alltoall_slices(ch, send, recv))
         })
@@ -81,13 +78,8 @@ impl Communicator {
             expect_len(ch.op(), "the receive buffer", recv.len(), recv_blocks.total())?;
             let me = ch.rank;
             if send_counts[me] != recv_counts[me] {
-                return Err(Error::BufferSize {
-                    op: ch.op(),
-                    detail: format!(
-                        "rank {me} sends itself {} elements but expects {} from itself",
-                        send_counts[me], recv_counts[me]
-                    ),
-                });
+                let detail = SizeProblem::SelfBlock { rank: me, sends: send_counts[me], expects: recv_counts[me] };
+                return Err(Error::BufferSize { op: ch.op(), detail });
             }
             let sig = Signature::per_rank_sizes(CollectiveKind::Alltoallv, None);
             ch.run(sig, |ch| exchange(ch, send, &send_blocks, recv, &recv_blocks, Schedule::PostAll))

@@ -33,8 +33,9 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::{Error, Result};
 use grappe_fabric::CACHE_LINE;
-use grappe_proto::{Engine, Error, Mismatch, Result};
+use grappe_proto::{Engine, Mismatch};
 
 use super::signature::{Announcement, mismatch};
 use super::xfer::Channel;

@@ -1,6 +1,6 @@
 //! Barrier: an empty arena exchange, or dissemination with messages.
 
-use grappe_proto::Result;
+use crate::Result;
 use grappe_trace::CollectiveKind;
 
 use super::signature::Signature;

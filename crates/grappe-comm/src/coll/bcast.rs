@@ -7,7 +7,6 @@
 //! | larger | van de Geijn: binomial scatter of `n` pieces, then a ring allgather |
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::allgather::ring;
@@ -17,7 +16,7 @@ use super::common::{Blocks, check_root};
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{BufferMut, Communicator};
+use crate::{BufferMut, Communicator, Result};
 
 /// From this many bytes, scatter + allgather: the binomial tree moves the
 /// whole buffer ⌈log2 n⌉ times over the root's links, the scatter and ring

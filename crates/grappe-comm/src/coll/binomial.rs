@@ -10,8 +10,8 @@
 
 use std::ops::Range;
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 
 use super::common::Blocks;
 use super::ops::Operation;

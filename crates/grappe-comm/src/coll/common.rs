@@ -3,8 +3,8 @@
 
 use std::ops::Range;
 
+use crate::{Error, Result, SizeProblem};
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 
 use super::arena::Slots;
 use super::ops::Operation;
@@ -15,20 +15,18 @@ pub(super) fn check_root(root: usize, size: usize) -> Result<()> {
 }
 
 /// `what` must hold `expected` elements.
-pub(super) fn expect_len(op: &'static str, what: &str, actual: usize, expected: usize) -> Result<()> {
+pub(super) fn expect_len(op: &'static str, what: &'static str, actual: usize, expected: usize) -> Result<()> {
     if actual == expected {
         return Ok(());
     }
-    Err(Error::BufferSize { op, detail: format!("{what} has {actual} elements, expected {expected}") })
+    Err(Error::BufferSize { op, detail: SizeProblem::Length { buffer: what, elements: actual, expected } })
 }
 
 /// Per-rank counts must name every rank of the communicator.
-pub(super) fn check_counts(op: &'static str, what: &str, counts: &[usize], size: usize) -> Result<Blocks> {
+pub(super) fn check_counts(op: &'static str, what: &'static str, counts: &[usize], size: usize) -> Result<Blocks> {
     if counts.len() != size {
-        return Err(Error::BufferSize {
-            op,
-            detail: format!("{what} has {} entries for a communicator of {size} ranks", counts.len()),
-        });
+        let detail = SizeProblem::Counts { counts: what, entries: counts.len(), ranks: size };
+        return Err(Error::BufferSize { op, detail });
     }
     Ok(Blocks::from_counts(counts))
 }

@@ -10,7 +10,6 @@
 //! so no other rank could forward a subtree's blocks.
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};
@@ -19,7 +18,7 @@ use super::common::{Blocks, check_counts, check_root, concat_slots, expect_len};
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// From this block size on, gather and scatter go linear: each block moves
 /// once, straight between its rank and the root (single-copy rendezvous

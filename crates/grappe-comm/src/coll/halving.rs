@@ -24,8 +24,8 @@
 
 use std::ops::Range;
 
+use crate::Result;
 use bytemuck::Pod;
-use grappe_proto::Result;
 
 use super::common::{Blocks, combine_ordered, floor_pow2, read_write};
 use super::ops::Operation;

@@ -14,7 +14,6 @@
 //! from the root: a fixed order, so results are the same run after run.
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};
@@ -25,7 +24,7 @@ use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Up to this many bytes, a binomial tree: ⌈log2 n⌉ rounds of the whole
 /// vector, against Rabenseifner's 2 ⌈log2 n⌉ rounds of shrinking pieces

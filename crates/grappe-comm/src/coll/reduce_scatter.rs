@@ -13,7 +13,6 @@
 //! operations only.
 
 use bytemuck::Pod;
-use grappe_proto::{Error, Result};
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape};
@@ -24,7 +23,7 @@ use super::reduce::reduce_slices;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Error, Result, SizeProblem};
 
 impl Communicator {
     /// Reduces `send` over all ranks with `op` and scatters the result:
@@ -65,14 +64,10 @@ impl Communicator {
             let mut ch = Channel::new(self, "reduce_scatter_block", tags::REDUCE_SCATTER)?;
             let (send, recv) = (send.elems(), recv.elems_mut());
             if send.len() != ch.size * recv.len() {
+                let (buffer, elements, ranks, block) = ("the send buffer", send.len(), ch.size, recv.len());
                 return Err(Error::BufferSize {
                     op: ch.op(),
-                    detail: format!(
-                        "the send buffer has {} elements, expected {} ranks × {} received",
-                        send.len(),
-                        ch.size,
-                        recv.len()
-                    ),
+                    detail: SizeProblem::Blocks { buffer, elements, ranks, block },
                 });
             }
             let (blocks, sig) =

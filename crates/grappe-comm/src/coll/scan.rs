@@ -11,7 +11,6 @@
 //! rank order holds and operations need only be associative.
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};
@@ -20,7 +19,7 @@ use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 /// Inclusive or exclusive prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,6 @@
 //! Scatterv is linear because only the root knows the counts (as in MPI).
 
 use bytemuck::Pod;
-use grappe_proto::Result;
 use grappe_trace::CollectiveKind;
 
 use super::arena::{SLOT_BYTES, Shape, Slots};
@@ -19,7 +18,7 @@ use super::gather::LINEAR_MIN_BLOCK_BYTES;
 use super::signature::Signature;
 use super::tags;
 use super::xfer::Channel;
-use crate::{Buffer, BufferMut, Communicator};
+use crate::{Buffer, BufferMut, Communicator, Result};
 
 impl Communicator {
     /// Scatters the root's `send` (`size() * recv.len()` elements) in

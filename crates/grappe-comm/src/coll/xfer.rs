@@ -13,8 +13,9 @@
 
 use std::cell::Cell;
 
+use crate::{Error, Result};
 use bytemuck::Pod;
-use grappe_proto::{Engine, Error, Mismatch, RecvTarget, RequestId, Result, Started, Status};
+use grappe_proto::{Engine, Mismatch, RecvTarget, RequestId, Started, Status};
 
 use super::arena::Arena;
 use super::signature::{Signature, mismatch};
@@ -196,7 +197,8 @@ impl<'c> Channel<'c> {
             Ok(Started::Done(done)) => Ok(done.status),
             Ok(Started::Pending(id)) => engine.wait(id).map(|done| done.status),
             Err(e) => Err(e),
-        };
+        }
+        .map_err(Error::from);
         let checked = self.exact(status, src, expected);
         self.revoke_if_found(&mut engine, &checked);
         let sent = match sent {
@@ -204,7 +206,7 @@ impl<'c> Channel<'c> {
             Ok(Started::Pending(id)) => engine.wait(id).map(|_| ()),
             Err(e) => Err(e),
         };
-        checked.and(sent)
+        checked.and(sent.map_err(Error::from))
     }
 
     /// Posts every receive, then every send, and waits for all of them:
@@ -241,9 +243,9 @@ impl<'c> Channel<'c> {
                 }
                 // A message already here and too long: this receive is over,
                 // the round goes on.
-                Err(e @ Error::Truncated { .. }) => Err(e),
+                Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
                 Err(e) => {
-                    keep_first(&mut first_error, Err(e));
+                    keep_first(&mut first_error, Err(e.into()));
                     posting_failed = true;
                     break;
                 }
@@ -262,14 +264,14 @@ impl<'c> Channel<'c> {
                     Ok(Started::Done(_)) => {}
                     Ok(Started::Pending(id)) => pending.push((id, None)),
                     Err(e) => {
-                        keep_first(&mut first_error, Err(e));
+                        keep_first(&mut first_error, Err(e.into()));
                         break;
                     }
                 }
             }
         }
         for (id, recv) in pending {
-            let status = engine.wait(id).map(|done| done.status);
+            let status = engine.wait(id).map(|done| done.status).map_err(Error::from);
             let checked = match recv {
                 Some((src, expected)) => self.exact(status, src, expected),
                 None => status.map(|_| ()),

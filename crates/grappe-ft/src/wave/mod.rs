@@ -425,7 +425,7 @@ fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<Vec<St
     }
     let mut silent = Vec::new();
     let mut refused = [0u64];
-    let mut reason = String::new();
+    let mut refusal = None;
     if ctl.rank() == 0 {
         let check = check_servers(settings, ctl.size());
         for (server, e) in &check.unreachable {
@@ -435,19 +435,13 @@ fn check_job_servers(ctl: &Communicator, settings: &FtSettings) -> Result<Vec<St
             );
         }
         silent = check.unreachable.into_iter().map(|(server, _)| server).collect();
-        if let Some((server, e)) = check.refused.first() {
-            refused[0] = 1;
-            reason = format!("checkpoint server {server} refused the job: {e}");
-        }
+        refusal = check.refused.into_iter().next();
+        refused[0] = u64::from(refusal.is_some());
     }
     ctl.bcast(&mut refused[..], 0).map_err(|source| FtError::Runtime { wave: 0, source })?;
     if refused[0] == 0 {
         return Ok(silent);
     }
-    if reason.is_empty() {
-        reason = "a checkpoint server refused the job (rank 0 says which)".into();
-    }
-    Err(FtError::Settings(format!(
-        "{reason}; not starting a job its servers would not protect (check GRAPPE_CKPT_SECRET and the server list)"
-    )))
+    let (server, refusal) = refusal.map(|(server, e)| (server, Box::new(e))).unzip();
+    Err(FtError::JobRefused { server, refusal })
 }

@@ -113,10 +113,7 @@ fn replace_record(team: &dyn Team, dir: &CheckpointDir, next: &CommitRecord, cha
     }
     team.share(&mut written)?;
     if written[0] == 0 {
-        return Err(FtError::Settings(format!(
-            "the commit record {} cannot be written (rank 0 says why): the job cannot checkpoint",
-            dir.record_path().display()
-        )));
+        return Err(FtError::RecordNotWritten { path: dir.record_path() });
     }
     Ok(())
 }
@@ -157,7 +154,7 @@ fn read_record(team: &dyn Team, dir: &CheckpointDir, fresh: bool) -> Result<Foun
     }
     team.share(&mut words)?;
     let waves = words[3..3 + (words[2] as usize).min(CommitRecord::KEPT)].to_vec();
-    let record = CommitRecord::new(waves).map_err(|e| FtError::Invalid(format!("the record rank 0 shared: {e}")))?;
+    let record = CommitRecord::new(waves).map_err(FtError::SharedRecord)?;
     let source = match words[0] {
         _ if fresh => Source::Nothing,
         0 => Source::Nothing,

@@ -37,7 +37,11 @@ impl Checkpointer {
     pub(super) fn start_vcl<S: Serialize>(&mut self, state: &S) -> Result<()> {
         let wave = self.wave;
         let [p2p, coll] = self.ctl.context_ids();
-        self.ctl.rank_context().engine().start_channel_log(p2p, MARKER, &[p2p, coll]).map_err(|e| self.runtime(e))?;
+        self.ctl
+            .rank_context()
+            .engine()
+            .start_channel_log(p2p, MARKER, &[p2p, coll])
+            .map_err(|e| self.runtime(e.into()))?;
         self.send_markers(wave)?;
         let image = self.encode_state(state)?;
         self.background = Some(Background::Logging { wave, image });
@@ -52,7 +56,7 @@ impl Checkpointer {
         }
         let log = {
             let mut engine = self.ctl.rank_context().engine();
-            engine.progress().map_err(|e| self.runtime(e))?;
+            engine.progress().map_err(|e| self.runtime(e.into()))?;
             engine.take_channel_log()
         };
         let Some(log) = log else { return Ok(()) };

@@ -31,7 +31,7 @@ pub(crate) struct ChannelLog {
     /// its announced length.
     staging: Vec<Option<(usize, usize)>>,
     /// Why the log cannot hold the cut, if it cannot.
-    failure: Option<String>,
+    failure: Option<InTransitError>,
 }
 
 /// Bytes of the length field that opens a `FragFirst` payload.
@@ -50,7 +50,7 @@ impl ChannelLog {
         self.failure.is_some() || (!self.open.contains(&true) && self.staging.iter().all(Option::is_none))
     }
 
-    fn fail(&mut self, why: String) {
+    fn fail(&mut self, why: InTransitError) {
         self.failure.get_or_insert(why);
     }
 
@@ -73,7 +73,7 @@ impl ChannelLog {
         }
         match arrival.body.held() {
             Some((data, total)) => self.push(src, (arrival.ctx, arrival.tag, arrival.src_comm), data.to_vec(), total),
-            None => self.fail(rendezvous_crossed(src, arrival.tag)),
+            None => self.fail(InTransitError::RendezvousCrossed { source_rank: src, tag: arrival.tag }),
         }
     }
 
@@ -102,18 +102,55 @@ impl ChannelLog {
             Kind::Eager | Kind::Handover => self.push(src, key, payload.to_vec(), payload.len()),
             Kind::FragFirst => match payload.split_first_chunk::<TOTAL_BYTES>() {
                 Some((total, first)) => self.push(src, key, first.to_vec(), u64::from_le_bytes(*total) as usize),
-                None => self.fail(format!("a short first fragment from rank {src}")),
+                None => self.fail(InTransitError::ShortFragment { source_rank: src, bytes: payload.len() }),
             },
-            Kind::Rts => self.fail(rendezvous_crossed(src, env.tag)),
+            Kind::Rts => self.fail(InTransitError::RendezvousCrossed { source_rank: src, tag: env.tag }),
             Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply => {}
         }
     }
 }
 
-/// A rendezvous message's bytes stay in its sender's buffer until it is
-/// received, so the log cannot hold one.
-fn rendezvous_crossed(src: usize, tag: i32) -> String {
-    format!("a rendezvous message from rank {src} (tag {tag}) crossed the checkpoint")
+/// Why the messages in transit at a checkpoint cannot be saved: one of
+/// them is not whole in this rank's memory (sources in world numbering).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InTransitError {
+    /// A message that arrived in part: its sender is still sending it (a
+    /// rendezvous still in its sender's buffer, a staged message still
+    /// coming).
+    #[error("a {bytes}-byte message from rank {source_rank} (tag {tag}) is still being sent")]
+    StillSending {
+        /// The sender.
+        source_rank: usize,
+        /// Its tag.
+        tag: i32,
+        /// Its length.
+        bytes: usize,
+    },
+    /// A staged message was being received into a posted receive when the
+    /// log began: its first bytes are in the user's buffer, not the log.
+    #[error("a staged message from rank {source_rank} was being received at the checkpoint")]
+    StagedReceive {
+        /// The sender.
+        source_rank: usize,
+    },
+    /// A first fragment too short for its length field.
+    #[error("a short first fragment ({bytes} bytes) from rank {source_rank}")]
+    ShortFragment {
+        /// The sender.
+        source_rank: usize,
+        /// The fragment's bytes.
+        bytes: usize,
+    },
+    /// A rendezvous message's bytes stay in its sender's buffer until it
+    /// is received, so the log cannot hold one.
+    #[error("a rendezvous message from rank {source_rank} (tag {tag}) crossed the checkpoint")]
+    RendezvousCrossed {
+        /// The sender.
+        source_rank: usize,
+        /// Its tag.
+        tag: i32,
+    },
 }
 
 impl Engine {
@@ -136,7 +173,7 @@ impl Engine {
         };
         for (src, target) in self.book.staging_in.iter().enumerate() {
             if matches!(target, Some(StagingTarget::Request(_))) {
-                log.fail(format!("a staged message from rank {src} was being received at the checkpoint"));
+                log.fail(InTransitError::StagedReceive { source_rank: src });
             }
         }
         for (src, arrival) in self.book.unexpected.in_order() {
@@ -150,7 +187,7 @@ impl Engine {
     /// The log once every marker has arrived (it then stops): the messages
     /// of the cut in arrival order, or why they cannot be saved. `None`
     /// while a marker is still missing, or if no log was started.
-    pub fn take_channel_log(&mut self) -> Option<std::result::Result<Vec<InTransit>, String>> {
+    pub fn take_channel_log(&mut self) -> Option<std::result::Result<Vec<InTransit>, InTransitError>> {
         if !self.book.log.as_ref()?.is_whole() {
             return None;
         }

@@ -30,6 +30,7 @@ use crate::matching::{self, Unexpected};
 use crate::request::{RecvReq, RecvState, Request, SendState};
 use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
 
+pub use channel_log::InTransitError;
 pub(crate) use net::{Net, Peer};
 pub use net::{announce, mark_stopped};
 
@@ -516,7 +517,7 @@ impl Engine {
     /// one that is not whole here (a rendezvous still in its sender's
     /// buffer, a staged message still coming): its sender has not finished
     /// sending it.
-    pub fn in_transit(&self, skip: &[u32]) -> std::result::Result<Vec<InTransit>, String> {
+    pub fn in_transit(&self, skip: &[u32]) -> std::result::Result<Vec<InTransit>, InTransitError> {
         let mut messages = Vec::new();
         for (src, arrival) in self.book.unexpected.in_order() {
             if skip.contains(&arrival.ctx) {
@@ -525,11 +526,8 @@ impl Engine {
             let payload = match arrival.body.held() {
                 Some((data, total)) if data.len() == total => data.to_vec(),
                 _ => {
-                    return Err(format!(
-                        "a {}-byte message from rank {src} (tag {}) is still being sent",
-                        arrival.body.len(),
-                        arrival.tag
-                    ));
+                    let (tag, bytes) = (arrival.tag, arrival.body.len());
+                    return Err(InTransitError::StillSending { source_rank: src, tag, bytes });
                 }
             };
             let (ctx, tag, src_comm) = (arrival.ctx, arrival.tag, arrival.src_comm);

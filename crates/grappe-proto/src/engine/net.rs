@@ -61,7 +61,7 @@ impl Net {
             let pid = control.pid.load(Ordering::Relaxed);
             match control.state.load(Ordering::Acquire) {
                 STATE_JOINING => {
-                    return Err(Error::Bootstrap(format!("rank {world} did not announce itself in the host segment")));
+                    return Err(Error::NotAnnounced { rank: world });
                 }
                 // It announced itself and has ended since: a rank that
                 // starts late (a coroutine whose worker was busy) sees

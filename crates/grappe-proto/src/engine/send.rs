@@ -4,21 +4,9 @@
 use grappe_fabric::put::{RemoteRegion, Route};
 
 use super::Engine;
-use crate::request::{Request, SendReq, SendState};
+use crate::request::{Push, Request, SendReq, SendState};
 use crate::wire::{Envelope, Handover, Kind, Rts, Words};
 use crate::{OwnedBytes, Result, Started};
-
-/// What became of an attempt to put a send into the mailbox.
-pub(super) enum Push {
-    /// The whole message left (eager, hand-over, last fragment).
-    Finished,
-    /// RTS out: the receiver will copy.
-    Offered(u32),
-    /// Some fragments out, more to come.
-    Partial(usize),
-    /// Nothing moved: ring full or no free slot.
-    Blocked,
-}
 
 impl Engine {
     /// Starts a send of `len` bytes at `data`.

@@ -9,10 +9,9 @@
 //! `Frag` to the message begun by the last `FragFirst` from that sender.
 
 use super::dispatch::{corrupt, finished, status};
-use super::send::Push;
 use super::{Book, Peer, StagingTarget};
 use crate::matching::Body;
-use crate::request::{RecvState, Request, SendReq};
+use crate::request::{Push, RecvState, Request, SendReq};
 use crate::wire::{Envelope, Kind};
 use crate::{OwnedBytes, RecvTarget, Result, Status};
 

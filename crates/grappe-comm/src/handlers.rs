@@ -3,9 +3,7 @@
 //! `MPI_ERRORS_RETURN` and `MPI_ERRORS_ARE_FATAL`); and `abort`, which
 //! ends the job with an exit status (`MPI_Abort`).
 
-use grappe_proto::{Error, Result};
-
-use crate::{Communicator, RankContext};
+use crate::{Communicator, Error, RankContext, Result};
 
 /// What a communicator does with the errors of its calls. New
 /// communicators (`dup`, `split`) take their parent's.
