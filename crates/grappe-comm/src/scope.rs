@@ -203,6 +203,25 @@ impl Communicator {
     }
 }
 
+impl Scope<'static, 'static> {
+    /// A scope that never ends, for an API whose callers keep requests
+    /// across calls and answer for their buffers themselves (MPI's C
+    /// library, where a request is a handle and its buffer a pointer that
+    /// the standard says must stay valid until the request completes). Its
+    /// requests borrow buffers for `'static`, which only `unsafe` code that
+    /// takes that responsibility can make out of a pointer; a request
+    /// still pending when the rank ends is that code's concern.
+    pub fn detached(rank_ctx: Rc<RankContext>) -> Scope<'static, 'static> {
+        Scope {
+            rank_ctx,
+            pending: RefCell::new(Vec::new()),
+            errors: ErrorHandler::Return,
+            _scope: PhantomData,
+            _env: PhantomData,
+        }
+    }
+}
+
 impl<'scope> Scope<'scope, '_> {
     fn track(
         &'scope self,

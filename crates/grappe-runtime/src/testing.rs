@@ -9,7 +9,7 @@ use grappe_proto::Engine;
 use grappe_sched::run_workers;
 
 use crate::job::Job;
-use crate::run::finalize;
+use crate::process::finalize;
 
 /// Runs `body` on `n` thread ranks and returns their results in rank
 /// order. A rank that panics marks itself failed (its peers then get
