@@ -1,0 +1,389 @@
+//! Point-to-point: blocking and non-blocking sends and receives, probes,
+//! counts.
+//!
+//! Synchronous sends (`MPI_Ssend`, `MPI_Issend`) go as standard sends in
+//! this version: they complete when the buffer may be reused, which for a
+//! message under the eager limit can be before the receiver matched it.
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::{self, class, kind};
+use crate::datatype::{self, Datatype};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::state::{self, Locked, RequestEntry};
+
+use super::{
+    dest_rank, empty_status, get, proc_null_status, put, recv_bytes, recv_tag, send_bytes, send_tag, source_rank,
+    status_of, write_status,
+};
+
+/// A blocking send in standard mode.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+unsafe fn send(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<()> {
+    let state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = datatype::lookup(datatype).map_err(on)?;
+    // SAFETY: as the caller promised.
+    let bytes = unsafe { send_bytes(buf, count, datatype, call) }.map_err(on)?;
+    let tag = send_tag(tag).map_err(on)?;
+    let Some(dest) = dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
+    entry.comm.send(bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))
+}
+
+mpi_fn! {
+    /// `MPI_Send`.
+    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ssend` (as a standard send in this version, see the module).
+    fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Rsend`: a ready send is a standard send whose receive is
+    /// known to be posted.
+    fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Recv`.
+    fn MPI_Recv / PMPI_Recv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let state = state::lock("MPI_Recv")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let datatype = datatype::lookup(datatype).map_err(on)?;
+        // SAFETY: MPI's rule for a receive buffer.
+        let bytes = unsafe { recv_bytes(buf, count, datatype, "MPI_Recv") }.map_err(on)?;
+        let tag = recv_tag(tag).map_err(on)?;
+        let received = match source_rank(source, &entry.comm).map_err(on)? {
+            None => proc_null_status(),
+            Some(source) => status_of(entry.comm.recv(bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?),
+        };
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        unsafe { write_status(status, received) };
+        Ok(())
+    }
+}
+
+/// A send and a receive that cannot deadlock each other.
+///
+/// # Safety
+/// The buffers hold their elements, as for a send and a receive.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv(
+    call: &str,
+    (sendbuf, sendcount, sendtype, dest, sendtag): (*const c_void, c_int, c_int, c_int, c_int),
+    (recvbuf, recvcount, recvtype, source, recvtag): (*mut c_void, c_int, c_int, c_int, c_int),
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Result<()> {
+    let state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let (sendtype, recvtype) = (datatype::lookup(sendtype).map_err(on)?, datatype::lookup(recvtype).map_err(on)?);
+    // SAFETY: MPI's rules for send and receive buffers.
+    let (out, into) = unsafe {
+        (
+            send_bytes(sendbuf, sendcount, sendtype, call).map_err(on)?,
+            recv_bytes(recvbuf, recvcount, recvtype, call).map_err(on)?,
+        )
+    };
+    let (sendtag, recvtag) = (send_tag(sendtag).map_err(on)?, recv_tag(recvtag).map_err(on)?);
+    let dest = dest_rank(dest, &entry.comm).map_err(on)?;
+    let source = source_rank(source, &entry.comm).map_err(on)?;
+    let from_engine = |e: grappe_comm::Error| MpiError::from(e).on(comm);
+    let received = match (dest, source) {
+        (Some(dest), Some(source)) => {
+            status_of(entry.comm.sendrecv(out, dest, sendtag, into, source, recvtag).map_err(from_engine)?)
+        }
+        (Some(dest), None) => {
+            entry.comm.send(out, dest, sendtag).map_err(from_engine)?;
+            proc_null_status()
+        }
+        (None, Some(source)) => status_of(entry.comm.recv(into, source, recvtag).map_err(from_engine)?),
+        (None, None) => proc_null_status(),
+    };
+    // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+    unsafe { write_status(status, received) };
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv`.
+    fn MPI_Sendrecv / PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let send = (sendbuf, sendcount, sendtype, dest, sendtag);
+        let recv = (recvbuf, recvcount, recvtype, source, recvtag);
+        // SAFETY: MPI's rules for the buffers.
+        unsafe { sendrecv("MPI_Sendrecv", send, recv, comm, status) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv_replace`: the message sent is copied first.
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let outgoing = {
+            let on = |e: MpiError| e.on(comm);
+            let datatype = datatype::lookup(datatype).map_err(on)?;
+            // SAFETY: MPI's rule for the buffer, read before it is written.
+            unsafe { send_bytes(buf, count, datatype, "MPI_Sendrecv_replace") }.map_err(on)?.to_vec()
+        };
+        let send = (outgoing.as_ptr().cast::<c_void>(), count, datatype, dest, sendtag);
+        let recv = (buf, count, datatype, source, recvtag);
+        // SAFETY: `outgoing` holds the `count` elements; `buf` as the caller promised.
+        unsafe { sendrecv("MPI_Sendrecv_replace", send, recv, comm, status) }
+    }
+}
+
+/// Starts a send; the handle of its request.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` until the request completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isend(
+    state: &mut Locked,
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<c_int> {
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = datatype::lookup(datatype).map_err(on)?;
+    // SAFETY: MPI's rule: the buffer stays valid until the request completes.
+    let bytes: &'static [u8] = unsafe { send_bytes(buf, count, datatype, call) }.map_err(on)?;
+    let tag = send_tag(tag).map_err(on)?;
+    let request = match dest_rank(dest, &entry.comm).map_err(on)? {
+        None => RequestEntry::Done { status: empty_status() },
+        Some(dest) => {
+            let request = entry.comm.isend(state.scope, bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))?;
+            RequestEntry::Active { request, extent: datatype.extent, comm }
+        }
+    };
+    Ok(state.add_request(request))
+}
+
+/// Starts a receive; the handle of its request.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, untouched until the request completes.
+unsafe fn irecv(
+    state: &mut Locked,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<c_int> {
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype: &Datatype = datatype::lookup(datatype).map_err(on)?;
+    // SAFETY: MPI's rule: the buffer stays valid, and is not touched, until
+    // the request completes.
+    let bytes: &'static mut [u8] = unsafe { recv_bytes(buf, count, datatype, "MPI_Irecv") }.map_err(on)?;
+    let tag = recv_tag(tag).map_err(on)?;
+    let request = match source_rank(source, &entry.comm).map_err(on)? {
+        None => RequestEntry::Done { status: proc_null_status() },
+        Some(source) => {
+            let request = entry.comm.irecv(state.scope, bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?;
+            RequestEntry::Active { request, extent: datatype.extent, comm }
+        }
+    };
+    Ok(state.add_request(request))
+}
+
+macro_rules! isend_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident) => {
+        mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: c_int,
+                datatype: c_int,
+                dest: c_int,
+                tag: c_int,
+                comm: c_int,
+                request: *mut c_int,
+            ) {
+                let mut state = state::lock(stringify!($name))?;
+                // SAFETY: MPI's rule for a non-blocking send buffer.
+                let handle = unsafe { isend(&mut state, stringify!($name), buf, count, datatype, dest, tag, comm)? };
+                // SAFETY: the caller's output argument.
+                unsafe { put(request, handle, "request") }
+            }
+        }
+    };
+}
+
+isend_fn!(
+    /// `MPI_Isend`.
+    MPI_Isend / PMPI_Isend
+);
+isend_fn!(
+    /// `MPI_Issend` (as a standard send in this version, see the module).
+    MPI_Issend / PMPI_Issend
+);
+isend_fn!(
+    /// `MPI_Irsend`.
+    MPI_Irsend / PMPI_Irsend
+);
+
+mpi_fn! {
+    /// `MPI_Irecv`.
+    fn MPI_Irecv / PMPI_Irecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let mut state = state::lock("MPI_Irecv")?;
+        // SAFETY: MPI's rule for a non-blocking receive buffer.
+        let handle = unsafe { irecv(&mut state, buf, count, datatype, source, tag, comm)? };
+        // SAFETY: the caller's output argument.
+        unsafe { put(request, handle, "request") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Probe`.
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: c_int, status: *mut abi::Status) {
+        let state = state::lock("MPI_Probe")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let tag = recv_tag(tag).map_err(on)?;
+        let found = match source_rank(source, &entry.comm).map_err(on)? {
+            None => proc_null_status(),
+            Some(source) => status_of(entry.comm.probe(source, tag).map_err(|e| MpiError::from(e).on(comm))?),
+        };
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        unsafe { write_status(status, found) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iprobe`.
+    fn MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut abi::Status) {
+        let state = state::lock("MPI_Iprobe")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let tag = recv_tag(tag).map_err(on)?;
+        let found = match source_rank(source, &entry.comm).map_err(on)? {
+            None => Some(proc_null_status()),
+            Some(source) => entry.comm.iprobe(source, tag).map_err(|e| MpiError::from(e).on(comm))?.map(status_of),
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(flag, found.is_some() as c_int, "flag")?;
+            if let Some(found) = found {
+                write_status(status, found);
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_count`: `MPI_UNDEFINED` if the message is not a whole
+    /// number of elements.
+    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        let datatype = datatype::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(count, datatype.count_of(status.bytes()), "count") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_elements`: for predefined datatypes, as `MPI_Get_count`.
+    fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        let datatype = datatype::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(count, datatype.count_of(status.bytes()), "count") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_size`.
+    fn MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) {
+        let datatype = datatype::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, datatype.size as c_int, "size") }
+    }
+}
+
+impl Locked {
+    /// The handle of a new request.
+    pub fn add_request(&mut self, request: RequestEntry) -> c_int {
+        self.reap_freed();
+        let slot = self.requests.insert(request);
+        abi::direct_handle(kind::REQUEST, slot)
+    }
+}
+
+/// `MPI_ERR_REQUEST` for a handle that names no request.
+pub(super) fn not_a_request(handle: c_int) -> MpiError {
+    MpiError::new(class::REQUEST, format!("{handle:#x} is not a request handle (or its request completed already)"))
+}

@@ -1,0 +1,498 @@
+//! Completing requests: wait and test, one, all, any or some of them;
+//! freeing and cancelling.
+
+use std::ffi::c_int;
+
+use grappe_comm::Request;
+
+use crate::abi::{self, class, kind};
+use crate::errors::{MpiError, Result, code_for};
+use crate::mpi_fn;
+use crate::state::{self, Locked, RequestEntry};
+
+use super::p2p::not_a_request;
+use super::{empty_status, get, put, status_of, write_status};
+
+/// The table slot of request `handle`; `None` for `MPI_REQUEST_NULL`.
+fn slot_of(state: &Locked, handle: c_int) -> Result<Option<usize>> {
+    if handle == abi::REQUEST_NULL {
+        return Ok(None);
+    }
+    match abi::direct_index(kind::REQUEST, handle) {
+        Some(slot) if state.requests.get(slot).is_some() => Ok(Some(slot)),
+        _ => Err(not_a_request(handle)),
+    }
+}
+
+/// The C status of a request, once it completes.
+fn finish(request: Request<'static>, comm: c_int) -> Result<abi::Status> {
+    request.wait().map(status_of).map_err(|e| MpiError::from(e).on(comm))
+}
+
+/// Waits for the request in `slot` and frees it.
+fn wait_slot(state: &mut Locked, slot: usize) -> Result<abi::Status> {
+    match state.requests.remove(slot).expect("a live slot") {
+        RequestEntry::Done { status } => Ok(status),
+        RequestEntry::Active { request, comm, .. } => finish(request, comm),
+    }
+}
+
+/// Whether the request in `slot` has completed (without waiting).
+fn complete(state: &Locked, slot: usize) -> bool {
+    match state.requests.get(slot) {
+        Some(RequestEntry::Active { request, .. }) => request.is_complete(),
+        _ => true,
+    }
+}
+
+/// The handles of an array of `count` requests.
+///
+/// # Safety
+/// `requests` points to `count` request handles.
+unsafe fn handles<'a>(requests: *mut c_int, count: c_int) -> Result<&'a mut [c_int]> {
+    if count < 0 {
+        return Err(MpiError::new(class::COUNT, format!("negative count of requests {count}")));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if requests.is_null() {
+        return Err(MpiError::new(class::ARG, "the array of requests is NULL"));
+    }
+    // SAFETY: `count` handles, as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts_mut(requests, count as usize) })
+}
+
+/// The status slot `i` of an array of statuses (NULL for `MPI_STATUSES_IGNORE`).
+fn status_at(statuses: *mut abi::Status, i: usize) -> *mut abi::Status {
+    if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: an array of as many statuses as requests, as MPI requires.
+    unsafe { statuses.add(i) }
+}
+
+mpi_fn! {
+    /// `MPI_Wait`.
+    fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut abi::Status) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        let mut state = state::lock("MPI_Wait")?;
+        let done = match slot_of(&state, handle)? {
+            None => empty_status(),
+            Some(slot) => {
+                // SAFETY: the caller's request handle.
+                unsafe { put(request, abi::REQUEST_NULL, "request")? };
+                wait_slot(&mut state, slot)?
+            }
+        };
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        unsafe { write_status(status, done) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Test`.
+    fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut abi::Status) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        let mut state = state::lock("MPI_Test")?;
+        let slot = slot_of(&state, handle)?;
+        if let Some(slot) = slot {
+            if !test_progress(&mut state, slot)? {
+                // SAFETY: the caller's output argument.
+                return unsafe { put(flag, 0, "flag") };
+            }
+        }
+        let done = match slot {
+            None => empty_status(),
+            Some(slot) => {
+                // SAFETY: the caller's request handle.
+                unsafe { put(request, abi::REQUEST_NULL, "request")? };
+                wait_slot(&mut state, slot)?
+            }
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(flag, 1, "flag")?;
+            write_status(status, done);
+        }
+        Ok(())
+    }
+}
+
+/// Tests the request in `slot` (making progress): true if it completed,
+/// and then its entry holds its status (or, if it failed, the request that
+/// reports the failure when waited for).
+fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
+    let Some(RequestEntry::Active { request, comm, .. }) = state.requests.get_mut(slot) else { return Ok(true) };
+    let comm = *comm;
+    match request.test() {
+        Ok(None) => Ok(false),
+        Ok(Some(done)) => {
+            let status = status_of(done);
+            *state.requests.get_mut(slot).expect("live") = RequestEntry::Done { status };
+            Ok(true)
+        }
+        // The request's own failure: complete (its wait reports it).
+        Err(_) if request.is_complete() => Ok(true),
+        Err(e) => Err(MpiError::from(e).on(comm)),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Waitall`: on failures, `MPI_ERR_IN_STATUS` and each status's
+    /// error field says which.
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut c_int, statuses: *mut abi::Status) {
+        // SAFETY: `count` handles, as MPI requires.
+        let handles = unsafe { handles(requests, count)? };
+        let mut state = state::lock("MPI_Waitall")?;
+        let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        let mut outcomes = Vec::with_capacity(slots.len());
+        for (i, slot) in slots.into_iter().enumerate() {
+            let outcome = match slot {
+                None => Ok(empty_status()),
+                Some(slot) => {
+                    handles[i] = abi::REQUEST_NULL;
+                    wait_slot(&mut state, slot)
+                }
+            };
+            outcomes.push(outcome);
+        }
+        drop(state);
+        report_all(outcomes, statuses)
+    }
+}
+
+/// Writes the statuses of several completions; with failures among them,
+/// sets every status's error field and returns `MPI_ERR_IN_STATUS` (or the
+/// one error, when there is only one request).
+fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status) -> Result<()> {
+    let failed = outcomes.iter().filter(|o| o.is_err()).count();
+    if failed > 0 && outcomes.len() == 1 {
+        return outcomes.into_iter().next().expect("one").map(|_| ());
+    }
+    let mut first: Option<MpiError> = None;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let out = status_at(statuses, i);
+        match outcome {
+            Ok(status) => {
+                // SAFETY: the caller's array of statuses, or none.
+                unsafe { write_status(out, status) };
+                if failed > 0 && !out.is_null() {
+                    // SAFETY: as above, non-null.
+                    unsafe { (*out).error = abi::SUCCESS };
+                }
+            }
+            Err(error) => {
+                if !out.is_null() {
+                    // SAFETY: as above, non-null.
+                    unsafe { (*out).error = code_for(&error) };
+                }
+                first.get_or_insert(error);
+            }
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(error) => Err(MpiError {
+            class: class::IN_STATUS,
+            message: format!("{failed} of the requests failed, the first: {}", error.message),
+            comm: error.comm,
+        }),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Testall`: completes them all if all have completed.
+    fn MPI_Testall / PMPI_Testall(count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut abi::Status) {
+        // SAFETY: `count` handles, as MPI requires.
+        let handles = unsafe { handles(requests, count)? };
+        let mut state = state::lock("MPI_Testall")?;
+        let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        let mut all = true;
+        for slot in slots.iter().flatten() {
+            all &= test_progress(&mut state, *slot)?;
+        }
+        if !all {
+            // SAFETY: the caller's output argument.
+            return unsafe { put(flag, 0, "flag") };
+        }
+        let mut outcomes = Vec::with_capacity(slots.len());
+        for (i, slot) in slots.into_iter().enumerate() {
+            outcomes.push(match slot {
+                None => Ok(empty_status()),
+                Some(slot) => {
+                    handles[i] = abi::REQUEST_NULL;
+                    wait_slot(&mut state, slot)
+                }
+            });
+        }
+        drop(state);
+        // SAFETY: the caller's output argument.
+        unsafe { put(flag, 1, "flag")? };
+        report_all(outcomes, statuses)
+    }
+}
+
+/// Waits until one of the requests in `slots` completes (or none is
+/// active): its index in `slots`.
+fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>> {
+    let active: Vec<(usize, usize)> = slots.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s))).collect();
+    if active.is_empty() {
+        return Ok(None);
+    }
+    if let Some(&(i, _)) = active.iter().find(|&&(_, slot)| complete(state, slot)) {
+        return Ok(Some(i));
+    }
+    // Every active request is under way: lend them to grappe's wait_any,
+    // which sleeps until one completes, then put them back.
+    let mut lent = Vec::with_capacity(active.len());
+    let mut origins = Vec::with_capacity(active.len());
+    for &(i, slot) in &active {
+        if let Some(RequestEntry::Active { request, extent, comm }) = state.requests.remove(slot) {
+            lent.push(request);
+            origins.push((i, slot, extent, comm));
+        }
+    }
+    let outcome = grappe_comm::wait_any(&mut lent);
+    let (index, done) = match outcome {
+        Ok((index, status)) => (Some(index), Ok(status)),
+        Err(e) => (None, Err(e)),
+    };
+    let mut put_back = lent.into_iter();
+    let mut chosen = None;
+    for (k, &(i, slot, extent, comm)) in origins.iter().enumerate() {
+        if Some(k) == index {
+            let status = status_of(*done.as_ref().expect("completed"));
+            state.requests.restore(slot, RequestEntry::Done { status });
+            chosen = Some(i);
+            continue;
+        }
+        let request = put_back.next().expect("one per request not completed");
+        state.requests.restore(slot, RequestEntry::Active { request, extent, comm });
+    }
+    match done {
+        Ok(_) => Ok(chosen),
+        Err(e) => Err(MpiError::from(e).on(origins[0].3)),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Waitany`: `MPI_UNDEFINED` as index if no request is active.
+    fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut abi::Status) {
+        // SAFETY: `count` handles, as MPI requires.
+        let handles = unsafe { handles(requests, count)? };
+        let mut state = state::lock("MPI_Waitany")?;
+        let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        let (which, done) = match wait_any(&mut state, &slots)? {
+            None => (abi::UNDEFINED, empty_status()),
+            Some(i) => {
+                handles[i] = abi::REQUEST_NULL;
+                (i as c_int, wait_slot(&mut state, slots[i].expect("active"))?)
+            }
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(index, which, "index")?;
+            write_status(status, done);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Testany`.
+    fn MPI_Testany / PMPI_Testany(
+        count: c_int,
+        requests: *mut c_int,
+        index: *mut c_int,
+        flag: *mut c_int,
+        status: *mut abi::Status,
+    ) {
+        // SAFETY: `count` handles, as MPI requires.
+        let handles = unsafe { handles(requests, count)? };
+        let mut state = state::lock("MPI_Testany")?;
+        let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        if slots.iter().all(Option::is_none) {
+            // SAFETY: the caller's output arguments.
+            unsafe {
+                put(index, abi::UNDEFINED, "index")?;
+                put(flag, 1, "flag")?;
+                write_status(status, empty_status());
+            }
+            return Ok(());
+        }
+        for (i, slot) in slots.iter().enumerate() {
+            let Some(slot) = *slot else { continue };
+            if test_progress(&mut state, slot)? {
+                handles[i] = abi::REQUEST_NULL;
+                let done = wait_slot(&mut state, slot)?;
+                // SAFETY: the caller's output arguments.
+                unsafe {
+                    put(index, i as c_int, "index")?;
+                    put(flag, 1, "flag")?;
+                    write_status(status, done);
+                }
+                return Ok(());
+            }
+        }
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(index, abi::UNDEFINED, "index")?;
+            put(flag, 0, "flag")
+        }
+    }
+}
+
+/// Completes every request of `slots` that has completed: how many, their
+/// indices written to `indices` and statuses to `statuses`.
+///
+/// # Safety
+/// `indices` and `statuses` hold as many entries as `slots` (or `statuses`
+/// is `MPI_STATUSES_IGNORE`).
+unsafe fn complete_some(
+    state: &mut Locked,
+    slots: &[Option<usize>],
+    handles: &mut [c_int],
+    indices: *mut c_int,
+    statuses: *mut abi::Status,
+) -> Result<c_int> {
+    let mut outcomes = Vec::new();
+    for (i, slot) in slots.iter().enumerate() {
+        let Some(slot) = *slot else { continue };
+        if test_progress(state, slot)? {
+            handles[i] = abi::REQUEST_NULL;
+            // SAFETY: as many indices as requests, as the caller promised.
+            unsafe { indices.add(outcomes.len()).write(i as c_int) };
+            outcomes.push(wait_slot(state, slot));
+        }
+    }
+    let n = outcomes.len() as c_int;
+    report_all(outcomes, statuses)?;
+    Ok(n)
+}
+
+macro_rules! some_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $wait:expr) => {
+        mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                incount: c_int,
+                requests: *mut c_int,
+                outcount: *mut c_int,
+                indices: *mut c_int,
+                statuses: *mut abi::Status,
+            ) {
+                // SAFETY: `incount` handles, as MPI requires.
+                let handles = unsafe { handles(requests, incount)? };
+                let mut state = state::lock(stringify!($name))?;
+                let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+                if slots.iter().all(Option::is_none) {
+                    // SAFETY: the caller's output argument.
+                    return unsafe { put(outcount, abi::UNDEFINED, "outcount") };
+                }
+                if $wait {
+                    wait_any(&mut state, &slots)?;
+                }
+                if indices.is_null() {
+                    return Err(MpiError::new(class::ARG, "the array of indices is NULL"));
+                }
+                // SAFETY: arrays of `incount` entries, as MPI requires.
+                let n = unsafe { complete_some(&mut state, &slots, handles, indices, statuses)? };
+                // SAFETY: the caller's output argument.
+                unsafe { put(outcount, n, "outcount") }
+            }
+        }
+    };
+}
+
+some_fn!(
+    /// `MPI_Waitsome`.
+    MPI_Waitsome / PMPI_Waitsome,
+    true
+);
+some_fn!(
+    /// `MPI_Testsome`.
+    MPI_Testsome / PMPI_Testsome,
+    false
+);
+
+mpi_fn! {
+    /// `MPI_Request_free`: the request completes on its own.
+    fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        let mut state = state::lock("MPI_Request_free")?;
+        let Some(slot) = slot_of(&state, handle)? else {
+            return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be freed"));
+        };
+        if let Some(RequestEntry::Active { request, .. }) = state.requests.remove(slot) {
+            state.freed.push(request);
+        }
+        // SAFETY: the caller's request handle.
+        unsafe { put(request, abi::REQUEST_NULL, "request") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cancel`: a receive not matched yet is cancelled (its wait then
+    /// says so, `MPI_Test_cancelled`); anything else completes as usual.
+    fn MPI_Cancel / PMPI_Cancel(request: *mut c_int) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        let mut state = state::lock("MPI_Cancel")?;
+        let Some(slot) = slot_of(&state, handle)? else {
+            return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be cancelled"));
+        };
+        let cancelled = match state.requests.get_mut(slot) {
+            Some(RequestEntry::Active { request, .. }) => request.cancel(),
+            _ => false,
+        };
+        if cancelled {
+            let mut status = empty_status();
+            status.set_cancelled(true);
+            state.requests.remove(slot);
+            state.requests.restore(slot, RequestEntry::Done { status });
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Test_cancelled`.
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const abi::Status, flag: *mut c_int) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        // SAFETY: the caller's output argument.
+        unsafe { put(flag, status.cancelled() as c_int, "flag") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Request_get_status`: tests without freeing.
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut abi::Status) {
+        let mut state = state::lock("MPI_Request_get_status")?;
+        let done = match slot_of(&state, request)? {
+            None => Some(empty_status()),
+            Some(slot) => match test_progress(&mut state, slot)? {
+                false => None,
+                true => {
+                    // Completed: keep its status for the wait or test that frees it.
+                    let status = wait_slot(&mut state, slot)?;
+                    state.requests.restore(slot, RequestEntry::Done { status });
+                    Some(status)
+                }
+            },
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(flag, done.is_some() as c_int, "flag")?;
+            if let Some(done) = done {
+                write_status(status, done);
+            }
+        }
+        Ok(())
+    }
+}
