@@ -51,7 +51,29 @@ pub struct CommEntry {
     pub name: String,
 }
 
-/// A request known to C.
+/// A request known to C: what is under way now (`None`: an inactive
+/// persistent request), and, for a persistent request, what each
+/// `MPI_Start` starts again.
+pub struct RequestSlot {
+    pub now: Option<RequestEntry>,
+    pub persistent: Option<Persistent>,
+}
+
+/// The arguments of `MPI_Send_init` or `MPI_Recv_init`.
+#[derive(Debug, Clone, Copy)]
+pub struct Persistent {
+    pub send: bool,
+    /// The buffer, which MPI says stays valid until the request is freed.
+    pub buf: *mut std::ffi::c_void,
+    pub count: c_int,
+    pub datatype: c_int,
+    /// Destination or source.
+    pub peer: c_int,
+    pub tag: c_int,
+    pub comm: c_int,
+}
+
+/// An operation under way.
 pub enum RequestEntry {
     /// Under way in the engine; `extent` counts the elements of its status.
     Active { request: Request<'static>, extent: usize, comm: c_int },
@@ -92,12 +114,6 @@ impl<T> Table<T> {
         self.slots.get_mut(index).and_then(Option::as_mut)
     }
 
-    /// Puts a value back in a slot just emptied by [`remove`](Self::remove).
-    pub fn restore(&mut self, index: usize, value: T) {
-        self.free.retain(|&i| i != index);
-        self.slots[index] = Some(value);
-    }
-
     pub fn remove(&mut self, index: usize) -> Option<T> {
         let value = self.slots.get_mut(index)?.take()?;
         self.free.push(index);
@@ -113,7 +129,7 @@ pub struct State {
     /// Slot 0 is `MPI_COMM_WORLD`, slot 1 `MPI_COMM_SELF`; the others are
     /// the direct handles `0x84000000 | slot`.
     pub comms: Table<CommEntry>,
-    pub requests: Table<RequestEntry>,
+    pub requests: Table<RequestSlot>,
     /// Requests freed by `MPI_Request_free` while under way: they complete
     /// on their own, and are dropped once they have.
     pub freed: Vec<Request<'static>>,

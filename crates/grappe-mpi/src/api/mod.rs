@@ -5,6 +5,7 @@ mod coll;
 mod comm;
 mod env;
 mod errh;
+mod fortran;
 mod p2p;
 mod request;
 

@@ -11,7 +11,7 @@ use crate::abi::{self, class, kind};
 use crate::datatype::{self, Datatype};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::state::{self, Locked, RequestEntry};
+use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
 
 use super::{
     dest_rank, empty_status, get, proc_null_status, put, recv_bytes, recv_tag, send_bytes, send_tag, source_rank,
@@ -192,7 +192,7 @@ mpi_fn! {
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn isend(
+pub(super) unsafe fn isend(
     state: &mut Locked,
     call: &str,
     buf: *const c_void,
@@ -201,7 +201,7 @@ unsafe fn isend(
     dest: c_int,
     tag: c_int,
     comm: c_int,
-) -> Result<c_int> {
+) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
     let datatype = datatype::lookup(datatype).map_err(on)?;
@@ -215,14 +215,14 @@ unsafe fn isend(
             RequestEntry::Active { request, extent: datatype.extent, comm }
         }
     };
-    Ok(state.add_request(request))
+    Ok(request)
 }
 
 /// Starts a receive; the handle of its request.
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`, untouched until the request completes.
-unsafe fn irecv(
+pub(super) unsafe fn irecv(
     state: &mut Locked,
     buf: *mut c_void,
     count: c_int,
@@ -230,7 +230,7 @@ unsafe fn irecv(
     source: c_int,
     tag: c_int,
     comm: c_int,
-) -> Result<c_int> {
+) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
     let datatype: &Datatype = datatype::lookup(datatype).map_err(on)?;
@@ -245,7 +245,7 @@ unsafe fn irecv(
             RequestEntry::Active { request, extent: datatype.extent, comm }
         }
     };
-    Ok(state.add_request(request))
+    Ok(request)
 }
 
 macro_rules! isend_fn {
@@ -263,7 +263,8 @@ macro_rules! isend_fn {
             ) {
                 let mut state = state::lock(stringify!($name))?;
                 // SAFETY: MPI's rule for a non-blocking send buffer.
-                let handle = unsafe { isend(&mut state, stringify!($name), buf, count, datatype, dest, tag, comm)? };
+                let started = unsafe { isend(&mut state, stringify!($name), buf, count, datatype, dest, tag, comm)? };
+                let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
                 // SAFETY: the caller's output argument.
                 unsafe { put(request, handle, "request") }
             }
@@ -297,7 +298,8 @@ mpi_fn! {
     ) {
         let mut state = state::lock("MPI_Irecv")?;
         // SAFETY: MPI's rule for a non-blocking receive buffer.
-        let handle = unsafe { irecv(&mut state, buf, count, datatype, source, tag, comm)? };
+        let started = unsafe { irecv(&mut state, buf, count, datatype, source, tag, comm)? };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
         // SAFETY: the caller's output argument.
         unsafe { put(request, handle, "request") }
     }
@@ -376,7 +378,7 @@ mpi_fn! {
 
 impl Locked {
     /// The handle of a new request.
-    pub fn add_request(&mut self, request: RequestEntry) -> c_int {
+    pub fn add_request(&mut self, request: RequestSlot) -> c_int {
         self.reap_freed();
         let slot = self.requests.insert(request);
         abi::direct_handle(kind::REQUEST, slot)
@@ -386,4 +388,118 @@ impl Locked {
 /// `MPI_ERR_REQUEST` for a handle that names no request.
 pub(super) fn not_a_request(handle: c_int) -> MpiError {
     MpiError::new(class::REQUEST, format!("{handle:#x} is not a request handle (or its request completed already)"))
+}
+
+/// A persistent request, inactive until started.
+fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> Result<()> {
+    let mut state = state::lock(call)?;
+    let entry = state.comm(persistent.comm)?;
+    let on = |e: MpiError| e.on(persistent.comm);
+    let datatype = datatype::lookup(persistent.datatype).map_err(on)?;
+    datatype.span(persistent.count, call).map_err(on)?;
+    match persistent.send {
+        true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
+        false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
+    };
+    let handle = state.add_request(RequestSlot { now: None, persistent: Some(persistent) });
+    // SAFETY: the caller's output argument.
+    unsafe { put(request, handle, "request") }
+}
+
+macro_rules! send_init_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident) => {
+        mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: c_int,
+                datatype: c_int,
+                dest: c_int,
+                tag: c_int,
+                comm: c_int,
+                request: *mut c_int,
+            ) {
+                let tag = send_tag(tag).map_err(|e| e.on(comm))?;
+                let persistent = Persistent { send: true, buf: buf.cast_mut(), count, datatype, peer: dest, tag, comm };
+                init_persistent(stringify!($name), persistent, request)
+            }
+        }
+    };
+}
+
+send_init_fn!(
+    /// `MPI_Send_init`.
+    MPI_Send_init / PMPI_Send_init
+);
+send_init_fn!(
+    /// `MPI_Ssend_init` (standard sends in this version, see the module).
+    MPI_Ssend_init / PMPI_Ssend_init
+);
+send_init_fn!(
+    /// `MPI_Rsend_init`.
+    MPI_Rsend_init / PMPI_Rsend_init
+);
+
+mpi_fn! {
+    /// `MPI_Recv_init`.
+    fn MPI_Recv_init / PMPI_Recv_init(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        recv_tag(tag).map_err(|e| e.on(comm))?;
+        let persistent = Persistent { send: false, buf, count, datatype, peer: source, tag, comm };
+        init_persistent("MPI_Recv_init", persistent, request)
+    }
+}
+
+/// Starts the persistent request `handle`.
+fn start(state: &mut Locked, handle: c_int) -> Result<()> {
+    let slot = abi::direct_index(kind::REQUEST, handle).ok_or_else(|| not_a_request(handle))?;
+    let Some(RequestSlot { now, persistent: Some(p) }) = state.requests.get(slot) else {
+        return Err(MpiError::new(class::REQUEST, format!("{handle:#x} is not a persistent request")));
+    };
+    if now.is_some() {
+        return Err(MpiError::new(class::REQUEST, format!("persistent request {handle:#x} is active already")));
+    }
+    let p = *p;
+    // SAFETY: MPI's rule: a persistent request's buffer stays valid until
+    // the request is freed, untouched while it is active.
+    let started = unsafe {
+        match p.send {
+            true => isend(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+            false => irecv(state, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+        }
+    };
+    state.requests.get_mut(slot).expect("checked above").now = Some(started);
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Start`.
+    fn MPI_Start / PMPI_Start(request: *mut c_int) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        start(&mut state::lock("MPI_Start")?, handle)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Startall`.
+    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut c_int) {
+        if count < 0 {
+            return Err(MpiError::new(class::COUNT, format!("negative count of requests {count}")));
+        }
+        let mut state = state::lock("MPI_Startall")?;
+        for i in 0..count as usize {
+            // SAFETY: `count` handles, as MPI requires.
+            let handle = unsafe { get(requests.add(i), "requests")? };
+            start(&mut state, handle)?;
+        }
+        Ok(())
+    }
 }

@@ -8,20 +8,35 @@ use grappe_comm::Request;
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result, code_for};
 use crate::mpi_fn;
-use crate::state::{self, Locked, RequestEntry};
+use crate::state::{self, Locked, RequestEntry, RequestSlot};
 
 use super::p2p::not_a_request;
 use super::{empty_status, get, put, status_of, write_status};
 
-/// The table slot of request `handle`; `None` for `MPI_REQUEST_NULL`.
+/// The table slot of request `handle`; `None` for `MPI_REQUEST_NULL` and
+/// for an inactive persistent request (which MPI's completion calls treat
+/// alike).
 fn slot_of(state: &Locked, handle: c_int) -> Result<Option<usize>> {
     if handle == abi::REQUEST_NULL {
         return Ok(None);
     }
     match abi::direct_index(kind::REQUEST, handle) {
-        Some(slot) if state.requests.get(slot).is_some() => Ok(Some(slot)),
+        Some(slot) => match state.requests.get(slot) {
+            Some(RequestSlot { now: Some(_), .. }) => Ok(Some(slot)),
+            Some(RequestSlot { now: None, .. }) => Ok(None),
+            None => Err(not_a_request(handle)),
+        },
         _ => Err(not_a_request(handle)),
     }
+}
+
+/// The operation under way in `slot`.
+fn now(state: &Locked, slot: usize) -> Option<&RequestEntry> {
+    state.requests.get(slot).and_then(|r| r.now.as_ref())
+}
+
+fn now_mut(state: &mut Locked, slot: usize) -> Option<&mut RequestEntry> {
+    state.requests.get_mut(slot).and_then(|r| r.now.as_mut())
 }
 
 /// The C status of a request, once it completes.
@@ -29,17 +44,26 @@ fn finish(request: Request<'static>, comm: c_int) -> Result<abi::Status> {
     request.wait().map(status_of).map_err(|e| MpiError::from(e).on(comm))
 }
 
-/// Waits for the request in `slot` and frees it.
-fn wait_slot(state: &mut Locked, slot: usize) -> Result<abi::Status> {
-    match state.requests.remove(slot).expect("a live slot") {
+/// Waits for the operation in `slot`; frees the request unless it is
+/// persistent (it becomes inactive). The status, and whether the handle
+/// is now `MPI_REQUEST_NULL`.
+fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
+    let entry = state.requests.get_mut(slot).expect("a live slot");
+    let now = entry.now.take().expect("an active request");
+    let freed = entry.persistent.is_none();
+    if freed {
+        state.requests.remove(slot);
+    }
+    let status = match now {
         RequestEntry::Done { status } => Ok(status),
         RequestEntry::Active { request, comm, .. } => finish(request, comm),
-    }
+    };
+    (status, freed)
 }
 
 /// Whether the request in `slot` has completed (without waiting).
 fn complete(state: &Locked, slot: usize) -> bool {
-    match state.requests.get(slot) {
+    match now(state, slot) {
         Some(RequestEntry::Active { request, .. }) => request.is_complete(),
         _ => true,
     }
@@ -81,9 +105,12 @@ mpi_fn! {
         let done = match slot_of(&state, handle)? {
             None => empty_status(),
             Some(slot) => {
-                // SAFETY: the caller's request handle.
-                unsafe { put(request, abi::REQUEST_NULL, "request")? };
-                wait_slot(&mut state, slot)?
+                let (done, freed) = wait_slot(&mut state, slot);
+                if freed {
+                    // SAFETY: the caller's request handle.
+                    unsafe { put(request, abi::REQUEST_NULL, "request")? };
+                }
+                done?
             }
         };
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
@@ -108,9 +135,12 @@ mpi_fn! {
         let done = match slot {
             None => empty_status(),
             Some(slot) => {
-                // SAFETY: the caller's request handle.
-                unsafe { put(request, abi::REQUEST_NULL, "request")? };
-                wait_slot(&mut state, slot)?
+                let (done, freed) = wait_slot(&mut state, slot);
+                if freed {
+                    // SAFETY: the caller's request handle.
+                    unsafe { put(request, abi::REQUEST_NULL, "request")? };
+                }
+                done?
             }
         };
         // SAFETY: the caller's output arguments.
@@ -126,13 +156,13 @@ mpi_fn! {
 /// and then its entry holds its status (or, if it failed, the request that
 /// reports the failure when waited for).
 fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
-    let Some(RequestEntry::Active { request, comm, .. }) = state.requests.get_mut(slot) else { return Ok(true) };
+    let Some(RequestEntry::Active { request, comm, .. }) = now_mut(state, slot) else { return Ok(true) };
     let comm = *comm;
     match request.test() {
         Ok(None) => Ok(false),
         Ok(Some(done)) => {
             let status = status_of(done);
-            *state.requests.get_mut(slot).expect("live") = RequestEntry::Done { status };
+            *now_mut(state, slot).expect("live") = RequestEntry::Done { status };
             Ok(true)
         }
         // The request's own failure: complete (its wait reports it).
@@ -154,8 +184,11 @@ mpi_fn! {
             let outcome = match slot {
                 None => Ok(empty_status()),
                 Some(slot) => {
-                    handles[i] = abi::REQUEST_NULL;
-                    wait_slot(&mut state, slot)
+                    let (done, freed) = wait_slot(&mut state, slot);
+                    if freed {
+                        handles[i] = abi::REQUEST_NULL;
+                    }
+                    done
                 }
             };
             outcomes.push(outcome);
@@ -224,8 +257,11 @@ mpi_fn! {
             outcomes.push(match slot {
                 None => Ok(empty_status()),
                 Some(slot) => {
-                    handles[i] = abi::REQUEST_NULL;
-                    wait_slot(&mut state, slot)
+                    let (done, freed) = wait_slot(&mut state, slot);
+                    if freed {
+                        handles[i] = abi::REQUEST_NULL;
+                    }
+                    done
                 }
             });
         }
@@ -251,7 +287,8 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     let mut lent = Vec::with_capacity(active.len());
     let mut origins = Vec::with_capacity(active.len());
     for &(i, slot) in &active {
-        if let Some(RequestEntry::Active { request, extent, comm }) = state.requests.remove(slot) {
+        let entry = state.requests.get_mut(slot).expect("active");
+        if let Some(RequestEntry::Active { request, extent, comm }) = entry.now.take() {
             lent.push(request);
             origins.push((i, slot, extent, comm));
         }
@@ -266,12 +303,12 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     for (k, &(i, slot, extent, comm)) in origins.iter().enumerate() {
         if Some(k) == index {
             let status = status_of(*done.as_ref().expect("completed"));
-            state.requests.restore(slot, RequestEntry::Done { status });
+            state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Done { status });
             chosen = Some(i);
             continue;
         }
         let request = put_back.next().expect("one per request not completed");
-        state.requests.restore(slot, RequestEntry::Active { request, extent, comm });
+        state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Active { request, extent, comm });
     }
     match done {
         Ok(_) => Ok(chosen),
@@ -289,8 +326,11 @@ mpi_fn! {
         let (which, done) = match wait_any(&mut state, &slots)? {
             None => (abi::UNDEFINED, empty_status()),
             Some(i) => {
-                handles[i] = abi::REQUEST_NULL;
-                (i as c_int, wait_slot(&mut state, slots[i].expect("active"))?)
+                let (done, freed) = wait_slot(&mut state, slots[i].expect("active"));
+                if freed {
+                    handles[i] = abi::REQUEST_NULL;
+                }
+                (i as c_int, done?)
             }
         };
         // SAFETY: the caller's output arguments.
@@ -327,8 +367,11 @@ mpi_fn! {
         for (i, slot) in slots.iter().enumerate() {
             let Some(slot) = *slot else { continue };
             if test_progress(&mut state, slot)? {
-                handles[i] = abi::REQUEST_NULL;
-                let done = wait_slot(&mut state, slot)?;
+                let (done, freed) = wait_slot(&mut state, slot);
+                if freed {
+                    handles[i] = abi::REQUEST_NULL;
+                }
+                let done = done?;
                 // SAFETY: the caller's output arguments.
                 unsafe {
                     put(index, i as c_int, "index")?;
@@ -363,10 +406,13 @@ unsafe fn complete_some(
     for (i, slot) in slots.iter().enumerate() {
         let Some(slot) = *slot else { continue };
         if test_progress(state, slot)? {
-            handles[i] = abi::REQUEST_NULL;
+            let (done, freed) = wait_slot(state, slot);
+            if freed {
+                handles[i] = abi::REQUEST_NULL;
+            }
             // SAFETY: as many indices as requests, as the caller promised.
             unsafe { indices.add(outcomes.len()).write(i as c_int) };
-            outcomes.push(wait_slot(state, slot));
+            outcomes.push(done);
         }
     }
     let n = outcomes.len() as c_int;
@@ -425,10 +471,12 @@ mpi_fn! {
         // SAFETY: the caller's request handle.
         let handle = unsafe { get(request, "request")? };
         let mut state = state::lock("MPI_Request_free")?;
-        let Some(slot) = slot_of(&state, handle)? else {
+        if handle == abi::REQUEST_NULL {
             return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be freed"));
-        };
-        if let Some(RequestEntry::Active { request, .. }) = state.requests.remove(slot) {
+        }
+        let slot = abi::direct_index(kind::REQUEST, handle).ok_or_else(|| not_a_request(handle))?;
+        let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
+        if let Some(RequestEntry::Active { request, .. }) = entry.now {
             state.freed.push(request);
         }
         // SAFETY: the caller's request handle.
@@ -446,15 +494,14 @@ mpi_fn! {
         let Some(slot) = slot_of(&state, handle)? else {
             return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be cancelled"));
         };
-        let cancelled = match state.requests.get_mut(slot) {
+        let cancelled = match now_mut(&mut state, slot) {
             Some(RequestEntry::Active { request, .. }) => request.cancel(),
             _ => false,
         };
         if cancelled {
             let mut status = empty_status();
             status.set_cancelled(true);
-            state.requests.remove(slot);
-            state.requests.restore(slot, RequestEntry::Done { status });
+            *now_mut(&mut state, slot).expect("active") = RequestEntry::Done { status };
         }
         Ok(())
     }
@@ -478,12 +525,12 @@ mpi_fn! {
             None => Some(empty_status()),
             Some(slot) => match test_progress(&mut state, slot)? {
                 false => None,
-                true => {
-                    // Completed: keep its status for the wait or test that frees it.
-                    let status = wait_slot(&mut state, slot)?;
-                    state.requests.restore(slot, RequestEntry::Done { status });
-                    Some(status)
-                }
+                // Completed: its entry holds its status (or its failure),
+                // for the wait or test that frees it.
+                true => match now(&state, slot) {
+                    Some(RequestEntry::Done { status }) => Some(*status),
+                    _ => Some(empty_status()),
+                },
             },
         };
         // SAFETY: the caller's output arguments.
