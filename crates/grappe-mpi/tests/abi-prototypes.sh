@@ -27,7 +27,7 @@ g++ -x c++ -Wall -Wextra -Werror -I"$crate/include" -c "$work/include.c" -o "$wo
 # "NAME<TAB>extern RET NAME (TYPES);" for each MPI function a compiler sees through a header.
 prototypes() {
   local compiler="$1" include="$2" out="$3"
-  "$compiler" $include -aux-info "$work/aux" -c "$work/include.c" -o /dev/null
+  "$compiler" ${include:+"$include"} -aux-info "$work/aux" -c "$work/include.c" -o /dev/null
   sed -nE 's@^/\* [^*]* \*/ (extern [^(]*[ *](P?MPI_[A-Za-z0-9_]*|MPIR_Dup_fn) \(.*)$@\2\t\1@p' \
     "$work/aux" | sort -u >"$out"
   if [ ! -s "$out" ]; then

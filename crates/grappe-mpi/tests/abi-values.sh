@@ -19,20 +19,20 @@ trap 'rm -rf "$work"' EXIT
 
 # Every object-like MPI_ macro of the header, but the version numbers, must be printed.
 missing=0
-for name in $(sed -n 's/^#define \(MPI_[A-Za-z0-9_]*\)[[:space:]].*/\1/p' "$header"); do
+while read -r name; do
   case "$name" in MPI_VERSION | MPI_SUBVERSION) continue ;; esac
   if ! grep -q "($name)" "$program"; then
     echo "abi-values: $name is defined in $header but abi_values.c does not print it" >&2
     missing=1
   fi
-done
+done < <(sed -n 's/^#define \(MPI_[A-Za-z0-9_]*\)[[:space:]].*/\1/p' "$header")
 # And every object the header declares for the library to define.
-for name in $(sed -n 's/^extern .*[ *]\(MPI_[A-Za-z0-9_]*\);$/\1/p' "$header"); do
+while read -r name; do
   if ! grep -q "OBJECT($name)" "$program"; then
     echo "abi-values: $name is declared in $header but abi_values.c does not print it" >&2
     missing=1
   fi
-done
+done < <(sed -n 's/^extern .*[ *]\(MPI_[A-Za-z0-9_]*\);$/\1/p' "$header")
 [ "$missing" -eq 0 ] || exit 1
 
 flags=(-std=c11 -Wall -Wextra -pedantic)
