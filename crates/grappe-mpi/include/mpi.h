@@ -225,9 +225,10 @@ typedef struct ADIOI_FileD *MPI_File;
 /* Status                                                                                   */
 /* ======================================================================================== */
 
-/* 20 bytes. The element count is 64 bits split in two: count_lo holds its low 32 bits,
-   count_hi_and_cancelled its high bits shifted left by one, with the cancelled flag in bit 0.
-   Programs read only MPI_SOURCE, MPI_TAG and MPI_ERROR; the rest is the library's. */
+/* 20 bytes. The received size (MPICH keeps it in bytes) is 64 bits split in two: count_lo holds
+   its low 32 bits, count_hi_and_cancelled its high bits shifted left by one, with the cancelled
+   flag in bit 0. Programs read only MPI_SOURCE, MPI_TAG and MPI_ERROR; the rest is the library's
+   (MPI_Get_count, MPI_Test_cancelled). */
 typedef struct MPI_Status {
     int count_lo;
     int count_hi_and_cancelled;
