@@ -139,8 +139,23 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'scope>> {
         let span = self.span();
-        let request = self.start_send(span, scope, buf.bytes(), dest, tag);
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, false);
         self.handled("isend", request)
+    }
+
+    /// Starts a synchronous send (MPI's `MPI_Issend`): it completes once
+    /// the receiver has matched the message, whatever its size.
+    #[track_caller]
+    pub fn issend<'scope, B: Buffer + ?Sized>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope B,
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let span = self.span();
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, true);
+        self.handled("issend", request)
     }
 
     fn start_send<'scope>(
@@ -150,15 +165,22 @@ impl Communicator {
         bytes: &'scope [u8],
         dest: usize,
         tag: i32,
+        sync: bool,
     ) -> Result<Request<'scope>> {
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
+        let (data, len, ctx, me) = (bytes.as_ptr(), bytes.len(), self.p2p_ctx(), inner.rank as u32);
+        let mut engine = scope.rank_ctx.engine();
         // SAFETY: `bytes` is borrowed for 'scope, and the scope waits for
         // the request, or gives it up (`Engine::abandon`), before 'scope
         // ends.
         let started = unsafe {
-            scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
+            match sync {
+                true => engine.issend(data, len, world, ctx, tag, me),
+                false => engine.isend(data, len, world, ctx, tag, me),
+            }
         }?;
+        drop(engine);
         let traced = self.trace_isend(span, dest, tag, bytes.len());
         Ok(scope.track(Ok(started), 0, self.error_handler(), traced))
     }
@@ -351,6 +373,25 @@ impl Request<'_> {
             Some(traced) if traced.is_recv() => Ok(self.rank_ctx.engine().arrived_by_now(id)?),
             _ => Ok(false),
         }
+    }
+
+    /// Cancels a receive that has not matched a message yet (MPI's
+    /// `MPI_Cancel`): true if it is cancelled, and then it is over (no wait
+    /// needed); false if it matched already, completed, or is a send, which
+    /// complete as usual.
+    pub fn cancel(&mut self) -> bool {
+        let State::Pending(id) = self.state else { return false };
+        if !self.rank_ctx.engine().cancel(id) {
+            return false;
+        }
+        self.forget(id);
+        self.state = State::Taken;
+        true
+    }
+
+    /// True if a wait would not block: the request completed (or failed).
+    pub fn is_complete(&self) -> bool {
+        self.is_finished()
     }
 
     fn is_finished(&self) -> bool {

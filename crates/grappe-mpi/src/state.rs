@@ -63,6 +63,8 @@ pub struct RequestSlot {
 #[derive(Debug, Clone, Copy)]
 pub struct Persistent {
     pub send: bool,
+    /// A synchronous send (`MPI_Ssend_init`).
+    pub sync: bool,
     /// The buffer, which MPI says stays valid until the request is freed.
     pub buf: *mut std::ffi::c_void,
     pub count: c_int,

@@ -1,9 +1,9 @@
 //! Point-to-point: blocking and non-blocking sends and receives, probes,
 //! counts.
 //!
-//! Synchronous sends (`MPI_Ssend`, `MPI_Issend`) go as standard sends in
-//! this version: they complete when the buffer may be reused, which for a
-//! message under the eager limit can be before the receiver matched it.
+//! Synchronous sends (`MPI_Ssend`, `MPI_Issend`, `MPI_Ssend_init`) go by
+//! rendezvous whatever their size: they complete once the receiver has
+//! matched them.
 
 use std::ffi::{c_int, c_void};
 
@@ -24,6 +24,7 @@ use super::{
 /// `buf` holds `count` elements of `datatype`.
 unsafe fn send(
     call: &str,
+    sync: bool,
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
@@ -39,22 +40,26 @@ unsafe fn send(
     let bytes = unsafe { send_bytes(buf, count, datatype, call) }.map_err(on)?;
     let tag = send_tag(tag).map_err(on)?;
     let Some(dest) = dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
-    entry.comm.send(bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))
+    let sent = match sync {
+        true => entry.comm.ssend(bytes, dest, tag),
+        false => entry.comm.send(bytes, dest, tag),
+    };
+    sent.map_err(|e| MpiError::from(e).on(comm))
 }
 
 mpi_fn! {
     /// `MPI_Send`.
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Send", buf, count, datatype, dest, tag, comm) }
+        unsafe { send("MPI_Send", false, buf, count, datatype, dest, tag, comm) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Ssend` (as a standard send in this version, see the module).
+    /// `MPI_Ssend`: returns once the receiver matched the message.
     fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Ssend", buf, count, datatype, dest, tag, comm) }
+        unsafe { send("MPI_Ssend", true, buf, count, datatype, dest, tag, comm) }
     }
 }
 
@@ -63,7 +68,7 @@ mpi_fn! {
     /// known to be posted.
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Rsend", buf, count, datatype, dest, tag, comm) }
+        unsafe { send("MPI_Rsend", false, buf, count, datatype, dest, tag, comm) }
     }
 }
 
@@ -195,6 +200,7 @@ mpi_fn! {
 pub(super) unsafe fn isend(
     state: &mut Locked,
     call: &str,
+    sync: bool,
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
@@ -211,7 +217,11 @@ pub(super) unsafe fn isend(
     let request = match dest_rank(dest, &entry.comm).map_err(on)? {
         None => RequestEntry::Done { status: empty_status() },
         Some(dest) => {
-            let request = entry.comm.isend(state.scope, bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))?;
+            let request = match sync {
+                true => entry.comm.issend(state.scope, bytes, dest, tag),
+                false => entry.comm.isend(state.scope, bytes, dest, tag),
+            };
+            let request = request.map_err(|e| MpiError::from(e).on(comm))?;
             RequestEntry::Active { request, extent: datatype.extent, comm }
         }
     };
@@ -249,7 +259,7 @@ pub(super) unsafe fn irecv(
 }
 
 macro_rules! isend_fn {
-    ($(#[$doc:meta])* $name:ident / $pname:ident) => {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(
@@ -263,7 +273,7 @@ macro_rules! isend_fn {
             ) {
                 let mut state = state::lock(stringify!($name))?;
                 // SAFETY: MPI's rule for a non-blocking send buffer.
-                let started = unsafe { isend(&mut state, stringify!($name), buf, count, datatype, dest, tag, comm)? };
+                let started = unsafe { isend(&mut state, stringify!($name), $sync, buf, count, datatype, dest, tag, comm)? };
                 let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
                 // SAFETY: the caller's output argument.
                 unsafe { put(request, handle, "request") }
@@ -274,15 +284,18 @@ macro_rules! isend_fn {
 
 isend_fn!(
     /// `MPI_Isend`.
-    MPI_Isend / PMPI_Isend
+    MPI_Isend / PMPI_Isend,
+    false
 );
 isend_fn!(
-    /// `MPI_Issend` (as a standard send in this version, see the module).
-    MPI_Issend / PMPI_Issend
+    /// `MPI_Issend`: completes once the receiver matched the message.
+    MPI_Issend / PMPI_Issend,
+    true
 );
 isend_fn!(
     /// `MPI_Irsend`.
-    MPI_Irsend / PMPI_Irsend
+    MPI_Irsend / PMPI_Irsend,
+    false
 );
 
 mpi_fn! {
@@ -407,7 +420,7 @@ fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> R
 }
 
 macro_rules! send_init_fn {
-    ($(#[$doc:meta])* $name:ident / $pname:ident) => {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(
@@ -420,7 +433,7 @@ macro_rules! send_init_fn {
                 request: *mut c_int,
             ) {
                 let tag = send_tag(tag).map_err(|e| e.on(comm))?;
-                let persistent = Persistent { send: true, buf: buf.cast_mut(), count, datatype, peer: dest, tag, comm };
+                let persistent = Persistent { send: true, sync: $sync, buf: buf.cast_mut(), count, datatype, peer: dest, tag, comm };
                 init_persistent(stringify!($name), persistent, request)
             }
         }
@@ -429,15 +442,18 @@ macro_rules! send_init_fn {
 
 send_init_fn!(
     /// `MPI_Send_init`.
-    MPI_Send_init / PMPI_Send_init
+    MPI_Send_init / PMPI_Send_init,
+    false
 );
 send_init_fn!(
-    /// `MPI_Ssend_init` (standard sends in this version, see the module).
-    MPI_Ssend_init / PMPI_Ssend_init
+    /// `MPI_Ssend_init`.
+    MPI_Ssend_init / PMPI_Ssend_init,
+    true
 );
 send_init_fn!(
     /// `MPI_Rsend_init`.
-    MPI_Rsend_init / PMPI_Rsend_init
+    MPI_Rsend_init / PMPI_Rsend_init,
+    false
 );
 
 mpi_fn! {
@@ -452,7 +468,7 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         recv_tag(tag).map_err(|e| e.on(comm))?;
-        let persistent = Persistent { send: false, buf, count, datatype, peer: source, tag, comm };
+        let persistent = Persistent { send: false, sync: false, buf, count, datatype, peer: source, tag, comm };
         init_persistent("MPI_Recv_init", persistent, request)
     }
 }
@@ -471,7 +487,7 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     // the request is freed, untouched while it is active.
     let started = unsafe {
         match p.send {
-            true => isend(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+            true => isend(state, "MPI_Start", p.sync, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
             false => irecv(state, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
         }
     };
