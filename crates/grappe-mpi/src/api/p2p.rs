@@ -22,6 +22,7 @@ use super::{
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn send(
     call: &str,
     sync: bool,
