@@ -64,6 +64,9 @@ pub struct Request<'scope> {
     errors: ErrorHandler,
     /// Set when the rank records a trace.
     traced: Option<Box<Traced>>,
+    /// The tag the status reports, for a claimed message (see
+    /// [`Communicator::imrecv`]), whose receive matched it by its claim.
+    tag: Option<i32>,
 }
 
 enum State {
@@ -260,7 +263,29 @@ impl<'scope> Scope<'scope, '_> {
                 State::Pending(id)
             }
         };
-        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced }
+        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced, tag: None }
+    }
+
+    /// Tracks the receive of a claimed message, whose status reports `tag`.
+    pub(crate) fn track_claimed(
+        &'scope self,
+        started: Result<Started>,
+        elem: usize,
+        errors: ErrorHandler,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let mut request = self.track(started, elem, errors, None);
+        request.tag = Some(tag);
+        if let State::Failed(error) = request.state {
+            request.state = State::Taken;
+            return Err(error);
+        }
+        Ok(request)
+    }
+
+    /// The rank's engine, for one operation.
+    pub(crate) fn engine(&self) -> std::cell::RefMut<'_, grappe_proto::Engine> {
+        self.rank_ctx.engine()
     }
 }
 
@@ -287,6 +312,7 @@ impl Request<'_> {
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
+        let status = status.map(|status| self.own_tag(status));
         if let Some(traced) = &self.traced {
             // A truncated receive is recorded too (see `delivered`).
             match (delivered(status.as_ref()), &status) {
@@ -347,6 +373,7 @@ impl Request<'_> {
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
+        let status = status.map(|status| self.own_tag(status));
         if let Some(traced) = &self.traced {
             trace_completion(traced, span, EventKind::Test, status, arrived);
         }
@@ -373,6 +400,14 @@ impl Request<'_> {
             Some(traced) if traced.is_recv() => Ok(self.rank_ctx.engine().arrived_by_now(id)?),
             _ => Ok(false),
         }
+    }
+
+    /// `status`, with the tag this request reports.
+    fn own_tag(&self, mut status: Status) -> Status {
+        if let Some(tag) = self.tag {
+            status.tag = tag;
+        }
+        status
     }
 
     /// Cancels a receive that has not matched a message yet (MPI's

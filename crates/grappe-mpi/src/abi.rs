@@ -41,6 +41,8 @@ pub mod class {
 /// Object types (bits 29-26 of a handle).
 pub mod kind {
     pub const COMM: u32 = 0x1;
+    pub const GROUP: u32 = 0x2;
+    pub const INFO: u32 = 0x7;
     pub const DATATYPE: u32 = 0x3;
     pub const ERRHANDLER: u32 = 0x5;
     pub const OP: u32 = 0x6;
@@ -52,9 +54,21 @@ pub const COMM_WORLD: c_int = 0x4400_0000;
 pub const COMM_SELF: c_int = 0x4400_0001;
 pub const COMM_NULL: c_int = 0x0400_0000;
 pub const REQUEST_NULL: c_int = 0x2c00_0000;
+pub const MESSAGE_NULL: c_int = 0x2c00_0000;
+pub const MESSAGE_NO_PROC: c_int = 0x6c00_0000;
+/// Message handles share the request type (0xb) with requests: their slots
+/// carry this bit, which request slots never reach.
+pub const MESSAGE_SLOT_BIT: usize = 1 << 25;
 pub const DATATYPE_NULL: c_int = 0x0c00_0000;
 pub const OP_NULL: c_int = 0x1800_0000;
 pub const ERRHANDLER_NULL: c_int = 0x1400_0000;
+pub const GROUP_NULL: c_int = 0x0800_0000;
+pub const GROUP_EMPTY: c_int = 0x4800_0000;
+pub const INFO_NULL: c_int = 0x1c00_0000;
+pub const INFO_ENV: c_int = 0x5c00_0001;
+pub const COMM_TYPE_SHARED: c_int = 1;
+pub const MAX_INFO_KEY: usize = 255;
+pub const MAX_INFO_VAL: usize = 1024;
 pub const ERRORS_ARE_FATAL: c_int = 0x5400_0000;
 pub const ERRORS_RETURN: c_int = 0x5400_0001;
 pub const ERRORS_ABORT: c_int = 0x5400_0003;

@@ -6,6 +6,8 @@ mod comm;
 mod env;
 mod errh;
 mod fortran;
+mod group;
+mod info;
 mod p2p;
 mod request;
 

@@ -520,3 +520,139 @@ mpi_fn! {
         Ok(())
     }
 }
+
+/// The handle of a claimed message.
+fn add_message(state: &mut Locked, message: grappe_comm::Message, comm: c_int) -> c_int {
+    let slot = state.messages.insert((message, comm));
+    abi::direct_handle(kind::REQUEST, slot | abi::MESSAGE_SLOT_BIT)
+}
+
+/// The claimed message of `handle`, taken out of the table; `None` for
+/// `MPI_MESSAGE_NO_PROC`.
+fn take_message(state: &mut Locked, handle: c_int) -> Result<Option<(grappe_comm::Message, c_int)>> {
+    if handle == abi::MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    let slot = abi::direct_index(kind::REQUEST, handle)
+        .filter(|slot| slot & abi::MESSAGE_SLOT_BIT != 0)
+        .and_then(|slot| state.messages.remove(slot & !abi::MESSAGE_SLOT_BIT));
+    match slot {
+        Some(found) => Ok(Some(found)),
+        None => {
+            Err(MpiError::new(class::REQUEST, format!("{handle:#x} is not a message handle (or was received already)")))
+        }
+    }
+}
+
+/// A matched probe: blocking or not.
+fn mprobe(
+    call: &str,
+    blocking: bool,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    message: *mut c_int,
+    status: *mut abi::Status,
+) -> Result<bool> {
+    let mut state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let tag = recv_tag(tag).map_err(on)?;
+    let found = match source_rank(source, &entry.comm).map_err(on)? {
+        None => Some((abi::MESSAGE_NO_PROC, proc_null_status())),
+        Some(source) => {
+            let claimed = match blocking {
+                true => entry.comm.mprobe(source, tag).map(Some),
+                false => entry.comm.improbe(source, tag),
+            };
+            match claimed.map_err(|e| MpiError::from(e).on(comm))? {
+                None => None,
+                Some(claimed) => {
+                    let status = status_of(claimed.status());
+                    Some((add_message(&mut state, claimed, comm), status))
+                }
+            }
+        }
+    };
+    let Some((handle, found)) = found else { return Ok(false) };
+    // SAFETY: the caller's output arguments.
+    unsafe {
+        put(message, handle, "message")?;
+        write_status(status, found);
+    }
+    Ok(true)
+}
+
+mpi_fn! {
+    /// `MPI_Mprobe`: waits for a matching message and claims it.
+    fn MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: c_int, message: *mut c_int, status: *mut abi::Status) {
+        mprobe("MPI_Mprobe", true, source, tag, comm, message, status).map(|_| ())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Improbe`.
+    fn MPI_Improbe / PMPI_Improbe(
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        flag: *mut c_int,
+        message: *mut c_int,
+        status: *mut abi::Status,
+    ) {
+        let found = mprobe("MPI_Improbe", false, source, tag, comm, message, status)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(flag, found as c_int, "flag") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Mrecv`: receives a claimed message; the handle becomes `MPI_MESSAGE_NULL`.
+    fn MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut abi::Status) {
+        // SAFETY: the caller's message handle.
+        let handle = unsafe { get(message, "message")? };
+        let mut state = state::lock("MPI_Mrecv")?;
+        let datatype = datatype::lookup(datatype)?;
+        // SAFETY: MPI's rule for a receive buffer.
+        let bytes = unsafe { recv_bytes(buf, count, datatype, "MPI_Mrecv")? };
+        let received = match take_message(&mut state, handle)? {
+            None => proc_null_status(),
+            Some((claimed, comm)) => {
+                let entry = state.comm(comm)?;
+                status_of(entry.comm.mrecv(claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?)
+            }
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(message, abi::MESSAGE_NULL, "message")?;
+            write_status(status, received);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Imrecv`.
+    fn MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+        // SAFETY: the caller's message handle.
+        let handle = unsafe { get(message, "message")? };
+        let mut state = state::lock("MPI_Imrecv")?;
+        let datatype = datatype::lookup(datatype)?;
+        // SAFETY: MPI's rule: the buffer stays valid, untouched, until the request completes.
+        let bytes: &'static mut [u8] = unsafe { recv_bytes(buf, count, datatype, "MPI_Imrecv")? };
+        let started = match take_message(&mut state, handle)? {
+            None => RequestEntry::Done { status: proc_null_status() },
+            Some((claimed, comm)) => {
+                let entry = state.comm(comm)?;
+                let request = entry.comm.imrecv(state.scope, claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?;
+                RequestEntry::Active { request, extent: datatype.extent, comm }
+            }
+        };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(message, abi::MESSAGE_NULL, "message")?;
+            put(request, handle, "request")
+        }
+    }
+}
