@@ -220,6 +220,45 @@ pair!(LongInt, i64, { value: i64, index: i32, pad: i32 });
 pair!(ShortInt, i16, { value: i16, pad: i16, index: i32 });
 pair!(TwoInt, i32, { value: i32, index: i32 });
 
+/// A user's C function (`MPI_User_function`): `inoutvec[i] = invec[i] ∘
+/// inoutvec[i]` for `*len` elements of `*datatype`.
+pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut c_int);
+
+/// An operation of `MPI_Op_create`, applied to one datatype.
+#[derive(Debug, Clone, Copy)]
+pub struct UserOperation {
+    pub function: UserFunction,
+    pub commute: bool,
+    pub datatype: c_int,
+}
+
+impl<T: Pod + Send + Sync> Operation<T> for UserOperation {
+    /// `acc = acc ∘ later`: MPI's function takes the earlier ranks'
+    /// operand first and leaves the result in its second.
+    fn combine(&self, acc: &mut [T], later: &[T]) {
+        let mut result = later[..acc.len()].to_vec();
+        let mut len = acc.len() as c_int;
+        let mut datatype = self.datatype;
+        // SAFETY: a C function of MPI_User_function's type, as the program
+        // gave it; both buffers hold `len` elements of the datatype.
+        unsafe {
+            (self.function)(acc.as_mut_ptr().cast(), result.as_mut_ptr().cast(), &mut len, &mut datatype);
+        }
+        acc.copy_from_slice(&result);
+    }
+
+    fn is_commutative(&self) -> bool {
+        self.commute
+    }
+}
+
+/// The operation of a reduction: predefined, or the program's.
+#[derive(Debug, Clone, Copy)]
+pub enum AnyOp {
+    Predefined(OpCode),
+    User(UserOperation),
+}
+
 /// Opaque elements (`long double`...): only `MPI_REPLACE` and `MPI_NO_OP`
 /// reach them.
 #[repr(C)]

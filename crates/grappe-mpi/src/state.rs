@@ -132,6 +132,8 @@ pub struct State {
     /// the direct handles `0x84000000 | slot`.
     pub comms: Table<CommEntry>,
     pub requests: Table<RequestSlot>,
+    /// User operations (`MPI_Op_create`): their function and whether it commutes.
+    pub ops: Table<(crate::reduce::UserFunction, bool)>,
     /// Messages claimed by matched probes, with their communicator.
     pub messages: Table<(grappe_comm::Message, c_int)>,
     /// Groups: the world ranks of their members, in group order.

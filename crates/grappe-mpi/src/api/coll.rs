@@ -14,7 +14,9 @@ use crate::abi::{self, class};
 use crate::datatype::{self, Datatype};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::reduce::{Element, OpCode, Predefined, Typed, typed, with_type, with_typed_mut};
+use grappe_comm::Operation;
+
+use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, typed, with_type, with_typed_mut};
 use crate::state;
 
 use super::{recv_bytes, send_bytes};
@@ -498,14 +500,23 @@ struct Reduce<'a> {
     what: Reduction,
     send: &'a [u8],
     recv: &'a mut [u8],
-    op: OpCode,
+    op: AnyOp,
 }
 
 impl Typed for Reduce<'_> {
     type Output = grappe_comm::Result<()>;
 
     fn run<T: Element>(self) -> Self::Output {
-        let (comm, op) = (self.comm, Predefined(self.op));
+        match self.op {
+            AnyOp::Predefined(code) => self.run_with::<T, _>(Predefined(code)),
+            AnyOp::User(user) => self.run_with::<T, _>(user),
+        }
+    }
+}
+
+impl Reduce<'_> {
+    fn run_with<T: Element, O: Operation<T> + Copy>(self, op: O) -> grappe_comm::Result<()> {
+        let comm = self.comm;
         let send = typed::<T>(self.send);
         let send: &[T] = &send;
         with_typed_mut::<T, _>(self.recv, |recv| match &self.what {
@@ -533,11 +544,17 @@ fn reduction(
     recvbuf: *mut c_void,
     recv_count: c_int,
     datatype: c_int,
-    op: c_int,
+    (op, user): (c_int, Option<(crate::reduce::UserFunction, bool)>),
 ) -> Result<()> {
     let datatype = datatype::lookup(datatype)?;
-    let op = OpCode::lookup(op)?;
-    op.check(datatype)?;
+    let op = match user {
+        Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: datatype.handle }),
+        None => {
+            let code = OpCode::lookup(op)?;
+            code.check(datatype)?;
+            AnyOp::Predefined(code)
+        }
+    };
     let send_len = datatype.span(send_count, call)?;
     let recv_len = datatype.span(recv_count, call)?;
     let own: Vec<u8>;
@@ -567,6 +584,7 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        let user = user_op(op)?;
         on_comm("MPI_Reduce", comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
@@ -575,7 +593,7 @@ mpi_fn! {
                 return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
             }
             let what = Reduction::Reduce { root, is_root };
-            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, op)
+            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, (op, user))
         })
     }
 }
@@ -590,8 +608,9 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        let user = user_op(op)?;
         on_comm("MPI_Allreduce", comm, |c| {
-            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, op)
+            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, (op, user))
         })
     }
 }
@@ -606,7 +625,8 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, op))
+        let user = user_op(op)?;
+        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, (op, user)))
     }
 }
 
@@ -620,8 +640,9 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        let user = user_op(op)?;
         on_comm("MPI_Exscan", comm, |c| {
-            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, op)
+            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, (op, user))
         })
     }
 }
@@ -636,10 +657,11 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter_block", comm, |c| {
             let n = c.size() as c_int;
             let total = recvcount.checked_mul(n).ok_or_else(|| MpiError::new(class::COUNT, "count overflows"))?;
-            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, op)
+            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, (op, user))
         })
     }
 }
@@ -654,13 +676,67 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter", comm, |c| {
             // SAFETY: one count per rank, as MPI requires.
             let counts = unsafe { ints(recvcounts, c.size(), "recvcounts")? };
             let total: c_int = counts.iter().sum();
             let mine = counts[c.rank()];
             let what = Reduction::ReduceScatter(counts.iter().map(|&n| n as usize).collect());
-            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, op)
+            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, (op, user))
         })
+    }
+}
+
+/// The function of user operation `handle`, if it is one.
+fn user_op(handle: c_int) -> Result<Option<(crate::reduce::UserFunction, bool)>> {
+    let Some(slot) = abi::direct_index(abi::kind::OP, handle) else { return Ok(None) };
+    let state = state::lock("a reduction")?;
+    match state.ops.get(slot) {
+        Some(&found) => Ok(Some(found)),
+        None => Err(MpiError::new(class::OP, format!("{handle:#x} is not an operation handle (or was freed)"))),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_create`: a reduction by the program's function. A
+    /// non-commutative one combines contributions in rank order.
+    fn MPI_Op_create / PMPI_Op_create(function: Option<crate::reduce::UserFunction>, commute: c_int, op: *mut c_int) {
+        let function = function.ok_or_else(|| MpiError::new(class::ARG, "the user function is NULL"))?;
+        let mut state = state::lock("MPI_Op_create")?;
+        let handle = abi::direct_handle(abi::kind::OP, state.ops.insert((function, commute != 0)));
+        // SAFETY: the caller's output argument.
+        unsafe { super::put(op, handle, "op") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`.
+    fn MPI_Op_free / PMPI_Op_free(op: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { super::get(op, "op")? };
+        let mut state = state::lock("MPI_Op_free")?;
+        let slot = abi::direct_index(abi::kind::OP, handle).filter(|&slot| state.ops.get(slot).is_some());
+        let Some(slot) = slot else {
+            return Err(MpiError::new(class::OP, format!("{handle:#x} is not a user operation (predefined ones cannot be freed)")));
+        };
+        state.ops.remove(slot);
+        // SAFETY: the caller's in-out argument.
+        unsafe { super::put(op, abi::OP_NULL, "op") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_commutative`.
+    fn MPI_Op_commutative / PMPI_Op_commutative(op: c_int, commute: *mut c_int) {
+        let commutes = match user_op(op)? {
+            Some((_, commute)) => commute,
+            None => {
+                OpCode::lookup(op)?;
+                true
+            }
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { super::put(commute, commutes as c_int, "commute") }
     }
 }

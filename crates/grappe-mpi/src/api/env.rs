@@ -72,6 +72,7 @@ fn init(required: c_int) -> Result<c_int> {
         comms,
         requests: Table::new(),
         messages: Table::new(),
+        ops: Table::new(),
         groups: Table::new(),
         infos: Table::new(),
         freed: Vec::new(),
