@@ -137,9 +137,29 @@ predefined! {
     "MPI_CXX_LONG_DOUBLE_COMPLEX" 0x4c002036 Opaque, 32, 32;
 }
 
+/// `MPI_BYTE`.
+pub static BYTE: &Datatype = &PREDEFINED[3];
+
+/// The predefined datatype of `handle`, if it is one: built-in handles
+/// are found by their low byte, MPICH's pair types (direct handles
+/// `0x8c00000N`) by their slot.
+pub fn predefined(handle: c_int) -> Option<&'static Datatype> {
+    static BY_LOW_BYTE: std::sync::OnceLock<[Option<&'static Datatype>; 256]> = std::sync::OnceLock::new();
+    let table = BY_LOW_BYTE.get_or_init(|| {
+        let mut table = [None; 256];
+        for d in PREDEFINED {
+            let low = (d.handle as u32 & 0xff) as usize + if d.handle as u32 >> 30 == 2 { 0x80 } else { 0 };
+            table[low] = Some(d);
+        }
+        table
+    });
+    let low = (handle as u32 & 0xff) as usize + if handle as u32 >> 30 == 2 { 0x80 } else { 0 };
+    table[low].filter(|d| d.handle == handle)
+}
+
 /// The datatype of `handle`, or `MPI_ERR_TYPE` naming it.
 pub fn lookup(handle: c_int) -> Result<&'static Datatype> {
-    if let Some(datatype) = PREDEFINED.iter().find(|d| d.handle == handle) {
+    if let Some(datatype) = predefined(handle) {
         return Ok(datatype);
     }
     let why = match handle {

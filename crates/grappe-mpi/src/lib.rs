@@ -21,5 +21,6 @@ pub mod call;
 pub mod datatype;
 pub mod errors;
 pub mod reduce;
-pub mod state;
+pub(crate) mod state;
+pub mod types;
 pub mod unsupported;

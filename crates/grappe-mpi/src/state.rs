@@ -77,8 +77,16 @@ pub struct Persistent {
 
 /// An operation under way.
 pub enum RequestEntry {
-    /// Under way in the engine; `extent` counts the elements of its status.
-    Active { request: Request<'static>, extent: usize, comm: c_int },
+    /// Under way in the engine. The request is dropped before what it
+    /// borrows: `keep`, a packed copy of a send's elements, and
+    /// `incoming`, where a receive's packed bytes land before they are
+    /// unpacked into the program's elements at completion.
+    Active {
+        request: Request<'static>,
+        comm: c_int,
+        keep: Option<Box<[u8]>>,
+        incoming: Option<crate::api::Incoming<'static>>,
+    },
     /// Completed when it started (to or from `MPI_PROC_NULL`).
     Done { status: abi::Status },
 }
@@ -123,6 +131,9 @@ impl<T> Table<T> {
     }
 }
 
+/// A request freed while under way, with what it borrows (see [`RequestEntry`]).
+pub type Freed = (Request<'static>, Option<Box<[u8]>>, Option<crate::api::Incoming<'static>>);
+
 /// The state of an initialised library.
 pub struct State {
     pub runtime: Runtime,
@@ -142,7 +153,7 @@ pub struct State {
     pub infos: Table<Vec<(String, String)>>,
     /// Requests freed by `MPI_Request_free` while under way: they complete
     /// on their own, and are dropped once they have.
-    pub freed: Vec<Request<'static>>,
+    pub freed: Vec<Freed>,
     /// The scope of every request: it lives as long as the process.
     pub scope: &'static Scope<'static, 'static>,
     pub thread_level: c_int,
@@ -207,11 +218,14 @@ impl State {
     /// Drops the freed requests that have completed (a failed one's error
     /// is lost, as MPI says of a freed request).
     pub fn reap_freed(&mut self) {
-        if self.freed.iter().any(Request::is_complete) {
+        if self.freed.iter().any(|f| f.0.is_complete()) {
             let (done, pending): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut self.freed).into_iter().partition(Request::is_complete);
-            for request in done {
-                let _ = request.wait();
+                std::mem::take(&mut self.freed).into_iter().partition(|f| f.0.is_complete());
+            for (request, keep, incoming) in done {
+                if let (Ok(got), Some(incoming)) = (request.wait(), incoming) {
+                    incoming.finish(got.bytes);
+                }
+                drop(keep);
             }
             self.freed = pending;
         }

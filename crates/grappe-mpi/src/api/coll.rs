@@ -1,25 +1,24 @@
 //! Collectives: every blocking one, with their v-variants and
 //! `MPI_IN_PLACE`, over grappe's collectives (shared-memory arenas and
-//! message algorithms). Data moves as bytes; reductions run on the
-//! datatype's Rust type.
-//!
-//! Displacements (`displs`) that are not the blocks end to end cost a
-//! copy through a packed buffer.
+//! message algorithms). Data moves packed (see [`crate::types`]): in
+//! place when a buffer's elements lie end to end, through one copy
+//! otherwise; reductions run on the Rust type of the datatype's
+//! predefined elements.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use grappe_comm::Communicator;
-
-use crate::abi::{self, class};
-use crate::datatype::{self, Datatype};
-use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use grappe_comm::Operation;
 
+use crate::abi::{self, class};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
 use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, typed, with_type, with_typed_mut};
 use crate::state;
+use crate::types::{self, Type};
 
-use super::{recv_bytes, send_bytes};
+use super::{Incoming, count_of, incoming, outgoing};
 
 /// `MPI_IN_PLACE`?
 fn in_place(buf: *const c_void) -> bool {
@@ -53,87 +52,53 @@ unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_i
     Ok(values)
 }
 
-/// Byte lengths of blocks of `counts` elements of `datatype`.
-fn byte_counts(counts: &[c_int], datatype: &Datatype) -> Vec<usize> {
-    counts.iter().map(|&c| c as usize * datatype.extent).collect()
+/// The address of element `index` of `datatype` at `buf`.
+fn element(buf: *const c_void, index: usize, datatype: &Type) -> *const c_void {
+    buf.cast::<u8>().wrapping_offset(index as isize * datatype.extent()).cast()
 }
 
-/// Byte offsets of `displs` elements of `datatype`, or `None` if they lay
-/// the blocks end to end (no copy needed).
-fn scattered(counts: &[usize], displs: &[c_int], datatype: &Datatype) -> Option<Vec<usize>> {
-    let offsets: Vec<usize> = displs.iter().map(|&d| d as usize * datatype.extent).collect();
-    let mut end = 0;
-    for (offset, len) in offsets.iter().zip(counts) {
-        if *offset != end {
-            return Some(offsets);
-        }
-        end += len;
-    }
-    None
+/// Packed lengths of blocks of `counts` elements of `datatype`.
+fn packed_counts(counts: &[c_int], datatype: &Type) -> Vec<usize> {
+    counts.iter().map(|&c| datatype.packed_len(c as usize)).collect()
 }
 
-/// Copies blocks from their places to end to end (`pack`) or back.
-fn pack(from: &[u8], counts: &[usize], offsets: &[usize]) -> Result<Vec<u8>> {
-    let mut packed = Vec::with_capacity(counts.iter().sum());
-    for (&offset, &len) in offsets.iter().zip(counts) {
-        let block = from.get(offset..offset + len).ok_or_else(|| outside(offset, len, from.len()))?;
-        packed.extend_from_slice(block);
-    }
-    Ok(packed)
+/// Whether blocks of `counts` elements at `displs` lie end to end, so that
+/// the buffer from its start is their elements in order.
+fn end_to_end(counts: &[c_int], displs: &[c_int]) -> bool {
+    let mut next = 0i64;
+    counts.iter().zip(displs).all(|(&c, &d)| {
+        let ok = d as i64 == next || c == 0;
+        next = d as i64 + c as i64;
+        ok
+    })
 }
 
-fn unpack(packed: &[u8], into: &mut [u8], counts: &[usize], offsets: &[usize]) -> Result<()> {
-    let mut at = 0;
-    for (&offset, &len) in offsets.iter().zip(counts) {
-        let total = into.len();
-        let block = into.get_mut(offset..offset + len).ok_or_else(|| outside(offset, len, total))?;
-        block.copy_from_slice(&packed[at..at + len]);
-        at += len;
-    }
-    Ok(())
-}
-
-fn outside(offset: usize, len: usize, total: usize) -> MpiError {
-    MpiError::new(
-        class::ARG,
-        format!("a block of {len} bytes at displacement {offset} bytes is outside the {total}-byte buffer"),
-    )
-}
-
-/// The extent of the buffer that holds blocks of `counts` at `offsets`.
-fn span_of(counts: &[usize], offsets: Option<&[usize]>) -> usize {
-    match offsets {
-        None => counts.iter().sum(),
-        Some(offsets) => offsets.iter().zip(counts).map(|(o, c)| o + c).max().unwrap_or(0),
-    }
-}
-
-/// A raw C buffer of `len` bytes.
+/// The packed data of blocks of `counts[r]` elements at `displs[r]`.
 ///
 /// # Safety
-/// `buf` points to `len` bytes, readable (and writable for `_mut`).
-unsafe fn raw<'a>(buf: *const c_void, len: usize, what: &str) -> Result<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
+/// `buf` holds every block, readable.
+unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(packed_counts(counts, datatype).iter().sum());
+    for (&count, &displ) in counts.iter().zip(displs) {
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.pack(element(buf, displ as usize, datatype).cast(), count as usize, &mut packed) };
     }
-    if buf.is_null() {
-        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
-    }
-    // SAFETY: as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts(buf.cast(), len) })
+    packed
 }
 
+/// Writes packed blocks to their elements at `displs[r]`.
+///
 /// # Safety
-/// As [`raw`], writable.
-unsafe fn raw_mut<'a>(buf: *mut c_void, len: usize, what: &str) -> Result<&'a mut [u8]> {
-    if len == 0 {
-        return Ok(&mut []);
+/// `buf` holds every block, writable.
+unsafe fn unpack_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) {
+    let mut at = 0;
+    for (&count, &displ) in counts.iter().zip(displs) {
+        let len = datatype.packed_len(count as usize);
+        let to = element(buf, displ as usize, datatype).cast_mut().cast();
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.unpack(&packed[at..at + len], to) };
+        at += len;
     }
-    if buf.is_null() {
-        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
-    }
-    // SAFETY: as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) })
 }
 
 /// Runs a collective on communicator `comm` under the state's lock,
@@ -148,6 +113,32 @@ fn engine(e: grappe_comm::Error) -> MpiError {
     MpiError::from(e)
 }
 
+/// The send data of a rank's contribution: `MPI_IN_PLACE` takes it from
+/// element `at` of the receive buffer.
+///
+/// # Safety
+/// The buffers hold their elements, as MPI requires.
+#[allow(clippy::too_many_arguments)]
+unsafe fn contribution<'a>(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *const c_void,
+    at: usize,
+    recvcount: c_int,
+    recvtype: &Type,
+    call: &str,
+) -> Result<Cow<'a, [u8]>> {
+    if in_place(sendbuf) {
+        // SAFETY: the rank's block of the receive buffer, as MPI requires.
+        let own = unsafe { outgoing(element(recvbuf, at, recvtype), recvcount, recvtype, call)? };
+        return Ok(Cow::Owned(own.into_owned()));
+    }
+    let sendtype = types::committed(sendtype)?;
+    // SAFETY: MPI's rule for the send buffer.
+    unsafe { outgoing(sendbuf, sendcount, &sendtype, call) }
+}
+
 mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
@@ -159,11 +150,21 @@ mpi_fn! {
     /// `MPI_Bcast`.
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
         on_comm("MPI_Bcast", comm, |c| {
-            let datatype = datatype::lookup(datatype)?;
+            let datatype = types::committed(datatype)?;
             let root = root_rank(root, c)?;
             // SAFETY: MPI's rule for the buffer.
-            let bytes = unsafe { recv_bytes(buffer, count, datatype, "MPI_Bcast")? };
-            c.bcast(bytes, root).map_err(engine)
+            let mut data = unsafe { incoming(buffer, count, &datatype, "MPI_Bcast")? };
+            if c.rank() == root && data.is_packed() {
+                // SAFETY: the root's elements, read before they are sent.
+                let own = unsafe { outgoing(buffer, count, &datatype, "MPI_Bcast")? };
+                data.bytes().copy_from_slice(&own);
+            }
+            let len = data.bytes().len();
+            c.bcast(data.bytes(), root).map_err(engine)?;
+            if c.rank() != root {
+                data.finish(len);
+            }
+            Ok(())
         })
     }
 }
@@ -182,27 +183,24 @@ mpi_fn! {
     ) {
         on_comm("MPI_Gather", comm, |c| {
             let root = root_rank(root, c)?;
-            let is_root = c.rank() == root;
-            let recv: &mut [u8] = match is_root {
-                true => {
-                    let recvtype = datatype::lookup(recvtype)?;
-                    let block = recvtype.span(recvcount, "MPI_Gather")?;
-                    // SAFETY: the root's receive buffer holds a block per rank.
-                    unsafe { raw_mut(recvbuf, block * c.size(), "the receive buffer")? }
-                }
-                false => &mut [],
-            };
-            let own: Vec<u8>;
-            let send: &[u8] = if is_root && in_place(sendbuf) {
-                let block = recv.len() / c.size();
-                own = recv[root * block..(root + 1) * block].to_vec();
-                &own
-            } else {
-                let sendtype = datatype::lookup(sendtype)?;
+            if c.rank() != root {
+                let sendtype = types::committed(sendtype)?;
                 // SAFETY: MPI's rule for the send buffer.
-                unsafe { send_bytes(sendbuf, sendcount, sendtype, "MPI_Gather")? }
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gather")? };
+                return c.gather(&send[..], &mut [][..], root).map_err(engine);
+            }
+            let recvtype = types::committed(recvtype)?;
+            let all = count_of(recvcount, "MPI_Gather")? * c.size();
+            // SAFETY: MPI's rules for the buffers at the root.
+            let send = unsafe {
+                let at = root * recvcount as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Gather")?
             };
-            c.gather(send, recv, root).map_err(engine)
+            // SAFETY: the root's receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Gather")? };
+            c.gather(&send[..], recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
         })
     }
 }
@@ -223,36 +221,25 @@ mpi_fn! {
         on_comm("MPI_Gatherv", comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
-                let sendtype = datatype::lookup(sendtype)?;
+                let sendtype = types::committed(sendtype)?;
                 // SAFETY: MPI's rule for the send buffer.
-                let send = unsafe { send_bytes(sendbuf, sendcount, sendtype, "MPI_Gatherv")? };
-                return c.gatherv(send, &mut [], &[], root).map_err(engine);
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gatherv")? };
+                return c.gatherv(&send[..], &mut [][..], &[], root).map_err(engine);
             }
-            let recvtype = datatype::lookup(recvtype)?;
+            let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires at the root.
             let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
-            let counts = byte_counts(counts, recvtype);
-            let offsets = scattered(&counts, displs, recvtype);
-            // SAFETY: the root's receive buffer spans every block.
-            let recv = unsafe { raw_mut(recvbuf, span_of(&counts, offsets.as_deref()), "the receive buffer")? };
-            let own: Vec<u8>;
-            let send: &[u8] = if in_place(sendbuf) {
-                let at = displs[root] as usize * recvtype.extent;
-                own = recv[at..at + counts[root]].to_vec();
-                &own
-            } else {
-                let sendtype = datatype::lookup(sendtype)?;
-                // SAFETY: MPI's rule for the send buffer.
-                unsafe { send_bytes(sendbuf, sendcount, sendtype, "MPI_Gatherv")? }
+            // SAFETY: MPI's rules for the buffers at the root.
+            let send = unsafe {
+                let at = displs[root] as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, "MPI_Gatherv")?
             };
-            match offsets {
-                None => c.gatherv(send, recv, &counts, root).map_err(engine),
-                Some(offsets) => {
-                    let mut packed = vec![0u8; counts.iter().sum()];
-                    c.gatherv(send, &mut packed[..], &counts, root).map_err(engine)?;
-                    unpack(&packed, recv, &counts, &offsets)
-                }
-            }
+            let lens = packed_counts(counts, &recvtype);
+            let mut packed = vec![0u8; lens.iter().sum()];
+            c.gatherv(&send[..], &mut packed[..], &lens, root).map_err(engine)?;
+            // SAFETY: the root's receive buffer holds every block.
+            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            Ok(())
         })
     }
 }
@@ -272,23 +259,25 @@ mpi_fn! {
         on_comm("MPI_Scatter", comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
-            let send: &[u8] = match is_root {
+            let send: Cow<[u8]> = match is_root {
                 true => {
-                    let sendtype = datatype::lookup(sendtype)?;
-                    let block = sendtype.span(sendcount, "MPI_Scatter")?;
+                    let sendtype = types::committed(sendtype)?;
+                    let all = count_of(sendcount, "MPI_Scatter")? * c.size();
                     // SAFETY: the root's send buffer holds a block per rank.
-                    unsafe { raw(sendbuf, block * c.size(), "the send buffer")? }
+                    unsafe { outgoing(sendbuf, all as c_int, &sendtype, "MPI_Scatter")? }
                 }
-                false => &[],
+                false => Cow::Borrowed(&[]),
             };
             if is_root && in_place(recvbuf) {
                 let mut own = vec![0u8; send.len() / c.size()];
-                return c.scatter(send, &mut own[..], root).map_err(engine);
+                return c.scatter(&send[..], &mut own[..], root).map_err(engine);
             }
-            let recvtype = datatype::lookup(recvtype)?;
+            let recvtype = types::committed(recvtype)?;
             // SAFETY: MPI's rule for the receive buffer.
-            let recv = unsafe { recv_bytes(recvbuf, recvcount, recvtype, "MPI_Scatter")? };
-            c.scatter(send, recv, root).map_err(engine)
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatter")? };
+            c.scatter(&send[..], recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
         })
     }
 }
@@ -309,34 +298,29 @@ mpi_fn! {
         on_comm("MPI_Scatterv", comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
-                let recvtype = datatype::lookup(recvtype)?;
+                let recvtype = types::committed(recvtype)?;
                 // SAFETY: MPI's rule for the receive buffer.
-                let recv = unsafe { recv_bytes(recvbuf, recvcount, recvtype, "MPI_Scatterv")? };
-                return c.scatterv(&[][..], &[], recv, root).map_err(engine);
+                let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+                c.scatterv(&[][..], &[], recv.bytes(), root).map_err(engine)?;
+                recv.finish_all();
+                return Ok(());
             }
-            let sendtype = datatype::lookup(sendtype)?;
+            let sendtype = types::committed(sendtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires at the root.
             let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
-            let counts = byte_counts(counts, sendtype);
-            let offsets = scattered(&counts, displs, sendtype);
-            // SAFETY: the root's send buffer spans every block.
-            let send = unsafe { raw(sendbuf, span_of(&counts, offsets.as_deref()), "the send buffer")? };
-            let mut own = Vec::new();
-            let recv: &mut [u8] = if in_place(recvbuf) {
-                own.resize(counts[root], 0);
-                &mut own
-            } else {
-                let recvtype = datatype::lookup(recvtype)?;
-                // SAFETY: MPI's rule for the receive buffer.
-                unsafe { recv_bytes(recvbuf, recvcount, recvtype, "MPI_Scatterv")? }
-            };
-            match offsets {
-                None => c.scatterv(send, &counts, recv, root).map_err(engine),
-                Some(offsets) => {
-                    let packed = pack(send, &counts, &offsets)?;
-                    c.scatterv(&packed[..], &counts, recv, root).map_err(engine)
-                }
+            let lens = packed_counts(counts, &sendtype);
+            // SAFETY: the root's send buffer holds every block.
+            let packed = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
+            if in_place(recvbuf) {
+                let mut own = vec![0u8; lens[root]];
+                return c.scatterv(&packed[..], &lens, &mut own[..], root).map_err(engine);
             }
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: MPI's rule for the receive buffer.
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+            c.scatterv(&packed[..], &lens, recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
         })
     }
 }
@@ -353,20 +337,18 @@ mpi_fn! {
         comm: c_int,
     ) {
         on_comm("MPI_Allgather", comm, |c| {
-            let recvtype = datatype::lookup(recvtype)?;
-            let block = recvtype.span(recvcount, "MPI_Allgather")?;
-            // SAFETY: the receive buffer holds a block per rank.
-            let recv = unsafe { raw_mut(recvbuf, block * c.size(), "the receive buffer")? };
-            let own: Vec<u8>;
-            let send: &[u8] = if in_place(sendbuf) {
-                own = recv[c.rank() * block..(c.rank() + 1) * block].to_vec();
-                &own
-            } else {
-                let sendtype = datatype::lookup(sendtype)?;
-                // SAFETY: MPI's rule for the send buffer.
-                unsafe { send_bytes(sendbuf, sendcount, sendtype, "MPI_Allgather")? }
+            let recvtype = types::committed(recvtype)?;
+            let all = count_of(recvcount, "MPI_Allgather")? * c.size();
+            // SAFETY: MPI's rules for the buffers.
+            let send = unsafe {
+                let at = c.rank() * recvcount as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Allgather")?
             };
-            c.allgather(send, recv).map_err(engine)
+            // SAFETY: the receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Allgather")? };
+            c.allgather(&send[..], recv.bytes()).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
         })
     }
 }
@@ -384,31 +366,26 @@ mpi_fn! {
         comm: c_int,
     ) {
         on_comm("MPI_Allgatherv", comm, |c| {
-            let recvtype = datatype::lookup(recvtype)?;
+            let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires.
             let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
-            let counts = byte_counts(counts, recvtype);
-            let offsets = scattered(&counts, displs, recvtype);
-            // SAFETY: the receive buffer spans every block.
-            let recv = unsafe { raw_mut(recvbuf, span_of(&counts, offsets.as_deref()), "the receive buffer")? };
-            let own: Vec<u8>;
-            let send: &[u8] = if in_place(sendbuf) {
-                let at = displs[c.rank()] as usize * recvtype.extent;
-                own = recv[at..at + counts[c.rank()]].to_vec();
-                &own
-            } else {
-                let sendtype = datatype::lookup(sendtype)?;
-                // SAFETY: MPI's rule for the send buffer.
-                unsafe { send_bytes(sendbuf, sendcount, sendtype, "MPI_Allgatherv")? }
+            let me = c.rank();
+            // SAFETY: MPI's rules for the buffers.
+            let send = unsafe {
+                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, "MPI_Allgatherv")?
             };
-            match offsets {
-                None => c.allgatherv(send, recv, &counts).map_err(engine),
-                Some(offsets) => {
-                    let mut packed = vec![0u8; counts.iter().sum()];
-                    c.allgatherv(send, &mut packed[..], &counts).map_err(engine)?;
-                    unpack(&packed, recv, &counts, &offsets)
-                }
+            let lens = packed_counts(counts, &recvtype);
+            if recvtype.contiguous(2).is_some() && end_to_end(counts, displs) {
+                let total: c_int = counts.iter().sum();
+                // SAFETY: the receive buffer holds every block, end to end.
+                let mut recv = unsafe { incoming(recvbuf, total, &recvtype, "MPI_Allgatherv")? };
+                return c.allgatherv(&send[..], recv.bytes(), &lens).map_err(engine);
             }
+            let mut packed = vec![0u8; lens.iter().sum()];
+            c.allgatherv(&send[..], &mut packed[..], &lens).map_err(engine)?;
+            // SAFETY: the receive buffer holds every block.
+            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            Ok(())
         })
     }
 }
@@ -425,21 +402,22 @@ mpi_fn! {
         comm: c_int,
     ) {
         on_comm("MPI_Alltoall", comm, |c| {
-            let recvtype = datatype::lookup(recvtype)?;
-            let block = recvtype.span(recvcount, "MPI_Alltoall")?;
-            // SAFETY: the receive buffer holds a block per rank.
-            let recv = unsafe { raw_mut(recvbuf, block * c.size(), "the receive buffer")? };
-            let own: Vec<u8>;
-            let send: &[u8] = if in_place(sendbuf) {
-                own = recv.to_vec();
-                &own
+            let recvtype = types::committed(recvtype)?;
+            let all = (count_of(recvcount, "MPI_Alltoall")? * c.size()) as c_int;
+            let send: Cow<[u8]> = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                Cow::Owned(unsafe { outgoing(recvbuf, all, &recvtype, "MPI_Alltoall")? }.into_owned())
             } else {
-                let sendtype = datatype::lookup(sendtype)?;
-                let len = sendtype.span(sendcount, "MPI_Alltoall")? * c.size();
+                let sendtype = types::committed(sendtype)?;
+                let n = (count_of(sendcount, "MPI_Alltoall")? * c.size()) as c_int;
                 // SAFETY: the send buffer holds a block per rank.
-                unsafe { raw(sendbuf, len, "the send buffer")? }
+                unsafe { outgoing(sendbuf, n, &sendtype, "MPI_Alltoall")? }
             };
-            c.alltoall(send, recv).map_err(engine)
+            // SAFETY: the receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all, &recvtype, "MPI_Alltoall")? };
+            c.alltoall(&send[..], recv.bytes()).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
         })
     }
 }
@@ -459,28 +437,25 @@ mpi_fn! {
     ) {
         on_comm("MPI_Alltoallv", comm, |c| {
             let n = c.size();
-            let recvtype = datatype::lookup(recvtype)?;
+            let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires.
             let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
-            let rcounts = byte_counts(rcounts, recvtype);
-            let roffsets: Vec<usize> = rdispls.iter().map(|&d| d as usize * recvtype.extent).collect();
-            // SAFETY: the receive buffer spans every block.
-            let recv = unsafe { raw_mut(recvbuf, span_of(&rcounts, Some(&roffsets)), "the receive buffer")? };
-            let (packed_send, scounts) = if in_place(sendbuf) {
-                (pack(recv, &rcounts, &roffsets)?, rcounts.clone())
+            let rlens = packed_counts(rcounts, &recvtype);
+            let (packed_send, slens) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, rlens.clone())
             } else {
-                let sendtype = datatype::lookup(sendtype)?;
+                let sendtype = types::committed(sendtype)?;
                 // SAFETY: arrays of one entry per rank, as MPI requires.
                 let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
-                let scounts = byte_counts(scounts, sendtype);
-                let soffsets: Vec<usize> = sdispls.iter().map(|&d| d as usize * sendtype.extent).collect();
-                // SAFETY: the send buffer spans every block.
-                let send = unsafe { raw(sendbuf, span_of(&scounts, Some(&soffsets)), "the send buffer")? };
-                (pack(send, &scounts, &soffsets)?, scounts)
+                // SAFETY: the send buffer holds every block.
+                (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
             };
-            let mut packed_recv = vec![0u8; rcounts.iter().sum()];
-            c.alltoallv(&packed_send[..], &scounts, &mut packed_recv[..], &rcounts).map_err(engine)?;
-            unpack(&packed_recv, recv, &rcounts, &roffsets)
+            let mut packed_recv = vec![0u8; rlens.iter().sum()];
+            c.alltoallv(&packed_send[..], &slens, &mut packed_recv[..], &rlens).map_err(engine)?;
+            // SAFETY: the receive buffer holds every block.
+            unsafe { unpack_blocks(&packed_recv, recvbuf, rcounts, rdispls, &recvtype) };
+            Ok(())
         })
     }
 }
@@ -546,31 +521,100 @@ fn reduction(
     datatype: c_int,
     (op, user): (c_int, Option<(crate::reduce::UserFunction, bool)>),
 ) -> Result<()> {
-    let datatype = datatype::lookup(datatype)?;
+    let datatype = types::committed(datatype)?;
+    let base = reduction_base(&datatype)?;
     let op = match user {
-        Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: datatype.handle }),
+        Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: base.handle }),
         None => {
             let code = OpCode::lookup(op)?;
-            code.check(datatype)?;
+            code.check(base)?;
             AnyOp::Predefined(code)
         }
     };
-    let send_len = datatype.span(send_count, call)?;
-    let recv_len = datatype.span(recv_count, call)?;
-    let own: Vec<u8>;
-    let (send, recv): (&[u8], &mut [u8]) = if in_place(sendbuf) {
-        // The input is in the receive buffer, which the result overwrites
-        // from its start (reduce-scatter: a part of it).
+    let (send_count, recv_count) = (count_of(send_count, call)?, count_of(recv_count, call)?);
+    if let Type::Predefined(predefined) = datatype {
+        // In place, stride by stride: the elements of a predefined
+        // datatype are its Rust type, padding included.
+        let (send_len, recv_len) = (send_count * predefined.extent, recv_count * predefined.extent);
+        let own: Vec<u8>;
+        let (send, recv): (&[u8], &mut [u8]) = if in_place(sendbuf) {
+            // The input is in the receive buffer, which the result
+            // overwrites from its start (reduce-scatter: a part of it).
+            // SAFETY: MPI's rule: the receive buffer holds the input.
+            let whole = unsafe { raw_mut(recvbuf, send_len.max(recv_len), "the receive buffer")? };
+            own = whole[..send_len].to_vec();
+            (&own, &mut whole[..recv_len])
+        } else {
+            // SAFETY: MPI's rules for the two buffers (the receive buffer
+            // is unused off the root of a reduce, where its length is 0).
+            unsafe { (raw(sendbuf, send_len, "the send buffer")?, raw_mut(recvbuf, recv_len, "the receive buffer")?) }
+        };
+        return with_type(predefined, Reduce { comm: c, what, send, recv, op }).map_err(engine);
+    }
+    // A derived datatype of one predefined datatype: its elements packed
+    // are the predefined ones end to end.
+    let send: Cow<[u8]> = if in_place(sendbuf) {
         // SAFETY: MPI's rule: the receive buffer holds the input.
-        let whole = unsafe { raw_mut(recvbuf, send_len.max(recv_len), "the receive buffer")? };
-        own = whole[..send_len].to_vec();
-        (&own, &mut whole[..recv_len])
+        Cow::Owned(unsafe { outgoing(recvbuf, send_count as c_int, &datatype, call)? }.into_owned())
     } else {
-        // SAFETY: MPI's rules for the two buffers (the receive buffer is
-        // unused off the root of a reduce, where its length is 0).
-        unsafe { (raw(sendbuf, send_len, "the send buffer")?, raw_mut(recvbuf, recv_len, "the receive buffer")?) }
+        // SAFETY: MPI's rule for the send buffer.
+        unsafe { outgoing(sendbuf, send_count as c_int, &datatype, call)? }
     };
-    with_type(datatype, Reduce { comm: c, what, send, recv, op }).map_err(engine)
+    // SAFETY: MPI's rule for the receive buffer.
+    let mut recv: Incoming = unsafe { incoming(recvbuf, recv_count as c_int, &datatype, call)? };
+    with_type(base, Reduce { comm: c, what, send: &send, recv: recv.bytes(), op }).map_err(engine)?;
+    recv.finish_all();
+    Ok(())
+}
+
+/// The predefined datatype a reduction combines.
+fn reduction_base(datatype: &Type) -> Result<&'static crate::datatype::Datatype> {
+    match (datatype, datatype.base()) {
+        (Type::Predefined(d), _) => Ok(d),
+        (_, Some((base, _))) if base.size == base.extent => Ok(base),
+        _ => Err(MpiError::new(
+            class::TYPE,
+            format!(
+                "a reduction needs a datatype made of one predefined datatype without padding; {} is not",
+                describe(datatype)
+            ),
+        )),
+    }
+}
+
+fn describe(datatype: &Type) -> String {
+    match datatype.name() {
+        name if name.is_empty() => "this derived datatype".to_owned(),
+        name => name,
+    }
+}
+
+/// A raw C buffer of `len` bytes.
+///
+/// # Safety
+/// `buf` points to `len` readable bytes.
+unsafe fn raw<'a>(buf: *const c_void, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts(buf.cast(), len) })
+}
+
+/// # Safety
+/// `buf` points to `len` writable bytes.
+unsafe fn raw_mut<'a>(buf: *mut c_void, len: usize, what: &str) -> Result<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) })
 }
 
 mpi_fn! {

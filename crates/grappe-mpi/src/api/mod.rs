@@ -10,47 +10,114 @@ mod group;
 mod info;
 mod p2p;
 mod request;
+mod types;
 
 use std::ffi::{c_int, c_void};
 
 use grappe_comm::{Communicator, Source, Tag};
 
 use crate::abi::{self, class};
-use crate::datatype::Datatype;
-use crate::errors::{MpiError, Result};
+use std::borrow::Cow;
 
-/// The bytes of `count` elements of `datatype` at `buf`, to send.
-///
-/// # Safety
-/// `buf` must point to `count` elements of `datatype`, readable while the
-/// slice lives (MPI's rule for a send buffer).
-unsafe fn send_bytes<'a>(buf: *const c_void, count: c_int, datatype: &Datatype, what: &str) -> Result<&'a [u8]> {
-    let len = datatype.span(count, what)?;
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if buf.is_null() {
-        return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
-    }
-    // SAFETY: non-null, `len` bytes readable as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
+use crate::errors::{MpiError, Result};
+use crate::types::Type;
+
+/// A count, checked.
+fn count_of(count: c_int, what: &str) -> Result<usize> {
+    usize::try_from(count).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {count}")))
 }
 
-/// The bytes of `count` elements of `datatype` at `buf`, to receive into.
+/// The data of `count` elements of `datatype` at `buf`, to send: the
+/// buffer itself if they lie end to end, else packed.
 ///
 /// # Safety
-/// `buf` must point to `count` elements of `datatype`, writable and not
-/// otherwise accessed while the slice lives (MPI's rule for a receive buffer).
-unsafe fn recv_bytes<'a>(buf: *mut c_void, count: c_int, datatype: &Datatype, what: &str) -> Result<&'a mut [u8]> {
-    let len = datatype.span(count, what)?;
+/// `buf` must hold `count` elements of `datatype`, readable while the
+/// result lives (MPI's rule for a send buffer).
+unsafe fn outgoing<'a>(buf: *const c_void, count: c_int, datatype: &Type, what: &str) -> Result<Cow<'a, [u8]>> {
+    let count = count_of(count, what)?;
+    let len = datatype.packed_len(count);
     if len == 0 {
-        return Ok(&mut []);
+        return Ok(Cow::Borrowed(&[]));
     }
-    if buf.is_null() {
+    if buf.is_null() && datatype.true_lb() == 0 {
         return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
     }
-    // SAFETY: non-null, `len` bytes writable as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
+    let start = buf.cast::<u8>();
+    match datatype.contiguous(count) {
+        // SAFETY: `len` bytes from the first block, as the caller promised.
+        Some(offset) => Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(start.wrapping_offset(offset), len) })),
+        None => {
+            let mut packed = Vec::new();
+            // SAFETY: as the caller promised.
+            unsafe { datatype.pack(start, count, &mut packed) };
+            Ok(Cow::Owned(packed))
+        }
+    }
+}
+
+/// Where a message for `count` elements of `datatype` at `buf` is
+/// received: the buffer itself if they lie end to end, else a buffer of
+/// the library's, unpacked by [`Incoming::finish`].
+pub(crate) struct Incoming<'a> {
+    direct: Option<&'a mut [u8]>,
+    packed: Vec<u8>,
+    target: *mut u8,
+    datatype: Type,
+}
+
+/// # Safety
+/// `buf` must hold `count` elements of `datatype`, writable and untouched
+/// by the caller while the result lives (MPI's rule for a receive buffer).
+unsafe fn incoming<'a>(buf: *mut c_void, count: c_int, datatype: &Type, what: &str) -> Result<Incoming<'a>> {
+    let count = count_of(count, what)?;
+    let len = datatype.packed_len(count);
+    let target = buf.cast::<u8>();
+    let mut incoming = Incoming { direct: None, packed: Vec::new(), target, datatype: datatype.clone() };
+    if len == 0 {
+        incoming.direct = Some(&mut []);
+        return Ok(incoming);
+    }
+    if buf.is_null() && datatype.true_lb() == 0 {
+        return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
+    }
+    match datatype.contiguous(count) {
+        // SAFETY: `len` writable bytes from the first block, as the caller promised.
+        Some(offset) => {
+            incoming.direct = Some(unsafe { std::slice::from_raw_parts_mut(target.wrapping_offset(offset), len) })
+        }
+        None => incoming.packed = vec![0; len],
+    }
+    Ok(incoming)
+}
+
+impl Incoming<'_> {
+    /// The bytes to receive into.
+    fn bytes(&mut self) -> &mut [u8] {
+        match &mut self.direct {
+            Some(direct) => direct,
+            None => &mut self.packed,
+        }
+    }
+
+    /// Whether the bytes go through a packed copy.
+    fn is_packed(&self) -> bool {
+        self.direct.is_none()
+    }
+
+    /// Puts every byte of the packed copy in the elements.
+    fn finish_all(self) {
+        let len = self.packed.len();
+        self.finish(len);
+    }
+
+    /// Puts the `received` bytes in the elements, if they came packed.
+    pub(crate) fn finish(self, received: usize) {
+        if self.direct.is_none() {
+            // SAFETY: the target holds the elements the packed bytes came
+            // for, as `incoming`'s caller promised.
+            unsafe { self.datatype.unpack(&self.packed[..received.min(self.packed.len())], self.target) };
+        }
+    }
 }
 
 /// A destination rank: `None` for `MPI_PROC_NULL`.

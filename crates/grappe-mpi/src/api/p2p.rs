@@ -8,13 +8,13 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class, kind};
-use crate::datatype::{self, Datatype};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
 use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
+use crate::types::{self, Type};
 
 use super::{
-    dest_rank, empty_status, get, proc_null_status, put, recv_bytes, recv_tag, send_bytes, send_tag, source_rank,
+    Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
     status_of, write_status,
 };
 
@@ -36,14 +36,14 @@ unsafe fn send(
     let state = state::lock(call)?;
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = datatype::lookup(datatype).map_err(on)?;
+    let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: as the caller promised.
-    let bytes = unsafe { send_bytes(buf, count, datatype, call) }.map_err(on)?;
+    let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
     let tag = send_tag(tag).map_err(on)?;
     let Some(dest) = dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
     let sent = match sync {
-        true => entry.comm.ssend(bytes, dest, tag),
-        false => entry.comm.send(bytes, dest, tag),
+        true => entry.comm.ssend(&data[..], dest, tag),
+        false => entry.comm.send(&data[..], dest, tag),
     };
     sent.map_err(|e| MpiError::from(e).on(comm))
 }
@@ -87,13 +87,17 @@ mpi_fn! {
         let state = state::lock("MPI_Recv")?;
         let entry = state.comm(comm)?;
         let on = |e: MpiError| e.on(comm);
-        let datatype = datatype::lookup(datatype).map_err(on)?;
+        let datatype = types::committed(datatype).map_err(on)?;
         // SAFETY: MPI's rule for a receive buffer.
-        let bytes = unsafe { recv_bytes(buf, count, datatype, "MPI_Recv") }.map_err(on)?;
+        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Recv") }.map_err(on)?;
         let tag = recv_tag(tag).map_err(on)?;
         let received = match source_rank(source, &entry.comm).map_err(on)? {
             None => proc_null_status(),
-            Some(source) => status_of(entry.comm.recv(bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?),
+            Some(source) => {
+                let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm))?;
+                into.finish(got.bytes);
+                status_of(got)
+            }
         };
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
         unsafe { write_status(status, received) };
@@ -116,28 +120,36 @@ unsafe fn sendrecv(
     let state = state::lock(call)?;
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let (sendtype, recvtype) = (datatype::lookup(sendtype).map_err(on)?, datatype::lookup(recvtype).map_err(on)?);
+    let (sendtype, recvtype) = (types::committed(sendtype).map_err(on)?, types::committed(recvtype).map_err(on)?);
     // SAFETY: MPI's rules for send and receive buffers.
-    let (out, into) = unsafe {
+    let (out, mut into) = unsafe {
         (
-            send_bytes(sendbuf, sendcount, sendtype, call).map_err(on)?,
-            recv_bytes(recvbuf, recvcount, recvtype, call).map_err(on)?,
+            outgoing(sendbuf, sendcount, &sendtype, call).map_err(on)?,
+            incoming(recvbuf, recvcount, &recvtype, call).map_err(on)?,
         )
     };
+    let out = &out[..];
     let (sendtag, recvtag) = (send_tag(sendtag).map_err(on)?, recv_tag(recvtag).map_err(on)?);
     let dest = dest_rank(dest, &entry.comm).map_err(on)?;
     let source = source_rank(source, &entry.comm).map_err(on)?;
     let from_engine = |e: grappe_comm::Error| MpiError::from(e).on(comm);
     let received = match (dest, source) {
         (Some(dest), Some(source)) => {
-            status_of(entry.comm.sendrecv(out, dest, sendtag, into, source, recvtag).map_err(from_engine)?)
+            Some(entry.comm.sendrecv(out, dest, sendtag, into.bytes(), source, recvtag).map_err(from_engine)?)
         }
         (Some(dest), None) => {
             entry.comm.send(out, dest, sendtag).map_err(from_engine)?;
-            proc_null_status()
+            None
         }
-        (None, Some(source)) => status_of(entry.comm.recv(into, source, recvtag).map_err(from_engine)?),
-        (None, None) => proc_null_status(),
+        (None, Some(source)) => Some(entry.comm.recv(into.bytes(), source, recvtag).map_err(from_engine)?),
+        (None, None) => None,
+    };
+    let received = match received {
+        Some(got) => {
+            into.finish(got.bytes);
+            status_of(got)
+        }
+        None => proc_null_status(),
     };
     // SAFETY: the caller's status or MPI_STATUS_IGNORE.
     unsafe { write_status(status, received) };
@@ -180,13 +192,15 @@ mpi_fn! {
         comm: c_int,
         status: *mut abi::Status,
     ) {
-        let outgoing = {
+        let (packed, sent_count) = {
             let on = |e: MpiError| e.on(comm);
-            let datatype = datatype::lookup(datatype).map_err(on)?;
+            let sendtype = types::committed(datatype).map_err(on)?;
             // SAFETY: MPI's rule for the buffer, read before it is written.
-            unsafe { send_bytes(buf, count, datatype, "MPI_Sendrecv_replace") }.map_err(on)?.to_vec()
+            let data = unsafe { outgoing(buf, count, &sendtype, "MPI_Sendrecv_replace") }.map_err(on)?;
+            (data.into_owned(), sendtype.packed_len(count.max(0) as usize) as c_int)
         };
-        let send = (outgoing.as_ptr().cast::<c_void>(), count, datatype, dest, sendtag);
+        // The copy goes as bytes: its elements are packed already.
+        let send = (packed.as_ptr().cast::<c_void>(), sent_count, crate::datatype::BYTE.handle, dest, sendtag);
         let recv = (buf, count, datatype, source, recvtag);
         // SAFETY: `outgoing` holds the `count` elements; `buf` as the caller promised.
         unsafe { sendrecv("MPI_Sendrecv_replace", send, recv, comm, status) }
@@ -211,19 +225,30 @@ pub(super) unsafe fn isend(
 ) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = datatype::lookup(datatype).map_err(on)?;
+    let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: MPI's rule: the buffer stays valid until the request completes.
-    let bytes: &'static [u8] = unsafe { send_bytes(buf, count, datatype, call) }.map_err(on)?;
+    let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
     let tag = send_tag(tag).map_err(on)?;
     let request = match dest_rank(dest, &entry.comm).map_err(on)? {
         None => RequestEntry::Done { status: empty_status() },
         Some(dest) => {
+            let keep: Option<Box<[u8]>> = match data {
+                std::borrow::Cow::Owned(packed) => Some(packed.into_boxed_slice()),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+            let bytes: &'static [u8] = match &keep {
+                // SAFETY: the packed copy is on the heap, kept in the
+                // request's entry until the request is over (see `RequestEntry`).
+                Some(packed) => unsafe { &*(&**packed as *const [u8]) },
+                // SAFETY: MPI's rule: the caller's buffer stays valid until the request completes.
+                None => unsafe { data_borrowed(buf, count, &datatype) },
+            };
             let request = match sync {
                 true => entry.comm.issend(state.scope, bytes, dest, tag),
                 false => entry.comm.isend(state.scope, bytes, dest, tag),
             };
             let request = request.map_err(|e| MpiError::from(e).on(comm))?;
-            RequestEntry::Active { request, extent: datatype.extent, comm }
+            RequestEntry::Active { request, comm, keep, incoming: None }
         }
     };
     Ok(request)
@@ -244,16 +269,19 @@ pub(super) unsafe fn irecv(
 ) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype: &Datatype = datatype::lookup(datatype).map_err(on)?;
+    let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: MPI's rule: the buffer stays valid, and is not touched, until
     // the request completes.
-    let bytes: &'static mut [u8] = unsafe { recv_bytes(buf, count, datatype, "MPI_Irecv") }.map_err(on)?;
+    let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Irecv") }.map_err(on)?;
     let tag = recv_tag(tag).map_err(on)?;
     let request = match source_rank(source, &entry.comm).map_err(on)? {
         None => RequestEntry::Done { status: proc_null_status() },
         Some(source) => {
+            // SAFETY: the bytes are the caller's buffer or `into`'s heap
+            // copy, which the entry keeps until the request is over.
+            let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
             let request = entry.comm.irecv(state.scope, bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?;
-            RequestEntry::Active { request, extent: datatype.extent, comm }
+            RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
         }
     };
     Ok(request)
@@ -364,29 +392,52 @@ mpi_fn! {
     fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
         // SAFETY: the caller's status.
         let status = unsafe { get(status, "status")? };
-        let datatype = datatype::lookup(datatype)?;
+        let datatype = types::lookup(datatype)?;
+        let size = datatype.size() as u64;
+        let elements = match size {
+            0 => 0,
+            size if status.bytes() % size != 0 || status.bytes() / size > c_int::MAX as u64 => abi::UNDEFINED,
+            size => (status.bytes() / size) as c_int,
+        };
         // SAFETY: the caller's output argument.
-        unsafe { put(count, datatype.count_of(status.bytes()), "count") }
+        unsafe { put(count, elements, "count") }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Get_elements`: for predefined datatypes, as `MPI_Get_count`.
+    /// `MPI_Get_elements`: the predefined elements received, whole
+    /// elements of the datatype or not.
     fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
         // SAFETY: the caller's status.
         let status = unsafe { get(status, "status")? };
-        let datatype = datatype::lookup(datatype)?;
+        let datatype = types::lookup(datatype)?;
         // SAFETY: the caller's output argument.
-        unsafe { put(count, datatype.count_of(status.bytes()), "count") }
+        unsafe { put(count, elements_in(&datatype, status.bytes()), "count") }
     }
+}
+
+/// The predefined elements in `bytes` of packed `datatype` elements.
+fn elements_in(datatype: &Type, bytes: u64) -> c_int {
+    let size = datatype.size() as u64;
+    if size == 0 {
+        return 0;
+    }
+    let whole = bytes / size * datatype.elements() as u64;
+    let rest = bytes % size;
+    let partial = match datatype.base() {
+        Some((base, _)) if base.size > 0 => rest / base.size as u64,
+        _ if rest == 0 => 0,
+        _ => return abi::UNDEFINED,
+    };
+    c_int::try_from(whole + partial).unwrap_or(abi::UNDEFINED)
 }
 
 mpi_fn! {
     /// `MPI_Type_size`.
     fn MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) {
-        let datatype = datatype::lookup(datatype)?;
+        let datatype = types::lookup(datatype)?;
         // SAFETY: the caller's output argument.
-        unsafe { put(size, datatype.size as c_int, "size") }
+        unsafe { put(size, datatype.size() as c_int, "size") }
     }
 }
 
@@ -409,8 +460,8 @@ fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> R
     let mut state = state::lock(call)?;
     let entry = state.comm(persistent.comm)?;
     let on = |e: MpiError| e.on(persistent.comm);
-    let datatype = datatype::lookup(persistent.datatype).map_err(on)?;
-    datatype.span(persistent.count, call).map_err(on)?;
+    types::committed(persistent.datatype).map_err(on)?;
+    super::count_of(persistent.count, call).map_err(on)?;
     match persistent.send {
         true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
         false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
@@ -612,14 +663,16 @@ mpi_fn! {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
         let mut state = state::lock("MPI_Mrecv")?;
-        let datatype = datatype::lookup(datatype)?;
+        let datatype = types::committed(datatype)?;
         // SAFETY: MPI's rule for a receive buffer.
-        let bytes = unsafe { recv_bytes(buf, count, datatype, "MPI_Mrecv")? };
+        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Mrecv")? };
         let received = match take_message(&mut state, handle)? {
             None => proc_null_status(),
             Some((claimed, comm)) => {
                 let entry = state.comm(comm)?;
-                status_of(entry.comm.mrecv(claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?)
+                let got = entry.comm.mrecv(claimed, into.bytes()).map_err(|e| MpiError::from(e).on(comm))?;
+                into.finish(got.bytes);
+                status_of(got)
             }
         };
         // SAFETY: the caller's output arguments.
@@ -637,15 +690,17 @@ mpi_fn! {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
         let mut state = state::lock("MPI_Imrecv")?;
-        let datatype = datatype::lookup(datatype)?;
+        let datatype = types::committed(datatype)?;
         // SAFETY: MPI's rule: the buffer stays valid, untouched, until the request completes.
-        let bytes: &'static mut [u8] = unsafe { recv_bytes(buf, count, datatype, "MPI_Imrecv")? };
+        let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Imrecv")? };
         let started = match take_message(&mut state, handle)? {
             None => RequestEntry::Done { status: proc_null_status() },
             Some((claimed, comm)) => {
                 let entry = state.comm(comm)?;
+                // SAFETY: the caller's buffer or `into`'s heap copy, kept by the entry.
+                let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
                 let request = entry.comm.imrecv(state.scope, claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?;
-                RequestEntry::Active { request, extent: datatype.extent, comm }
+                RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
             }
         };
         let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
@@ -655,4 +710,19 @@ mpi_fn! {
             put(request, handle, "request")
         }
     }
+}
+
+/// The caller's buffer as it goes out when its elements lie end to end.
+///
+/// # Safety
+/// As [`outgoing`]: `buf` holds `count` elements of `datatype`.
+unsafe fn data_borrowed<'a>(buf: *const c_void, count: c_int, datatype: &Type) -> &'a [u8] {
+    let count = count.max(0) as usize;
+    let len = datatype.packed_len(count);
+    if len == 0 {
+        return &[];
+    }
+    let offset = datatype.contiguous(count).expect("called for contiguous data");
+    // SAFETY: as the caller promised.
+    unsafe { std::slice::from_raw_parts(buf.cast::<u8>().wrapping_offset(offset), len) }
 }

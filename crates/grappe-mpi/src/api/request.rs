@@ -11,7 +11,7 @@ use crate::mpi_fn;
 use crate::state::{self, Locked, RequestEntry, RequestSlot};
 
 use super::p2p::not_a_request;
-use super::{empty_status, get, put, status_of, write_status};
+use super::{Incoming, empty_status, get, put, status_of, write_status};
 
 /// The table slot of request `handle`; `None` for `MPI_REQUEST_NULL` and
 /// for an inactive persistent request (which MPI's completion calls treat
@@ -39,9 +39,14 @@ fn now_mut(state: &mut Locked, slot: usize) -> Option<&mut RequestEntry> {
     state.requests.get_mut(slot).and_then(|r| r.now.as_mut())
 }
 
-/// The C status of a request, once it completes.
-fn finish(request: Request<'static>, comm: c_int) -> Result<abi::Status> {
-    request.wait().map(status_of).map_err(|e| MpiError::from(e).on(comm))
+/// The C status of a request, once it completes; a receive's packed
+/// bytes unpacked into the program's elements.
+fn finish(request: Request<'static>, comm: c_int, incoming: Option<Incoming<'static>>) -> Result<abi::Status> {
+    let done = request.wait().map_err(|e| MpiError::from(e).on(comm))?;
+    if let Some(incoming) = incoming {
+        incoming.finish(done.bytes);
+    }
+    Ok(status_of(done))
 }
 
 /// Waits for the operation in `slot`; frees the request unless it is
@@ -56,7 +61,11 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
     }
     let status = match now {
         RequestEntry::Done { status } => Ok(status),
-        RequestEntry::Active { request, comm, .. } => finish(request, comm),
+        RequestEntry::Active { request, comm, keep, incoming } => {
+            let status = finish(request, comm, incoming);
+            drop(keep);
+            status
+        }
     };
     (status, freed)
 }
@@ -162,7 +171,14 @@ fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
         Ok(None) => Ok(false),
         Ok(Some(done)) => {
             let status = status_of(done);
-            *now_mut(state, slot).expect("live") = RequestEntry::Done { status };
+            let entry = std::mem::replace(now_mut(state, slot).expect("live"), RequestEntry::Done { status });
+            if let RequestEntry::Active { request, keep, incoming, .. } = entry {
+                drop(request);
+                if let Some(incoming) = incoming {
+                    incoming.finish(done.bytes);
+                }
+                drop(keep);
+            }
             Ok(true)
         }
         // The request's own failure: complete (its wait reports it).
@@ -288,9 +304,9 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     let mut origins = Vec::with_capacity(active.len());
     for &(i, slot) in &active {
         let entry = state.requests.get_mut(slot).expect("active");
-        if let Some(RequestEntry::Active { request, extent, comm }) = entry.now.take() {
+        if let Some(RequestEntry::Active { request, comm, keep, incoming }) = entry.now.take() {
             lent.push(request);
-            origins.push((i, slot, extent, comm));
+            origins.push((i, slot, comm, keep, incoming));
         }
     }
     let outcome = grappe_comm::wait_any(&mut lent);
@@ -300,19 +316,24 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     };
     let mut put_back = lent.into_iter();
     let mut chosen = None;
-    for (k, &(i, slot, extent, comm)) in origins.iter().enumerate() {
+    let first_comm = origins.first().map_or(abi::COMM_WORLD, |o| o.2);
+    for (k, (i, slot, comm, keep, incoming)) in origins.into_iter().enumerate() {
         if Some(k) == index {
-            let status = status_of(*done.as_ref().expect("completed"));
-            state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Done { status });
+            let got = *done.as_ref().expect("completed");
+            if let Some(incoming) = incoming {
+                incoming.finish(got.bytes);
+            }
+            drop(keep);
+            state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Done { status: status_of(got) });
             chosen = Some(i);
             continue;
         }
         let request = put_back.next().expect("one per request not completed");
-        state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Active { request, extent, comm });
+        state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Active { request, comm, keep, incoming });
     }
     match done {
         Ok(_) => Ok(chosen),
-        Err(e) => Err(MpiError::from(e).on(origins[0].3)),
+        Err(e) => Err(MpiError::from(e).on(first_comm)),
     }
 }
 
@@ -476,8 +497,8 @@ mpi_fn! {
         }
         let slot = abi::direct_index(kind::REQUEST, handle).ok_or_else(|| not_a_request(handle))?;
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
-        if let Some(RequestEntry::Active { request, .. }) = entry.now {
-            state.freed.push(request);
+        if let Some(RequestEntry::Active { request, keep, incoming, .. }) = entry.now {
+            state.freed.push((request, keep, incoming));
         }
         // SAFETY: the caller's request handle.
         unsafe { put(request, abi::REQUEST_NULL, "request") }
