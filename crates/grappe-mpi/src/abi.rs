@@ -67,6 +67,7 @@ pub const GROUP_EMPTY: c_int = 0x4800_0000;
 pub const INFO_NULL: c_int = 0x1c00_0000;
 pub const INFO_ENV: c_int = 0x5c00_0001;
 pub const COMM_TYPE_SHARED: c_int = 1;
+pub const KEYVAL_INVALID: c_int = 0x2400_0000;
 pub const MAX_INFO_KEY: usize = 255;
 pub const MAX_INFO_VAL: usize = 1024;
 pub const ERRORS_ARE_FATAL: c_int = 0x5400_0000;

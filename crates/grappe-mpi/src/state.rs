@@ -49,6 +49,26 @@ pub struct CommEntry {
     /// `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ABORT`.
     pub errhandler: c_int,
     pub name: String,
+    /// Attributes: keyval and value (a C pointer), in the order set.
+    pub attrs: Vec<(c_int, usize)>,
+    /// The virtual topology, if the communicator has one.
+    pub topology: Option<crate::api::Topology>,
+    /// A private duplicate for neighbourhood collectives, made at the first.
+    pub neighbours: Option<Communicator>,
+}
+
+impl CommEntry {
+    pub fn new(comm: Communicator, errhandler: c_int, name: &str) -> CommEntry {
+        CommEntry { comm, errhandler, name: name.to_owned(), attrs: Vec::new(), topology: None, neighbours: None }
+    }
+}
+
+/// An attribute key (`MPI_Comm_create_keyval`): its callbacks and their extra state.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyval {
+    pub copy: Option<crate::api::CopyFunction>,
+    pub delete: Option<crate::api::DeleteFunction>,
+    pub extra_state: usize,
 }
 
 /// A request known to C: what is under way now (`None`: an inactive
@@ -143,6 +163,8 @@ pub struct State {
     /// the direct handles `0x84000000 | slot`.
     pub comms: Table<CommEntry>,
     pub requests: Table<RequestSlot>,
+    /// Attribute keys.
+    pub keyvals: Table<Keyval>,
     /// User operations (`MPI_Op_create`): their function and whether it commutes.
     pub ops: Table<(crate::reduce::UserFunction, bool)>,
     /// Messages claimed by matched probes, with their communicator.
@@ -253,7 +275,7 @@ impl State {
 
     /// The handle of a new communicator.
     pub fn add_comm(&mut self, comm: Communicator, errhandler: c_int) -> c_int {
-        let slot = self.comms.insert(CommEntry { comm, errhandler, name: String::new() });
+        let slot = self.comms.insert(CommEntry::new(comm, errhandler, ""));
         abi::direct_handle(kind::COMM, slot)
     }
 

@@ -34,11 +34,17 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_dup`: same group, new context; keeps the error handler.
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_dup")?;
-        let entry = state.comm(comm)?;
-        let handler = entry.errhandler;
-        let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = state.add_comm(dup, handler);
+        let handle = {
+            let mut state = state::lock("MPI_Comm_dup")?;
+            let entry = state.comm(comm)?;
+            let (handler, topology) = (entry.errhandler, entry.topology.clone());
+            let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
+            let handle = state.add_comm(dup, handler);
+            let slot = state.comm_slot(handle)?;
+            state.comms.get_mut(slot).expect("just added").topology = topology;
+            handle
+        };
+        super::attr::copy_attrs(comm, handle)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
@@ -72,13 +78,17 @@ mpi_fn! {
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) {
         // SAFETY: the caller's in-out argument.
         let handle = unsafe { get(comm, "comm")? };
-        let mut state = state::lock("MPI_Comm_free")?;
-        let slot = state.comm_slot(handle)?;
-        if slot < 2 {
+        if state::lock("MPI_Comm_free")?.comm_slot(handle)? < 2 {
             return Err(MpiError::new(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
         }
+        super::attr::delete_all(handle)?;
+        let mut state = state::lock("MPI_Comm_free")?;
+        let slot = state.comm_slot(handle)?;
         let entry = state.comms.remove(slot).expect("checked by comm_slot");
         entry.comm.free();
+        if let Some(private) = entry.neighbours {
+            private.free();
+        }
         // SAFETY: the caller's in-out argument.
         unsafe { put(comm, abi::COMM_NULL, "comm") }
     }
@@ -148,9 +158,22 @@ static UNIVERSE_SIZE_VALUE: std::sync::atomic::AtomicI32 = std::sync::atomic::At
 mpi_fn! {
     /// `MPI_Comm_get_attr`: the predefined attributes (`MPI_TAG_UB`,
     /// `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`, `MPI_HOST`,
-    /// `MPI_IO`, `MPI_LASTUSEDCODE`); user keys are not supported yet.
+    /// `MPI_IO`, `MPI_LASTUSEDCODE`) and those the program set.
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
-        let state = state::lock("MPI_Comm_get_attr")?;
+        get_attr("MPI_Comm_get_attr", comm, keyval, value, flag)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Attr_get` (MPI-1's name).
+    fn MPI_Attr_get / PMPI_Attr_get(comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
+        get_attr("MPI_Attr_get", comm, keyval, value, flag)
+    }
+}
+
+fn get_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) -> crate::errors::Result<()> {
+    {
+        let state = state::lock(call)?;
         let size = state.comm(abi::COMM_WORLD)?.comm.size();
         state.comm(comm)?;
         UNIVERSE_SIZE_VALUE.store(size as c_int, std::sync::atomic::Ordering::Relaxed);
@@ -162,12 +185,16 @@ mpi_fn! {
             abi::APPNUM => &APPNUM_VALUE,
             abi::LASTUSEDCODE => &LASTUSEDCODE_VALUE,
             abi::UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
-            other => {
-                return Err(MpiError::new(
-                    class::KEYVAL,
-                    format!("attribute key {other:#x} is not a predefined one (user keys are not supported yet)"),
-                )
-                .on(comm));
+            user => {
+                let found = super::attr::user_attr(&state, comm, user)?;
+                // SAFETY: the caller's output arguments; `value` is where
+                // MPI stores the attribute (a pointer).
+                unsafe {
+                    if let Some(found) = found {
+                        put(value.cast::<usize>(), found, "attribute_val")?;
+                    }
+                    return put(flag, found.is_some() as c_int, "flag");
+                }
             }
         };
         // SAFETY: the caller's output arguments; `value` is where MPI

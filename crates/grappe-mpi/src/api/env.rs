@@ -62,8 +62,8 @@ fn init(required: c_int) -> Result<c_int> {
     world.set_error_handler(ErrorHandler::Return);
     let me = world.split(Some(world.rank() as u32), 0)?.expect("every rank gives a color");
     let mut comms = Table::new();
-    comms.insert(CommEntry { comm: world.clone(), errhandler: abi::ERRORS_ARE_FATAL, name: "MPI_COMM_WORLD".into() });
-    comms.insert(CommEntry { comm: me, errhandler: abi::ERRORS_ARE_FATAL, name: "MPI_COMM_SELF".into() });
+    comms.insert(CommEntry::new(world.clone(), abi::ERRORS_ARE_FATAL, "MPI_COMM_WORLD"));
+    comms.insert(CommEntry::new(me, abi::ERRORS_ARE_FATAL, "MPI_COMM_SELF"));
     let scope = Box::leak(Box::new(Scope::detached(world.rank_context().clone())));
     let thread_level = required.min(MAX_THREAD_LEVEL);
     state::install(State {
@@ -73,6 +73,7 @@ fn init(required: c_int) -> Result<c_int> {
         requests: Table::new(),
         messages: Table::new(),
         ops: Table::new(),
+        keyvals: Table::new(),
         groups: Table::new(),
         infos: Table::new(),
         freed: Vec::new(),

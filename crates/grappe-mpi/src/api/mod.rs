@@ -1,6 +1,7 @@
 //! The MPI functions, by group, and what they share: reading C buffers,
 //! ranks and statuses.
 
+mod attr;
 mod coll;
 mod comm;
 mod env;
@@ -10,6 +11,7 @@ mod group;
 mod info;
 mod p2p;
 mod request;
+mod topology;
 mod types;
 
 use std::ffi::{c_int, c_void};
@@ -21,6 +23,9 @@ use std::borrow::Cow;
 
 use crate::errors::{MpiError, Result};
 use crate::types::Type;
+
+pub(crate) use attr::{CopyFunction, DeleteFunction};
+pub(crate) use topology::Topology;
 
 /// A count, checked.
 fn count_of(count: c_int, what: &str) -> Result<usize> {
