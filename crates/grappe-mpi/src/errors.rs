@@ -25,13 +25,16 @@ pub struct MpiError {
     /// The communicator whose error handler applies (`None`: the world's,
     /// as for errors that concern no communicator).
     pub comm: Option<c_int>,
+    /// What a receive that failed says of its message (a truncated
+    /// message's source, tag and the bytes delivered), for its status.
+    pub status: Option<crate::abi::Status>,
 }
 
 pub type Result<T, E = MpiError> = std::result::Result<T, E>;
 
 impl MpiError {
     pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
-        MpiError { class, message: message.into(), comm: None }
+        MpiError { class, message: message.into(), comm: None, status: None }
     }
 
     /// The same error, handled by communicator `comm`'s handler.
@@ -43,7 +46,13 @@ impl MpiError {
 
 impl From<grappe_comm::Error> for MpiError {
     fn from(error: grappe_comm::Error) -> MpiError {
-        MpiError::new(class_of(error.class()), error.to_string())
+        let mut converted = MpiError::new(class_of(error.class()), error.to_string());
+        if let grappe_comm::Error::Truncated { source_rank, tag, buffer_bytes, .. } = error {
+            let mut status = crate::abi::Status { source: source_rank as c_int, tag, ..Default::default() };
+            status.set_bytes(buffer_bytes as u64);
+            converted.status = Some(status);
+        }
+        converted
     }
 }
 

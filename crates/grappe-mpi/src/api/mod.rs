@@ -195,6 +195,19 @@ unsafe fn write_status(out: *mut abi::Status, status: abi::Status) {
     *out = abi::Status { error, ..status };
 }
 
+/// `result`; if it is a receive's failure that says something of its
+/// message, that is written to the status first.
+///
+/// # Safety
+/// As [`write_status`].
+unsafe fn status_on_error<T>(out: *mut abi::Status, result: Result<T>) -> Result<T> {
+    if let Err(MpiError { status: Some(status), .. }) = &result {
+        // SAFETY: as the caller promised.
+        unsafe { write_status(out, *status) };
+    }
+    result
+}
+
 /// Writes `value` to an output argument, refusing NULL.
 ///
 /// # Safety

@@ -15,7 +15,7 @@ use crate::types::{self, Type};
 
 use super::{
     Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
-    status_of, write_status,
+    status_of, status_on_error, write_status,
 };
 
 /// A blocking send in standard mode.
@@ -94,7 +94,9 @@ mpi_fn! {
         let received = match source_rank(source, &entry.comm).map_err(on)? {
             None => proc_null_status(),
             Some(source) => {
-                let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm))?;
+                let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm));
+                // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+                let got = unsafe { status_on_error(status, got)? };
                 into.finish(got.bytes);
                 status_of(got)
             }

@@ -11,7 +11,7 @@ use crate::mpi_fn;
 use crate::state::{self, Locked, RequestEntry, RequestSlot};
 
 use super::p2p::not_a_request;
-use super::{Incoming, empty_status, get, put, status_of, write_status};
+use super::{Incoming, empty_status, get, put, status_of, status_on_error, write_status};
 
 /// The table slot of request `handle`; `None` for `MPI_REQUEST_NULL` and
 /// for an inactive persistent request (which MPI's completion calls treat
@@ -119,7 +119,8 @@ mpi_fn! {
                     // SAFETY: the caller's request handle.
                     unsafe { put(request, abi::REQUEST_NULL, "request")? };
                 }
-                done?
+                // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+                unsafe { status_on_error(status, done)? }
             }
         };
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
@@ -149,7 +150,8 @@ mpi_fn! {
                     // SAFETY: the caller's request handle.
                     unsafe { put(request, abi::REQUEST_NULL, "request")? };
                 }
-                done?
+                // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+                unsafe { status_on_error(status, done)? }
             }
         };
         // SAFETY: the caller's output arguments.
@@ -235,6 +237,10 @@ fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status) ->
                 }
             }
             Err(error) => {
+                if let Some(status) = error.status {
+                    // SAFETY: the caller's array of statuses, or none.
+                    unsafe { write_status(out, status) };
+                }
                 if !out.is_null() {
                     // SAFETY: as above, non-null.
                     unsafe { (*out).error = code_for(&error) };
@@ -249,6 +255,7 @@ fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status) ->
             class: class::IN_STATUS,
             message: format!("{failed} of the requests failed, the first: {}", error.message),
             comm: error.comm,
+            status: None,
         }),
     }
 }
