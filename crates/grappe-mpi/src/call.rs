@@ -31,6 +31,14 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
         std::process::exit(1);
     };
     let (handler, comm) = state.errhandler_for(&error);
+    if let Some(function) = crate::api::user_handler(handler) {
+        let code = code_for(&MpiError::new(error.class, format!("{name}: {}", error.message)));
+        let (mut c, mut passed) = (error.comm.unwrap_or(abi::COMM_WORLD), code);
+        drop(state);
+        // SAFETY: the program's handler, with the arguments MPI defines.
+        unsafe { function(&mut c, &mut passed) };
+        return code;
+    }
     match (handler, comm) {
         (abi::ERRORS_RETURN, _) => code_for(&MpiError::new(error.class, format!("{name}: {}", error.message))),
         (_, Some(comm)) => comm.fail_fatally(name, &error.message),

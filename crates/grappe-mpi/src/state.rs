@@ -176,6 +176,8 @@ pub struct State {
     /// Requests freed by `MPI_Request_free` while under way: they complete
     /// on their own, and are dropped once they have.
     pub freed: Vec<Freed>,
+    /// Buffered sends under way (`MPI_Bsend`), with their copies.
+    pub buffered: Vec<Freed>,
     /// The scope of every request: it lives as long as the process.
     pub scope: &'static Scope<'static, 'static>,
     pub thread_level: c_int,

@@ -77,6 +77,7 @@ fn init(required: c_int) -> Result<c_int> {
         groups: Table::new(),
         infos: Table::new(),
         freed: Vec::new(),
+        buffered: Vec::new(),
         scope,
         thread_level,
         main_thread: std::thread::current().id(),

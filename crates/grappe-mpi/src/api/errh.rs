@@ -15,6 +15,7 @@ use super::{get, put};
 fn check_handler(handler: c_int) -> Result<(), MpiError> {
     match handler {
         abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT => Ok(()),
+        user if super::user_handler(user).is_some() => Ok(()),
         abi::ERRHANDLER_NULL => Err(MpiError::new(class::ARG, "MPI_ERRHANDLER_NULL is not an error handler")),
         other => Err(MpiError::new(
             class::ARG,
@@ -45,12 +46,13 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Errhandler_free`: predefined handlers stay; the handle becomes
-    /// `MPI_ERRHANDLER_NULL`.
+    /// `MPI_Errhandler_free`: the handle becomes `MPI_ERRHANDLER_NULL`.
     fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) {
         // SAFETY: the caller's in-out argument.
         let handler = unsafe { get(errhandler, "errhandler")? };
         check_handler(handler)?;
+        // A user handler stays defined: MPI lets communicators that were
+        // given it keep using it after the handle is freed.
         // SAFETY: the caller's in-out argument.
         unsafe { put(errhandler, abi::ERRHANDLER_NULL, "errhandler") }
     }

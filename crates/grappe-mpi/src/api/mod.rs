@@ -9,6 +9,7 @@ mod errh;
 mod fortran;
 mod group;
 mod info;
+mod misc;
 mod p2p;
 mod request;
 mod topology;
@@ -25,6 +26,7 @@ use crate::errors::{MpiError, Result};
 use crate::types::Type;
 
 pub(crate) use attr::{CopyFunction, DeleteFunction};
+pub(crate) use misc::user_handler;
 pub(crate) use topology::Topology;
 
 /// A count, checked.
