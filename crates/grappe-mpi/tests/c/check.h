@@ -32,7 +32,8 @@ static inline void check_vfail(const char *file, int line, const char *detail, c
 {
     char what[512];
     vsnprintf(what, sizeof what, fmt, args);
-    fprintf(stderr, "FAIL %s:%d rank %d: %s: %s\n", file, line, check_world_rank, what, detail);
+    fprintf(stderr, "FAIL %s:%d rank %d: %s%s%s\n", file, line, check_world_rank, what, *detail ? ": " : "",
+            detail);
     fflush(stderr);
     check_failures++;
 }
