@@ -201,8 +201,9 @@ static void reductions(MPI_Comm comm)
     reduce_double(comm, MPI_DOUBLE, "MPI_DOUBLE", 1, MPI_MAX, "MPI_MAX", 1 << 17, 0, ALLREDUCE | REDUCE);
 }
 
-/* MPI_MAXLOC/MPI_MINLOC: values with ties, indices that decrease with the
- * rank, so that the tie rule (smallest index) is not "first rank". */
+/* MPI_MAXLOC/MPI_MINLOC: ranks 2k and 2k+1 hold the same values (ties),
+ * indices decrease with the rank, so that the tie rule (smallest index)
+ * is not "first rank". */
 #define DEFINE_LOC(PAIR, VALUE_T, NAME)                                                                       \
     typedef struct {                                                                                          \
         VALUE_T value;                                                                                        \
@@ -210,7 +211,7 @@ static void reductions(MPI_Comm comm)
     } PAIR;                                                                                                   \
     static PAIR loc_input_##NAME(int r, int i)                                                                \
     {                                                                                                         \
-        PAIR pair = {(VALUE_T)((r * 3 + i) % 4), size - 1 - r + 10 * i};                                      \
+        PAIR pair = {(VALUE_T)((r / 2 * 3 + i) % 4), size - 1 - r + 10 * i};                                      \
         return pair;                                                                                          \
     }                                                                                                         \
     static void loc_##NAME(MPI_Comm comm, MPI_Datatype type, const char *type_name, int count)                \
