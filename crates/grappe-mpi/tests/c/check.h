@@ -95,6 +95,10 @@ static inline void check_describe_error(int code, char *out, size_t size)
     int len = 0, class_ = -1;
     MPI_Error_class(code, &class_);
     MPI_Error_string(code, text, &len);
+    /* One line per failure: MPICH's strings span lines. */
+    for (char *c = text; *c; c++)
+        if (*c == '\n')
+            *c = ' ';
     snprintf(out, size, "code %d (class %d: %s)", code, class_, text);
 }
 

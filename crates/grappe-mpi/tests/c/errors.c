@@ -27,7 +27,8 @@ static int rank, size, left, right;
 #define CHECK_ERROR(expected_class, rc, ...)                     \
     do {                                                         \
         int rc_ = (rc);                                          \
-        CHECK_CLASS(expected_class, rc_, __VA_ARGS__);           \
+        check_class_(__FILE__, __LINE__, (expected_class),       \
+                     #expected_class, rc_, __VA_ARGS__);         \
         check_error_string(rc_, #rc);                            \
     } while (0)
 
