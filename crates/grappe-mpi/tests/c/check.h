@@ -32,8 +32,10 @@ static inline void check_vfail(const char *file, int line, const char *detail, c
 {
     char what[512];
     vsnprintf(what, sizeof what, fmt, args);
-    fprintf(stderr, "FAIL %s:%d rank %d: %s%s%s\n", file, line, check_world_rank, what, *detail ? ": " : "",
-            detail);
+    char rank[32] = "(before MPI_Init)";
+    if (check_world_rank >= 0)
+        snprintf(rank, sizeof rank, "%d", check_world_rank);
+    fprintf(stderr, "FAIL %s:%d rank %s: %s%s%s\n", file, line, rank, what, *detail ? ": " : "", detail);
     fflush(stderr);
     check_failures++;
 }

@@ -30,7 +30,8 @@ static void check_version(const char *when)
     CHECK_MPI(MPI_Get_library_version(library, &len));
     CHECK(len > 0 && len < MPI_MAX_LIBRARY_VERSION_STRING, "MPI_Get_library_version %s: length %d", when, len);
     if (len > 0 && len < MPI_MAX_LIBRARY_VERSION_STRING)
-        CHECK_INT(len, strnlen(library, MPI_MAX_LIBRARY_VERSION_STRING), "MPI_Get_library_version %s: strlen", when);
+        CHECK_INT(strnlen(library, MPI_MAX_LIBRARY_VERSION_STRING), len,
+                  "MPI_Get_library_version %s: resultlen is the string's length", when);
 }
 
 static void check_sizes(void)
@@ -85,7 +86,7 @@ static void check_processor_name(void)
     CHECK_MPI(MPI_Get_processor_name(name, &len));
     CHECK(len > 0 && len < MPI_MAX_PROCESSOR_NAME, "MPI_Get_processor_name length %d", len);
     if (len > 0 && len < MPI_MAX_PROCESSOR_NAME)
-        CHECK_INT(len, strnlen(name, MPI_MAX_PROCESSOR_NAME), "MPI_Get_processor_name: strlen of the name");
+        CHECK_INT(strnlen(name, MPI_MAX_PROCESSOR_NAME), len, "MPI_Get_processor_name: resultlen is the name's length");
 }
 
 int main(int argc, char **argv)
