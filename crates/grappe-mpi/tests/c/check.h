@@ -211,8 +211,8 @@ static inline int check_bytes_(const char *file, int line, const void *expected,
 #define CHECK_BYTES(expected, got, n, ...) check_bytes_(__FILE__, __LINE__, (expected), (got), (n), __VA_ARGS__)
 
 /* Compares n ints; reports the first difference and how many differ. */
-static inline int check_ints_(const char *file, int line, const int *expected, const int *got, size_t n, const char *fmt,
-                       ...)
+static inline int check_ints_(const char *file, int line, const int *expected, const int *got, size_t n,
+                              const char *fmt, ...)
 {
     size_t first = n, differing = 0;
     for (size_t i = 0; i < n; i++)

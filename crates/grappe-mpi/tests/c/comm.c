@@ -180,7 +180,8 @@ static void groups(void)
     CHECK_MPI(MPI_Group_incl(world, size, ranks, &reversed));
     CHECK_INT(size, group_size_of(reversed), "MPI_Group_incl reversed: size");
     CHECK_INT(size - 1 - rank, group_rank_of(reversed), "MPI_Group_incl reversed: rank");
-    CHECK_INT(size == 1 ? MPI_IDENT : MPI_SIMILAR, group_compare(world, reversed), "MPI_Group_compare(world, reversed)");
+    CHECK_INT(size == 1 ? MPI_IDENT : MPI_SIMILAR, group_compare(world, reversed),
+              "MPI_Group_compare(world, reversed)");
 
     int zero = 0;
     CHECK_MPI(MPI_Group_excl(world, 1, &zero, &without_0));

@@ -209,11 +209,12 @@ static void collective_arguments(void)
  * not empty, classes are at most MPI_ERR_LASTCODE. */
 static void classes(void)
 {
-    const int all[] = {MPI_SUCCESS,      MPI_ERR_BUFFER,   MPI_ERR_COUNT,   MPI_ERR_TYPE,    MPI_ERR_TAG,
-                       MPI_ERR_COMM,     MPI_ERR_RANK,     MPI_ERR_REQUEST, MPI_ERR_ROOT,    MPI_ERR_GROUP,
-                       MPI_ERR_OP,       MPI_ERR_TOPOLOGY, MPI_ERR_DIMS,    MPI_ERR_ARG,     MPI_ERR_UNKNOWN,
-                       MPI_ERR_TRUNCATE, MPI_ERR_OTHER,    MPI_ERR_INTERN,  MPI_ERR_IN_STATUS, MPI_ERR_PENDING,
-                       MPI_ERR_KEYVAL,   MPI_ERR_NO_MEM,   MPI_ERR_INFO,    MPI_ERR_WIN,     MPI_ERR_UNSUPPORTED_OPERATION};
+    const int all[] = {
+        MPI_SUCCESS, MPI_ERR_BUFFER, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_TAG, MPI_ERR_COMM, MPI_ERR_RANK,
+        MPI_ERR_REQUEST, MPI_ERR_ROOT, MPI_ERR_GROUP, MPI_ERR_OP, MPI_ERR_TOPOLOGY, MPI_ERR_DIMS, MPI_ERR_ARG,
+        MPI_ERR_UNKNOWN, MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_INTERN, MPI_ERR_IN_STATUS, MPI_ERR_PENDING,
+        MPI_ERR_KEYVAL, MPI_ERR_NO_MEM, MPI_ERR_INFO, MPI_ERR_WIN, MPI_ERR_UNSUPPORTED_OPERATION,
+    };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         int class_ = -1;
         CHECK_MPI(MPI_Error_class(all[i], &class_));
