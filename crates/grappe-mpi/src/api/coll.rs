@@ -784,3 +784,49 @@ mpi_fn! {
         unsafe { super::put(commute, commutes as c_int, "commute") }
     }
 }
+
+mpi_fn! {
+    /// `MPI_Reduce_local`: `inoutbuf = inbuf ∘ inoutbuf`, on this rank alone.
+    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+        let user = user_op(op)?;
+        let datatype = types::committed(datatype)?;
+        let Type::Predefined(predefined) = datatype else {
+            return Err(MpiError::new(class::TYPE, "MPI_Reduce_local takes a predefined datatype in this version"));
+        };
+        let op = match user {
+            Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: predefined.handle }),
+            None => {
+                let code = OpCode::lookup(op)?;
+                code.check(predefined)?;
+                AnyOp::Predefined(code)
+            }
+        };
+        let len = count_of(count, "MPI_Reduce_local")? * predefined.extent;
+        // SAFETY: MPI's rules for the two buffers of `count` elements.
+        let (input, inout) = unsafe { (raw(inbuf, len, "inbuf")?, raw_mut(inoutbuf, len, "inoutbuf")?) };
+        with_type(predefined, Local { input, inout, op });
+        Ok(())
+    }
+}
+
+/// A reduction on this rank's two buffers.
+struct Local<'a> {
+    input: &'a [u8],
+    inout: &'a mut [u8],
+    op: AnyOp,
+}
+
+impl Typed for Local<'_> {
+    type Output = ();
+
+    fn run<T: Element>(self) {
+        let mut acc: Vec<T> = typed::<T>(self.input).into_owned();
+        with_typed_mut::<T, _>(self.inout, |later| {
+            match self.op {
+                AnyOp::Predefined(code) => Predefined(code).combine(&mut acc, later),
+                AnyOp::User(user) => user.combine(&mut acc, later),
+            }
+            later.copy_from_slice(&acc);
+        });
+    }
+}

@@ -220,3 +220,107 @@ mpi_fn! {
         }
     }
 }
+
+mpi_fn! {
+    /// `MPI_Errhandler_set` (MPI-1's `MPI_Comm_set_errhandler`).
+    fn MPI_Errhandler_set / PMPI_Errhandler_set(comm: c_int, errhandler: c_int) {
+        // SAFETY: plain values, as MPI_Comm_set_errhandler takes them.
+        match unsafe { super::errh::PMPI_Comm_set_errhandler(comm, errhandler) } {
+            abi::SUCCESS => Ok(()),
+            code => Err(MpiError::new(crate::errors::class_of_code(code).unwrap_or(class::OTHER), crate::errors::string_of_code(code).unwrap_or_default())),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Errhandler_get` (MPI-1's `MPI_Comm_get_errhandler`).
+    fn MPI_Errhandler_get / PMPI_Errhandler_get(comm: c_int, errhandler: *mut c_int) {
+        let handler = state::lock("MPI_Errhandler_get")?.comm(comm)?.errhandler;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errhandler, handler, "errhandler") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_info`: a new, empty info object (grappe takes no hints yet).
+    fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info: *mut c_int) {
+        state::lock("MPI_Comm_get_info")?.comm(comm)?;
+        // SAFETY: the caller's output argument.
+        match unsafe { super::info::PMPI_Info_create(info) } {
+            abi::SUCCESS => Ok(()),
+            _ => Err(MpiError::new(class::OTHER, "MPI_Comm_get_info: cannot create the info object")),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_info`: grappe takes no hints yet.
+    fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, _info: c_int) {
+        state::lock("MPI_Comm_set_info")?.comm(comm)?;
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements`: the status of `count` elements of `datatype`.
+    fn MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut abi::Status, datatype: c_int, count: c_int) {
+        set_elements(status, datatype, count as i64)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements_x`.
+    fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut abi::Status, datatype: c_int, count: c_long) {
+        set_elements(status, datatype, count)
+    }
+}
+
+fn set_elements(status: *mut abi::Status, datatype: c_int, count: i64) -> Result<()> {
+    let found = types::lookup(datatype)?;
+    if count < 0 || status.is_null() {
+        return Err(MpiError::new(class::ARG, format!("MPI_Status_set_elements: count {count} or a NULL status")));
+    }
+    let base = found.base().map_or(found.size(), |(b, _)| b.size) as u64;
+    // SAFETY: a writable status, non-null.
+    unsafe { (*status).set_bytes(count as u64 * base) };
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_cancelled`.
+    fn MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut abi::Status, flag: c_int) {
+        if status.is_null() {
+            return Err(MpiError::new(class::ARG, "MPI_Status_set_cancelled: a NULL status"));
+        }
+        // SAFETY: a writable status, non-null.
+        unsafe { (*status).set_cancelled(flag != 0) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_extent` (removed in MPI-3, still called).
+    fn MPI_Type_extent / PMPI_Type_extent(datatype: c_int, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(extent, found.extent() as c_long, "extent") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_lb` (removed in MPI-3, still called).
+    fn MPI_Type_lb / PMPI_Type_lb(datatype: c_int, lb: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(lb, found.lb() as c_long, "lb") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_ub` (removed in MPI-3, still called).
+    fn MPI_Type_ub / PMPI_Type_ub(datatype: c_int, ub: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(ub, (found.lb() + found.extent()) as c_long, "ub") }
+    }
+}
