@@ -5,7 +5,7 @@
 //! `target/mpi`).
 //!
 //! Every function exists as `PMPI_name` and as a weak `MPI_name` (for
-//! profiling tools), takes the state's lock (see [`state`]), runs under
+//! profiling tools), takes the library's lock (see `state.rs`), runs under
 //! `catch_unwind`, and reports a failure through the error handler of the
 //! communicator concerned ([`call`]). Ranks are processes: C globals
 //! belong to their process (`MPI_Init` refuses a process of several
