@@ -187,3 +187,26 @@ fn mpi4py_from_pypi_runs_on_grappe() {
         assert!(text.contains(&expected), "missing {expected:?}:\n{text}");
     }
 }
+
+#[test]
+fn a_c_rank_is_bound_to_its_core_as_a_rust_rank_is() {
+    let prefix = installed();
+    let dir = scratch("affinity");
+    let binary = compile_with_mpich("affinity", dir.path());
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(output.status.success(), "{text}");
+    for rank in 0..2 {
+        assert!(text.contains(&format!("rank {rank} runs on 1 cpus")), "rank {rank} is not bound:\n{text}");
+    }
+    let unbound = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[("GRAPPE_BIND", "none")]);
+    let text = describe(&unbound);
+    let cpus = grappe_testkit_cpus();
+    assert!(text.contains(&format!("rank 0 runs on {cpus} cpus")), "GRAPPE_BIND=none leaves it unbound:\n{text}");
+}
+
+/// The CPUs this test may run on (what an unbound rank inherits).
+fn grappe_testkit_cpus() -> usize {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("this thread's affinity");
+    (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).count()
+}

@@ -163,11 +163,18 @@ impl Runtime {
 
     /// Starts the one rank of a process that hosts exactly one (see
     /// [`start_rank`](Self::start_rank)): what an API whose ranks are
-    /// processes (MPI's C library: C globals are per process) needs.
+    /// processes (MPI's C library: C globals are per process) needs. The
+    /// calling thread, which runs the rank, is bound to the rank's core
+    /// as a worker of `grappe::run` is (`GRAPPE_BIND`): an unbound rank
+    /// on a loaded host waits for the scheduler at every message.
     pub fn start_only_rank(&self) -> Result<Rank, RankFailure> {
         let ranks = self.ranks();
         if ranks.len() != 1 {
             return Err(RankFailure::Start(StartError::NotOneRank { ranks: ranks.len() }));
+        }
+        if let (true, Some(cpu)) = (self.job.wait.bind, self.plan.first().and_then(|worker| worker.cpu)) {
+            // As run_workers does: a rank that cannot be bound runs unbound.
+            let _ = grappe_sched::bind_current_thread(cpu);
         }
         self.start_rank(ranks.start)
     }
