@@ -142,20 +142,29 @@ pub static BYTE: &Datatype = &PREDEFINED[3];
 
 /// The predefined datatype of `handle`, if it is one: built-in handles
 /// are found by their low byte, MPICH's pair types (direct handles
-/// `0x8c00000N`) by their slot.
+/// `0x8c00000N`) by their slot, through a table made at compile time.
+#[inline]
 pub fn predefined(handle: c_int) -> Option<&'static Datatype> {
-    static BY_LOW_BYTE: std::sync::OnceLock<[Option<&'static Datatype>; 256]> = std::sync::OnceLock::new();
-    let table = BY_LOW_BYTE.get_or_init(|| {
-        let mut table = [None; 256];
-        for d in PREDEFINED {
-            let low = (d.handle as u32 & 0xff) as usize + if d.handle as u32 >> 30 == 2 { 0x80 } else { 0 };
-            table[low] = Some(d);
-        }
-        table
-    });
-    let low = (handle as u32 & 0xff) as usize + if handle as u32 >> 30 == 2 { 0x80 } else { 0 };
-    table[low].filter(|d| d.handle == handle)
+    let index = BY_LOW_BYTE[low_byte(handle)];
+    let found = PREDEFINED.get(index as usize)?;
+    (found.handle == handle).then_some(found)
 }
+
+/// The table's index of a handle: its low byte, pairs (kind 2) from 0x80.
+const fn low_byte(handle: c_int) -> usize {
+    (handle as u32 & 0xff) as usize + if handle as u32 >> 30 == 2 { 0x80 } else { 0 }
+}
+
+/// Index in [`PREDEFINED`] by [`low_byte`]; 0xff where there is none.
+static BY_LOW_BYTE: [u8; 384] = {
+    let mut table = [0xffu8; 384];
+    let mut i = 0;
+    while i < PREDEFINED.len() {
+        table[low_byte(PREDEFINED[i].handle)] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// The datatype of `handle`, or `MPI_ERR_TYPE` naming it.
 pub fn lookup(handle: c_int) -> Result<&'static Datatype> {

@@ -15,9 +15,14 @@ use parking_lot::Mutex;
 
 use crate::abi::class;
 
-/// A failed call, before its handler decides what becomes of it.
+/// A failed call, before its handler decides what becomes of it. Boxed:
+/// every call returns a `Result` of it, which stays a pointer wide.
 #[derive(Debug)]
-pub struct MpiError {
+pub struct MpiError(Box<Failure>);
+
+/// What [`MpiError`] holds.
+#[derive(Debug)]
+pub struct Failure {
     /// The MPI error class.
     pub class: c_int,
     /// What was wrong, with the numbers.
@@ -30,14 +35,29 @@ pub struct MpiError {
     pub status: Option<crate::abi::Status>,
 }
 
+impl std::ops::Deref for MpiError {
+    type Target = Failure;
+    fn deref(&self) -> &Failure {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MpiError {
+    fn deref_mut(&mut self) -> &mut Failure {
+        &mut self.0
+    }
+}
+
 pub type Result<T, E = MpiError> = std::result::Result<T, E>;
 
 impl MpiError {
+    #[cold]
     pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
-        MpiError { class, message: message.into(), comm: None, status: None }
+        MpiError(Box::new(Failure { class, message: message.into(), comm: None, status: None }))
     }
 
     /// The same error, handled by communicator `comm`'s handler.
+    #[cold]
     pub fn on(mut self, comm: c_int) -> MpiError {
         self.comm.get_or_insert(comm);
         self
@@ -45,6 +65,7 @@ impl MpiError {
 }
 
 impl From<grappe_comm::Error> for MpiError {
+    #[cold]
     fn from(error: grappe_comm::Error) -> MpiError {
         let mut converted = MpiError::new(class_of(error.class()), error.to_string());
         if let grappe_comm::Error::Truncated { source_rank, tag, buffer_bytes, .. } = error {

@@ -72,6 +72,7 @@ static TYPES: RwLock<Table<Arc<Layout>>> = RwLock::new(Table::new());
 const FIRST_SLOT: usize = 0x100;
 
 /// The datatype of `handle`, or `MPI_ERR_TYPE` naming it.
+#[inline]
 pub fn lookup(handle: c_int) -> Result<Type> {
     if let Some(predefined) = crate::datatype::predefined(handle) {
         return Ok(Type::Predefined(predefined));
@@ -87,7 +88,15 @@ pub fn lookup(handle: c_int) -> Result<Type> {
 }
 
 /// A datatype for communication: it must be committed.
+#[inline]
 pub fn committed(handle: c_int) -> Result<Type> {
+    match crate::datatype::predefined(handle) {
+        Some(predefined) => Ok(Type::Predefined(predefined)),
+        None => committed_derived(handle),
+    }
+}
+
+fn committed_derived(handle: c_int) -> Result<Type> {
     let found = lookup(handle)?;
     if let Type::Derived(layout) = &found {
         if !layout.committed {

@@ -203,9 +203,11 @@ unsafe fn write_status(out: *mut abi::Status, status: abi::Status) {
 /// # Safety
 /// As [`write_status`].
 unsafe fn status_on_error<T>(out: *mut abi::Status, result: Result<T>) -> Result<T> {
-    if let Err(MpiError { status: Some(status), .. }) = &result {
-        // SAFETY: as the caller promised.
-        unsafe { write_status(out, *status) };
+    if let Err(error) = &result {
+        if let Some(status) = error.status {
+            // SAFETY: as the caller promised.
+            unsafe { write_status(out, status) };
+        }
     }
     result
 }

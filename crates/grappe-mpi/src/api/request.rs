@@ -251,12 +251,14 @@ fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status) ->
     }
     match first {
         None => Ok(()),
-        Some(error) => Err(MpiError {
-            class: class::IN_STATUS,
-            message: format!("{failed} of the requests failed, the first: {}", error.message),
-            comm: error.comm,
-            status: None,
-        }),
+        Some(error) => {
+            let message = format!("{failed} of the requests failed, the first: {}", error.message);
+            let in_status = MpiError::new(class::IN_STATUS, message);
+            Err(match error.comm {
+                Some(comm) => in_status.on(comm),
+                None => in_status,
+            })
+        }
     }
 }
 
