@@ -3,7 +3,7 @@
 //! `MPI_ERRORS_RETURN` and `MPI_ERRORS_ARE_FATAL`); and `abort`, which
 //! ends the job with an exit status (`MPI_Abort`).
 
-use crate::{Communicator, Error, RankContext, Result};
+use crate::{Communicator, RankContext, Result};
 
 /// What a communicator does with the errors of its calls. New
 /// communicators (`dup`, `split`) take their parent's.
@@ -54,6 +54,14 @@ impl Communicator {
         ctx.job().abort(ctx, rank, code, &format!("rank {rank} aborts the job with exit code {code}"))
     }
 
+    /// Ends the job for a fatal error of call `op` on this communicator,
+    /// as [`ErrorHandler::Fatal`] does: for an API that finds errors of its
+    /// own (MPI's C library: an invalid handle) and applies its handlers itself.
+    #[cold]
+    pub fn fail_fatally(&self, op: &str, error: &dyn std::fmt::Display) -> ! {
+        fatal(self.rank_context(), self.world_rank(), op, error)
+    }
+
     /// `result`, unless it is an error and this communicator's errors are
     /// fatal: then the job ends (see [`ErrorHandler::Fatal`]). `op` names
     /// the call in the diagnostic.
@@ -92,7 +100,7 @@ pub(crate) fn handled_by<T>(
 /// A fatal error of call `op` on world rank `rank`: the job ends, or,
 /// if the error follows another failure, the rank's process does.
 #[cold]
-pub(crate) fn fatal(ctx: &RankContext, rank: usize, op: &str, error: &Error) -> ! {
+pub(crate) fn fatal(ctx: &RankContext, rank: usize, op: &str, error: &dyn std::fmt::Display) -> ! {
     let earlier = ctx.engine_if_free().and_then(|engine| engine.check_peers().err());
     match earlier {
         None => ctx.job().abort(

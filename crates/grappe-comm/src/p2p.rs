@@ -24,6 +24,17 @@ impl Communicator {
         self.handled("send", sent)
     }
 
+    /// Sends `buf` to rank `dest` with `tag` in synchronous mode (MPI's
+    /// `MPI_Ssend`): returns once the receiver has matched the message,
+    /// whatever its size.
+    #[track_caller]
+    pub fn ssend<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
+        let span = self.span();
+        let sent = self.send_bytes_as(self.p2p_ctx(), buf.bytes(), dest, tag, true);
+        self.trace_sent(span, dest, tag, buf.bytes().len(), &sent);
+        self.handled("ssend", sent)
+    }
+
     /// Receives into `buf` a message from `src` with `tag` (either may be a
     /// wildcard). The message may be shorter than the buffer; a longer one
     /// is [`Error::Truncated`].
@@ -172,11 +183,23 @@ impl Communicator {
     // ---- byte-level paths, shared with the collectives ----
 
     pub(crate) fn send_bytes(&self, ctx: u32, bytes: &[u8], dest: usize, tag: i32) -> Result<()> {
+        self.send_bytes_as(ctx, bytes, dest, tag, false)
+    }
+
+    /// A blocking send, synchronous (`sync`, see [`Communicator::ssend`]) or not.
+    pub(crate) fn send_bytes_as(&self, ctx: u32, bytes: &[u8], dest: usize, tag: i32, sync: bool) -> Result<()> {
         let inner = self.live()?;
         let world = self.check_dest(dest, tag)?;
         let mut engine = inner.rank_ctx.engine();
+        let (data, len, me) = (bytes.as_ptr(), bytes.len(), inner.rank as u32);
         // SAFETY: `bytes` stays borrowed until the send completes below.
-        match unsafe { engine.isend(bytes.as_ptr(), bytes.len(), world, ctx, tag, inner.rank as u32) }? {
+        let started = unsafe {
+            match sync {
+                true => engine.issend(data, len, world, ctx, tag, me),
+                false => engine.isend(data, len, world, ctx, tag, me),
+            }
+        };
+        match started? {
             Started::Done(_) => return Ok(()),
             Started::Pending(id) => engine.wait(id)?,
         };

@@ -58,6 +58,8 @@ pub struct RankContext {
     clock: Cell<TraceClock>,
     /// How to end the job from this rank.
     job: Arc<dyn JobControl>,
+    /// The next claim of a matched probe (see `Communicator::mprobe`).
+    next_claim: Cell<i32>,
 }
 
 impl RankContext {
@@ -79,7 +81,17 @@ impl RankContext {
             // clock here needs no calibration of the counter.
             clock: Cell::new(TraceClock::monotonic_raw()),
             recorder: RefCell::new(None),
+            next_claim: Cell::new(0),
         }
+    }
+
+    /// A claim no other pending matched probe of this rank has: claims
+    /// count up and wrap at `i32::MAX`, far beyond the messages a rank
+    /// can hold claimed at once.
+    pub(crate) fn next_claim(&self) -> i32 {
+        let claim = self.next_claim.get();
+        self.next_claim.set(if claim == i32::MAX { 0 } else { claim + 1 });
+        claim
     }
 
     /// True if this rank records a trace.

@@ -64,6 +64,9 @@ pub struct Request<'scope> {
     errors: ErrorHandler,
     /// Set when the rank records a trace.
     traced: Option<Box<Traced>>,
+    /// The tag the status reports, for a claimed message (see
+    /// [`Communicator::imrecv`]), whose receive matched it by its claim.
+    tag: Option<i32>,
 }
 
 enum State {
@@ -139,8 +142,23 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'scope>> {
         let span = self.span();
-        let request = self.start_send(span, scope, buf.bytes(), dest, tag);
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, false);
         self.handled("isend", request)
+    }
+
+    /// Starts a synchronous send (MPI's `MPI_Issend`): it completes once
+    /// the receiver has matched the message, whatever its size.
+    #[track_caller]
+    pub fn issend<'scope, B: Buffer + ?Sized>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope B,
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let span = self.span();
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, true);
+        self.handled("issend", request)
     }
 
     fn start_send<'scope>(
@@ -150,15 +168,22 @@ impl Communicator {
         bytes: &'scope [u8],
         dest: usize,
         tag: i32,
+        sync: bool,
     ) -> Result<Request<'scope>> {
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
+        let (data, len, ctx, me) = (bytes.as_ptr(), bytes.len(), self.p2p_ctx(), inner.rank as u32);
+        let mut engine = scope.rank_ctx.engine();
         // SAFETY: `bytes` is borrowed for 'scope, and the scope waits for
         // the request, or gives it up (`Engine::abandon`), before 'scope
         // ends.
         let started = unsafe {
-            scope.rank_ctx.engine().isend(bytes.as_ptr(), bytes.len(), world, self.p2p_ctx(), tag, inner.rank as u32)
+            match sync {
+                true => engine.issend(data, len, world, ctx, tag, me),
+                false => engine.isend(data, len, world, ctx, tag, me),
+            }
         }?;
+        drop(engine);
         let traced = self.trace_isend(span, dest, tag, bytes.len());
         Ok(scope.track(Ok(started), 0, self.error_handler(), traced))
     }
@@ -203,6 +228,25 @@ impl Communicator {
     }
 }
 
+impl Scope<'static, 'static> {
+    /// A scope that never ends, for an API whose callers keep requests
+    /// across calls and answer for their buffers themselves (MPI's C
+    /// library, where a request is a handle and its buffer a pointer that
+    /// the standard says must stay valid until the request completes). Its
+    /// requests borrow buffers for `'static`, which only `unsafe` code that
+    /// takes that responsibility can make out of a pointer; a request
+    /// still pending when the rank ends is that code's concern.
+    pub fn detached(rank_ctx: Rc<RankContext>) -> Scope<'static, 'static> {
+        Scope {
+            rank_ctx,
+            pending: RefCell::new(Vec::new()),
+            errors: ErrorHandler::Return,
+            _scope: PhantomData,
+            _env: PhantomData,
+        }
+    }
+}
+
 impl<'scope> Scope<'scope, '_> {
     fn track(
         &'scope self,
@@ -219,7 +263,29 @@ impl<'scope> Scope<'scope, '_> {
                 State::Pending(id)
             }
         };
-        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced }
+        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced, tag: None }
+    }
+
+    /// Tracks the receive of a claimed message, whose status reports `tag`.
+    pub(crate) fn track_claimed(
+        &'scope self,
+        started: Result<Started>,
+        elem: usize,
+        errors: ErrorHandler,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let mut request = self.track(started, elem, errors, None);
+        request.tag = Some(tag);
+        if let State::Failed(error) = request.state {
+            request.state = State::Taken;
+            return Err(error);
+        }
+        Ok(request)
+    }
+
+    /// The rank's engine, for one operation.
+    pub(crate) fn engine(&self) -> std::cell::RefMut<'_, grappe_proto::Engine> {
+        self.rank_ctx.engine()
     }
 }
 
@@ -246,6 +312,7 @@ impl Request<'_> {
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
+        let status = status.map(|status| self.own_tag(status));
         if let Some(traced) = &self.traced {
             // A truncated receive is recorded too (see `delivered`).
             match (delivered(status.as_ref()), &status) {
@@ -306,6 +373,7 @@ impl Request<'_> {
             }
             State::Taken => unreachable!("a request is waited for once"),
         };
+        let status = status.map(|status| self.own_tag(status));
         if let Some(traced) = &self.traced {
             trace_completion(traced, span, EventKind::Test, status, arrived);
         }
@@ -332,6 +400,33 @@ impl Request<'_> {
             Some(traced) if traced.is_recv() => Ok(self.rank_ctx.engine().arrived_by_now(id)?),
             _ => Ok(false),
         }
+    }
+
+    /// `status`, with the tag this request reports.
+    fn own_tag(&self, mut status: Status) -> Status {
+        if let Some(tag) = self.tag {
+            status.tag = tag;
+        }
+        status
+    }
+
+    /// Cancels a receive that has not matched a message yet (MPI's
+    /// `MPI_Cancel`): true if it is cancelled, and then it is over (no wait
+    /// needed); false if it matched already, completed, or is a send, which
+    /// complete as usual.
+    pub fn cancel(&mut self) -> bool {
+        let State::Pending(id) = self.state else { return false };
+        if !self.rank_ctx.engine().cancel(id) {
+            return false;
+        }
+        self.forget(id);
+        self.state = State::Taken;
+        true
+    }
+
+    /// True if a wait would not block: the request completed (or failed).
+    pub fn is_complete(&self) -> bool {
+        self.is_finished()
     }
 
     fn is_finished(&self) -> bool {

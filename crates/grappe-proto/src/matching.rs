@@ -106,6 +106,14 @@ impl Unexpected {
         &self.buckets[slot.src][slot.index]
     }
 
+    /// Gives an arrival another context and tag, in its place (a matched
+    /// probe's claim): it then matches only receives of those.
+    pub fn relabel(&mut self, slot: Slot, ctx: u32, tag: i32) {
+        let arrival = &mut self.buckets[slot.src][slot.index];
+        arrival.ctx = ctx;
+        arrival.tag = tag;
+    }
+
     pub fn remove(&mut self, slot: Slot) -> Arrival {
         self.count -= 1;
         self.buckets[slot.src].remove(slot.index).expect("slot from find")

@@ -61,6 +61,9 @@ pub(crate) struct SendReq {
     /// Owned data (hand-over, or kept alive for a copy path).
     pub owned: Option<OwnedBytes>,
     pub state: SendState,
+    /// A synchronous send (MPI's `MPI_Ssend`): it goes by rendezvous
+    /// whatever its size, so it completes only once the receiver matched it.
+    pub sync: bool,
 }
 
 pub(crate) enum SendState {

@@ -34,6 +34,10 @@ pub use channel_log::InTransitError;
 pub(crate) use net::{Net, Peer};
 pub use net::{announce, mark_stopped};
 
+/// The context of messages claimed by a matched probe ([`Engine::claim`]): no
+/// communicator has it, so they match only the receive that names their claim.
+pub const CLAIMED_CTX: u32 = u32::MAX;
+
 /// One rank's view of the job and its requests in flight.
 pub struct Engine {
     me: usize,
@@ -557,6 +561,38 @@ impl Engine {
             self.polled_in_vain()?;
         }
         Ok(found)
+    }
+
+    /// Claims the first message matching (src, ctx, tag) that has arrived
+    /// (MPI's matched probe, `MPI_Improbe`): from then on it matches only
+    /// a receive posted on [`CLAIMED_CTX`] with tag `claim`, which the
+    /// caller chooses unique among its claims. Its status as it arrived.
+    pub fn claim(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>, claim: i32) -> Result<Option<Status>> {
+        self.progress()?;
+        let found = self.claim_now(src, ctx, tag, claim);
+        if found.is_none() {
+            self.polled_in_vain()?;
+        }
+        Ok(found)
+    }
+
+    /// Blocks until a matching message has arrived, and claims it (MPI's
+    /// `MPI_Mprobe`; see [`claim`](Self::claim)).
+    pub fn claim_blocking(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>, claim: i32) -> Result<Status> {
+        let mut found = None;
+        self.block_until(|engine| {
+            found = engine.claim_now(src, ctx, tag, claim);
+            found.is_some()
+        })?;
+        Ok(found.expect("claim condition held"))
+    }
+
+    fn claim_now(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>, claim: i32) -> Option<Status> {
+        let slot = self.book.unexpected.find(ctx, src, tag)?;
+        let arrival = self.book.unexpected.get(slot);
+        let status = Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() };
+        self.book.unexpected.relabel(slot, CLAIMED_CTX, claim);
+        Some(status)
     }
 
     /// Blocks until a matching message has arrived; returns its status.

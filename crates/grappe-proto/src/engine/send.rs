@@ -35,7 +35,32 @@ impl Engine {
                 return Ok(Started::Done(sent(&env, len)));
             }
         }
-        let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued };
+        let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued, sync: false };
+        self.queue_send(send)
+    }
+
+    /// Starts a synchronous send (MPI's `MPI_Issend`) of `len` bytes at
+    /// `data`: it completes once the receiver has matched it, since it goes
+    /// by rendezvous whatever its size. (Between ranks that cannot copy
+    /// from each other's memory, where large messages go as staged
+    /// fragments, it completes once its last fragment is in the mailbox.)
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until the request completes.
+    pub unsafe fn issend(
+        &mut self,
+        data: *const u8,
+        len: usize,
+        dest: usize,
+        ctx: u32,
+        tag: i32,
+        src_comm: u32,
+    ) -> Result<Started> {
+        if let Some(revoked) = self.book.revoked_error(ctx) {
+            return Err(revoked);
+        }
+        let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
+        let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued, sync: true };
         self.queue_send(send)
     }
 
@@ -52,7 +77,7 @@ impl Engine {
         let kind = if self.net.peers[dest].route == Route::SameProcess { Kind::Handover } else { Kind::Eager };
         let env = Envelope { kind, ctx, tag, src: src_comm };
         let (data, len) = (owned.as_slice().as_ptr(), owned.len());
-        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued };
+        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued, sync: false };
         self.queue_send(send)
     }
 
@@ -62,7 +87,7 @@ impl Engine {
     pub(super) fn send_control(&mut self, dest: usize, env: Envelope, payload: Vec<u8>) {
         let owned = OwnedBytes::from_vec(payload);
         let (data, len) = (owned.as_slice().as_ptr(), owned.len());
-        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued };
+        let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued, sync: false };
         if let Ok(Started::Pending(id)) = self.queue_send(send) {
             self.book.detached.push(id.0);
         }
@@ -123,6 +148,9 @@ impl Engine {
             (Kind::Handover, _) => push_handover(send, peer),
             (Kind::Revoke | Kind::Probe | Kind::ProbeReply, _) => push_record(send, peer),
             (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
+            _ if send.sync && !peer.staged => {
+                offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots)
+            }
             _ if send.len <= peer.eager_max => push_eager(send, peer),
             _ if peer.staged => super::staging::push_fragments(send, peer, 0),
             _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),

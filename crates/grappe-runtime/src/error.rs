@@ -85,6 +85,17 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    /// An API whose ranks are processes (MPI's C library: a C program's
+    /// globals belong to its process) was started in a process that
+    /// hosts several ranks.
+    #[error(
+        "this process hosts {ranks} ranks, and a program that calls MPI_Init runs one rank per process: launch it \
+         without --threads or --threads-per-process"
+    )]
+    NotOneRank {
+        /// The ranks the launcher gave this process.
+        ranks: usize,
+    },
 }
 
 impl StartError {

@@ -9,11 +9,11 @@ use grappe_proto::Engine;
 use grappe_sched::run_workers;
 
 use crate::job::Job;
-use crate::run::finalize;
+use crate::process::finalize;
 
 /// Runs `body` on `n` thread ranks and returns their results in rank
 /// order. A rank that panics marks itself failed (its peers then get
-/// [`Error::PeerDied`](crate::Error::PeerDied) instead of hanging) and the
+/// [`Error::PeerDied`](grappe_comm::Error::PeerDied) instead of hanging) and the
 /// first panic is re-raised here.
 pub fn threads<F, R>(n: usize, body: F) -> Vec<R>
 where

@@ -1,0 +1,832 @@
+//! Collectives: every blocking one, with their v-variants and
+//! `MPI_IN_PLACE`, over grappe's collectives (shared-memory arenas and
+//! message algorithms). Data moves packed (see [`crate::types`]): in
+//! place when a buffer's elements lie end to end, through one copy
+//! otherwise; reductions run on the Rust type of the datatype's
+//! predefined elements.
+
+use std::borrow::Cow;
+use std::ffi::{c_int, c_void};
+
+use grappe_comm::Communicator;
+use grappe_comm::Operation;
+
+use crate::abi::{self, class};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, typed, with_type, with_typed_mut};
+use crate::state;
+use crate::types::{self, Type};
+
+use super::{Incoming, count_of, incoming, outgoing};
+
+/// `MPI_IN_PLACE`?
+fn in_place(buf: *const c_void) -> bool {
+    buf as usize == abi::IN_PLACE
+}
+
+/// A root rank of `comm`.
+fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
+    match root {
+        r if r < 0 || r as usize >= comm.size() => Err(MpiError::new(
+            class::ROOT,
+            format!("root {root} is not a rank of the communicator (size {})", comm.size()),
+        )),
+        r => Ok(r as usize),
+    }
+}
+
+/// `n` counts (or displacements) of a C array, each checked non-negative.
+///
+/// # Safety
+/// `array` points to `n` ints.
+unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
+    if array.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` ints, as the caller promised (MPI: one per rank).
+    let values = unsafe { std::slice::from_raw_parts(array, n) };
+    if let Some((rank, value)) = values.iter().enumerate().find(|(_, v)| **v < 0) {
+        return Err(MpiError::new(class::COUNT, format!("{what}[{rank}] is negative: {value}")));
+    }
+    Ok(values)
+}
+
+/// The address of element `index` of `datatype` at `buf`.
+fn element(buf: *const c_void, index: usize, datatype: &Type) -> *const c_void {
+    buf.cast::<u8>().wrapping_offset(index as isize * datatype.extent()).cast()
+}
+
+/// Packed lengths of blocks of `counts` elements of `datatype`.
+fn packed_counts(counts: &[c_int], datatype: &Type) -> Vec<usize> {
+    counts.iter().map(|&c| datatype.packed_len(c as usize)).collect()
+}
+
+/// Whether blocks of `counts` elements at `displs` lie end to end, so that
+/// the buffer from its start is their elements in order.
+fn end_to_end(counts: &[c_int], displs: &[c_int]) -> bool {
+    let mut next = 0i64;
+    counts.iter().zip(displs).all(|(&c, &d)| {
+        let ok = d as i64 == next || c == 0;
+        next = d as i64 + c as i64;
+        ok
+    })
+}
+
+/// The packed data of blocks of `counts[r]` elements at `displs[r]`.
+///
+/// # Safety
+/// `buf` holds every block, readable.
+unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(packed_counts(counts, datatype).iter().sum());
+    for (&count, &displ) in counts.iter().zip(displs) {
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.pack(element(buf, displ as usize, datatype).cast(), count as usize, &mut packed) };
+    }
+    packed
+}
+
+/// Writes packed blocks to their elements at `displs[r]`.
+///
+/// # Safety
+/// `buf` holds every block, writable.
+unsafe fn unpack_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) {
+    let mut at = 0;
+    for (&count, &displ) in counts.iter().zip(displs) {
+        let len = datatype.packed_len(count as usize);
+        let to = element(buf, displ as usize, datatype).cast_mut().cast();
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.unpack(&packed[at..at + len], to) };
+        at += len;
+    }
+}
+
+/// Runs a collective on communicator `comm` under the state's lock,
+/// its errors handled by that communicator.
+fn on_comm(call: &str, comm: c_int, body: impl FnOnce(&Communicator) -> Result<()>) -> Result<()> {
+    let state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    body(&entry.comm).map_err(|e| e.on(comm))
+}
+
+fn engine(e: grappe_comm::Error) -> MpiError {
+    MpiError::from(e)
+}
+
+/// The send data of a rank's contribution: `MPI_IN_PLACE` takes it from
+/// element `at` of the receive buffer.
+///
+/// # Safety
+/// The buffers hold their elements, as MPI requires.
+#[allow(clippy::too_many_arguments)]
+unsafe fn contribution<'a>(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *const c_void,
+    at: usize,
+    recvcount: c_int,
+    recvtype: &Type,
+    call: &str,
+) -> Result<Cow<'a, [u8]>> {
+    if in_place(sendbuf) {
+        // SAFETY: the rank's block of the receive buffer, as MPI requires.
+        let own = unsafe { outgoing(element(recvbuf, at, recvtype), recvcount, recvtype, call)? };
+        return Ok(Cow::Owned(own.into_owned()));
+    }
+    let sendtype = types::committed(sendtype)?;
+    // SAFETY: MPI's rule for the send buffer.
+    unsafe { outgoing(sendbuf, sendcount, &sendtype, call) }
+}
+
+mpi_fn! {
+    /// `MPI_Barrier`.
+    fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
+        on_comm("MPI_Barrier", comm, |c| c.barrier().map_err(engine))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Bcast`.
+    fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
+        on_comm("MPI_Bcast", comm, |c| {
+            let datatype = types::committed(datatype)?;
+            let root = root_rank(root, c)?;
+            // SAFETY: MPI's rule for the buffer.
+            let mut data = unsafe { incoming(buffer, count, &datatype, "MPI_Bcast")? };
+            if c.rank() == root && data.is_packed() {
+                // SAFETY: the root's elements, read before they are sent.
+                let own = unsafe { outgoing(buffer, count, &datatype, "MPI_Bcast")? };
+                data.bytes().copy_from_slice(&own);
+            }
+            let len = data.bytes().len();
+            c.bcast(data.bytes(), root).map_err(engine)?;
+            if c.rank() != root {
+                data.finish(len);
+            }
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Gather`; `MPI_IN_PLACE` as the root's send buffer.
+    fn MPI_Gather / PMPI_Gather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Gather", comm, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: MPI's rule for the send buffer.
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gather")? };
+                return c.gather(&send[..], &mut [][..], root).map_err(engine);
+            }
+            let recvtype = types::committed(recvtype)?;
+            let all = count_of(recvcount, "MPI_Gather")? * c.size();
+            // SAFETY: MPI's rules for the buffers at the root.
+            let send = unsafe {
+                let at = root * recvcount as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Gather")?
+            };
+            // SAFETY: the root's receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Gather")? };
+            c.gather(&send[..], recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Gatherv`.
+    fn MPI_Gatherv / PMPI_Gatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Gatherv", comm, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: MPI's rule for the send buffer.
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gatherv")? };
+                return c.gatherv(&send[..], &mut [][..], &[], root).map_err(engine);
+            }
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+            // SAFETY: MPI's rules for the buffers at the root.
+            let send = unsafe {
+                let at = displs[root] as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, "MPI_Gatherv")?
+            };
+            let lens = packed_counts(counts, &recvtype);
+            let mut packed = vec![0u8; lens.iter().sum()];
+            c.gatherv(&send[..], &mut packed[..], &lens, root).map_err(engine)?;
+            // SAFETY: the root's receive buffer holds every block.
+            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Scatter`; `MPI_IN_PLACE` as the root's receive buffer.
+    fn MPI_Scatter / PMPI_Scatter(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Scatter", comm, |c| {
+            let root = root_rank(root, c)?;
+            let is_root = c.rank() == root;
+            let send: Cow<[u8]> = match is_root {
+                true => {
+                    let sendtype = types::committed(sendtype)?;
+                    let all = count_of(sendcount, "MPI_Scatter")? * c.size();
+                    // SAFETY: the root's send buffer holds a block per rank.
+                    unsafe { outgoing(sendbuf, all as c_int, &sendtype, "MPI_Scatter")? }
+                }
+                false => Cow::Borrowed(&[]),
+            };
+            if is_root && in_place(recvbuf) {
+                let mut own = vec![0u8; send.len() / c.size()];
+                return c.scatter(&send[..], &mut own[..], root).map_err(engine);
+            }
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: MPI's rule for the receive buffer.
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatter")? };
+            c.scatter(&send[..], recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Scatterv`.
+    fn MPI_Scatterv / PMPI_Scatterv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Scatterv", comm, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let recvtype = types::committed(recvtype)?;
+                // SAFETY: MPI's rule for the receive buffer.
+                let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+                c.scatterv(&[][..], &[], recv.bytes(), root).map_err(engine)?;
+                recv.finish_all();
+                return Ok(());
+            }
+            let sendtype = types::committed(sendtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+            let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
+            let lens = packed_counts(counts, &sendtype);
+            // SAFETY: the root's send buffer holds every block.
+            let packed = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
+            if in_place(recvbuf) {
+                let mut own = vec![0u8; lens[root]];
+                return c.scatterv(&packed[..], &lens, &mut own[..], root).map_err(engine);
+            }
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: MPI's rule for the receive buffer.
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+            c.scatterv(&packed[..], &lens, recv.bytes(), root).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Allgather`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Allgather / PMPI_Allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Allgather", comm, |c| {
+            let recvtype = types::committed(recvtype)?;
+            let all = count_of(recvcount, "MPI_Allgather")? * c.size();
+            // SAFETY: MPI's rules for the buffers.
+            let send = unsafe {
+                let at = c.rank() * recvcount as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Allgather")?
+            };
+            // SAFETY: the receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Allgather")? };
+            c.allgather(&send[..], recv.bytes()).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Allgatherv`.
+    fn MPI_Allgatherv / PMPI_Allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Allgatherv", comm, |c| {
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+            let me = c.rank();
+            // SAFETY: MPI's rules for the buffers.
+            let send = unsafe {
+                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, "MPI_Allgatherv")?
+            };
+            let lens = packed_counts(counts, &recvtype);
+            if recvtype.contiguous(2).is_some() && end_to_end(counts, displs) {
+                let total: c_int = counts.iter().sum();
+                // SAFETY: the receive buffer holds every block, end to end.
+                let mut recv = unsafe { incoming(recvbuf, total, &recvtype, "MPI_Allgatherv")? };
+                return c.allgatherv(&send[..], recv.bytes(), &lens).map_err(engine);
+            }
+            let mut packed = vec![0u8; lens.iter().sum()];
+            c.allgatherv(&send[..], &mut packed[..], &lens).map_err(engine)?;
+            // SAFETY: the receive buffer holds every block.
+            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Alltoall`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Alltoall / PMPI_Alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Alltoall", comm, |c| {
+            let recvtype = types::committed(recvtype)?;
+            let all = (count_of(recvcount, "MPI_Alltoall")? * c.size()) as c_int;
+            let send: Cow<[u8]> = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                Cow::Owned(unsafe { outgoing(recvbuf, all, &recvtype, "MPI_Alltoall")? }.into_owned())
+            } else {
+                let sendtype = types::committed(sendtype)?;
+                let n = (count_of(sendcount, "MPI_Alltoall")? * c.size()) as c_int;
+                // SAFETY: the send buffer holds a block per rank.
+                unsafe { outgoing(sendbuf, n, &sendtype, "MPI_Alltoall")? }
+            };
+            // SAFETY: the receive buffer holds a block per rank.
+            let mut recv = unsafe { incoming(recvbuf, all, &recvtype, "MPI_Alltoall")? };
+            c.alltoall(&send[..], recv.bytes()).map_err(engine)?;
+            recv.finish_all();
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Alltoallv`.
+    fn MPI_Alltoallv / PMPI_Alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Alltoallv", comm, |c| {
+            let n = c.size();
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
+            let rlens = packed_counts(rcounts, &recvtype);
+            let (packed_send, slens) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, rlens.clone())
+            } else {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: arrays of one entry per rank, as MPI requires.
+                let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
+                // SAFETY: the send buffer holds every block.
+                (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+            };
+            let mut packed_recv = vec![0u8; rlens.iter().sum()];
+            c.alltoallv(&packed_send[..], &slens, &mut packed_recv[..], &rlens).map_err(engine)?;
+            // SAFETY: the receive buffer holds every block.
+            unsafe { unpack_blocks(&packed_recv, recvbuf, rcounts, rdispls, &recvtype) };
+            Ok(())
+        })
+    }
+}
+
+/// The reductions, on the Rust type of their datatype.
+enum Reduction {
+    Reduce { root: usize, is_root: bool },
+    Allreduce,
+    Scan,
+    Exscan,
+    ReduceScatterBlock,
+    ReduceScatter(Vec<usize>),
+}
+
+struct Reduce<'a> {
+    comm: &'a Communicator,
+    what: Reduction,
+    send: &'a [u8],
+    recv: &'a mut [u8],
+    op: AnyOp,
+}
+
+impl Typed for Reduce<'_> {
+    type Output = grappe_comm::Result<()>;
+
+    fn run<T: Element>(self) -> Self::Output {
+        match self.op {
+            AnyOp::Predefined(code) => self.run_with::<T, _>(Predefined(code)),
+            AnyOp::User(user) => self.run_with::<T, _>(user),
+        }
+    }
+}
+
+impl Reduce<'_> {
+    fn run_with<T: Element, O: Operation<T> + Copy>(self, op: O) -> grappe_comm::Result<()> {
+        let comm = self.comm;
+        let send = typed::<T>(self.send);
+        let send: &[T] = &send;
+        with_typed_mut::<T, _>(self.recv, |recv| match &self.what {
+            Reduction::Reduce { root, is_root: true } => comm.reduce(send, recv, *root, op),
+            Reduction::Reduce { root, is_root: false } => comm.reduce(send, &mut [][..], *root, op),
+            Reduction::Allreduce => comm.allreduce(send, recv, op),
+            Reduction::Scan => comm.scan(send, recv, op),
+            Reduction::Exscan => comm.exscan(send, recv, op),
+            Reduction::ReduceScatterBlock => comm.reduce_scatter_block(send, recv, op),
+            Reduction::ReduceScatter(counts) => comm.reduce_scatter(send, recv, counts, op),
+        })
+    }
+}
+
+/// A reduction of `count` elements of `datatype` with `op`: `send` (or,
+/// `MPI_IN_PLACE`, a copy of `recv`), into `recv` (of `recv_count`
+/// elements).
+#[allow(clippy::too_many_arguments)]
+fn reduction(
+    c: &Communicator,
+    call: &str,
+    what: Reduction,
+    sendbuf: *const c_void,
+    send_count: c_int,
+    recvbuf: *mut c_void,
+    recv_count: c_int,
+    datatype: c_int,
+    (op, user): (c_int, Option<(crate::reduce::UserFunction, bool)>),
+) -> Result<()> {
+    let datatype = types::committed(datatype)?;
+    let base = reduction_base(&datatype)?;
+    let op = match user {
+        Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: base.handle }),
+        None => {
+            let code = OpCode::lookup(op)?;
+            code.check(base)?;
+            AnyOp::Predefined(code)
+        }
+    };
+    let (send_count, recv_count) = (count_of(send_count, call)?, count_of(recv_count, call)?);
+    if let Type::Predefined(predefined) = datatype {
+        // In place, stride by stride: the elements of a predefined
+        // datatype are its Rust type, padding included.
+        let (send_len, recv_len) = (send_count * predefined.extent, recv_count * predefined.extent);
+        let own: Vec<u8>;
+        let (send, recv): (&[u8], &mut [u8]) = if in_place(sendbuf) {
+            // The input is in the receive buffer, which the result
+            // overwrites from its start (reduce-scatter: a part of it).
+            // SAFETY: MPI's rule: the receive buffer holds the input.
+            let whole = unsafe { raw_mut(recvbuf, send_len.max(recv_len), "the receive buffer")? };
+            own = whole[..send_len].to_vec();
+            (&own, &mut whole[..recv_len])
+        } else {
+            // SAFETY: MPI's rules for the two buffers (the receive buffer
+            // is unused off the root of a reduce, where its length is 0).
+            unsafe { (raw(sendbuf, send_len, "the send buffer")?, raw_mut(recvbuf, recv_len, "the receive buffer")?) }
+        };
+        return with_type(predefined, Reduce { comm: c, what, send, recv, op }).map_err(engine);
+    }
+    // A derived datatype of one predefined datatype: its elements packed
+    // are the predefined ones end to end.
+    let send: Cow<[u8]> = if in_place(sendbuf) {
+        // SAFETY: MPI's rule: the receive buffer holds the input.
+        Cow::Owned(unsafe { outgoing(recvbuf, send_count as c_int, &datatype, call)? }.into_owned())
+    } else {
+        // SAFETY: MPI's rule for the send buffer.
+        unsafe { outgoing(sendbuf, send_count as c_int, &datatype, call)? }
+    };
+    // SAFETY: MPI's rule for the receive buffer.
+    let mut recv: Incoming = unsafe { incoming(recvbuf, recv_count as c_int, &datatype, call)? };
+    with_type(base, Reduce { comm: c, what, send: &send, recv: recv.bytes(), op }).map_err(engine)?;
+    recv.finish_all();
+    Ok(())
+}
+
+/// The predefined datatype a reduction combines.
+fn reduction_base(datatype: &Type) -> Result<&'static crate::datatype::Datatype> {
+    match (datatype, datatype.base()) {
+        (Type::Predefined(d), _) => Ok(d),
+        (_, Some((base, _))) if base.size == base.extent => Ok(base),
+        _ => Err(MpiError::new(
+            class::TYPE,
+            format!(
+                "a reduction needs a datatype made of one predefined datatype without padding; {} is not",
+                describe(datatype)
+            ),
+        )),
+    }
+}
+
+fn describe(datatype: &Type) -> String {
+    match datatype.name() {
+        name if name.is_empty() => "this derived datatype".to_owned(),
+        name => name,
+    }
+}
+
+/// A raw C buffer of `len` bytes.
+///
+/// # Safety
+/// `buf` points to `len` readable bytes.
+unsafe fn raw<'a>(buf: *const c_void, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts(buf.cast(), len) })
+}
+
+/// # Safety
+/// `buf` points to `len` writable bytes.
+unsafe fn raw_mut<'a>(buf: *mut c_void, len: usize, what: &str) -> Result<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(MpiError::new(class::BUFFER, format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) })
+}
+
+mpi_fn! {
+    /// `MPI_Reduce`; `MPI_IN_PLACE` as the root's send buffer.
+    fn MPI_Reduce / PMPI_Reduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        root: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Reduce", comm, |c| {
+            let root = root_rank(root, c)?;
+            let is_root = c.rank() == root;
+            let recv_count = if is_root { count } else { 0 };
+            if !is_root && in_place(sendbuf) {
+                return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
+            }
+            let what = Reduction::Reduce { root, is_root };
+            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, (op, user))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Allreduce`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Allreduce / PMPI_Allreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Allreduce", comm, |c| {
+            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, (op, user))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Scan`.
+    fn MPI_Scan / PMPI_Scan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, (op, user)))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Exscan`: rank 0's receive buffer is left as it was.
+    fn MPI_Exscan / PMPI_Exscan(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Exscan", comm, |c| {
+            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, (op, user))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Reduce_scatter_block`.
+    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Reduce_scatter_block", comm, |c| {
+            let n = c.size() as c_int;
+            let total = recvcount.checked_mul(n).ok_or_else(|| MpiError::new(class::COUNT, "count overflows"))?;
+            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, (op, user))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Reduce_scatter`.
+    fn MPI_Reduce_scatter / PMPI_Reduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+    ) {
+        let user = user_op(op)?;
+        on_comm("MPI_Reduce_scatter", comm, |c| {
+            // SAFETY: one count per rank, as MPI requires.
+            let counts = unsafe { ints(recvcounts, c.size(), "recvcounts")? };
+            let total: c_int = counts.iter().sum();
+            let mine = counts[c.rank()];
+            let what = Reduction::ReduceScatter(counts.iter().map(|&n| n as usize).collect());
+            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, (op, user))
+        })
+    }
+}
+
+/// The function of user operation `handle`, if it is one.
+fn user_op(handle: c_int) -> Result<Option<(crate::reduce::UserFunction, bool)>> {
+    let Some(slot) = abi::direct_index(abi::kind::OP, handle) else { return Ok(None) };
+    let state = state::lock("a reduction")?;
+    match state.ops.get(slot) {
+        Some(&found) => Ok(Some(found)),
+        None => Err(MpiError::new(class::OP, format!("{handle:#x} is not an operation handle (or was freed)"))),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_create`: a reduction by the program's function. A
+    /// non-commutative one combines contributions in rank order.
+    fn MPI_Op_create / PMPI_Op_create(function: Option<crate::reduce::UserFunction>, commute: c_int, op: *mut c_int) {
+        let function = function.ok_or_else(|| MpiError::new(class::ARG, "the user function is NULL"))?;
+        let mut state = state::lock("MPI_Op_create")?;
+        let handle = abi::direct_handle(abi::kind::OP, state.ops.insert((function, commute != 0)));
+        // SAFETY: the caller's output argument.
+        unsafe { super::put(op, handle, "op") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`.
+    fn MPI_Op_free / PMPI_Op_free(op: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { super::get(op, "op")? };
+        let mut state = state::lock("MPI_Op_free")?;
+        let slot = abi::direct_index(abi::kind::OP, handle).filter(|&slot| state.ops.get(slot).is_some());
+        let Some(slot) = slot else {
+            return Err(MpiError::new(class::OP, format!("{handle:#x} is not a user operation (predefined ones cannot be freed)")));
+        };
+        state.ops.remove(slot);
+        // SAFETY: the caller's in-out argument.
+        unsafe { super::put(op, abi::OP_NULL, "op") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_commutative`.
+    fn MPI_Op_commutative / PMPI_Op_commutative(op: c_int, commute: *mut c_int) {
+        let commutes = match user_op(op)? {
+            Some((_, commute)) => commute,
+            None => {
+                OpCode::lookup(op)?;
+                true
+            }
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { super::put(commute, commutes as c_int, "commute") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Reduce_local`: `inoutbuf = inbuf ∘ inoutbuf`, on this rank alone.
+    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+        let user = user_op(op)?;
+        let datatype = types::committed(datatype)?;
+        let Type::Predefined(predefined) = datatype else {
+            return Err(MpiError::new(class::TYPE, "MPI_Reduce_local takes a predefined datatype in this version"));
+        };
+        let op = match user {
+            Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: predefined.handle }),
+            None => {
+                let code = OpCode::lookup(op)?;
+                code.check(predefined)?;
+                AnyOp::Predefined(code)
+            }
+        };
+        let len = count_of(count, "MPI_Reduce_local")? * predefined.extent;
+        // SAFETY: MPI's rules for the two buffers of `count` elements.
+        let (input, inout) = unsafe { (raw(inbuf, len, "inbuf")?, raw_mut(inoutbuf, len, "inoutbuf")?) };
+        with_type(predefined, Local { input, inout, op });
+        Ok(())
+    }
+}
+
+/// A reduction on this rank's two buffers.
+struct Local<'a> {
+    input: &'a [u8],
+    inout: &'a mut [u8],
+    op: AnyOp,
+}
+
+impl Typed for Local<'_> {
+    type Output = ();
+
+    fn run<T: Element>(self) {
+        let mut acc: Vec<T> = typed::<T>(self.input).into_owned();
+        with_typed_mut::<T, _>(self.inout, |later| {
+            match self.op {
+                AnyOp::Predefined(code) => Predefined(code).combine(&mut acc, later),
+                AnyOp::User(user) => user.combine(&mut acc, later),
+            }
+            later.copy_from_slice(&acc);
+        });
+    }
+}

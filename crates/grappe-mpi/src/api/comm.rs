@@ -1,0 +1,207 @@
+//! Communicators: size and rank, dup, split, free, compare, names and
+//! the predefined attributes.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::abi::{self, class};
+use crate::errors::MpiError;
+use crate::mpi_fn;
+use crate::state;
+
+use super::env::{copy_string, read_string};
+use super::{get, put};
+
+mpi_fn! {
+    /// `MPI_Comm_size`.
+    fn MPI_Comm_size / PMPI_Comm_size(comm: c_int, size: *mut c_int) {
+        let state = state::lock("MPI_Comm_size")?;
+        let n = state.comm(comm)?.comm.size() as c_int;
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, n, "size") }.map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_rank`.
+    fn MPI_Comm_rank / PMPI_Comm_rank(comm: c_int, rank: *mut c_int) {
+        let state = state::lock("MPI_Comm_rank")?;
+        let me = state.comm(comm)?.comm.rank() as c_int;
+        // SAFETY: the caller's output argument.
+        unsafe { put(rank, me, "rank") }.map_err(|e| e.on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_dup`: same group, new context; keeps the error handler.
+    fn MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) {
+        let handle = {
+            let mut state = state::lock("MPI_Comm_dup")?;
+            let entry = state.comm(comm)?;
+            let (handler, topology) = (entry.errhandler, entry.topology.clone());
+            let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
+            let handle = state.add_comm(dup, handler);
+            let slot = state.comm_slot(handle)?;
+            state.comms.get_mut(slot).expect("just added").topology = topology;
+            handle
+        };
+        super::attr::copy_attrs(comm, handle)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(newcomm, handle, "newcomm") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_split`: `MPI_UNDEFINED` as color gives `MPI_COMM_NULL`.
+    fn MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
+        let mut state = state::lock("MPI_Comm_split")?;
+        let entry = state.comm(comm)?;
+        let color = match color {
+            abi::UNDEFINED => None,
+            c if c < 0 => {
+                return Err(MpiError::new(class::ARG, format!("color {c} is negative and not MPI_UNDEFINED")).on(comm));
+            }
+            c => Some(c as u32),
+        };
+        let handler = entry.errhandler;
+        let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
+        let handle = match split {
+            Some(split) => state.add_comm(split, handler),
+            None => abi::COMM_NULL,
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { put(newcomm, handle, "newcomm") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_free`: sets the handle to `MPI_COMM_NULL`.
+    fn MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { get(comm, "comm")? };
+        if state::lock("MPI_Comm_free")?.comm_slot(handle)? < 2 {
+            return Err(MpiError::new(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
+        }
+        super::attr::delete_all(handle)?;
+        let mut state = state::lock("MPI_Comm_free")?;
+        let slot = state.comm_slot(handle)?;
+        let entry = state.comms.remove(slot).expect("checked by comm_slot");
+        entry.comm.free();
+        if let Some(private) = entry.neighbours {
+            private.free();
+        }
+        // SAFETY: the caller's in-out argument.
+        unsafe { put(comm, abi::COMM_NULL, "comm") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_compare`.
+    fn MPI_Comm_compare / PMPI_Comm_compare(comm1: c_int, comm2: c_int, result: *mut c_int) {
+        let state = state::lock("MPI_Comm_compare")?;
+        let (a, b) = (&state.comm(comm1)?.comm, &state.comm(comm2)?.comm);
+        let members = |c: &grappe_comm::Communicator| -> Vec<usize> {
+            (0..c.size()).map(|r| c.world_rank_of(r).unwrap_or(usize::MAX)).collect()
+        };
+        let (ma, mb) = (members(a), members(b));
+        let verdict = if comm1 == comm2 {
+            abi::IDENT
+        } else if ma == mb {
+            abi::CONGRUENT
+        } else if sorted(ma) == sorted(mb) {
+            abi::SIMILAR
+        } else {
+            abi::UNEQUAL
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { put(result, verdict, "result") }
+    }
+}
+
+fn sorted(mut v: Vec<usize>) -> Vec<usize> {
+    v.sort_unstable();
+    v
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_name`.
+    fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: c_int, name: *const c_char) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let name = unsafe { read_string(name, "name")? };
+        let mut state = state::lock("MPI_Comm_set_name")?;
+        let slot = state.comm_slot(comm)?;
+        state.comms.get_mut(slot).expect("checked by comm_slot").name = name;
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_name`: empty for a communicator never named.
+    fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: c_int, name: *mut c_char, resultlen: *mut c_int) {
+        let state = state::lock("MPI_Comm_get_name")?;
+        let text = &state.comm(comm)?.name;
+        // SAFETY: `name` holds MPI_MAX_OBJECT_NAME characters, as MPI requires.
+        let len = unsafe { copy_string(text, name, abi::MAX_OBJECT_NAME, "name")? };
+        // SAFETY: the caller's output argument.
+        unsafe { put(resultlen, len, "resultlen") }
+    }
+}
+
+/// The values of the predefined attributes, which MPI hands out by address.
+static TAG_UB_VALUE: c_int = c_int::MAX;
+static WTIME_IS_GLOBAL_VALUE: c_int = 0;
+static HOST_VALUE: c_int = abi::PROC_NULL;
+static IO_VALUE: c_int = abi::ANY_SOURCE;
+static APPNUM_VALUE: c_int = 0;
+static LASTUSEDCODE_VALUE: c_int = class::LAST;
+static UNIVERSE_SIZE_VALUE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+mpi_fn! {
+    /// `MPI_Comm_get_attr`: the predefined attributes (`MPI_TAG_UB`,
+    /// `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`, `MPI_HOST`,
+    /// `MPI_IO`, `MPI_LASTUSEDCODE`) and those the program set.
+    fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
+        get_attr("MPI_Comm_get_attr", comm, keyval, value, flag)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Attr_get` (MPI-1's name).
+    fn MPI_Attr_get / PMPI_Attr_get(comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
+        get_attr("MPI_Attr_get", comm, keyval, value, flag)
+    }
+}
+
+fn get_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) -> crate::errors::Result<()> {
+    {
+        let state = state::lock(call)?;
+        let size = state.comm(abi::COMM_WORLD)?.comm.size();
+        state.comm(comm)?;
+        UNIVERSE_SIZE_VALUE.store(size as c_int, std::sync::atomic::Ordering::Relaxed);
+        let address: *const c_int = match keyval {
+            abi::TAG_UB => &TAG_UB_VALUE,
+            abi::WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
+            abi::HOST => &HOST_VALUE,
+            abi::IO => &IO_VALUE,
+            abi::APPNUM => &APPNUM_VALUE,
+            abi::LASTUSEDCODE => &LASTUSEDCODE_VALUE,
+            abi::UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
+            user => {
+                let found = super::attr::user_attr(&state, comm, user)?;
+                // SAFETY: the caller's output arguments; `value` is where
+                // MPI stores the attribute (a pointer).
+                unsafe {
+                    if let Some(found) = found {
+                        put(value.cast::<usize>(), found, "attribute_val")?;
+                    }
+                    return put(flag, found.is_some() as c_int, "flag");
+                }
+            }
+        };
+        // SAFETY: the caller's output arguments; `value` is where MPI
+        // stores the attribute's address.
+        unsafe {
+            put(value.cast::<*const c_int>(), address, "attribute_val")?;
+            put(flag, 1, "flag")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Error handlers and error codes.
+
+use std::ffi::{c_char, c_int};
+
+use crate::abi::{self, class};
+use crate::errors::{self, MpiError};
+use crate::mpi_fn;
+use crate::state;
+
+use super::env::copy_string;
+use super::{get, put};
+
+/// The predefined handlers; user handlers (`MPI_Comm_create_errhandler`)
+/// are not supported by this version.
+fn check_handler(handler: c_int) -> Result<(), MpiError> {
+    match handler {
+        abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT => Ok(()),
+        user if super::user_handler(user).is_some() => Ok(()),
+        abi::ERRHANDLER_NULL => Err(MpiError::new(class::ARG, "MPI_ERRHANDLER_NULL is not an error handler")),
+        other => Err(MpiError::new(
+            class::ARG,
+            format!("{other:#x} is not a predefined error handler (user handlers are not supported yet)"),
+        )),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_errhandler`.
+    fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: c_int, errhandler: c_int) {
+        check_handler(errhandler).map_err(|e| e.on(comm))?;
+        let mut state = state::lock("MPI_Comm_set_errhandler")?;
+        let slot = state.comm_slot(comm)?;
+        state.comms.get_mut(slot).expect("checked by comm_slot").errhandler = errhandler;
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_errhandler`.
+    fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: c_int, errhandler: *mut c_int) {
+        let state = state::lock("MPI_Comm_get_errhandler")?;
+        let handler = state.comm(comm)?.errhandler;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errhandler, handler, "errhandler") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Errhandler_free`: the handle becomes `MPI_ERRHANDLER_NULL`.
+    fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handler = unsafe { get(errhandler, "errhandler")? };
+        check_handler(handler)?;
+        // A user handler stays defined: MPI lets communicators that were
+        // given it keep using it after the handle is freed.
+        // SAFETY: the caller's in-out argument.
+        unsafe { put(errhandler, abi::ERRHANDLER_NULL, "errhandler") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Error_string`: what was wrong, with the numbers.
+    fn MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) {
+        let text = errors::string_of_code(errorcode)
+            .ok_or_else(|| MpiError::new(class::ARG, format!("{errorcode} is not an error code")))?;
+        // SAFETY: `string` holds MPI_MAX_ERROR_STRING characters, as MPI requires.
+        let len = unsafe { copy_string(&text, string, abi::MAX_ERROR_STRING, "string")? };
+        // SAFETY: the caller's output argument.
+        unsafe { put(resultlen, len, "resultlen") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Error_class`.
+    fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
+        let found = errors::class_of_code(errorcode)
+            .ok_or_else(|| MpiError::new(class::ARG, format!("{errorcode} is not an error code")))?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errorclass, found, "errorclass") }
+    }
+}

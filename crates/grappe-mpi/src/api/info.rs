@@ -1,0 +1,180 @@
+//! Info objects: keys and values a program passes as hints. grappe reads
+//! none of them yet; they keep what is set, as MPI requires.
+
+use std::ffi::{c_char, c_int};
+
+use crate::abi::{self, class, kind};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::state::{self, Locked};
+
+use super::env::{copy_string, read_string};
+use super::{get, put};
+
+/// The slot of info `handle`; `None` for `MPI_INFO_ENV`, which is empty.
+fn slot_of(state: &Locked, handle: c_int) -> Result<Option<usize>> {
+    if handle == abi::INFO_ENV {
+        return Ok(None);
+    }
+    match abi::direct_index(kind::INFO, handle) {
+        Some(slot) if state.infos.get(slot).is_some() => Ok(Some(slot)),
+        _ if handle == abi::INFO_NULL => Err(MpiError::new(class::ARG, "MPI_INFO_NULL is not an info object")),
+        _ => Err(MpiError::new(class::ARG, format!("{handle:#x} is not an info handle (or was freed)"))),
+    }
+}
+
+fn entries(state: &Locked, handle: c_int) -> Result<Vec<(String, String)>> {
+    Ok(slot_of(state, handle)?.and_then(|slot| state.infos.get(slot)).cloned().unwrap_or_default())
+}
+
+/// A key, checked against `MPI_MAX_INFO_KEY`.
+///
+/// # Safety
+/// `key` is NULL or NUL-terminated.
+unsafe fn key_of(key: *const c_char) -> Result<String> {
+    // SAFETY: as the caller promised.
+    let key = unsafe { read_string(key, "key")? };
+    if key.is_empty() || key.len() > abi::MAX_INFO_KEY {
+        return Err(MpiError::new(class::ARG, format!("info key {key:?} is empty or longer than MPI_MAX_INFO_KEY")));
+    }
+    Ok(key)
+}
+
+fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut c_int) -> Result<()> {
+    let handle = abi::direct_handle(kind::INFO, state.infos.insert(entries));
+    // SAFETY: the caller's output argument.
+    unsafe { put(out, handle, "info") }
+}
+
+mpi_fn! {
+    /// `MPI_Info_create`.
+    fn MPI_Info_create / PMPI_Info_create(info: *mut c_int) {
+        add(&mut state::lock("MPI_Info_create")?, Vec::new(), info)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_dup`.
+    fn MPI_Info_dup / PMPI_Info_dup(info: c_int, newinfo: *mut c_int) {
+        let mut state = state::lock("MPI_Info_dup")?;
+        let copy = entries(&state, info)?;
+        add(&mut state, copy, newinfo)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_set`.
+    fn MPI_Info_set / PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) {
+        // SAFETY: NUL-terminated strings, as MPI requires.
+        let (key, value) = unsafe { (key_of(key)?, read_string(value, "value")?) };
+        let mut state = state::lock("MPI_Info_set")?;
+        let Some(slot) = slot_of(&state, info)? else {
+            return Err(MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"));
+        };
+        let entries = state.infos.get_mut(slot).expect("checked by slot_of");
+        match entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = value,
+            None => entries.push((key, value)),
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_delete`.
+    fn MPI_Info_delete / PMPI_Info_delete(info: c_int, key: *const c_char) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let key = unsafe { key_of(key)? };
+        let mut state = state::lock("MPI_Info_delete")?;
+        let slot = slot_of(&state, info)?.ok_or_else(|| MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"))?;
+        let entries = state.infos.get_mut(slot).expect("checked by slot_of");
+        let before = entries.len();
+        entries.retain(|(k, _)| *k != key);
+        if entries.len() == before {
+            return Err(MpiError::new(29, format!("info key {key:?} is not set")));
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get`: at most `valuelen` characters of the value.
+    fn MPI_Info_get / PMPI_Info_get(info: c_int, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let key = unsafe { key_of(key)? };
+        let found = entries(&state::lock("MPI_Info_get")?, info)?.into_iter().find(|(k, _)| *k == key);
+        // SAFETY: the caller's output arguments; `value` holds `valuelen + 1` characters.
+        unsafe {
+            put(flag, found.is_some() as c_int, "flag")?;
+            if let Some((_, text)) = found {
+                copy_string(&text, value, valuelen.max(0) as usize + 1, "value")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_valuelen`.
+    fn MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: c_int, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let key = unsafe { key_of(key)? };
+        let found = entries(&state::lock("MPI_Info_get_valuelen")?, info)?.into_iter().find(|(k, _)| *k == key);
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(flag, found.is_some() as c_int, "flag")?;
+            if let Some((_, text)) = found {
+                put(valuelen, text.len() as c_int, "valuelen")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_nkeys`.
+    fn MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: c_int, nkeys: *mut c_int) {
+        let n = entries(&state::lock("MPI_Info_get_nkeys")?, info)?.len();
+        // SAFETY: the caller's output argument.
+        unsafe { put(nkeys, n as c_int, "nkeys") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_get_nthkey`.
+    fn MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) {
+        let all = entries(&state::lock("MPI_Info_get_nthkey")?, info)?;
+        let (k, _) = usize::try_from(n).ok().and_then(|i| all.get(i)).ok_or_else(|| {
+            MpiError::new(class::ARG, format!("key number {n} of an info object with {} keys", all.len()))
+        })?;
+        // SAFETY: `key` holds MPI_MAX_INFO_KEY + 1 characters, as MPI requires.
+        unsafe { copy_string(k, key, abi::MAX_INFO_KEY + 1, "key") }.map(|_| ())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Info_free`: the handle becomes `MPI_INFO_NULL`.
+    fn MPI_Info_free / PMPI_Info_free(info: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { get(info, "info")? };
+        let mut state = state::lock("MPI_Info_free")?;
+        if let Some(slot) = slot_of(&state, handle)? {
+            state.infos.remove(slot);
+        }
+        // SAFETY: the caller's in-out argument.
+        unsafe { put(info, abi::INFO_NULL, "info") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (grappe takes no hints yet).
+    fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int) {
+        let mut state = state::lock("MPI_Comm_dup_with_info")?;
+        let entry = state.comm(comm)?;
+        let handler = entry.errhandler;
+        let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
+        let handle = state.add_comm(dup, handler);
+        // SAFETY: the caller's output argument.
+        unsafe { put(newcomm, handle, "newcomm") }
+    }
+}

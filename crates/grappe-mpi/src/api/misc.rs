@@ -1,0 +1,326 @@
+//! The rest of what real programs call: intercommunicator tests (grappe
+//! has none), memory for MPI (`MPI_Alloc_mem`), buffered sends, and user
+//! error handlers.
+
+use std::ffi::{c_int, c_long, c_void};
+
+use crate::abi::{self, class};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::state::{self, RequestEntry, RequestSlot};
+use crate::types;
+
+use super::{outgoing, put};
+
+mpi_fn! {
+    /// `MPI_Comm_test_inter`: grappe's communicators are intracommunicators.
+    fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: c_int, flag: *mut c_int) {
+        state::lock("MPI_Comm_test_inter")?.comm(comm)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(flag, 0, "flag") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_remote_size`: only intercommunicators have one.
+    fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: c_int, _size: *mut c_int) {
+        state::lock("MPI_Comm_remote_size")?.comm(comm)?;
+        Err(MpiError::new(class::COMM, "not an intercommunicator (grappe has none)").on(comm))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Alloc_mem`: memory from the C allocator.
+    fn MPI_Alloc_mem / PMPI_Alloc_mem(size: c_long, _info: c_int, baseptr: *mut c_void) {
+        if size < 0 {
+            return Err(MpiError::new(class::ARG, format!("MPI_Alloc_mem: negative size {size}")));
+        }
+        // SAFETY: malloc of a non-negative size; a null result is checked.
+        let memory = unsafe { libc::malloc((size as usize).max(1)) };
+        if memory.is_null() {
+            return Err(MpiError::new(class::NO_MEM, format!("MPI_Alloc_mem: cannot allocate {size} bytes")));
+        }
+        // SAFETY: `baseptr` is where MPI stores the pointer.
+        unsafe { put(baseptr.cast::<*mut c_void>(), memory, "baseptr") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Free_mem`.
+    fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
+        // SAFETY: memory from MPI_Alloc_mem (malloc), as MPI requires.
+        unsafe { libc::free(base) };
+        Ok(())
+    }
+}
+
+/// The buffer of `MPI_Buffer_attach`: where it is, its size, and the bytes
+/// of buffered sends still counted against it.
+#[derive(Debug, Default)]
+struct Attached {
+    at: usize,
+    size: usize,
+}
+
+static ATTACHED: parking_lot::Mutex<Option<Attached>> = parking_lot::Mutex::new(None);
+
+mpi_fn! {
+    /// `MPI_Buffer_attach`.
+    fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
+        let mut attached = ATTACHED.lock();
+        if attached.is_some() {
+            return Err(MpiError::new(class::BUFFER, "a buffer is attached already (MPI_Buffer_detach it first)"));
+        }
+        *attached = Some(Attached { at: buffer as usize, size: size.max(0) as usize });
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Buffer_detach`: waits until every buffered send has gone.
+    fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer: *mut c_void, size: *mut c_int) {
+        let Some(attached) = ATTACHED.lock().take() else {
+            return Err(MpiError::new(class::BUFFER, "no buffer is attached"));
+        };
+        let mut state = state::lock("MPI_Buffer_detach")?;
+        for (request, keep, _) in std::mem::take(&mut state.buffered) {
+            request.wait().map_err(MpiError::from)?;
+            drop(keep);
+        }
+        // SAFETY: the caller's output arguments (`buffer` holds a pointer).
+        unsafe {
+            put(buffer.cast::<usize>(), attached.at, "buffer")?;
+            put(size, attached.size as c_int, "size")
+        }
+    }
+}
+
+/// A buffered send: a copy goes out on its own; the attached buffer's
+/// size bounds what may be outstanding, as MPI says.
+#[allow(clippy::too_many_arguments)]
+fn bsend(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<()> {
+    let capacity = ATTACHED.lock().as_ref().map(|a| a.size);
+    let Some(capacity) = capacity else {
+        return Err(
+            MpiError::new(class::BUFFER, format!("{call} without an attached buffer (MPI_Buffer_attach)")).on(comm)
+        );
+    };
+    let mut state = state::lock(call)?;
+    state.buffered.retain(|(request, _, _)| !request.is_complete());
+    let outstanding: usize = state.buffered.iter().map(|(_, keep, _)| keep.as_ref().map_or(0, |k| k.len()) + 96).sum();
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = types::committed(datatype).map_err(on)?;
+    // SAFETY: MPI's rule for a send buffer, copied before the call returns.
+    let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?.into_owned().into_boxed_slice();
+    if outstanding + data.len() + 96 > capacity {
+        return Err(MpiError::new(
+            class::BUFFER,
+            format!(
+                "{call}: {} bytes do not fit in the attached buffer of {capacity} ({outstanding} in use)",
+                data.len()
+            ),
+        )
+        .on(comm));
+    }
+    let tag = super::send_tag(tag).map_err(on)?;
+    let Some(dest) = super::dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
+    // SAFETY: the copy is on the heap and kept with its request until it completes.
+    let bytes: &'static [u8] = unsafe { &*(&*data as *const [u8]) };
+    let request = entry.comm.isend(state.scope, bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))?;
+    state.buffered.push((request, Some(data), None));
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Bsend`.
+    fn MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        bsend("MPI_Bsend", buf, count, datatype, dest, tag, comm)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ibsend`: the copy is made at the call, so the request is complete at once.
+    fn MPI_Ibsend / PMPI_Ibsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        bsend("MPI_Ibsend", buf, count, datatype, dest, tag, comm)?;
+        let mut state = state::lock("MPI_Ibsend")?;
+        let status = abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..Default::default() };
+        let handle = state.add_request(RequestSlot { now: Some(RequestEntry::Done { status }), persistent: None });
+        // SAFETY: the caller's output argument.
+        unsafe { put(request, handle, "request") }
+    }
+}
+
+/// `MPI_Comm_errhandler_function`.
+pub type ErrhandlerFunction = unsafe extern "C" fn(*mut c_int, *mut c_int);
+
+/// User error handlers, by slot: direct handles of type 5.
+static HANDLERS: parking_lot::RwLock<crate::state::Table<ErrhandlerFunction>> =
+    parking_lot::RwLock::new(crate::state::Table::new());
+
+/// The function of user error handler `handle`, if it is one.
+pub fn user_handler(handle: c_int) -> Option<ErrhandlerFunction> {
+    abi::direct_index(abi::kind::ERRHANDLER, handle).and_then(|slot| HANDLERS.read().get(slot).copied())
+}
+
+fn create_errhandler(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) -> Result<()> {
+    let function = function.ok_or_else(|| MpiError::new(class::ARG, "the error handler function is NULL"))?;
+    let slot = HANDLERS.write().insert(function);
+    // SAFETY: the caller's output argument.
+    unsafe { put(errhandler, abi::direct_handle(abi::kind::ERRHANDLER, slot), "errhandler") }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_create_errhandler`.
+    fn MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) {
+        create_errhandler(function, errhandler)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Errhandler_create` (MPI-1's name).
+    fn MPI_Errhandler_create / PMPI_Errhandler_create(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) {
+        create_errhandler(function, errhandler)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_call_errhandler`: what a failure with `errorcode` on
+    /// `comm` would do.
+    fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: c_int, errorcode: c_int) {
+        let handler = state::lock("MPI_Comm_call_errhandler")?.comm(comm)?.errhandler;
+        if let Some(function) = user_handler(handler) {
+            let (mut c, mut code) = (comm, errorcode);
+            // SAFETY: the program's handler, with the arguments MPI defines.
+            unsafe { function(&mut c, &mut code) };
+            return Ok(());
+        }
+        match handler {
+            abi::ERRORS_RETURN => Ok(()),
+            _ => {
+                let text = crate::errors::string_of_code(errorcode).unwrap_or_default();
+                Err(MpiError::new(class::OTHER, format!("error {errorcode} raised by the program: {text}")).on(comm))
+            }
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Errhandler_set` (MPI-1's `MPI_Comm_set_errhandler`).
+    fn MPI_Errhandler_set / PMPI_Errhandler_set(comm: c_int, errhandler: c_int) {
+        // SAFETY: plain values, as MPI_Comm_set_errhandler takes them.
+        match unsafe { super::errh::PMPI_Comm_set_errhandler(comm, errhandler) } {
+            abi::SUCCESS => Ok(()),
+            code => Err(MpiError::new(crate::errors::class_of_code(code).unwrap_or(class::OTHER), crate::errors::string_of_code(code).unwrap_or_default())),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Errhandler_get` (MPI-1's `MPI_Comm_get_errhandler`).
+    fn MPI_Errhandler_get / PMPI_Errhandler_get(comm: c_int, errhandler: *mut c_int) {
+        let handler = state::lock("MPI_Errhandler_get")?.comm(comm)?.errhandler;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errhandler, handler, "errhandler") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_get_info`: a new, empty info object (grappe takes no hints yet).
+    fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info: *mut c_int) {
+        state::lock("MPI_Comm_get_info")?.comm(comm)?;
+        // SAFETY: the caller's output argument.
+        match unsafe { super::info::PMPI_Info_create(info) } {
+            abi::SUCCESS => Ok(()),
+            _ => Err(MpiError::new(class::OTHER, "MPI_Comm_get_info: cannot create the info object")),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_set_info`: grappe takes no hints yet.
+    fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, _info: c_int) {
+        state::lock("MPI_Comm_set_info")?.comm(comm)?;
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements`: the status of `count` elements of `datatype`.
+    fn MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut abi::Status, datatype: c_int, count: c_int) {
+        set_elements(status, datatype, count as i64)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_elements_x`.
+    fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut abi::Status, datatype: c_int, count: c_long) {
+        set_elements(status, datatype, count)
+    }
+}
+
+fn set_elements(status: *mut abi::Status, datatype: c_int, count: i64) -> Result<()> {
+    let found = types::lookup(datatype)?;
+    if count < 0 || status.is_null() {
+        return Err(MpiError::new(class::ARG, format!("MPI_Status_set_elements: count {count} or a NULL status")));
+    }
+    let base = found.base().map_or(found.size(), |(b, _)| b.size) as u64;
+    // SAFETY: a writable status, non-null.
+    unsafe { (*status).set_bytes(count as u64 * base) };
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Status_set_cancelled`.
+    fn MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut abi::Status, flag: c_int) {
+        if status.is_null() {
+            return Err(MpiError::new(class::ARG, "MPI_Status_set_cancelled: a NULL status"));
+        }
+        // SAFETY: a writable status, non-null.
+        unsafe { (*status).set_cancelled(flag != 0) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_extent` (removed in MPI-3, still called).
+    fn MPI_Type_extent / PMPI_Type_extent(datatype: c_int, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(extent, found.extent() as c_long, "extent") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_lb` (removed in MPI-3, still called).
+    fn MPI_Type_lb / PMPI_Type_lb(datatype: c_int, lb: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(lb, found.lb() as c_long, "lb") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_ub` (removed in MPI-3, still called).
+    fn MPI_Type_ub / PMPI_Type_ub(datatype: c_int, ub: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(ub, (found.lb() + found.extent()) as c_long, "ub") }
+    }
+}

@@ -1,0 +1,238 @@
+//! The MPI functions, by group, and what they share: reading C buffers,
+//! ranks and statuses.
+
+mod attr;
+mod coll;
+mod comm;
+mod env;
+pub(crate) mod errh;
+mod fortran;
+mod group;
+pub(crate) mod info;
+mod misc;
+mod p2p;
+mod request;
+mod topology;
+mod types;
+
+use std::ffi::{c_int, c_void};
+
+use grappe_comm::{Communicator, Source, Tag};
+
+use crate::abi::{self, class};
+use std::borrow::Cow;
+
+use crate::errors::{MpiError, Result};
+use crate::types::Type;
+
+pub(crate) use attr::{CopyFunction, DeleteFunction};
+pub(crate) use misc::user_handler;
+pub(crate) use topology::Topology;
+
+/// A count, checked.
+fn count_of(count: c_int, what: &str) -> Result<usize> {
+    usize::try_from(count).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {count}")))
+}
+
+/// The data of `count` elements of `datatype` at `buf`, to send: the
+/// buffer itself if they lie end to end, else packed.
+///
+/// # Safety
+/// `buf` must hold `count` elements of `datatype`, readable while the
+/// result lives (MPI's rule for a send buffer).
+unsafe fn outgoing<'a>(buf: *const c_void, count: c_int, datatype: &Type, what: &str) -> Result<Cow<'a, [u8]>> {
+    let count = count_of(count, what)?;
+    let len = datatype.packed_len(count);
+    if len == 0 {
+        return Ok(Cow::Borrowed(&[]));
+    }
+    if buf.is_null() && datatype.true_lb() == 0 {
+        return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
+    }
+    let start = buf.cast::<u8>();
+    match datatype.contiguous(count) {
+        // SAFETY: `len` bytes from the first block, as the caller promised.
+        Some(offset) => Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(start.wrapping_offset(offset), len) })),
+        None => {
+            let mut packed = Vec::new();
+            // SAFETY: as the caller promised.
+            unsafe { datatype.pack(start, count, &mut packed) };
+            Ok(Cow::Owned(packed))
+        }
+    }
+}
+
+/// Where a message for `count` elements of `datatype` at `buf` is
+/// received: the buffer itself if they lie end to end, else a buffer of
+/// the library's, unpacked by [`Incoming::finish`].
+pub(crate) struct Incoming<'a> {
+    direct: Option<&'a mut [u8]>,
+    packed: Vec<u8>,
+    target: *mut u8,
+    datatype: Type,
+}
+
+/// # Safety
+/// `buf` must hold `count` elements of `datatype`, writable and untouched
+/// by the caller while the result lives (MPI's rule for a receive buffer).
+unsafe fn incoming<'a>(buf: *mut c_void, count: c_int, datatype: &Type, what: &str) -> Result<Incoming<'a>> {
+    let count = count_of(count, what)?;
+    let len = datatype.packed_len(count);
+    let target = buf.cast::<u8>();
+    let mut incoming = Incoming { direct: None, packed: Vec::new(), target, datatype: datatype.clone() };
+    if len == 0 {
+        incoming.direct = Some(&mut []);
+        return Ok(incoming);
+    }
+    if buf.is_null() && datatype.true_lb() == 0 {
+        return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
+    }
+    match datatype.contiguous(count) {
+        // SAFETY: `len` writable bytes from the first block, as the caller promised.
+        Some(offset) => {
+            incoming.direct = Some(unsafe { std::slice::from_raw_parts_mut(target.wrapping_offset(offset), len) })
+        }
+        None => incoming.packed = vec![0; len],
+    }
+    Ok(incoming)
+}
+
+impl Incoming<'_> {
+    /// The bytes to receive into.
+    fn bytes(&mut self) -> &mut [u8] {
+        match &mut self.direct {
+            Some(direct) => direct,
+            None => &mut self.packed,
+        }
+    }
+
+    /// Whether the bytes go through a packed copy.
+    fn is_packed(&self) -> bool {
+        self.direct.is_none()
+    }
+
+    /// Puts every byte of the packed copy in the elements.
+    fn finish_all(self) {
+        let len = self.packed.len();
+        self.finish(len);
+    }
+
+    /// Puts the `received` bytes in the elements, if they came packed.
+    pub(crate) fn finish(self, received: usize) {
+        if self.direct.is_none() {
+            // SAFETY: the target holds the elements the packed bytes came
+            // for, as `incoming`'s caller promised.
+            unsafe { self.datatype.unpack(&self.packed[..received.min(self.packed.len())], self.target) };
+        }
+    }
+}
+
+/// A destination rank: `None` for `MPI_PROC_NULL`.
+fn dest_rank(dest: c_int, comm: &Communicator) -> Result<Option<usize>> {
+    match dest {
+        abi::PROC_NULL => Ok(None),
+        d if d < 0 || d as usize >= comm.size() => Err(MpiError::new(
+            class::RANK,
+            format!("rank {dest} is not a rank of the communicator (size {})", comm.size()),
+        )),
+        d => Ok(Some(d as usize)),
+    }
+}
+
+/// A source selector: `None` for `MPI_PROC_NULL`.
+fn source_rank(source: c_int, comm: &Communicator) -> Result<Option<Source>> {
+    match source {
+        abi::ANY_SOURCE => Ok(Some(Source::Any)),
+        other => Ok(dest_rank(other, comm)?.map(Source::Rank)),
+    }
+}
+
+/// A receive's tag selector.
+fn recv_tag(tag: c_int) -> Result<Tag> {
+    match tag {
+        abi::ANY_TAG => Ok(Tag::Any),
+        t if t < 0 => Err(MpiError::new(class::TAG, format!("tag {tag} is negative and not MPI_ANY_TAG"))),
+        t => Ok(Tag::Is(t)),
+    }
+}
+
+/// A send's tag.
+fn send_tag(tag: c_int) -> Result<c_int> {
+    match tag {
+        t if t < 0 => Err(MpiError::new(class::TAG, format!("tag {tag} is negative"))),
+        t => Ok(t),
+    }
+}
+
+/// The C status of a message received.
+fn status_of(status: grappe_comm::Status) -> abi::Status {
+    let mut c = abi::Status { source: status.source as c_int, tag: status.tag, ..abi::Status::default() };
+    c.set_bytes(status.bytes as u64);
+    c
+}
+
+/// The status of a receive from `MPI_PROC_NULL`.
+fn proc_null_status() -> abi::Status {
+    abi::Status { source: abi::PROC_NULL, tag: abi::ANY_TAG, ..abi::Status::default() }
+}
+
+/// The status of a completed send, or of a request with nothing to say.
+fn empty_status() -> abi::Status {
+    abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..abi::Status::default() }
+}
+
+/// Writes `status` to `out` unless it is `MPI_STATUS_IGNORE` (or NULL).
+/// The error field is left as it was, as MPICH does: only functions that
+/// complete several requests set it.
+///
+/// # Safety
+/// `out` is `MPI_STATUS_IGNORE`, NULL, or points to a writable `MPI_Status`.
+unsafe fn write_status(out: *mut abi::Status, status: abi::Status) {
+    if out.is_null() || out as usize == abi::STATUS_IGNORE {
+        return;
+    }
+    // SAFETY: a writable status, as the caller promised.
+    let out = unsafe { &mut *out };
+    let error = out.error;
+    *out = abi::Status { error, ..status };
+}
+
+/// `result`; if it is a receive's failure that says something of its
+/// message, that is written to the status first.
+///
+/// # Safety
+/// As [`write_status`].
+unsafe fn status_on_error<T>(out: *mut abi::Status, result: Result<T>) -> Result<T> {
+    if let Err(error) = &result {
+        if let Some(status) = error.status {
+            // SAFETY: as the caller promised.
+            unsafe { write_status(out, status) };
+        }
+    }
+    result
+}
+
+/// Writes `value` to an output argument, refusing NULL.
+///
+/// # Safety
+/// `out` is NULL or points to a writable `T`.
+unsafe fn put<T>(out: *mut T, value: T, what: &str) -> Result<()> {
+    if out.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: non-null and writable, as the caller promised.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Reads an input argument passed by pointer, refusing NULL.
+///
+/// # Safety
+/// `arg` is NULL or points to a readable `T`.
+unsafe fn get<T: Copy>(arg: *const T, what: &str) -> Result<T> {
+    if arg.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: non-null and readable, as the caller promised.
+    Ok(unsafe { arg.read() })
+}

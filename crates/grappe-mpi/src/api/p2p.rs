@@ -1,0 +1,730 @@
+//! Point-to-point: blocking and non-blocking sends and receives, probes,
+//! counts.
+//!
+//! Synchronous sends (`MPI_Ssend`, `MPI_Issend`, `MPI_Ssend_init`) go by
+//! rendezvous whatever their size: they complete once the receiver has
+//! matched them.
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::{self, class, kind};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
+use crate::types::{self, Type};
+
+use super::{
+    Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
+    status_of, status_on_error, write_status,
+};
+
+/// A blocking send in standard mode.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn send(
+    call: &str,
+    sync: bool,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<()> {
+    let state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = types::committed(datatype).map_err(on)?;
+    // SAFETY: as the caller promised.
+    let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
+    let tag = send_tag(tag).map_err(on)?;
+    let Some(dest) = dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
+    let sent = match sync {
+        true => entry.comm.ssend(&data[..], dest, tag),
+        false => entry.comm.send(&data[..], dest, tag),
+    };
+    sent.map_err(|e| MpiError::from(e).on(comm))
+}
+
+mpi_fn! {
+    /// `MPI_Send`.
+    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Send", false, buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ssend`: returns once the receiver matched the message.
+    fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Ssend", true, buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Rsend`: a ready send is a standard send whose receive is
+    /// known to be posted.
+    fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        unsafe { send("MPI_Rsend", false, buf, count, datatype, dest, tag, comm) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Recv`.
+    fn MPI_Recv / PMPI_Recv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let state = state::lock("MPI_Recv")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let datatype = types::committed(datatype).map_err(on)?;
+        // SAFETY: MPI's rule for a receive buffer.
+        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Recv") }.map_err(on)?;
+        let tag = recv_tag(tag).map_err(on)?;
+        let received = match source_rank(source, &entry.comm).map_err(on)? {
+            None => proc_null_status(),
+            Some(source) => {
+                let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm));
+                // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+                let got = unsafe { status_on_error(status, got)? };
+                into.finish(got.bytes);
+                status_of(got)
+            }
+        };
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        unsafe { write_status(status, received) };
+        Ok(())
+    }
+}
+
+/// A send and a receive that cannot deadlock each other.
+///
+/// # Safety
+/// The buffers hold their elements, as for a send and a receive.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv(
+    call: &str,
+    (sendbuf, sendcount, sendtype, dest, sendtag): (*const c_void, c_int, c_int, c_int, c_int),
+    (recvbuf, recvcount, recvtype, source, recvtag): (*mut c_void, c_int, c_int, c_int, c_int),
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Result<()> {
+    let state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let (sendtype, recvtype) = (types::committed(sendtype).map_err(on)?, types::committed(recvtype).map_err(on)?);
+    // SAFETY: MPI's rules for send and receive buffers.
+    let (out, mut into) = unsafe {
+        (
+            outgoing(sendbuf, sendcount, &sendtype, call).map_err(on)?,
+            incoming(recvbuf, recvcount, &recvtype, call).map_err(on)?,
+        )
+    };
+    let out = &out[..];
+    let (sendtag, recvtag) = (send_tag(sendtag).map_err(on)?, recv_tag(recvtag).map_err(on)?);
+    let dest = dest_rank(dest, &entry.comm).map_err(on)?;
+    let source = source_rank(source, &entry.comm).map_err(on)?;
+    let from_engine = |e: grappe_comm::Error| MpiError::from(e).on(comm);
+    let received = match (dest, source) {
+        (Some(dest), Some(source)) => {
+            Some(entry.comm.sendrecv(out, dest, sendtag, into.bytes(), source, recvtag).map_err(from_engine)?)
+        }
+        (Some(dest), None) => {
+            entry.comm.send(out, dest, sendtag).map_err(from_engine)?;
+            None
+        }
+        (None, Some(source)) => Some(entry.comm.recv(into.bytes(), source, recvtag).map_err(from_engine)?),
+        (None, None) => None,
+    };
+    let received = match received {
+        Some(got) => {
+            into.finish(got.bytes);
+            status_of(got)
+        }
+        None => proc_null_status(),
+    };
+    // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+    unsafe { write_status(status, received) };
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv`.
+    fn MPI_Sendrecv / PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let send = (sendbuf, sendcount, sendtype, dest, sendtag);
+        let recv = (recvbuf, recvcount, recvtype, source, recvtag);
+        // SAFETY: MPI's rules for the buffers.
+        unsafe { sendrecv("MPI_Sendrecv", send, recv, comm, status) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Sendrecv_replace`: the message sent is copied first.
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        status: *mut abi::Status,
+    ) {
+        let (packed, sent_count) = {
+            let on = |e: MpiError| e.on(comm);
+            let sendtype = types::committed(datatype).map_err(on)?;
+            // SAFETY: MPI's rule for the buffer, read before it is written.
+            let data = unsafe { outgoing(buf, count, &sendtype, "MPI_Sendrecv_replace") }.map_err(on)?;
+            (data.into_owned(), sendtype.packed_len(count.max(0) as usize) as c_int)
+        };
+        // The copy goes as bytes: its elements are packed already.
+        let send = (packed.as_ptr().cast::<c_void>(), sent_count, crate::datatype::BYTE.handle, dest, sendtag);
+        let recv = (buf, count, datatype, source, recvtag);
+        // SAFETY: `outgoing` holds the `count` elements; `buf` as the caller promised.
+        unsafe { sendrecv("MPI_Sendrecv_replace", send, recv, comm, status) }
+    }
+}
+
+/// Starts a send; the handle of its request.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn isend(
+    state: &mut Locked,
+    call: &str,
+    sync: bool,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<RequestEntry> {
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = types::committed(datatype).map_err(on)?;
+    // SAFETY: MPI's rule: the buffer stays valid until the request completes.
+    let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
+    let tag = send_tag(tag).map_err(on)?;
+    let request = match dest_rank(dest, &entry.comm).map_err(on)? {
+        None => RequestEntry::Done { status: empty_status() },
+        Some(dest) => {
+            let keep: Option<Box<[u8]>> = match data {
+                std::borrow::Cow::Owned(packed) => Some(packed.into_boxed_slice()),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+            let bytes: &'static [u8] = match &keep {
+                // SAFETY: the packed copy is on the heap, kept in the
+                // request's entry until the request is over (see `RequestEntry`).
+                Some(packed) => unsafe { &*(&**packed as *const [u8]) },
+                // SAFETY: MPI's rule: the caller's buffer stays valid until the request completes.
+                None => unsafe { data_borrowed(buf, count, &datatype) },
+            };
+            let request = match sync {
+                true => entry.comm.issend(state.scope, bytes, dest, tag),
+                false => entry.comm.isend(state.scope, bytes, dest, tag),
+            };
+            let request = request.map_err(|e| MpiError::from(e).on(comm))?;
+            RequestEntry::Active { request, comm, keep, incoming: None }
+        }
+    };
+    Ok(request)
+}
+
+/// Starts a receive; the handle of its request.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, untouched until the request completes.
+pub(super) unsafe fn irecv(
+    state: &mut Locked,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<RequestEntry> {
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = types::committed(datatype).map_err(on)?;
+    // SAFETY: MPI's rule: the buffer stays valid, and is not touched, until
+    // the request completes.
+    let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Irecv") }.map_err(on)?;
+    let tag = recv_tag(tag).map_err(on)?;
+    let request = match source_rank(source, &entry.comm).map_err(on)? {
+        None => RequestEntry::Done { status: proc_null_status() },
+        Some(source) => {
+            // SAFETY: the bytes are the caller's buffer or `into`'s heap
+            // copy, which the entry keeps until the request is over.
+            let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
+            let request = entry.comm.irecv(state.scope, bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?;
+            RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
+        }
+    };
+    Ok(request)
+}
+
+macro_rules! isend_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
+        mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: c_int,
+                datatype: c_int,
+                dest: c_int,
+                tag: c_int,
+                comm: c_int,
+                request: *mut c_int,
+            ) {
+                let mut state = state::lock(stringify!($name))?;
+                // SAFETY: MPI's rule for a non-blocking send buffer.
+                let started = unsafe { isend(&mut state, stringify!($name), $sync, buf, count, datatype, dest, tag, comm)? };
+                let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+                // SAFETY: the caller's output argument.
+                unsafe { put(request, handle, "request") }
+            }
+        }
+    };
+}
+
+isend_fn!(
+    /// `MPI_Isend`.
+    MPI_Isend / PMPI_Isend,
+    false
+);
+isend_fn!(
+    /// `MPI_Issend`: completes once the receiver matched the message.
+    MPI_Issend / PMPI_Issend,
+    true
+);
+isend_fn!(
+    /// `MPI_Irsend`.
+    MPI_Irsend / PMPI_Irsend,
+    false
+);
+
+mpi_fn! {
+    /// `MPI_Irecv`.
+    fn MPI_Irecv / PMPI_Irecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let mut state = state::lock("MPI_Irecv")?;
+        // SAFETY: MPI's rule for a non-blocking receive buffer.
+        let started = unsafe { irecv(&mut state, buf, count, datatype, source, tag, comm)? };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+        // SAFETY: the caller's output argument.
+        unsafe { put(request, handle, "request") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Probe`.
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: c_int, status: *mut abi::Status) {
+        let state = state::lock("MPI_Probe")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let tag = recv_tag(tag).map_err(on)?;
+        let found = match source_rank(source, &entry.comm).map_err(on)? {
+            None => proc_null_status(),
+            Some(source) => status_of(entry.comm.probe(source, tag).map_err(|e| MpiError::from(e).on(comm))?),
+        };
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        unsafe { write_status(status, found) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iprobe`.
+    fn MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut abi::Status) {
+        let state = state::lock("MPI_Iprobe")?;
+        let entry = state.comm(comm)?;
+        let on = |e: MpiError| e.on(comm);
+        let tag = recv_tag(tag).map_err(on)?;
+        let found = match source_rank(source, &entry.comm).map_err(on)? {
+            None => Some(proc_null_status()),
+            Some(source) => entry.comm.iprobe(source, tag).map_err(|e| MpiError::from(e).on(comm))?.map(status_of),
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(flag, found.is_some() as c_int, "flag")?;
+            if let Some(found) = found {
+                write_status(status, found);
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_count`: `MPI_UNDEFINED` if the message is not a whole
+    /// number of elements.
+    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        let datatype = types::lookup(datatype)?;
+        let size = datatype.size() as u64;
+        let elements = match size {
+            0 => 0,
+            size if status.bytes() % size != 0 || status.bytes() / size > c_int::MAX as u64 => abi::UNDEFINED,
+            size => (status.bytes() / size) as c_int,
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { put(count, elements, "count") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_elements`: the predefined elements received, whole
+    /// elements of the datatype or not.
+    fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        let datatype = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(count, elements_in(&datatype, status.bytes()), "count") }
+    }
+}
+
+/// The predefined elements in `bytes` of packed `datatype` elements.
+fn elements_in(datatype: &Type, bytes: u64) -> c_int {
+    let size = datatype.size() as u64;
+    if size == 0 {
+        return 0;
+    }
+    let whole = bytes / size * datatype.elements() as u64;
+    let rest = bytes % size;
+    let partial = match datatype.base() {
+        Some((base, _)) if base.size > 0 => rest / base.size as u64,
+        _ if rest == 0 => 0,
+        _ => return abi::UNDEFINED,
+    };
+    c_int::try_from(whole + partial).unwrap_or(abi::UNDEFINED)
+}
+
+mpi_fn! {
+    /// `MPI_Type_size`.
+    fn MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) {
+        let datatype = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, datatype.size() as c_int, "size") }
+    }
+}
+
+impl Locked {
+    /// The handle of a new request.
+    pub fn add_request(&mut self, request: RequestSlot) -> c_int {
+        self.reap_freed();
+        let slot = self.requests.insert(request);
+        abi::direct_handle(kind::REQUEST, slot)
+    }
+}
+
+/// `MPI_ERR_REQUEST` for a handle that names no request.
+pub(super) fn not_a_request(handle: c_int) -> MpiError {
+    MpiError::new(class::REQUEST, format!("{handle:#x} is not a request handle (or its request completed already)"))
+}
+
+/// A persistent request, inactive until started.
+fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> Result<()> {
+    let mut state = state::lock(call)?;
+    let entry = state.comm(persistent.comm)?;
+    let on = |e: MpiError| e.on(persistent.comm);
+    types::committed(persistent.datatype).map_err(on)?;
+    super::count_of(persistent.count, call).map_err(on)?;
+    match persistent.send {
+        true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
+        false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
+    };
+    let handle = state.add_request(RequestSlot { now: None, persistent: Some(persistent) });
+    // SAFETY: the caller's output argument.
+    unsafe { put(request, handle, "request") }
+}
+
+macro_rules! send_init_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
+        mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname(
+                buf: *const c_void,
+                count: c_int,
+                datatype: c_int,
+                dest: c_int,
+                tag: c_int,
+                comm: c_int,
+                request: *mut c_int,
+            ) {
+                let tag = send_tag(tag).map_err(|e| e.on(comm))?;
+                let persistent = Persistent { send: true, sync: $sync, buf: buf.cast_mut(), count, datatype, peer: dest, tag, comm };
+                init_persistent(stringify!($name), persistent, request)
+            }
+        }
+    };
+}
+
+send_init_fn!(
+    /// `MPI_Send_init`.
+    MPI_Send_init / PMPI_Send_init,
+    false
+);
+send_init_fn!(
+    /// `MPI_Ssend_init`.
+    MPI_Ssend_init / PMPI_Ssend_init,
+    true
+);
+send_init_fn!(
+    /// `MPI_Rsend_init`.
+    MPI_Rsend_init / PMPI_Rsend_init,
+    false
+);
+
+mpi_fn! {
+    /// `MPI_Recv_init`.
+    fn MPI_Recv_init / PMPI_Recv_init(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        recv_tag(tag).map_err(|e| e.on(comm))?;
+        let persistent = Persistent { send: false, sync: false, buf, count, datatype, peer: source, tag, comm };
+        init_persistent("MPI_Recv_init", persistent, request)
+    }
+}
+
+/// Starts the persistent request `handle`.
+fn start(state: &mut Locked, handle: c_int) -> Result<()> {
+    let slot = abi::direct_index(kind::REQUEST, handle).ok_or_else(|| not_a_request(handle))?;
+    let Some(RequestSlot { now, persistent: Some(p) }) = state.requests.get(slot) else {
+        return Err(MpiError::new(class::REQUEST, format!("{handle:#x} is not a persistent request")));
+    };
+    if now.is_some() {
+        return Err(MpiError::new(class::REQUEST, format!("persistent request {handle:#x} is active already")));
+    }
+    let p = *p;
+    // SAFETY: MPI's rule: a persistent request's buffer stays valid until
+    // the request is freed, untouched while it is active.
+    let started = unsafe {
+        match p.send {
+            true => isend(state, "MPI_Start", p.sync, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+            false => irecv(state, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+        }
+    };
+    state.requests.get_mut(slot).expect("checked above").now = Some(started);
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Start`.
+    fn MPI_Start / PMPI_Start(request: *mut c_int) {
+        // SAFETY: the caller's request handle.
+        let handle = unsafe { get(request, "request")? };
+        start(&mut state::lock("MPI_Start")?, handle)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Startall`.
+    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut c_int) {
+        if count < 0 {
+            return Err(MpiError::new(class::COUNT, format!("negative count of requests {count}")));
+        }
+        let mut state = state::lock("MPI_Startall")?;
+        for i in 0..count as usize {
+            // SAFETY: `count` handles, as MPI requires.
+            let handle = unsafe { get(requests.add(i), "requests")? };
+            start(&mut state, handle)?;
+        }
+        Ok(())
+    }
+}
+
+/// The handle of a claimed message.
+fn add_message(state: &mut Locked, message: grappe_comm::Message, comm: c_int) -> c_int {
+    let slot = state.messages.insert((message, comm));
+    abi::direct_handle(kind::REQUEST, slot | abi::MESSAGE_SLOT_BIT)
+}
+
+/// The claimed message of `handle`, taken out of the table; `None` for
+/// `MPI_MESSAGE_NO_PROC`.
+fn take_message(state: &mut Locked, handle: c_int) -> Result<Option<(grappe_comm::Message, c_int)>> {
+    if handle == abi::MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    let slot = abi::direct_index(kind::REQUEST, handle)
+        .filter(|slot| slot & abi::MESSAGE_SLOT_BIT != 0)
+        .and_then(|slot| state.messages.remove(slot & !abi::MESSAGE_SLOT_BIT));
+    match slot {
+        Some(found) => Ok(Some(found)),
+        None => {
+            Err(MpiError::new(class::REQUEST, format!("{handle:#x} is not a message handle (or was received already)")))
+        }
+    }
+}
+
+/// A matched probe: blocking or not.
+fn mprobe(
+    call: &str,
+    blocking: bool,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    message: *mut c_int,
+    status: *mut abi::Status,
+) -> Result<bool> {
+    let mut state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let tag = recv_tag(tag).map_err(on)?;
+    let found = match source_rank(source, &entry.comm).map_err(on)? {
+        None => Some((abi::MESSAGE_NO_PROC, proc_null_status())),
+        Some(source) => {
+            let claimed = match blocking {
+                true => entry.comm.mprobe(source, tag).map(Some),
+                false => entry.comm.improbe(source, tag),
+            };
+            match claimed.map_err(|e| MpiError::from(e).on(comm))? {
+                None => None,
+                Some(claimed) => {
+                    let status = status_of(claimed.status());
+                    Some((add_message(&mut state, claimed, comm), status))
+                }
+            }
+        }
+    };
+    let Some((handle, found)) = found else { return Ok(false) };
+    // SAFETY: the caller's output arguments.
+    unsafe {
+        put(message, handle, "message")?;
+        write_status(status, found);
+    }
+    Ok(true)
+}
+
+mpi_fn! {
+    /// `MPI_Mprobe`: waits for a matching message and claims it.
+    fn MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: c_int, message: *mut c_int, status: *mut abi::Status) {
+        mprobe("MPI_Mprobe", true, source, tag, comm, message, status).map(|_| ())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Improbe`.
+    fn MPI_Improbe / PMPI_Improbe(
+        source: c_int,
+        tag: c_int,
+        comm: c_int,
+        flag: *mut c_int,
+        message: *mut c_int,
+        status: *mut abi::Status,
+    ) {
+        let found = mprobe("MPI_Improbe", false, source, tag, comm, message, status)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(flag, found as c_int, "flag") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Mrecv`: receives a claimed message; the handle becomes `MPI_MESSAGE_NULL`.
+    fn MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut abi::Status) {
+        // SAFETY: the caller's message handle.
+        let handle = unsafe { get(message, "message")? };
+        let mut state = state::lock("MPI_Mrecv")?;
+        let datatype = types::committed(datatype)?;
+        // SAFETY: MPI's rule for a receive buffer.
+        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Mrecv")? };
+        let received = match take_message(&mut state, handle)? {
+            None => proc_null_status(),
+            Some((claimed, comm)) => {
+                let entry = state.comm(comm)?;
+                let got = entry.comm.mrecv(claimed, into.bytes()).map_err(|e| MpiError::from(e).on(comm))?;
+                into.finish(got.bytes);
+                status_of(got)
+            }
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(message, abi::MESSAGE_NULL, "message")?;
+            write_status(status, received);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Imrecv`.
+    fn MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+        // SAFETY: the caller's message handle.
+        let handle = unsafe { get(message, "message")? };
+        let mut state = state::lock("MPI_Imrecv")?;
+        let datatype = types::committed(datatype)?;
+        // SAFETY: MPI's rule: the buffer stays valid, untouched, until the request completes.
+        let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Imrecv")? };
+        let started = match take_message(&mut state, handle)? {
+            None => RequestEntry::Done { status: proc_null_status() },
+            Some((claimed, comm)) => {
+                let entry = state.comm(comm)?;
+                // SAFETY: the caller's buffer or `into`'s heap copy, kept by the entry.
+                let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
+                let request = entry.comm.imrecv(state.scope, claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?;
+                RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
+            }
+        };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(message, abi::MESSAGE_NULL, "message")?;
+            put(request, handle, "request")
+        }
+    }
+}
+
+/// The caller's buffer as it goes out when its elements lie end to end.
+///
+/// # Safety
+/// As [`outgoing`]: `buf` holds `count` elements of `datatype`.
+unsafe fn data_borrowed<'a>(buf: *const c_void, count: c_int, datatype: &Type) -> &'a [u8] {
+    let count = count.max(0) as usize;
+    let len = datatype.packed_len(count);
+    if len == 0 {
+        return &[];
+    }
+    let offset = datatype.contiguous(count).expect("called for contiguous data");
+    // SAFETY: as the caller promised.
+    unsafe { std::slice::from_raw_parts(buf.cast::<u8>().wrapping_offset(offset), len) }
+}

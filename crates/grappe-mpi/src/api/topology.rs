@@ -1,0 +1,582 @@
+//! Virtual topologies: Cartesian grids, graphs and distributed graphs
+//! attached to communicators, with their queries, and the neighbourhood
+//! collectives over them. Ranks are never reordered.
+
+use std::ffi::{c_int, c_void};
+
+use crate::abi::{self, class};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::state::{self, Locked};
+use crate::types;
+
+use super::{incoming, outgoing, put};
+
+const GRAPH: c_int = 1;
+const CART: c_int = 2;
+const DIST_GRAPH: c_int = 3;
+
+/// A communicator's topology.
+#[derive(Debug, Clone)]
+pub enum Topology {
+    Cart { dims: Vec<c_int>, periods: Vec<bool> },
+    Graph { index: Vec<c_int>, edges: Vec<c_int> },
+    DistGraph { sources: Vec<c_int>, destinations: Vec<c_int> },
+}
+
+/// `n` ints of a C array.
+///
+/// # Safety
+/// `array` points to `n` ints (or `n` is 0).
+unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if array.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` ints, as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts(array, n) })
+}
+
+/// # Safety
+/// `out` points to `values.len()` writable ints (or `values` is empty).
+unsafe fn write_ints(values: &[c_int], out: *mut c_int, what: &str) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    if out.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller promised.
+    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
+    Ok(())
+}
+
+fn topology(state: &Locked, comm: c_int) -> Result<Option<Topology>> {
+    Ok(state.comm(comm)?.topology.clone())
+}
+
+fn cart(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<bool>)> {
+    match topology(state, comm)? {
+        Some(Topology::Cart { dims, periods }) => Ok((dims, periods)),
+        _ => Err(MpiError::new(10, "the communicator has no Cartesian topology").on(comm)),
+    }
+}
+
+/// A new communicator of the first `n` ranks of `comm` (the others get
+/// `MPI_COMM_NULL`), with `topology`.
+fn with_topology(call: &str, comm: c_int, n: usize, topology: Topology, newcomm: *mut c_int) -> Result<()> {
+    let mut state = state::lock(call)?;
+    let entry = state.comm(comm)?;
+    if n > entry.comm.size() {
+        return Err(MpiError::new(
+            11,
+            format!("{call}: the topology has {n} ranks and the communicator {}", entry.comm.size()),
+        )
+        .on(comm));
+    }
+    let member = entry.comm.rank() < n;
+    let handler = entry.errhandler;
+    let split =
+        entry.comm.split(member.then_some(0), entry.comm.rank() as i32).map_err(|e| MpiError::from(e).on(comm))?;
+    let handle = match split {
+        Some(created) => {
+            let handle = state.add_comm(created, handler);
+            let slot = state.comm_slot(handle)?;
+            state.comms.get_mut(slot).expect("just added").topology = Some(topology);
+            handle
+        }
+        None => abi::COMM_NULL,
+    };
+    // SAFETY: the caller's output argument.
+    unsafe { put(newcomm, handle, "newcomm") }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_create`.
+    fn MPI_Cart_create / PMPI_Cart_create(
+        comm: c_int,
+        ndims: c_int,
+        dims: *const c_int,
+        periods: *const c_int,
+        _reorder: c_int,
+        newcomm: *mut c_int,
+    ) {
+        let n = usize::try_from(ndims).map_err(|_| MpiError::new(11, format!("ndims {ndims} is negative")))?;
+        // SAFETY: `ndims` entries each, as MPI requires.
+        let (dims, periods) = unsafe { (ints(dims, n, "dims")?.to_vec(), ints(periods, n, "periods")?) };
+        if let Some(bad) = dims.iter().find(|&&d| d <= 0) {
+            return Err(MpiError::new(11, format!("MPI_Cart_create: a dimension of {bad}")).on(comm));
+        }
+        let size: usize = dims.iter().map(|&d| d as usize).product();
+        let topology = Topology::Cart { dims, periods: periods.iter().map(|&p| p != 0).collect() };
+        with_topology("MPI_Cart_create", comm, size, topology, newcomm)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dims_create`: dimensions as close to each other as the
+    /// factors of `nnodes` allow, the zero entries filled, largest first.
+    fn MPI_Dims_create / PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) {
+        let n = usize::try_from(ndims).map_err(|_| MpiError::new(11, format!("ndims {ndims} is negative")))?;
+        // SAFETY: `ndims` entries, as MPI requires.
+        let given = unsafe { ints(dims, n, "dims")?.to_vec() };
+        let fixed: i64 = given.iter().filter(|&&d| d > 0).map(|&d| d as i64).product();
+        if given.iter().any(|&d| d < 0) || nnodes <= 0 || fixed == 0 || nnodes as i64 % fixed != 0 {
+            return Err(MpiError::new(11, format!("MPI_Dims_create: {nnodes} nodes cannot fill dimensions {given:?}")));
+        }
+        let free = given.iter().filter(|&&d| d == 0).count();
+        let mut parts = vec![1i64; free];
+        let mut rest = nnodes as i64 / fixed;
+        let mut factors = Vec::new();
+        let mut f = 2;
+        while rest > 1 {
+            while rest % f == 0 {
+                factors.push(f);
+                rest /= f;
+            }
+            f += 1;
+        }
+        // Largest factors first, each to the smallest part so far.
+        for factor in factors.into_iter().rev() {
+            if let Some(smallest) = parts.iter_mut().min() {
+                *smallest *= factor;
+            }
+        }
+        parts.sort_unstable_by(|a, b| b.cmp(a));
+        let mut parts = parts.into_iter();
+        let filled: Vec<c_int> = given.iter().map(|&d| if d == 0 { parts.next().unwrap_or(1) as c_int } else { d }).collect();
+        // SAFETY: `ndims` entries, as MPI requires.
+        unsafe { write_ints(&filled, dims, "dims") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Topo_test`: `MPI_UNDEFINED` without a topology.
+    fn MPI_Topo_test / PMPI_Topo_test(comm: c_int, status: *mut c_int) {
+        let kind = match topology(&state::lock("MPI_Topo_test")?, comm)? {
+            Some(Topology::Cart { .. }) => CART,
+            Some(Topology::Graph { .. }) => GRAPH,
+            Some(Topology::DistGraph { .. }) => DIST_GRAPH,
+            None => abi::UNDEFINED,
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { put(status, kind, "status") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cartdim_get`.
+    fn MPI_Cartdim_get / PMPI_Cartdim_get(comm: c_int, ndims: *mut c_int) {
+        let (dims, _) = cart(&state::lock("MPI_Cartdim_get")?, comm)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(ndims, dims.len() as c_int, "ndims") }
+    }
+}
+
+/// The coordinates of `rank` in a grid (row-major, as MPI numbers them).
+fn coords_of(dims: &[c_int], mut rank: usize) -> Vec<c_int> {
+    let mut coords = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        coords[d] = (rank % dims[d] as usize) as c_int;
+        rank /= dims[d] as usize;
+    }
+    coords
+}
+
+/// The rank at `coords` (wrapped in periodic dimensions), if inside.
+fn rank_of(dims: &[c_int], periods: &[bool], coords: &[c_int]) -> Option<usize> {
+    let mut rank = 0usize;
+    for d in 0..dims.len() {
+        let mut c = coords[d];
+        if periods[d] {
+            c = c.rem_euclid(dims[d]);
+        } else if c < 0 || c >= dims[d] {
+            return None;
+        }
+        rank = rank * dims[d] as usize + c as usize;
+    }
+    Some(rank)
+}
+
+mpi_fn! {
+    /// `MPI_Cart_get`.
+    fn MPI_Cart_get / PMPI_Cart_get(comm: c_int, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) {
+        let state = state::lock("MPI_Cart_get")?;
+        let (d, p) = cart(&state, comm)?;
+        if (maxdims as usize) < d.len() {
+            return Err(MpiError::new(class::ARG, format!("maxdims {maxdims} is below the {} dimensions", d.len())).on(comm));
+        }
+        let mine = coords_of(&d, state.comm(comm)?.comm.rank());
+        let p: Vec<c_int> = p.iter().map(|&b| b as c_int).collect();
+        // SAFETY: arrays of `maxdims` entries, as MPI requires.
+        unsafe {
+            write_ints(&d, dims, "dims")?;
+            write_ints(&p, periods, "periods")?;
+            write_ints(&mine, coords, "coords")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_rank`.
+    fn MPI_Cart_rank / PMPI_Cart_rank(comm: c_int, coords: *const c_int, rank: *mut c_int) {
+        let state = state::lock("MPI_Cart_rank")?;
+        let (dims, periods) = cart(&state, comm)?;
+        // SAFETY: one coordinate per dimension, as MPI requires.
+        let at = unsafe { ints(coords, dims.len(), "coords")? };
+        let found = rank_of(&dims, &periods, at)
+            .ok_or_else(|| MpiError::new(class::ARG, format!("coordinates {at:?} are outside the grid {dims:?}")).on(comm))?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(rank, found as c_int, "rank") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_coords`.
+    fn MPI_Cart_coords / PMPI_Cart_coords(comm: c_int, rank: c_int, maxdims: c_int, coords: *mut c_int) {
+        let state = state::lock("MPI_Cart_coords")?;
+        let (dims, _) = cart(&state, comm)?;
+        let size = state.comm(comm)?.comm.size();
+        if rank < 0 || rank as usize >= size || (maxdims as usize) < dims.len() {
+            return Err(MpiError::new(class::RANK, format!("rank {rank} (size {size}) or maxdims {maxdims} out of range")).on(comm));
+        }
+        // SAFETY: `maxdims` entries, as MPI requires.
+        unsafe { write_ints(&coords_of(&dims, rank as usize), coords, "coords") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_shift`: `MPI_PROC_NULL` past the edge of a non-periodic dimension.
+    fn MPI_Cart_shift / PMPI_Cart_shift(comm: c_int, direction: c_int, disp: c_int, source: *mut c_int, dest: *mut c_int) {
+        let state = state::lock("MPI_Cart_shift")?;
+        let (dims, periods) = cart(&state, comm)?;
+        if direction < 0 || direction as usize >= dims.len() {
+            return Err(MpiError::new(11, format!("direction {direction} of a {}-dimensional grid", dims.len())).on(comm));
+        }
+        let me = coords_of(&dims, state.comm(comm)?.comm.rank());
+        let shifted = |by: c_int| {
+            let mut at = me.clone();
+            at[direction as usize] += by;
+            rank_of(&dims, &periods, &at).map_or(abi::PROC_NULL, |r| r as c_int)
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(source, shifted(-disp), "rank_source")?;
+            put(dest, shifted(disp), "rank_dest")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_sub`: the sub-grids keeping the dimensions flagged.
+    fn MPI_Cart_sub / PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) {
+        let mut state = state::lock("MPI_Cart_sub")?;
+        let (dims, periods) = cart(&state, comm)?;
+        // SAFETY: one flag per dimension, as MPI requires.
+        let keep: Vec<bool> = unsafe { ints(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
+        let entry = state.comm(comm)?;
+        let me = coords_of(&dims, entry.comm.rank());
+        // Ranks with the same coordinates in the dropped dimensions share a sub-grid.
+        let (mut color, mut key) = (0u32, 0i32);
+        for d in 0..dims.len() {
+            if keep[d] {
+                key = key * dims[d] + me[d];
+            } else {
+                color = color * dims[d] as u32 + me[d] as u32;
+            }
+        }
+        let handler = entry.errhandler;
+        let sub = entry.comm.split(Some(color), key).map_err(|e| MpiError::from(e).on(comm))?.expect("every rank has a color");
+        let handle = state.add_comm(sub, handler);
+        let slot = state.comm_slot(handle)?;
+        let (sub_dims, sub_periods) = dims.iter().zip(&periods).zip(&keep).filter(|(_, k)| **k).map(|((d, p), _)| (*d, *p)).unzip();
+        state.comms.get_mut(slot).expect("just added").topology = Some(Topology::Cart { dims: sub_dims, periods: sub_periods });
+        // SAFETY: the caller's output argument.
+        unsafe { put(newcomm, handle, "newcomm") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Cart_map`: grappe keeps ranks where they are.
+    fn MPI_Cart_map / PMPI_Cart_map(comm: c_int, ndims: c_int, dims: *const c_int, _periods: *const c_int, newrank: *mut c_int) {
+        let state = state::lock("MPI_Cart_map")?;
+        // SAFETY: `ndims` entries, as MPI requires.
+        let dims = unsafe { ints(dims, ndims.max(0) as usize, "dims")? };
+        let n: usize = dims.iter().map(|&d| d.max(0) as usize).product();
+        let me = state.comm(comm)?.comm.rank();
+        // SAFETY: the caller's output argument.
+        unsafe { put(newrank, if me < n { me as c_int } else { abi::UNDEFINED }, "newrank") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Graph_create`.
+    fn MPI_Graph_create / PMPI_Graph_create(
+        comm: c_int,
+        nnodes: c_int,
+        index: *const c_int,
+        edges: *const c_int,
+        _reorder: c_int,
+        newcomm: *mut c_int,
+    ) {
+        let n = usize::try_from(nnodes).map_err(|_| MpiError::new(class::ARG, format!("nnodes {nnodes} is negative")))?;
+        // SAFETY: `nnodes` entries, then `index[nnodes - 1]` edges, as MPI requires.
+        let index = unsafe { ints(index, n, "index")?.to_vec() };
+        let total = index.last().copied().unwrap_or(0).max(0) as usize;
+        // SAFETY: as above.
+        let edges = unsafe { ints(edges, total, "edges")?.to_vec() };
+        if let Some(bad) = edges.iter().find(|&&e| e < 0 || e as usize >= n) {
+            return Err(MpiError::new(class::ARG, format!("MPI_Graph_create: edge to {bad} in a graph of {n} nodes")).on(comm));
+        }
+        with_topology("MPI_Graph_create", comm, n, Topology::Graph { index, edges }, newcomm)
+    }
+}
+
+fn graph(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<c_int>)> {
+    match topology(state, comm)? {
+        Some(Topology::Graph { index, edges }) => Ok((index, edges)),
+        _ => Err(MpiError::new(10, "the communicator has no graph topology").on(comm)),
+    }
+}
+
+/// The neighbours of `rank` in a graph.
+fn graph_neighbors(index: &[c_int], edges: &[c_int], rank: usize) -> Vec<c_int> {
+    let start = if rank == 0 { 0 } else { index[rank - 1] as usize };
+    edges[start..index[rank] as usize].to_vec()
+}
+
+mpi_fn! {
+    /// `MPI_Graphdims_get`.
+    fn MPI_Graphdims_get / PMPI_Graphdims_get(comm: c_int, nnodes: *mut c_int, nedges: *mut c_int) {
+        let (index, edges) = graph(&state::lock("MPI_Graphdims_get")?, comm)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(nnodes, index.len() as c_int, "nnodes")?;
+            put(nedges, edges.len() as c_int, "nedges")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Graph_get`.
+    fn MPI_Graph_get / PMPI_Graph_get(comm: c_int, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int) {
+        let (i, e) = graph(&state::lock("MPI_Graph_get")?, comm)?;
+        // SAFETY: arrays of `maxindex` and `maxedges` entries, as MPI requires.
+        unsafe {
+            write_ints(&i[..i.len().min(maxindex.max(0) as usize)], index, "index")?;
+            write_ints(&e[..e.len().min(maxedges.max(0) as usize)], edges, "edges")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Graph_neighbors_count`.
+    fn MPI_Graph_neighbors_count / PMPI_Graph_neighbors_count(comm: c_int, rank: c_int, nneighbors: *mut c_int) {
+        let (index, edges) = graph(&state::lock("MPI_Graph_neighbors_count")?, comm)?;
+        if rank < 0 || rank as usize >= index.len() {
+            return Err(MpiError::new(class::RANK, format!("rank {rank} of a graph of {}", index.len())).on(comm));
+        }
+        // SAFETY: the caller's output argument.
+        unsafe { put(nneighbors, graph_neighbors(&index, &edges, rank as usize).len() as c_int, "nneighbors") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Graph_neighbors`.
+    fn MPI_Graph_neighbors / PMPI_Graph_neighbors(comm: c_int, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int) {
+        let (index, edges) = graph(&state::lock("MPI_Graph_neighbors")?, comm)?;
+        if rank < 0 || rank as usize >= index.len() {
+            return Err(MpiError::new(class::RANK, format!("rank {rank} of a graph of {}", index.len())).on(comm));
+        }
+        let found = graph_neighbors(&index, &edges, rank as usize);
+        // SAFETY: `maxneighbors` entries, as MPI requires.
+        unsafe { write_ints(&found[..found.len().min(maxneighbors.max(0) as usize)], neighbors, "neighbors") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dist_graph_create_adjacent`: each rank names its own sources
+    /// and destinations (weights and info are not used).
+    fn MPI_Dist_graph_create_adjacent / PMPI_Dist_graph_create_adjacent(
+        comm: c_int,
+        indegree: c_int,
+        sources: *const c_int,
+        _sourceweights: *const c_int,
+        outdegree: c_int,
+        destinations: *const c_int,
+        _destweights: *const c_int,
+        _info: c_int,
+        _reorder: c_int,
+        newcomm: *mut c_int,
+    ) {
+        let (i, o) = (indegree.max(0) as usize, outdegree.max(0) as usize);
+        // SAFETY: `indegree` and `outdegree` entries, as MPI requires.
+        let (sources, destinations) = unsafe { (ints(sources, i, "sources")?.to_vec(), ints(destinations, o, "destinations")?.to_vec()) };
+        let size = state::lock("MPI_Dist_graph_create_adjacent")?.comm(comm)?.comm.size();
+        if let Some(bad) = sources.iter().chain(&destinations).find(|&&r| r < 0 || r as usize >= size) {
+            return Err(MpiError::new(class::RANK, format!("neighbour {bad} of a communicator of {size}")).on(comm));
+        }
+        with_topology("MPI_Dist_graph_create_adjacent", comm, size, Topology::DistGraph { sources, destinations }, newcomm)
+    }
+}
+
+/// The sources and destinations of this rank, in any topology.
+fn neighbours(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<c_int>)> {
+    let me = state.comm(comm)?.comm.rank();
+    match topology(state, comm)? {
+        Some(Topology::DistGraph { sources, destinations }) => Ok((sources, destinations)),
+        Some(Topology::Graph { index, edges }) => {
+            let n = graph_neighbors(&index, &edges, me);
+            Ok((n.clone(), n))
+        }
+        Some(Topology::Cart { dims, periods }) => {
+            // MPI's order: for each dimension, the negative then the positive neighbour.
+            let coords = coords_of(&dims, me);
+            let mut n = Vec::new();
+            for d in 0..dims.len() {
+                for by in [-1, 1] {
+                    let mut at = coords.clone();
+                    at[d] += by;
+                    n.push(rank_of(&dims, &periods, &at).map_or(abi::PROC_NULL, |r| r as c_int));
+                }
+            }
+            Ok((n.clone(), n))
+        }
+        None => Err(MpiError::new(10, "the communicator has no topology").on(comm)),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dist_graph_neighbors_count`.
+    fn MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count(comm: c_int, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) {
+        let (sources, destinations) = neighbours(&state::lock("MPI_Dist_graph_neighbors_count")?, comm)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(indegree, sources.len() as c_int, "indegree")?;
+            put(outdegree, destinations.len() as c_int, "outdegree")?;
+            put(weighted, 0, "weighted")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dist_graph_neighbors`.
+    fn MPI_Dist_graph_neighbors / PMPI_Dist_graph_neighbors(
+        comm: c_int,
+        maxindegree: c_int,
+        sources: *mut c_int,
+        _sourceweights: *mut c_int,
+        maxoutdegree: c_int,
+        destinations: *mut c_int,
+        _destweights: *mut c_int,
+    ) {
+        let (s, d) = neighbours(&state::lock("MPI_Dist_graph_neighbors")?, comm)?;
+        // SAFETY: arrays of the given sizes, as MPI requires.
+        unsafe {
+            write_ints(&s[..s.len().min(maxindegree.max(0) as usize)], sources, "sources")?;
+            write_ints(&d[..d.len().min(maxoutdegree.max(0) as usize)], destinations, "destinations")
+        }
+    }
+}
+
+/// A neighbourhood exchange: a block from every source into `recvbuf`
+/// (block `i` from source `i`), and to every destination the send block
+/// (`same_block`: the one block, as `MPI_Neighbor_allgather` sends it; else
+/// block `i` to destination `i`). It travels on a private duplicate of the
+/// communicator, made at its first neighbourhood collective, so that it
+/// cannot match the program's messages.
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    call: &str,
+    comm: c_int,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    same_block: bool,
+) -> Result<()> {
+    let mut state = state::lock(call)?;
+    let (sources, destinations) = neighbours(&state, comm)?;
+    let (sendtype, recvtype) = (types::committed(sendtype)?, types::committed(recvtype)?);
+    let private = private_comm(&mut state, comm)?;
+    let recv_extent = recvtype.extent() * recvcount as isize;
+    let send_extent = sendtype.extent() * sendcount as isize;
+    let mut blocks = Vec::new();
+    for (i, &source) in sources.iter().enumerate() {
+        if source != abi::PROC_NULL {
+            let at = recvbuf.cast::<u8>().wrapping_offset(i as isize * recv_extent).cast::<c_void>();
+            // SAFETY: the receive buffer holds a block per source, as MPI requires.
+            blocks.push((source as usize, unsafe { incoming(at, recvcount, &recvtype, call)? }));
+        }
+    }
+    let mut out = Vec::new();
+    for (i, &dest) in destinations.iter().enumerate() {
+        if dest != abi::PROC_NULL {
+            let block = if same_block { 0 } else { i as isize };
+            let at = sendbuf.cast::<u8>().wrapping_offset(block * send_extent).cast::<c_void>();
+            // SAFETY: the send buffer holds the blocks, as MPI requires.
+            out.push((dest as usize, unsafe { outgoing(at, sendcount, &sendtype, call)? }.into_owned()));
+        }
+    }
+    let exchanged = private.scope(|scope| -> grappe_comm::Result<()> {
+        let mut requests = Vec::with_capacity(blocks.len());
+        for (source, block) in blocks.iter_mut() {
+            requests.push(private.irecv(scope, block.bytes(), *source, 0)?);
+        }
+        for (dest, data) in &out {
+            private.send(&data[..], *dest, 0)?;
+        }
+        requests.into_iter().try_for_each(|r| r.wait().map(|_| ()))
+    });
+    exchanged.map_err(|e| MpiError::from(e).on(comm))?;
+    for (_, block) in blocks {
+        block.finish_all();
+    }
+    Ok(())
+}
+
+/// The communicator's private duplicate for neighbourhood collectives.
+fn private_comm(state: &mut Locked, comm: c_int) -> Result<grappe_comm::Communicator> {
+    let slot = state.comm_slot(comm)?;
+    let entry = state.comms.get_mut(slot).expect("checked");
+    if let Some(private) = &entry.neighbours {
+        return Ok(private.clone());
+    }
+    let private = entry.comm.dup_for_runtime().map_err(|e| MpiError::from(e).on(comm))?;
+    entry.neighbours = Some(private.clone());
+    Ok(private)
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgather`.
+    fn MPI_Neighbor_allgather / PMPI_Neighbor_allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        exchange("MPI_Neighbor_allgather", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, true)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoall`.
+    fn MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        exchange("MPI_Neighbor_alltoall", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false)
+    }
+}

@@ -1,0 +1,641 @@
+//! Derived datatypes: their constructors, commit and free, extents and
+//! envelopes, names, and packing (`MPI_Pack`, `MPI_Unpack`).
+
+use std::ffi::{c_char, c_int, c_long, c_void};
+
+use crate::abi::{self, class};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::types::{self, Envelope, Layout, Type};
+
+use super::env::{copy_string, read_string};
+use super::{get, put};
+
+/// Combiners (`MPI_COMBINER_*`).
+mod combiner {
+    use std::ffi::c_int;
+    pub const NAMED: c_int = 1;
+    pub const DUP: c_int = 2;
+    pub const CONTIGUOUS: c_int = 3;
+    pub const VECTOR: c_int = 4;
+    pub const HVECTOR: c_int = 6;
+    pub const INDEXED: c_int = 7;
+    pub const HINDEXED: c_int = 9;
+    pub const INDEXED_BLOCK: c_int = 10;
+    pub const STRUCT: c_int = 12;
+    pub const SUBARRAY: c_int = 13;
+    pub const RESIZED: c_int = 18;
+    pub const HINDEXED_BLOCK: c_int = 19;
+}
+
+const ORDER_C: c_int = 56;
+const ORDER_FORTRAN: c_int = 57;
+
+/// A non-negative count argument.
+fn count(n: c_int, what: &str) -> Result<usize> {
+    usize::try_from(n).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {n}")))
+}
+
+/// `n` values of a C array (NULL allowed when `n` is 0).
+///
+/// # Safety
+/// `array` points to `n` values.
+unsafe fn array<'a, T>(array: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if array.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` values, as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts(array, n) })
+}
+
+/// Registers `layout` and writes its handle to `newtype`.
+fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
+    let handle = types::register(layout);
+    // SAFETY: the caller's output argument.
+    unsafe { put(newtype, handle, "newtype") }
+}
+
+fn envelope(combiner: c_int, integers: Vec<c_int>, addresses: Vec<isize>, datatypes: Vec<c_int>) -> Envelope {
+    Envelope { combiner, integers, addresses, datatypes }
+}
+
+mpi_fn! {
+    /// `MPI_Type_contiguous`.
+    fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let old = types::lookup(oldtype)?;
+        let n = count(n, "MPI_Type_contiguous")?;
+        let env = envelope(combiner::CONTIGUOUS, vec![n as c_int], vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &[(0, n)], env), newtype)
+    }
+}
+
+/// Blocks of `blocklength` elements, `count` of them, `stride` bytes apart.
+fn strided(n: usize, blocklength: usize, stride: isize) -> Vec<(isize, usize)> {
+    (0..n as isize).map(|i| (i * stride, blocklength)).collect()
+}
+
+mpi_fn! {
+    /// `MPI_Type_vector`: a stride in elements of the old datatype.
+    fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let old = types::lookup(oldtype)?;
+        let (n, len) = (count(n, "MPI_Type_vector")?, count(blocklength, "MPI_Type_vector")?);
+        let env = envelope(combiner::VECTOR, vec![n as c_int, len as c_int, stride], vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &strided(n, len, stride as isize * old.extent()), env), newtype)
+    }
+}
+
+/// `MPI_Type_create_hvector` and `MPI_Type_hvector`: a stride in bytes.
+fn hvector(
+    call: &str,
+    n: c_int,
+    blocklength: c_int,
+    stride: c_long,
+    oldtype: c_int,
+    newtype: *mut c_int,
+) -> Result<()> {
+    let old = types::lookup(oldtype)?;
+    let (n, len) = (count(n, call)?, count(blocklength, call)?);
+    let env = envelope(combiner::HVECTOR, vec![n as c_int, len as c_int], vec![stride as isize], vec![oldtype]);
+    give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hvector`.
+    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
+        hvector("MPI_Type_create_hvector", n, blocklength, stride, oldtype, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_hvector` (MPI-1's name).
+    fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
+        hvector("MPI_Type_hvector", n, blocklength, stride, oldtype, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_indexed`: displacements in elements of the old datatype.
+    fn MPI_Type_indexed / PMPI_Type_indexed(
+        n: c_int,
+        blocklengths: *const c_int,
+        displacements: *const c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        let old = types::lookup(oldtype)?;
+        let n = count(n, "MPI_Type_indexed")?;
+        // SAFETY: `n` entries each, as MPI requires.
+        let (lens, displs) = unsafe { (array(blocklengths, n, "blocklengths")?, array(displacements, n, "displacements")?) };
+        let parts = blocks(lens, displs.iter().map(|&d| d as isize * old.extent()), "MPI_Type_indexed")?;
+        let integers = [&[n as c_int][..], lens, displs].concat();
+        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED, integers, vec![], vec![oldtype])), newtype)
+    }
+}
+
+/// The (offset, elements) parts of an indexed datatype.
+fn blocks(lens: &[c_int], offsets: impl Iterator<Item = isize>, what: &str) -> Result<Vec<(isize, usize)>> {
+    lens.iter().zip(offsets).map(|(&len, offset)| Ok((offset, count(len, what)?))).collect()
+}
+
+/// `MPI_Type_create_hindexed` and `MPI_Type_hindexed`: displacements in bytes.
+///
+/// # Safety
+/// The arrays hold `n` entries.
+unsafe fn hindexed(
+    call: &str,
+    n: c_int,
+    blocklengths: *const c_int,
+    displacements: *const c_long,
+    oldtype: c_int,
+    newtype: *mut c_int,
+) -> Result<()> {
+    let old = types::lookup(oldtype)?;
+    let n = count(n, call)?;
+    // SAFETY: `n` entries each, as the caller promised.
+    let (lens, displs) =
+        unsafe { (array(blocklengths, n, "blocklengths")?, array(displacements, n, "displacements")?) };
+    let parts = blocks(lens, displs.iter().map(|&d| d as isize), call)?;
+    let env = envelope(
+        combiner::HINDEXED,
+        [&[n as c_int][..], lens].concat(),
+        displs.iter().map(|&d| d as isize).collect(),
+        vec![oldtype],
+    );
+    give(Layout::from_blocks(&old, &parts, env), newtype)
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed`.
+    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(
+        n: c_int,
+        blocklengths: *const c_int,
+        displacements: *const c_long,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        // SAFETY: `n` entries each, as MPI requires.
+        unsafe { hindexed("MPI_Type_create_hindexed", n, blocklengths, displacements, oldtype, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_hindexed` (MPI-1's name).
+    fn MPI_Type_hindexed / PMPI_Type_hindexed(
+        n: c_int,
+        blocklengths: *const c_int,
+        displacements: *const c_long,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        // SAFETY: `n` entries each, as MPI requires.
+        unsafe { hindexed("MPI_Type_hindexed", n, blocklengths, displacements, oldtype, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_indexed_block`.
+    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(
+        n: c_int,
+        blocklength: c_int,
+        displacements: *const c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        let old = types::lookup(oldtype)?;
+        let (n, len) = (count(n, "MPI_Type_create_indexed_block")?, count(blocklength, "MPI_Type_create_indexed_block")?);
+        // SAFETY: `n` entries, as MPI requires.
+        let displs = unsafe { array(displacements, n, "displacements")? };
+        let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize * old.extent(), len)).collect();
+        let integers = [&[n as c_int, len as c_int][..], displs].concat();
+        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED_BLOCK, integers, vec![], vec![oldtype])), newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_hindexed_block`.
+    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(
+        n: c_int,
+        blocklength: c_int,
+        displacements: *const c_long,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        let old = types::lookup(oldtype)?;
+        let (n, len) = (count(n, "MPI_Type_create_hindexed_block")?, count(blocklength, "MPI_Type_create_hindexed_block")?);
+        // SAFETY: `n` entries, as MPI requires.
+        let displs = unsafe { array(displacements, n, "displacements")? };
+        let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize, len)).collect();
+        let env = envelope(combiner::HINDEXED_BLOCK, vec![n as c_int, len as c_int], displs.iter().map(|&d| d as isize).collect(), vec![oldtype]);
+        give(Layout::from_blocks(&old, &parts, env), newtype)
+    }
+}
+
+/// `MPI_Type_create_struct` and `MPI_Type_struct`.
+///
+/// # Safety
+/// The arrays hold `n` entries.
+unsafe fn structure(
+    call: &str,
+    n: c_int,
+    blocklengths: *const c_int,
+    displacements: *const c_long,
+    oldtypes: *const c_int,
+    newtype: *mut c_int,
+) -> Result<()> {
+    let n = count(n, call)?;
+    // SAFETY: `n` entries each, as the caller promised.
+    let (lens, displs, olds) = unsafe {
+        (
+            array(blocklengths, n, "blocklengths")?,
+            array(displacements, n, "displacements")?,
+            array(oldtypes, n, "types")?,
+        )
+    };
+    let mut parts = Vec::with_capacity(n);
+    for i in 0..n {
+        parts.push((displs[i] as isize, count(lens[i], call)?, types::lookup(olds[i])?));
+    }
+    let env = envelope(
+        combiner::STRUCT,
+        [&[n as c_int][..], lens].concat(),
+        displs.iter().map(|&d| d as isize).collect(),
+        olds.to_vec(),
+    );
+    give(Layout::from_struct(&parts, env), newtype)
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_struct`.
+    fn MPI_Type_create_struct / PMPI_Type_create_struct(
+        n: c_int,
+        blocklengths: *const c_int,
+        displacements: *const c_long,
+        oldtypes: *const c_int,
+        newtype: *mut c_int,
+    ) {
+        // SAFETY: `n` entries each, as MPI requires.
+        unsafe { structure("MPI_Type_create_struct", n, blocklengths, displacements, oldtypes, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_struct` (MPI-1's name).
+    fn MPI_Type_struct / PMPI_Type_struct(
+        n: c_int,
+        blocklengths: *const c_int,
+        displacements: *const c_long,
+        oldtypes: *const c_int,
+        newtype: *mut c_int,
+    ) {
+        // SAFETY: `n` entries each, as MPI requires.
+        unsafe { structure("MPI_Type_struct", n, blocklengths, displacements, oldtypes, newtype) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_resized`: the same data with another lower bound and extent.
+    fn MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int) {
+        let old = types::lookup(oldtype)?;
+        let env = envelope(combiner::RESIZED, vec![], vec![lb as isize, extent as isize], vec![oldtype]);
+        let mut layout = Layout::from_blocks(&old, &[(0, 1)], env);
+        layout.lb = lb as isize;
+        layout.extent = extent as isize;
+        give(layout, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_subarray`: a block of an n-dimensional array, in C or Fortran order.
+    fn MPI_Type_create_subarray / PMPI_Type_create_subarray(
+        ndims: c_int,
+        sizes: *const c_int,
+        subsizes: *const c_int,
+        starts: *const c_int,
+        order: c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        let call = "MPI_Type_create_subarray";
+        let old = types::lookup(oldtype)?;
+        let n = count(ndims, call)?;
+        if n == 0 {
+            return Err(MpiError::new(class::ARG, format!("{call}: ndims must be at least 1")));
+        }
+        // SAFETY: `ndims` entries each, as MPI requires.
+        let (sizes, subsizes, starts) = unsafe { (array(sizes, n, "sizes")?, array(subsizes, n, "subsizes")?, array(starts, n, "starts")?) };
+        for d in 0..n {
+            if sizes[d] <= 0 || subsizes[d] < 0 || starts[d] < 0 || subsizes[d] + starts[d] > sizes[d] {
+                return Err(MpiError::new(
+                    class::ARG,
+                    format!("{call}: dimension {d} has size {}, subsize {}, start {}", sizes[d], subsizes[d], starts[d]),
+                ));
+            }
+        }
+        // Dimensions from the slowest-varying to the fastest.
+        let dims: Vec<usize> = match order {
+            ORDER_C => (0..n).collect(),
+            ORDER_FORTRAN => (0..n).rev().collect(),
+            other => return Err(MpiError::new(class::ARG, format!("{call}: order {other} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"))),
+        };
+        let extent = old.extent();
+        // Bytes between consecutive indices of each dimension.
+        let mut stride = vec![0isize; n];
+        let mut step = extent;
+        for &d in dims.iter().rev() {
+            stride[d] = step;
+            step *= sizes[d] as isize;
+        }
+        let total = step;
+        let fastest = *dims.last().expect("ndims >= 1");
+        let mut parts = Vec::new();
+        let outer: Vec<usize> = dims[..n - 1].to_vec();
+        let mut index = vec![0usize; outer.len()];
+        let rows: usize = outer.iter().map(|&d| subsizes[d] as usize).product();
+        for _ in 0..rows {
+            let mut offset = starts[fastest] as isize * stride[fastest];
+            for (k, &d) in outer.iter().enumerate() {
+                offset += (starts[d] as isize + index[k] as isize) * stride[d];
+            }
+            parts.push((offset, subsizes[fastest] as usize));
+            for k in (0..outer.len()).rev() {
+                index[k] += 1;
+                if index[k] < subsizes[outer[k]] as usize {
+                    break;
+                }
+                index[k] = 0;
+            }
+        }
+        let integers = [&[ndims][..], sizes, subsizes, starts, &[order][..]].concat();
+        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::SUBARRAY, integers, vec![], vec![oldtype]));
+        layout.lb = 0;
+        layout.extent = total;
+        give(layout, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_dup`.
+    fn MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) {
+        let old = types::lookup(oldtype)?;
+        let mut layout = match &old {
+            Type::Derived(layout) => (**layout).clone(),
+            Type::Predefined(_) => Layout::from_blocks(&old, &[(0, 1)], Envelope::default()),
+        };
+        layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
+        give(layout, newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_commit`.
+    fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut c_int) {
+        // SAFETY: the caller's handle.
+        let handle = unsafe { get(datatype, "datatype")? };
+        match types::lookup(handle)? {
+            Type::Predefined(_) => Ok(()),
+            Type::Derived(_) => types::update(handle, |layout| layout.committed = true),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_free`: the handle becomes `MPI_DATATYPE_NULL`; requests
+    /// under way with it keep their copy.
+    fn MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { get(datatype, "datatype")? };
+        types::free(handle)?;
+        // SAFETY: the caller's in-out argument.
+        unsafe { put(datatype, abi::DATATYPE_NULL, "datatype") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_extent`.
+    fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(lb, found.lb() as c_long, "lb")?;
+            put(extent, found.extent() as c_long, "extent")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_extent_x`.
+    fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(lb, found.lb() as c_long, "lb")?;
+            put(extent, found.extent() as c_long, "extent")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_true_extent`.
+    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(lb, found.true_lb() as c_long, "true_lb")?;
+            put(extent, found.true_extent() as c_long, "true_extent")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_true_extent_x`.
+    fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(lb, found.true_lb() as c_long, "true_lb")?;
+            put(extent, found.true_extent() as c_long, "true_extent")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_size_x`.
+    fn MPI_Type_size_x / PMPI_Type_size_x(datatype: c_int, size: *mut c_long) {
+        let found = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, found.size() as c_long, "size") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_envelope`.
+    fn MPI_Type_get_envelope / PMPI_Type_get_envelope(
+        datatype: c_int,
+        num_integers: *mut c_int,
+        num_addresses: *mut c_int,
+        num_datatypes: *mut c_int,
+        combiner_out: *mut c_int,
+    ) {
+        let env = match types::lookup(datatype)? {
+            Type::Predefined(_) => envelope(combiner::NAMED, vec![], vec![], vec![]),
+            Type::Derived(layout) => layout.envelope.clone(),
+        };
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(num_integers, env.integers.len() as c_int, "num_integers")?;
+            put(num_addresses, env.addresses.len() as c_int, "num_addresses")?;
+            put(num_datatypes, env.datatypes.len() as c_int, "num_datatypes")?;
+            put(combiner_out, env.combiner, "combiner")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_contents`.
+    fn MPI_Type_get_contents / PMPI_Type_get_contents(
+        datatype: c_int,
+        max_integers: c_int,
+        max_addresses: c_int,
+        max_datatypes: c_int,
+        integers: *mut c_int,
+        addresses: *mut c_long,
+        datatypes: *mut c_int,
+    ) {
+        let Type::Derived(layout) = types::lookup(datatype)? else {
+            return Err(MpiError::new(class::ARG, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+        };
+        let env = &layout.envelope;
+        if (max_integers as usize) < env.integers.len() || (max_addresses as usize) < env.addresses.len() || (max_datatypes as usize) < env.datatypes.len() {
+            return Err(MpiError::new(class::ARG, "MPI_Type_get_contents: the arrays are shorter than the envelope says"));
+        }
+        // SAFETY: arrays of at least the envelope's lengths, as checked.
+        unsafe {
+            copy_out(&env.integers, integers);
+            copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), addresses);
+            copy_out(&env.datatypes, datatypes);
+        }
+        Ok(())
+    }
+}
+
+/// # Safety
+/// `out` holds `values.len()` entries (or `values` is empty).
+unsafe fn copy_out<T: Copy>(values: &[T], out: *mut T) {
+    if !values.is_empty() && !out.is_null() {
+        // SAFETY: as the caller promised.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_set_name`.
+    fn MPI_Type_set_name / PMPI_Type_set_name(datatype: c_int, name: *const c_char) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let name = unsafe { read_string(name, "name")? };
+        match types::lookup(datatype)? {
+            Type::Predefined(_) => Err(MpiError::new(class::TYPE, "a predefined datatype keeps its name")),
+            Type::Derived(_) => types::update(datatype, |layout| layout.name = name),
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_name`.
+    fn MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, name: *mut c_char, resultlen: *mut c_int) {
+        let text = types::lookup(datatype)?.name();
+        // SAFETY: `name` holds MPI_MAX_OBJECT_NAME characters, as MPI requires.
+        let len = unsafe { copy_string(&text, name, abi::MAX_OBJECT_NAME, "name")? };
+        // SAFETY: the caller's output argument.
+        unsafe { put(resultlen, len, "resultlen") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_address`: the address as an `MPI_Aint`.
+    fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut c_long) {
+        // SAFETY: the caller's output argument.
+        unsafe { put(address, location as c_long, "address") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Address` (MPI-1's name).
+    fn MPI_Address / PMPI_Address(location: *const c_void, address: *mut c_long) {
+        // SAFETY: the caller's output argument.
+        unsafe { put(address, location as c_long, "address") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack_size`: the bytes `MPI_Pack` needs (packed data has no header).
+    fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: c_int, _comm: c_int, size: *mut c_int) {
+        let found = types::lookup(datatype)?;
+        let len = found.packed_len(count(incount, "MPI_Pack_size")?);
+        let len = c_int::try_from(len).map_err(|_| MpiError::new(class::COUNT, format!("MPI_Pack_size: {len} bytes do not fit an int")))?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(size, len, "size") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Pack`: appends the elements' data at `*position` of `outbuf`.
+    fn MPI_Pack / PMPI_Pack(
+        inbuf: *const c_void,
+        incount: c_int,
+        datatype: c_int,
+        outbuf: *mut c_void,
+        outsize: c_int,
+        position: *mut c_int,
+        _comm: c_int,
+    ) {
+        let found = types::committed(datatype)?;
+        let n = count(incount, "MPI_Pack")?;
+        // SAFETY: the caller's in-out argument.
+        let at = unsafe { get(position, "position")? };
+        let mut packed = Vec::new();
+        // SAFETY: `inbuf` holds `incount` elements, as MPI requires.
+        unsafe { found.pack(inbuf.cast(), n, &mut packed) };
+        let end = at as usize + packed.len();
+        if at < 0 || end > outsize.max(0) as usize {
+            return Err(MpiError::new(class::TRUNCATE, format!("MPI_Pack: {} bytes at position {at} do not fit in {outsize}", packed.len())));
+        }
+        // SAFETY: `outbuf` holds `outsize` bytes, and the data fits, as checked.
+        unsafe {
+            std::ptr::copy_nonoverlapping(packed.as_ptr(), outbuf.cast::<u8>().add(at as usize), packed.len());
+            put(position, end as c_int, "position")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Unpack`: takes the elements' data from `*position` of `inbuf`.
+    fn MPI_Unpack / PMPI_Unpack(
+        inbuf: *const c_void,
+        insize: c_int,
+        position: *mut c_int,
+        outbuf: *mut c_void,
+        outcount: c_int,
+        datatype: c_int,
+        _comm: c_int,
+    ) {
+        let found = types::committed(datatype)?;
+        let n = count(outcount, "MPI_Unpack")?;
+        // SAFETY: the caller's in-out argument.
+        let at = unsafe { get(position, "position")? };
+        let len = found.packed_len(n);
+        let end = at as usize + len;
+        if at < 0 || end > insize.max(0) as usize {
+            return Err(MpiError::new(class::TRUNCATE, format!("MPI_Unpack: {len} bytes at position {at} are beyond the {insize} bytes of the buffer")));
+        }
+        // SAFETY: `inbuf` holds `insize` bytes (the range is checked) and
+        // `outbuf` `outcount` elements, as MPI requires.
+        unsafe {
+            let data = std::slice::from_raw_parts(inbuf.cast::<u8>().add(at as usize), len);
+            found.unpack(data, outbuf.cast());
+            put(position, end as c_int, "position")
+        }
+    }
+}

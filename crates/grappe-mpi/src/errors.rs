@@ -1,0 +1,185 @@
+//! Errors as C programs see them: an error code whose class says what
+//! kind of error it is (`MPI_Error_class`) and whose string says what was
+//! wrong, with the numbers (`MPI_Error_string`); and the error handlers
+//! that decide whether a failed call returns its code or ends the job.
+//!
+//! A code is its class (below 128) plus 128 times the slot of its message
+//! in a ring of recent messages: a program that keeps a code and asks for
+//! its string later gets it, unless 4096 more errors came meanwhile, in
+//! which case it gets the class's description.
+
+use std::ffi::c_int;
+
+use grappe_comm::ErrorClass;
+use parking_lot::Mutex;
+
+use crate::abi::class;
+
+/// A failed call, before its handler decides what becomes of it. Boxed:
+/// every call returns a `Result` of it, which stays a pointer wide.
+#[derive(Debug)]
+pub struct MpiError(Box<Failure>);
+
+/// What [`MpiError`] holds.
+#[derive(Debug)]
+pub struct Failure {
+    /// The MPI error class.
+    pub class: c_int,
+    /// What was wrong, with the numbers.
+    pub message: String,
+    /// The communicator whose error handler applies (`None`: the world's,
+    /// as for errors that concern no communicator).
+    pub comm: Option<c_int>,
+    /// What a receive that failed says of its message (a truncated
+    /// message's source, tag and the bytes delivered), for its status.
+    pub status: Option<crate::abi::Status>,
+}
+
+impl std::ops::Deref for MpiError {
+    type Target = Failure;
+    fn deref(&self) -> &Failure {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MpiError {
+    fn deref_mut(&mut self) -> &mut Failure {
+        &mut self.0
+    }
+}
+
+pub type Result<T, E = MpiError> = std::result::Result<T, E>;
+
+impl MpiError {
+    #[cold]
+    pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
+        MpiError(Box::new(Failure { class, message: message.into(), comm: None, status: None }))
+    }
+
+    /// The same error, handled by communicator `comm`'s handler.
+    #[cold]
+    pub fn on(mut self, comm: c_int) -> MpiError {
+        self.comm.get_or_insert(comm);
+        self
+    }
+}
+
+impl From<grappe_comm::Error> for MpiError {
+    #[cold]
+    fn from(error: grappe_comm::Error) -> MpiError {
+        let mut converted = MpiError::new(class_of(error.class()), error.to_string());
+        if let grappe_comm::Error::Truncated { source_rank, tag, buffer_bytes, .. } = error {
+            let mut status = crate::abi::Status { source: source_rank as c_int, tag, ..Default::default() };
+            status.set_bytes(buffer_bytes as u64);
+            converted.status = Some(status);
+        }
+        converted
+    }
+}
+
+/// MPICH's number for one of grappe's error classes.
+pub fn class_of(class: ErrorClass) -> c_int {
+    match class {
+        ErrorClass::Rank => class::RANK,
+        ErrorClass::Tag => class::TAG,
+        ErrorClass::Truncate => class::TRUNCATE,
+        ErrorClass::Type => class::TYPE,
+        ErrorClass::Count => class::COUNT,
+        ErrorClass::Comm => class::COMM,
+        ErrorClass::ProcFailed => class::PROC_FAILED,
+        _ => class::OTHER,
+    }
+}
+
+/// Slots of the ring of recent messages.
+const SLOTS: usize = 4096;
+
+struct Messages {
+    ring: Vec<Option<(c_int, String)>>,
+    next: usize,
+}
+
+static MESSAGES: Mutex<Messages> = Mutex::new(Messages { ring: Vec::new(), next: 0 });
+
+/// The code of an error: its class and its message's slot.
+pub fn code_for(error: &MpiError) -> c_int {
+    let mut messages = MESSAGES.lock();
+    if messages.ring.is_empty() {
+        messages.ring.resize(SLOTS, None);
+    }
+    let slot = messages.next;
+    messages.next = (slot + 1) % SLOTS;
+    messages.ring[slot] = Some((error.class, error.message.clone()));
+    error.class + ((slot as c_int + 1) << 7)
+}
+
+/// The class of a code, `None` if it is not one.
+pub fn class_of_code(code: c_int) -> Option<c_int> {
+    (code >= 0).then_some(code & class::LAST)
+}
+
+/// The string of a code: its message if it is still in the ring, else its
+/// class's description.
+pub fn string_of_code(code: c_int) -> Option<String> {
+    let class = class_of_code(code)?;
+    let slot = (code >> 7) as usize;
+    if slot > 0 && slot <= SLOTS {
+        let messages = MESSAGES.lock();
+        if let Some(Some((c, message))) = messages.ring.get(slot - 1) {
+            if *c == class {
+                return Some(message.clone());
+            }
+        }
+    }
+    Some(describe_class(class).to_owned())
+}
+
+/// What an error class means.
+pub fn describe_class(class: c_int) -> &'static str {
+    match class {
+        0 => "no error",
+        class::BUFFER => "invalid buffer pointer",
+        class::COUNT => "invalid count argument",
+        class::TYPE => "invalid datatype",
+        class::TAG => "invalid tag",
+        class::COMM => "invalid communicator",
+        class::RANK => "invalid rank",
+        class::ROOT => "invalid root",
+        class::GROUP => "invalid group",
+        class::OP => "invalid operation",
+        class::ARG => "invalid argument",
+        class::TRUNCATE => "message truncated",
+        class::OTHER => "other error",
+        class::INTERN => "internal error",
+        class::IN_STATUS => "error code is in status",
+        class::PENDING => "pending request",
+        class::REQUEST => "invalid request",
+        class::NO_MEM => "out of memory",
+        class::UNSUPPORTED_OPERATION => "operation not supported",
+        class::KEYVAL => "invalid attribute key",
+        class::PROC_FAILED => "a process of the job failed",
+        _ => "unknown error class",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_gives_back_its_class_and_its_message() {
+        let code = code_for(&MpiError::new(class::RANK, "MPI_Send: rank 9 is out of range"));
+        assert_ne!(code, class::RANK);
+        assert_eq!(class_of_code(code), Some(class::RANK));
+        assert_eq!(string_of_code(code).unwrap(), "MPI_Send: rank 9 is out of range");
+        assert_eq!(string_of_code(class::TAG).unwrap(), "invalid tag");
+        assert_eq!(class_of_code(-3), None);
+    }
+
+    #[test]
+    fn engine_errors_keep_their_class() {
+        let error = MpiError::from(grappe_comm::Error::InvalidRank { rank: 7, size: 4 });
+        assert_eq!(error.class, class::RANK);
+        assert!(error.message.contains('7'), "{}", error.message);
+    }
+}

@@ -1,0 +1,386 @@
+//! MPI's predefined reduction operations on the predefined datatypes,
+//! as operations of grappe's typed collectives.
+//!
+//! Integers wrap on overflow (as C's unsigned arithmetic, and as MPICH
+//! does for signed types) rather than fail.
+
+use std::borrow::Cow;
+use std::ffi::c_int;
+
+use bytemuck::{Pod, Zeroable};
+use grappe_comm::Operation;
+
+use crate::abi::class;
+use crate::datatype::{Datatype, Kind, PairKind};
+use crate::errors::{MpiError, Result};
+
+/// A predefined operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpCode {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    MinLoc,
+    MaxLoc,
+    Replace,
+    NoOp,
+}
+
+const OPS: [(OpCode, &str); 14] = [
+    (OpCode::Max, "MPI_MAX"),
+    (OpCode::Min, "MPI_MIN"),
+    (OpCode::Sum, "MPI_SUM"),
+    (OpCode::Prod, "MPI_PROD"),
+    (OpCode::Land, "MPI_LAND"),
+    (OpCode::Band, "MPI_BAND"),
+    (OpCode::Lor, "MPI_LOR"),
+    (OpCode::Bor, "MPI_BOR"),
+    (OpCode::Lxor, "MPI_LXOR"),
+    (OpCode::Bxor, "MPI_BXOR"),
+    (OpCode::MinLoc, "MPI_MINLOC"),
+    (OpCode::MaxLoc, "MPI_MAXLOC"),
+    (OpCode::Replace, "MPI_REPLACE"),
+    (OpCode::NoOp, "MPI_NO_OP"),
+];
+
+impl OpCode {
+    /// The operation of `handle` (`0x58000001` is `MPI_MAX`, and so on).
+    pub fn lookup(handle: c_int) -> Result<OpCode> {
+        let index = (handle as u32).wrapping_sub(0x5800_0001) as usize;
+        match OPS.get(index) {
+            Some(&(op, _)) => Ok(op),
+            None if handle == crate::abi::OP_NULL => Err(MpiError::new(class::OP, "MPI_OP_NULL is not an operation")),
+            None => Err(MpiError::new(
+                class::OP,
+                format!(
+                    "operation handle {handle:#x} is not a predefined operation (user operations are not supported \
+                     by this version of grappe's MPI library)"
+                ),
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        OPS.iter().find(|(op, _)| *op == self).map_or("?", |(_, name)| name)
+    }
+
+    /// Whether MPI defines this operation on this datatype.
+    pub fn check(self, datatype: &Datatype) -> Result<()> {
+        use Kind::*;
+        use OpCode::*;
+        let integer = matches!(datatype.kind, I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64);
+        let float = matches!(datatype.kind, F32 | F64);
+        let complex = matches!(datatype.kind, Complex32 | Complex64);
+        let allowed = match self {
+            Max | Min => integer || float,
+            Sum | Prod => integer || float || complex,
+            Land | Lor | Lxor => integer || datatype.kind == Bool,
+            Band | Bor | Bxor => integer || datatype.kind == Byte,
+            MinLoc | MaxLoc => matches!(datatype.kind, Pair(_)),
+            Replace | NoOp => true,
+        };
+        match allowed {
+            true => Ok(()),
+            false => {
+                Err(MpiError::new(class::OP, format!("{} is not defined on datatype {}", self.name(), datatype.name)))
+            }
+        }
+    }
+}
+
+/// An element type that predefined operations combine.
+pub trait Element: Pod + Send + Sync {
+    fn combine(op: OpCode, acc: &mut [Self], later: &[Self]);
+}
+
+/// An operation for grappe's typed collectives.
+#[derive(Debug, Clone, Copy)]
+pub struct Predefined(pub OpCode);
+
+impl<T: Element> Operation<T> for Predefined {
+    fn combine(&self, acc: &mut [T], later: &[T]) {
+        T::combine(self.0, acc, later)
+    }
+}
+
+fn each<T: Copy>(acc: &mut [T], later: &[T], f: impl Fn(T, T) -> T) {
+    for (a, &b) in acc.iter_mut().zip(later) {
+        *a = f(*a, b);
+    }
+}
+
+macro_rules! integer {
+    ($($t:ty),*) => {$(
+        impl Element for $t {
+            fn combine(op: OpCode, acc: &mut [$t], later: &[$t]) {
+                match op {
+                    OpCode::Max => each(acc, later, |a, b| a.max(b)),
+                    OpCode::Min => each(acc, later, |a, b| a.min(b)),
+                    OpCode::Sum => each(acc, later, |a, b| a.wrapping_add(b)),
+                    OpCode::Prod => each(acc, later, |a, b| a.wrapping_mul(b)),
+                    OpCode::Land => each(acc, later, |a, b| (a != 0 && b != 0) as $t),
+                    OpCode::Lor => each(acc, later, |a, b| (a != 0 || b != 0) as $t),
+                    OpCode::Lxor => each(acc, later, |a, b| ((a != 0) != (b != 0)) as $t),
+                    OpCode::Band => each(acc, later, |a, b| a & b),
+                    OpCode::Bor => each(acc, later, |a, b| a | b),
+                    OpCode::Bxor => each(acc, later, |a, b| a ^ b),
+                    OpCode::Replace => each(acc, later, |_, b| b),
+                    OpCode::MinLoc | OpCode::MaxLoc | OpCode::NoOp => {}
+                }
+            }
+        }
+    )*};
+}
+
+integer!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+macro_rules! float {
+    ($($t:ty),*) => {$(
+        impl Element for $t {
+            fn combine(op: OpCode, acc: &mut [$t], later: &[$t]) {
+                match op {
+                    // As C's `a > b ? a : b`: a NaN operand does not win.
+                    OpCode::Max => each(acc, later, |a, b| if b > a { b } else { a }),
+                    OpCode::Min => each(acc, later, |a, b| if b < a { b } else { a }),
+                    OpCode::Sum => each(acc, later, |a, b| a + b),
+                    OpCode::Prod => each(acc, later, |a, b| a * b),
+                    OpCode::Replace => each(acc, later, |_, b| b),
+                    _ => {}
+                }
+            }
+        }
+    )*};
+}
+
+float!(f32, f64);
+
+macro_rules! complex {
+    ($name:ident, $t:ty) => {
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+        pub struct $name {
+            re: $t,
+            im: $t,
+        }
+
+        impl Element for $name {
+            fn combine(op: OpCode, acc: &mut [$name], later: &[$name]) {
+                match op {
+                    OpCode::Sum => each(acc, later, |a, b| $name { re: a.re + b.re, im: a.im + b.im }),
+                    OpCode::Prod => {
+                        each(acc, later, |a, b| $name { re: a.re * b.re - a.im * b.im, im: a.re * b.im + a.im * b.re })
+                    }
+                    OpCode::Replace => each(acc, later, |_, b| b),
+                    _ => {}
+                }
+            }
+        }
+    };
+}
+
+complex!(Complex32, f32);
+complex!(Complex64, f64);
+
+macro_rules! pair {
+    ($name:ident, $v:ty, { $($field:ident : $ft:ty),* }) => {
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+        pub struct $name {
+            $($field: $ft),*
+        }
+
+        impl Element for $name {
+            fn combine(op: OpCode, acc: &mut [$name], later: &[$name]) {
+                // The smaller (MINLOC) or larger (MAXLOC) value; on a tie,
+                // the smaller index.
+                let better = |a: $name, b: $name, wins: fn($v, $v) -> bool| {
+                    if wins(b.value, a.value) || (b.value == a.value && b.index < a.index) { b } else { a }
+                };
+                match op {
+                    OpCode::MinLoc => each(acc, later, |a, b| better(a, b, |x, y| x < y)),
+                    OpCode::MaxLoc => each(acc, later, |a, b| better(a, b, |x, y| x > y)),
+                    OpCode::Replace => each(acc, later, |_, b| b),
+                    _ => {}
+                }
+            }
+        }
+    };
+}
+
+pair!(FloatInt, f32, { value: f32, index: i32 });
+pair!(DoubleInt, f64, { value: f64, index: i32, pad: i32 });
+pair!(LongInt, i64, { value: i64, index: i32, pad: i32 });
+pair!(ShortInt, i16, { value: i16, pad: i16, index: i32 });
+pair!(TwoInt, i32, { value: i32, index: i32 });
+
+/// A user's C function (`MPI_User_function`): `inoutvec[i] = invec[i] ∘
+/// inoutvec[i]` for `*len` elements of `*datatype`.
+pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut c_int);
+
+/// An operation of `MPI_Op_create`, applied to one datatype.
+#[derive(Debug, Clone, Copy)]
+pub struct UserOperation {
+    pub function: UserFunction,
+    pub commute: bool,
+    pub datatype: c_int,
+}
+
+impl<T: Pod + Send + Sync> Operation<T> for UserOperation {
+    /// `acc = acc ∘ later`: MPI's function takes the earlier ranks'
+    /// operand first and leaves the result in its second.
+    fn combine(&self, acc: &mut [T], later: &[T]) {
+        let mut result = later[..acc.len()].to_vec();
+        let mut len = acc.len() as c_int;
+        let mut datatype = self.datatype;
+        // SAFETY: a C function of MPI_User_function's type, as the program
+        // gave it; both buffers hold `len` elements of the datatype.
+        unsafe {
+            (self.function)(acc.as_mut_ptr().cast(), result.as_mut_ptr().cast(), &mut len, &mut datatype);
+        }
+        acc.copy_from_slice(&result);
+    }
+
+    fn is_commutative(&self) -> bool {
+        self.commute
+    }
+}
+
+/// The operation of a reduction: predefined, or the program's.
+#[derive(Debug, Clone, Copy)]
+pub enum AnyOp {
+    Predefined(OpCode),
+    User(UserOperation),
+}
+
+/// Opaque elements (`long double`...): only `MPI_REPLACE` and `MPI_NO_OP`
+/// reach them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct Opaque(u8);
+
+impl Element for Opaque {
+    fn combine(op: OpCode, acc: &mut [Opaque], later: &[Opaque]) {
+        if op == OpCode::Replace {
+            acc.copy_from_slice(&later[..acc.len()]);
+        }
+    }
+}
+
+/// Something done with typed slices of one element type, whichever the
+/// datatype's kind says it is.
+pub trait Typed {
+    type Output;
+    fn run<T: Element>(self) -> Self::Output;
+}
+
+/// Runs `task` with the Rust type of `datatype`'s elements.
+pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
+    match datatype.kind {
+        Kind::I8 => task.run::<i8>(),
+        Kind::U8 | Kind::Bool | Kind::Byte => task.run::<u8>(),
+        Kind::I16 => task.run::<i16>(),
+        Kind::U16 => task.run::<u16>(),
+        Kind::I32 => task.run::<i32>(),
+        Kind::U32 => task.run::<u32>(),
+        Kind::I64 => task.run::<i64>(),
+        Kind::U64 => task.run::<u64>(),
+        Kind::F32 => task.run::<f32>(),
+        Kind::F64 => task.run::<f64>(),
+        Kind::Complex32 => task.run::<Complex32>(),
+        Kind::Complex64 => task.run::<Complex64>(),
+        Kind::Pair(PairKind::FloatInt) => task.run::<FloatInt>(),
+        Kind::Pair(PairKind::DoubleInt) => task.run::<DoubleInt>(),
+        Kind::Pair(PairKind::LongInt) => task.run::<LongInt>(),
+        Kind::Pair(PairKind::ShortInt) => task.run::<ShortInt>(),
+        Kind::Pair(PairKind::TwoInt) => task.run::<TwoInt>(),
+        Kind::Opaque => task.run::<Opaque>(),
+    }
+}
+
+/// `bytes` as elements of `T`: borrowed if aligned for `T`, copied if not
+/// (a C buffer inside a packed structure).
+pub fn typed<T: Pod>(bytes: &[u8]) -> Cow<'_, [T]> {
+    match bytemuck::try_cast_slice(bytes) {
+        Ok(elems) => Cow::Borrowed(elems),
+        Err(_) => Cow::Owned(bytemuck::pod_collect_to_vec(bytes)),
+    }
+}
+
+/// Runs `f` on `bytes` as elements of `T`, through an aligned copy if
+/// they are not aligned for `T`.
+pub fn with_typed_mut<T: Pod, R>(bytes: &mut [u8], f: impl FnOnce(&mut [T]) -> R) -> R {
+    if let Ok(elems) = bytemuck::try_cast_slice_mut(bytes) {
+        return f(elems);
+    }
+    let mut copy: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
+    let result = f(&mut copy);
+    bytes.copy_from_slice(bytemuck::cast_slice(&copy));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::lookup;
+
+    #[test]
+    fn operations_follow_their_mpi_definition() {
+        let mut acc = [5i32, -3, 0, i32::MAX];
+        i32::combine(OpCode::Sum, &mut acc, &[1, 1, 1, 1]);
+        assert_eq!(acc, [6, -2, 1, i32::MIN], "sums wrap");
+        let mut acc = [0u8, 1, 2];
+        u8::combine(OpCode::Lxor, &mut acc, &[1, 1, 0]);
+        assert_eq!(acc, [1, 0, 1]);
+        let mut acc = [DoubleInt { value: 1.0, index: 4, pad: 0 }, DoubleInt { value: 2.0, index: 1, pad: 0 }];
+        DoubleInt::combine(
+            OpCode::MinLoc,
+            &mut acc,
+            &[DoubleInt { value: 1.0, index: 2, pad: 0 }, DoubleInt { value: 3.0, index: 0, pad: 0 }],
+        );
+        assert_eq!((acc[0].index, acc[1].index), (2, 1), "ties go to the smaller index");
+        let mut acc = [Complex64 { re: 1.0, im: 2.0 }];
+        Complex64::combine(OpCode::Prod, &mut acc, &[Complex64 { re: 3.0, im: -1.0 }]);
+        assert_eq!(acc[0], Complex64 { re: 5.0, im: 5.0 });
+    }
+
+    #[test]
+    fn pairs_have_the_layout_of_their_c_structures() {
+        for (handle, size) in [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8)] {
+            let datatype = lookup(handle as c_int).unwrap();
+            struct Size;
+            impl Typed for Size {
+                type Output = usize;
+                fn run<T: Element>(self) -> usize {
+                    std::mem::size_of::<T>()
+                }
+            }
+            assert_eq!((with_type(datatype, Size), datatype.extent), (size, size), "{}", datatype.name);
+        }
+    }
+
+    #[test]
+    fn operations_outside_their_types_are_refused() {
+        let double = lookup(0x4c00080b).unwrap();
+        assert_eq!(OpCode::Bxor.check(double).unwrap_err().class, class::OP);
+        assert!(OpCode::Sum.check(double).is_ok());
+        assert_eq!(OpCode::lookup(0x58000003).unwrap(), OpCode::Sum);
+        assert_eq!(OpCode::lookup(crate::abi::OP_NULL).unwrap_err().class, class::OP);
+    }
+
+    #[test]
+    fn misaligned_bytes_are_copied_to_aligned_elements() {
+        let bytes: Vec<u8> = (0..17).collect();
+        let elems = typed::<u32>(&bytes[1..]);
+        assert_eq!(elems[0], u32::from_ne_bytes([1, 2, 3, 4]));
+        let mut buf = bytes.clone();
+        with_typed_mut::<u32, _>(&mut buf[1..], |e| e[0] = 0);
+        assert_eq!(&buf[..6], &[0, 0, 0, 0, 0, 5]);
+    }
+}

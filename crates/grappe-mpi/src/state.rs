@@ -1,0 +1,293 @@
+//! The library's state in a process: the runtime and its one rank, and
+//! the tables that map C handles to the rank's communicators and requests.
+//!
+//! C programs call MPI from any thread the thread level allows, while a
+//! rank's objects (`Communicator`, requests) are single-threaded (`Rc`):
+//! every call takes the state's lock for its whole duration, so that the
+//! rank's objects are only ever touched by one thread at a time. That
+//! makes `MPI_THREAD_SERIALIZED` sound; `MPI_THREAD_MULTIPLE` would need
+//! blocking calls to let go of the lock while they wait, which this
+//! version does not do, so it provides `MPI_THREAD_SERIALIZED` at most.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::thread::ThreadId;
+
+use grappe_comm::{Communicator, Request, Scope};
+use grappe_runtime::{Rank, Runtime};
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::abi::{self, class, kind};
+use crate::errors::{MpiError, Result};
+
+/// Where the library is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    Before = 0,
+    Running = 1,
+    Finalized = 2,
+}
+
+static PHASE: AtomicU8 = AtomicU8::new(Phase::Before as u8);
+
+pub fn phase() -> Phase {
+    match PHASE.load(Ordering::Acquire) {
+        0 => Phase::Before,
+        1 => Phase::Running,
+        _ => Phase::Finalized,
+    }
+}
+
+pub fn set_phase(phase: Phase) {
+    PHASE.store(phase as u8, Ordering::Release);
+}
+
+/// A communicator known to C, with what MPI attaches to it.
+pub struct CommEntry {
+    pub comm: Communicator,
+    /// `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ABORT`.
+    pub errhandler: c_int,
+    pub name: String,
+    /// Attributes: keyval and value (a C pointer), in the order set.
+    pub attrs: Vec<(c_int, usize)>,
+    /// The virtual topology, if the communicator has one.
+    pub topology: Option<crate::api::Topology>,
+    /// A private duplicate for neighbourhood collectives, made at the first.
+    pub neighbours: Option<Communicator>,
+}
+
+impl CommEntry {
+    pub fn new(comm: Communicator, errhandler: c_int, name: &str) -> CommEntry {
+        CommEntry { comm, errhandler, name: name.to_owned(), attrs: Vec::new(), topology: None, neighbours: None }
+    }
+}
+
+/// An attribute key (`MPI_Comm_create_keyval`): its callbacks and their extra state.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyval {
+    pub copy: Option<crate::api::CopyFunction>,
+    pub delete: Option<crate::api::DeleteFunction>,
+    pub extra_state: usize,
+}
+
+/// A request known to C: what is under way now (`None`: an inactive
+/// persistent request), and, for a persistent request, what each
+/// `MPI_Start` starts again.
+pub struct RequestSlot {
+    pub now: Option<RequestEntry>,
+    pub persistent: Option<Persistent>,
+}
+
+/// The arguments of `MPI_Send_init` or `MPI_Recv_init`.
+#[derive(Debug, Clone, Copy)]
+pub struct Persistent {
+    pub send: bool,
+    /// A synchronous send (`MPI_Ssend_init`).
+    pub sync: bool,
+    /// The buffer, which MPI says stays valid until the request is freed.
+    pub buf: *mut std::ffi::c_void,
+    pub count: c_int,
+    pub datatype: c_int,
+    /// Destination or source.
+    pub peer: c_int,
+    pub tag: c_int,
+    pub comm: c_int,
+}
+
+/// An operation under way.
+pub enum RequestEntry {
+    /// Under way in the engine. The request is dropped before what it
+    /// borrows: `keep`, a packed copy of a send's elements, and
+    /// `incoming`, where a receive's packed bytes land before they are
+    /// unpacked into the program's elements at completion.
+    Active {
+        request: Request<'static>,
+        comm: c_int,
+        keep: Option<Box<[u8]>>,
+        incoming: Option<crate::api::Incoming<'static>>,
+    },
+    /// Completed when it started (to or from `MPI_PROC_NULL`).
+    Done { status: abi::Status },
+}
+
+/// Slots reached through handles; freed slots are used again.
+#[derive(Default)]
+pub struct Table<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Table<T> {
+    pub const fn new() -> Table<T> {
+        Table { slots: Vec::new(), free: Vec::new() }
+    }
+
+    pub fn insert(&mut self, value: T) -> usize {
+        match self.free.pop() {
+            Some(index) => {
+                self.slots[index] = Some(value);
+                index
+            }
+            None => {
+                self.slots.push(Some(value));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    pub fn get(&self, index: usize) -> Option<&T> {
+        self.slots.get(index).and_then(Option::as_ref)
+    }
+
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
+        self.slots.get_mut(index).and_then(Option::as_mut)
+    }
+
+    pub fn remove(&mut self, index: usize) -> Option<T> {
+        let value = self.slots.get_mut(index)?.take()?;
+        self.free.push(index);
+        Some(value)
+    }
+}
+
+/// A request freed while under way, with what it borrows (see [`RequestEntry`]).
+pub type Freed = (Request<'static>, Option<Box<[u8]>>, Option<crate::api::Incoming<'static>>);
+
+/// The state of an initialised library.
+pub struct State {
+    pub runtime: Runtime,
+    /// Taken by `MPI_Finalize`.
+    pub rank: Option<Rank>,
+    /// Slot 0 is `MPI_COMM_WORLD`, slot 1 `MPI_COMM_SELF`; the others are
+    /// the direct handles `0x84000000 | slot`.
+    pub comms: Table<CommEntry>,
+    pub requests: Table<RequestSlot>,
+    /// Attribute keys.
+    pub keyvals: Table<Keyval>,
+    /// User operations (`MPI_Op_create`): their function and whether it commutes.
+    pub ops: Table<(crate::reduce::UserFunction, bool)>,
+    /// Messages claimed by matched probes, with their communicator.
+    pub messages: Table<(grappe_comm::Message, c_int)>,
+    /// Groups: the world ranks of their members, in group order.
+    pub groups: Table<Vec<usize>>,
+    /// Info objects: their keys and values, in the order they were set.
+    pub infos: Table<Vec<(String, String)>>,
+    /// Requests freed by `MPI_Request_free` while under way: they complete
+    /// on their own, and are dropped once they have.
+    pub freed: Vec<Freed>,
+    /// Buffered sends under way (`MPI_Bsend`), with their copies.
+    pub buffered: Vec<Freed>,
+    /// The scope of every request: it lives as long as the process.
+    pub scope: &'static Scope<'static, 'static>,
+    pub thread_level: c_int,
+    pub main_thread: ThreadId,
+}
+
+/// The state, behind the lock every call takes.
+struct Shared(Option<Box<State>>);
+
+// SAFETY: the state holds the rank's single-threaded objects (`Rc`s inside
+// communicators, requests and the scope). They are only reached through
+// `STATE`'s lock, held for the whole of each call, and no reference to
+// them leaves a call: so no two threads ever touch them at once, which is
+// all `Rc` and `RefCell` need.
+unsafe impl Send for Shared {}
+
+static STATE: Mutex<Shared> = Mutex::new(Shared(None));
+
+/// The locked state of a running library.
+pub struct Locked(MutexGuard<'static, Shared>);
+
+impl std::ops::Deref for Locked {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.0.0.as_deref().expect("a Locked state is initialised")
+    }
+}
+
+impl std::ops::DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut State {
+        self.0.0.as_deref_mut().expect("a Locked state is initialised")
+    }
+}
+
+/// The state, for one call; an error if MPI is not initialised or was finalized.
+pub fn lock(call: &str) -> Result<Locked> {
+    let guard = STATE.lock();
+    if guard.0.is_none() {
+        let when = match phase() {
+            Phase::Finalized => "after MPI_Finalize",
+            _ => "before MPI_Init",
+        };
+        return Err(MpiError::new(class::OTHER, format!("{call} called {when}")));
+    }
+    Ok(Locked(guard))
+}
+
+/// Installs the state of a library just initialised.
+pub fn install(state: State) {
+    STATE.lock().0 = Some(Box::new(state));
+    set_phase(Phase::Running);
+}
+
+/// Takes the state out at finalize.
+pub fn take() -> Option<Box<State>> {
+    let state = STATE.lock().0.take();
+    set_phase(Phase::Finalized);
+    state
+}
+
+impl State {
+    /// Drops the freed requests that have completed (a failed one's error
+    /// is lost, as MPI says of a freed request).
+    pub fn reap_freed(&mut self) {
+        if self.freed.iter().any(|f| f.0.is_complete()) {
+            let (done, pending): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut self.freed).into_iter().partition(|f| f.0.is_complete());
+            for (request, keep, incoming) in done {
+                if let (Ok(got), Some(incoming)) = (request.wait(), incoming) {
+                    incoming.finish(got.bytes);
+                }
+                drop(keep);
+            }
+            self.freed = pending;
+        }
+    }
+
+    /// The table slot of communicator `handle`.
+    pub fn comm_slot(&self, handle: c_int) -> Result<usize> {
+        let slot = match handle {
+            abi::COMM_WORLD => Some(0),
+            abi::COMM_SELF => Some(1),
+            _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2),
+        };
+        match slot {
+            Some(slot) if self.comms.get(slot).is_some() => Ok(slot),
+            _ if handle == abi::COMM_NULL => Err(MpiError::new(class::COMM, "MPI_COMM_NULL is not a communicator")),
+            _ => Err(MpiError::new(class::COMM, format!("{handle:#x} is not a communicator handle (or was freed)"))),
+        }
+    }
+
+    /// The communicator of `handle`.
+    pub fn comm(&self, handle: c_int) -> Result<&CommEntry> {
+        let slot = self.comm_slot(handle)?;
+        Ok(self.comms.get(slot).expect("checked by comm_slot"))
+    }
+
+    /// The handle of a new communicator.
+    pub fn add_comm(&mut self, comm: Communicator, errhandler: c_int) -> c_int {
+        let slot = self.comms.insert(CommEntry::new(comm, errhandler, ""));
+        abi::direct_handle(kind::COMM, slot)
+    }
+
+    /// The error handler that applies to `error`: its communicator's, or
+    /// the world's.
+    pub fn errhandler_for(&self, error: &MpiError) -> (c_int, Option<&Communicator>) {
+        let entry = error.comm.and_then(|h| self.comm(h).ok()).or_else(|| self.comms.get(0));
+        match entry {
+            Some(entry) => (entry.errhandler, Some(&entry.comm)),
+            None => (abi::ERRORS_ARE_FATAL, None),
+        }
+    }
+}

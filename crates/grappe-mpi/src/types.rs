@@ -1,0 +1,418 @@
+//! Datatypes as the library moves them: predefined ones, and derived ones
+//! (`MPI_Type_vector`, `_indexed`, `_create_struct`...), flattened at
+//! construction into the list of contiguous blocks one element covers.
+//!
+//! On the wire every message is packed: the bytes of its elements' blocks
+//! end to end. A buffer whose elements are one block each, laid end to end
+//! (every predefined datatype but the padded pairs, and contiguous
+//! derived ones), is sent and received in place; any other is packed once
+//! into a buffer of the library's on send and unpacked once on receive.
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::abi::{self, class, kind};
+use crate::datatype::{Datatype, Kind};
+use crate::errors::{MpiError, Result};
+use crate::state::Table;
+
+/// A contiguous run of bytes of an element, at `offset` from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub offset: isize,
+    pub len: usize,
+}
+
+/// How a derived datatype was made (`MPI_Type_get_envelope`, `_contents`).
+#[derive(Debug, Clone, Default)]
+pub struct Envelope {
+    pub combiner: c_int,
+    pub integers: Vec<c_int>,
+    pub addresses: Vec<isize>,
+    pub datatypes: Vec<c_int>,
+}
+
+/// A derived datatype.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The blocks of one element, in type-map order, adjacent ones merged.
+    pub blocks: Vec<Block>,
+    /// Bytes of data in one element.
+    pub size: usize,
+    pub lb: isize,
+    pub extent: isize,
+    pub true_lb: isize,
+    pub true_extent: isize,
+    /// The predefined datatype every part of an element is, if there is
+    /// one, and how many of it an element holds (for reductions and
+    /// `MPI_Get_elements`).
+    pub base: Option<(&'static Datatype, usize)>,
+    /// Predefined elements in one element (`MPI_Get_elements`).
+    pub elements: usize,
+    pub committed: bool,
+    pub envelope: Envelope,
+    pub name: String,
+}
+
+/// A datatype: predefined, or derived (shared with the table).
+#[derive(Debug, Clone)]
+pub enum Type {
+    Predefined(&'static Datatype),
+    Derived(Arc<Layout>),
+}
+
+/// Derived datatypes, by slot. Their handles are direct datatype handles
+/// from [`FIRST_SLOT`] (below it are MPICH's pair types, which are direct
+/// handles too).
+static TYPES: RwLock<Table<Arc<Layout>>> = RwLock::new(Table::new());
+
+/// The first slot number used for derived datatype handles.
+const FIRST_SLOT: usize = 0x100;
+
+/// The datatype of `handle`, or `MPI_ERR_TYPE` naming it.
+#[inline]
+pub fn lookup(handle: c_int) -> Result<Type> {
+    if let Some(predefined) = crate::datatype::predefined(handle) {
+        return Ok(Type::Predefined(predefined));
+    }
+    let derived = abi::direct_index(kind::DATATYPE, handle)
+        .filter(|&slot| slot >= FIRST_SLOT)
+        .and_then(|slot| TYPES.read().get(slot - FIRST_SLOT).cloned());
+    match derived {
+        Some(layout) => Ok(Type::Derived(layout)),
+        None if handle == abi::DATATYPE_NULL => Err(MpiError::new(class::TYPE, "MPI_DATATYPE_NULL is not a datatype")),
+        None => Err(MpiError::new(class::TYPE, format!("{handle:#x} is not a datatype handle (or was freed)"))),
+    }
+}
+
+/// A datatype for communication: it must be committed.
+#[inline]
+pub fn committed(handle: c_int) -> Result<Type> {
+    match crate::datatype::predefined(handle) {
+        Some(predefined) => Ok(Type::Predefined(predefined)),
+        None => committed_derived(handle),
+    }
+}
+
+fn committed_derived(handle: c_int) -> Result<Type> {
+    let found = lookup(handle)?;
+    if let Type::Derived(layout) = &found {
+        if !layout.committed {
+            return Err(MpiError::new(
+                class::TYPE,
+                format!("datatype {handle:#x} is not committed (MPI_Type_commit it before use)"),
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// Registers a new derived datatype; its handle.
+pub fn register(layout: Layout) -> c_int {
+    let slot = TYPES.write().insert(Arc::new(layout));
+    abi::direct_handle(kind::DATATYPE, slot + FIRST_SLOT)
+}
+
+/// Changes a derived datatype in place (commit, name).
+pub fn update(handle: c_int, change: impl FnOnce(&mut Layout)) -> Result<()> {
+    let slot = abi::direct_index(kind::DATATYPE, handle).filter(|&slot| slot >= FIRST_SLOT);
+    let mut types = TYPES.write();
+    let Some(entry) = slot.and_then(|slot| types.get_mut(slot - FIRST_SLOT)) else {
+        return Err(MpiError::new(class::TYPE, format!("{handle:#x} is not a derived datatype")));
+    };
+    let mut layout = (**entry).clone();
+    change(&mut layout);
+    *entry = Arc::new(layout);
+    Ok(())
+}
+
+/// Frees a derived datatype (requests under way keep their copy).
+pub fn free(handle: c_int) -> Result<()> {
+    let slot = abi::direct_index(kind::DATATYPE, handle).filter(|&slot| slot >= FIRST_SLOT);
+    match slot.and_then(|slot| TYPES.write().remove(slot - FIRST_SLOT)) {
+        Some(_) => Ok(()),
+        None => Err(MpiError::new(
+            class::TYPE,
+            format!("{handle:#x} is not a derived datatype (predefined ones cannot be freed)"),
+        )),
+    }
+}
+
+impl Type {
+    pub fn size(&self) -> usize {
+        match self {
+            Type::Predefined(d) => d.size,
+            Type::Derived(l) => l.size,
+        }
+    }
+
+    pub fn extent(&self) -> isize {
+        match self {
+            Type::Predefined(d) => d.extent as isize,
+            Type::Derived(l) => l.extent,
+        }
+    }
+
+    pub fn lb(&self) -> isize {
+        match self {
+            Type::Predefined(_) => 0,
+            Type::Derived(l) => l.lb,
+        }
+    }
+
+    pub fn true_lb(&self) -> isize {
+        match self {
+            Type::Predefined(_) => 0,
+            Type::Derived(l) => l.true_lb,
+        }
+    }
+
+    pub fn true_extent(&self) -> isize {
+        match self {
+            Type::Predefined(d) => d.size as isize,
+            Type::Derived(l) => l.true_extent,
+        }
+    }
+
+    /// The blocks of one element.
+    pub fn blocks(&self) -> Vec<Block> {
+        match self {
+            Type::Predefined(d) => vec![Block { offset: 0, len: d.size }],
+            Type::Derived(l) => l.blocks.clone(),
+        }
+    }
+
+    /// The predefined datatype every part is made of, and how many an element holds.
+    pub fn base(&self) -> Option<(&'static Datatype, usize)> {
+        match self {
+            Type::Predefined(d) => Some((d, 1)),
+            Type::Derived(l) => l.base,
+        }
+    }
+
+    /// Predefined elements in one element.
+    pub fn elements(&self) -> usize {
+        match self {
+            Type::Predefined(d) if matches!(d.kind, Kind::Pair(_)) => 2,
+            Type::Predefined(_) => 1,
+            Type::Derived(l) => l.elements,
+        }
+    }
+
+    /// If `count` elements at a buffer are its bytes end to end: where
+    /// they start, from the buffer.
+    pub fn contiguous(&self, count: usize) -> Option<isize> {
+        match self {
+            Type::Predefined(d) => (count <= 1 || d.size == d.extent).then_some(0),
+            Type::Derived(l) => match l.blocks[..] {
+                [] => Some(0),
+                [only] if count <= 1 || (only.len == l.size && l.extent == l.size as isize) => Some(only.offset),
+                _ => None,
+            },
+        }
+    }
+
+    /// The bytes `count` elements occupy on the wire.
+    pub fn packed_len(&self, count: usize) -> usize {
+        count * self.size()
+    }
+
+    /// Appends the data of `count` elements at `buf` to `out`.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of this datatype, readable.
+    pub unsafe fn pack(&self, buf: *const u8, count: usize, out: &mut Vec<u8>) {
+        let blocks = self.blocks();
+        let extent = self.extent();
+        out.reserve(self.packed_len(count));
+        for i in 0..count as isize {
+            for block in &blocks {
+                // SAFETY: each block of each element is inside the
+                // caller's buffer, as MPI requires.
+                let from = unsafe { buf.offset(i * extent + block.offset) };
+                out.extend_from_slice(unsafe { std::slice::from_raw_parts(from, block.len) });
+            }
+        }
+    }
+
+    /// Writes `data` (packed elements, whole ones first) to the elements
+    /// at `buf`; how many bytes it used.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of this datatype, writable, where
+    /// `count` covers `data`.
+    pub unsafe fn unpack(&self, data: &[u8], buf: *mut u8) -> usize {
+        let blocks = self.blocks();
+        let extent = self.extent();
+        let mut at = 0;
+        let mut i = 0isize;
+        while at < data.len() {
+            for block in &blocks {
+                if at >= data.len() {
+                    break;
+                }
+                let len = block.len.min(data.len() - at);
+                // SAFETY: inside the caller's buffer, as MPI requires.
+                unsafe {
+                    let to = buf.offset(i * extent + block.offset);
+                    std::ptr::copy_nonoverlapping(data[at..].as_ptr(), to, len);
+                }
+                at += len;
+            }
+            i += 1;
+        }
+        at
+    }
+
+    /// The name `MPI_Type_get_name` gives.
+    pub fn name(&self) -> String {
+        match self {
+            Type::Predefined(d) => d.name.to_owned(),
+            Type::Derived(l) => l.name.clone(),
+        }
+    }
+}
+
+/// Builds derived layouts.
+impl Layout {
+    /// `count` copies of `old`'s blocks, copy `i` at `offsets[i]` bytes with
+    /// `lens[i]` elements of `old` (each `old`'s extent after the previous).
+    pub fn from_blocks(old: &Type, parts: &[(isize, usize)], envelope: Envelope) -> Layout {
+        let (old_blocks, old_extent) = (old.blocks(), old.extent());
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut elements = 0;
+        let (mut lb, mut ub) = (None::<isize>, None::<isize>);
+        let (mut true_lb, mut true_ub) = (None::<isize>, None::<isize>);
+        for &(offset, n) in parts {
+            for k in 0..n as isize {
+                let at = offset + k * old_extent;
+                lb = Some(lb.map_or(at + old.lb(), |l| l.min(at + old.lb())));
+                ub = Some(ub.map_or(at + old.lb() + old_extent, |u| u.max(at + old.lb() + old_extent)));
+                let (tl, tu) = (at + old.true_lb(), at + old.true_lb() + old.true_extent());
+                true_lb = Some(true_lb.map_or(tl, |l| l.min(tl)));
+                true_ub = Some(true_ub.map_or(tu, |u| u.max(tu)));
+                for b in &old_blocks {
+                    push_block(&mut blocks, Block { offset: at + b.offset, len: b.len });
+                }
+                elements += old.elements();
+            }
+        }
+        let size = blocks.iter().map(|b| b.len).sum();
+        let (lb, ub) = (lb.unwrap_or(0), ub.unwrap_or(0));
+        let (true_lb, true_ub) = (true_lb.unwrap_or(0), true_ub.unwrap_or(0));
+        let count: usize = parts.iter().map(|p| p.1).sum();
+        Layout {
+            blocks,
+            size,
+            lb,
+            extent: ub - lb,
+            true_lb,
+            true_extent: true_ub - true_lb,
+            base: old.base().map(|(b, n)| (b, n * count)),
+            elements,
+            committed: false,
+            envelope,
+            name: String::new(),
+        }
+    }
+
+    /// A struct: blocks of different datatypes.
+    pub fn from_struct(parts: &[(isize, usize, Type)], envelope: Envelope) -> Layout {
+        let mut layout = Layout::from_blocks(&Type::Predefined(crate::datatype::BYTE), &[], envelope.clone());
+        let mut base: Option<Option<(&'static Datatype, usize)>> = None;
+        let (mut lb, mut ub, mut true_lb, mut true_ub) = (None::<isize>, None::<isize>, None::<isize>, None::<isize>);
+        for (offset, n, old) in parts {
+            let one = Layout::from_blocks(old, &[(*offset, *n)], Envelope::default());
+            for b in &one.blocks {
+                push_block(&mut layout.blocks, *b);
+            }
+            layout.elements += one.elements;
+            if *n > 0 {
+                lb = Some(lb.map_or(one.lb, |l| l.min(one.lb)));
+                ub = Some(ub.map_or(one.lb + one.extent, |u| u.max(one.lb + one.extent)));
+                true_lb = Some(true_lb.map_or(one.true_lb, |l| l.min(one.true_lb)));
+                let tu = one.true_lb + one.true_extent;
+                true_ub = Some(true_ub.map_or(tu, |u| u.max(tu)));
+                base = Some(match (base, one.base) {
+                    (None, b) => b,
+                    (Some(Some((a, na))), Some((b, nb))) if a.handle == b.handle => Some((a, na + nb)),
+                    _ => None,
+                });
+            }
+        }
+        layout.size = layout.blocks.iter().map(|b| b.len).sum();
+        layout.lb = lb.unwrap_or(0);
+        layout.extent = ub.unwrap_or(0) - layout.lb;
+        layout.true_lb = true_lb.unwrap_or(0);
+        layout.true_extent = true_ub.unwrap_or(0) - layout.true_lb;
+        layout.base = base.flatten();
+        layout
+    }
+}
+
+/// Appends `block`, merged with the last one if it follows it in memory.
+fn push_block(blocks: &mut Vec<Block>, block: Block) {
+    if block.len == 0 {
+        return;
+    }
+    if let Some(last) = blocks.last_mut() {
+        if last.offset + last.len as isize == block.offset {
+            last.len += block.len;
+            return;
+        }
+    }
+    blocks.push(block);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int() -> Type {
+        lookup(0x4c000405).unwrap()
+    }
+
+    #[test]
+    fn a_vector_is_its_blocks_at_their_strides_and_packs_them_in_order() {
+        // MPI_Type_vector(3, 2, 4, MPI_INT): ints 0,1 4,5 8,9.
+        let parts: Vec<(isize, usize)> = (0..3).map(|i| (i * 16, 2)).collect();
+        let layout = Layout::from_blocks(&int(), &parts, Envelope::default());
+        assert_eq!(layout.size, 24);
+        assert_eq!((layout.lb, layout.extent), (0, 40));
+        assert_eq!(
+            layout.blocks,
+            vec![Block { offset: 0, len: 8 }, Block { offset: 16, len: 8 }, Block { offset: 32, len: 8 }]
+        );
+        let vector = Type::Derived(Arc::new(layout));
+        assert_eq!(vector.contiguous(1), None);
+        let data: Vec<i32> = (0..20).collect();
+        let mut packed = Vec::new();
+        // SAFETY: 20 ints cover two vectors of extent 40 bytes + 24.
+        unsafe { vector.pack(data.as_ptr().cast(), 1, &mut packed) };
+        let ints: Vec<i32> = packed.chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(ints, vec![0, 1, 4, 5, 8, 9]);
+        let mut back = vec![-1i32; 10];
+        // SAFETY: 10 ints hold one vector.
+        let used = unsafe { vector.unpack(&packed, back.as_mut_ptr().cast()) };
+        assert_eq!((used, back), (24, vec![0, 1, -1, -1, 4, 5, -1, -1, 8, 9]));
+    }
+
+    #[test]
+    fn adjacent_blocks_merge_into_a_contiguous_type() {
+        let layout = Layout::from_blocks(&int(), &[(0, 4)], Envelope::default());
+        assert_eq!(layout.blocks, vec![Block { offset: 0, len: 16 }]);
+        let contiguous = Type::Derived(Arc::new(layout));
+        assert_eq!(contiguous.contiguous(10), Some(0));
+        assert_eq!(contiguous.base().map(|(b, n)| (b.name, n)), Some(("MPI_INT", 4)));
+    }
+
+    #[test]
+    fn a_struct_keeps_its_padding_out_of_its_data_and_has_no_single_base() {
+        let double = lookup(0x4c00080b).unwrap();
+        let layout = Layout::from_struct(&[(0, 1, double), (8, 1, int())], Envelope::default());
+        assert_eq!((layout.size, layout.extent, layout.elements), (12, 12, 2));
+        assert!(layout.base.is_none());
+    }
+}

@@ -1,0 +1,212 @@
+//! C programs on grappe's MPI library: the conformance tests of `tests/c`
+//! (run by `tests/run-c-tests`) built with MPICH's `mpicc.mpich` and with
+//! grappe's `mpicc`, under `grappe run`, MPICH's `mpiexec` and Slurm's
+//! `srun`; MPICH's binary interface as a whole program exercises it
+//! (`tests/c/abi_run.c`: datatypes, topologies, attributes, user
+//! operations); what the library exports; mpi4py from PyPI; and what a
+//! program that needs more than this version gives hears.
+//!
+//! Each test installs the library first (`scripts/build-mpi --debug` into
+//! `target/mpi-debug`, a second when it is up to date), under a file lock
+//! that the test processes share.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use grappe_testkit::{describe, run_bounded, scratch, target_dir};
+use nix::fcntl::{Flock, FlockArg};
+
+/// The installed library's prefix, up to date with the sources.
+fn installed() -> PathBuf {
+    let prefix = target_dir().join("mpi-debug");
+    let file = File::create(target_dir().join("mpi-debug.lock")).expect("the lock file");
+    let _lock = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e).expect("the install lock");
+    let script = root().join("scripts/build-mpi");
+    let output =
+        Command::new("bash").arg(&script).args(["--debug", "--prefix"]).arg(&prefix).output().expect("build-mpi runs");
+    assert!(output.status.success(), "scripts/build-mpi --debug failed:\n{}", describe(&output));
+    prefix
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn grappe() -> PathBuf {
+    grappe_testkit::built("grappe", "cargo build -p grappe-cli")
+}
+
+/// `run-c-tests` with these arguments; its summary on success.
+fn conformance(args: &[&str]) -> String {
+    let mut command = Command::new("bash");
+    command.arg(root().join("crates/grappe-mpi/tests/run-c-tests")).args(args);
+    let output = run_bounded(command, Duration::from_secs(900));
+    let text = describe(&output);
+    assert!(output.status.success(), "run-c-tests {args:?} failed:\n{text}");
+    assert!(text.contains(" passed, 0 failed"), "no summary:\n{text}");
+    text
+}
+
+fn lib(prefix: &Path) -> String {
+    prefix.join("lib").display().to_string()
+}
+
+#[test]
+fn mpich_built_c_tests_pass_under_grappe_run() {
+    let prefix = installed();
+    let launcher = format!("grappe:{}", grappe().display());
+    conformance(&["--cc", "mpicc.mpich", "--launcher", &launcher, "--lib", &lib(&prefix), "--ranks", "1 2 3 4"]);
+}
+
+#[test]
+fn c_tests_built_with_grappe_s_mpicc_pass_under_grappe_run() {
+    let prefix = installed();
+    let mpicc = prefix.join("bin/mpicc").display().to_string();
+    let launcher = format!("grappe:{}", grappe().display());
+    conformance(&["--cc", &mpicc, "--launcher", &launcher, "--ranks", "2 3"]);
+}
+
+#[test]
+fn mpich_built_c_tests_pass_on_grappe_s_library_under_mpiexec() {
+    let prefix = installed();
+    conformance(&["--cc", "mpicc.mpich", "--launcher", "mpiexec", "--lib", &lib(&prefix), "--ranks", "1 3"]);
+}
+
+#[test]
+fn mpich_built_c_tests_pass_on_grappe_s_library_under_srun() {
+    let prefix = installed();
+    conformance(&["--cc", "mpicc.mpich", "--launcher", "srun", "--lib", &lib(&prefix), "--ranks", "1 4"]);
+}
+
+/// Compiles `tests/c/NAME.c` with `mpicc.mpich` into `dir`.
+fn compile_with_mpich(name: &str, dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
+    let binary = dir.join(name);
+    let output = Command::new("mpicc.mpich").arg("-o").arg(&binary).arg(&source).output().expect("mpicc.mpich runs");
+    assert!(output.status.success(), "mpicc.mpich {name}.c:\n{}", describe(&output));
+    binary
+}
+
+/// `grappe run -n N program args` on the installed library.
+fn run_on_grappe(prefix: &Path, n: usize, program: &[&str], extra_env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(grappe());
+    command.args(["run", "-n", &n.to_string()]).args(program).env("LD_LIBRARY_PATH", lib(prefix));
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    run_bounded(command, Duration::from_secs(120))
+}
+
+#[test]
+fn a_whole_mpich_program_of_every_group_runs_unchanged() {
+    let prefix = installed();
+    let dir = scratch("abi-run");
+    let binary = compile_with_mpich("abi_run", dir.path());
+    for n in [2, 3] {
+        let output = run_on_grappe(&prefix, n, &[binary.to_str().unwrap()], &[]);
+        let text = describe(&output);
+        assert!(output.status.success(), "abi_run on {n} ranks:\n{text}");
+        assert!(text.contains(&format!("checks passed on {n} ranks")), "abi_run on {n} ranks:\n{text}");
+    }
+}
+
+#[test]
+fn the_library_exports_mpich_s_functions_as_weak_mpi_and_strong_pmpi_symbols() {
+    let prefix = installed();
+    let output = Command::new("nm").args(["-D", "--defined-only"]).arg(prefix.join("lib/libmpi.so.12")).output();
+    let symbols = String::from_utf8(output.expect("nm runs").stdout).expect("text");
+    let listed = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("abi/functions.txt")).unwrap();
+    let names: Vec<&str> = listed.lines().filter(|l| l.starts_with("MPI_")).collect();
+    assert!(names.len() > 400, "{} functions listed", names.len());
+    for name in names {
+        assert!(symbols.contains(&format!(" W {name}\n")), "{name} is not a weak symbol of libmpi.so.12");
+        assert!(symbols.contains(&format!(" T P{name}\n")), "P{name} is not a symbol of libmpi.so.12");
+    }
+    for object in ["MPI_UNWEIGHTED", "MPI_F_STATUS_IGNORE", "MPIR_Dup_fn"] {
+        assert!(symbols.contains(&format!(" {object}\n")), "{object} is missing");
+    }
+    let leaked: Vec<&str> = symbols
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|s| !s.starts_with("MPI") && !s.starts_with("PMPI"))
+        .collect();
+    assert!(leaked.is_empty(), "symbols other than MPI's are exported: {:?}", &leaked[..leaked.len().min(10)]);
+}
+
+#[test]
+fn an_unsupported_function_fails_with_its_name_and_ends_the_job_by_default() {
+    let prefix = installed();
+    let dir = scratch("unsupported");
+    let binary = compile_with_mpich("unsupported", dir.path());
+    let returned = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&returned);
+    assert!(returned.status.success(), "under MPI_ERRORS_RETURN:\n{text}");
+    assert!(text.contains("as expected") && text.contains("MPI_Ibarrier"), "{text}");
+    let fatal = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "fatal"], &[]);
+    let text = describe(&fatal);
+    assert!(!fatal.status.success(), "the default handler must end the job:\n{text}");
+    assert!(text.contains("fatal error in MPI_Ibarrier") && text.contains("not supported"), "{text}");
+}
+
+#[test]
+fn a_c_program_as_thread_ranks_is_refused_with_the_reason() {
+    let prefix = installed();
+    let dir = scratch("threads");
+    let binary = compile_with_mpich("env", dir.path());
+    let output = run_on_grappe(&prefix, 2, &["--threads", binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("runs one rank per process") && text.contains("hosts 2 ranks"), "{text}");
+}
+
+#[test]
+fn mpi4py_from_pypi_runs_on_grappe() {
+    let prefix = installed();
+    let dir = scratch("mpi4py");
+    let script = dir.path().join("prog.py");
+    std::fs::write(
+        &script,
+        "from mpi4py import MPI\n\
+         comm = MPI.COMM_WORLD\n\
+         r, n = comm.Get_rank(), comm.Get_size()\n\
+         total = comm.allreduce(r, op=MPI.SUM)\n\
+         obj = comm.bcast({'x': [1, 2, 3]} if r == 0 else None, root=0)\n\
+         got = comm.sendrecv(r, dest=(r + 1) % n, source=(r - 1) % n)\n\
+         assert MPI.Get_library_version().startswith('grappe')\n\
+         print('rank', r, 'of', n, 'total', total, 'obj', obj['x'], 'got', got, flush=True)\n",
+    )
+    .unwrap();
+    let libmpi = prefix.join("lib/libmpi.so.12").display().to_string();
+    let output = run_on_grappe(&prefix, 3, &["python3", script.to_str().unwrap()], &[("MPI4PY_LIBMPI", &libmpi)]);
+    let text = describe(&output);
+    assert!(output.status.success(), "{text}");
+    for r in 0..3 {
+        let expected = format!("rank {r} of 3 total 3 obj [1, 2, 3] got {}", (r + 2) % 3);
+        assert!(text.contains(&expected), "missing {expected:?}:\n{text}");
+    }
+}
+
+#[test]
+fn a_c_rank_is_bound_to_its_core_as_a_rust_rank_is() {
+    let prefix = installed();
+    let dir = scratch("affinity");
+    let binary = compile_with_mpich("affinity", dir.path());
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(output.status.success(), "{text}");
+    for rank in 0..2 {
+        assert!(text.contains(&format!("rank {rank} runs on 1 cpus")), "rank {rank} is not bound:\n{text}");
+    }
+    let unbound = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[("GRAPPE_BIND", "none")]);
+    let text = describe(&unbound);
+    let cpus = grappe_testkit_cpus();
+    assert!(text.contains(&format!("rank 0 runs on {cpus} cpus")), "GRAPPE_BIND=none leaves it unbound:\n{text}");
+}
+
+/// The CPUs this test may run on (what an unbound rank inherits).
+fn grappe_testkit_cpus() -> usize {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("this thread's affinity");
+    (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).count()
+}
