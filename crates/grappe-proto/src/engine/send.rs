@@ -23,10 +23,7 @@ impl Engine {
         tag: i32,
         src_comm: u32,
     ) -> Result<Started> {
-        if let Some(revoked) = self.book.revoked_error(ctx) {
-            return Err(revoked);
-        }
-        let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
+        let env = self.envelope(ctx, tag, src_comm)?;
         if len <= self.net.peers[dest].eager_max && self.book.queued[dest].is_empty() {
             // SAFETY: the caller guarantees `data` is valid for `len` bytes.
             let bytes = unsafe { std::slice::from_raw_parts(data, len) };
@@ -56,12 +53,19 @@ impl Engine {
         tag: i32,
         src_comm: u32,
     ) -> Result<Started> {
-        if let Some(revoked) = self.book.revoked_error(ctx) {
-            return Err(revoked);
-        }
-        let env = Envelope { kind: Kind::Eager, ctx, tag, src: src_comm };
+        let env = self.envelope(ctx, tag, src_comm)?;
         let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued, sync: true };
         self.queue_send(send)
+    }
+
+    /// The envelope of a program's message on context `ctx`, unless the
+    /// context was revoked (a collective whose calls did not match).
+    #[inline]
+    fn envelope(&self, ctx: u32, tag: i32, src_comm: u32) -> Result<Envelope> {
+        match self.book.revoked_error(ctx) {
+            Some(revoked) => Err(revoked),
+            None => Ok(Envelope { kind: Kind::Eager, ctx, tag, src: src_comm }),
+        }
     }
 
     /// Sends a heap buffer: handed over without copying to a thread of this
