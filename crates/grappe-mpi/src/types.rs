@@ -31,7 +31,9 @@ pub struct Envelope {
     pub combiner: c_int,
     pub integers: Vec<c_int>,
     pub addresses: Vec<isize>,
-    pub datatypes: Vec<c_int>,
+    /// The datatypes it was made of, held: the program may free their
+    /// handles, and `MPI_Type_get_contents` still gives them.
+    pub datatypes: Vec<Type>,
 }
 
 /// A derived datatype.
@@ -107,6 +109,16 @@ fn committed_derived(handle: c_int) -> Result<Type> {
         }
     }
     Ok(found)
+}
+
+/// Names given to predefined datatypes (`MPI_Type_set_name`).
+static PREDEFINED_NAMES: RwLock<Vec<(c_int, String)>> = RwLock::new(Vec::new());
+
+/// Gives a predefined datatype another name.
+pub fn rename_predefined(handle: c_int, name: String) {
+    let mut names = PREDEFINED_NAMES.write();
+    names.retain(|(h, _)| *h != handle);
+    names.push((handle, name));
 }
 
 /// Registers a new derived datatype; its handle.
@@ -269,7 +281,10 @@ impl Type {
     /// The name `MPI_Type_get_name` gives.
     pub fn name(&self) -> String {
         match self {
-            Type::Predefined(d) => d.name.to_owned(),
+            Type::Predefined(d) => {
+                let names = PREDEFINED_NAMES.read();
+                names.iter().find(|(h, _)| *h == d.handle).map_or_else(|| d.name.to_owned(), |(_, n)| n.clone())
+            }
             Type::Derived(l) => l.name.clone(),
         }
     }

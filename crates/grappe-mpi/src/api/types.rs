@@ -58,7 +58,10 @@ fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
     unsafe { put(newtype, handle, "newtype") }
 }
 
+/// How a datatype was made; its constituent datatypes by handle (looked
+/// up: a handle that is not one was refused before).
 fn envelope(combiner: c_int, integers: Vec<c_int>, addresses: Vec<isize>, datatypes: Vec<c_int>) -> Envelope {
+    let datatypes = datatypes.into_iter().filter_map(|h| types::lookup(h).ok()).collect();
     Envelope { combiner, integers, addresses, datatypes }
 }
 
@@ -511,13 +514,25 @@ mpi_fn! {
         if (max_integers as usize) < env.integers.len() || (max_addresses as usize) < env.addresses.len() || (max_datatypes as usize) < env.datatypes.len() {
             return Err(MpiError::new(class::ARG, "MPI_Type_get_contents: the arrays are shorter than the envelope says"));
         }
+        // The derived datatypes of the contents are new handles, which the
+        // caller frees (MPI's rule); predefined ones are given as they are.
+        let handed: Vec<c_int> = env.datatypes.iter().map(handed_out).collect();
         // SAFETY: arrays of at least the envelope's lengths, as checked.
         unsafe {
             copy_out(&env.integers, integers);
             copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), addresses);
-            copy_out(&env.datatypes, datatypes);
+            copy_out(&handed, datatypes);
         }
         Ok(())
+    }
+}
+
+/// A datatype of an envelope as `MPI_Type_get_contents` hands it out: a
+/// predefined one as it is, a derived one as a new handle to the same layout.
+fn handed_out(datatype: &Type) -> c_int {
+    match datatype {
+        Type::Predefined(predefined) => predefined.handle,
+        Type::Derived(layout) => types::register((**layout).clone()),
     }
 }
 
@@ -536,7 +551,10 @@ mpi_fn! {
         // SAFETY: a NUL-terminated string, as MPI requires.
         let name = unsafe { read_string(name, "name")? };
         match types::lookup(datatype)? {
-            Type::Predefined(_) => Err(MpiError::new(class::TYPE, "a predefined datatype keeps its name")),
+            Type::Predefined(_) => {
+                types::rename_predefined(datatype, name);
+                Ok(())
+            }
             Type::Derived(_) => types::update(datatype, |layout| layout.name = name),
         }
     }
@@ -637,5 +655,89 @@ mpi_fn! {
             found.unpack(data, outbuf.cast());
             put(position, end as c_int, "position")
         }
+    }
+}
+
+/// Type classes of `MPI_Type_match_size`.
+const TYPECLASS_REAL: c_int = 1;
+const TYPECLASS_INTEGER: c_int = 2;
+const TYPECLASS_COMPLEX: c_int = 3;
+
+/// The Fortran datatype of a class and a size in bytes.
+fn fortran_type(typeclass: c_int, size: c_int) -> Option<c_int> {
+    let handle: u32 = match (typeclass, size) {
+        (TYPECLASS_REAL, 4) => 0x4c000427,
+        (TYPECLASS_REAL, 8) => 0x4c000829,
+        (TYPECLASS_REAL, 16) => 0x4c00102b,
+        (TYPECLASS_INTEGER, 1) => 0x4c00012d,
+        (TYPECLASS_INTEGER, 2) => 0x4c00022f,
+        (TYPECLASS_INTEGER, 4) => 0x4c000430,
+        (TYPECLASS_INTEGER, 8) => 0x4c000831,
+        (TYPECLASS_COMPLEX, 8) => 0x4c000828,
+        (TYPECLASS_COMPLEX, 16) => 0x4c00102a,
+        (TYPECLASS_COMPLEX, 32) => 0x4c00202c,
+        _ => return None,
+    };
+    Some(handle as c_int)
+}
+
+mpi_fn! {
+    /// `MPI_Type_match_size`: the predefined Fortran datatype of a type
+    /// class (`MPI_TYPECLASS_REAL`, `_INTEGER`, `_COMPLEX`) and a size.
+    fn MPI_Type_match_size / PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) {
+        let found = fortran_type(typeclass, size)
+            .ok_or_else(|| MpiError::new(class::ARG, format!("no predefined datatype of class {typeclass} has {size} bytes")))?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(datatype, found, "datatype") }
+    }
+}
+
+/// A parameterised Fortran datatype (`MPI_Type_create_f90_*`): the
+/// predefined one of the class that holds `precision` digits and exponent
+/// `range`, under a new handle that says how it was made.
+fn f90(combiner: c_int, typeclass: c_int, params: &[c_int], size: c_int, newtype: *mut c_int) -> Result<()> {
+    let old = fortran_type(typeclass, size)
+        .ok_or_else(|| MpiError::new(class::ARG, format!("no Fortran datatype holds the parameters {params:?}")))?;
+    let base = types::lookup(old)?;
+    let mut layout = Layout::from_blocks(&base, &[(0, 1)], envelope(combiner, params.to_vec(), vec![], vec![]));
+    layout.committed = true;
+    give(layout, newtype)
+}
+
+/// Bytes of a real of `precision` decimal digits and exponent `range`.
+fn real_size(precision: c_int, range: c_int) -> c_int {
+    let (p, r) =
+        (if precision == abi::UNDEFINED { 0 } else { precision }, if range == abi::UNDEFINED { 0 } else { range });
+    match (p, r) {
+        (p, r) if p <= 6 && r <= 37 => 4,
+        (p, r) if p <= 15 && r <= 307 => 8,
+        _ => 16,
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_f90_real`.
+    fn MPI_Type_create_f90_real / PMPI_Type_create_f90_real(precision: c_int, range: c_int, newtype: *mut c_int) {
+        f90(15, TYPECLASS_REAL, &[precision, range], real_size(precision, range), newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_f90_complex`.
+    fn MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(precision: c_int, range: c_int, newtype: *mut c_int) {
+        f90(16, TYPECLASS_COMPLEX, &[precision, range], 2 * real_size(precision, range), newtype)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_f90_integer`.
+    fn MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(range: c_int, newtype: *mut c_int) {
+        let size = match range {
+            r if r <= 2 => 1,
+            r if r <= 4 => 2,
+            r if r <= 9 => 4,
+            _ => 8,
+        };
+        f90(17, TYPECLASS_INTEGER, &[range], size, newtype)
     }
 }

@@ -1,0 +1,90 @@
+/* Datatypes: a vector of a contiguous type carries the right elements;
+ * MPI_Type_get_contents hands out new handles for derived constituents,
+ * which stay valid after the program freed its own; named and parameterised
+ * types (MPI_Type_match_size, MPI_Type_create_f90_integer); names of
+ * predefined types. Runs on any number of ranks. */
+#include "check.h"
+
+static int rank, size, left, right;
+
+static void vector_of_contiguous(void)
+{
+    MPI_Datatype pair, column;
+    CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &pair));
+    CHECK_MPI(MPI_Type_vector(3, 1, 2, pair, &column)); /* pairs 0, 2, 4 of 6 */
+    CHECK_MPI(MPI_Type_commit(&column));
+    CHECK_MPI(MPI_Type_free(&pair)); /* the vector keeps what it was made of */
+
+    int size_of = -1;
+    MPI_Aint lb = -1, extent = -1;
+    CHECK_MPI(MPI_Type_size(column, &size_of));
+    CHECK_MPI(MPI_Type_get_extent(column, &lb, &extent));
+    CHECK_INT(24, size_of, "MPI_Type_size of 3 pairs of ints");
+    CHECK_INT(0, (int)lb, "lower bound of the vector");
+    CHECK_INT(40, (int)extent, "extent of the vector (pairs 0 to 4)");
+
+    int out[12], in[12];
+    for (int i = 0; i < 12; i++) {
+        out[i] = 100 * rank + i;
+        in[i] = -1;
+    }
+    MPI_Status status;
+    CHECK_MPI(MPI_Sendrecv(out, 1, column, right, 1, in, 1, column, left, 1, MPI_COMM_WORLD, &status));
+    int count = -1, elements = -1;
+    CHECK_MPI(MPI_Get_count(&status, column, &count));
+    CHECK_MPI(MPI_Get_elements(&status, column, &elements));
+    CHECK_INT(1, count, "MPI_Get_count of one vector");
+    CHECK_INT(6, elements, "MPI_Get_elements of one vector of 3 pairs");
+    for (int i = 0; i < 12; i++) {
+        int expected = (i / 2) % 2 == 0 && i < 10 ? 100 * left + i : -1;
+        CHECK_INT(expected, in[i], "element %d of the received vector", i);
+    }
+
+    int nint, naddr, ntypes, combiner;
+    CHECK_MPI(MPI_Type_get_envelope(column, &nint, &naddr, &ntypes, &combiner));
+    CHECK_INT(MPI_COMBINER_VECTOR, combiner, "the vector's combiner");
+    CHECK_INT(1, ntypes, "the vector's datatypes");
+    int ints[3];
+    MPI_Aint addrs[1];
+    MPI_Datatype inner = MPI_DATATYPE_NULL;
+    CHECK_MPI(MPI_Type_get_contents(column, 3, 1, 1, ints, addrs, &inner));
+    CHECK_INT(3, ints[0], "the vector's count");
+    CHECK_INT(2, ints[2], "the vector's stride");
+    CHECK_MPI(MPI_Type_get_envelope(inner, &nint, &naddr, &ntypes, &combiner));
+    CHECK_INT(MPI_COMBINER_CONTIGUOUS, combiner, "the constituent's combiner, after its handle was freed");
+    CHECK_MPI(MPI_Type_free(&inner)); /* a handle of the caller's own */
+    CHECK_MPI(MPI_Type_free(&column));
+}
+
+static void named_and_parameterised(void)
+{
+    int nint, naddr, ntypes, combiner;
+    CHECK_MPI(MPI_Type_get_envelope(MPI_LONG_DOUBLE_INT, &nint, &naddr, &ntypes, &combiner));
+    CHECK_INT(MPI_COMBINER_NAMED, combiner, "MPI_LONG_DOUBLE_INT is named");
+    MPI_Datatype matched = MPI_DATATYPE_NULL;
+    CHECK_MPI(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &matched));
+    CHECK(matched == MPI_REAL8, "MPI_Type_match_size(REAL, 8) is MPI_REAL8");
+    MPI_Datatype f90 = MPI_DATATYPE_NULL;
+    CHECK_MPI(MPI_Type_create_f90_integer(9, &f90));
+    int f90_size = -1;
+    CHECK_MPI(MPI_Type_size(f90, &f90_size));
+    CHECK_INT(4, f90_size, "an integer of 9 decimal digits");
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    CHECK_MPI(MPI_Type_set_name(MPI_INT, "my int"));
+    CHECK_MPI(MPI_Type_get_name(MPI_INT, name, &len));
+    CHECK(strcmp(name, "my int") == 0, "the name given to MPI_INT (got \"%s\")", name);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    check_start("datatypes");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    left = (rank + size - 1) % size;
+    right = (rank + 1) % size;
+    vector_of_contiguous();
+    named_and_parameterised();
+    return check_finish();
+}
