@@ -85,6 +85,8 @@ pub struct Persistent {
     pub send: bool,
     /// A synchronous send (`MPI_Ssend_init`).
     pub sync: bool,
+    /// A buffered send (`MPI_Bsend_init`).
+    pub buffered: bool,
     /// The buffer, which MPI says stays valid until the request is freed.
     pub buf: *mut std::ffi::c_void,
     pub count: c_int,

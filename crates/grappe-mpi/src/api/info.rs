@@ -178,3 +178,26 @@ mpi_fn! {
         unsafe { put(newcomm, handle, "newcomm") }
     }
 }
+
+mpi_fn! {
+    /// `MPI_Info_get_string` (MPI 4): the value, cut to `*buflen` bytes with
+    /// its NUL; `*buflen` becomes the value's length plus one.
+    fn MPI_Info_get_string / PMPI_Info_get_string(info: c_int, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) {
+        // SAFETY: a NUL-terminated string, as MPI requires.
+        let key = unsafe { key_of(key)? };
+        // SAFETY: the caller's in-out argument.
+        let room = unsafe { get(buflen, "buflen")? };
+        let found = entries(&state::lock("MPI_Info_get_string")?, info)?.into_iter().find(|(k, _)| *k == key);
+        // SAFETY: the caller's output arguments; `value` holds `*buflen` bytes.
+        unsafe {
+            put(flag, found.is_some() as c_int, "flag")?;
+            if let Some((_, text)) = found {
+                if room > 0 {
+                    copy_string(&text, value, room as usize, "value")?;
+                }
+                put(buflen, text.len() as c_int + 1, "buflen")?;
+            }
+        }
+        Ok(())
+    }
+}

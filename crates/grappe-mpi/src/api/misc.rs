@@ -107,14 +107,37 @@ fn bsend(
     tag: c_int,
     comm: c_int,
 ) -> Result<()> {
+    let mut state = state::lock(call)?;
+    bsend_in(&mut state, call, buf, count, datatype, dest, tag, comm)
+}
+
+/// [`bsend`] with the library's lock held (`MPI_Start` of a persistent
+/// buffered send).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn bsend_in(
+    state: &mut crate::state::Locked,
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<()> {
     let capacity = ATTACHED.lock().as_ref().map(|a| a.size);
     let Some(capacity) = capacity else {
         return Err(
             MpiError::new(class::BUFFER, format!("{call} without an attached buffer (MPI_Buffer_attach)")).on(comm)
         );
     };
-    let mut state = state::lock(call)?;
-    state.buffered.retain(|(request, _, _)| !request.is_complete());
+    let (done, pending): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut state.buffered).into_iter().partition(|(request, _, _)| request.is_complete());
+    state.buffered = pending;
+    for (request, keep, _) in done {
+        // Its error, if any, has no one to report it to: MPI's buffered sends are fire and forget.
+        let _ = request.wait();
+        drop(keep);
+    }
     let outstanding: usize = state.buffered.iter().map(|(_, keep, _)| keep.as_ref().map_or(0, |k| k.len()) + 96).sum();
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);

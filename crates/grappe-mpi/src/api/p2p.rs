@@ -474,7 +474,7 @@ fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> R
 }
 
 macro_rules! send_init_fn {
-    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr, $buffered:expr) => {
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(
@@ -487,7 +487,17 @@ macro_rules! send_init_fn {
                 request: *mut c_int,
             ) {
                 let tag = send_tag(tag).map_err(|e| e.on(comm))?;
-                let persistent = Persistent { send: true, sync: $sync, buf: buf.cast_mut(), count, datatype, peer: dest, tag, comm };
+                let persistent = Persistent {
+                    send: true,
+                    sync: $sync,
+                    buffered: $buffered,
+                    buf: buf.cast_mut(),
+                    count,
+                    datatype,
+                    peer: dest,
+                    tag,
+                    comm,
+                };
                 init_persistent(stringify!($name), persistent, request)
             }
         }
@@ -497,17 +507,26 @@ macro_rules! send_init_fn {
 send_init_fn!(
     /// `MPI_Send_init`.
     MPI_Send_init / PMPI_Send_init,
+    false,
     false
 );
 send_init_fn!(
     /// `MPI_Ssend_init`.
     MPI_Ssend_init / PMPI_Ssend_init,
-    true
+    true,
+    false
 );
 send_init_fn!(
     /// `MPI_Rsend_init`.
     MPI_Rsend_init / PMPI_Rsend_init,
+    false,
     false
+);
+send_init_fn!(
+    /// `MPI_Bsend_init`: each start copies into the attached buffer's room.
+    MPI_Bsend_init / PMPI_Bsend_init,
+    false,
+    true
 );
 
 mpi_fn! {
@@ -522,7 +541,17 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         recv_tag(tag).map_err(|e| e.on(comm))?;
-        let persistent = Persistent { send: false, sync: false, buf, count, datatype, peer: source, tag, comm };
+        let persistent = Persistent {
+            send: false,
+            sync: false,
+            buffered: false,
+            buf,
+            count,
+            datatype,
+            peer: source,
+            tag,
+            comm,
+        };
         init_persistent("MPI_Recv_init", persistent, request)
     }
 }
@@ -537,6 +566,12 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
         return Err(MpiError::new(class::REQUEST, format!("persistent request {handle:#x} is active already")));
     }
     let p = *p;
+    if p.buffered {
+        super::misc::bsend_in(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?;
+        let status = abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..Default::default() };
+        state.requests.get_mut(slot).expect("checked above").now = Some(RequestEntry::Done { status });
+        return Ok(());
+    }
     // SAFETY: MPI's rule: a persistent request's buffer stays valid until
     // the request is freed, untouched while it is active.
     let started = unsafe {
@@ -727,4 +762,15 @@ unsafe fn data_borrowed<'a>(buf: *const c_void, count: c_int, datatype: &Type) -
     let offset = datatype.contiguous(count).expect("called for contiguous data");
     // SAFETY: as the caller promised.
     unsafe { std::slice::from_raw_parts(buf.cast::<u8>().wrapping_offset(offset), len) }
+}
+
+mpi_fn! {
+    /// `MPI_Get_elements_x`: as `MPI_Get_elements`, into an `MPI_Count`.
+    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const abi::Status, datatype: c_int, count: *mut std::ffi::c_long) {
+        // SAFETY: the caller's status.
+        let status = unsafe { get(status, "status")? };
+        let datatype = types::lookup(datatype)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(count, elements_in(&datatype, status.bytes()) as std::ffi::c_long, "count") }
+    }
 }
