@@ -460,6 +460,89 @@ mpi_fn! {
     }
 }
 
+/// The packed data of blocks of `counts[r]` elements of `datatypes[r]`
+/// at `displs[r]` bytes (`MPI_Alltoallw`'s layout).
+///
+/// # Safety
+/// `buf` holds every block, readable.
+unsafe fn pack_typed_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatypes: &[Type]) -> Vec<u8> {
+    let mut packed = Vec::new();
+    for ((&count, &displ), datatype) in counts.iter().zip(displs).zip(datatypes) {
+        let at = buf.cast::<u8>().wrapping_offset(displ as isize);
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.pack(at, count as usize, &mut packed) };
+    }
+    packed
+}
+
+/// Writes packed blocks to their elements of `datatypes[r]` at `displs[r]` bytes.
+///
+/// # Safety
+/// `buf` holds every block, writable.
+unsafe fn unpack_typed_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: &[Type]) {
+    let mut at = 0;
+    for ((&count, &displ), datatype) in counts.iter().zip(displs).zip(datatypes) {
+        let len = datatype.packed_len(count as usize);
+        let to = buf.cast::<u8>().wrapping_offset(displ as isize);
+        // SAFETY: the block is in the caller's buffer, as MPI requires.
+        unsafe { datatype.unpack(&packed[at..at + len], to) };
+        at += len;
+    }
+}
+
+/// `n` committed datatypes of a C array.
+///
+/// # Safety
+/// `handles` points to `n` datatype handles.
+unsafe fn datatypes(handles: *const c_int, n: usize, what: &str) -> Result<Vec<Type>> {
+    if handles.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` handles, as the caller promised.
+    unsafe { std::slice::from_raw_parts(handles, n) }.iter().map(|&h| types::committed(h)).collect()
+}
+
+mpi_fn! {
+    /// `MPI_Alltoallw`: a datatype per peer, displacements in bytes.
+    fn MPI_Alltoallw / PMPI_Alltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtypes: *const c_int,
+        comm: c_int,
+    ) {
+        on_comm("MPI_Alltoallw", comm, |c| {
+            let n = c.size();
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (rcounts, rdispls, rtypes) = unsafe {
+                (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?, datatypes(recvtypes, n, "recvtypes")?)
+            };
+            let rlens: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+            let (packed_send, slens) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, rlens.clone())
+            } else {
+                // SAFETY: arrays of one entry per rank, as MPI requires.
+                let (scounts, sdispls, stypes) = unsafe {
+                    (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
+                };
+                let slens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+                // SAFETY: the send buffer holds every block.
+                (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, slens)
+            };
+            let mut packed_recv = vec![0u8; rlens.iter().sum()];
+            c.alltoallv(&packed_send[..], &slens, &mut packed_recv[..], &rlens).map_err(engine)?;
+            // SAFETY: the receive buffer holds every block.
+            unsafe { unpack_typed_blocks(&packed_recv, recvbuf, rcounts, rdispls, &rtypes) };
+            Ok(())
+        })
+    }
+}
+
 /// The reductions, on the Rust type of their datatype.
 enum Reduction {
     Reduce { root: usize, is_root: bool },

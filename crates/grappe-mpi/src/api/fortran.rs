@@ -103,6 +103,11 @@ pub static MPI_F08_STATUSES_IGNORE: Address = Address(&F_STATUSES_IGNORE_TARGET 
 #[unsafe(no_mangle)]
 pub static MPI_T_PVAR_ALL_HANDLES: Address = Address(std::ptr::null::<c_void>().wrapping_sub(1));
 
+/// Whether `weights` is `MPI_UNWEIGHTED`.
+pub fn unweighted(weights: *const c_int) -> bool {
+    std::ptr::eq(weights, &UNWEIGHTED_TARGET)
+}
+
 /// `MPIR_Dup_fn`, which MPICH's `MPI_*_DUP_FN` macros name: the
 /// attribute's copy is the same value.
 ///

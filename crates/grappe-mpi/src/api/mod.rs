@@ -6,7 +6,7 @@ mod coll;
 mod comm;
 mod env;
 pub(crate) mod errh;
-mod fortran;
+pub(crate) mod fortran;
 mod group;
 pub(crate) mod info;
 mod misc;

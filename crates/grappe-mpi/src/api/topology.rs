@@ -19,9 +19,20 @@ const DIST_GRAPH: c_int = 3;
 /// A communicator's topology.
 #[derive(Debug, Clone)]
 pub enum Topology {
-    Cart { dims: Vec<c_int>, periods: Vec<bool> },
-    Graph { index: Vec<c_int>, edges: Vec<c_int> },
-    DistGraph { sources: Vec<c_int>, destinations: Vec<c_int> },
+    Cart {
+        dims: Vec<c_int>,
+        periods: Vec<bool>,
+    },
+    Graph {
+        index: Vec<c_int>,
+        edges: Vec<c_int>,
+    },
+    /// The weights are `None` for a graph made with `MPI_UNWEIGHTED`.
+    DistGraph {
+        sources: Vec<c_int>,
+        destinations: Vec<c_int>,
+        weights: Option<(Vec<c_int>, Vec<c_int>)>,
+    },
 }
 
 /// `n` ints of a C array.
@@ -312,6 +323,16 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Graph_map`: grappe keeps ranks where they are.
+    fn MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, _index: *const c_int, _edges: *const c_int, newrank: *mut c_int) {
+        let me = state::lock("MPI_Graph_map")?.comm(comm)?.comm.rank();
+        let mapped = if (me as c_int) < nnodes { me as c_int } else { abi::UNDEFINED };
+        // SAFETY: the caller's output argument.
+        unsafe { put(newrank, mapped, "newrank") }
+    }
+}
+
+mpi_fn! {
     /// `MPI_Graph_create`.
     fn MPI_Graph_create / PMPI_Graph_create(
         comm: c_int,
@@ -398,15 +419,16 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Dist_graph_create_adjacent`: each rank names its own sources
-    /// and destinations (weights and info are not used).
+    /// and destinations, with their weights or `MPI_UNWEIGHTED` (info
+    /// is not used).
     fn MPI_Dist_graph_create_adjacent / PMPI_Dist_graph_create_adjacent(
         comm: c_int,
         indegree: c_int,
         sources: *const c_int,
-        _sourceweights: *const c_int,
+        sourceweights: *const c_int,
         outdegree: c_int,
         destinations: *const c_int,
-        _destweights: *const c_int,
+        destweights: *const c_int,
         _info: c_int,
         _reorder: c_int,
         newcomm: *mut c_int,
@@ -414,11 +436,73 @@ mpi_fn! {
         let (i, o) = (indegree.max(0) as usize, outdegree.max(0) as usize);
         // SAFETY: `indegree` and `outdegree` entries, as MPI requires.
         let (sources, destinations) = unsafe { (ints(sources, i, "sources")?.to_vec(), ints(destinations, o, "destinations")?.to_vec()) };
+        let weights = match super::fortran::unweighted(sourceweights) || super::fortran::unweighted(destweights) {
+            true => None,
+            // SAFETY: as many weights as neighbours, as MPI requires.
+            false => unsafe { Some((weights_of(sourceweights, i)?, weights_of(destweights, o)?)) },
+        };
         let size = state::lock("MPI_Dist_graph_create_adjacent")?.comm(comm)?.comm.size();
         if let Some(bad) = sources.iter().chain(&destinations).find(|&&r| r < 0 || r as usize >= size) {
             return Err(MpiError::new(class::RANK, format!("neighbour {bad} of a communicator of {size}")).on(comm));
         }
-        with_topology("MPI_Dist_graph_create_adjacent", comm, size, Topology::DistGraph { sources, destinations }, newcomm)
+        with_topology("MPI_Dist_graph_create_adjacent", comm, size, Topology::DistGraph { sources, destinations, weights }, newcomm)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Dist_graph_create`: each rank gives some edges (`degrees[i]`
+    /// edges from `sources[i]`, with their weights or `MPI_UNWEIGHTED`);
+    /// every rank learns its own sources and destinations from all ranks'
+    /// edges (info is not used).
+    fn MPI_Dist_graph_create / PMPI_Dist_graph_create(
+        comm: c_int,
+        n: c_int,
+        sources: *const c_int,
+        degrees: *const c_int,
+        destinations: *const c_int,
+        weights: *const c_int,
+        _info: c_int,
+        _reorder: c_int,
+        newcomm: *mut c_int,
+    ) {
+        let weighted = !super::fortran::unweighted(weights);
+        let n = usize::try_from(n).map_err(|_| MpiError::new(class::ARG, format!("n {n} is negative")))?;
+        // SAFETY: `n` sources and degrees, then as many destinations as
+        // the degrees add up to, as MPI requires.
+        let (from, degrees) = unsafe { (ints(sources, n, "sources")?, ints(degrees, n, "degrees")?) };
+        let total: usize = degrees.iter().map(|&d| d.max(0) as usize).sum();
+        // SAFETY: as above.
+        let to = unsafe { ints(destinations, total, "destinations")? };
+        // SAFETY: a weight per edge unless unweighted, as MPI requires.
+        let edge_weights = if weighted { unsafe { weights_of(weights, total)? } } else { vec![1; total] };
+        let mut edges: Vec<i64> = Vec::with_capacity(3 * total);
+        let mut next = 0;
+        for (&source, &degree) in from.iter().zip(degrees) {
+            for k in next..next + degree.max(0) as usize {
+                edges.extend([source as i64, to[k] as i64, edge_weights[k] as i64]);
+            }
+            next += degree.max(0) as usize;
+        }
+        let (size, me, all) = {
+            let state = state::lock("MPI_Dist_graph_create")?;
+            let c = &state.comm(comm)?.comm;
+            let engine = |e: grappe_comm::Error| MpiError::from(e).on(comm);
+            let counts: Vec<u64> = c.allgather_vec(&[edges.len() as u64][..]).map_err(engine)?;
+            let counts: Vec<usize> = counts.iter().map(|&n| n as usize).collect();
+            let mut all = vec![0i64; counts.iter().sum()];
+            c.allgatherv(&edges[..], &mut all[..], &counts).map_err(engine)?;
+            (c.size(), c.rank() as c_int, all)
+        };
+        let triples: Vec<(c_int, c_int, c_int)> = all.chunks(3).map(|e| (e[0] as c_int, e[1] as c_int, e[2] as c_int)).collect();
+        if let Some(bad) = triples.iter().flat_map(|e| [e.0, e.1]).find(|&r| r < 0 || r as usize >= size) {
+            return Err(MpiError::new(class::RANK, format!("edge end {bad} of a communicator of {size}")).on(comm));
+        }
+        let incoming: Vec<_> = triples.iter().filter(|e| e.1 == me).collect();
+        let outgoing: Vec<_> = triples.iter().filter(|e| e.0 == me).collect();
+        let sources = incoming.iter().map(|e| e.0).collect();
+        let destinations = outgoing.iter().map(|e| e.1).collect();
+        let weights = weighted.then(|| (incoming.iter().map(|e| e.2).collect(), outgoing.iter().map(|e| e.2).collect()));
+        with_topology("MPI_Dist_graph_create", comm, size, Topology::DistGraph { sources, destinations, weights }, newcomm)
     }
 }
 
@@ -426,7 +510,7 @@ mpi_fn! {
 fn neighbours(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<c_int>)> {
     let me = state.comm(comm)?.comm.rank();
     match topology(state, comm)? {
-        Some(Topology::DistGraph { sources, destinations }) => Ok((sources, destinations)),
+        Some(Topology::DistGraph { sources, destinations, .. }) => Ok((sources, destinations)),
         Some(Topology::Graph { index, edges }) => {
             let n = graph_neighbors(&index, &edges, me);
             Ok((n.clone(), n))
@@ -451,12 +535,14 @@ fn neighbours(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<c_int>)> {
 mpi_fn! {
     /// `MPI_Dist_graph_neighbors_count`.
     fn MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count(comm: c_int, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) {
-        let (sources, destinations) = neighbours(&state::lock("MPI_Dist_graph_neighbors_count")?, comm)?;
+        let state = state::lock("MPI_Dist_graph_neighbors_count")?;
+        let (sources, destinations) = neighbours(&state, comm)?;
+        let has_weights = matches!(topology(&state, comm)?, Some(Topology::DistGraph { weights: Some(_), .. }));
         // SAFETY: the caller's output arguments.
         unsafe {
             put(indegree, sources.len() as c_int, "indegree")?;
             put(outdegree, destinations.len() as c_int, "outdegree")?;
-            put(weighted, 0, "weighted")
+            put(weighted, has_weights as c_int, "weighted")
         }
     }
 }
@@ -467,17 +553,28 @@ mpi_fn! {
         comm: c_int,
         maxindegree: c_int,
         sources: *mut c_int,
-        _sourceweights: *mut c_int,
+        sourceweights: *mut c_int,
         maxoutdegree: c_int,
         destinations: *mut c_int,
-        _destweights: *mut c_int,
+        destweights: *mut c_int,
     ) {
-        let (s, d) = neighbours(&state::lock("MPI_Dist_graph_neighbors")?, comm)?;
+        let state = state::lock("MPI_Dist_graph_neighbors")?;
+        let (s, d) = neighbours(&state, comm)?;
+        let (si, di) = (s.len().min(maxindegree.max(0) as usize), d.len().min(maxoutdegree.max(0) as usize));
         // SAFETY: arrays of the given sizes, as MPI requires.
         unsafe {
-            write_ints(&s[..s.len().min(maxindegree.max(0) as usize)], sources, "sources")?;
-            write_ints(&d[..d.len().min(maxoutdegree.max(0) as usize)], destinations, "destinations")
+            write_ints(&s[..si], sources, "sources")?;
+            write_ints(&d[..di], destinations, "destinations")?;
+            if let Some(Topology::DistGraph { weights: Some((sw, dw)), .. }) = topology(&state, comm)? {
+                if !super::fortran::unweighted(sourceweights) {
+                    write_ints(&sw[..si], sourceweights, "sourceweights")?;
+                }
+                if !super::fortran::unweighted(destweights) {
+                    write_ints(&dw[..di], destweights, "destweights")?;
+                }
+            }
         }
+        Ok(())
     }
 }
 
@@ -579,4 +676,16 @@ mpi_fn! {
     ) {
         exchange("MPI_Neighbor_alltoall", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false)
     }
+}
+
+/// `n` weights of a C array (`MPI_WEIGHTS_EMPTY` or NULL for none when `n` is 0).
+///
+/// # Safety
+/// `weights` points to `n` ints.
+unsafe fn weights_of(weights: *const c_int, n: usize) -> Result<Vec<c_int>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: as the caller promised.
+    Ok(unsafe { ints(weights, n, "weights")? }.to_vec())
 }
