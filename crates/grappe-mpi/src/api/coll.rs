@@ -18,7 +18,7 @@ use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, ty
 use crate::state;
 use crate::types::{self, Type};
 
-use super::{Incoming, count_of, incoming, outgoing};
+use super::{Incoming, c_array, count_of, incoming, outgoing};
 
 /// `MPI_IN_PLACE`?
 fn in_place(buf: *const c_void) -> bool {
@@ -41,11 +41,8 @@ fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
 /// # Safety
 /// `array` points to `n` ints.
 unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
-    if array.is_null() {
-        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
-    }
     // SAFETY: `n` ints, as the caller promised (MPI: one per rank).
-    let values = unsafe { std::slice::from_raw_parts(array, n) };
+    let values = unsafe { c_array(array, n, what)? };
     if let Some((rank, value)) = values.iter().enumerate().find(|(_, v)| **v < 0) {
         return Err(MpiError::new(class::COUNT, format!("{what}[{rank}] is negative: {value}")));
     }

@@ -29,6 +29,21 @@ pub(crate) use attr::{CopyFunction, DeleteFunction};
 pub(crate) use misc::user_handler;
 pub(crate) use topology::Topology;
 
+/// `n` values of a C array (NULL allowed when `n` is 0).
+///
+/// # Safety
+/// `array` points to `n` values.
+unsafe fn c_array<'a, T>(array: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if array.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: `n` values, as the caller promised.
+    Ok(unsafe { std::slice::from_raw_parts(array, n) })
+}
+
 /// A count, checked.
 fn count_of(count: c_int, what: &str) -> Result<usize> {
     usize::try_from(count).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {count}")))

@@ -10,7 +10,7 @@ use crate::mpi_fn;
 use crate::state::{self, Locked};
 use crate::types;
 
-use super::{incoming, outgoing, put};
+use super::{c_array, incoming, outgoing, put};
 
 const GRAPH: c_int = 1;
 const CART: c_int = 2;
@@ -33,21 +33,6 @@ pub enum Topology {
         destinations: Vec<c_int>,
         weights: Option<(Vec<c_int>, Vec<c_int>)>,
     },
-}
-
-/// `n` ints of a C array.
-///
-/// # Safety
-/// `array` points to `n` ints (or `n` is 0).
-unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if array.is_null() {
-        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: `n` ints, as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts(array, n) })
 }
 
 /// # Safety
@@ -116,7 +101,7 @@ mpi_fn! {
     ) {
         let n = usize::try_from(ndims).map_err(|_| MpiError::new(11, format!("ndims {ndims} is negative")))?;
         // SAFETY: `ndims` entries each, as MPI requires.
-        let (dims, periods) = unsafe { (ints(dims, n, "dims")?.to_vec(), ints(periods, n, "periods")?) };
+        let (dims, periods) = unsafe { (c_array(dims, n, "dims")?.to_vec(), c_array(periods, n, "periods")?) };
         if let Some(bad) = dims.iter().find(|&&d| d <= 0) {
             return Err(MpiError::new(11, format!("MPI_Cart_create: a dimension of {bad}")).on(comm));
         }
@@ -132,7 +117,7 @@ mpi_fn! {
     fn MPI_Dims_create / PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) {
         let n = usize::try_from(ndims).map_err(|_| MpiError::new(11, format!("ndims {ndims} is negative")))?;
         // SAFETY: `ndims` entries, as MPI requires.
-        let given = unsafe { ints(dims, n, "dims")?.to_vec() };
+        let given = unsafe { c_array(dims, n, "dims")?.to_vec() };
         let fixed: i64 = given.iter().filter(|&&d| d > 0).map(|&d| d as i64).product();
         if given.iter().any(|&d| d < 0) || nnodes <= 0 || fixed == 0 || nnodes as i64 % fixed != 0 {
             return Err(MpiError::new(11, format!("MPI_Dims_create: {nnodes} nodes cannot fill dimensions {given:?}")));
@@ -236,7 +221,7 @@ mpi_fn! {
         let state = state::lock("MPI_Cart_rank")?;
         let (dims, periods) = cart(&state, comm)?;
         // SAFETY: one coordinate per dimension, as MPI requires.
-        let at = unsafe { ints(coords, dims.len(), "coords")? };
+        let at = unsafe { c_array(coords, dims.len(), "coords")? };
         let found = rank_of(&dims, &periods, at)
             .ok_or_else(|| MpiError::new(class::ARG, format!("coordinates {at:?} are outside the grid {dims:?}")).on(comm))?;
         // SAFETY: the caller's output argument.
@@ -286,7 +271,7 @@ mpi_fn! {
         let mut state = state::lock("MPI_Cart_sub")?;
         let (dims, periods) = cart(&state, comm)?;
         // SAFETY: one flag per dimension, as MPI requires.
-        let keep: Vec<bool> = unsafe { ints(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
+        let keep: Vec<bool> = unsafe { c_array(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
         let entry = state.comm(comm)?;
         let me = coords_of(&dims, entry.comm.rank());
         // Ranks with the same coordinates in the dropped dimensions share a sub-grid.
@@ -314,7 +299,7 @@ mpi_fn! {
     fn MPI_Cart_map / PMPI_Cart_map(comm: c_int, ndims: c_int, dims: *const c_int, _periods: *const c_int, newrank: *mut c_int) {
         let state = state::lock("MPI_Cart_map")?;
         // SAFETY: `ndims` entries, as MPI requires.
-        let dims = unsafe { ints(dims, ndims.max(0) as usize, "dims")? };
+        let dims = unsafe { c_array(dims, ndims.max(0) as usize, "dims")? };
         let n: usize = dims.iter().map(|&d| d.max(0) as usize).product();
         let me = state.comm(comm)?.comm.rank();
         // SAFETY: the caller's output argument.
@@ -344,10 +329,10 @@ mpi_fn! {
     ) {
         let n = usize::try_from(nnodes).map_err(|_| MpiError::new(class::ARG, format!("nnodes {nnodes} is negative")))?;
         // SAFETY: `nnodes` entries, then `index[nnodes - 1]` edges, as MPI requires.
-        let index = unsafe { ints(index, n, "index")?.to_vec() };
+        let index = unsafe { c_array(index, n, "index")?.to_vec() };
         let total = index.last().copied().unwrap_or(0).max(0) as usize;
         // SAFETY: as above.
-        let edges = unsafe { ints(edges, total, "edges")?.to_vec() };
+        let edges = unsafe { c_array(edges, total, "edges")?.to_vec() };
         if let Some(bad) = edges.iter().find(|&&e| e < 0 || e as usize >= n) {
             return Err(MpiError::new(class::ARG, format!("MPI_Graph_create: edge to {bad} in a graph of {n} nodes")).on(comm));
         }
@@ -435,11 +420,11 @@ mpi_fn! {
     ) {
         let (i, o) = (indegree.max(0) as usize, outdegree.max(0) as usize);
         // SAFETY: `indegree` and `outdegree` entries, as MPI requires.
-        let (sources, destinations) = unsafe { (ints(sources, i, "sources")?.to_vec(), ints(destinations, o, "destinations")?.to_vec()) };
+        let (sources, destinations) = unsafe { (c_array(sources, i, "sources")?.to_vec(), c_array(destinations, o, "destinations")?.to_vec()) };
         let weights = match super::fortran::unweighted(sourceweights) || super::fortran::unweighted(destweights) {
             true => None,
             // SAFETY: as many weights as neighbours, as MPI requires.
-            false => unsafe { Some((weights_of(sourceweights, i)?, weights_of(destweights, o)?)) },
+            false => unsafe { Some((c_array(sourceweights, i, "weights")?.to_vec(), c_array(destweights, o, "weights")?.to_vec())) },
         };
         let size = state::lock("MPI_Dist_graph_create_adjacent")?.comm(comm)?.comm.size();
         if let Some(bad) = sources.iter().chain(&destinations).find(|&&r| r < 0 || r as usize >= size) {
@@ -469,12 +454,12 @@ mpi_fn! {
         let n = usize::try_from(n).map_err(|_| MpiError::new(class::ARG, format!("n {n} is negative")))?;
         // SAFETY: `n` sources and degrees, then as many destinations as
         // the degrees add up to, as MPI requires.
-        let (from, degrees) = unsafe { (ints(sources, n, "sources")?, ints(degrees, n, "degrees")?) };
+        let (from, degrees) = unsafe { (c_array(sources, n, "sources")?, c_array(degrees, n, "degrees")?) };
         let total: usize = degrees.iter().map(|&d| d.max(0) as usize).sum();
         // SAFETY: as above.
-        let to = unsafe { ints(destinations, total, "destinations")? };
+        let to = unsafe { c_array(destinations, total, "destinations")? };
         // SAFETY: a weight per edge unless unweighted, as MPI requires.
-        let edge_weights = if weighted { unsafe { weights_of(weights, total)? } } else { vec![1; total] };
+        let edge_weights = if weighted { unsafe { c_array(weights, total, "weights")?.to_vec() } } else { vec![1; total] };
         let mut edges: Vec<i64> = Vec::with_capacity(3 * total);
         let mut next = 0;
         for (&source, &degree) in from.iter().zip(degrees) {
@@ -676,16 +661,4 @@ mpi_fn! {
     ) {
         exchange("MPI_Neighbor_alltoall", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false)
     }
-}
-
-/// `n` weights of a C array (`MPI_WEIGHTS_EMPTY` or NULL for none when `n` is 0).
-///
-/// # Safety
-/// `weights` points to `n` ints.
-unsafe fn weights_of(weights: *const c_int, n: usize) -> Result<Vec<c_int>> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    // SAFETY: as the caller promised.
-    Ok(unsafe { ints(weights, n, "weights")? }.to_vec())
 }

@@ -9,7 +9,7 @@ use crate::mpi_fn;
 use crate::types::{self, Envelope, Layout, Type};
 
 use super::env::{copy_string, read_string};
-use super::{get, put};
+use super::{c_array, count_of, get, put};
 
 /// Combiners (`MPI_COMBINER_*`).
 mod combiner {
@@ -31,26 +31,6 @@ mod combiner {
 const ORDER_C: c_int = 56;
 const ORDER_FORTRAN: c_int = 57;
 
-/// A non-negative count argument.
-fn count(n: c_int, what: &str) -> Result<usize> {
-    usize::try_from(n).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {n}")))
-}
-
-/// `n` values of a C array (NULL allowed when `n` is 0).
-///
-/// # Safety
-/// `array` points to `n` values.
-unsafe fn array<'a, T>(array: *const T, n: usize, what: &str) -> Result<&'a [T]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if array.is_null() {
-        return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: `n` values, as the caller promised.
-    Ok(unsafe { std::slice::from_raw_parts(array, n) })
-}
-
 /// Registers `layout` and writes its handle to `newtype`.
 fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
     let handle = types::register(layout);
@@ -69,7 +49,7 @@ mpi_fn! {
     /// `MPI_Type_contiguous`.
     fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
-        let n = count(n, "MPI_Type_contiguous")?;
+        let n = count_of(n, "MPI_Type_contiguous")?;
         let env = envelope(combiner::CONTIGUOUS, vec![n as c_int], vec![], vec![oldtype]);
         give(Layout::from_blocks(&old, &[(0, n)], env), newtype)
     }
@@ -84,7 +64,7 @@ mpi_fn! {
     /// `MPI_Type_vector`: a stride in elements of the old datatype.
     fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count(n, "MPI_Type_vector")?, count(blocklength, "MPI_Type_vector")?);
+        let (n, len) = (count_of(n, "MPI_Type_vector")?, count_of(blocklength, "MPI_Type_vector")?);
         let env = envelope(combiner::VECTOR, vec![n as c_int, len as c_int, stride], vec![], vec![oldtype]);
         give(Layout::from_blocks(&old, &strided(n, len, stride as isize * old.extent()), env), newtype)
     }
@@ -100,7 +80,7 @@ fn hvector(
     newtype: *mut c_int,
 ) -> Result<()> {
     let old = types::lookup(oldtype)?;
-    let (n, len) = (count(n, call)?, count(blocklength, call)?);
+    let (n, len) = (count_of(n, call)?, count_of(blocklength, call)?);
     let env = envelope(combiner::HVECTOR, vec![n as c_int, len as c_int], vec![stride as isize], vec![oldtype]);
     give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
 }
@@ -129,9 +109,9 @@ mpi_fn! {
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let n = count(n, "MPI_Type_indexed")?;
+        let n = count_of(n, "MPI_Type_indexed")?;
         // SAFETY: `n` entries each, as MPI requires.
-        let (lens, displs) = unsafe { (array(blocklengths, n, "blocklengths")?, array(displacements, n, "displacements")?) };
+        let (lens, displs) = unsafe { (c_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
         let parts = blocks(lens, displs.iter().map(|&d| d as isize * old.extent()), "MPI_Type_indexed")?;
         let integers = [&[n as c_int][..], lens, displs].concat();
         give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED, integers, vec![], vec![oldtype])), newtype)
@@ -140,7 +120,7 @@ mpi_fn! {
 
 /// The (offset, elements) parts of an indexed datatype.
 fn blocks(lens: &[c_int], offsets: impl Iterator<Item = isize>, what: &str) -> Result<Vec<(isize, usize)>> {
-    lens.iter().zip(offsets).map(|(&len, offset)| Ok((offset, count(len, what)?))).collect()
+    lens.iter().zip(offsets).map(|(&len, offset)| Ok((offset, count_of(len, what)?))).collect()
 }
 
 /// `MPI_Type_create_hindexed` and `MPI_Type_hindexed`: displacements in bytes.
@@ -156,10 +136,10 @@ unsafe fn hindexed(
     newtype: *mut c_int,
 ) -> Result<()> {
     let old = types::lookup(oldtype)?;
-    let n = count(n, call)?;
+    let n = count_of(n, call)?;
     // SAFETY: `n` entries each, as the caller promised.
     let (lens, displs) =
-        unsafe { (array(blocklengths, n, "blocklengths")?, array(displacements, n, "displacements")?) };
+        unsafe { (c_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
     let parts = blocks(lens, displs.iter().map(|&d| d as isize), call)?;
     let env = envelope(
         combiner::HINDEXED,
@@ -208,9 +188,9 @@ mpi_fn! {
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count(n, "MPI_Type_create_indexed_block")?, count(blocklength, "MPI_Type_create_indexed_block")?);
+        let (n, len) = (count_of(n, "MPI_Type_create_indexed_block")?, count_of(blocklength, "MPI_Type_create_indexed_block")?);
         // SAFETY: `n` entries, as MPI requires.
-        let displs = unsafe { array(displacements, n, "displacements")? };
+        let displs = unsafe { c_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize * old.extent(), len)).collect();
         let integers = [&[n as c_int, len as c_int][..], displs].concat();
         give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED_BLOCK, integers, vec![], vec![oldtype])), newtype)
@@ -227,9 +207,9 @@ mpi_fn! {
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count(n, "MPI_Type_create_hindexed_block")?, count(blocklength, "MPI_Type_create_hindexed_block")?);
+        let (n, len) = (count_of(n, "MPI_Type_create_hindexed_block")?, count_of(blocklength, "MPI_Type_create_hindexed_block")?);
         // SAFETY: `n` entries, as MPI requires.
-        let displs = unsafe { array(displacements, n, "displacements")? };
+        let displs = unsafe { c_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize, len)).collect();
         let env = envelope(combiner::HINDEXED_BLOCK, vec![n as c_int, len as c_int], displs.iter().map(|&d| d as isize).collect(), vec![oldtype]);
         give(Layout::from_blocks(&old, &parts, env), newtype)
@@ -248,18 +228,18 @@ unsafe fn structure(
     oldtypes: *const c_int,
     newtype: *mut c_int,
 ) -> Result<()> {
-    let n = count(n, call)?;
+    let n = count_of(n, call)?;
     // SAFETY: `n` entries each, as the caller promised.
     let (lens, displs, olds) = unsafe {
         (
-            array(blocklengths, n, "blocklengths")?,
-            array(displacements, n, "displacements")?,
-            array(oldtypes, n, "types")?,
+            c_array(blocklengths, n, "blocklengths")?,
+            c_array(displacements, n, "displacements")?,
+            c_array(oldtypes, n, "types")?,
         )
     };
     let mut parts = Vec::with_capacity(n);
     for i in 0..n {
-        parts.push((displs[i] as isize, count(lens[i], call)?, types::lookup(olds[i])?));
+        parts.push((displs[i] as isize, count_of(lens[i], call)?, types::lookup(olds[i])?));
     }
     let env = envelope(
         combiner::STRUCT,
@@ -323,12 +303,12 @@ mpi_fn! {
     ) {
         let call = "MPI_Type_create_subarray";
         let old = types::lookup(oldtype)?;
-        let n = count(ndims, call)?;
+        let n = count_of(ndims, call)?;
         if n == 0 {
             return Err(MpiError::new(class::ARG, format!("{call}: ndims must be at least 1")));
         }
         // SAFETY: `ndims` entries each, as MPI requires.
-        let (sizes, subsizes, starts) = unsafe { (array(sizes, n, "sizes")?, array(subsizes, n, "subsizes")?, array(starts, n, "starts")?) };
+        let (sizes, subsizes, starts) = unsafe { (c_array(sizes, n, "sizes")?, c_array(subsizes, n, "subsizes")?, c_array(starts, n, "starts")?) };
         for d in 0..n {
             if sizes[d] <= 0 || subsizes[d] < 0 || starts[d] < 0 || subsizes[d] + starts[d] > sizes[d] {
                 return Err(MpiError::new(
@@ -591,7 +571,7 @@ mpi_fn! {
     /// `MPI_Pack_size`: the bytes `MPI_Pack` needs (packed data has no header).
     fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: c_int, _comm: c_int, size: *mut c_int) {
         let found = types::lookup(datatype)?;
-        let len = found.packed_len(count(incount, "MPI_Pack_size")?);
+        let len = found.packed_len(count_of(incount, "MPI_Pack_size")?);
         let len = c_int::try_from(len).map_err(|_| MpiError::new(class::COUNT, format!("MPI_Pack_size: {len} bytes do not fit an int")))?;
         // SAFETY: the caller's output argument.
         unsafe { put(size, len, "size") }
@@ -610,7 +590,7 @@ mpi_fn! {
         _comm: c_int,
     ) {
         let found = types::committed(datatype)?;
-        let n = count(incount, "MPI_Pack")?;
+        let n = count_of(incount, "MPI_Pack")?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
         let mut packed = Vec::new();
@@ -640,7 +620,7 @@ mpi_fn! {
         _comm: c_int,
     ) {
         let found = types::committed(datatype)?;
-        let n = count(outcount, "MPI_Unpack")?;
+        let n = count_of(outcount, "MPI_Unpack")?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
         let len = found.packed_len(n);
