@@ -1,8 +1,10 @@
 //! Communicators: a group of ranks and a private matching context.
 //!
-//! Each communicator owns two contexts: `ctx` for point-to-point traffic
-//! and `ctx + 1` for its collectives, so a user's `recv(ANY_SOURCE,
-//! ANY_TAG)` can never swallow a message of a broadcast. A new
+//! Each communicator owns three contexts: `ctx` for point-to-point
+//! traffic, `ctx + 1` for its collectives and `ctx + 2` for its
+//! non-blocking collectives, so a user's `recv(ANY_SOURCE, ANY_TAG)` can
+//! never swallow a message of a broadcast, nor a blocking collective one
+//! of a non-blocking collective still running. A new
 //! communicator's context is agreed on collectively: every member proposes
 //! the lowest context it has never used and all take the maximum, which is
 //! then unused by every member (the MPICH approach, with a max instead of
@@ -19,8 +21,9 @@ use crate::coll::board::Board;
 
 /// Context of the world communicator.
 pub(crate) const WORLD_CTX: u32 = 0;
-/// Contexts come in pairs: point-to-point, collectives.
-pub(crate) const CTX_STRIDE: u32 = 2;
+/// Contexts come in threes: point-to-point, collectives, non-blocking
+/// collectives.
+pub(crate) const CTX_STRIDE: u32 = 3;
 /// First context free for new communicators.
 pub(crate) const FIRST_FREE_CTX: u32 = WORLD_CTX + CTX_STRIDE;
 
@@ -50,6 +53,9 @@ pub(crate) struct Inner {
     coll_seq: Cell<u64>,
     /// Its latest collective call, for the peers that wait for it.
     board: Arc<Board>,
+    /// Non-blocking collectives this rank started on the communicator:
+    /// the number of its last one (its tag, see `coll::nonblocking`).
+    pub nbc_seq: Cell<u32>,
 }
 
 impl Drop for Inner {
@@ -93,7 +99,8 @@ impl Communicator {
         rank_ctx.engine().register_board(ctx + 1, board.clone());
         let (freed, coll_seq) = (Cell::new(false), Cell::new(0));
         let errors = Cell::new(crate::ErrorHandler::default());
-        let inner = Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board };
+        let nbc_seq = Cell::new(0);
+        let inner = Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board, nbc_seq };
         Communicator { inner: Rc::new(inner) }
     }
 
@@ -160,11 +167,16 @@ impl Communicator {
         &self.inner.rank_ctx
     }
 
-    /// The contexts of the communicator's traffic (point-to-point, then
-    /// collective), as the engine knows them: for tools that look at the
-    /// engine's queues, like checkpointing.
-    pub fn context_ids(&self) -> [u32; 2] {
-        [self.p2p_ctx(), self.coll_ctx()]
+    /// The contexts of the communicator's traffic (point-to-point,
+    /// collective, non-blocking collective), as the engine knows them: for
+    /// tools that look at the engine's queues, like checkpointing.
+    pub fn context_ids(&self) -> [u32; 3] {
+        [self.p2p_ctx(), self.coll_ctx(), self.nbc_ctx()]
+    }
+
+    /// Context of the communicator's non-blocking collectives.
+    pub(crate) fn nbc_ctx(&self) -> u32 {
+        self.inner.ctx + 2
     }
 
     /// Context of the communicator's collective traffic.

@@ -248,7 +248,7 @@ impl Scope<'static, 'static> {
 }
 
 impl<'scope> Scope<'scope, '_> {
-    fn track(
+    pub(crate) fn track(
         &'scope self,
         started: Result<Started>,
         elem: usize,

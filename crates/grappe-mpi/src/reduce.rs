@@ -229,7 +229,12 @@ pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ff
 pub struct UserOperation {
     pub function: UserFunction,
     pub commute: bool,
+    /// The program's datatype, which its function is called with.
     pub datatype: c_int,
+    /// Predefined elements in one element of that datatype (a derived
+    /// datatype of one predefined one): the function's count is in the
+    /// program's elements.
+    pub per_item: usize,
 }
 
 impl<T: Pod + Send + Sync> Operation<T> for UserOperation {
@@ -237,7 +242,7 @@ impl<T: Pod + Send + Sync> Operation<T> for UserOperation {
     /// operand first and leaves the result in its second.
     fn combine(&self, acc: &mut [T], later: &[T]) {
         let mut result = later[..acc.len()].to_vec();
-        let mut len = acc.len() as c_int;
+        let mut len = (acc.len() / self.per_item.max(1)) as c_int;
         let mut datatype = self.datatype;
         // SAFETY: a C function of MPI_User_function's type, as the program
         // gave it; both buffers hold `len` elements of the datatype.

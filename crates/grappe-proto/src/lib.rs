@@ -22,6 +22,7 @@ mod matching;
 mod owned;
 mod rendezvous;
 mod request;
+pub mod schedule;
 mod settings;
 pub mod stop;
 pub mod wire;
@@ -31,4 +32,5 @@ pub use engine::{CLAIMED_CTX, Engine, EngineStats, Failure, InTransit, InTransit
 pub use error::{Call, Error, ErrorClass, Mismatch, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};
+pub use schedule::{BufferId, Schedule};
 pub use settings::ProtoSettings;

@@ -51,6 +51,9 @@ pub enum RecvTarget {
 pub(crate) enum Request {
     Send(SendReq),
     Recv(RecvReq),
+    /// A non-blocking collective; its schedule is in the book's list of
+    /// running ones while it runs.
+    Collective(crate::schedule::CollectiveState),
 }
 
 pub(crate) struct SendReq {

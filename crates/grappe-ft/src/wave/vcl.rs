@@ -36,11 +36,11 @@ impl Checkpointer {
     /// The local checkpoint of a vcl wave, at this point.
     pub(super) fn start_vcl<S: Serialize>(&mut self, state: &S) -> Result<()> {
         let wave = self.wave;
-        let [p2p, coll] = self.ctl.context_ids();
+        let [p2p, coll, nbc] = self.ctl.context_ids();
         self.ctl
             .rank_context()
             .engine()
-            .start_channel_log(p2p, MARKER, &[p2p, coll])
+            .start_channel_log(p2p, MARKER, &[p2p, coll, nbc])
             .map_err(|e| self.runtime(e.into()))?;
         self.send_markers(wave)?;
         let image = self.encode_state(state)?;

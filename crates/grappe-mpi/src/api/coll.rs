@@ -21,12 +21,12 @@ use crate::types::{self, Type};
 use super::{Incoming, c_array, count_of, incoming, outgoing};
 
 /// `MPI_IN_PLACE`?
-fn in_place(buf: *const c_void) -> bool {
+pub(super) fn in_place(buf: *const c_void) -> bool {
     buf as usize == abi::IN_PLACE
 }
 
 /// A root rank of `comm`.
-fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
+pub(super) fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
     match root {
         r if r < 0 || r as usize >= comm.size() => Err(MpiError::new(
             class::ROOT,
@@ -40,7 +40,7 @@ fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
 ///
 /// # Safety
 /// `array` points to `n` ints.
-unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
+pub(super) unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
     // SAFETY: `n` ints, as the caller promised (MPI: one per rank).
     let values = unsafe { c_array(array, n, what)? };
     if let Some((rank, value)) = values.iter().enumerate().find(|(_, v)| **v < 0) {
@@ -50,12 +50,12 @@ unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_i
 }
 
 /// The address of element `index` of `datatype` at `buf`.
-fn element(buf: *const c_void, index: usize, datatype: &Type) -> *const c_void {
+pub(super) fn element(buf: *const c_void, index: usize, datatype: &Type) -> *const c_void {
     buf.cast::<u8>().wrapping_offset(index as isize * datatype.extent()).cast()
 }
 
 /// Packed lengths of blocks of `counts` elements of `datatype`.
-fn packed_counts(counts: &[c_int], datatype: &Type) -> Vec<usize> {
+pub(super) fn packed_counts(counts: &[c_int], datatype: &Type) -> Vec<usize> {
     counts.iter().map(|&c| datatype.packed_len(c as usize)).collect()
 }
 
@@ -74,7 +74,7 @@ fn end_to_end(counts: &[c_int], displs: &[c_int]) -> bool {
 ///
 /// # Safety
 /// `buf` holds every block, readable.
-unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Vec<u8> {
+pub(super) unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Vec<u8> {
     let mut packed = Vec::with_capacity(packed_counts(counts, datatype).iter().sum());
     for (&count, &displ) in counts.iter().zip(displs) {
         // SAFETY: the block is in the caller's buffer, as MPI requires.
@@ -106,7 +106,7 @@ fn on_comm(call: &str, comm: c_int, body: impl FnOnce(&Communicator) -> Result<(
     body(&entry.comm).map_err(|e| e.on(comm))
 }
 
-fn engine(e: grappe_comm::Error) -> MpiError {
+pub(super) fn engine(e: grappe_comm::Error) -> MpiError {
     MpiError::from(e)
 }
 
@@ -116,7 +116,7 @@ fn engine(e: grappe_comm::Error) -> MpiError {
 /// # Safety
 /// The buffers hold their elements, as MPI requires.
 #[allow(clippy::too_many_arguments)]
-unsafe fn contribution<'a>(
+pub(super) unsafe fn contribution<'a>(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: c_int,
@@ -462,7 +462,12 @@ mpi_fn! {
 ///
 /// # Safety
 /// `buf` holds every block, readable.
-unsafe fn pack_typed_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatypes: &[Type]) -> Vec<u8> {
+pub(super) unsafe fn pack_typed_blocks(
+    buf: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    datatypes: &[Type],
+) -> Vec<u8> {
     let mut packed = Vec::new();
     for ((&count, &displ), datatype) in counts.iter().zip(displs).zip(datatypes) {
         let at = buf.cast::<u8>().wrapping_offset(displ as isize);
@@ -491,7 +496,7 @@ unsafe fn unpack_typed_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int],
 ///
 /// # Safety
 /// `handles` points to `n` datatype handles.
-unsafe fn datatypes(handles: *const c_int, n: usize, what: &str) -> Result<Vec<Type>> {
+pub(super) unsafe fn datatypes(handles: *const c_int, n: usize, what: &str) -> Result<Vec<Type>> {
     if handles.is_null() {
         return Err(MpiError::new(class::ARG, format!("{what} is NULL")));
     }
@@ -601,10 +606,14 @@ fn reduction(
     datatype: c_int,
     (op, user): (c_int, Option<(crate::reduce::UserFunction, bool)>),
 ) -> Result<()> {
+    let handle = datatype;
     let datatype = types::committed(datatype)?;
     let base = reduction_base(&datatype)?;
     let op = match user {
-        Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: base.handle }),
+        Some((function, commute)) => {
+            let per_item = datatype.size() / base.size.max(1);
+            AnyOp::User(UserOperation { function, commute, datatype: handle, per_item })
+        }
         None => {
             let code = OpCode::lookup(op)?;
             code.check(base)?;
@@ -648,7 +657,7 @@ fn reduction(
 }
 
 /// The predefined datatype a reduction combines.
-fn reduction_base(datatype: &Type) -> Result<&'static crate::datatype::Datatype> {
+pub(super) fn reduction_base(datatype: &Type) -> Result<&'static crate::datatype::Datatype> {
     match (datatype, datatype.base()) {
         (Type::Predefined(d), _) => Ok(d),
         (_, Some((base, _))) if base.size == base.extent => Ok(base),
@@ -813,7 +822,7 @@ mpi_fn! {
 }
 
 /// The function of user operation `handle`, if it is one.
-fn user_op(handle: c_int) -> Result<Option<(crate::reduce::UserFunction, bool)>> {
+pub(super) fn user_op(handle: c_int) -> Result<Option<(crate::reduce::UserFunction, bool)>> {
     let Some(slot) = abi::direct_index(abi::kind::OP, handle) else { return Ok(None) };
     let state = state::lock("a reduction")?;
     match state.ops.get(slot) {
@@ -874,7 +883,9 @@ mpi_fn! {
             return Err(MpiError::new(class::TYPE, "MPI_Reduce_local takes a predefined datatype in this version"));
         };
         let op = match user {
-            Some((function, commute)) => AnyOp::User(UserOperation { function, commute, datatype: predefined.handle }),
+            Some((function, commute)) => {
+                AnyOp::User(UserOperation { function, commute, datatype: predefined.handle, per_item: 1 })
+            }
             None => {
                 let code = OpCode::lookup(op)?;
                 code.check(predefined)?;
@@ -890,10 +901,10 @@ mpi_fn! {
 }
 
 /// A reduction on this rank's two buffers.
-struct Local<'a> {
-    input: &'a [u8],
-    inout: &'a mut [u8],
-    op: AnyOp,
+pub(super) struct Local<'a> {
+    pub input: &'a [u8],
+    pub inout: &'a mut [u8],
+    pub op: AnyOp,
 }
 
 impl Typed for Local<'_> {

@@ -8,6 +8,7 @@ mod env;
 pub(crate) mod errh;
 pub(crate) mod fortran;
 mod group;
+mod icoll;
 pub(crate) mod info;
 mod misc;
 mod p2p;

@@ -75,7 +75,7 @@ impl Book {
         let reqs = &self.reqs;
         let pos = self.posted.iter().position(|&key| match &reqs[key] {
             Request::Recv(recv) => recv.matches(ctx, src, tag),
-            Request::Send(_) => false,
+            Request::Send(_) | Request::Collective(_) => false,
         })?;
         self.posted.remove(pos)
     }
@@ -99,7 +99,7 @@ impl Book {
     fn recv_mut(&mut self, key: usize) -> &mut RecvReq {
         match &mut self.reqs[key] {
             Request::Recv(recv) => recv,
-            Request::Send(_) => unreachable!("receive key {key} names a send"),
+            Request::Send(_) | Request::Collective(_) => unreachable!("receive key {key} names no receive"),
         }
     }
 

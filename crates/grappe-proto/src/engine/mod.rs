@@ -7,6 +7,7 @@
 //! synchronised by the fabric's atomics.
 
 mod channel_log;
+mod collective;
 mod dispatch;
 mod fast;
 mod net;
@@ -28,6 +29,7 @@ use slab::Slab;
 
 use crate::matching::{self, Unexpected};
 use crate::request::{RecvReq, RecvState, Request, SendState};
+use crate::schedule::CollectiveState;
 use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
 
 pub use channel_log::InTransitError;
@@ -165,6 +167,8 @@ pub(crate) struct Book {
     owed: stall::Owed,
     /// Probes not answered yet.
     probing: stall::Outstanding,
+    /// Schedules of the non-blocking collectives that run, by request key.
+    collectives: Vec<(usize, Box<crate::schedule::Schedule>)>,
 }
 
 /// Destination of fragments of a staged message.
@@ -217,6 +221,7 @@ impl Engine {
             boards: Vec::new(),
             owed: stall::Owed::default(),
             probing: stall::Outstanding::default(),
+            collectives: Vec::new(),
         };
         Ok(Engine {
             me,
@@ -406,6 +411,7 @@ impl Engine {
         match &self.book.reqs[key] {
             Request::Recv(_) => self.abandon_recv(key),
             Request::Send(_) => self.abandon_send(key),
+            Request::Collective(_) => self.abandon_collective(key),
         }
     }
 
@@ -681,6 +687,9 @@ impl Engine {
         {
             moved |= self.advance_rendezvous();
         }
+        if !self.book.collectives.is_empty() {
+            moved |= self.advance_collectives();
+        }
         // Detached requests finish only when something moved: an idle poll
         // pays one branch.
         if moved && !self.book.detached.is_empty() {
@@ -802,6 +811,7 @@ impl Book {
         match self.reqs.get(key) {
             Some(Request::Send(s)) => matches!(s.state, SendState::Done | SendState::Failed(_)),
             Some(Request::Recv(r)) => matches!(r.state, RecvState::Done { .. } | RecvState::Failed(_)),
+            Some(Request::Collective(c)) => !matches!(c, CollectiveState::Running),
             None => false,
         }
     }
@@ -825,6 +835,7 @@ impl Book {
                 RecvState::Failed(e) => Err(e),
                 _ => unreachable!("checked finished"),
             },
+            Request::Collective(state) => collective::completion(state),
         })
     }
 }

@@ -154,7 +154,7 @@ impl Book {
                 }
                 _ => false,
             },
-            Request::Send(_) => false,
+            Request::Send(_) | Request::Collective(_) => false,
         })
     }
 }

@@ -1,0 +1,650 @@
+//! Non-blocking collectives (`MPI_Ibarrier`, `MPI_Iallreduce`...), over
+//! grappe's schedules (`grappe_comm::NonBlocking`): the engine moves them
+//! on in every later MPI call of the rank, blocking ones included, so a
+//! rank that waits elsewhere never holds its peers up.
+//!
+//! The send data is packed when the call starts (MPI lets a library read
+//! the send buffer at any time before completion); the result is unpacked
+//! into the receive buffer once it is whole, before the request completes
+//! (MPI's rule keeps that buffer valid and untouched until then).
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use grappe_comm::{Combine, Communicator, Deliver, NonBlocking};
+
+use crate::abi::class;
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::reduce::{AnyOp, OpCode, UserOperation, with_type};
+use crate::state::{self, RequestEntry, RequestSlot};
+use crate::types::{self, Type};
+
+use super::coll::{
+    Local, contribution, datatypes, in_place, ints, pack_blocks, pack_typed_blocks, packed_counts, reduction_base,
+    root_rank, user_op,
+};
+use super::{count_of, outgoing, put};
+
+/// The program's receive buffer, which a schedule writes when its result
+/// is whole.
+#[derive(Clone, Copy)]
+struct UserBuffer(*mut u8);
+
+// SAFETY: the pointer is only written through by the schedule's last
+// step, which the engine of this rank runs inside an MPI call of the
+// rank (under the library's lock); MPI's rule keeps the buffer valid and
+// untouched by the program until the request completes.
+unsafe impl Send for UserBuffer {}
+
+impl UserBuffer {
+    /// The address `offset` bytes into the buffer.
+    fn at(self, offset: isize) -> *mut u8 {
+        self.0.wrapping_offset(offset)
+    }
+}
+
+/// Where a result lands: blocks of `count` elements of a datatype at a
+/// byte offset of the receive buffer, in the order the packed result
+/// holds them.
+struct Landing {
+    buf: UserBuffer,
+    blocks: Vec<(isize, usize, Type)>,
+}
+
+impl Landing {
+    /// Nowhere: the rank gets no result.
+    fn none() -> Landing {
+        Landing { buf: UserBuffer(std::ptr::null_mut()), blocks: Vec::new() }
+    }
+
+    /// `count` elements of `datatype` at `buf`.
+    fn whole(buf: *mut c_void, count: usize, datatype: &Type) -> Landing {
+        Landing { buf: UserBuffer(buf.cast()), blocks: vec![(0, count, datatype.clone())] }
+    }
+
+    /// Blocks of `counts[r]` elements at element `displs[r]`.
+    fn blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Landing {
+        let extent = datatype.extent();
+        let blocks = counts.iter().zip(displs).map(|(&c, &d)| (d as isize * extent, c as usize, datatype.clone()));
+        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
+    }
+
+    /// Blocks of `counts[r]` elements of `datatypes[r]` at byte `displs[r]`.
+    fn typed_blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: Vec<Type>) -> Landing {
+        let blocks = counts.iter().zip(displs).zip(datatypes).map(|((&c, &d), t)| (d as isize, c as usize, t));
+        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
+    }
+
+    fn deliver(self) -> Deliver {
+        Box::new(move |packed: &[u8]| {
+            let mut at = 0;
+            for (offset, count, datatype) in &self.blocks {
+                let len = datatype.packed_len(*count);
+                let Some(bytes) = packed.get(at..at + len) else { return };
+                // SAFETY: the block is in the program's receive buffer, as
+                // MPI requires of the call's arguments (see `UserBuffer`).
+                unsafe { datatype.unpack(bytes, self.buf.at(*offset)) };
+                at += len;
+            }
+        })
+    }
+}
+
+/// Starts a non-blocking collective on `comm` and writes its request
+/// handle: `build` makes it from the communicator, under the lock.
+fn start(
+    call: &str,
+    comm: c_int,
+    request: *mut c_int,
+    build: impl FnOnce(&Communicator) -> Result<(NonBlocking, Landing)>,
+) -> Result<()> {
+    if request.is_null() {
+        return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
+    }
+    let mut state = state::lock(call)?;
+    let communicator = state.comm(comm)?.comm.clone();
+    let (what, landing) = build(&communicator).map_err(|e| e.on(comm))?;
+    let started = communicator.start_collective(state.scope, what, landing.deliver());
+    let started = started.map_err(|e| MpiError::from(e).on(comm))?;
+    let entry = RequestEntry::Active { request: started, comm, keep: None, incoming: None };
+    let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
+    // SAFETY: the caller's output argument, checked non-NULL.
+    unsafe { put(request, handle, "request") }
+}
+
+/// The reduction of `op` on `datatype`'s elements, packed.
+fn combine_of(
+    op: c_int,
+    user: Option<(crate::reduce::UserFunction, bool)>,
+    handle: c_int,
+    datatype: &Type,
+) -> Result<(Combine, bool)> {
+    let base = reduction_base(datatype)?;
+    let (op, commutative) = match user {
+        Some((function, commute)) => {
+            let per_item = datatype.size() / base.size.max(1);
+            (AnyOp::User(UserOperation { function, commute, datatype: handle, per_item }), commute)
+        }
+        None => {
+            let code = OpCode::lookup(op)?;
+            code.check(base)?;
+            (AnyOp::Predefined(code), true)
+        }
+    };
+    let combine: Combine = Arc::new(move |input: &[u8], inout: &mut [u8]| with_type(base, Local { input, inout, op }));
+    Ok((combine, commutative))
+}
+
+/// The packed input of a reduction: `count` elements at `sendbuf`, or at
+/// `recvbuf` for `MPI_IN_PLACE`.
+///
+/// # Safety
+/// The buffers hold their elements, as MPI requires.
+unsafe fn reduction_input(
+    sendbuf: *const c_void,
+    recvbuf: *const c_void,
+    count: c_int,
+    datatype: &Type,
+    call: &str,
+) -> Result<Vec<u8>> {
+    let from = if in_place(sendbuf) { recvbuf } else { sendbuf };
+    // SAFETY: as the caller promised.
+    Ok(unsafe { outgoing(from, count, datatype, call)? }.into_owned())
+}
+
+mpi_fn! {
+    /// `MPI_Ibarrier`.
+    fn MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) {
+        start("MPI_Ibarrier", comm, request, |_| Ok((NonBlocking::Barrier, Landing::none())))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ibcast`.
+    fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        start("MPI_Ibcast", comm, request, |c| {
+            let datatype = types::committed(datatype)?;
+            let root = root_rank(root, c)?;
+            let n = count_of(count, "MPI_Ibcast")?;
+            if c.rank() == root {
+                // SAFETY: MPI's rule for the root's buffer.
+                let data = unsafe { outgoing(buffer, count, &datatype, "MPI_Ibcast")? }.into_owned();
+                return Ok((NonBlocking::Bcast { root, data }, Landing::none()));
+            }
+            let data = vec![0; datatype.packed_len(n)];
+            Ok((NonBlocking::Bcast { root, data }, Landing::whole(buffer, n, &datatype)))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ireduce`; `MPI_IN_PLACE` as the root's send buffer.
+    fn MPI_Ireduce / PMPI_Ireduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let user = user_op(op)?;
+        start("MPI_Ireduce", comm, request, |c| {
+            let handle = datatype;
+            let datatype = types::committed(datatype)?;
+            let root = root_rank(root, c)?;
+            let is_root = c.rank() == root;
+            if !is_root && in_place(sendbuf) {
+                return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
+            }
+            let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+            // SAFETY: MPI's rules for the buffers.
+            let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, "MPI_Ireduce")? };
+            let landing = match is_root {
+                true => Landing::whole(recvbuf, count_of(count, "MPI_Ireduce")?, &datatype),
+                false => Landing::none(),
+            };
+            Ok((NonBlocking::Reduce { root, data, combine, commutative }, landing))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iallreduce`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Iallreduce / PMPI_Iallreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let user = user_op(op)?;
+        start("MPI_Iallreduce", comm, request, |_| {
+            let handle = datatype;
+            let datatype = types::committed(datatype)?;
+            let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+            // SAFETY: MPI's rules for the buffers.
+            let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, "MPI_Iallreduce")? };
+            let landing = Landing::whole(recvbuf, count_of(count, "MPI_Iallreduce")?, &datatype);
+            Ok((NonBlocking::Allreduce { data, combine, commutative }, landing))
+        })
+    }
+}
+
+/// `MPI_Iscan` and `MPI_Iexscan`.
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    call: &str,
+    exclusive: bool,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    request: *mut c_int,
+) -> Result<()> {
+    let user = user_op(op)?;
+    start(call, comm, request, |_| {
+        let handle = datatype;
+        let datatype = types::committed(datatype)?;
+        let (combine, _) = combine_of(op, user, handle, &datatype)?;
+        // SAFETY: MPI's rules for the buffers.
+        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
+        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
+        Ok((NonBlocking::Scan { data, combine, exclusive }, landing))
+    })
+}
+
+mpi_fn! {
+    /// `MPI_Iscan`.
+    fn MPI_Iscan / PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        scan("MPI_Iscan", false, sendbuf, recvbuf, count, datatype, op, comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iexscan`: rank 0's receive buffer is left as it was.
+    fn MPI_Iexscan / PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        scan("MPI_Iexscan", true, sendbuf, recvbuf, count, datatype, op, comm, request)
+    }
+}
+
+/// `MPI_Ireduce_scatter` (`recvcounts` per rank) and its `_block` form.
+#[allow(clippy::too_many_arguments)]
+fn reduce_scatter(
+    call: &str,
+    counts: impl FnOnce(&Communicator) -> Result<Vec<c_int>>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    request: *mut c_int,
+) -> Result<()> {
+    let user = user_op(op)?;
+    start(call, comm, request, |c| {
+        let handle = datatype;
+        let datatype = types::committed(datatype)?;
+        let counts = counts(c)?;
+        let total = counts.iter().try_fold(0 as c_int, |sum, &n| sum.checked_add(n));
+        let total = total.ok_or_else(|| MpiError::new(class::COUNT, format!("{call}: the counts overflow")))?;
+        let (combine, _) = combine_of(op, user, handle, &datatype)?;
+        // SAFETY: MPI's rules for the buffers (in place, the receive buffer holds the input).
+        let data = unsafe { reduction_input(sendbuf, recvbuf, total, &datatype, call)? };
+        let landing = Landing::whole(recvbuf, counts[c.rank()] as usize, &datatype);
+        let counts = packed_counts(&counts, &datatype);
+        Ok((NonBlocking::ReduceScatter { data, counts, combine }, landing))
+    })
+}
+
+mpi_fn! {
+    /// `MPI_Ireduce_scatter`.
+    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        // SAFETY: one count per rank, as MPI requires.
+        let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
+        reduce_scatter("MPI_Ireduce_scatter", counts, sendbuf, recvbuf, datatype, op, comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ireduce_scatter_block`.
+    fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Ireduce_scatter_block")? as c_int; c.size()]);
+        reduce_scatter("MPI_Ireduce_scatter_block", counts, sendbuf, recvbuf, datatype, op, comm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Igather`; `MPI_IN_PLACE` as the root's send buffer.
+    fn MPI_Igather / PMPI_Igather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Igather", comm, request, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: MPI's rule for the send buffer.
+                let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Igather")? }.into_owned();
+                return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
+            }
+            let recvtype = types::committed(recvtype)?;
+            let n = count_of(recvcount, "MPI_Igather")?;
+            // SAFETY: MPI's rules for the buffers at the root.
+            let data = unsafe {
+                contribution(sendbuf, sendcount, sendtype, recvbuf, root * n, recvcount, &recvtype, "MPI_Igather")?
+            }
+            .into_owned();
+            let counts = vec![recvtype.packed_len(n); c.size()];
+            Ok((NonBlocking::Gather { root, data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Igatherv`.
+    fn MPI_Igatherv / PMPI_Igatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Igatherv", comm, request, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: MPI's rule for the send buffer.
+                let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Igatherv")? }.into_owned();
+                return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
+            }
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+            // SAFETY: MPI's rules for the buffers at the root.
+            let data = unsafe {
+                let at = displs[root] as usize;
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, "MPI_Igatherv")?
+            }
+            .into_owned();
+            let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
+            Ok((NonBlocking::Gather { root, data, counts: packed_counts(counts, &recvtype) }, landing))
+        })
+    }
+}
+
+/// This rank's block of a scatter: its packed length and where it lands
+/// (nowhere for the root's `MPI_IN_PLACE`).
+fn scatter_target(
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root_block: Option<usize>,
+    call: &str,
+) -> Result<(usize, Landing)> {
+    if let (Some(own), true) = (root_block, in_place(recvbuf)) {
+        return Ok((own, Landing::none()));
+    }
+    let recvtype = types::committed(recvtype)?;
+    let n = count_of(recvcount, call)?;
+    Ok((recvtype.packed_len(n), Landing::whole(recvbuf, n, &recvtype)))
+}
+
+mpi_fn! {
+    /// `MPI_Iscatter`; `MPI_IN_PLACE` as the root's receive buffer.
+    fn MPI_Iscatter / PMPI_Iscatter(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Iscatter", comm, request, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, "MPI_Iscatter")?;
+                return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
+            }
+            let sendtype = types::committed(sendtype)?;
+            let n = count_of(sendcount, "MPI_Iscatter")?;
+            let all = (n * c.size()) as c_int;
+            // SAFETY: the root's send buffer holds a block per rank.
+            let data = unsafe { outgoing(sendbuf, all, &sendtype, "MPI_Iscatter")? }.into_owned();
+            let block = sendtype.packed_len(n);
+            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(block), "MPI_Iscatter")?;
+            Ok((NonBlocking::Scatter { root, data, counts: vec![block; c.size()], mine }, landing))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iscatterv`.
+    fn MPI_Iscatterv / PMPI_Iscatterv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Iscatterv", comm, request, |c| {
+            let root = root_rank(root, c)?;
+            if c.rank() != root {
+                let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, "MPI_Iscatterv")?;
+                return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
+            }
+            let sendtype = types::committed(sendtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+            let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
+            // SAFETY: the root's send buffer holds every block.
+            let data = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
+            let counts = packed_counts(counts, &sendtype);
+            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(counts[root]), "MPI_Iscatterv")?;
+            Ok((NonBlocking::Scatter { root, data, counts, mine }, landing))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iallgather`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Iallgather / PMPI_Iallgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Iallgather", comm, request, |c| {
+            let recvtype = types::committed(recvtype)?;
+            let n = count_of(recvcount, "MPI_Iallgather")?;
+            // SAFETY: MPI's rules for the buffers.
+            let data = unsafe {
+                contribution(sendbuf, sendcount, sendtype, recvbuf, c.rank() * n, recvcount, &recvtype, "MPI_Iallgather")?
+            }
+            .into_owned();
+            let counts = vec![recvtype.packed_len(n); c.size()];
+            Ok((NonBlocking::Allgather { data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Iallgatherv`.
+    fn MPI_Iallgatherv / PMPI_Iallgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Iallgatherv", comm, request, |c| {
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+            let me = c.rank();
+            // SAFETY: MPI's rules for the buffers.
+            let data = unsafe {
+                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, "MPI_Iallgatherv")?
+            }
+            .into_owned();
+            let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
+            Ok((NonBlocking::Allgather { data, counts: packed_counts(counts, &recvtype) }, landing))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ialltoall`; `MPI_IN_PLACE` as the send buffer.
+    fn MPI_Ialltoall / PMPI_Ialltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Ialltoall", comm, request, |c| {
+            let p = c.size();
+            let recvtype = types::committed(recvtype)?;
+            let n = count_of(recvcount, "MPI_Ialltoall")?;
+            let (data, block) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                let data = unsafe { outgoing(recvbuf, (n * p) as c_int, &recvtype, "MPI_Ialltoall")? }.into_owned();
+                (data, recvtype.packed_len(n))
+            } else {
+                let sendtype = types::committed(sendtype)?;
+                let m = count_of(sendcount, "MPI_Ialltoall")?;
+                // SAFETY: the send buffer holds a block per rank.
+                let data = unsafe { outgoing(sendbuf, (m * p) as c_int, &sendtype, "MPI_Ialltoall")? }.into_owned();
+                (data, sendtype.packed_len(m))
+            };
+            let what = NonBlocking::Alltoall { data, send_counts: vec![block; p], recv_counts: vec![recvtype.packed_len(n); p] };
+            Ok((what, Landing::whole(recvbuf, n * p, &recvtype)))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ialltoallv`.
+    fn MPI_Ialltoallv / PMPI_Ialltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Ialltoallv", comm, request, |c| {
+            let n = c.size();
+            let recvtype = types::committed(recvtype)?;
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
+            let recv_counts = packed_counts(rcounts, &recvtype);
+            let (data, send_counts) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, recv_counts.clone())
+            } else {
+                let sendtype = types::committed(sendtype)?;
+                // SAFETY: arrays of one entry per rank, as MPI requires.
+                let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
+                // SAFETY: the send buffer holds every block.
+                (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+            };
+            let landing = Landing::blocks(recvbuf, rcounts, rdispls, &recvtype);
+            Ok((NonBlocking::Alltoall { data, send_counts, recv_counts }, landing))
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ialltoallw`: a datatype per peer, displacements in bytes.
+    fn MPI_Ialltoallw / PMPI_Ialltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtypes: *const c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        start("MPI_Ialltoallw", comm, request, |c| {
+            let n = c.size();
+            // SAFETY: arrays of one entry per rank, as MPI requires.
+            let (rcounts, rdispls, rtypes) = unsafe {
+                (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?, datatypes(recvtypes, n, "recvtypes")?)
+            };
+            let recv_counts: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+            let (data, send_counts) = if in_place(sendbuf) {
+                // SAFETY: the receive buffer holds the data to send.
+                (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, recv_counts.clone())
+            } else {
+                // SAFETY: arrays of one entry per rank, as MPI requires.
+                let (scounts, sdispls, stypes) = unsafe {
+                    (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
+                };
+                let lens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+                // SAFETY: the send buffer holds every block.
+                (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, lens)
+            };
+            let landing = Landing::typed_blocks(recvbuf, rcounts, rdispls, rtypes);
+            Ok((NonBlocking::Alltoall { data, send_counts, recv_counts }, landing))
+        })
+    }
+}
