@@ -14,6 +14,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::selectors::{Source, Tag};
 use crate::{Error, Result};
 
 use crate::RankContext;
@@ -247,6 +248,45 @@ impl Communicator {
         let rank = members.iter().position(|&(_, r)| r == inner.rank).expect("we are in our color");
         let arena = arena_of(entries[inner.rank].arena);
         let new = Communicator::new(inner.rank_ctx.clone(), ctx, rank, group, arena);
+        new.set_error_handler(self.error_handler());
+        self.trace_comm_create(span, &new);
+        Ok(Some(new))
+    }
+
+    /// A communicator of `members` (ranks of this communicator, in the
+    /// new one's order) that only they create (MPI's
+    /// `MPI_Comm_create_group`): the other ranks do not take part. `None`
+    /// if this rank is not a member. Collective over the members, who
+    /// agree on its context through the first of them.
+    #[track_caller]
+    pub fn create_group(&self, members: &[usize]) -> Result<Option<Communicator>> {
+        let span = self.span();
+        let created = self.create_group_from(span, members);
+        self.handled("create_group", created)
+    }
+
+    fn create_group_from(&self, span: crate::trace::Span, members: &[usize]) -> Result<Option<Communicator>> {
+        let inner = self.live()?;
+        let group = members.iter().map(|&m| self.world_rank_of(m)).collect::<Result<Vec<usize>>>()?;
+        let Some(rank) = members.iter().position(|&m| m == inner.rank) else { return Ok(None) };
+        let (ctx, tag) = (self.coll_ctx(), crate::internal::MANAGEMENT_TAG);
+        let mut word = (inner.rank_ctx.next_ctx() as u64).to_ne_bytes();
+        if rank == 0 {
+            let mut agreed = u64::from_ne_bytes(word);
+            for &member in &members[1..] {
+                self.recv_bytes(ctx, &mut word, Source::Rank(member), Tag::Is(tag))?;
+                agreed = agreed.max(u64::from_ne_bytes(word));
+            }
+            word = agreed.to_ne_bytes();
+            for &member in &members[1..] {
+                self.send_bytes(ctx, &word, member, tag)?;
+            }
+        } else {
+            self.send_bytes(ctx, &word, members[0], tag)?;
+            self.recv_bytes(ctx, &mut word, Source::Rank(members[0]), Tag::Is(tag))?;
+        }
+        let new_ctx = u64::from_ne_bytes(word) as u32;
+        let new = Communicator::new(inner.rank_ctx.clone(), new_ctx, rank, group, None);
         new.set_error_handler(self.error_handler());
         self.trace_comm_create(span, &new);
         Ok(Some(new))

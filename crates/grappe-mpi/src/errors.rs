@@ -113,14 +113,83 @@ pub fn code_for(error: &MpiError) -> c_int {
     error.class + ((slot as c_int + 1) << 7)
 }
 
+/// The largest predefined code (`MPI_ERR_LASTCODE`): the program's own
+/// classes and codes are numbered after it.
+pub const LAST_PREDEFINED_CODE: c_int = 0x3fff_ffff;
+
+/// A class or code the program added (`MPI_Add_error_class`,
+/// `MPI_Add_error_code`): its class (a class's is itself) and string.
+struct Added {
+    class: c_int,
+    string: String,
+}
+
+/// The program's classes and codes: number `LAST_PREDEFINED_CODE + 1 + i`
+/// is entry `i`.
+static ADDED: Mutex<Vec<Added>> = Mutex::new(Vec::new());
+
+/// The largest class, the program's included (`MPI_LASTUSEDCODE`).
+pub static LAST_USED_CODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(class::LAST);
+
+/// A new error class of the program's, with an empty string.
+pub fn add_class() -> c_int {
+    let mut added = ADDED.lock();
+    let number = LAST_PREDEFINED_CODE + 1 + added.len() as c_int;
+    added.push(Added { class: number, string: String::new() });
+    LAST_USED_CODE.store(number, std::sync::atomic::Ordering::Relaxed);
+    number
+}
+
+/// A new error code of class `class` (predefined or the program's).
+pub fn add_code(class: c_int) -> Result<c_int> {
+    let known = (0..=class::LAST).contains(&class) || added_class(class) == Some(class);
+    if !known {
+        return Err(MpiError::new(class::ARG, format!("{class} is not an error class")));
+    }
+    let mut added = ADDED.lock();
+    let number = LAST_PREDEFINED_CODE + 1 + added.len() as c_int;
+    added.push(Added { class, string: String::new() });
+    Ok(number)
+}
+
+/// Sets the string of a class or code the program added.
+pub fn set_added_string(code: c_int, string: String) -> Result<()> {
+    let mut added = ADDED.lock();
+    match added_index(code).and_then(|i| added.get_mut(i)) {
+        Some(entry) => {
+            entry.string = string;
+            Ok(())
+        }
+        None => Err(MpiError::new(
+            class::ARG,
+            format!("{code} is not an error class or code the program added (MPI_Add_error_string takes only those)"),
+        )),
+    }
+}
+
+fn added_index(code: c_int) -> Option<usize> {
+    (code > LAST_PREDEFINED_CODE).then(|| (code - LAST_PREDEFINED_CODE - 1) as usize)
+}
+
+/// The class of a code the program added.
+fn added_class(code: c_int) -> Option<c_int> {
+    added_index(code).and_then(|i| ADDED.lock().get(i).map(|a| a.class))
+}
+
 /// The class of a code, `None` if it is not one.
 pub fn class_of_code(code: c_int) -> Option<c_int> {
+    if code > LAST_PREDEFINED_CODE {
+        return added_class(code);
+    }
     (code >= 0).then_some(code & class::LAST)
 }
 
 /// The string of a code: its message if it is still in the ring, else its
-/// class's description.
+/// class's description; the program's own string for a code it added.
 pub fn string_of_code(code: c_int) -> Option<String> {
+    if let Some(i) = added_index(code) {
+        return ADDED.lock().get(i).map(|a| a.string.clone());
+    }
     let class = class_of_code(code)?;
     let slot = (code >> 7) as usize;
     if slot > 0 && slot <= SLOTS {
@@ -174,6 +243,25 @@ mod tests {
         assert_eq!(string_of_code(code).unwrap(), "MPI_Send: rank 9 is out of range");
         assert_eq!(string_of_code(class::TAG).unwrap(), "invalid tag");
         assert_eq!(class_of_code(-3), None);
+    }
+
+    #[test]
+    fn the_program_s_classes_and_codes_keep_their_class_and_string() {
+        let class = add_class();
+        assert!(class > LAST_PREDEFINED_CODE);
+        assert_eq!(LAST_USED_CODE.load(std::sync::atomic::Ordering::Relaxed), class);
+        let code = add_code(class).unwrap();
+        let other = add_code(class::RANK).unwrap();
+        assert_eq!(
+            (class_of_code(class), class_of_code(code), class_of_code(other)),
+            (Some(class), Some(class), Some(class::RANK))
+        );
+        assert_eq!(string_of_code(code).unwrap(), "");
+        set_added_string(code, "the solver diverged".into()).unwrap();
+        assert_eq!(string_of_code(code).unwrap(), "the solver diverged");
+        assert!(set_added_string(class::RANK, "no".into()).is_err(), "predefined strings stay");
+        assert!(add_code(code).is_err(), "a code is not a class");
+        assert_eq!(class_of_code(LAST_PREDEFINED_CODE + 100_000), None);
     }
 
     #[test]

@@ -152,7 +152,6 @@ static WTIME_IS_GLOBAL_VALUE: c_int = 0;
 static HOST_VALUE: c_int = abi::PROC_NULL;
 static IO_VALUE: c_int = abi::ANY_SOURCE;
 static APPNUM_VALUE: c_int = 0;
-static LASTUSEDCODE_VALUE: c_int = class::LAST;
 static UNIVERSE_SIZE_VALUE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 mpi_fn! {
@@ -183,7 +182,7 @@ fn get_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void, flag: *m
             abi::HOST => &HOST_VALUE,
             abi::IO => &IO_VALUE,
             abi::APPNUM => &APPNUM_VALUE,
-            abi::LASTUSEDCODE => &LASTUSEDCODE_VALUE,
+            abi::LASTUSEDCODE => crate::errors::LAST_USED_CODE.as_ptr(),
             abi::UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
             user => {
                 let found = super::attr::user_attr(&state, comm, user)?;

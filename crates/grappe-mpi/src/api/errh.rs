@@ -79,3 +79,39 @@ mpi_fn! {
         unsafe { put(errorclass, found, "errorclass") }
     }
 }
+
+mpi_fn! {
+    /// `MPI_Add_error_class`: a class of the program's, numbered after
+    /// `MPI_ERR_LASTCODE`; `MPI_LASTUSEDCODE` follows it.
+    fn MPI_Add_error_class / PMPI_Add_error_class(errorclass: *mut c_int) {
+        state::lock("MPI_Add_error_class")?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errorclass, errors::add_class(), "errorclass") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Add_error_code`: a code of class `errorclass`.
+    fn MPI_Add_error_code / PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) {
+        state::lock("MPI_Add_error_code")?;
+        let code = errors::add_code(errorclass)?;
+        // SAFETY: the caller's output argument.
+        unsafe { put(errorcode, code, "errorcode") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Add_error_string`: the string of a class or code the program added.
+    fn MPI_Add_error_string / PMPI_Add_error_string(errorcode: c_int, string: *const c_char) {
+        state::lock("MPI_Add_error_string")?;
+        if string.is_null() {
+            return Err(MpiError::new(class::ARG, "MPI_Add_error_string: the string is NULL"));
+        }
+        // SAFETY: a NUL-terminated C string, as MPI requires.
+        let text = unsafe { std::ffi::CStr::from_ptr(string) }.to_string_lossy().into_owned();
+        if text.len() >= abi::MAX_ERROR_STRING {
+            return Err(MpiError::new(class::ARG, format!("MPI_Add_error_string: the string has {} characters, MPI_MAX_ERROR_STRING is {}", text.len(), abi::MAX_ERROR_STRING)));
+        }
+        errors::set_added_string(errorcode, text)
+    }
+}

@@ -302,6 +302,37 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Comm_create_group`: collective over the group's members only;
+    /// a rank outside the group gets `MPI_COMM_NULL`. (`tag` tells apart
+    /// creations that threads of one rank make at once, which the thread
+    /// levels grappe provides rule out.)
+    fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
+        let mut state = state::lock("MPI_Comm_create_group")?;
+        let entry = state.comm(comm)?;
+        if tag < 0 {
+            return Err(MpiError::new(class::TAG, format!("MPI_Comm_create_group: tag {tag} is negative")).on(comm));
+        }
+        let ranks = members(&state, group).map_err(|e| e.on(comm))?;
+        let of = comm_members(&entry.comm);
+        let mut positions = Vec::with_capacity(ranks.len());
+        for world in &ranks {
+            let Some(position) = of.iter().position(|r| r == world) else {
+                return Err(MpiError::new(class::GROUP, format!("MPI_Comm_create_group: world rank {world} of the group is not in the communicator")).on(comm));
+            };
+            positions.push(position);
+        }
+        let handler = entry.errhandler;
+        let created = entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?;
+        let handle = match created {
+            Some(created) => state.add_comm(created, handler),
+            None => abi::COMM_NULL,
+        };
+        // SAFETY: the caller's output argument.
+        unsafe { put(newcomm, handle, "newcomm") }
+    }
+}
+
+mpi_fn! {
     /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that
     /// share memory, which are every rank of a job on one host.
     fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {

@@ -3,8 +3,9 @@
  * keys that keep it, MPI_UNDEFINED), MPI_Comm_compare, MPI_Comm_free,
  * MPI_Comm_group and the group calls (size, rank, incl, excl,
  * translate_ranks, union, intersection, difference, compare, free),
- * MPI_Comm_create, MPI_Comm_set_name/MPI_Comm_get_name, and the MPI_TAG_UB
- * attribute. Runs on any number of ranks. */
+ * MPI_Comm_create, MPI_Comm_create_group (called by the group's members
+ * only, while the others exchange messages), MPI_Comm_set_name/
+ * MPI_Comm_get_name, and the MPI_TAG_UB attribute. Runs on any number of ranks. */
 #include "check.h"
 
 static int rank, size, left, right;
@@ -316,6 +317,49 @@ static void tag_ub(void)
     CHECK_STATUS(&status, left, ub, MPI_INT, 1, "a message with tag MPI_TAG_UB");
 }
 
+/* The even ranks, in reverse order, create a communicator among
+ * themselves; the odd ranks meanwhile pass a token around their own ring,
+ * never calling MPI_Comm_create_group. */
+static void create_group(void)
+{
+    int evens = (size + 1) / 2, members[64];
+    for (int k = 0; k < evens; k++)
+        members[k] = 2 * (evens - 1 - k);
+    MPI_Group world_group, even_group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, evens, members, &even_group);
+    if (rank % 2 == 0) {
+        MPI_Comm evens_comm = MPI_COMM_NULL;
+        CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, even_group, 7, &evens_comm));
+        int r = -1, n = -1, sum = -1;
+        MPI_Comm_rank(evens_comm, &r);
+        MPI_Comm_size(evens_comm, &n);
+        CHECK_INT(evens, n, "the size of the even ranks' communicator");
+        CHECK_INT(evens - 1 - rank / 2, r, "rank %d's place in the reversed group", rank);
+        CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, evens_comm));
+        CHECK_INT(evens * (evens - 1), sum, "an allreduce over the even ranks");
+        MPI_Comm_free(&evens_comm);
+    } else {
+        int odds = size / 2, token = rank, got = -1;
+        int next = (rank + 2) % (2 * odds), prev = (rank - 2 + 2 * odds) % (2 * odds);
+        CHECK_MPI(MPI_Sendrecv(&token, 1, MPI_INT, next, 8, &got, 1, MPI_INT, prev, 8, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+        CHECK_INT(prev, got, "the odd ranks' ring");
+    }
+    /* Every rank alone: a group of oneself. */
+    MPI_Group self_group;
+    MPI_Comm_group(MPI_COMM_SELF, &self_group);
+    MPI_Comm alone = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, self_group, 3, &alone));
+    int n = -1;
+    MPI_Comm_size(alone, &n);
+    CHECK_INT(1, n, "a group of oneself");
+    MPI_Comm_free(&alone);
+    MPI_Group_free(&self_group);
+    MPI_Group_free(&even_group);
+    MPI_Group_free(&world_group);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -329,6 +373,7 @@ int main(int argc, char **argv)
     split();
     compare();
     groups();
+    create_group();
     names();
     tag_ub();
     return check_finish();

@@ -6,7 +6,9 @@
  * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
  * invalid request. MPI_Comm_get_errhandler returns what was set, and
- * duplicates inherit it.
+ * duplicates inherit it. The program's own classes, codes and strings
+ * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
+ * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
  *
  * Only misuse that MPICH 4.0.2 reports cleanly is here (checked): it
  * crashes instead on some handles that look like predefined ones but are
@@ -225,6 +227,33 @@ static void classes(void)
 }
 
 /* Errors leave the job usable: a ring shift still works. */
+static void added_errors(void)
+{
+    int before = 0, *last = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
+    CHECK(flag && last != NULL, "MPI_LASTUSEDCODE is set");
+    if (last)
+        before = *last;
+    int mine = -1, code = -1, other = -1, got = -1, len = 0;
+    CHECK_MPI(MPI_Add_error_class(&mine));
+    CHECK(mine > MPI_ERR_LASTCODE || mine > before, "a new class (%d) after the predefined ones", mine);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
+    CHECK(flag && *last >= mine, "MPI_LASTUSEDCODE (%d) covers the new class %d", *last, mine);
+    CHECK_MPI(MPI_Add_error_code(mine, &code));
+    CHECK_MPI(MPI_Add_error_code(MPI_ERR_OTHER, &other));
+    CHECK_MPI(MPI_Error_class(code, &got));
+    CHECK_INT(mine, got, "the class of a code of the program's class");
+    CHECK_MPI(MPI_Error_class(other, &got));
+    CHECK_INT(MPI_ERR_OTHER, got, "the class of a code of MPI_ERR_OTHER");
+    CHECK_MPI(MPI_Add_error_string(mine, "the solver diverged"));
+    CHECK_MPI(MPI_Add_error_string(code, "the solver diverged at step 7"));
+    char text[MPI_MAX_ERROR_STRING];
+    CHECK_MPI(MPI_Error_string(mine, text, &len));
+    CHECK(strcmp(text, "the solver diverged") == 0 && len == (int)strlen(text), "the class's string: \"%s\"", text);
+    CHECK_MPI(MPI_Error_string(code, text, &len));
+    CHECK(strcmp(text, "the solver diverged at step 7") == 0, "the code's string: \"%s\"", text);
+}
+
 static void still_works(void)
 {
     int out = rank * 3, in = -1;
@@ -249,6 +278,7 @@ int main(int argc, char **argv)
     truncation();
     collective_arguments();
     classes();
+    added_errors();
     still_works();
     return check_finish();
 }
