@@ -291,7 +291,10 @@ mpi_fn! {
         let me = of[entry.comm.rank()];
         let position = ranks.iter().position(|&r| r == me);
         let handler = entry.errhandler;
-        let split = entry.comm.split(position.map(|_| 0), position.unwrap_or(0) as i32).map_err(|e| MpiError::from(e).on(comm))?;
+        // Ranks may pass disjoint groups (MPI 2.2), one communicator each:
+        // a group's smallest world rank tells it from the others.
+        let color = position.and_then(|_| ranks.iter().min()).map(|&lowest| lowest as u32);
+        let split = entry.comm.split(color, position.unwrap_or(0) as i32).map_err(|e| MpiError::from(e).on(comm))?;
         let handle = match split {
             Some(created) => state.add_comm(created, handler),
             None => abi::COMM_NULL,

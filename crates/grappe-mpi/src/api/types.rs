@@ -365,7 +365,8 @@ mpi_fn! {
         let old = types::lookup(oldtype)?;
         let mut layout = match &old {
             Type::Derived(layout) => (**layout).clone(),
-            Type::Predefined(_) => Layout::from_blocks(&old, &[(0, 1)], Envelope::default()),
+            // A predefined datatype is committed, and so is its copy.
+            Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default()) },
         };
         layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
         give(layout, newtype)

@@ -3,7 +3,7 @@
  * keys that keep it, MPI_UNDEFINED), MPI_Comm_compare, MPI_Comm_free,
  * MPI_Comm_group and the group calls (size, rank, incl, excl,
  * translate_ranks, union, intersection, difference, compare, free),
- * MPI_Comm_create, MPI_Comm_create_group (called by the group's members
+ * MPI_Comm_create (with disjoint groups too), MPI_Comm_create_group (called by the group's members
  * only, while the others exchange messages), MPI_Comm_set_name/
  * MPI_Comm_get_name, and the MPI_TAG_UB attribute. Runs on any number of ranks. */
 #include "check.h"
@@ -317,6 +317,36 @@ static void tag_ub(void)
     CHECK_STATUS(&status, left, ub, MPI_INT, 1, "a message with tag MPI_TAG_UB");
 }
 
+/* MPI_Comm_create with disjoint groups (MPI 2.2): the odd ranks pass the
+ * odd group, the even ranks the even one, and each gets its own. */
+static void create_disjoint(void)
+{
+    int mine[64], n = 0;
+    for (int r = rank % 2; r < size; r += 2)
+        mine[n++] = r;
+    MPI_Group world_group, part;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, n, mine, &part);
+    MPI_Comm created = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Comm_create(MPI_COMM_WORLD, part, &created));
+    int got = -1, relation = -1, sum = -1;
+    MPI_Comm_size(created, &got);
+    CHECK_INT(n, got, "the size of my parity's communicator from MPI_Comm_create");
+    MPI_Group created_group;
+    MPI_Comm_group(created, &created_group);
+    MPI_Group_compare(created_group, part, &relation);
+    CHECK_INT(MPI_IDENT, relation, "the created communicator's group is the group passed");
+    CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, created));
+    int expected = 0;
+    for (int k = 0; k < n; k++)
+        expected += mine[k];
+    CHECK_INT(expected, sum, "an allreduce over my parity's ranks");
+    MPI_Group_free(&created_group);
+    MPI_Comm_free(&created);
+    MPI_Group_free(&part);
+    MPI_Group_free(&world_group);
+}
+
 /* The even ranks, in reverse order, create a communicator among
  * themselves; the odd ranks meanwhile pass a token around their own ring,
  * never calling MPI_Comm_create_group. */
@@ -373,6 +403,7 @@ int main(int argc, char **argv)
     split();
     compare();
     groups();
+    create_disjoint();
     create_group();
     names();
     tag_ub();
