@@ -24,12 +24,17 @@ mod combiner {
     pub const INDEXED_BLOCK: c_int = 10;
     pub const STRUCT: c_int = 12;
     pub const SUBARRAY: c_int = 13;
+    pub const DARRAY: c_int = 14;
     pub const RESIZED: c_int = 18;
     pub const HINDEXED_BLOCK: c_int = 19;
 }
 
 const ORDER_C: c_int = 56;
 const ORDER_FORTRAN: c_int = 57;
+const DISTRIBUTE_BLOCK: c_int = 121;
+const DISTRIBUTE_CYCLIC: c_int = 122;
+const DISTRIBUTE_NONE: c_int = 123;
+const DISTRIBUTE_DFLT_DARG: c_int = -49767;
 
 /// Registers `layout` and writes its handle to `newtype`.
 fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
@@ -355,6 +360,128 @@ mpi_fn! {
         let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::SUBARRAY, integers, vec![], vec![oldtype]));
         layout.lb = 0;
         layout.extent = total;
+        give(layout, newtype)
+    }
+}
+
+/// The global indices of one dimension that process coordinate `coord`
+/// of `psize` holds, in increasing order (HPF's block and cyclic
+/// distributions, as MPI defines them for `MPI_Type_create_darray`).
+fn distributed(
+    call: &str,
+    d: usize,
+    gsize: usize,
+    distrib: c_int,
+    darg: c_int,
+    psize: usize,
+    coord: usize,
+) -> Result<Vec<usize>> {
+    let bad = |what: String| Err(MpiError::new(class::ARG, format!("{call}: dimension {d}: {what}")));
+    match distrib {
+        DISTRIBUTE_NONE if psize != 1 => bad(format!("MPI_DISTRIBUTE_NONE over {psize} processes (it needs 1)")),
+        DISTRIBUTE_NONE => Ok((0..gsize).collect()),
+        DISTRIBUTE_BLOCK => {
+            let block = match darg {
+                DISTRIBUTE_DFLT_DARG => gsize.div_ceil(psize),
+                b if b > 0 && b as usize * psize >= gsize => b as usize,
+                b => return bad(format!("block size {b} does not cover {gsize} elements over {psize} processes")),
+            };
+            Ok((coord * block..((coord + 1) * block).min(gsize)).collect())
+        }
+        DISTRIBUTE_CYCLIC => {
+            let block = match darg {
+                DISTRIBUTE_DFLT_DARG => 1,
+                b if b > 0 => b as usize,
+                b => return bad(format!("cyclic block size {b} is not positive")),
+            };
+            let starts = (coord * block..gsize).step_by(block * psize);
+            Ok(starts.flat_map(|start| start..(start + block).min(gsize)).collect())
+        }
+        other => bad(format!("distribution {other} is not MPI_DISTRIBUTE_BLOCK, _CYCLIC or _NONE")),
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_darray`: process `rank`'s part of an array of
+    /// `gsizes` distributed block-wise or cyclically over a process grid
+    /// of `psizes` (row-major, whatever the array's order); its elements
+    /// in the order of the local array, its extent the whole array's.
+    fn MPI_Type_create_darray / PMPI_Type_create_darray(
+        size: c_int,
+        rank: c_int,
+        ndims: c_int,
+        gsizes: *const c_int,
+        distribs: *const c_int,
+        dargs: *const c_int,
+        psizes: *const c_int,
+        order: c_int,
+        oldtype: c_int,
+        newtype: *mut c_int,
+    ) {
+        let call = "MPI_Type_create_darray";
+        let old = types::lookup(oldtype)?;
+        let n = count_of(ndims, call)?;
+        if size <= 0 || rank < 0 || rank >= size {
+            return Err(MpiError::new(class::ARG, format!("{call}: rank {rank} is not a rank of a group of {size}")));
+        }
+        // SAFETY: `ndims` entries each, as MPI requires.
+        let (gsizes, distribs, dargs, psizes) = unsafe {
+            (c_array(gsizes, n, "gsizes")?, c_array(distribs, n, "distribs")?, c_array(dargs, n, "dargs")?, c_array(psizes, n, "psizes")?)
+        };
+        if let Some(d) = (0..n).find(|&d| gsizes[d] <= 0 || psizes[d] <= 0) {
+            return Err(MpiError::new(class::ARG, format!("{call}: dimension {d} has gsize {} and psize {}", gsizes[d], psizes[d])));
+        }
+        let grid: i64 = psizes.iter().map(|&p| p as i64).product();
+        if grid != size as i64 {
+            return Err(MpiError::new(class::ARG, format!("{call}: the process grid {psizes:?} has {grid} processes, not {size}")));
+        }
+        // The process grid is row-major: the last dimension varies fastest.
+        let mut coords = vec![0usize; n];
+        let mut left = rank as usize;
+        for d in (0..n).rev() {
+            coords[d] = left % psizes[d] as usize;
+            left /= psizes[d] as usize;
+        }
+        let mut held = Vec::with_capacity(n);
+        for d in 0..n {
+            held.push(distributed(call, d, gsizes[d] as usize, distribs[d], dargs[d], psizes[d] as usize, coords[d])?);
+        }
+        // Dimensions from the slowest-varying to the fastest, in the array's order.
+        let dims: Vec<usize> = match order {
+            ORDER_C => (0..n).collect(),
+            ORDER_FORTRAN => (0..n).rev().collect(),
+            other => return Err(MpiError::new(class::ARG, format!("{call}: order {other} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"))),
+        };
+        let extent = old.extent();
+        let mut stride = vec![0isize; n];
+        let mut step = extent;
+        for &d in dims.iter().rev() {
+            stride[d] = step;
+            step *= gsizes[d] as isize;
+        }
+        let mut parts = Vec::new();
+        if held.iter().all(|h| !h.is_empty()) {
+            let mut index = vec![0usize; n];
+            'elements: loop {
+                let offset: isize = dims.iter().map(|&d| held[d][index[d]] as isize * stride[d]).sum();
+                match parts.last_mut() {
+                    Some((start, len)) if *start + *len as isize * extent == offset => *len += 1,
+                    _ => parts.push((offset, 1usize)),
+                }
+                for &d in dims.iter().rev() {
+                    index[d] += 1;
+                    if index[d] < held[d].len() {
+                        continue 'elements;
+                    }
+                    index[d] = 0;
+                }
+                break;
+            }
+        }
+        let integers = [&[size, rank, ndims][..], gsizes, distribs, dargs, psizes, &[order][..]].concat();
+        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::DARRAY, integers, vec![], vec![oldtype]));
+        layout.lb = 0;
+        layout.extent = step;
         give(layout, newtype)
     }
 }

@@ -2,7 +2,9 @@
  * MPI_Type_get_contents hands out new handles for derived constituents,
  * which stay valid after the program freed its own; named and parameterised
  * types (MPI_Type_match_size, MPI_Type_create_f90_integer); names of
- * predefined types. Runs on any number of ranks. */
+ * predefined types; MPI_Type_create_darray (block, cyclic and none, C and
+ * Fortran order): each rank's part, in its local order, and the parts of
+ * all ranks cover the array once. Runs on any number of ranks. */
 #include "check.h"
 
 static int rank, size, left, right;
@@ -76,6 +78,91 @@ static void named_and_parameterised(void)
     CHECK(strcmp(name, "my int") == 0, "the name given to MPI_INT (got \"%s\")", name);
 }
 
+/* The indices of one dimension that coordinate c of p holds (MPI's
+ * definition of the distributions), into out; how many. */
+static int held(int gsize, int distrib, int darg, int p, int c, int *out)
+{
+    int n = 0;
+    if (distrib == MPI_DISTRIBUTE_NONE) {
+        for (int i = 0; i < gsize; i++)
+            out[n++] = i;
+    } else if (distrib == MPI_DISTRIBUTE_BLOCK) {
+        int b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + p - 1) / p : darg;
+        for (int i = c * b; i < (c + 1) * b && i < gsize; i++)
+            out[n++] = i;
+    } else {
+        int b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+        for (int start = c * b; start < gsize; start += b * p)
+            for (int i = start; i < start + b && i < gsize; i++)
+                out[n++] = i;
+    }
+    return n;
+}
+
+static void darray_case(const char *name, int order, const int *gsizes, const int *distribs, const int *dargs)
+{
+    int psizes[2] = {0, 0};
+    MPI_Dims_create(size, 2, psizes);
+    if (distribs[0] == MPI_DISTRIBUTE_NONE) { /* a dimension not distributed has one process */
+        psizes[0] = 1;
+        psizes[1] = size;
+    }
+    if (distribs[1] == MPI_DISTRIBUTE_NONE) {
+        psizes[0] = size;
+        psizes[1] = 1;
+    }
+    int total = gsizes[0] * gsizes[1], *array = malloc(sizeof(int) * total);
+    for (int i = 0; i < total; i++)
+        array[i] = i;
+    MPI_Datatype part;
+    CHECK_MPI(MPI_Type_create_darray(size, rank, 2, gsizes, distribs, dargs, psizes, order, MPI_INT, &part));
+    MPI_Type_commit(&part);
+    MPI_Aint lb = -1, extent = -1;
+    MPI_Type_get_extent(part, &lb, &extent);
+    CHECK_INT(0, lb, "%s: lb", name);
+    CHECK_INT((long long)total * sizeof(int), extent, "%s: the extent is the whole array's", name);
+    /* What this rank holds, in its local order. */
+    int coords[2] = {rank / psizes[1], rank % psizes[1]}, rows[64], cols[64];
+    int nr = held(gsizes[0], distribs[0], dargs[0], psizes[0], coords[0], rows);
+    int nc = held(gsizes[1], distribs[1], dargs[1], psizes[1], coords[1], cols);
+    int tsize = -1;
+    MPI_Type_size(part, &tsize);
+    CHECK_INT(nr * nc * (int)sizeof(int), tsize, "%s: the part's size", name);
+    int *got = malloc(sizeof(int) * (nr * nc + 1)), position = 0, bad = 0;
+    CHECK_MPI(MPI_Pack(array, 1, part, got, (int)sizeof(int) * (nr * nc + 1), &position, MPI_COMM_SELF));
+    for (int k = 0; k < nr * nc; k++) {
+        int r, c;
+        if (order == MPI_ORDER_C) {
+            r = rows[k / nc];
+            c = cols[k % nc];
+        } else {
+            r = rows[k % nr];
+            c = cols[k / nr];
+        }
+        int expected = order == MPI_ORDER_C ? r * gsizes[1] + c : c * gsizes[0] + r;
+        bad += got[k] != expected;
+    }
+    CHECK_INT(0, bad, "%s: rank %d's elements in local order", name, rank);
+    int all = 0, mine = nr * nc;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK_INT(total, all, "%s: the parts cover the array", name);
+    MPI_Type_free(&part);
+    free(got);
+    free(array);
+}
+
+static void darray(void)
+{
+    int gsizes[2] = {7, 5};
+    int block[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK}, dflt[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG};
+    int cyclic_block[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK}, two[2] = {2, MPI_DISTRIBUTE_DFLT_DARG};
+    int none_cyclic[2] = {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC};
+    darray_case("block x block, C order", MPI_ORDER_C, gsizes, block, dflt);
+    darray_case("cyclic(2) x block, C order", MPI_ORDER_C, gsizes, cyclic_block, two);
+    darray_case("block x block, Fortran order", MPI_ORDER_FORTRAN, gsizes, block, dflt);
+    darray_case("none x cyclic, Fortran order", MPI_ORDER_FORTRAN, gsizes, none_cyclic, dflt);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -86,5 +173,6 @@ int main(int argc, char **argv)
     right = (rank + 1) % size;
     vector_of_contiguous();
     named_and_parameterised();
+    darray();
     return check_finish();
 }
