@@ -1,9 +1,13 @@
-//! Attributes on communicators: keys with copy and delete callbacks
-//! (`MPI_Comm_create_keyval`), values set, got and deleted, copied by
-//! `MPI_Comm_dup` and deleted by `MPI_Comm_free`.
+//! Attributes on communicators and datatypes: keys with copy and delete
+//! callbacks (`MPI_Comm_create_keyval`, `MPI_Type_create_keyval`), values
+//! set, got and deleted, copied by `MPI_Comm_dup` and `MPI_Type_dup` and
+//! deleted by `MPI_Comm_free` and `MPI_Type_free`. Window keys exist
+//! (`MPI_Win_create_keyval`) for programs that make them at start-up;
+//! windows themselves are not implemented.
 //!
 //! Callbacks run without the library's lock held, so that they may call
-//! MPI themselves.
+//! MPI themselves. The callbacks of the three kinds of objects have the
+//! same C signature (the object's handle is an `int`).
 
 use std::ffi::{c_int, c_void};
 
@@ -21,6 +25,61 @@ pub type DeleteFunction = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c
 
 /// Keyval handles: direct handles of type 9.
 const KEYVAL_KIND: u32 = 0x9;
+
+/// What attributes hang on.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Object {
+    Comm(c_int),
+    Datatype(c_int),
+}
+
+impl Object {
+    fn handle(self) -> c_int {
+        match self {
+            Object::Comm(h) | Object::Datatype(h) => h,
+        }
+    }
+
+    /// The error as this object's error handler sees it (a datatype's
+    /// errors go to the world's).
+    fn blame(self, error: MpiError) -> MpiError {
+        match self {
+            Object::Comm(comm) => error.on(comm),
+            Object::Datatype(_) => error,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Object::Comm(_) => "communicator",
+            Object::Datatype(_) => "datatype",
+        }
+    }
+
+    /// The object's attributes, after checking that it exists.
+    fn attrs_mut(self, state: &mut Locked) -> Result<&mut Vec<(c_int, usize)>> {
+        match self {
+            Object::Comm(comm) => {
+                let slot = state.comm_slot(comm)?;
+                Ok(&mut state.comms.get_mut(slot).expect("checked").attrs)
+            }
+            Object::Datatype(datatype) => {
+                crate::types::lookup(datatype)?;
+                Ok(state.type_attrs.entry(datatype).or_default())
+            }
+        }
+    }
+
+    fn attrs(self, state: &Locked) -> Result<&[(c_int, usize)]> {
+        match self {
+            Object::Comm(comm) => Ok(&state.comm(comm)?.attrs),
+            Object::Datatype(datatype) => {
+                crate::types::lookup(datatype)?;
+                Ok(state.type_attrs.get(&datatype).map_or(&[], Vec::as_slice))
+            }
+        }
+    }
+}
 
 fn keyval_slot(state: &Locked, keyval: c_int) -> Result<usize> {
     abi::direct_index(KEYVAL_KIND, keyval)
@@ -92,99 +151,93 @@ mpi_fn! {
 }
 
 /// Sets an attribute; a value it replaces is deleted (its callback run).
-fn set_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void) -> Result<()> {
+fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_void) -> Result<()> {
     let replaced = {
         let mut state = state::lock(call)?;
-        let slot = keyval_slot(&state, keyval).map_err(|e| e.on(comm))?;
+        let slot = keyval_slot(&state, keyval).map_err(|e| object.blame(e))?;
         let key = *state.keyvals.get(slot).expect("checked");
-        let comm_slot = state.comm_slot(comm)?;
-        let attrs = &mut state.comms.get_mut(comm_slot).expect("checked").attrs;
+        let attrs = object.attrs_mut(&mut state)?;
         let old = attrs.iter().position(|a| a.0 == keyval).map(|i| attrs.remove(i));
         attrs.push((keyval, value as usize));
         old.map(|(_, v)| (key, v))
     };
     match replaced {
-        Some((key, old)) => run_delete(comm, keyval, key, old),
+        Some((key, old)) => run_delete(object, keyval, key, old),
         None => Ok(()),
     }
 }
 
 /// Runs a key's delete callback on a value, without the lock.
-fn run_delete(comm: c_int, keyval: c_int, key: Keyval, value: usize) -> Result<()> {
+fn run_delete(object: Object, keyval: c_int, key: Keyval, value: usize) -> Result<()> {
     let Some(delete) = key.delete else { return Ok(()) };
     // SAFETY: the program's callback, with the arguments MPI defines.
-    let code = unsafe { delete(comm, keyval, value as *mut c_void, key.extra_state as *mut c_void) };
+    let code = unsafe { delete(object.handle(), keyval, value as *mut c_void, key.extra_state as *mut c_void) };
     match code {
         abi::SUCCESS => Ok(()),
-        code => Err(MpiError::new(
+        code => Err(object.blame(MpiError::new(
             class::OTHER,
             format!("the delete callback of attribute key {keyval:#x} returned {code}"),
-        )
-        .on(comm)),
+        ))),
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_set_attr`.
     fn MPI_Comm_set_attr / PMPI_Comm_set_attr(comm: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Comm_set_attr", comm, keyval, value)
+        set_attr("MPI_Comm_set_attr", Object::Comm(comm), keyval, value)
     }
 }
 
 mpi_fn! {
     /// `MPI_Attr_put` (MPI-1's name).
     fn MPI_Attr_put / PMPI_Attr_put(comm: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Attr_put", comm, keyval, value)
+        set_attr("MPI_Attr_put", Object::Comm(comm), keyval, value)
     }
 }
 
 /// The value of a user attribute, if set.
-pub(super) fn user_attr(state: &Locked, comm: c_int, keyval: c_int) -> Result<Option<usize>> {
-    keyval_slot(state, keyval).map_err(|e| e.on(comm))?;
-    Ok(state.comm(comm)?.attrs.iter().find(|a| a.0 == keyval).map(|a| a.1))
+pub(super) fn user_attr(state: &Locked, object: Object, keyval: c_int) -> Result<Option<usize>> {
+    keyval_slot(state, keyval).map_err(|e| object.blame(e))?;
+    Ok(object.attrs(state)?.iter().find(|a| a.0 == keyval).map(|a| a.1))
 }
 
-fn delete_attr(call: &str, comm: c_int, keyval: c_int) -> Result<()> {
+fn delete_attr(call: &str, object: Object, keyval: c_int) -> Result<()> {
     let (key, value) = {
         let mut state = state::lock(call)?;
-        let slot = keyval_slot(&state, keyval).map_err(|e| e.on(comm))?;
+        let slot = keyval_slot(&state, keyval).map_err(|e| object.blame(e))?;
         let key = *state.keyvals.get(slot).expect("checked");
-        let comm_slot = state.comm_slot(comm)?;
-        let attrs = &mut state.comms.get_mut(comm_slot).expect("checked").attrs;
+        let attrs = object.attrs_mut(&mut state)?;
         let Some(i) = attrs.iter().position(|a| a.0 == keyval) else {
-            return Err(MpiError::new(
-                class::KEYVAL,
-                format!("attribute key {keyval:#x} is not set on this communicator"),
-            )
-            .on(comm));
+            let noun = object.noun();
+            let error = MpiError::new(class::KEYVAL, format!("attribute key {keyval:#x} is not set on this {noun}"));
+            return Err(object.blame(error));
         };
         (key, attrs.remove(i).1)
     };
-    run_delete(comm, keyval, key, value)
+    run_delete(object, keyval, key, value)
 }
 
 mpi_fn! {
     /// `MPI_Comm_delete_attr`.
     fn MPI_Comm_delete_attr / PMPI_Comm_delete_attr(comm: c_int, keyval: c_int) {
-        delete_attr("MPI_Comm_delete_attr", comm, keyval)
+        delete_attr("MPI_Comm_delete_attr", Object::Comm(comm), keyval)
     }
 }
 
 mpi_fn! {
     /// `MPI_Attr_delete` (MPI-1's name).
     fn MPI_Attr_delete / PMPI_Attr_delete(comm: c_int, keyval: c_int) {
-        delete_attr("MPI_Attr_delete", comm, keyval)
+        delete_attr("MPI_Attr_delete", Object::Comm(comm), keyval)
     }
 }
 
-/// Copies `old`'s attributes to `new` through their keys' copy callbacks
-/// (`MPI_Comm_dup`), without the lock.
-pub(super) fn copy_attrs(old: c_int, new: c_int) -> Result<()> {
+/// Copies `old`'s attributes to `new` (an object of the same kind)
+/// through their keys' copy callbacks (`MPI_Comm_dup`, `MPI_Type_dup`),
+/// without the lock.
+pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
     let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
-        let state = state::lock("MPI_Comm_dup")?;
-        let entry = state.comm(old)?;
-        entry
-            .attrs
+        let state = state::lock("a duplication")?;
+        old.attrs(&state)?
             .iter()
             .map(|&(k, v)| (k, v, abi::direct_index(KEYVAL_KIND, k).and_then(|s| state.keyvals.get(s).copied())))
             .collect()
@@ -197,7 +250,7 @@ pub(super) fn copy_attrs(old: c_int, new: c_int) -> Result<()> {
         // SAFETY: the program's callback, with the arguments MPI defines.
         let code = unsafe {
             copy(
-                old,
+                old.handle(),
                 keyval,
                 extra_state as *mut c_void,
                 value as *mut c_void,
@@ -206,28 +259,29 @@ pub(super) fn copy_attrs(old: c_int, new: c_int) -> Result<()> {
             )
         };
         if code != abi::SUCCESS {
-            return Err(MpiError::new(
+            return Err(old.blame(MpiError::new(
                 class::OTHER,
                 format!("the copy callback of attribute key {keyval:#x} returned {code}"),
-            )
-            .on(old));
+            )));
         }
         if flag != 0 {
             copied.push((keyval, out as usize));
         }
     }
-    let mut state = state::lock("MPI_Comm_dup")?;
-    let slot = state.comm_slot(new)?;
-    state.comms.get_mut(slot).expect("checked").attrs = copied;
+    let mut state = state::lock("a duplication")?;
+    *new.attrs_mut(&mut state)? = copied;
     Ok(())
 }
 
-/// Deletes every attribute of `comm` (`MPI_Comm_free`), without the lock.
-pub(super) fn delete_all(comm: c_int) -> Result<()> {
+/// Deletes every attribute of `object` (`MPI_Comm_free`, `MPI_Type_free`),
+/// without the lock.
+pub(super) fn delete_all(object: Object) -> Result<()> {
     let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
-        let mut state = state::lock("MPI_Comm_free")?;
-        let slot = state.comm_slot(comm)?;
-        let attrs = std::mem::take(&mut state.comms.get_mut(slot).expect("checked").attrs);
+        let mut state = state::lock("a free")?;
+        let attrs = std::mem::take(object.attrs_mut(&mut state)?);
+        if let Object::Datatype(handle) = object {
+            state.type_attrs.remove(&handle);
+        }
         attrs
             .into_iter()
             .map(|(k, v)| (k, v, abi::direct_index(KEYVAL_KIND, k).and_then(|s| state.keyvals.get(s).copied())))
@@ -235,8 +289,77 @@ pub(super) fn delete_all(comm: c_int) -> Result<()> {
     };
     for (keyval, value, key) in attrs.into_iter().rev() {
         if let Some(key) = key {
-            run_delete(comm, keyval, key, value)?;
+            run_delete(object, keyval, key, value)?;
         }
     }
     Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Type_create_keyval`.
+    fn MPI_Type_create_keyval / PMPI_Type_create_keyval(
+        copy: Option<CopyFunction>,
+        delete: Option<DeleteFunction>,
+        keyval: *mut c_int,
+        extra_state: *mut c_void,
+    ) {
+        create_keyval("MPI_Type_create_keyval", copy, delete, keyval, extra_state)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_free_keyval`.
+    fn MPI_Type_free_keyval / PMPI_Type_free_keyval(keyval: *mut c_int) {
+        free_keyval("MPI_Type_free_keyval", keyval)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_create_keyval`: a key for window attributes (windows
+    /// themselves are not implemented).
+    fn MPI_Win_create_keyval / PMPI_Win_create_keyval(
+        copy: Option<CopyFunction>,
+        delete: Option<DeleteFunction>,
+        keyval: *mut c_int,
+        extra_state: *mut c_void,
+    ) {
+        create_keyval("MPI_Win_create_keyval", copy, delete, keyval, extra_state)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_free_keyval`.
+    fn MPI_Win_free_keyval / PMPI_Win_free_keyval(keyval: *mut c_int) {
+        free_keyval("MPI_Win_free_keyval", keyval)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_set_attr`.
+    fn MPI_Type_set_attr / PMPI_Type_set_attr(datatype: c_int, keyval: c_int, value: *mut c_void) {
+        set_attr("MPI_Type_set_attr", Object::Datatype(datatype), keyval, value)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_attr`.
+    fn MPI_Type_get_attr / PMPI_Type_get_attr(datatype: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
+        let state = state::lock("MPI_Type_get_attr")?;
+        let found = user_attr(&state, Object::Datatype(datatype), keyval)?;
+        // SAFETY: the caller's output arguments; `value` is where MPI
+        // stores the attribute (a pointer).
+        unsafe {
+            if let Some(found) = found {
+                put(value.cast::<usize>(), found, "attribute_val")?;
+            }
+            put(flag, found.is_some() as c_int, "flag")
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_delete_attr`.
+    fn MPI_Type_delete_attr / PMPI_Type_delete_attr(datatype: c_int, keyval: c_int) {
+        delete_attr("MPI_Type_delete_attr", Object::Datatype(datatype), keyval)
+    }
 }

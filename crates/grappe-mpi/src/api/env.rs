@@ -74,6 +74,7 @@ fn init(required: c_int) -> Result<c_int> {
         messages: Table::new(),
         ops: Table::new(),
         keyvals: Table::new(),
+        type_attrs: Default::default(),
         groups: Table::new(),
         infos: Table::new(),
         freed: Vec::new(),

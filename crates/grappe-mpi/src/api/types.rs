@@ -496,7 +496,10 @@ mpi_fn! {
             Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default()) },
         };
         layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
-        give(layout, newtype)
+        give(layout, newtype)?;
+        // SAFETY: written just above.
+        let copy = unsafe { get(newtype, "newtype")? };
+        super::attr::copy_attrs(super::attr::Object::Datatype(oldtype), super::attr::Object::Datatype(copy))
     }
 }
 
@@ -518,6 +521,9 @@ mpi_fn! {
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) {
         // SAFETY: the caller's in-out argument.
         let handle = unsafe { get(datatype, "datatype")? };
+        if let Type::Derived(_) = types::lookup(handle)? {
+            super::attr::delete_all(super::attr::Object::Datatype(handle))?;
+        }
         types::free(handle)?;
         // SAFETY: the caller's in-out argument.
         unsafe { put(datatype, abi::DATATYPE_NULL, "datatype") }

@@ -4,7 +4,10 @@
  * types (MPI_Type_match_size, MPI_Type_create_f90_integer); names of
  * predefined types; MPI_Type_create_darray (block, cyclic and none, C and
  * Fortran order): each rank's part, in its local order, and the parts of
- * all ranks cover the array once. Runs on any number of ranks. */
+ * all ranks cover the array once; attributes on datatypes (set, get,
+ * copied by MPI_Type_dup through the key's callback, deleted by
+ * MPI_Type_free and MPI_Type_delete_attr) and window keys. Runs on any
+ * number of ranks. */
 #include "check.h"
 
 static int rank, size, left, right;
@@ -163,6 +166,63 @@ static void darray(void)
     darray_case("none x cyclic, Fortran order", MPI_ORDER_FORTRAN, gsizes, none_cyclic, dflt);
 }
 
+static int copies, deletions;
+
+static int copy_attr(MPI_Datatype type, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)type, (void)keyval, (void)extra;
+    copies++;
+    *(void **)out = (char *)in + 1;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int delete_attr(MPI_Datatype type, int keyval, void *value, void *extra)
+{
+    (void)type, (void)keyval, (void)value, (void)extra;
+    deletions++;
+    return MPI_SUCCESS;
+}
+
+static void type_attributes(void)
+{
+    static char base[4];
+    int key = MPI_KEYVAL_INVALID, flag = -1;
+    void *got = NULL;
+    CHECK_MPI(MPI_Type_create_keyval(copy_attr, delete_attr, &key, NULL));
+    MPI_Datatype pair, copy;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    CHECK_MPI(MPI_Type_get_attr(pair, key, &got, &flag));
+    CHECK_INT(0, flag, "no attribute before one is set");
+    CHECK_MPI(MPI_Type_set_attr(pair, key, base));
+    CHECK_MPI(MPI_Type_get_attr(pair, key, &got, &flag));
+    CHECK(flag && got == base, "the attribute set comes back");
+    CHECK_MPI(MPI_Type_dup(pair, &copy));
+    CHECK_INT(1, copies, "MPI_Type_dup runs the key's copy callback");
+    CHECK_MPI(MPI_Type_get_attr(copy, key, &got, &flag));
+    CHECK(flag && got == base + 1, "the copy has the callback's value");
+    CHECK_MPI(MPI_Type_set_attr(pair, key, base + 2));
+    CHECK_INT(1, deletions, "replacing a value deletes the old one");
+    CHECK_MPI(MPI_Type_delete_attr(pair, key));
+    CHECK_INT(2, deletions, "MPI_Type_delete_attr runs the delete callback");
+    CHECK_MPI(MPI_Type_get_attr(pair, key, &got, &flag));
+    CHECK_INT(0, flag, "no attribute after its deletion");
+    MPI_Type_free(&copy);
+    CHECK_INT(3, deletions, "MPI_Type_free deletes the copy's attribute");
+    MPI_Type_free(&pair);
+    /* On a predefined datatype too. */
+    CHECK_MPI(MPI_Type_set_attr(MPI_DOUBLE, key, base + 3));
+    CHECK_MPI(MPI_Type_get_attr(MPI_DOUBLE, key, &got, &flag));
+    CHECK(flag && got == base + 3, "an attribute on MPI_DOUBLE");
+    CHECK_MPI(MPI_Type_delete_attr(MPI_DOUBLE, key));
+    CHECK_MPI(MPI_Type_free_keyval(&key));
+    CHECK_INT(MPI_KEYVAL_INVALID, key, "a freed key is MPI_KEYVAL_INVALID");
+    int win_key = MPI_KEYVAL_INVALID;
+    CHECK_MPI(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &win_key, NULL));
+    CHECK(win_key != MPI_KEYVAL_INVALID, "a window key");
+    CHECK_MPI(MPI_Win_free_keyval(&win_key));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -174,5 +234,6 @@ int main(int argc, char **argv)
     vector_of_contiguous();
     named_and_parameterised();
     darray();
+    type_attributes();
     return check_finish();
 }
