@@ -152,6 +152,9 @@ typedef struct ADIOI_FileD *MPI_File;
 #define MPI_OFFSET ((MPI_Datatype)0x4c000844)
 #define MPI_COUNT  ((MPI_Datatype)0x4c000845)
 
+/* MPICH's extension: IEEE half precision (_Float16), moved but not combined by reductions */
+#define MPIX_C_FLOAT16 ((MPI_Datatype)0x4c000246)
+
 /* C++ types, usable from C as MPICH defines them (bool and std::complex layouts) */
 #define MPI_CXX_BOOL                ((MPI_Datatype)0x4c000133)
 #define MPI_CXX_FLOAT_COMPLEX       ((MPI_Datatype)0x4c000834)

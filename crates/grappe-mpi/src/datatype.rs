@@ -20,7 +20,7 @@ pub enum Kind {
     F32,
     F64,
     /// `long double`, Fortran's 16-byte reals, 16-byte and wider
-    /// complexes: moved, never combined by grappe.
+    /// complexes, MPICH's half precision: moved, never combined by grappe.
     Opaque,
     /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: one byte, logical operations only.
     Bool,
@@ -132,6 +132,7 @@ predefined! {
     "MPI_AINT" 0x4c000843 I64, 8, 8;
     "MPI_OFFSET" 0x4c000844 I64, 8, 8;
     "MPI_COUNT" 0x4c000845 I64, 8, 8;
+    "MPIX_C_FLOAT16" 0x4c000246 Opaque, 2, 2;
     "MPI_CXX_BOOL" 0x4c000133 Bool, 1, 1;
     "MPI_CXX_FLOAT_COMPLEX" 0x4c000834 Complex32, 8, 8;
     "MPI_CXX_DOUBLE_COMPLEX" 0x4c001035 Complex64, 16, 16;
