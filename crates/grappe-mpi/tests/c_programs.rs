@@ -6,37 +6,16 @@
 //! operations); what the library exports; mpi4py from PyPI; and what a
 //! program that needs more than this version gives hears.
 //!
-//! Each test installs the library first (`scripts/build-mpi --debug` into
-//! `target/mpi-debug`, a second when it is up to date), under a file lock
-//! that the test processes share.
+//! Each test installs the library first (see `common::installed`).
 
-use std::fs::File;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use grappe_testkit::{describe, run_bounded, scratch, target_dir};
-use nix::fcntl::{Flock, FlockArg};
-
-/// The installed library's prefix, up to date with the sources.
-fn installed() -> PathBuf {
-    let prefix = target_dir().join("mpi-debug");
-    let file = File::create(target_dir().join("mpi-debug.lock")).expect("the lock file");
-    let _lock = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e).expect("the install lock");
-    let script = root().join("scripts/build-mpi");
-    let output =
-        Command::new("bash").arg(&script).args(["--debug", "--prefix"]).arg(&prefix).output().expect("build-mpi runs");
-    assert!(output.status.success(), "scripts/build-mpi --debug failed:\n{}", describe(&output));
-    prefix
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn grappe() -> PathBuf {
-    grappe_testkit::built("grappe", "cargo build -p grappe-cli")
-}
+use common::{grappe, installed, root};
+use grappe_testkit::{describe, run_bounded, scratch};
 
 /// `run-c-tests` with these arguments; its summary on success.
 fn conformance(args: &[&str]) -> String {
@@ -143,11 +122,11 @@ fn an_unsupported_function_fails_with_its_name_and_ends_the_job_by_default() {
     let returned = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
     let text = describe(&returned);
     assert!(returned.status.success(), "under MPI_ERRORS_RETURN:\n{text}");
-    assert!(text.contains("as expected") && text.contains("MPI_Ibarrier"), "{text}");
+    assert!(text.contains("as expected") && text.contains("MPI_Comm_idup"), "{text}");
     let fatal = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "fatal"], &[]);
     let text = describe(&fatal);
     assert!(!fatal.status.success(), "the default handler must end the job:\n{text}");
-    assert!(text.contains("fatal error in MPI_Ibarrier") && text.contains("not supported"), "{text}");
+    assert!(text.contains("fatal error in MPI_Comm_idup") && text.contains("not supported"), "{text}");
 }
 
 #[test]
