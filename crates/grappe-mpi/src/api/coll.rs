@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use grappe_comm::Communicator;
-use grappe_comm::Operation;
+use grappe_comm::{Deliver, Operation};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
@@ -433,28 +433,179 @@ mpi_fn! {
         comm: c_int,
     ) {
         on_comm("MPI_Alltoallv", comm, |c| {
-            let n = c.size();
-            let recvtype = types::committed(recvtype)?;
-            // SAFETY: arrays of one entry per rank, as MPI requires.
-            let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
-            let rlens = packed_counts(rcounts, &recvtype);
-            let (packed_send, slens) = if in_place(sendbuf) {
-                // SAFETY: the receive buffer holds the data to send.
-                (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, rlens.clone())
-            } else {
-                let sendtype = types::committed(sendtype)?;
-                // SAFETY: arrays of one entry per rank, as MPI requires.
-                let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
-                // SAFETY: the send buffer holds every block.
-                (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let exchange = unsafe {
+                alltoallv_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?
             };
-            let mut packed_recv = vec![0u8; rlens.iter().sum()];
-            c.alltoallv(&packed_send[..], &slens, &mut packed_recv[..], &rlens).map_err(engine)?;
-            // SAFETY: the receive buffer holds every block.
-            unsafe { unpack_blocks(&packed_recv, recvbuf, rcounts, rdispls, &recvtype) };
-            Ok(())
+            alltoall_blocks(c, exchange)
         })
     }
+}
+
+/// The program's receive buffer, which a collective writes when its
+/// result is whole (a non-blocking one's, inside a later MPI call).
+#[derive(Clone, Copy)]
+pub(super) struct UserBuffer(*mut u8);
+
+// SAFETY: the pointer is only written through by the schedule's last
+// step, which the engine of this rank runs inside an MPI call of the
+// rank (under the library's lock); MPI's rule keeps the buffer valid and
+// untouched by the program until the request completes.
+unsafe impl Send for UserBuffer {}
+
+impl UserBuffer {
+    /// The address `offset` bytes into the buffer.
+    fn at(self, offset: isize) -> *mut u8 {
+        self.0.wrapping_offset(offset)
+    }
+}
+
+/// Where a collective's packed result lands: blocks of `count` elements
+/// of a datatype at a byte offset of the receive buffer, in the order the
+/// packed result holds them.
+pub(super) struct Landing {
+    buf: UserBuffer,
+    blocks: Vec<(isize, usize, Type)>,
+}
+
+impl Landing {
+    /// Nowhere: the rank gets no result.
+    pub(super) fn none() -> Landing {
+        Landing { buf: UserBuffer(std::ptr::null_mut()), blocks: Vec::new() }
+    }
+
+    /// `count` elements of `datatype` at `buf`.
+    pub(super) fn whole(buf: *mut c_void, count: usize, datatype: &Type) -> Landing {
+        Landing { buf: UserBuffer(buf.cast()), blocks: vec![(0, count, datatype.clone())] }
+    }
+
+    /// Blocks of `counts[r]` elements at element `displs[r]`.
+    pub(super) fn blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Landing {
+        let extent = datatype.extent();
+        let blocks = counts.iter().zip(displs).map(|(&c, &d)| (d as isize * extent, c as usize, datatype.clone()));
+        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
+    }
+
+    /// Blocks of `counts[r]` elements of `datatypes[r]` at byte `displs[r]`.
+    pub(super) fn typed_blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: Vec<Type>) -> Landing {
+        let blocks = counts.iter().zip(displs).zip(datatypes).map(|((&c, &d), t)| (d as isize, c as usize, t));
+        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
+    }
+
+    /// Writes the packed result to its blocks (as far as it goes).
+    ///
+    /// # Safety
+    /// The blocks are in the program's receive buffer, writable, as MPI
+    /// requires of the call's arguments (see `UserBuffer`).
+    pub(super) unsafe fn land(&self, packed: &[u8]) {
+        let mut at = 0;
+        for (offset, count, datatype) in &self.blocks {
+            let len = datatype.packed_len(*count);
+            let Some(bytes) = packed.get(at..at + len) else { return };
+            // SAFETY: as the caller promised.
+            unsafe { datatype.unpack(bytes, self.buf.at(*offset)) };
+            at += len;
+        }
+    }
+
+    /// [`land`](Self::land), when a schedule's result is whole.
+    pub(super) fn deliver(self) -> Deliver {
+        // SAFETY: MPI keeps the receive buffer valid and the program's
+        // hands off it until the request completes, which is after this.
+        Box::new(move |packed: &[u8]| unsafe { self.land(packed) })
+    }
+}
+
+/// What an all-to-all of per-peer blocks sends and receives, packed, and
+/// where the received blocks land: the C arguments of `MPI_Alltoallv` and
+/// `MPI_Alltoallw`, for their blocking and non-blocking forms alike.
+pub(super) struct Exchange {
+    pub send: Vec<u8>,
+    pub send_counts: Vec<usize>,
+    pub recv_counts: Vec<usize>,
+    pub landing: Landing,
+}
+
+/// `MPI_Alltoallv`'s arguments (`MPI_IN_PLACE`: the receive buffer holds
+/// the data to send).
+///
+/// # Safety
+/// The arrays hold one entry per rank and the buffers every block, as MPI
+/// requires.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn alltoallv_exchange(
+    n: usize,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: c_int,
+) -> Result<Exchange> {
+    let recvtype = types::committed(recvtype)?;
+    // SAFETY: as the caller promised.
+    let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
+    let recv_counts = packed_counts(rcounts, &recvtype);
+    let (send, send_counts) = if in_place(sendbuf) {
+        // SAFETY: as the caller promised.
+        (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, recv_counts.clone())
+    } else {
+        let sendtype = types::committed(sendtype)?;
+        // SAFETY: as the caller promised.
+        let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
+        // SAFETY: as the caller promised.
+        (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+    };
+    let landing = Landing::blocks(recvbuf, rcounts, rdispls, &recvtype);
+    Ok(Exchange { send, send_counts, recv_counts, landing })
+}
+
+/// `MPI_Alltoallw`'s arguments: a datatype per peer, displacements in bytes.
+///
+/// # Safety
+/// As for [`alltoallv_exchange`].
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn alltoallw_exchange(
+    n: usize,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const c_int,
+) -> Result<Exchange> {
+    // SAFETY: as the caller promised.
+    let (rcounts, rdispls, rtypes) = unsafe {
+        (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?, datatypes(recvtypes, n, "recvtypes")?)
+    };
+    let recv_counts: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+    let (send, send_counts) = if in_place(sendbuf) {
+        // SAFETY: as the caller promised.
+        (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, recv_counts.clone())
+    } else {
+        // SAFETY: as the caller promised.
+        let (scounts, sdispls, stypes) = unsafe {
+            (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
+        };
+        let lens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
+        // SAFETY: as the caller promised.
+        (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, lens)
+    };
+    let landing = Landing::typed_blocks(recvbuf, rcounts, rdispls, rtypes);
+    Ok(Exchange { send, send_counts, recv_counts, landing })
+}
+
+/// Runs a blocking all-to-all of `exchange` and lands what arrived.
+fn alltoall_blocks(c: &Communicator, exchange: Exchange) -> Result<()> {
+    let mut received = vec![0u8; exchange.recv_counts.iter().sum()];
+    c.alltoallv(&exchange.send[..], &exchange.send_counts, &mut received[..], &exchange.recv_counts).map_err(engine)?;
+    // SAFETY: the landing's blocks are the receive buffer's, as MPI requires.
+    unsafe { exchange.landing.land(&received) };
+    Ok(())
 }
 
 /// The packed data of blocks of `counts[r]` elements of `datatypes[r]`
@@ -475,21 +626,6 @@ pub(super) unsafe fn pack_typed_blocks(
         unsafe { datatype.pack(at, count as usize, &mut packed) };
     }
     packed
-}
-
-/// Writes packed blocks to their elements of `datatypes[r]` at `displs[r]` bytes.
-///
-/// # Safety
-/// `buf` holds every block, writable.
-unsafe fn unpack_typed_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: &[Type]) {
-    let mut at = 0;
-    for ((&count, &displ), datatype) in counts.iter().zip(displs).zip(datatypes) {
-        let len = datatype.packed_len(count as usize);
-        let to = buf.cast::<u8>().wrapping_offset(displ as isize);
-        // SAFETY: the block is in the caller's buffer, as MPI requires.
-        unsafe { datatype.unpack(&packed[at..at + len], to) };
-        at += len;
-    }
 }
 
 /// `n` committed datatypes of a C array.
@@ -518,29 +654,11 @@ mpi_fn! {
         comm: c_int,
     ) {
         on_comm("MPI_Alltoallw", comm, |c| {
-            let n = c.size();
-            // SAFETY: arrays of one entry per rank, as MPI requires.
-            let (rcounts, rdispls, rtypes) = unsafe {
-                (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?, datatypes(recvtypes, n, "recvtypes")?)
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let exchange = unsafe {
+                alltoallw_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
             };
-            let rlens: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
-            let (packed_send, slens) = if in_place(sendbuf) {
-                // SAFETY: the receive buffer holds the data to send.
-                (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, rlens.clone())
-            } else {
-                // SAFETY: arrays of one entry per rank, as MPI requires.
-                let (scounts, sdispls, stypes) = unsafe {
-                    (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
-                };
-                let slens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
-                // SAFETY: the send buffer holds every block.
-                (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, slens)
-            };
-            let mut packed_recv = vec![0u8; rlens.iter().sum()];
-            c.alltoallv(&packed_send[..], &slens, &mut packed_recv[..], &rlens).map_err(engine)?;
-            // SAFETY: the receive buffer holds every block.
-            unsafe { unpack_typed_blocks(&packed_recv, recvbuf, rcounts, rdispls, &rtypes) };
-            Ok(())
+            alltoall_blocks(c, exchange)
         })
     }
 }

@@ -11,7 +11,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use grappe_comm::{Combine, Communicator, Deliver, NonBlocking};
+use grappe_comm::{Combine, Communicator, NonBlocking};
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
@@ -21,75 +21,10 @@ use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
 
 use super::coll::{
-    Local, contribution, datatypes, in_place, ints, pack_blocks, pack_typed_blocks, packed_counts, reduction_base,
-    root_rank, user_op,
+    Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,
+    reduction_base, root_rank, user_op,
 };
 use super::{count_of, outgoing, put};
-
-/// The program's receive buffer, which a schedule writes when its result
-/// is whole.
-#[derive(Clone, Copy)]
-struct UserBuffer(*mut u8);
-
-// SAFETY: the pointer is only written through by the schedule's last
-// step, which the engine of this rank runs inside an MPI call of the
-// rank (under the library's lock); MPI's rule keeps the buffer valid and
-// untouched by the program until the request completes.
-unsafe impl Send for UserBuffer {}
-
-impl UserBuffer {
-    /// The address `offset` bytes into the buffer.
-    fn at(self, offset: isize) -> *mut u8 {
-        self.0.wrapping_offset(offset)
-    }
-}
-
-/// Where a result lands: blocks of `count` elements of a datatype at a
-/// byte offset of the receive buffer, in the order the packed result
-/// holds them.
-struct Landing {
-    buf: UserBuffer,
-    blocks: Vec<(isize, usize, Type)>,
-}
-
-impl Landing {
-    /// Nowhere: the rank gets no result.
-    fn none() -> Landing {
-        Landing { buf: UserBuffer(std::ptr::null_mut()), blocks: Vec::new() }
-    }
-
-    /// `count` elements of `datatype` at `buf`.
-    fn whole(buf: *mut c_void, count: usize, datatype: &Type) -> Landing {
-        Landing { buf: UserBuffer(buf.cast()), blocks: vec![(0, count, datatype.clone())] }
-    }
-
-    /// Blocks of `counts[r]` elements at element `displs[r]`.
-    fn blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Landing {
-        let extent = datatype.extent();
-        let blocks = counts.iter().zip(displs).map(|(&c, &d)| (d as isize * extent, c as usize, datatype.clone()));
-        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
-    }
-
-    /// Blocks of `counts[r]` elements of `datatypes[r]` at byte `displs[r]`.
-    fn typed_blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: Vec<Type>) -> Landing {
-        let blocks = counts.iter().zip(displs).zip(datatypes).map(|((&c, &d), t)| (d as isize, c as usize, t));
-        Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
-    }
-
-    fn deliver(self) -> Deliver {
-        Box::new(move |packed: &[u8]| {
-            let mut at = 0;
-            for (offset, count, datatype) in &self.blocks {
-                let len = datatype.packed_len(*count);
-                let Some(bytes) = packed.get(at..at + len) else { return };
-                // SAFETY: the block is in the program's receive buffer, as
-                // MPI requires of the call's arguments (see `UserBuffer`).
-                unsafe { datatype.unpack(bytes, self.buf.at(*offset)) };
-                at += len;
-            }
-        })
-    }
-}
 
 /// Starts a non-blocking collective on `comm` and writes its request
 /// handle: `build` makes it from the communicator, under the lock.
@@ -589,23 +524,11 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         start("MPI_Ialltoallv", comm, request, |c| {
-            let n = c.size();
-            let recvtype = types::committed(recvtype)?;
-            // SAFETY: arrays of one entry per rank, as MPI requires.
-            let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
-            let recv_counts = packed_counts(rcounts, &recvtype);
-            let (data, send_counts) = if in_place(sendbuf) {
-                // SAFETY: the receive buffer holds the data to send.
-                (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, recv_counts.clone())
-            } else {
-                let sendtype = types::committed(sendtype)?;
-                // SAFETY: arrays of one entry per rank, as MPI requires.
-                let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
-                // SAFETY: the send buffer holds every block.
-                (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let x = unsafe {
+                alltoallv_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?
             };
-            let landing = Landing::blocks(recvbuf, rcounts, rdispls, &recvtype);
-            Ok((NonBlocking::Alltoall { data, send_counts, recv_counts }, landing))
+            Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
         })
     }
 }
@@ -625,26 +548,11 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         start("MPI_Ialltoallw", comm, request, |c| {
-            let n = c.size();
-            // SAFETY: arrays of one entry per rank, as MPI requires.
-            let (rcounts, rdispls, rtypes) = unsafe {
-                (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?, datatypes(recvtypes, n, "recvtypes")?)
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let x = unsafe {
+                alltoallw_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
             };
-            let recv_counts: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
-            let (data, send_counts) = if in_place(sendbuf) {
-                // SAFETY: the receive buffer holds the data to send.
-                (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, recv_counts.clone())
-            } else {
-                // SAFETY: arrays of one entry per rank, as MPI requires.
-                let (scounts, sdispls, stypes) = unsafe {
-                    (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
-                };
-                let lens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
-                // SAFETY: the send buffer holds every block.
-                (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, lens)
-            };
-            let landing = Landing::typed_blocks(recvbuf, rcounts, rdispls, rtypes);
-            Ok((NonBlocking::Alltoall { data, send_counts, recv_counts }, landing))
+            Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
         })
     }
 }
