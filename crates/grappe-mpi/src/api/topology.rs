@@ -569,6 +569,13 @@ mpi_fn! {
 /// block `i` to destination `i`). It travels on a private duplicate of the
 /// communicator, made at its first neighbourhood collective, so that it
 /// cannot match the program's messages.
+///
+/// On a Cartesian communicator, a message carries its direction as its
+/// tag: block `i` goes to destination `i` with tag `i`, and the block from
+/// source `j` (the neighbour in the opposite direction of the same
+/// dimension) is the one its sender sent with tag `j ^ 1`. Without it, a
+/// periodic dimension of 1 or 2 ranks, where both neighbours are the same
+/// rank, would swap the two blocks.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
     call: &str,
@@ -583,6 +590,8 @@ fn exchange(
 ) -> Result<()> {
     let mut state = state::lock(call)?;
     let (sources, destinations) = neighbours(&state, comm)?;
+    let cartesian = matches!(topology(&state, comm)?, Some(Topology::Cart { .. }));
+    let tag = |direction: usize| if cartesian { direction as c_int } else { 0 };
     let (sendtype, recvtype) = (types::committed(sendtype)?, types::committed(recvtype)?);
     let private = private_comm(&mut state, comm)?;
     let recv_extent = recvtype.extent() * recvcount as isize;
@@ -592,7 +601,7 @@ fn exchange(
         if source != abi::PROC_NULL {
             let at = recvbuf.cast::<u8>().wrapping_offset(i as isize * recv_extent).cast::<c_void>();
             // SAFETY: the receive buffer holds a block per source, as MPI requires.
-            blocks.push((source as usize, unsafe { incoming(at, recvcount, &recvtype, call)? }));
+            blocks.push((source as usize, tag(i ^ 1), unsafe { incoming(at, recvcount, &recvtype, call)? }));
         }
     }
     let mut out = Vec::new();
@@ -601,21 +610,21 @@ fn exchange(
             let block = if same_block { 0 } else { i as isize };
             let at = sendbuf.cast::<u8>().wrapping_offset(block * send_extent).cast::<c_void>();
             // SAFETY: the send buffer holds the blocks, as MPI requires.
-            out.push((dest as usize, unsafe { outgoing(at, sendcount, &sendtype, call)? }.into_owned()));
+            out.push((dest as usize, tag(i), unsafe { outgoing(at, sendcount, &sendtype, call)? }.into_owned()));
         }
     }
     let exchanged = private.scope(|scope| -> grappe_comm::Result<()> {
         let mut requests = Vec::with_capacity(blocks.len());
-        for (source, block) in blocks.iter_mut() {
-            requests.push(private.irecv(scope, block.bytes(), *source, 0)?);
+        for (source, tag, block) in blocks.iter_mut() {
+            requests.push(private.irecv(scope, block.bytes(), *source, *tag)?);
         }
-        for (dest, data) in &out {
-            private.send(&data[..], *dest, 0)?;
+        for (dest, tag, data) in &out {
+            private.send(&data[..], *dest, *tag)?;
         }
         requests.into_iter().try_for_each(|r| r.wait().map(|_| ()))
     });
     exchanged.map_err(|e| MpiError::from(e).on(comm))?;
-    for (_, block) in blocks {
+    for (_, _, block) in blocks {
         block.finish_all();
     }
     Ok(())
