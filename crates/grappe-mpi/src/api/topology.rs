@@ -563,10 +563,13 @@ mpi_fn! {
     }
 }
 
-/// A neighbourhood exchange: a block from every source into `recvbuf`
-/// (block `i` from source `i`), and to every destination the send block
-/// (`same_block`: the one block, as `MPI_Neighbor_allgather` sends it; else
-/// block `i` to destination `i`). It travels on a private duplicate of the
+/// One block of a neighbourhood exchange in the program's buffer: `count`
+/// elements of `datatype` at byte `offset`.
+type Block = (isize, c_int, types::Type);
+
+/// A neighbourhood exchange: block `i` of the receive buffer from source
+/// `i`, block `i` of the send buffer to destination `i` (each function
+/// says where its blocks are). It travels on a private duplicate of the
 /// communicator, made at its first neighbourhood collective, so that it
 /// cannot match the program's messages.
 ///
@@ -576,41 +579,35 @@ mpi_fn! {
 /// dimension) is the one its sender sent with tag `j ^ 1`. Without it, a
 /// periodic dimension of 1 or 2 ranks, where both neighbours are the same
 /// rank, would swap the two blocks.
-#[allow(clippy::too_many_arguments)]
 fn exchange(
     call: &str,
     comm: c_int,
     sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
+    send_block: impl Fn(usize) -> Result<Block>,
     recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    same_block: bool,
+    recv_block: impl Fn(usize) -> Result<Block>,
 ) -> Result<()> {
     let mut state = state::lock(call)?;
     let (sources, destinations) = neighbours(&state, comm)?;
     let cartesian = matches!(topology(&state, comm)?, Some(Topology::Cart { .. }));
     let tag = |direction: usize| if cartesian { direction as c_int } else { 0 };
-    let (sendtype, recvtype) = (types::committed(sendtype)?, types::committed(recvtype)?);
     let private = private_comm(&mut state, comm)?;
-    let recv_extent = recvtype.extent() * recvcount as isize;
-    let send_extent = sendtype.extent() * sendcount as isize;
     let mut blocks = Vec::new();
     for (i, &source) in sources.iter().enumerate() {
         if source != abi::PROC_NULL {
-            let at = recvbuf.cast::<u8>().wrapping_offset(i as isize * recv_extent).cast::<c_void>();
+            let (offset, count, datatype) = recv_block(i)?;
+            let at = recvbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
             // SAFETY: the receive buffer holds a block per source, as MPI requires.
-            blocks.push((source as usize, tag(i ^ 1), unsafe { incoming(at, recvcount, &recvtype, call)? }));
+            blocks.push((source as usize, tag(i ^ 1), unsafe { incoming(at, count, &datatype, call)? }));
         }
     }
     let mut out = Vec::new();
     for (i, &dest) in destinations.iter().enumerate() {
         if dest != abi::PROC_NULL {
-            let block = if same_block { 0 } else { i as isize };
-            let at = sendbuf.cast::<u8>().wrapping_offset(block * send_extent).cast::<c_void>();
+            let (offset, count, datatype) = send_block(i)?;
+            let at = sendbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
             // SAFETY: the send buffer holds the blocks, as MPI requires.
-            out.push((dest as usize, tag(i), unsafe { outgoing(at, sendcount, &sendtype, call)? }.into_owned()));
+            out.push((dest as usize, tag(i), unsafe { outgoing(at, count, &datatype, call)? }.into_owned()));
         }
     }
     let exchanged = private.scope(|scope| -> grappe_comm::Result<()> {
@@ -628,6 +625,58 @@ fn exchange(
         block.finish_all();
     }
     Ok(())
+}
+
+/// The numbers of sources and destinations of `comm`'s topology.
+fn degrees(call: &str, comm: c_int) -> Result<(usize, usize)> {
+    let state = state::lock(call)?;
+    let (sources, destinations) = neighbours(&state, comm)?;
+    Ok((sources.len(), destinations.len()))
+}
+
+/// Blocks of `count` elements of `datatype`, one after the other.
+fn regular(count: c_int, datatype: c_int) -> Result<impl Fn(usize) -> Result<Block>> {
+    let datatype = types::committed(datatype)?;
+    let stride = datatype.extent() * count as isize;
+    Ok(move |i: usize| Ok((i as isize * stride, count, datatype.clone())))
+}
+
+/// Blocks of `counts[i]` elements of `datatype` at element `displs[i]`.
+///
+/// # Safety
+/// The arrays hold `n` entries, as MPI requires.
+unsafe fn displaced(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    datatype: c_int,
+) -> Result<impl Fn(usize) -> Result<Block>> {
+    let datatype = types::committed(datatype)?;
+    // SAFETY: as the caller promised.
+    let (counts, displs) = unsafe { (c_array(counts, n, "counts")?.to_vec(), c_array(displs, n, "displs")?.to_vec()) };
+    let extent = datatype.extent();
+    Ok(move |i: usize| Ok((displs[i] as isize * extent, counts[i], datatype.clone())))
+}
+
+/// Blocks of `counts[i]` elements of `datatypes[i]` at byte `displs[i]`.
+///
+/// # Safety
+/// The arrays hold `n` entries, as MPI requires.
+unsafe fn typed(
+    counts: *const c_int,
+    displs: *const std::ffi::c_long,
+    datatypes: *const c_int,
+    n: usize,
+) -> Result<impl Fn(usize) -> Result<Block>> {
+    // SAFETY: as the caller promised.
+    let (counts, displs, datatypes) = unsafe {
+        (
+            c_array(counts, n, "counts")?.to_vec(),
+            c_array(displs, n, "displs")?.to_vec(),
+            c_array(datatypes, n, "datatypes")?.to_vec(),
+        )
+    };
+    Ok(move |i: usize| Ok((displs[i] as isize, counts[i], types::committed(datatypes[i])?)))
 }
 
 /// The communicator's private duplicate for neighbourhood collectives.
@@ -653,7 +702,8 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
-        exchange("MPI_Neighbor_allgather", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, true)
+        let send = regular(sendcount, sendtype)?;
+        exchange("MPI_Neighbor_allgather", comm, sendbuf, move |_| send(0), recvbuf, regular(recvcount, recvtype)?)
     }
 }
 
@@ -668,6 +718,74 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
-        exchange("MPI_Neighbor_alltoall", comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, false)
+        exchange("MPI_Neighbor_alltoall", comm, sendbuf, regular(sendcount, sendtype)?, recvbuf, regular(recvcount, recvtype)?)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgatherv`.
+    fn MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        let call = "MPI_Neighbor_allgatherv";
+        let (indegree, _) = degrees(call, comm)?;
+        let send = regular(sendcount, sendtype)?;
+        // SAFETY: one count and displacement per source, as MPI requires.
+        let recv = unsafe { displaced(recvcounts, displs, indegree, recvtype)? };
+        exchange(call, comm, sendbuf, move |_| send(0), recvbuf, recv)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoallv`.
+    fn MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        let call = "MPI_Neighbor_alltoallv";
+        let (indegree, outdegree) = degrees(call, comm)?;
+        // SAFETY: one count and displacement per neighbour, as MPI requires.
+        let (send, recv) = unsafe {
+            (displaced(sendcounts, sdispls, outdegree, sendtype)?, displaced(recvcounts, rdispls, indegree, recvtype)?)
+        };
+        exchange(call, comm, sendbuf, send, recvbuf, recv)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoallw`: a datatype per neighbour, displacements
+    /// in bytes (`MPI_Aint`).
+    fn MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const std::ffi::c_long,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const std::ffi::c_long,
+        recvtypes: *const c_int,
+        comm: c_int,
+    ) {
+        let call = "MPI_Neighbor_alltoallw";
+        let (indegree, outdegree) = degrees(call, comm)?;
+        // SAFETY: one count, displacement and datatype per neighbour, as MPI requires.
+        let (send, recv) = unsafe {
+            (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
+        };
+        exchange(call, comm, sendbuf, send, recvbuf, recv)
     }
 }

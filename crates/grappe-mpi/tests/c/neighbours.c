@@ -1,5 +1,5 @@
-/* Neighbourhood collectives on Cartesian communicators: MPI_Neighbor_allgather
- * and MPI_Neighbor_alltoall on a periodic ring (where, on 1 or 2 ranks, both
+/* Neighbourhood collectives on Cartesian communicators: MPI_Neighbor_allgather,
+ * MPI_Neighbor_alltoall and their v and w forms on a periodic ring (where, on 1 or 2 ranks, both
  * neighbours are the same rank and only the direction tells the blocks
  * apart) and on a 2-D grid periodic in one dimension only (MPI_PROC_NULL
  * neighbours leave their blocks untouched). Block 2d comes from the
@@ -31,6 +31,67 @@ static void exchange_on(MPI_Comm cart, int ndims, const char *name)
     }
 }
 
+/* The v and w forms: block i has i + 1 ints, placed back to front. Only
+ * dimensions whose two neighbours are different ranks are checked here:
+ * where they are one rank, MPICH 4.0.2's v and w forms pair the blocks in
+ * order rather than by direction (its MPI_Neighbor_alltoall, and grappe's
+ * every form, go by direction, which exchange_on checks). */
+static void varying_on(MPI_Comm cart, int ndims, const char *name)
+{
+    int rank, n = 2 * ndims, counts[4], displs[4], send[16], recv[16], recv_w[16], gathered[16];
+    MPI_Aint bytes[4], rbytes[4];
+    MPI_Datatype types[4];
+    MPI_Comm_rank(cart, &rank);
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        total += counts[i] = i + 1;
+    for (int i = 0, at = total; i < n; i++) {
+        displs[i] = at -= counts[i];
+        bytes[i] = rbytes[i] = displs[i] * (MPI_Aint)sizeof(int);
+        types[i] = MPI_INT;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < counts[i]; k++)
+            send[displs[i] + k] = rank * 100 + i * 10 + k;
+    for (int k = 0; k < 16; k++)
+        recv[k] = recv_w[k] = gathered[k] = -1;
+    /* Block i goes to destination i with i + 1 ints, so the block from
+     * source j (sent as the sender's block j ^ 1) has (j ^ 1) + 1 ints. */
+    int rcounts[4], rdispls[4], rtotal = 0;
+    for (int j = 0; j < n; j++)
+        rtotal += rcounts[j] = (j ^ 1) + 1;
+    for (int j = 0, at = rtotal; j < n; j++) {
+        rdispls[j] = at -= rcounts[j];
+        rbytes[j] = rdispls[j] * (MPI_Aint)sizeof(int);
+    }
+    CHECK_MPI(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, cart));
+    CHECK_MPI(MPI_Neighbor_alltoallw(send, counts, bytes, types, recv_w, rcounts, rbytes, types, cart));
+    int mine[2] = {rank * 100 + 98, rank * 100 + 99}, gcounts[4], gdispls[4];
+    for (int j = 0; j < n; j++) {
+        gcounts[j] = 2;
+        gdispls[j] = 2 * (n - 1 - j);
+    }
+    CHECK_MPI(MPI_Neighbor_allgatherv(mine, 2, MPI_INT, gathered, gcounts, gdispls, MPI_INT, cart));
+    int bad = 0;
+    for (int d = 0; d < ndims; d++) {
+        int neighbour[2];
+        MPI_Cart_shift(cart, d, 1, &neighbour[0], &neighbour[1]);
+        if (neighbour[0] == neighbour[1] && neighbour[0] != MPI_PROC_NULL)
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int j = 2 * d + side, from = neighbour[side];
+            for (int k = 0; k < rcounts[j]; k++) {
+                int expected = from == MPI_PROC_NULL ? -1 : from * 100 + (j ^ 1) * 10 + k;
+                bad += recv[rdispls[j] + k] != expected;
+                bad += recv_w[rdispls[j] + k] != expected;
+            }
+            for (int k = 0; k < 2; k++)
+                bad += gathered[gdispls[j] + k] != (from == MPI_PROC_NULL ? -1 : from * 100 + 98 + k);
+        }
+    }
+    CHECK_INT(0, bad, "%s: MPI_Neighbor_alltoallv, _alltoallw and _allgatherv", name);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -42,6 +103,7 @@ int main(int argc, char **argv)
     int ring_dims[1] = {size}, ring_periods[1] = {1};
     CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, ring_dims, ring_periods, 0, &ring));
     exchange_on(ring, 1, "a periodic ring");
+    varying_on(ring, 1, "a periodic ring");
     MPI_Comm_free(&ring);
 
     MPI_Comm grid;
@@ -49,6 +111,7 @@ int main(int argc, char **argv)
     MPI_Dims_create(size, 2, dims);
     CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid));
     exchange_on(grid, 2, "a 2-D grid periodic in dimension 1");
+    varying_on(grid, 2, "a 2-D grid periodic in dimension 1");
     MPI_Comm_free(&grid);
     return check_finish();
 }
