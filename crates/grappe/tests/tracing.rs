@@ -431,7 +431,10 @@ fn the_survivors_of_a_failed_rank_complete_their_traces() {
         let dir = fresh_dir(&format!("survivors-{}-{}", fault.replace(':', ""), layout.len()));
         let mut cmd = Command::new(util::grappe());
         cmd.env("GRAPPE_FAULT", fault);
-        cmd.arg("run").args(layout).arg("--trace").arg(&dir).arg(util::example("faulty"));
+        // The survivors end their traces after SIGTERM: give them time to
+        // on a loaded machine (the job still fails at once).
+        cmd.arg("run").args(layout).args(["--kill-grace", "10s"]).arg("--trace").arg(&dir);
+        cmd.arg(util::example("faulty"));
         let started = std::time::Instant::now();
         let output = util::run_bounded(cmd, Duration::from_secs(60));
         let took = started.elapsed();

@@ -41,6 +41,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     timeout: Option<Duration>,
 
+    /// When the job stops (a rank failed, a signal, --timeout), how long
+    /// its processes have after SIGTERM to end their traces and
+    /// checkpoints before SIGKILL: 500ms by default; more on a machine
+    /// too loaded to flush a trace in that time.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    kill_grace: Option<Duration>,
+
     /// Record a trace of every rank in DIR (one file per rank, on local
     /// storage; read it with `grappe trace`). The per-rank files of an
     /// earlier run in DIR are removed first. Sets GRAPPE_TRACE for the ranks.
@@ -75,6 +82,9 @@ impl RunArgs {
         spec.layout = layout;
         spec.label = self.label;
         spec.timeout = self.timeout;
+        if let Some(grace) = self.kill_grace {
+            spec.kill_grace = grace;
+        }
         spec.forward_signals = true;
         if let Some(dir) = trace {
             spec.env.push(("GRAPPE_TRACE".into(), dir.into_os_string()));
@@ -211,7 +221,9 @@ mod tests {
 
     #[test]
     fn layouts_and_timeouts_parse() {
-        let run = parse(&["-n", "8", "--threads-per-process", "4", "--timeout", "1.5", "p"]).unwrap();
+        let run =
+            parse(&["-n", "8", "--threads-per-process", "4", "--timeout", "1.5", "--kill-grace", "3s", "p"]).unwrap();
+        assert_eq!(run.kill_grace, Some(Duration::from_secs(3)));
         assert_eq!(run.layout(), Layout::ThreadsPerProcess(4));
         assert_eq!(run.timeout, Some(Duration::from_millis(1500)));
         assert_eq!(parse(&["-n", "2", "--threads", "p"]).unwrap().layout(), Layout::Threads);
