@@ -530,51 +530,60 @@ mpi_fn! {
     }
 }
 
+/// Which bounds of a datatype: as declared (resized ones included), or
+/// those of its data.
+enum Bounds {
+    Declared,
+    True,
+}
+
+/// Writes a datatype's lower bound and extent (`MPI_Aint` and `MPI_Count`
+/// are both `long` in MPICH's interface, so the `_x` forms share it).
+///
+/// # Safety
+/// `lb` and `extent` are the caller's output arguments.
+unsafe fn write_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long, bounds: Bounds) -> Result<()> {
+    let found = types::lookup(datatype)?;
+    let (low, width) = match bounds {
+        Bounds::Declared => (found.lb(), found.extent()),
+        Bounds::True => (found.true_lb(), found.true_extent()),
+    };
+    // SAFETY: as the caller promised.
+    unsafe {
+        put(lb, low as c_long, "lb")?;
+        put(extent, width as c_long, "extent")
+    }
+}
+
 mpi_fn! {
     /// `MPI_Type_get_extent`.
     fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
-        let found = types::lookup(datatype)?;
         // SAFETY: the caller's output arguments.
-        unsafe {
-            put(lb, found.lb() as c_long, "lb")?;
-            put(extent, found.extent() as c_long, "extent")
-        }
+        unsafe { write_extent(datatype, lb, extent, Bounds::Declared) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_get_extent_x`.
     fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
-        let found = types::lookup(datatype)?;
         // SAFETY: the caller's output arguments.
-        unsafe {
-            put(lb, found.lb() as c_long, "lb")?;
-            put(extent, found.extent() as c_long, "extent")
-        }
+        unsafe { write_extent(datatype, lb, extent, Bounds::Declared) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_get_true_extent`.
     fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
-        let found = types::lookup(datatype)?;
         // SAFETY: the caller's output arguments.
-        unsafe {
-            put(lb, found.true_lb() as c_long, "true_lb")?;
-            put(extent, found.true_extent() as c_long, "true_extent")
-        }
+        unsafe { write_extent(datatype, lb, extent, Bounds::True) }
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_get_true_extent_x`.
     fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
-        let found = types::lookup(datatype)?;
         // SAFETY: the caller's output arguments.
-        unsafe {
-            put(lb, found.true_lb() as c_long, "true_lb")?;
-            put(extent, found.true_extent() as c_long, "true_extent")
-        }
+        unsafe { write_extent(datatype, lb, extent, Bounds::True) }
     }
 }
 
