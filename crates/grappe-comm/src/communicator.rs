@@ -57,6 +57,8 @@ pub(crate) struct Inner {
     /// Non-blocking collectives this rank started on the communicator:
     /// the number of its last one (its tag, see `coll::nonblocking`).
     pub nbc_seq: Cell<u32>,
+    /// The same, for blocking collectives run as requests.
+    pub blocking_nbc_seq: Cell<u32>,
 }
 
 impl Drop for Inner {
@@ -100,8 +102,9 @@ impl Communicator {
         rank_ctx.engine().register_board(ctx + 1, board.clone());
         let (freed, coll_seq) = (Cell::new(false), Cell::new(0));
         let errors = Cell::new(crate::ErrorHandler::default());
-        let nbc_seq = Cell::new(0);
-        let inner = Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board, nbc_seq };
+        let (nbc_seq, blocking_nbc_seq) = (Cell::new(0), Cell::new(0));
+        let inner =
+            Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board, nbc_seq, blocking_nbc_seq };
         Communicator { inner: Rc::new(inner) }
     }
 

@@ -28,7 +28,7 @@ pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserO
 pub use coll::{ARENAS, arena_bytes};
 pub use communicator::Communicator;
 pub use error::{Error, Result, SizeProblem};
-pub use grappe_proto::{Call, ErrorClass, InTransit, Mismatch, Status};
+pub use grappe_proto::{Call, ErrorClass, InTransit, Mismatch, RankBell, Status};
 pub use handlers::{ErrorHandler, FATAL_ERROR_EXIT_CODE};
 pub use matched::Message;
 pub use rank::{JobControl, RankContext};

@@ -24,3 +24,4 @@ pub mod reduce;
 pub(crate) mod state;
 pub mod types;
 pub mod unsupported;
+pub(crate) mod waiting;

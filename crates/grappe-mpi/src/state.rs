@@ -4,10 +4,9 @@
 //! C programs call MPI from any thread the thread level allows, while a
 //! rank's objects (`Communicator`, requests) are single-threaded (`Rc`):
 //! every call takes the state's lock for its whole duration, so that the
-//! rank's objects are only ever touched by one thread at a time. That
-//! makes `MPI_THREAD_SERIALIZED` sound; `MPI_THREAD_MULTIPLE` would need
-//! blocking calls to let go of the lock while they wait, which this
-//! version does not do, so it provides `MPI_THREAD_SERIALIZED` at most.
+//! rank's objects are only ever touched by one thread at a time. Under
+//! `MPI_THREAD_MULTIPLE`, blocking calls let go of the lock while they
+//! wait (see [`waiting`](crate::waiting)).
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -19,6 +18,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
+use crate::waiting;
 
 /// Where the library is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +186,8 @@ pub struct State {
     pub scope: &'static Scope<'static, 'static>,
     pub thread_level: c_int,
     pub main_thread: ThreadId,
+    /// The rank's doorbell, for threads that wait outside the lock.
+    pub bell: grappe_comm::RankBell,
 }
 
 /// The state, behind the lock every call takes.
@@ -201,18 +203,35 @@ unsafe impl Send for Shared {}
 static STATE: Mutex<Shared> = Mutex::new(Shared(None));
 
 /// The locked state of a running library.
-pub struct Locked(MutexGuard<'static, Shared>);
+pub struct Locked {
+    guard: MutexGuard<'static, Shared>,
+    /// Set by a waiter whose last poll moved nothing: its release of the
+    /// lock wakes nobody (see [`waiting`](crate::waiting)).
+    pub quiet: bool,
+}
 
 impl std::ops::Deref for Locked {
     type Target = State;
     fn deref(&self) -> &State {
-        self.0.0.as_deref().expect("a Locked state is initialised")
+        self.guard.0.as_deref().expect("a Locked state is initialised")
     }
 }
 
 impl std::ops::DerefMut for Locked {
     fn deref_mut(&mut self) -> &mut State {
-        self.0.0.as_deref_mut().expect("a Locked state is initialised")
+        self.guard.0.as_deref_mut().expect("a Locked state is initialised")
+    }
+}
+
+impl Drop for Locked {
+    /// Under `MPI_THREAD_MULTIPLE`, threads waiting outside the lock look
+    /// again once a call that may have made progress lets go of it.
+    fn drop(&mut self) {
+        if waiting::multiple() && !self.quiet {
+            if let Some(state) = self.guard.0.as_deref() {
+                waiting::progress_made(&state.bell);
+            }
+        }
     }
 }
 
@@ -226,7 +245,7 @@ pub fn lock(call: &str) -> Result<Locked> {
         };
         return Err(MpiError::new(class::OTHER, format!("{call} called {when}")));
     }
-    Ok(Locked(guard))
+    Ok(Locked { guard, quiet: false })
 }
 
 /// Installs the state of a library just initialised.
@@ -243,6 +262,15 @@ pub fn take() -> Option<Box<State>> {
 }
 
 impl State {
+    /// One pass of the rank's progress, for a thread that waits outside
+    /// the lock: true if anything moved. `slept_long`: its sleep timed
+    /// out, time to look for dead peers.
+    pub fn progress(&mut self, slept_long: bool) -> Result<bool> {
+        let world = &self.comms.get(0).expect("the world's slot").comm;
+        let moved = world.rank_context().engine().poll_outside(slept_long);
+        moved.map_err(|e| MpiError::from(grappe_comm::Error::from(e)))
+    }
+
     /// Drops the freed requests that have completed (a failed one's error
     /// is lost, as MPI says of a freed request).
     pub fn reap_freed(&mut self) {

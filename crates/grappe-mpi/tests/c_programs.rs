@@ -19,8 +19,14 @@ use grappe_testkit::{describe, run_bounded, scratch};
 
 /// `run-c-tests` with these arguments; its summary on success.
 fn conformance(args: &[&str]) -> String {
+    conformance_with(&[], args)
+}
+
+/// [`conformance`], with these variables set for the tests.
+fn conformance_with(env: &[(&str, &str)], args: &[&str]) -> String {
     let mut command = Command::new("bash");
     command.arg(root().join("crates/grappe-mpi/tests/run-c-tests")).args(args);
+    command.envs(env.iter().copied());
     let output = run_bounded(command, Duration::from_secs(900));
     let text = describe(&output);
     assert!(output.status.success(), "run-c-tests {args:?} failed:\n{text}");
@@ -37,6 +43,17 @@ fn mpich_built_c_tests_pass_under_grappe_run() {
     let prefix = installed();
     let launcher = format!("grappe:{}", grappe().display());
     conformance(&["--cc", "mpicc.mpich", "--launcher", &launcher, "--lib", &lib(&prefix), "--ranks", "1 2 3 4"]);
+}
+
+/// Every test again with `MPI_Init` at `MPI_THREAD_MULTIPLE`, where
+/// blocking calls wait with the library's lock let go and blocking
+/// collectives run as requests: the same results, statuses and errors.
+#[test]
+fn mpich_built_c_tests_pass_under_grappe_run_at_thread_multiple() {
+    let prefix = installed();
+    let launcher = format!("grappe:{}", grappe().display());
+    let env = [("GRAPPE_MPI_THREAD_LEVEL", "multiple")];
+    conformance_with(&env, &["--cc", "mpicc.mpich", "--launcher", &launcher, "--lib", &lib(&prefix), "--ranks", "2 4"]);
 }
 
 #[test]

@@ -28,7 +28,9 @@ pub mod stop;
 pub mod wire;
 
 pub use board::CallBoard;
-pub use engine::{CLAIMED_CTX, Engine, EngineStats, Failure, InTransit, InTransitError, announce, mark_stopped};
+pub use engine::{
+    CLAIMED_CTX, Engine, EngineStats, Failure, InTransit, InTransitError, RankBell, announce, mark_stopped,
+};
 pub use error::{Call, Error, ErrorClass, Mismatch, Result, Status};
 pub use owned::OwnedBytes;
 pub use request::{Completion, RecvTarget, RequestId, Started};

@@ -104,7 +104,32 @@ impl Communicator {
         what: NonBlocking,
         deliver: Deliver,
     ) -> Result<Request<'scope>> {
-        let started = self.schedule_of(what, deliver).and_then(|schedule| {
+        self.start_collective_for(Caller::NonBlocking, scope, what, deliver)
+    }
+
+    /// Starts `what` as [`start_collective`](Self::start_collective) does,
+    /// for a blocking collective call that waits for the request itself
+    /// (the MPI library does so under `MPI_THREAD_MULTIPLE`). Its tags are
+    /// apart from those of non-blocking collectives, so that the two kinds
+    /// need not come in the same order on every rank (MPI asks it of
+    /// programs; MPICH, with different algorithms for each, lets it go).
+    pub fn start_blocking_collective<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        what: NonBlocking,
+        deliver: Deliver,
+    ) -> Result<Request<'scope>> {
+        self.start_collective_for(Caller::Blocking, scope, what, deliver)
+    }
+
+    fn start_collective_for<'scope>(
+        &self,
+        caller: Caller,
+        scope: &'scope Scope<'scope, '_>,
+        what: NonBlocking,
+        deliver: Deliver,
+    ) -> Result<Request<'scope>> {
+        let started = self.schedule_of(caller, what, deliver).and_then(|schedule| {
             let mut engine = self.rank_context().engine();
             engine.start_collective(schedule).map_err(Error::from)
         });
@@ -112,17 +137,33 @@ impl Communicator {
         self.handled("a non-blocking collective", request)
     }
 
-    fn schedule_of(&self, what: NonBlocking, deliver: Deliver) -> Result<Schedule> {
+    fn schedule_of(&self, caller: Caller, what: NonBlocking, deliver: Deliver) -> Result<Schedule> {
         let inner = self.live()?;
-        let seq = inner.nbc_seq.get().wrapping_add(1);
-        inner.nbc_seq.set(seq);
-        let tag = (seq & i32::MAX as u32) as i32;
+        let counter = match caller {
+            Caller::NonBlocking => &inner.nbc_seq,
+            Caller::Blocking => &inner.blocking_nbc_seq,
+        };
+        let seq = counter.get().wrapping_add(1);
+        counter.set(seq);
+        let tag = caller as i32 | (seq & TAG_SEQ_MASK) as i32;
         let schedule = Schedule::new(what.name(), self.nbc_ctx(), tag, self.rank());
         let mut plan = Plan { comm: self, s: schedule, p: self.size(), me: self.rank() };
         plan.build(what, deliver)?;
         Ok(plan.s)
     }
 }
+
+/// The calls a collective run as a request comes from, as the top bit of
+/// its tag (tags are non-negative: 31 bits).
+#[derive(Clone, Copy)]
+#[repr(i32)]
+enum Caller {
+    NonBlocking = 0,
+    Blocking = 1 << 30,
+}
+
+/// The bits of a tag that number the collective.
+const TAG_SEQ_MASK: u32 = (1 << 30) - 1;
 
 /// A schedule being built for one rank of a communicator.
 struct Plan<'c> {

@@ -17,7 +17,9 @@ use crate::mpi_fn;
 use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, typed, with_type, with_typed_mut};
 use crate::state;
 use crate::types::{self, Type};
+use crate::waiting;
 
+use super::icoll::{self, Start};
 use super::{Incoming, c_array, count_of, incoming, outgoing};
 
 /// `MPI_IN_PLACE`?
@@ -139,6 +141,9 @@ pub(super) unsafe fn contribution<'a>(
 mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_barrier("MPI_Barrier", comm, Start::Blocking);
+        }
         on_comm("MPI_Barrier", comm, |c| c.barrier().map_err(engine))
     }
 }
@@ -146,6 +151,9 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Bcast`.
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_bcast("MPI_Bcast", buffer, count, datatype, root, comm, Start::Blocking);
+        }
         on_comm("MPI_Bcast", comm, |c| {
             let datatype = types::committed(datatype)?;
             let root = root_rank(root, c)?;
@@ -178,6 +186,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+        }
         on_comm("MPI_Gather", comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
@@ -215,6 +226,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking);
+        }
         on_comm("MPI_Gatherv", comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
@@ -253,6 +267,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+        }
         on_comm("MPI_Scatter", comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
@@ -292,6 +309,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+        }
         on_comm("MPI_Scatterv", comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
@@ -333,6 +353,9 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking);
+        }
         on_comm("MPI_Allgather", comm, |c| {
             let recvtype = types::committed(recvtype)?;
             let all = count_of(recvcount, "MPI_Allgather")? * c.size();
@@ -362,6 +385,9 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_allgatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking);
+        }
         on_comm("MPI_Allgatherv", comm, |c| {
             let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires.
@@ -398,6 +424,9 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking);
+        }
         on_comm("MPI_Alltoall", comm, |c| {
             let recvtype = types::committed(recvtype)?;
             let all = (count_of(recvcount, "MPI_Alltoall")? * c.size()) as c_int;
@@ -432,6 +461,9 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking);
+        }
         on_comm("MPI_Alltoallv", comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
             let exchange = unsafe {
@@ -653,6 +685,9 @@ mpi_fn! {
         recvtypes: *const c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking);
+        }
         on_comm("MPI_Alltoallw", comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
             let exchange = unsafe {
@@ -835,6 +870,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Reduce", comm, |c| {
             let root = root_rank(root, c)?;
@@ -859,6 +897,9 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Allreduce", comm, |c| {
             reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, (op, user))
@@ -876,6 +917,9 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::scan("MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, (op, user)))
     }
@@ -891,6 +935,9 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            return icoll::scan("MPI_Exscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Exscan", comm, |c| {
             reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, (op, user))
@@ -908,6 +955,11 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Reduce_scatter_block")? as c_int; c.size()]);
+            let call = "MPI_Reduce_scatter_block";
+            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter_block", comm, |c| {
             let n = c.size() as c_int;
@@ -927,6 +979,12 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if waiting::collectives_as_requests() {
+            // SAFETY: one count per rank, as MPI requires.
+            let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
+            let call = "MPI_Reduce_scatter";
+            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking);
+        }
         let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter", comm, |c| {
             // SAFETY: one count per rank, as MPI requires.

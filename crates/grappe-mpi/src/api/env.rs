@@ -13,22 +13,25 @@ use crate::{mpi_fn, weak_alias};
 
 use super::put;
 
-/// The thread level this version provides at most (see [`state`]).
-const MAX_THREAD_LEVEL: c_int = abi::THREAD_SERIALIZED;
+/// The thread level this version provides at most: every level, for
+/// process ranks (see [`crate::waiting`] for what `MPI_THREAD_MULTIPLE`
+/// changes).
+const MAX_THREAD_LEVEL: c_int = abi::THREAD_MULTIPLE;
 
 /// The library's version string.
 const LIBRARY_VERSION: &str = concat!("grappe ", env!("CARGO_PKG_VERSION"), " (MPICH binary interface, MPI 3.1)");
 
 mpi_fn! {
-    /// `MPI_Init`: starts this process's rank of the job.
+    /// `MPI_Init`: starts this process's rank of the job, at the thread
+    /// level `GRAPPE_MPI_THREAD_LEVEL` names (`MPI_THREAD_SINGLE` unless
+    /// set; MPICH's `MPIR_CVAR_DEFAULT_THREAD_LEVEL` does the same).
     fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
-        init(abi::THREAD_SINGLE).map(|_| ())
+        init(init_level()?).map(|_| ())
     }
 }
 
 mpi_fn! {
-    /// `MPI_Init_thread`: as `MPI_Init`; provides the level asked for, up
-    /// to `MPI_THREAD_SERIALIZED`.
+    /// `MPI_Init_thread`: as `MPI_Init`; provides the level asked for.
     fn MPI_Init_thread / PMPI_Init_thread(
         _argc: *mut c_int,
         _argv: *mut *mut *mut c_char,
@@ -42,6 +45,18 @@ mpi_fn! {
         // SAFETY: `provided` is the caller's output argument.
         unsafe { put(provided, level, "provided") }
     }
+}
+
+/// The thread level of `MPI_Init`, from `GRAPPE_MPI_THREAD_LEVEL`.
+fn init_level() -> Result<c_int> {
+    let levels = [
+        ("single", abi::THREAD_SINGLE),
+        ("funneled", abi::THREAD_FUNNELED),
+        ("serialized", abi::THREAD_SERIALIZED),
+        ("multiple", abi::THREAD_MULTIPLE),
+    ];
+    let level = grappe_settings::Vars::process().word("GRAPPE_MPI_THREAD_LEVEL", abi::THREAD_SINGLE, &levels);
+    level.map_err(|e| MpiError::new(class::ARG, e.to_string()))
 }
 
 /// Starts the runtime and this process's one rank; the thread level given.
@@ -66,6 +81,13 @@ fn init(required: c_int) -> Result<c_int> {
     comms.insert(CommEntry::new(me, abi::ERRORS_ARE_FATAL, "MPI_COMM_SELF"));
     let scope = Box::leak(Box::new(Scope::detached(world.rank_context().clone())));
     let thread_level = required.min(MAX_THREAD_LEVEL);
+    // Whether any rank asked for MPI_THREAD_MULTIPLE decides, on every
+    // rank alike, how blocking collectives run (see `waiting`).
+    let mut highest = [0i32];
+    world.allreduce(&[thread_level], &mut highest[..], grappe_comm::Max)?;
+    let multiple = thread_level == abi::THREAD_MULTIPLE;
+    crate::waiting::set_levels(multiple, highest[0] == abi::THREAD_MULTIPLE);
+    let bell = world.rank_context().engine().bell();
     state::install(State {
         runtime,
         rank: Some(rank),
@@ -82,6 +104,7 @@ fn init(required: c_int) -> Result<c_int> {
         scope,
         thread_level,
         main_thread: std::thread::current().id(),
+        bell,
     });
     Ok(thread_level)
 }

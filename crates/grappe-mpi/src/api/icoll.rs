@@ -24,28 +24,48 @@ use super::coll::{
     Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,
     reduction_base, root_rank, user_op,
 };
+use super::request::complete_outside;
 use super::{count_of, outgoing, put};
 
-/// Starts a non-blocking collective on `comm` and writes its request
-/// handle: `build` makes it from the communicator, under the lock.
+/// Where a collective started here goes: to a request the program holds
+/// (`MPI_Iallreduce`...), or to its completion before the call returns
+/// (a blocking collective run as a request, see [`crate::waiting`]).
+#[derive(Clone, Copy)]
+pub(super) enum Start {
+    Request(*mut c_int),
+    Blocking,
+}
+
+/// Starts a collective on `comm` as a request, where `to` says: `build`
+/// makes it from the communicator, under the lock.
 fn start(
     call: &str,
     comm: c_int,
-    request: *mut c_int,
+    to: Start,
     build: impl FnOnce(&Communicator) -> Result<(NonBlocking, Landing)>,
 ) -> Result<()> {
-    if request.is_null() {
+    if let Start::Request(request) = to
+        && request.is_null()
+    {
         return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
     }
     let mut state = state::lock(call)?;
     let communicator = state.comm(comm)?.comm.clone();
     let (what, landing) = build(&communicator).map_err(|e| e.on(comm))?;
-    let started = communicator.start_collective(state.scope, what, landing.deliver());
+    let started = match to {
+        Start::Request(_) => communicator.start_collective(state.scope, what, landing.deliver()),
+        Start::Blocking => communicator.start_blocking_collective(state.scope, what, landing.deliver()),
+    };
     let started = started.map_err(|e| MpiError::from(e).on(comm))?;
     let entry = RequestEntry::Active { request: started, comm, keep: None, incoming: None };
-    let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
-    // SAFETY: the caller's output argument, checked non-NULL.
-    unsafe { put(request, handle, "request") }
+    match to {
+        Start::Request(request) => {
+            let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
+            // SAFETY: the caller's output argument, checked non-NULL.
+            unsafe { put(request, handle, "request") }
+        }
+        Start::Blocking => complete_outside(call, state, vec![entry]).map(|_| ()),
+    }
 }
 
 /// The reduction of `op` on `datatype`'s elements, packed.
@@ -67,7 +87,28 @@ fn combine_of(
             (AnyOp::Predefined(code), true)
         }
     };
-    let combine: Combine = Arc::new(move |input: &[u8], inout: &mut [u8]| with_type(base, Local { input, inout, op }));
+    if base.size == base.extent {
+        let combine: Combine =
+            Arc::new(move |input: &[u8], inout: &mut [u8]| with_type(base, Local { input, inout, op }));
+        return Ok((combine, commutative));
+    }
+    // A pair type with padding (`MPI_DOUBLE_INT`: 12 bytes of data in 16):
+    // the pairs travel packed, the operation works on the program's layout.
+    let padded = Type::Predefined(base);
+    let combine: Combine = Arc::new(move |input: &[u8], inout: &mut [u8]| {
+        let n = input.len() / base.size;
+        let (mut acc, mut later) = (vec![0u8; n * base.extent], vec![0u8; n * base.extent]);
+        // SAFETY: each vector holds `n` elements of the datatype, laid out.
+        unsafe {
+            padded.unpack(input, acc.as_mut_ptr());
+            padded.unpack(inout, later.as_mut_ptr());
+        }
+        with_type(base, Local { input: &acc, inout: &mut later, op });
+        let mut packed = Vec::with_capacity(inout.len());
+        // SAFETY: `later` holds `n` elements of the datatype, laid out.
+        unsafe { padded.pack(later.as_ptr(), n, &mut packed) };
+        inout.copy_from_slice(&packed);
+    });
     Ok((combine, commutative))
 }
 
@@ -88,29 +129,82 @@ unsafe fn reduction_input(
     Ok(unsafe { outgoing(from, count, datatype, call)? }.into_owned())
 }
 
+/// `MPI_Ibarrier`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_barrier(call: &str, comm: c_int, to: Start) -> Result<()> {
+    start(call, comm, to, |_| Ok((NonBlocking::Barrier, Landing::none())))
+}
+
 mpi_fn! {
     /// `MPI_Ibarrier`.
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) {
-        start("MPI_Ibarrier", comm, request, |_| Ok((NonBlocking::Barrier, Landing::none())))
+        start_barrier("MPI_Ibarrier", comm, Start::Request(request))
     }
+}
+
+/// `MPI_Ibcast`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_bcast(
+    call: &str,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let datatype = types::committed(datatype)?;
+        let root = root_rank(root, c)?;
+        let n = count_of(count, call)?;
+        if c.rank() == root {
+            // SAFETY: MPI's rule for the root's buffer.
+            let data = unsafe { outgoing(buffer, count, &datatype, call)? }.into_owned();
+            return Ok((NonBlocking::Bcast { root, data }, Landing::none()));
+        }
+        let data = vec![0; datatype.packed_len(n)];
+        Ok((NonBlocking::Bcast { root, data }, Landing::whole(buffer, n, &datatype)))
+    })
 }
 
 mpi_fn! {
     /// `MPI_Ibcast`.
     fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        start("MPI_Ibcast", comm, request, |c| {
-            let datatype = types::committed(datatype)?;
-            let root = root_rank(root, c)?;
-            let n = count_of(count, "MPI_Ibcast")?;
-            if c.rank() == root {
-                // SAFETY: MPI's rule for the root's buffer.
-                let data = unsafe { outgoing(buffer, count, &datatype, "MPI_Ibcast")? }.into_owned();
-                return Ok((NonBlocking::Bcast { root, data }, Landing::none()));
-            }
-            let data = vec![0; datatype.packed_len(n)];
-            Ok((NonBlocking::Bcast { root, data }, Landing::whole(buffer, n, &datatype)))
-        })
+        start_bcast("MPI_Ibcast", buffer, count, datatype, root, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Ireduce`; `MPI_IN_PLACE` as the root's send buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_reduce(
+    call: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    let user = user_op(op)?;
+    start(call, comm, to, |c| {
+        let handle = datatype;
+        let datatype = types::committed(datatype)?;
+        let root = root_rank(root, c)?;
+        let is_root = c.rank() == root;
+        if !is_root && in_place(sendbuf) {
+            return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
+        }
+        let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+        // SAFETY: MPI's rules for the buffers.
+        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
+        let landing = match is_root {
+            true => Landing::whole(recvbuf, count_of(count, call)?, &datatype),
+            false => Landing::none(),
+        };
+        Ok((NonBlocking::Reduce { root, data, combine, commutative }, landing))
+    })
 }
 
 mpi_fn! {
@@ -125,25 +219,32 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let user = user_op(op)?;
-        start("MPI_Ireduce", comm, request, |c| {
-            let handle = datatype;
-            let datatype = types::committed(datatype)?;
-            let root = root_rank(root, c)?;
-            let is_root = c.rank() == root;
-            if !is_root && in_place(sendbuf) {
-                return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
-            }
-            let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
-            // SAFETY: MPI's rules for the buffers.
-            let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, "MPI_Ireduce")? };
-            let landing = match is_root {
-                true => Landing::whole(recvbuf, count_of(count, "MPI_Ireduce")?, &datatype),
-                false => Landing::none(),
-            };
-            Ok((NonBlocking::Reduce { root, data, combine, commutative }, landing))
-        })
+        start_reduce("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Iallreduce`; `MPI_IN_PLACE` as the send buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_allreduce(
+    call: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    let user = user_op(op)?;
+    start(call, comm, to, |_| {
+        let handle = datatype;
+        let datatype = types::committed(datatype)?;
+        let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+        // SAFETY: MPI's rules for the buffers.
+        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
+        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
+        Ok((NonBlocking::Allreduce { data, combine, commutative }, landing))
+    })
 }
 
 mpi_fn! {
@@ -157,22 +258,13 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let user = user_op(op)?;
-        start("MPI_Iallreduce", comm, request, |_| {
-            let handle = datatype;
-            let datatype = types::committed(datatype)?;
-            let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
-            // SAFETY: MPI's rules for the buffers.
-            let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, "MPI_Iallreduce")? };
-            let landing = Landing::whole(recvbuf, count_of(count, "MPI_Iallreduce")?, &datatype);
-            Ok((NonBlocking::Allreduce { data, combine, commutative }, landing))
-        })
+        start_allreduce("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
 /// `MPI_Iscan` and `MPI_Iexscan`.
 #[allow(clippy::too_many_arguments)]
-fn scan(
+pub(super) fn scan(
     call: &str,
     exclusive: bool,
     sendbuf: *const c_void,
@@ -181,10 +273,10 @@ fn scan(
     datatype: c_int,
     op: c_int,
     comm: c_int,
-    request: *mut c_int,
+    to: Start,
 ) -> Result<()> {
     let user = user_op(op)?;
-    start(call, comm, request, |_| {
+    start(call, comm, to, |_| {
         let handle = datatype;
         let datatype = types::committed(datatype)?;
         let (combine, _) = combine_of(op, user, handle, &datatype)?;
@@ -198,20 +290,20 @@ fn scan(
 mpi_fn! {
     /// `MPI_Iscan`.
     fn MPI_Iscan / PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        scan("MPI_Iscan", false, sendbuf, recvbuf, count, datatype, op, comm, request)
+        scan("MPI_Iscan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
 mpi_fn! {
     /// `MPI_Iexscan`: rank 0's receive buffer is left as it was.
     fn MPI_Iexscan / PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        scan("MPI_Iexscan", true, sendbuf, recvbuf, count, datatype, op, comm, request)
+        scan("MPI_Iexscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
 /// `MPI_Ireduce_scatter` (`recvcounts` per rank) and its `_block` form.
 #[allow(clippy::too_many_arguments)]
-fn reduce_scatter(
+pub(super) fn reduce_scatter(
     call: &str,
     counts: impl FnOnce(&Communicator) -> Result<Vec<c_int>>,
     sendbuf: *const c_void,
@@ -219,10 +311,10 @@ fn reduce_scatter(
     datatype: c_int,
     op: c_int,
     comm: c_int,
-    request: *mut c_int,
+    to: Start,
 ) -> Result<()> {
     let user = user_op(op)?;
-    start(call, comm, request, |c| {
+    start(call, comm, to, |c| {
         let handle = datatype;
         let datatype = types::committed(datatype)?;
         let counts = counts(c)?;
@@ -250,7 +342,7 @@ mpi_fn! {
     ) {
         // SAFETY: one count per rank, as MPI requires.
         let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
-        reduce_scatter("MPI_Ireduce_scatter", counts, sendbuf, recvbuf, datatype, op, comm, request)
+        reduce_scatter("MPI_Ireduce_scatter", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
     }
 }
 
@@ -266,8 +358,41 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Ireduce_scatter_block")? as c_int; c.size()]);
-        reduce_scatter("MPI_Ireduce_scatter_block", counts, sendbuf, recvbuf, datatype, op, comm, request)
+        reduce_scatter("MPI_Ireduce_scatter_block", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Igather`; `MPI_IN_PLACE` as the root's send buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_gather(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let root = root_rank(root, c)?;
+        if c.rank() != root {
+            let sendtype = types::committed(sendtype)?;
+            // SAFETY: MPI's rule for the send buffer.
+            let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, call)? }.into_owned();
+            return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
+        }
+        let recvtype = types::committed(recvtype)?;
+        let n = count_of(recvcount, call)?;
+        // SAFETY: MPI's rules for the buffers at the root.
+        let data =
+            unsafe { contribution(sendbuf, sendcount, sendtype, recvbuf, root * n, recvcount, &recvtype, call)? }
+                .into_owned();
+        let counts = vec![recvtype.packed_len(n); c.size()];
+        Ok((NonBlocking::Gather { root, data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
+    })
 }
 
 mpi_fn! {
@@ -283,25 +408,46 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Igather", comm, request, |c| {
-            let root = root_rank(root, c)?;
-            if c.rank() != root {
-                let sendtype = types::committed(sendtype)?;
-                // SAFETY: MPI's rule for the send buffer.
-                let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Igather")? }.into_owned();
-                return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
-            }
-            let recvtype = types::committed(recvtype)?;
-            let n = count_of(recvcount, "MPI_Igather")?;
-            // SAFETY: MPI's rules for the buffers at the root.
-            let data = unsafe {
-                contribution(sendbuf, sendcount, sendtype, recvbuf, root * n, recvcount, &recvtype, "MPI_Igather")?
-            }
-            .into_owned();
-            let counts = vec![recvtype.packed_len(n); c.size()];
-            Ok((NonBlocking::Gather { root, data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
-        })
+        start_gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Igatherv`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_gatherv(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let root = root_rank(root, c)?;
+        if c.rank() != root {
+            let sendtype = types::committed(sendtype)?;
+            // SAFETY: MPI's rule for the send buffer.
+            let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, call)? }.into_owned();
+            return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
+        }
+        let recvtype = types::committed(recvtype)?;
+        // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+        let (counts, displs) =
+            unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+        // SAFETY: MPI's rules for the buffers at the root.
+        let data = unsafe {
+            let at = displs[root] as usize;
+            contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, call)?
+        }
+        .into_owned();
+        let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
+        Ok((NonBlocking::Gather { root, data, counts: packed_counts(counts, &recvtype) }, landing))
+    })
 }
 
 mpi_fn! {
@@ -318,26 +464,7 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Igatherv", comm, request, |c| {
-            let root = root_rank(root, c)?;
-            if c.rank() != root {
-                let sendtype = types::committed(sendtype)?;
-                // SAFETY: MPI's rule for the send buffer.
-                let data = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Igatherv")? }.into_owned();
-                return Ok((NonBlocking::Gather { root, data, counts: Vec::new() }, Landing::none()));
-            }
-            let recvtype = types::committed(recvtype)?;
-            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
-            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
-            // SAFETY: MPI's rules for the buffers at the root.
-            let data = unsafe {
-                let at = displs[root] as usize;
-                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, "MPI_Igatherv")?
-            }
-            .into_owned();
-            let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
-            Ok((NonBlocking::Gather { root, data, counts: packed_counts(counts, &recvtype) }, landing))
-        })
+        start_gatherv("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Request(request))
     }
 }
 
@@ -358,6 +485,37 @@ fn scatter_target(
     Ok((recvtype.packed_len(n), Landing::whole(recvbuf, n, &recvtype)))
 }
 
+/// `MPI_Iscatter`; `MPI_IN_PLACE` as the root's receive buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_scatter(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let root = root_rank(root, c)?;
+        if c.rank() != root {
+            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, call)?;
+            return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
+        }
+        let sendtype = types::committed(sendtype)?;
+        let n = count_of(sendcount, call)?;
+        let all = (n * c.size()) as c_int;
+        // SAFETY: the root's send buffer holds a block per rank.
+        let data = unsafe { outgoing(sendbuf, all, &sendtype, call)? }.into_owned();
+        let block = sendtype.packed_len(n);
+        let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(block), call)?;
+        Ok((NonBlocking::Scatter { root, data, counts: vec![block; c.size()], mine }, landing))
+    })
+}
+
 mpi_fn! {
     /// `MPI_Iscatter`; `MPI_IN_PLACE` as the root's receive buffer.
     fn MPI_Iscatter / PMPI_Iscatter(
@@ -371,22 +529,41 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Iscatter", comm, request, |c| {
-            let root = root_rank(root, c)?;
-            if c.rank() != root {
-                let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, "MPI_Iscatter")?;
-                return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
-            }
-            let sendtype = types::committed(sendtype)?;
-            let n = count_of(sendcount, "MPI_Iscatter")?;
-            let all = (n * c.size()) as c_int;
-            // SAFETY: the root's send buffer holds a block per rank.
-            let data = unsafe { outgoing(sendbuf, all, &sendtype, "MPI_Iscatter")? }.into_owned();
-            let block = sendtype.packed_len(n);
-            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(block), "MPI_Iscatter")?;
-            Ok((NonBlocking::Scatter { root, data, counts: vec![block; c.size()], mine }, landing))
-        })
+        start_scatter("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Iscatterv`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_scatterv(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    root: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let root = root_rank(root, c)?;
+        if c.rank() != root {
+            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, call)?;
+            return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
+        }
+        let sendtype = types::committed(sendtype)?;
+        // SAFETY: arrays of one entry per rank, as MPI requires at the root.
+        let (counts, displs) =
+            unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
+        // SAFETY: the root's send buffer holds every block.
+        let data = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
+        let counts = packed_counts(counts, &sendtype);
+        let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(counts[root]), call)?;
+        Ok((NonBlocking::Scatter { root, data, counts, mine }, landing))
+    })
 }
 
 mpi_fn! {
@@ -403,22 +580,33 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Iscatterv", comm, request, |c| {
-            let root = root_rank(root, c)?;
-            if c.rank() != root {
-                let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, None, "MPI_Iscatterv")?;
-                return Ok((NonBlocking::Scatter { root, data: Vec::new(), counts: Vec::new(), mine }, landing));
-            }
-            let sendtype = types::committed(sendtype)?;
-            // SAFETY: arrays of one entry per rank, as MPI requires at the root.
-            let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
-            // SAFETY: the root's send buffer holds every block.
-            let data = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
-            let counts = packed_counts(counts, &sendtype);
-            let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(counts[root]), "MPI_Iscatterv")?;
-            Ok((NonBlocking::Scatter { root, data, counts, mine }, landing))
-        })
+        start_scatterv("MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Iallgather`; `MPI_IN_PLACE` as the send buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_allgather(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let recvtype = types::committed(recvtype)?;
+        let n = count_of(recvcount, call)?;
+        // SAFETY: MPI's rules for the buffers.
+        let data =
+            unsafe { contribution(sendbuf, sendcount, sendtype, recvbuf, c.rank() * n, recvcount, &recvtype, call)? }
+                .into_owned();
+        let counts = vec![recvtype.packed_len(n); c.size()];
+        Ok((NonBlocking::Allgather { data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
+    })
 }
 
 mpi_fn! {
@@ -433,18 +621,38 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Iallgather", comm, request, |c| {
-            let recvtype = types::committed(recvtype)?;
-            let n = count_of(recvcount, "MPI_Iallgather")?;
-            // SAFETY: MPI's rules for the buffers.
-            let data = unsafe {
-                contribution(sendbuf, sendcount, sendtype, recvbuf, c.rank() * n, recvcount, &recvtype, "MPI_Iallgather")?
-            }
-            .into_owned();
-            let counts = vec![recvtype.packed_len(n); c.size()];
-            Ok((NonBlocking::Allgather { data, counts }, Landing::whole(recvbuf, n * c.size(), &recvtype)))
-        })
+        start_allgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_allgatherv(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let recvtype = types::committed(recvtype)?;
+        // SAFETY: arrays of one entry per rank, as MPI requires.
+        let (counts, displs) =
+            unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+        let me = c.rank();
+        // SAFETY: MPI's rules for the buffers.
+        let data = unsafe {
+            contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, call)?
+        }
+        .into_owned();
+        let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
+        Ok((NonBlocking::Allgather { data, counts: packed_counts(counts, &recvtype) }, landing))
+    })
 }
 
 mpi_fn! {
@@ -460,20 +668,42 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Iallgatherv", comm, request, |c| {
-            let recvtype = types::committed(recvtype)?;
-            // SAFETY: arrays of one entry per rank, as MPI requires.
-            let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
-            let me = c.rank();
-            // SAFETY: MPI's rules for the buffers.
-            let data = unsafe {
-                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, "MPI_Iallgatherv")?
-            }
-            .into_owned();
-            let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
-            Ok((NonBlocking::Allgather { data, counts: packed_counts(counts, &recvtype) }, landing))
-        })
+        start_allgatherv("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Ialltoall`; `MPI_IN_PLACE` as the send buffer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_alltoall(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        let p = c.size();
+        let recvtype = types::committed(recvtype)?;
+        let n = count_of(recvcount, call)?;
+        let (data, block) = if in_place(sendbuf) {
+            // SAFETY: the receive buffer holds the data to send.
+            let data = unsafe { outgoing(recvbuf, (n * p) as c_int, &recvtype, call)? }.into_owned();
+            (data, recvtype.packed_len(n))
+        } else {
+            let sendtype = types::committed(sendtype)?;
+            let m = count_of(sendcount, call)?;
+            // SAFETY: the send buffer holds a block per rank.
+            let data = unsafe { outgoing(sendbuf, (m * p) as c_int, &sendtype, call)? }.into_owned();
+            (data, sendtype.packed_len(m))
+        };
+        let what =
+            NonBlocking::Alltoall { data, send_counts: vec![block; p], recv_counts: vec![recvtype.packed_len(n); p] };
+        Ok((what, Landing::whole(recvbuf, n * p, &recvtype)))
+    })
 }
 
 mpi_fn! {
@@ -488,25 +718,42 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Ialltoall", comm, request, |c| {
-            let p = c.size();
-            let recvtype = types::committed(recvtype)?;
-            let n = count_of(recvcount, "MPI_Ialltoall")?;
-            let (data, block) = if in_place(sendbuf) {
-                // SAFETY: the receive buffer holds the data to send.
-                let data = unsafe { outgoing(recvbuf, (n * p) as c_int, &recvtype, "MPI_Ialltoall")? }.into_owned();
-                (data, recvtype.packed_len(n))
-            } else {
-                let sendtype = types::committed(sendtype)?;
-                let m = count_of(sendcount, "MPI_Ialltoall")?;
-                // SAFETY: the send buffer holds a block per rank.
-                let data = unsafe { outgoing(sendbuf, (m * p) as c_int, &sendtype, "MPI_Ialltoall")? }.into_owned();
-                (data, sendtype.packed_len(m))
-            };
-            let what = NonBlocking::Alltoall { data, send_counts: vec![block; p], recv_counts: vec![recvtype.packed_len(n); p] };
-            Ok((what, Landing::whole(recvbuf, n * p, &recvtype)))
-        })
+        start_alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Ialltoallv`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_alltoallv(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        // SAFETY: MPI's rules for the arrays and buffers.
+        let x = unsafe {
+            alltoallv_exchange(
+                c.size(),
+                sendbuf,
+                sendcounts,
+                sdispls,
+                sendtype,
+                recvbuf,
+                recvcounts,
+                rdispls,
+                recvtype,
+            )?
+        };
+        Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
+    })
 }
 
 mpi_fn! {
@@ -523,14 +770,42 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Ialltoallv", comm, request, |c| {
-            // SAFETY: MPI's rules for the arrays and buffers.
-            let x = unsafe {
-                alltoallv_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?
-            };
-            Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
-        })
+        start_alltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Request(request))
     }
+}
+
+/// `MPI_Ialltoallw`: a datatype per peer, displacements in bytes.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_alltoallw(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const c_int,
+    comm: c_int,
+    to: Start,
+) -> Result<()> {
+    start(call, comm, to, |c| {
+        // SAFETY: MPI's rules for the arrays and buffers.
+        let x = unsafe {
+            alltoallw_exchange(
+                c.size(),
+                sendbuf,
+                sendcounts,
+                sdispls,
+                sendtypes,
+                recvbuf,
+                recvcounts,
+                rdispls,
+                recvtypes,
+            )?
+        };
+        Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
+    })
 }
 
 mpi_fn! {
@@ -547,12 +822,6 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        start("MPI_Ialltoallw", comm, request, |c| {
-            // SAFETY: MPI's rules for the arrays and buffers.
-            let x = unsafe {
-                alltoallw_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
-            };
-            Ok((NonBlocking::Alltoall { data: x.send, send_counts: x.send_counts, recv_counts: x.recv_counts }, x.landing))
-        })
+        start_alltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Request(request))
     }
 }

@@ -93,6 +93,10 @@ mpi_fn! {
             return Err(MpiError::new(class::BUFFER, "no buffer is attached"));
         };
         let mut state = state::lock("MPI_Buffer_detach")?;
+        if crate::waiting::multiple() {
+            let gone = |state: &mut crate::state::Locked| Ok(state.buffered.iter().all(|b| b.0.is_complete()).then_some(()));
+            state = crate::waiting::until("MPI_Buffer_detach", state, gone)?.0;
+        }
         for (request, keep, _) in std::mem::take(&mut state.buffered) {
             request.wait().map_err(MpiError::from)?;
             drop(keep);

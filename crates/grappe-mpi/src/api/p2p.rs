@@ -12,6 +12,9 @@ use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
 use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
+use crate::waiting;
+
+use super::request::complete_outside;
 
 use super::{
     Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
@@ -33,7 +36,13 @@ unsafe fn send(
     tag: c_int,
     comm: c_int,
 ) -> Result<()> {
-    let state = state::lock(call)?;
+    let mut state = state::lock(call)?;
+    if waiting::multiple() {
+        // SAFETY: as the caller promised; the buffer is used until the
+        // request completes, before this returns.
+        let started = unsafe { isend(&mut state, call, sync, buf, count, datatype, dest, tag, comm)? };
+        return complete_outside(call, state, vec![started]).map(|_| ());
+    }
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
     let datatype = types::committed(datatype).map_err(on)?;
@@ -84,7 +93,18 @@ mpi_fn! {
         comm: c_int,
         status: *mut abi::Status,
     ) {
-        let state = state::lock("MPI_Recv")?;
+        let mut state = state::lock("MPI_Recv")?;
+        if waiting::multiple() {
+            // SAFETY: MPI's rule for a receive buffer; it is used until
+            // the request completes, before this returns.
+            let started = unsafe { irecv(&mut state, "MPI_Recv", buf, count, datatype, source, tag, comm)? };
+            let got = complete_outside("MPI_Recv", state, vec![started]).map(|mut got| got.remove(0));
+            // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+            let got = unsafe { status_on_error(status, got)? };
+            // SAFETY: as above.
+            unsafe { write_status(status, got) };
+            return Ok(());
+        }
         let entry = state.comm(comm)?;
         let on = |e: MpiError| e.on(comm);
         let datatype = types::committed(datatype).map_err(on)?;
@@ -119,7 +139,21 @@ unsafe fn sendrecv(
     comm: c_int,
     status: *mut abi::Status,
 ) -> Result<()> {
-    let state = state::lock(call)?;
+    let mut state = state::lock(call)?;
+    if waiting::multiple() {
+        // SAFETY: MPI's rules for the buffers, used until the requests
+        // complete, before this returns.
+        let started = unsafe {
+            let received = irecv(&mut state, call, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+            vec![received, isend(&mut state, call, false, sendbuf, sendcount, sendtype, dest, sendtag, comm)?]
+        };
+        let got = complete_outside(call, state, started).map(|got| got[0]);
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        let got = unsafe { status_on_error(status, got)? };
+        // SAFETY: as above.
+        unsafe { write_status(status, got) };
+        return Ok(());
+    }
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
     let (sendtype, recvtype) = (types::committed(sendtype).map_err(on)?, types::committed(recvtype).map_err(on)?);
@@ -260,8 +294,10 @@ pub(super) unsafe fn isend(
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`, untouched until the request completes.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn irecv(
     state: &mut Locked,
+    call: &str,
     buf: *mut c_void,
     count: c_int,
     datatype: c_int,
@@ -274,7 +310,7 @@ pub(super) unsafe fn irecv(
     let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: MPI's rule: the buffer stays valid, and is not touched, until
     // the request completes.
-    let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Irecv") }.map_err(on)?;
+    let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, call) }.map_err(on)?;
     let tag = recv_tag(tag).map_err(on)?;
     let request = match source_rank(source, &entry.comm).map_err(on)? {
         None => RequestEntry::Done { status: proc_null_status() },
@@ -342,7 +378,7 @@ mpi_fn! {
     ) {
         let mut state = state::lock("MPI_Irecv")?;
         // SAFETY: MPI's rule for a non-blocking receive buffer.
-        let started = unsafe { irecv(&mut state, buf, count, datatype, source, tag, comm)? };
+        let started = unsafe { irecv(&mut state, "MPI_Irecv", buf, count, datatype, source, tag, comm)? };
         let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
         // SAFETY: the caller's output argument.
         unsafe { put(request, handle, "request") }
@@ -358,6 +394,13 @@ mpi_fn! {
         let tag = recv_tag(tag).map_err(on)?;
         let found = match source_rank(source, &entry.comm).map_err(on)? {
             None => proc_null_status(),
+            Some(source) if waiting::multiple() => {
+                let iprobe = |state: &mut Locked| {
+                    let found = state.comm(comm)?.comm.iprobe(source, tag);
+                    found.map_err(|e| MpiError::from(e).on(comm))
+                };
+                status_of(waiting::until("MPI_Probe", state, iprobe)?.1)
+            }
             Some(source) => status_of(entry.comm.probe(source, tag).map_err(|e| MpiError::from(e).on(comm))?),
         };
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
@@ -577,7 +620,7 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     let started = unsafe {
         match p.send {
             true => isend(state, "MPI_Start", p.sync, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
-            false => irecv(state, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+            false => irecv(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
         }
     };
     state.requests.get_mut(slot).expect("checked above").now = Some(started);
@@ -650,6 +693,15 @@ fn mprobe(
         None => Some((abi::MESSAGE_NO_PROC, proc_null_status())),
         Some(source) => {
             let claimed = match blocking {
+                true if waiting::multiple() => {
+                    let improbe = |state: &mut Locked| {
+                        let found = state.comm(comm)?.comm.improbe(source, tag);
+                        found.map_err(|e| MpiError::from(e).on(comm))
+                    };
+                    let (locked, claimed) = waiting::until(call, state, improbe)?;
+                    state = locked;
+                    Ok(Some(claimed))
+                }
                 true => entry.comm.mprobe(source, tag).map(Some),
                 false => entry.comm.improbe(source, tag),
             };
@@ -705,6 +757,15 @@ mpi_fn! {
         let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Mrecv")? };
         let received = match take_message(&mut state, handle)? {
             None => proc_null_status(),
+            Some((claimed, comm)) if waiting::multiple() => {
+                let entry = state.comm(comm)?;
+                // SAFETY: the caller's buffer or `into`'s heap copy, both
+                // alive until the request completes, before this returns.
+                let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
+                let request = entry.comm.imrecv(state.scope, claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?;
+                let started = RequestEntry::Active { request, comm, keep: None, incoming: Some(into) };
+                complete_outside("MPI_Mrecv", state, vec![started])?[0]
+            }
             Some((claimed, comm)) => {
                 let entry = state.comm(comm)?;
                 let got = entry.comm.mrecv(claimed, into.bytes()).map_err(|e| MpiError::from(e).on(comm))?;

@@ -9,6 +9,7 @@ use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result, code_for};
 use crate::mpi_fn;
 use crate::state::{self, Locked, RequestEntry, RequestSlot};
+use crate::waiting;
 
 use super::p2p::not_a_request;
 use super::{Incoming, empty_status, get, put, status_of, status_on_error, write_status};
@@ -49,6 +50,49 @@ fn finish(request: Request<'static>, comm: c_int, incoming: Option<Incoming<'sta
     Ok(status_of(done))
 }
 
+/// Under `MPI_THREAD_MULTIPLE`: completes operations started as
+/// requests for a blocking call, waiting for them with the lock let go
+/// (see [`waiting`]); their statuses, in order. If the wait fails, the
+/// requests are left to complete on their own, with their buffers.
+pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEntry>) -> Result<Vec<abi::Status>> {
+    let all_done = |_: &mut Locked| {
+        let done = entries.iter().all(|entry| match entry {
+            RequestEntry::Active { request, .. } => request.is_complete(),
+            RequestEntry::Done { .. } => true,
+        });
+        Ok(done.then_some(()))
+    };
+    match waiting::until(call, state, all_done) {
+        Ok((state, ())) => {
+            let statuses = entries.into_iter().map(|entry| match entry {
+                RequestEntry::Done { status } => Ok(status),
+                RequestEntry::Active { request, comm, keep, incoming } => {
+                    let status = finish(request, comm, incoming);
+                    drop(keep);
+                    status
+                }
+            });
+            let statuses = statuses.collect();
+            drop(state);
+            statuses
+        }
+        Err(error) => {
+            // The requests are the engine's: dropped under the lock only.
+            match state::lock(call) {
+                Ok(mut state) => {
+                    for entry in entries {
+                        if let RequestEntry::Active { request, keep, incoming, .. } = entry {
+                            state.freed.push((request, keep, incoming));
+                        }
+                    }
+                }
+                Err(_) => std::mem::forget(entries),
+            }
+            Err(error)
+        }
+    }
+}
+
 /// Waits for the operation in `slot`; frees the request unless it is
 /// persistent (it becomes inactive). The status, and whether the handle
 /// is now `MPI_REQUEST_NULL`.
@@ -76,6 +120,30 @@ fn complete(state: &Locked, slot: usize) -> bool {
         Some(RequestEntry::Active { request, .. }) => request.is_complete(),
         _ => true,
     }
+}
+
+/// Under `MPI_THREAD_MULTIPLE`, waits with the lock let go until all
+/// (or, if not `all`, any) of the active requests in `slots` completed;
+/// at lower levels returns at once, and the completion waits in the
+/// engine. `handles` are the requests' handles, to name them.
+fn outside(call: &str, state: Locked, slots: &[Option<usize>], handles: &[c_int], all: bool) -> Result<Locked> {
+    if !waiting::multiple() {
+        return Ok(state);
+    }
+    let (state, ()) = waiting::until(call, state, |state| {
+        let (mut active, mut done) = (0, 0);
+        for (&slot, &handle) in slots.iter().zip(handles) {
+            let Some(slot) = slot else { continue };
+            if now(state, slot).is_none() {
+                return Err(waiting::taken_meanwhile(call, handle));
+            }
+            active += 1;
+            done += complete(state, slot) as usize;
+        }
+        let ready = if all { done == active } else { done > 0 || active == 0 };
+        Ok(ready.then_some(()))
+    })?;
+    Ok(state)
 }
 
 /// The handles of an array of `count` requests.
@@ -110,8 +178,10 @@ mpi_fn! {
     fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut abi::Status) {
         // SAFETY: the caller's request handle.
         let handle = unsafe { get(request, "request")? };
-        let mut state = state::lock("MPI_Wait")?;
-        let done = match slot_of(&state, handle)? {
+        let state = state::lock("MPI_Wait")?;
+        let slot = slot_of(&state, handle)?;
+        let mut state = outside("MPI_Wait", state, &[slot], &[handle], true)?;
+        let done = match slot {
             None => empty_status(),
             Some(slot) => {
                 let (done, freed) = wait_slot(&mut state, slot);
@@ -195,8 +265,9 @@ mpi_fn! {
     fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut c_int, statuses: *mut abi::Status) {
         // SAFETY: `count` handles, as MPI requires.
         let handles = unsafe { handles(requests, count)? };
-        let mut state = state::lock("MPI_Waitall")?;
+        let state = state::lock("MPI_Waitall")?;
         let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        let mut state = outside("MPI_Waitall", state, &slots, handles, true)?;
         let mut outcomes = Vec::with_capacity(slots.len());
         for (i, slot) in slots.into_iter().enumerate() {
             let outcome = match slot {
@@ -351,8 +422,9 @@ mpi_fn! {
     fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut abi::Status) {
         // SAFETY: `count` handles, as MPI requires.
         let handles = unsafe { handles(requests, count)? };
-        let mut state = state::lock("MPI_Waitany")?;
+        let state = state::lock("MPI_Waitany")?;
         let slots = handles.iter().map(|&h| slot_of(&state, h)).collect::<Result<Vec<_>>>()?;
+        let mut state = outside("MPI_Waitany", state, &slots, handles, false)?;
         let (which, done) = match wait_any(&mut state, &slots)? {
             None => (abi::UNDEFINED, empty_status()),
             Some(i) => {
@@ -470,6 +542,7 @@ macro_rules! some_fn {
                     return unsafe { put(outcount, abi::UNDEFINED, "outcount") };
                 }
                 if $wait {
+                    state = outside(stringify!($name), state, &slots, handles, false)?;
                     wait_any(&mut state, &slots)?;
                 }
                 if indices.is_null() {

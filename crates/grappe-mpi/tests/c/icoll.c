@@ -134,6 +134,33 @@ static void reductions(MPI_Comm comm)
     CHECK_INT(0, bad, "MPI_Ireduce_scatter on %s", on);
     CHECK_INT((size - 1) * 100 + rank, block[0], "MPI_Ireduce_scatter_block on %s", on);
     free(send);
+
+    /* A pair type with padding (12 bytes of data in 16): MPI_MAXLOC and
+     * MPI_MINLOC on MPI_DOUBLE_INT: the greatest value is rank i % size's,
+     * the least is shared by several ranks (the lowest of them wins). */
+    struct { double value; int index; } pairs[N], best[N], least[N];
+    for (int i = 0; i < N; i++) {
+        pairs[i].value = rank == i % size ? 1000.0 + i : (double)(rank % 2);
+        pairs[i].index = rank;
+    }
+    CHECK_MPI(MPI_Iallreduce(pairs, best, N, MPI_DOUBLE_INT, MPI_MAXLOC, comm, &r2[0]));
+    CHECK_MPI(MPI_Iallreduce(pairs, least, N, MPI_DOUBLE_INT, MPI_MINLOC, comm, &r2[1]));
+    CHECK_MPI(MPI_Waitall(2, r2, MPI_STATUSES_IGNORE));
+    bad = 0;
+    for (int i = 0; i < N; i++) {
+        bad += best[i].value != 1000.0 + i || best[i].index != i % size;
+        double low = 1e300;
+        int lowest = -1;
+        for (int r = 0; r < size; r++) {
+            double v = r == i % size ? 1000.0 + i : (double)(r % 2);
+            if (v < low) {
+                low = v;
+                lowest = r;
+            }
+        }
+        bad += least[i].value != low || least[i].index != lowest;
+    }
+    CHECK_INT(0, bad, "MPI_Iallreduce with MPI_MAXLOC and MPI_MINLOC on MPI_DOUBLE_INT on %s", on);
 }
 
 static int byte_of(int from, int to, int i)

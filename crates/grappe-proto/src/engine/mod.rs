@@ -11,6 +11,7 @@ mod collective;
 mod dispatch;
 mod fast;
 mod net;
+mod outside;
 mod rdv;
 mod revoke;
 mod send;
@@ -35,6 +36,7 @@ use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, S
 pub use channel_log::InTransitError;
 pub(crate) use net::{Net, Peer};
 pub use net::{announce, mark_stopped};
+pub use outside::RankBell;
 
 /// The context of messages claimed by a matched probe ([`Engine::claim`]): no
 /// communicator has it, so they match only the receive that names their claim.

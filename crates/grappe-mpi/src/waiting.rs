@@ -1,0 +1,155 @@
+//! How a blocking call waits when other threads of the program may call
+//! MPI meanwhile (`MPI_THREAD_MULTIPLE`).
+//!
+//! Every call holds the library's lock (see [`state`](crate::state)). A
+//! blocking call that held it while it waited would keep the program's
+//! other threads out of MPI, and a thread waiting for a message that
+//! another thread of its process is about to send would wait forever. So
+//! under `MPI_THREAD_MULTIPLE` a blocking call starts its operation as a
+//! request and polls it, letting go of the lock between polls: it spins
+//! a little, then yields, then sleeps. One sleeping waiter sleeps on the
+//! rank's doorbell, where senders ring; the others sleep until a call of
+//! another thread may have completed what they wait for: a call that let
+//! go of the lock after making progress bumps a generation and wakes them
+//! (and rings the doorbell for the first).
+//!
+//! At lower thread levels blocking calls wait inside the engine, lock
+//! held, as they always did: nothing here costs them anything.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+
+use grappe_comm::RankBell;
+use parking_lot::{Condvar, Mutex};
+
+use crate::errors::{MpiError, Result};
+use crate::state::{self, Locked};
+
+/// Whether the library provides `MPI_THREAD_MULTIPLE` in this process.
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether blocking collectives run as non-blocking ones waited for
+/// outside the lock: set at init on every rank of the job alike when any
+/// rank asked for `MPI_THREAD_MULTIPLE`, since the two ways of running a
+/// collective do not meet.
+static COLLECTIVES_AS_REQUESTS: AtomicBool = AtomicBool::new(false);
+
+/// Bumped whenever a call lets go of the lock after it may have made progress.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Waiters asleep on [`CHANGED`].
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+/// Taken by the one waiter asleep on the rank's doorbell.
+static BELL_TAKEN: AtomicBool = AtomicBool::new(false);
+static PARKED: Mutex<()> = Mutex::new(());
+static CHANGED: Condvar = Condvar::new();
+
+/// Polls spent spinning, then polls spent yielding, before a waiter sleeps.
+const SPINS: u32 = 200;
+const YIELDS: u32 = 2000;
+
+pub fn set_levels(multiple: bool, collectives_as_requests: bool) {
+    MULTIPLE.store(multiple, SeqCst);
+    COLLECTIVES_AS_REQUESTS.store(collectives_as_requests, SeqCst);
+}
+
+/// True if blocking calls wait outside the lock.
+#[inline]
+pub fn multiple() -> bool {
+    MULTIPLE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// True if blocking collectives run as requests (see [`COLLECTIVES_AS_REQUESTS`]).
+#[inline]
+pub fn collectives_as_requests() -> bool {
+    COLLECTIVES_AS_REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Said by a call letting go of the lock after it may have made progress:
+/// waiters look again.
+pub fn progress_made(bell: &RankBell) {
+    GENERATION.fetch_add(1, SeqCst);
+    if SLEEPERS.load(SeqCst) > 0 {
+        // Taking the mutex orders this after a sleeper's look at the
+        // generation, or before it: either it sees the new generation or
+        // it is asleep and hears the notification.
+        drop(PARKED.lock());
+        CHANGED.notify_all();
+    }
+    if BELL_TAKEN.load(SeqCst) {
+        bell.ring();
+    }
+}
+
+/// Polls under the lock until `poll` yields a value (after a pass of the
+/// engine's progress each time), letting go of the lock between polls;
+/// returns the lock with the value. `call` names the MPI function.
+pub fn until<T>(
+    call: &str,
+    mut state: Locked,
+    mut poll: impl FnMut(&mut Locked) -> Result<Option<T>>,
+) -> Result<(Locked, T)> {
+    let bell = state.bell.clone();
+    let mut rounds = 0u32;
+    let mut slept_long = false;
+    loop {
+        let sleeping = rounds >= SPINS + YIELDS;
+        let on_bell = sleeping && BELL_TAKEN.compare_exchange(false, true, SeqCst, SeqCst).is_ok();
+        if on_bell {
+            // Before the last poll, so that a ring after it is not lost.
+            bell.prepare();
+        }
+        let seen = GENERATION.load(SeqCst);
+        let polled = state.progress(slept_long).and_then(|moved| Ok((moved, poll(&mut state)?)));
+        let moved = match polled {
+            Ok((_, Some(done))) => {
+                if on_bell {
+                    bell.cancel();
+                    BELL_TAKEN.store(false, SeqCst);
+                }
+                return Ok((state, done));
+            }
+            Ok((moved, None)) => moved,
+            Err(error) => {
+                if on_bell {
+                    bell.cancel();
+                    BELL_TAKEN.store(false, SeqCst);
+                }
+                return Err(error);
+            }
+        };
+        state.quiet = !moved;
+        drop(state);
+        slept_long = false;
+        if on_bell {
+            slept_long = bell.sleep();
+            BELL_TAKEN.store(false, SeqCst);
+        } else if sleeping {
+            slept_long = sleep_until_changed(seen, bell.timeout());
+        } else if rounds < SPINS {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+        rounds = rounds.saturating_add(1);
+        state = state::lock(call)?;
+    }
+}
+
+/// Sleeps until the generation moves past `seen`, or for `timeout`; true
+/// if it timed out.
+fn sleep_until_changed(seen: u64, timeout: std::time::Duration) -> bool {
+    let mut parked = PARKED.lock();
+    SLEEPERS.fetch_add(1, SeqCst);
+    let timed_out = GENERATION.load(SeqCst) == seen && CHANGED.wait_for(&mut parked, timeout).timed_out();
+    SLEEPERS.fetch_sub(1, SeqCst);
+    timed_out
+}
+
+/// An error for a call that the lock's release let another thread spoil:
+/// the request it waited for was freed or completed by that thread, which
+/// MPI forbids.
+pub fn taken_meanwhile(call: &str, handle: std::ffi::c_int) -> MpiError {
+    MpiError::new(
+        crate::abi::class::REQUEST,
+        format!("{call}: request {handle:#x} was completed or freed by another thread while this one waited for it"),
+    )
+}

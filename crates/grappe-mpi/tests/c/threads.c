@@ -1,0 +1,219 @@
+/* MPI_THREAD_MULTIPLE: threads of one process calling MPI at once.
+ *
+ * - a thread blocked in MPI_Recv (and one in MPI_Probe, one in MPI_Waitall)
+ *   for a message that another thread of the same process sends later: the
+ *   blocked call must let the sender in;
+ * - four threads per rank exchanging messages with the partner rank at
+ *   once with blocking sends and receives, small (eager) and large
+ *   (rendezvous), each on its own tag;
+ * - four threads per rank running collectives at once, each on its own
+ *   duplicate of MPI_COMM_WORLD, in a different order on every rank (a
+ *   collective that held the library while it waited would deadlock).
+ *
+ * Threads record what they saw; the main thread checks it after joining
+ * them (check.h's counters are not for threads). */
+#include "check.h"
+#include <pthread.h>
+#include <unistd.h>
+
+#define THREADS 4
+#define ROUNDS 40
+#define BIG (1 << 20)
+
+static int world_rank, world_size;
+
+/* --- a receive, a probe and a wait served by a later send of another thread --- */
+
+struct later {
+    int got[3];     /* the values received by the receive, the probe's receive, the waitall */
+    int probed_tag; /* the tag MPI_Probe reported */
+    int rc;         /* the first error code */
+};
+
+static void *receive_from_self(void *arg)
+{
+    struct later *l = arg;
+    MPI_Status status;
+    int rc = MPI_Recv(&l->got[0], 1, MPI_INT, world_rank, 11, MPI_COMM_WORLD, &status);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Probe(MPI_ANY_SOURCE, 12, MPI_COMM_WORLD, &status);
+    if (rc == MPI_SUCCESS) {
+        l->probed_tag = status.MPI_TAG;
+        rc = MPI_Recv(&l->got[1], 1, MPI_INT, status.MPI_SOURCE, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (rc == MPI_SUCCESS) {
+        MPI_Request r;
+        rc = MPI_Irecv(&l->got[2], 1, MPI_INT, world_rank, 13, MPI_COMM_WORLD, &r);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Waitall(1, &r, MPI_STATUSES_IGNORE);
+    }
+    l->rc = rc;
+    return NULL;
+}
+
+static void check_served_by_later_send(void)
+{
+    struct later l = {{-1, -1, -1}, -1, MPI_SUCCESS};
+    pthread_t t;
+    pthread_create(&t, NULL, receive_from_self, &l);
+    for (int tag = 11; tag <= 13; tag++) {
+        usleep(20000); /* the other thread is blocked by now, most likely */
+        int value = 1000 * tag + world_rank;
+        CHECK_MPI(MPI_Send(&value, 1, MPI_INT, world_rank, tag, MPI_COMM_WORLD));
+    }
+    pthread_join(t, NULL);
+    CHECK_INT(MPI_SUCCESS, l.rc, "the receiving thread's calls");
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(1000 * (11 + i) + world_rank, l.got[i], "value received by the other thread, tag %d", 11 + i);
+    CHECK_INT(12, l.probed_tag, "tag seen by MPI_Probe in the other thread");
+}
+
+/* --- threads exchanging with the partner rank at once --- */
+
+struct exchange {
+    int thread;
+    int mismatches; /* elements received wrong */
+    int rc;
+    long first_bad; /* the round of the first wrong message, -1 if none */
+};
+
+static int value_of(int rank, int thread, int round, int i)
+{
+    return rank * 1000003 + thread * 10007 + round * 101 + i;
+}
+
+static void *exchange_with_partner(void *arg)
+{
+    struct exchange *x = arg;
+    int partner = world_rank ^ 1;
+    if (partner >= world_size)
+        partner = world_rank;
+    int *out = malloc(BIG), *in = malloc(BIG);
+    for (int round = 0; round < ROUNDS && x->rc == MPI_SUCCESS; round++) {
+        /* Small, medium and large messages in turn. */
+        int n = round % 3 == 0 ? 1 : round % 3 == 1 ? 2000 : BIG / (int)sizeof(int);
+        int tag = 100 + x->thread;
+        for (int i = 0; i < n; i++)
+            out[i] = value_of(world_rank, x->thread, round, i);
+        MPI_Status status;
+        int rc;
+        if (partner == world_rank)
+            rc = MPI_Sendrecv(out, n, MPI_INT, partner, tag, in, n, MPI_INT, partner, tag, MPI_COMM_WORLD, &status);
+        else if (world_rank % 2 == 0) {
+            rc = MPI_Send(out, n, MPI_INT, partner, tag, MPI_COMM_WORLD);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(in, n, MPI_INT, partner, tag, MPI_COMM_WORLD, &status);
+        } else {
+            rc = MPI_Recv(in, n, MPI_INT, partner, tag, MPI_COMM_WORLD, &status);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Ssend(out, n, MPI_INT, partner, tag, MPI_COMM_WORLD);
+        }
+        x->rc = rc;
+        if (rc != MPI_SUCCESS)
+            break;
+        for (int i = 0; i < n; i++)
+            if (in[i] != value_of(partner, x->thread, round, i)) {
+                x->mismatches++;
+                if (x->first_bad < 0)
+                    x->first_bad = round;
+            }
+    }
+    free(out);
+    free(in);
+    return NULL;
+}
+
+static void check_exchanges(void)
+{
+    pthread_t t[THREADS];
+    struct exchange x[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        x[i] = (struct exchange){i, 0, MPI_SUCCESS, -1};
+        pthread_create(&t[i], NULL, exchange_with_partner, &x[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(MPI_SUCCESS, x[i].rc, "thread %d's sends and receives", i);
+        CHECK_INT(0, x[i].mismatches, "elements received wrong by thread %d (first in round %ld)", i, x[i].first_bad);
+    }
+}
+
+/* --- collectives at once on duplicates, in a different order per rank --- */
+
+struct collectives {
+    MPI_Comm comm;
+    int thread;
+    int wrong; /* results found wrong */
+    int rc;
+};
+
+static void *run_collectives(void *arg)
+{
+    struct collectives *c = arg;
+    int size;
+    MPI_Comm_size(c->comm, &size);
+    for (int round = 0; round < ROUNDS && c->rc == MPI_SUCCESS; round++) {
+        /* Stagger the threads differently on each rank. */
+        if ((world_rank + c->thread + round) % 3 == 0)
+            usleep(200);
+        long mine[3] = {world_rank, round, c->thread}, sums[3] = {0, 0, 0};
+        int rc = MPI_Allreduce(mine, sums, 3, MPI_LONG, MPI_SUM, c->comm);
+        if (rc == MPI_SUCCESS) {
+            long n = size;
+            c->wrong += sums[0] != n * (n - 1) / 2 || sums[1] != n * round || sums[2] != n * c->thread;
+            int root = round % size, word = world_rank == root ? round * 7 + c->thread : -1;
+            rc = MPI_Bcast(&word, 1, MPI_INT, root, c->comm);
+            c->wrong += word != round * 7 + c->thread;
+        }
+        if (rc == MPI_SUCCESS) {
+            int *all = malloc(sizeof(int) * size);
+            int me = world_rank * 10 + c->thread;
+            rc = MPI_Allgather(&me, 1, MPI_INT, all, 1, MPI_INT, c->comm);
+            for (int r = 0; rc == MPI_SUCCESS && r < size; r++)
+                c->wrong += all[r] != r * 10 + c->thread;
+            free(all);
+        }
+        if (rc == MPI_SUCCESS && round % 8 == 0)
+            rc = MPI_Barrier(c->comm);
+        c->rc = rc;
+    }
+    return NULL;
+}
+
+static void check_concurrent_collectives(void)
+{
+    pthread_t t[THREADS];
+    struct collectives c[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        c[i] = (struct collectives){MPI_COMM_NULL, i, 0, MPI_SUCCESS};
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c[i].comm));
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, run_collectives, &c[i]);
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(MPI_SUCCESS, c[i].rc, "thread %d's collectives", i);
+        CHECK_INT(0, c[i].wrong, "collective results found wrong by thread %d", i);
+        CHECK_MPI(MPI_Comm_free(&c[i].comm));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int provided = -1;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "FAIL threads: MPI_Init_thread failed\n");
+        return 1;
+    }
+    check_start("threads");
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    CHECK_INT(MPI_THREAD_MULTIPLE, provided, "MPI_Init_thread(MPI_THREAD_MULTIPLE) provided");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (provided == MPI_THREAD_MULTIPLE) {
+        check_served_by_later_send();
+        check_exchanges();
+        check_concurrent_collectives();
+    }
+    return check_finish();
+}
