@@ -235,6 +235,24 @@ impl Communicator {
         self.handled("split", split)
     }
 
+    /// [`split`](Self::split) for the runtime's own communicators (the MPI
+    /// library's `MPI_COMM_SELF`): traced with no call site, as
+    /// [`dup_for_runtime`](Self::dup_for_runtime).
+    pub fn split_for_runtime(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
+        let split = self.split_from(self.span_without_site(), color, key);
+        self.handled("split", split)
+    }
+
+    /// The largest of every rank's `value`, untraced: an agreement the
+    /// runtime makes for itself (the MPI library's thread levels).
+    /// Collective.
+    pub fn max_for_runtime(&self, value: u64) -> Result<u64> {
+        self.live()?;
+        let table = crate::internal::allgather_words(self, &[value], |_| {});
+        let max = table.map(|table| table.iter().map(|words| words[0]).max().unwrap_or(value));
+        self.handled("max_for_runtime", max)
+    }
+
     fn split_from(&self, span: crate::trace::Span, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx();

@@ -17,7 +17,9 @@ use grappe_proto::{RecvTarget, RequestId, Started, Status};
 use crate::handlers::{fatal, handled_by};
 use crate::p2p::check_elements;
 use crate::selectors::{Source, Tag};
-use crate::trace::{Span, Traced, delivered, failed_call, trace_completion, trace_failed_completion, traced_span};
+use crate::trace::{
+    BlockingCall, Span, Traced, delivered, failed_call, trace_completion, trace_failed_completion, traced_span,
+};
 use crate::{Buffer, BufferMut, Communicator, ErrorHandler, RankContext};
 use grappe_trace::EventKind;
 
@@ -64,6 +66,9 @@ pub struct Request<'scope> {
     errors: ErrorHandler,
     /// Set when the rank records a trace.
     traced: Option<Box<Traced>>,
+    /// Set for a request that stands for a blocking call, when the rank
+    /// records a trace: recorded as that call once it completes.
+    collective: Option<Box<BlockingCall>>,
     /// The tag the status reports, for a claimed message (see
     /// [`Communicator::imrecv`]), whose receive matched it by its claim.
     tag: Option<i32>,
@@ -142,8 +147,42 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'scope>> {
         let span = self.span();
-        let request = self.start_send(span, scope, buf.bytes(), dest, tag, false);
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, false, false);
         self.handled("isend", request)
+    }
+
+    /// Starts the send of a blocking call that waits for the request
+    /// itself (grappe's MPI library under `MPI_THREAD_MULTIPLE`: `sync`
+    /// for `MPI_Ssend`). A traced rank records it, once the request
+    /// completes, as the blocking send it stands for.
+    #[track_caller]
+    pub fn isend_for_blocking_call<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope [u8],
+        dest: usize,
+        tag: i32,
+        sync: bool,
+    ) -> Result<Request<'scope>> {
+        let span = self.span();
+        let request = self.start_send(span, scope, buf, dest, tag, sync, true);
+        self.handled("send", request)
+    }
+
+    /// Starts the receive of a blocking call that waits for the request
+    /// itself, as [`isend_for_blocking_call`](Self::isend_for_blocking_call)
+    /// does a send's.
+    #[track_caller]
+    pub fn irecv_for_blocking_call<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope mut [u8],
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request<'scope>> {
+        let span = self.span();
+        let request = self.start_recv(span, scope, buf, 1, src.into(), tag.into(), true);
+        self.handled("recv", request)
     }
 
     /// Starts a synchronous send (MPI's `MPI_Issend`): it completes once
@@ -157,10 +196,12 @@ impl Communicator {
         tag: i32,
     ) -> Result<Request<'scope>> {
         let span = self.span();
-        let request = self.start_send(span, scope, buf.bytes(), dest, tag, true);
+        let request = self.start_send(span, scope, buf.bytes(), dest, tag, true, false);
         self.handled("issend", request)
     }
 
+    /// `blocking`: for a blocking call (see `isend_for_blocking_call`).
+    #[allow(clippy::too_many_arguments)]
     fn start_send<'scope>(
         &self,
         span: Span,
@@ -169,6 +210,7 @@ impl Communicator {
         dest: usize,
         tag: i32,
         sync: bool,
+        blocking: bool,
     ) -> Result<Request<'scope>> {
         let world = self.check_dest(dest, tag)?;
         let inner = self.live()?;
@@ -184,6 +226,10 @@ impl Communicator {
             }
         }?;
         drop(engine);
+        if blocking {
+            let call = BlockingCall::send(self, span, dest, tag, bytes.len());
+            return Ok(scope.track(Ok(started), 0, self.error_handler(), None).record_as(call));
+        }
         let traced = self.trace_isend(span, dest, tag, bytes.len());
         Ok(scope.track(Ok(started), 0, self.error_handler(), traced))
     }
@@ -199,10 +245,12 @@ impl Communicator {
     ) -> Result<Request<'scope>> {
         let span = self.span();
         let elem = buf.elem_size();
-        let request = self.start_recv(span, scope, buf.bytes_mut(), elem, src.into(), tag.into());
+        let request = self.start_recv(span, scope, buf.bytes_mut(), elem, src.into(), tag.into(), false);
         self.handled("irecv", request)
     }
 
+    /// `blocking`: for a blocking call (see `irecv_for_blocking_call`).
+    #[allow(clippy::too_many_arguments)]
     fn start_recv<'scope>(
         &self,
         span: Span,
@@ -211,6 +259,7 @@ impl Communicator {
         elem: usize,
         source: Source,
         selector: Tag,
+        blocking: bool,
     ) -> Result<Request<'scope>> {
         let (src, tag) = self.check_recv(source, selector)?;
         self.live()?;
@@ -223,6 +272,16 @@ impl Communicator {
             Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
             Err(e) => return Err(e.into()),
         };
+        if blocking {
+            // Whether the message was here as the receive started: the
+            // `arrived` flag of a blocking receive's record.
+            let arrived = match &started {
+                Ok(Started::Pending(id)) => scope.rank_ctx.engine().arrived_by_now(*id).unwrap_or(false),
+                _ => true,
+            };
+            let call = BlockingCall::recv(self, span, source, selector, arrived);
+            return Ok(scope.track(started, elem, self.error_handler(), None).record_as(call));
+        }
         let traced = self.trace_irecv(span, source, selector);
         Ok(scope.track(started, elem, self.error_handler(), traced))
     }
@@ -263,7 +322,16 @@ impl<'scope> Scope<'scope, '_> {
                 State::Pending(id)
             }
         };
-        Request { rank_ctx: &self.rank_ctx, pending: &self.pending, state, elem, errors, traced, tag: None }
+        Request {
+            rank_ctx: &self.rank_ctx,
+            pending: &self.pending,
+            state,
+            elem,
+            errors,
+            traced,
+            collective: None,
+            tag: None,
+        }
     }
 
     /// Tracks the receive of a claimed message, whose status reports `tag`.
@@ -322,7 +390,16 @@ impl Request<'_> {
             }
         }
         let status = status.and_then(|status| check_elements(status, self.elem));
+        if let Some(call) = self.collective.take() {
+            call.ended(&status);
+        }
         handled_by(self.errors, self.rank_ctx, "wait", status)
+    }
+
+    /// Marks a request that stands for a blocking call (see [`BlockingCall`]).
+    pub(crate) fn record_as(mut self, call: Option<Box<BlockingCall>>) -> Self {
+        self.collective = call;
+        self
     }
 
     #[track_caller]
@@ -376,6 +453,11 @@ impl Request<'_> {
         let status = status.map(|status| self.own_tag(status));
         if let Some(traced) = &self.traced {
             trace_completion(traced, span, EventKind::Test, status, arrived);
+        }
+        if status.is_some()
+            && let Some(call) = self.collective.take()
+        {
+            call.ended(&Ok(status.expect("checked")));
         }
         status.map(|s| check_elements(s, self.elem)).transpose()
     }

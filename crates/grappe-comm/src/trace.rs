@@ -29,7 +29,40 @@ use crate::selectors::{Source, Tag};
 /// A traced call in progress, if tracing is on: its start date and the
 /// program's call site (`None` for calls the runtime makes itself).
 #[derive(Clone, Copy)]
-pub(crate) struct Span(Option<(u64, Option<&'static Location<'static>>)>);
+pub(crate) struct Span(Option<(u64, Option<CallSite>)>);
+
+/// Where the program made a traced call.
+#[derive(Clone, Copy)]
+pub(crate) enum CallSite {
+    /// A Rust program's source location.
+    Rust(&'static Location<'static>),
+    /// The return address of a call into grappe's MPI library from another
+    /// language (see [`set_foreign_caller`]).
+    Code(usize),
+}
+
+impl CallSite {
+    /// The site's string id in the trace.
+    fn id(self, rec: &mut Recorder) -> u32 {
+        match self {
+            CallSite::Rust(location) => rec.site(location),
+            CallSite::Code(address) => rec.code_site(address),
+        }
+    }
+}
+
+thread_local! {
+    static FOREIGN_CALLER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// For grappe's MPI library: the return address of the C (or Fortran,
+/// Python...) call into it under way on this thread, 0 once it is over.
+/// Traced calls made meanwhile record it as their site, in place of the
+/// library's own Rust location; the trace tools turn it into the caller's
+/// file and line.
+pub fn set_foreign_caller(address: usize) {
+    FOREIGN_CALLER.set(address);
+}
 
 impl Span {
     /// The span of a call made while tracing is off.
@@ -51,9 +84,16 @@ impl Communicator {
     #[inline(always)]
     #[track_caller]
     pub(crate) fn span(&self) -> Span {
-        let site = Location::caller();
+        let location = Location::caller();
         let ctx = self.rank_context();
-        Span(if ctx.tracing() { Some((ctx.trace_now(), Some(site))) } else { None })
+        if !ctx.tracing() {
+            return Span::OFF;
+        }
+        let site = match FOREIGN_CALLER.get() {
+            0 => CallSite::Rust(location),
+            address => CallSite::Code(address),
+        };
+        Span(Some((ctx.trace_now(), Some(site))))
     }
 
     /// Starts a traced call the runtime makes on its own (init, finalize,
@@ -77,7 +117,7 @@ impl Communicator {
     fn trace_record(
         &self,
         start: u64,
-        site: Option<&'static Location<'static>>,
+        site: Option<CallSite>,
         kind: EventKind,
         fill: impl FnOnce(&mut Recorder, &mut RawEvent),
     ) {
@@ -85,7 +125,7 @@ impl Communicator {
         debug_assert_eq!(recording_of(kind), Recording::Call, "{kind:?} is recorded as a call");
         let mut rec = self.rank_context().recorder();
         let end = rec.now();
-        let site = site.map_or(0, |location| rec.site(location));
+        let site = site.map_or(0, |site| site.id(&mut rec));
         let mut raw = RawEvent { start, end, kind: kind.id(), c: self.p2p_ctx(), site, ..RawEvent::default() };
         fill(&mut rec, &mut raw);
         rec.record(raw);
@@ -147,7 +187,7 @@ impl Communicator {
         let dest_world = self.trace_rank(dest);
         let mut rec = self.rank_context().recorder();
         let (end, c) = (rec.now(), self.p2p_ctx());
-        let site = site.map_or(0, |location| rec.site(location));
+        let site = site.map_or(0, |site| site.id(&mut rec));
         let seq = if failed_send { SEND_FAILED } else { rec.next_send_seq(dest_world) };
         let send = RawEvent {
             start,
@@ -589,5 +629,108 @@ fn received(done: &Result<Completion>) -> Option<(Status, bool)> {
     match done {
         Ok(done) => Some((done.status, done.arrived)),
         Err(e) => delivered(Err(e)).map(|status| (status, false)),
+    }
+}
+
+/// A request that stands for a blocking call (grappe's MPI library runs
+/// blocking calls as requests under `MPI_THREAD_MULTIPLE`): recorded as
+/// the call it is, from its start to its completion, once it completes.
+pub(crate) struct BlockingCall {
+    comm: Communicator,
+    span: Span,
+    what: Blocking,
+}
+
+enum Blocking {
+    Collective {
+        kind: CollectiveKind,
+        root: Option<usize>,
+        bytes: usize,
+    },
+    /// `seq`: the send's number towards `world`, taken as it was posted.
+    Send {
+        world: u32,
+        tag: i32,
+        bytes: usize,
+        seq: u64,
+    },
+    Recv {
+        src: Source,
+        tag: Tag,
+        arrived: bool,
+    },
+}
+
+impl BlockingCall {
+    /// A collective call that starts now; `None` when the rank records no trace.
+    #[track_caller]
+    pub(crate) fn collective(
+        comm: &Communicator,
+        kind: CollectiveKind,
+        root: Option<usize>,
+        bytes: usize,
+    ) -> Option<Box<BlockingCall>> {
+        let span = comm.span();
+        BlockingCall::new(comm, span, Blocking::Collective { kind, root, bytes })
+    }
+
+    /// A send of `bytes` to `dest`, posted just now, in the call that
+    /// started at `span`.
+    pub(crate) fn send(
+        comm: &Communicator,
+        span: Span,
+        dest: usize,
+        tag: i32,
+        bytes: usize,
+    ) -> Option<Box<BlockingCall>> {
+        if !span.is_on() {
+            return None;
+        }
+        let world = comm.trace_rank(dest);
+        let seq = comm.rank_context().recorder().next_send_seq(world);
+        BlockingCall::new(comm, span, Blocking::Send { world, tag, bytes, seq })
+    }
+
+    /// A receive posted just now, in the call that started at `span`.
+    pub(crate) fn recv(
+        comm: &Communicator,
+        span: Span,
+        src: Source,
+        tag: Tag,
+        arrived: bool,
+    ) -> Option<Box<BlockingCall>> {
+        BlockingCall::new(comm, span, Blocking::Recv { src, tag, arrived })
+    }
+
+    fn new(comm: &Communicator, span: Span, what: Blocking) -> Option<Box<BlockingCall>> {
+        span.is_on().then(|| Box::new(BlockingCall { comm: comm.clone(), span, what }))
+    }
+
+    /// Records the call, which ended as `outcome` (an error that is not a
+    /// failed call, see [`failed_call`], leaves it unrecorded, as it
+    /// leaves the blocking calls' records).
+    pub(crate) fn ended(self, outcome: &Result<Status>) {
+        let (comm, span) = (&self.comm, self.span);
+        match self.what {
+            Blocking::Collective { kind, root, bytes } => match outcome {
+                Ok(_) => comm.trace_collective(span, kind, root, bytes, 0),
+                Err(e) if failed_call(e) => comm.trace_collective(span, kind, root, bytes, FAILED),
+                Err(_) => {}
+            },
+            Blocking::Send { world, tag, bytes, seq } => {
+                let seq = match outcome {
+                    Ok(_) => seq,
+                    Err(e) if failed_call(e) => SEND_FAILED,
+                    Err(_) => return,
+                };
+                comm.trace_end(span, EventKind::Send, |_, raw| {
+                    (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, seq);
+                });
+            }
+            Blocking::Recv { src, tag, arrived } => match outcome {
+                Err(e) if delivered(Err(e)).is_none() && failed_call(e) => comm.trace_failed_recv(span, src, tag),
+                _ => comm.trace_recv(span, &outcome.as_ref().map(|s| *s).map_err(|e| e.repeat()), arrived),
+            },
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result, code_for};
@@ -13,7 +14,12 @@ use crate::state;
 /// code if its handler returns errors; ends the job if its handler is
 /// fatal.
 pub fn enter(name: &'static str, body: impl FnOnce() -> Result<()>) -> c_int {
-    let error = match catch_unwind(AssertUnwindSafe(body)) {
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    if SITES_WANTED.load(Ordering::Relaxed) {
+        // The call is over: what the runtime records next is not its.
+        grappe_comm::set_foreign_caller(0);
+    }
+    let error = match outcome {
         Ok(Ok(())) => return abi::SUCCESS,
         Ok(Err(error)) => error,
         Err(panic) => MpiError::new(class::INTERN, format!("internal error in grappe: {}", panic_text(&panic))),
@@ -78,17 +84,104 @@ macro_rules! weak_alias {
     };
 }
 
+/// Whether calls note their caller's return address for the trace (set
+/// at init when the rank records a trace): read by each function's entry
+/// ([`mpi_fn!`]), in assembly.
+#[doc(hidden)]
+pub static SITES_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// Notes the return address of the MPI call under way on this thread, as
+/// the site its trace records name (see `grappe_comm::set_foreign_caller`).
+#[doc(hidden)]
+pub extern "C" fn note_caller(address: usize) {
+    grappe_comm::set_foreign_caller(address);
+}
+
 /// Defines MPI function `MPI_name` (as `PMPI_name` and its weak alias):
 /// its arguments, and a body that returns `Result<()>`, run by [`enter`].
+///
+/// The body is the function `PMPI_name::body`. On x86-64 `PMPI_name`
+/// itself is a few instructions of assembly in front of it: Rust cannot
+/// read its own return address, which traces record as the C caller's
+/// site, and the instructions can before jumping to the body (with the
+/// caller's arguments untouched, so that the body returns straight to the
+/// caller). When no trace is recorded they cost a load and a branch.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! mpi_fn {
     ($(#[$doc:meta])* fn $name:ident / $pname:ident ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$doc])*
+        #[allow(non_snake_case)]
+        pub mod $pname {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The function's body (see `mpi_fn!`).
+            #[allow(clippy::missing_safety_doc)]
+            pub unsafe extern "C" fn body($($arg: $ty),*) -> std::ffi::c_int {
+                $crate::call::enter(stringify!($name), move || $body)
+            }
+        }
+        $crate::entry!($name, $pname, ($($arg: $ty),*));
+    };
+}
+
+/// The exported `PMPI_name`, which notes its caller for traces, then
+/// jumps to `PMPI_name::body`, and the weak alias `MPI_name`.
+#[cfg(target_arch = "x86_64")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! entry {
+    ($name:ident, $pname:ident, ($($arg:ident : $ty:ty),*)) => {
+        // Keeps the six argument registers across the call that notes the
+        // caller (no MPI function takes floating-point arguments); the
+        // seventh word keeps the stack 16-byte aligned for that call.
+        core::arch::global_asm!(
+            concat!(".globl ", stringify!($pname)),
+            concat!(".type ", stringify!($pname), ",@function"),
+            concat!(stringify!($pname), ":"),
+            ".cfi_startproc",
+            "cmp byte ptr [rip + {wanted}], 0",
+            "je {body}",
+            "push rdi", ".cfi_adjust_cfa_offset 8",
+            "push rsi", ".cfi_adjust_cfa_offset 8",
+            "push rdx", ".cfi_adjust_cfa_offset 8",
+            "push rcx", ".cfi_adjust_cfa_offset 8",
+            "push r8", ".cfi_adjust_cfa_offset 8",
+            "push r9", ".cfi_adjust_cfa_offset 8",
+            "mov rdi, [rsp + 48]",
+            "sub rsp, 8", ".cfi_adjust_cfa_offset 8",
+            "call {note}",
+            "add rsp, 8", ".cfi_adjust_cfa_offset -8",
+            "pop r9", ".cfi_adjust_cfa_offset -8",
+            "pop r8", ".cfi_adjust_cfa_offset -8",
+            "pop rcx", ".cfi_adjust_cfa_offset -8",
+            "pop rdx", ".cfi_adjust_cfa_offset -8",
+            "pop rsi", ".cfi_adjust_cfa_offset -8",
+            "pop rdi", ".cfi_adjust_cfa_offset -8",
+            "jmp {body}",
+            ".cfi_endproc",
+            concat!(".size ", stringify!($pname), ", . - ", stringify!($pname)),
+            concat!(".weak ", stringify!($name)),
+            concat!(".set ", stringify!($name), ", ", stringify!($pname)),
+            wanted = sym $crate::call::SITES_WANTED,
+            note = sym $crate::call::note_caller,
+            body = sym $pname::body,
+        );
+    };
+}
+
+/// Elsewhere `PMPI_name` calls its body, and traces name no C caller.
+#[cfg(not(target_arch = "x86_64"))]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! entry {
+    ($name:ident, $pname:ident, ($($arg:ident : $ty:ty),*)) => {
         #[unsafe(no_mangle)]
         #[allow(clippy::missing_safety_doc)]
         pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
-            $crate::call::enter(stringify!($name), move || $body)
+            // SAFETY: the caller's promises are the body's.
+            unsafe { $pname::body($($arg),*) }
         }
         $crate::weak_alias!($name, $pname);
     };

@@ -80,7 +80,12 @@ fn mpich_built_c_tests_pass_on_grappe_s_library_under_srun() {
 fn compile_with_mpich(name: &str, dir: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
     let binary = dir.join(name);
-    let output = Command::new("mpicc.mpich").arg("-o").arg(&binary).arg(&source).output().expect("mpicc.mpich runs");
+    let output = Command::new("mpicc.mpich")
+        .args(["-g", "-O2", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .output()
+        .expect("mpicc.mpich runs");
     assert!(output.status.success(), "mpicc.mpich {name}.c:\n{}", describe(&output));
     binary
 }
@@ -93,6 +98,50 @@ fn run_on_grappe(prefix: &Path, n: usize, program: &[&str], extra_env: &[(&str, 
         command.env(k, v);
     }
     run_bounded(command, Duration::from_secs(120))
+}
+
+/// The line of `source` that holds `marker`, 1-based.
+fn line_of(source: &str, marker: &str) -> usize {
+    source.lines().position(|line| line.contains(marker)).unwrap_or_else(|| panic!("no {marker:?} in the source")) + 1
+}
+
+/// A traced C program's calls are recorded at its own lines: each call
+/// notes its return address, which the trace tools resolve from the
+/// program's debug information. At every thread level: under
+/// `MPI_THREAD_MULTIPLE` blocking calls run as requests, and are still
+/// recorded as the blocking calls they are.
+#[test]
+fn a_traced_c_program_s_calls_are_recorded_at_its_own_lines() {
+    let prefix = installed();
+    let dir = scratch("traced-sites");
+    let binary = compile_with_mpich("traced_sites", &dir);
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/traced_sites.c")).unwrap();
+    for level in ["single", "multiple"] {
+        let trace = dir.join(format!("trace-{level}"));
+        let program = ["--trace", trace.to_str().unwrap(), binary.to_str().unwrap()];
+        let output = run_on_grappe(&prefix, 2, &program, &[("GRAPPE_MPI_THREAD_LEVEL", level)]);
+        assert!(output.status.success(), "traced_sites at {level}:\n{}", describe(&output));
+        let mut profile = Command::new(grappe());
+        profile.args(["trace", "profile", "--json"]).arg(&trace);
+        let profile = run_bounded(profile, Duration::from_secs(60));
+        assert!(profile.status.success(), "grappe trace profile:\n{}", describe(&profile));
+        let json: serde_json::Value = serde_json::from_slice(&profile.stdout).expect("the profile is JSON");
+        let sites: Vec<(String, String)> = json["sites"]
+            .as_array()
+            .expect("a list of sites")
+            .iter()
+            .map(|s| (s["call"].as_str().unwrap_or("").to_owned(), s["site"].as_str().unwrap_or("").to_owned()))
+            .collect();
+        for call in ["send", "recv", "allreduce", "barrier"] {
+            let line = line_of(&source, &format!("/* site: {call} */"));
+            let at: Vec<&String> = sites.iter().filter(|(c, _)| c == call).map(|(_, site)| site).collect();
+            let expected = format!("traced_sites.c:{line}:");
+            assert!(
+                !at.is_empty() && at.iter().all(|site| site.contains(&expected)),
+                "at {level}: {call} recorded at {at:?}, expected at {expected}; every site: {sites:?}"
+            );
+        }
+    }
 }
 
 #[test]

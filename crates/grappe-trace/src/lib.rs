@@ -9,6 +9,7 @@
 
 pub mod alpha;
 pub mod clock;
+pub mod code_site;
 pub mod event;
 mod file_definitions;
 pub mod format;

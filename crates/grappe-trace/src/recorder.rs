@@ -427,6 +427,33 @@ impl Recorder {
         site
     }
 
+    /// The `site` slot of a call made from machine code at return address
+    /// `address` (a C program's call into grappe's MPI library, see
+    /// [`crate::code_site`]). On the hot path as [`site`](Self::site).
+    #[inline]
+    pub fn code_site(&mut self, address: usize) -> u32 {
+        match self.recent_sites.get(address) {
+            Some(site) => site,
+            None => self.code_site_miss(address),
+        }
+    }
+
+    #[cold]
+    fn code_site_miss(&mut self, address: usize) -> u32 {
+        // Keyed with the locations: a return address is in code, a
+        // location in read-only data, so the two never meet.
+        let id = match self.locations.get(&address) {
+            Some(&id) => id,
+            None => {
+                let id = self.intern(&crate::code_site::text_of(address));
+                self.locations.insert(address, id);
+                id
+            }
+        };
+        self.recent_sites.insert(address, id + 1);
+        id + 1
+    }
+
     /// The id of a member list (communicator members).
     pub fn members(&mut self, members: &[u32]) -> u64 {
         let id = self.next_members;

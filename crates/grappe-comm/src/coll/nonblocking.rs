@@ -33,7 +33,9 @@ use std::sync::Arc;
 use grappe_proto::{BufferId, Schedule};
 
 use crate::scope::{Request, Scope};
+use crate::trace::BlockingCall;
 use crate::{Communicator, Error, Result, SizeProblem};
+use grappe_trace::CollectiveKind;
 
 /// A reduction of packed elements: `inout = input ∘ inout`, `input`
 /// holding the contribution of the lower ranks (the convention of MPI's
@@ -76,6 +78,34 @@ pub enum NonBlocking {
 }
 
 impl NonBlocking {
+    /// The root, for the collectives that have one.
+    fn root(&self) -> Option<usize> {
+        match self {
+            NonBlocking::Bcast { root, .. }
+            | NonBlocking::Reduce { root, .. }
+            | NonBlocking::Gather { root, .. }
+            | NonBlocking::Scatter { root, .. } => Some(*root),
+            _ => None,
+        }
+    }
+
+    /// The bytes a trace record of the collective counts: what this rank
+    /// gives (a scatter: what it gets), as the blocking collectives count.
+    fn bytes(&self) -> usize {
+        match self {
+            NonBlocking::Barrier => 0,
+            NonBlocking::Scatter { mine, .. } => *mine,
+            NonBlocking::Bcast { data, .. }
+            | NonBlocking::Reduce { data, .. }
+            | NonBlocking::Allreduce { data, .. }
+            | NonBlocking::Gather { data, .. }
+            | NonBlocking::Allgather { data, .. }
+            | NonBlocking::Alltoall { data, .. }
+            | NonBlocking::ReduceScatter { data, .. }
+            | NonBlocking::Scan { data, .. } => data.len(),
+        }
+    }
+
     /// MPI's name of the collective, for errors.
     fn name(&self) -> &'static str {
         match self {
@@ -113,13 +143,20 @@ impl Communicator {
     /// apart from those of non-blocking collectives, so that the two kinds
     /// need not come in the same order on every rank (MPI asks it of
     /// programs; MPICH, with different algorithms for each, lets it go).
+    ///
+    /// A traced rank records the request, once it completes, as the
+    /// collective call `kind` (its blocking form's record).
+    #[track_caller]
     pub fn start_blocking_collective<'scope>(
         &self,
         scope: &'scope Scope<'scope, '_>,
         what: NonBlocking,
         deliver: Deliver,
+        kind: CollectiveKind,
     ) -> Result<Request<'scope>> {
-        self.start_collective_for(Caller::Blocking, scope, what, deliver)
+        let call = BlockingCall::collective(self, kind, what.root(), what.bytes());
+        let request = self.start_collective_for(Caller::Blocking, scope, what, deliver);
+        request.map(|request| request.record_as(call))
     }
 
     fn start_collective_for<'scope>(

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
-use grappe_comm::Communicator;
+use grappe_comm::{CollectiveKind, Communicator};
 use grappe_comm::{Deliver, Operation};
 
 use crate::abi::{self, class};
@@ -142,7 +142,7 @@ mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
         if waiting::collectives_as_requests() {
-            return icoll::start_barrier("MPI_Barrier", comm, Start::Blocking);
+            return icoll::start_barrier("MPI_Barrier", comm, Start::Blocking(CollectiveKind::Barrier));
         }
         on_comm("MPI_Barrier", comm, |c| c.barrier().map_err(engine))
     }
@@ -152,7 +152,7 @@ mpi_fn! {
     /// `MPI_Bcast`.
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
         if waiting::collectives_as_requests() {
-            return icoll::start_bcast("MPI_Bcast", buffer, count, datatype, root, comm, Start::Blocking);
+            return icoll::start_bcast("MPI_Bcast", buffer, count, datatype, root, comm, Start::Blocking(CollectiveKind::Bcast));
         }
         on_comm("MPI_Bcast", comm, |c| {
             let datatype = types::committed(datatype)?;
@@ -187,7 +187,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+            return icoll::start_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Gather));
         }
         on_comm("MPI_Gather", comm, |c| {
             let root = root_rank(root, c)?;
@@ -227,7 +227,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking);
+            return icoll::start_gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking(CollectiveKind::Gatherv));
         }
         on_comm("MPI_Gatherv", comm, |c| {
             let root = root_rank(root, c)?;
@@ -268,7 +268,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+            return icoll::start_scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatter));
         }
         on_comm("MPI_Scatter", comm, |c| {
             let root = root_rank(root, c)?;
@@ -310,7 +310,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking);
+            return icoll::start_scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatterv));
         }
         on_comm("MPI_Scatterv", comm, |c| {
             let root = root_rank(root, c)?;
@@ -354,7 +354,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking);
+            return icoll::start_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Allgather));
         }
         on_comm("MPI_Allgather", comm, |c| {
             let recvtype = types::committed(recvtype)?;
@@ -386,7 +386,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_allgatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking);
+            return icoll::start_allgatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking(CollectiveKind::Allgatherv));
         }
         on_comm("MPI_Allgatherv", comm, |c| {
             let recvtype = types::committed(recvtype)?;
@@ -425,7 +425,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking);
+            return icoll::start_alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Alltoall));
         }
         on_comm("MPI_Alltoall", comm, |c| {
             let recvtype = types::committed(recvtype)?;
@@ -462,7 +462,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking);
+            return icoll::start_alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
         on_comm("MPI_Alltoallv", comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
@@ -686,7 +686,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking);
+            return icoll::start_alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
         on_comm("MPI_Alltoallw", comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
@@ -871,7 +871,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking);
+            return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking(CollectiveKind::Reduce));
         }
         let user = user_op(op)?;
         on_comm("MPI_Reduce", comm, |c| {
@@ -898,7 +898,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+            return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Allreduce));
         }
         let user = user_op(op)?;
         on_comm("MPI_Allreduce", comm, |c| {
@@ -918,7 +918,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::scan("MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+            return icoll::scan("MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Scan));
         }
         let user = user_op(op)?;
         on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, (op, user)))
@@ -936,7 +936,7 @@ mpi_fn! {
         comm: c_int,
     ) {
         if waiting::collectives_as_requests() {
-            return icoll::scan("MPI_Exscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking);
+            return icoll::scan("MPI_Exscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Exscan));
         }
         let user = user_op(op)?;
         on_comm("MPI_Exscan", comm, |c| {
@@ -958,7 +958,7 @@ mpi_fn! {
         if waiting::collectives_as_requests() {
             let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Reduce_scatter_block")? as c_int; c.size()]);
             let call = "MPI_Reduce_scatter_block";
-            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking);
+            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatterBlock));
         }
         let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter_block", comm, |c| {
@@ -983,7 +983,7 @@ mpi_fn! {
             // SAFETY: one count per rank, as MPI requires.
             let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
             let call = "MPI_Reduce_scatter";
-            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking);
+            return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatter));
         }
         let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter", comm, |c| {
@@ -1015,7 +1015,7 @@ mpi_fn! {
         let mut state = state::lock("MPI_Op_create")?;
         let handle = abi::direct_handle(abi::kind::OP, state.ops.insert((function, commute != 0)));
         // SAFETY: the caller's output argument.
-        unsafe { super::put(op, handle, "op") }
+        unsafe { crate::api::put(op, handle, "op") }
     }
 }
 
@@ -1023,7 +1023,7 @@ mpi_fn! {
     /// `MPI_Op_free`: the handle becomes `MPI_OP_NULL`.
     fn MPI_Op_free / PMPI_Op_free(op: *mut c_int) {
         // SAFETY: the caller's in-out argument.
-        let handle = unsafe { super::get(op, "op")? };
+        let handle = unsafe { crate::api::get(op, "op")? };
         let mut state = state::lock("MPI_Op_free")?;
         let slot = abi::direct_index(abi::kind::OP, handle).filter(|&slot| state.ops.get(slot).is_some());
         let Some(slot) = slot else {
@@ -1031,7 +1031,7 @@ mpi_fn! {
         };
         state.ops.remove(slot);
         // SAFETY: the caller's in-out argument.
-        unsafe { super::put(op, abi::OP_NULL, "op") }
+        unsafe { crate::api::put(op, abi::OP_NULL, "op") }
     }
 }
 
@@ -1046,7 +1046,7 @@ mpi_fn! {
             }
         };
         // SAFETY: the caller's output argument.
-        unsafe { super::put(commute, commutes as c_int, "commute") }
+        unsafe { crate::api::put(commute, commutes as c_int, "commute") }
     }
 }
 

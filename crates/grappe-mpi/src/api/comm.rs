@@ -44,7 +44,7 @@ mpi_fn! {
             state.comms.get_mut(slot).expect("just added").topology = topology;
             handle
         };
-        super::attr::copy_attrs(super::attr::Object::Comm(comm), super::attr::Object::Comm(handle))?;
+        crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(comm), crate::api::attr::Object::Comm(handle))?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
@@ -81,7 +81,7 @@ mpi_fn! {
         if state::lock("MPI_Comm_free")?.comm_slot(handle)? < 2 {
             return Err(MpiError::new(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
         }
-        super::attr::delete_all(super::attr::Object::Comm(handle))?;
+        crate::api::attr::delete_all(crate::api::attr::Object::Comm(handle))?;
         let mut state = state::lock("MPI_Comm_free")?;
         let slot = state.comm_slot(handle)?;
         let entry = state.comms.remove(slot).expect("checked by comm_slot");
@@ -185,7 +185,7 @@ fn get_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void, flag: *m
             abi::LASTUSEDCODE => crate::errors::LAST_USED_CODE.as_ptr(),
             abi::UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
             user => {
-                let found = super::attr::user_attr(&state, super::attr::Object::Comm(comm), user)?;
+                let found = crate::api::attr::user_attr(&state, crate::api::attr::Object::Comm(comm), user)?;
                 // SAFETY: the caller's output arguments; `value` is where
                 // MPI stores the attribute (a pointer).
                 unsafe {

@@ -75,7 +75,7 @@ fn init(required: c_int) -> Result<c_int> {
     };
     let world = rank.world().clone();
     world.set_error_handler(ErrorHandler::Return);
-    let me = world.split(Some(world.rank() as u32), 0)?.expect("every rank gives a color");
+    let me = world.split_for_runtime(Some(world.rank() as u32), 0)?.expect("every rank gives a color");
     let mut comms = Table::new();
     comms.insert(CommEntry::new(world.clone(), abi::ERRORS_ARE_FATAL, "MPI_COMM_WORLD"));
     comms.insert(CommEntry::new(me, abi::ERRORS_ARE_FATAL, "MPI_COMM_SELF"));
@@ -83,11 +83,12 @@ fn init(required: c_int) -> Result<c_int> {
     let thread_level = required.min(MAX_THREAD_LEVEL);
     // Whether any rank asked for MPI_THREAD_MULTIPLE decides, on every
     // rank alike, how blocking collectives run (see `waiting`).
-    let mut highest = [0i32];
-    world.allreduce(&[thread_level], &mut highest[..], grappe_comm::Max)?;
+    let highest = world.max_for_runtime(thread_level as u64)?;
     let multiple = thread_level == abi::THREAD_MULTIPLE;
-    crate::waiting::set_levels(multiple, highest[0] == abi::THREAD_MULTIPLE);
+    crate::waiting::set_levels(multiple, highest == abi::THREAD_MULTIPLE as u64);
     let bell = world.rank_context().engine().bell();
+    // A traced rank's calls note their C caller (see `mpi_fn!`).
+    crate::call::SITES_WANTED.store(world.rank_context().tracing(), std::sync::atomic::Ordering::Relaxed);
     state::install(State {
         runtime,
         rank: Some(rank),

@@ -15,7 +15,7 @@ use super::{get, put};
 fn check_handler(handler: c_int) -> Result<(), MpiError> {
     match handler {
         abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT => Ok(()),
-        user if super::user_handler(user).is_some() => Ok(()),
+        user if crate::api::user_handler(user).is_some() => Ok(()),
         abi::ERRHANDLER_NULL => Err(MpiError::new(class::ARG, "MPI_ERRHANDLER_NULL is not an error handler")),
         other => Err(MpiError::new(
             class::ARG,

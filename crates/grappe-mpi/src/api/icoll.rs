@@ -11,7 +11,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use grappe_comm::{Combine, Communicator, NonBlocking};
+use grappe_comm::{CollectiveKind, Combine, Communicator, NonBlocking};
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
@@ -33,7 +33,8 @@ use super::{count_of, outgoing, put};
 #[derive(Clone, Copy)]
 pub(super) enum Start {
     Request(*mut c_int),
-    Blocking,
+    /// The blocking collective of this kind (what a trace records).
+    Blocking(CollectiveKind),
 }
 
 /// Starts a collective on `comm` as a request, where `to` says: `build`
@@ -54,7 +55,7 @@ fn start(
     let (what, landing) = build(&communicator).map_err(|e| e.on(comm))?;
     let started = match to {
         Start::Request(_) => communicator.start_collective(state.scope, what, landing.deliver()),
-        Start::Blocking => communicator.start_blocking_collective(state.scope, what, landing.deliver()),
+        Start::Blocking(kind) => communicator.start_blocking_collective(state.scope, what, landing.deliver(), kind),
     };
     let started = started.map_err(|e| MpiError::from(e).on(comm))?;
     let entry = RequestEntry::Active { request: started, comm, keep: None, incoming: None };
@@ -64,7 +65,7 @@ fn start(
             // SAFETY: the caller's output argument, checked non-NULL.
             unsafe { put(request, handle, "request") }
         }
-        Start::Blocking => complete_outside(call, state, vec![entry]).map(|_| ()),
+        Start::Blocking(_) => complete_outside(call, state, vec![entry]).map(|_| ()),
     }
 }
 

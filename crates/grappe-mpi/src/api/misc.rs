@@ -168,8 +168,8 @@ pub(super) fn bsend_in(
         )
         .on(comm));
     }
-    let tag = super::send_tag(tag).map_err(on)?;
-    let Some(dest) = super::dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
+    let tag = crate::api::send_tag(tag).map_err(on)?;
+    let Some(dest) = crate::api::dest_rank(dest, &entry.comm).map_err(on)? else { return Ok(()) };
     // SAFETY: the copy is on the heap and kept with its request until it completes.
     let bytes: &'static [u8] = unsafe { &*(&*data as *const [u8]) };
     let request = entry.comm.isend(state.scope, bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))?;
@@ -262,7 +262,7 @@ mpi_fn! {
     /// `MPI_Errhandler_set` (MPI-1's `MPI_Comm_set_errhandler`).
     fn MPI_Errhandler_set / PMPI_Errhandler_set(comm: c_int, errhandler: c_int) {
         // SAFETY: plain values, as MPI_Comm_set_errhandler takes them.
-        match unsafe { super::errh::PMPI_Comm_set_errhandler(comm, errhandler) } {
+        match unsafe { crate::api::errh::PMPI_Comm_set_errhandler::body(comm, errhandler) } {
             abi::SUCCESS => Ok(()),
             code => Err(MpiError::new(crate::errors::class_of_code(code).unwrap_or(class::OTHER), crate::errors::string_of_code(code).unwrap_or_default())),
         }
@@ -283,7 +283,7 @@ mpi_fn! {
     fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info: *mut c_int) {
         state::lock("MPI_Comm_get_info")?.comm(comm)?;
         // SAFETY: the caller's output argument.
-        match unsafe { super::info::PMPI_Info_create(info) } {
+        match unsafe { crate::api::info::PMPI_Info_create::body(info) } {
             abi::SUCCESS => Ok(()),
             _ => Err(MpiError::new(class::OTHER, "MPI_Comm_get_info: cannot create the info object")),
         }

@@ -40,7 +40,8 @@ unsafe fn send(
     if waiting::multiple() {
         // SAFETY: as the caller promised; the buffer is used until the
         // request completes, before this returns.
-        let started = unsafe { isend(&mut state, call, sync, buf, count, datatype, dest, tag, comm)? };
+        let started =
+            unsafe { isend(&mut state, call, Posted::ForBlockingCall, sync, buf, count, datatype, dest, tag, comm)? };
         return complete_outside(call, state, vec![started]).map(|_| ());
     }
     let entry = state.comm(comm)?;
@@ -97,7 +98,7 @@ mpi_fn! {
         if waiting::multiple() {
             // SAFETY: MPI's rule for a receive buffer; it is used until
             // the request completes, before this returns.
-            let started = unsafe { irecv(&mut state, "MPI_Recv", buf, count, datatype, source, tag, comm)? };
+            let started = unsafe { irecv(&mut state, "MPI_Recv", Posted::ForBlockingCall, buf, count, datatype, source, tag, comm)? };
             let got = complete_outside("MPI_Recv", state, vec![started]).map(|mut got| got.remove(0));
             // SAFETY: the caller's status or MPI_STATUS_IGNORE.
             let got = unsafe { status_on_error(status, got)? };
@@ -144,8 +145,23 @@ unsafe fn sendrecv(
         // SAFETY: MPI's rules for the buffers, used until the requests
         // complete, before this returns.
         let started = unsafe {
-            let received = irecv(&mut state, call, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
-            vec![received, isend(&mut state, call, false, sendbuf, sendcount, sendtype, dest, sendtag, comm)?]
+            let received =
+                irecv(&mut state, call, Posted::ForBlockingCall, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+            vec![
+                received,
+                isend(
+                    &mut state,
+                    call,
+                    Posted::ForBlockingCall,
+                    false,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    dest,
+                    sendtag,
+                    comm,
+                )?,
+            ]
         };
         let got = complete_outside(call, state, started).map(|got| got[0]);
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
@@ -243,6 +259,16 @@ mpi_fn! {
     }
 }
 
+/// What a send or receive is started for.
+#[derive(Clone, Copy)]
+pub(super) enum Posted {
+    /// A request the program holds (`MPI_Isend`, `MPI_Start`...).
+    AsRequest,
+    /// A blocking call that waits for it (see [`crate::waiting`]): traced
+    /// as the blocking call.
+    ForBlockingCall,
+}
+
 /// Starts a send; the handle of its request.
 ///
 /// # Safety
@@ -251,6 +277,7 @@ mpi_fn! {
 pub(super) unsafe fn isend(
     state: &mut Locked,
     call: &str,
+    how: Posted,
     sync: bool,
     buf: *const c_void,
     count: c_int,
@@ -279,9 +306,10 @@ pub(super) unsafe fn isend(
                 // SAFETY: MPI's rule: the caller's buffer stays valid until the request completes.
                 None => unsafe { data_borrowed(buf, count, &datatype) },
             };
-            let request = match sync {
-                true => entry.comm.issend(state.scope, bytes, dest, tag),
-                false => entry.comm.isend(state.scope, bytes, dest, tag),
+            let request = match (how, sync) {
+                (Posted::ForBlockingCall, _) => entry.comm.isend_for_blocking_call(state.scope, bytes, dest, tag, sync),
+                (Posted::AsRequest, true) => entry.comm.issend(state.scope, bytes, dest, tag),
+                (Posted::AsRequest, false) => entry.comm.isend(state.scope, bytes, dest, tag),
             };
             let request = request.map_err(|e| MpiError::from(e).on(comm))?;
             RequestEntry::Active { request, comm, keep, incoming: None }
@@ -298,6 +326,7 @@ pub(super) unsafe fn isend(
 pub(super) unsafe fn irecv(
     state: &mut Locked,
     call: &str,
+    how: Posted,
     buf: *mut c_void,
     count: c_int,
     datatype: c_int,
@@ -318,7 +347,11 @@ pub(super) unsafe fn irecv(
             // SAFETY: the bytes are the caller's buffer or `into`'s heap
             // copy, which the entry keeps until the request is over.
             let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
-            let request = entry.comm.irecv(state.scope, bytes, source, tag).map_err(|e| MpiError::from(e).on(comm))?;
+            let request = match how {
+                Posted::ForBlockingCall => entry.comm.irecv_for_blocking_call(state.scope, bytes, source, tag),
+                Posted::AsRequest => entry.comm.irecv(state.scope, bytes, source, tag),
+            };
+            let request = request.map_err(|e| MpiError::from(e).on(comm))?;
             RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
         }
     };
@@ -340,7 +373,7 @@ macro_rules! isend_fn {
             ) {
                 let mut state = state::lock(stringify!($name))?;
                 // SAFETY: MPI's rule for a non-blocking send buffer.
-                let started = unsafe { isend(&mut state, stringify!($name), $sync, buf, count, datatype, dest, tag, comm)? };
+                let started = unsafe { isend(&mut state, stringify!($name), Posted::AsRequest, $sync, buf, count, datatype, dest, tag, comm)? };
                 let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
                 // SAFETY: the caller's output argument.
                 unsafe { put(request, handle, "request") }
@@ -378,7 +411,7 @@ mpi_fn! {
     ) {
         let mut state = state::lock("MPI_Irecv")?;
         // SAFETY: MPI's rule for a non-blocking receive buffer.
-        let started = unsafe { irecv(&mut state, "MPI_Irecv", buf, count, datatype, source, tag, comm)? };
+        let started = unsafe { irecv(&mut state, "MPI_Irecv", Posted::AsRequest, buf, count, datatype, source, tag, comm)? };
         let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
         // SAFETY: the caller's output argument.
         unsafe { put(request, handle, "request") }
@@ -506,7 +539,7 @@ fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> R
     let entry = state.comm(persistent.comm)?;
     let on = |e: MpiError| e.on(persistent.comm);
     types::committed(persistent.datatype).map_err(on)?;
-    super::count_of(persistent.count, call).map_err(on)?;
+    crate::api::count_of(persistent.count, call).map_err(on)?;
     match persistent.send {
         true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
         false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
@@ -610,7 +643,7 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     }
     let p = *p;
     if p.buffered {
-        super::misc::bsend_in(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?;
+        crate::api::misc::bsend_in(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?;
         let status = abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..Default::default() };
         state.requests.get_mut(slot).expect("checked above").now = Some(RequestEntry::Done { status });
         return Ok(());
@@ -619,8 +652,10 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     // the request is freed, untouched while it is active.
     let started = unsafe {
         match p.send {
-            true => isend(state, "MPI_Start", p.sync, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
-            false => irecv(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
+            true => {
+                isend(state, "MPI_Start", Posted::AsRequest, p.sync, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?
+            }
+            false => irecv(state, "MPI_Start", Posted::AsRequest, p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?,
         }
     };
     state.requests.get_mut(slot).expect("checked above").now = Some(started);

@@ -421,7 +421,7 @@ mpi_fn! {
         let (i, o) = (indegree.max(0) as usize, outdegree.max(0) as usize);
         // SAFETY: `indegree` and `outdegree` entries, as MPI requires.
         let (sources, destinations) = unsafe { (c_array(sources, i, "sources")?.to_vec(), c_array(destinations, o, "destinations")?.to_vec()) };
-        let weights = match super::fortran::unweighted(sourceweights) || super::fortran::unweighted(destweights) {
+        let weights = match crate::api::fortran::unweighted(sourceweights) || crate::api::fortran::unweighted(destweights) {
             true => None,
             // SAFETY: as many weights as neighbours, as MPI requires.
             false => unsafe { Some((c_array(sourceweights, i, "weights")?.to_vec(), c_array(destweights, o, "weights")?.to_vec())) },
@@ -450,7 +450,7 @@ mpi_fn! {
         _reorder: c_int,
         newcomm: *mut c_int,
     ) {
-        let weighted = !super::fortran::unweighted(weights);
+        let weighted = !crate::api::fortran::unweighted(weights);
         let n = usize::try_from(n).map_err(|_| MpiError::new(class::ARG, format!("n {n} is negative")))?;
         // SAFETY: `n` sources and degrees, then as many destinations as
         // the degrees add up to, as MPI requires.
@@ -551,10 +551,10 @@ mpi_fn! {
             write_ints(&s[..si], sources, "sources")?;
             write_ints(&d[..di], destinations, "destinations")?;
             if let Some(Topology::DistGraph { weights: Some((sw, dw)), .. }) = topology(&state, comm)? {
-                if !super::fortran::unweighted(sourceweights) {
+                if !crate::api::fortran::unweighted(sourceweights) {
                     write_ints(&sw[..si], sourceweights, "sourceweights")?;
                 }
-                if !super::fortran::unweighted(destweights) {
+                if !crate::api::fortran::unweighted(destweights) {
                     write_ints(&dw[..di], destweights, "destweights")?;
                 }
             }

@@ -499,7 +499,7 @@ mpi_fn! {
         give(layout, newtype)?;
         // SAFETY: written just above.
         let copy = unsafe { get(newtype, "newtype")? };
-        super::attr::copy_attrs(super::attr::Object::Datatype(oldtype), super::attr::Object::Datatype(copy))
+        crate::api::attr::copy_attrs(crate::api::attr::Object::Datatype(oldtype), crate::api::attr::Object::Datatype(copy))
     }
 }
 
@@ -522,7 +522,7 @@ mpi_fn! {
         // SAFETY: the caller's in-out argument.
         let handle = unsafe { get(datatype, "datatype")? };
         if let Type::Derived(_) = types::lookup(handle)? {
-            super::attr::delete_all(super::attr::Object::Datatype(handle))?;
+            crate::api::attr::delete_all(crate::api::attr::Object::Datatype(handle))?;
         }
         types::free(handle)?;
         // SAFETY: the caller's in-out argument.

@@ -187,6 +187,10 @@ const DENSE_STRINGS: u32 = 1 << 16;
 
 impl Defs {
     fn define_string(&mut self, id: u32, s: &str) {
+        // A C caller's site, as the recorder wrote it, becomes its file
+        // and line when the module's debug information says them.
+        let resolved = crate::code_site::resolve(s);
+        let s = resolved.as_deref().unwrap_or(s);
         let Some(text) = Text::of(s) else {
             self.past_bound.insert(id);
             return;
