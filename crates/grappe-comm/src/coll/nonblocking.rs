@@ -75,6 +75,17 @@ pub enum NonBlocking {
     /// Rank r gets the combination of ranks 0..=r (`exclusive`: 0..r;
     /// rank 0 then gets nothing).
     Scan { data: Vec<u8>, combine: Combine, exclusive: bool },
+    /// Blocks to and from some ranks (the neighbourhood collectives): each
+    /// of `sends` is a rank and the bytes of `data` it gets; each of
+    /// `recvs` a rank and where its block lands in a result of
+    /// `result_len` bytes. Blocks between two ranks match in the order
+    /// given on each side, as MPI's messages do.
+    Neighbors {
+        data: Vec<u8>,
+        sends: Vec<(usize, std::ops::Range<usize>)>,
+        recvs: Vec<(usize, std::ops::Range<usize>)>,
+        result_len: usize,
+    },
 }
 
 impl NonBlocking {
@@ -102,7 +113,8 @@ impl NonBlocking {
             | NonBlocking::Allgather { data, .. }
             | NonBlocking::Alltoall { data, .. }
             | NonBlocking::ReduceScatter { data, .. }
-            | NonBlocking::Scan { data, .. } => data.len(),
+            | NonBlocking::Scan { data, .. }
+            | NonBlocking::Neighbors { data, .. } => data.len(),
         }
     }
 
@@ -120,6 +132,7 @@ impl NonBlocking {
             NonBlocking::ReduceScatter { .. } => "MPI_Ireduce_scatter",
             NonBlocking::Scan { exclusive: false, .. } => "MPI_Iscan",
             NonBlocking::Scan { exclusive: true, .. } => "MPI_Iexscan",
+            NonBlocking::Neighbors { .. } => "a neighbourhood collective",
         }
     }
 }
@@ -264,6 +277,9 @@ impl Plan<'_> {
                 Some(self.scatter_from_zero(acc, &counts))
             }
             NonBlocking::Scan { data, combine, exclusive } => self.scan(data, &combine, exclusive),
+            NonBlocking::Neighbors { data, sends, recvs, result_len } => {
+                Some(self.neighbors(op, data, &sends, &recvs, result_len)?)
+            }
         };
         let mut deliver = Some(deliver);
         self.s.round().local(move |buffers| {
@@ -481,6 +497,42 @@ impl Plan<'_> {
             self.s.recv(world, rank, result, recvs[rank].clone());
         }
         result
+    }
+
+    /// One round: every receive posted, then every send, each in the
+    /// order given (see [`NonBlocking::Neighbors`]).
+    fn neighbors(
+        &mut self,
+        op: &'static str,
+        data: Vec<u8>,
+        sends: &[(usize, std::ops::Range<usize>)],
+        recvs: &[(usize, std::ops::Range<usize>)],
+        result_len: usize,
+    ) -> Result<BufferId> {
+        for (rank, range) in sends.iter().chain(recvs) {
+            super::common::check_root(*rank, self.p)?;
+            debug_assert!(range.start <= range.end, "a block's bytes are a range");
+        }
+        let past =
+            |blocks: &[(usize, std::ops::Range<usize>)], len: usize| blocks.iter().find(|(_, r)| r.end > len).cloned();
+        if let Some((_, block)) = past(sends, data.len()) {
+            let detail = SizeProblem::Length { buffer: "the send data", elements: data.len(), expected: block.end };
+            return Err(Error::BufferSize { op, detail });
+        }
+        if let Some((_, block)) = past(recvs, result_len) {
+            let detail = SizeProblem::Length { buffer: "the result", elements: result_len, expected: block.end };
+            return Err(Error::BufferSize { op, detail });
+        }
+        let send = self.s.buffer(data);
+        let result = self.s.buffer(vec![0; result_len]);
+        self.s.round();
+        for (rank, range) in recvs {
+            self.s.recv(self.world(*rank), *rank, result, range.clone());
+        }
+        for (rank, range) in sends {
+            self.s.send(self.world(*rank), send, range.clone());
+        }
+        Ok(result)
     }
 
     /// A chain in rank order: rank r combines what rank r − 1 passes on

@@ -518,6 +518,11 @@ impl Landing {
         Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
     }
 
+    /// Blocks of a count of elements of a datatype at a byte offset each.
+    pub(super) fn at(buf: *mut c_void, blocks: Vec<(isize, usize, Type)>) -> Landing {
+        Landing { buf: UserBuffer(buf.cast()), blocks }
+    }
+
     /// Blocks of `counts[r]` elements of `datatypes[r]` at byte `displs[r]`.
     pub(super) fn typed_blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: Vec<Type>) -> Landing {
         let blocks = counts.iter().zip(displs).zip(datatypes).map(|((&c, &d), t)| (d as isize, c as usize, t));

@@ -7,10 +7,12 @@ use std::ffi::{c_int, c_void};
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::state::{self, Locked};
+use crate::state::{self, Locked, RequestEntry, RequestSlot};
 use crate::types;
+use grappe_comm::NonBlocking;
 
-use super::{c_array, incoming, outgoing, put};
+use super::coll::Landing;
+use super::{c_array, count_of, incoming, outgoing, put};
 
 const GRAPH: c_int = 1;
 const CART: c_int = 2;
@@ -567,11 +569,51 @@ mpi_fn! {
 /// elements of `datatype` at byte `offset`.
 type Block = (isize, c_int, types::Type);
 
-/// A neighbourhood exchange: block `i` of the receive buffer from source
-/// `i`, block `i` of the send buffer to destination `i` (each function
-/// says where its blocks are). It travels on a private duplicate of the
-/// communicator, made at its first neighbourhood collective, so that it
-/// cannot match the program's messages.
+/// What a neighbourhood exchange moves: the blocks to receive, with the
+/// index of their source, and the blocks to send, packed, with the index
+/// of their destination (`MPI_PROC_NULL` neighbours have none).
+struct Exchange {
+    recvs: Vec<(usize, usize, Block)>,
+    sends: Vec<(usize, usize, Vec<u8>)>,
+    /// The number of sources.
+    indegree: usize,
+    /// A Cartesian communicator's (see [`exchange`]).
+    cartesian: bool,
+}
+
+/// Block `i` of the receive buffer from source `i`, block `i` of the send
+/// buffer to destination `i`: each caller says where its blocks are.
+fn blocks_of(
+    state: &Locked,
+    call: &str,
+    comm: c_int,
+    sendbuf: *const c_void,
+    send_block: impl Fn(usize) -> Result<Block>,
+    recv_block: impl Fn(usize) -> Result<Block>,
+) -> Result<Exchange> {
+    let (sources, destinations) = neighbours(state, comm)?;
+    let cartesian = matches!(topology(state, comm)?, Some(Topology::Cart { .. }));
+    let mut recvs = Vec::new();
+    for (i, &source) in sources.iter().enumerate() {
+        if source != abi::PROC_NULL {
+            recvs.push((i, source as usize, recv_block(i)?));
+        }
+    }
+    let mut sends = Vec::new();
+    for (i, &dest) in destinations.iter().enumerate() {
+        if dest != abi::PROC_NULL {
+            let (offset, count, datatype) = send_block(i)?;
+            let at = sendbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
+            // SAFETY: the send buffer holds the blocks, as MPI requires.
+            sends.push((i, dest as usize, unsafe { outgoing(at, count, &datatype, call)? }.into_owned()));
+        }
+    }
+    Ok(Exchange { recvs, sends, indegree: sources.len(), cartesian })
+}
+
+/// A neighbourhood exchange (see [`blocks_of`]). It travels on a private
+/// duplicate of the communicator, made at its first neighbourhood
+/// collective, so that it cannot match the program's messages.
 ///
 /// On a Cartesian communicator, a message carries its direction as its
 /// tag: block `i` goes to destination `i` with tag `i`, and the block from
@@ -588,35 +630,22 @@ fn exchange(
     recv_block: impl Fn(usize) -> Result<Block>,
 ) -> Result<()> {
     let mut state = state::lock(call)?;
-    let (sources, destinations) = neighbours(&state, comm)?;
-    let cartesian = matches!(topology(&state, comm)?, Some(Topology::Cart { .. }));
-    let tag = |direction: usize| if cartesian { direction as c_int } else { 0 };
+    let x = blocks_of(&state, call, comm, sendbuf, send_block, recv_block)?;
+    let tag = |direction: usize| if x.cartesian { direction as c_int } else { 0 };
     let private = private_comm(&mut state, comm)?;
     let mut blocks = Vec::new();
-    for (i, &source) in sources.iter().enumerate() {
-        if source != abi::PROC_NULL {
-            let (offset, count, datatype) = recv_block(i)?;
-            let at = recvbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
-            // SAFETY: the receive buffer holds a block per source, as MPI requires.
-            blocks.push((source as usize, tag(i ^ 1), unsafe { incoming(at, count, &datatype, call)? }));
-        }
-    }
-    let mut out = Vec::new();
-    for (i, &dest) in destinations.iter().enumerate() {
-        if dest != abi::PROC_NULL {
-            let (offset, count, datatype) = send_block(i)?;
-            let at = sendbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
-            // SAFETY: the send buffer holds the blocks, as MPI requires.
-            out.push((dest as usize, tag(i), unsafe { outgoing(at, count, &datatype, call)? }.into_owned()));
-        }
+    for (i, source, (offset, count, datatype)) in x.recvs {
+        let at = recvbuf.cast::<u8>().wrapping_offset(offset).cast::<c_void>();
+        // SAFETY: the receive buffer holds a block per source, as MPI requires.
+        blocks.push((source, tag(i ^ 1), unsafe { incoming(at, count, &datatype, call)? }));
     }
     let exchanged = private.scope(|scope| -> grappe_comm::Result<()> {
         let mut requests = Vec::with_capacity(blocks.len());
         for (source, tag, block) in blocks.iter_mut() {
             requests.push(private.irecv(scope, block.bytes(), *source, *tag)?);
         }
-        for (dest, tag, data) in &out {
-            private.send(&data[..], *dest, *tag)?;
+        for (i, dest, data) in &x.sends {
+            private.send(&data[..], *dest, tag(*i))?;
         }
         requests.into_iter().try_for_each(|r| r.wait().map(|_| ()))
     });
@@ -625,6 +654,54 @@ fn exchange(
         block.finish_all();
     }
     Ok(())
+}
+
+/// The non-blocking form of [`exchange`], as one round of a schedule on
+/// the private duplicate, whose messages all carry the call's tag. On a
+/// Cartesian communicator the receives of each dimension are posted in
+/// the opposite order of the sends (`i ^ 1`), so that when both
+/// neighbours of a dimension are one rank, the block it sent towards its
+/// minus side (sent first) still lands in the plus slot, as the tags do
+/// in [`exchange`].
+#[allow(clippy::too_many_arguments)]
+fn start_exchange(
+    call: &str,
+    comm: c_int,
+    sendbuf: *const c_void,
+    send_block: impl Fn(usize) -> Result<Block>,
+    recvbuf: *mut c_void,
+    recv_block: impl Fn(usize) -> Result<Block>,
+    request: *mut c_int,
+) -> Result<()> {
+    if request.is_null() {
+        return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
+    }
+    let mut state = state::lock(call)?;
+    let x = blocks_of(&state, call, comm, sendbuf, send_block, recv_block)?;
+    let mut recv_at = vec![None; x.indegree];
+    let (mut landing, mut at) = (Vec::new(), 0);
+    for (i, source, (offset, count, datatype)) in x.recvs {
+        let len = datatype.packed_len(count_of(count, call)?);
+        recv_at[i] = Some((source, at..at + len));
+        landing.push((offset, count as usize, datatype));
+        at += len;
+    }
+    let order = |i: usize| if x.cartesian { i ^ 1 } else { i };
+    let recvs = (0..x.indegree).filter_map(|i| recv_at[order(i)].clone()).collect();
+    let (mut data, mut sends) = (Vec::new(), Vec::new());
+    for (_, dest, block) in x.sends {
+        sends.push((dest, data.len()..data.len() + block.len()));
+        data.extend_from_slice(&block);
+    }
+    let landing = Landing::at(recvbuf, landing);
+    let what = NonBlocking::Neighbors { data, sends, recvs, result_len: at };
+    let private = private_comm(&mut state, comm)?;
+    let started = private.start_collective(state.scope, what, landing.deliver());
+    let started = started.map_err(|e| MpiError::from(e).on(comm))?;
+    let entry = RequestEntry::Active { request: started, comm, keep: None, incoming: None };
+    let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
+    // SAFETY: the caller's output argument, checked non-NULL.
+    unsafe { put(request, handle, "request") }
 }
 
 /// The numbers of sources and destinations of `comm`'s topology.
@@ -787,5 +864,111 @@ mpi_fn! {
             (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
         };
         exchange(call, comm, sendbuf, send, recvbuf, recv)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_allgather`.
+    fn MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let send = regular(sendcount, sendtype)?;
+        let recv = regular(recvcount, recvtype)?;
+        start_exchange("MPI_Ineighbor_allgather", comm, sendbuf, move |_| send(0), recvbuf, recv, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoall`.
+    fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let (send, recv) = (regular(sendcount, sendtype)?, regular(recvcount, recvtype)?);
+        start_exchange("MPI_Ineighbor_alltoall", comm, sendbuf, send, recvbuf, recv, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_allgatherv`.
+    fn MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let call = "MPI_Ineighbor_allgatherv";
+        let (indegree, _) = degrees(call, comm)?;
+        let send = regular(sendcount, sendtype)?;
+        // SAFETY: one count and displacement per source, as MPI requires.
+        let recv = unsafe { displaced(recvcounts, displs, indegree, recvtype)? };
+        start_exchange(call, comm, sendbuf, move |_| send(0), recvbuf, recv, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoallv`.
+    fn MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let call = "MPI_Ineighbor_alltoallv";
+        let (indegree, outdegree) = degrees(call, comm)?;
+        // SAFETY: one count and displacement per neighbour, as MPI requires.
+        let (send, recv) = unsafe {
+            (displaced(sendcounts, sdispls, outdegree, sendtype)?, displaced(recvcounts, rdispls, indegree, recvtype)?)
+        };
+        start_exchange(call, comm, sendbuf, send, recvbuf, recv, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoallw`: a datatype per neighbour, displacements
+    /// in bytes (`MPI_Aint`).
+    fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const std::ffi::c_long,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const std::ffi::c_long,
+        recvtypes: *const c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        let call = "MPI_Ineighbor_alltoallw";
+        let (indegree, outdegree) = degrees(call, comm)?;
+        // SAFETY: one count, displacement and datatype per neighbour, as MPI requires.
+        let (send, recv) = unsafe {
+            (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
+        };
+        start_exchange(call, comm, sendbuf, send, recvbuf, recv, request)
     }
 }

@@ -4,9 +4,14 @@
  * apart) and on a 2-D grid periodic in one dimension only (MPI_PROC_NULL
  * neighbours leave their blocks untouched). Block 2d comes from the
  * neighbour below in dimension d, which sent it as its block 2d+1 (towards
- * its neighbour above), and block 2d+1 from the one above. Runs on any
- * number of ranks. */
+ * its neighbour above), and block 2d+1 from the one above. Every check
+ * runs twice: with the blocking calls, then with the non-blocking ones
+ * (MPI_Ineighbor_*, all started before a MPI_Waitall). Runs on any number
+ * of ranks. */
 #include "check.h"
+
+/* The non-blocking forms, this time. */
+static int nonblocking;
 
 static void exchange_on(MPI_Comm cart, int ndims, const char *name)
 {
@@ -17,8 +22,15 @@ static void exchange_on(MPI_Comm cart, int ndims, const char *name)
         recv[i] = gathered[i] = -1;
     }
     mine = rank * 100 + 99;
-    CHECK_MPI(MPI_Neighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, cart));
-    CHECK_MPI(MPI_Neighbor_allgather(&mine, 1, MPI_INT, gathered, 1, MPI_INT, cart));
+    if (nonblocking) {
+        MPI_Request r[2];
+        CHECK_MPI(MPI_Ineighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, cart, &r[0]));
+        CHECK_MPI(MPI_Ineighbor_allgather(&mine, 1, MPI_INT, gathered, 1, MPI_INT, cart, &r[1]));
+        CHECK_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    } else {
+        CHECK_MPI(MPI_Neighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, cart));
+        CHECK_MPI(MPI_Neighbor_allgather(&mine, 1, MPI_INT, gathered, 1, MPI_INT, cart));
+    }
     for (int d = 0; d < ndims; d++) {
         int below = MPI_PROC_NULL, above = MPI_PROC_NULL;
         MPI_Cart_shift(cart, d, 1, &below, &above);
@@ -64,14 +76,22 @@ static void varying_on(MPI_Comm cart, int ndims, const char *name)
         rdispls[j] = at -= rcounts[j];
         rbytes[j] = rdispls[j] * (MPI_Aint)sizeof(int);
     }
-    CHECK_MPI(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, cart));
-    CHECK_MPI(MPI_Neighbor_alltoallw(send, counts, bytes, types, recv_w, rcounts, rbytes, types, cart));
     int mine[2] = {rank * 100 + 98, rank * 100 + 99}, gcounts[4], gdispls[4];
     for (int j = 0; j < n; j++) {
         gcounts[j] = 2;
         gdispls[j] = 2 * (n - 1 - j);
     }
-    CHECK_MPI(MPI_Neighbor_allgatherv(mine, 2, MPI_INT, gathered, gcounts, gdispls, MPI_INT, cart));
+    if (nonblocking) {
+        MPI_Request r[3];
+        CHECK_MPI(MPI_Ineighbor_alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, cart, &r[0]));
+        CHECK_MPI(MPI_Ineighbor_alltoallw(send, counts, bytes, types, recv_w, rcounts, rbytes, types, cart, &r[1]));
+        CHECK_MPI(MPI_Ineighbor_allgatherv(mine, 2, MPI_INT, gathered, gcounts, gdispls, MPI_INT, cart, &r[2]));
+        CHECK_MPI(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+    } else {
+        CHECK_MPI(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, cart));
+        CHECK_MPI(MPI_Neighbor_alltoallw(send, counts, bytes, types, recv_w, rcounts, rbytes, types, cart));
+        CHECK_MPI(MPI_Neighbor_allgatherv(mine, 2, MPI_INT, gathered, gcounts, gdispls, MPI_INT, cart));
+    }
     int bad = 0;
     for (int d = 0; d < ndims; d++) {
         int neighbour[2];
@@ -99,19 +119,24 @@ int main(int argc, char **argv)
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    MPI_Comm ring;
-    int ring_dims[1] = {size}, ring_periods[1] = {1};
-    CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, ring_dims, ring_periods, 0, &ring));
-    exchange_on(ring, 1, "a periodic ring");
-    varying_on(ring, 1, "a periodic ring");
-    MPI_Comm_free(&ring);
+    for (nonblocking = 0; nonblocking < 2; nonblocking++) {
+        const char *ring_name = nonblocking ? "a periodic ring (MPI_Ineighbor_*)" : "a periodic ring";
+        const char *grid_name =
+            nonblocking ? "a 2-D grid periodic in dimension 1 (MPI_Ineighbor_*)" : "a 2-D grid periodic in dimension 1";
+        MPI_Comm ring;
+        int ring_dims[1] = {size}, ring_periods[1] = {1};
+        CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, ring_dims, ring_periods, 0, &ring));
+        exchange_on(ring, 1, ring_name);
+        varying_on(ring, 1, ring_name);
+        MPI_Comm_free(&ring);
 
-    MPI_Comm grid;
-    int dims[2] = {0, 0}, periods[2] = {0, 1};
-    MPI_Dims_create(size, 2, dims);
-    CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid));
-    exchange_on(grid, 2, "a 2-D grid periodic in dimension 1");
-    varying_on(grid, 2, "a 2-D grid periodic in dimension 1");
-    MPI_Comm_free(&grid);
+        MPI_Comm grid;
+        int dims[2] = {0, 0}, periods[2] = {0, 1};
+        MPI_Dims_create(size, 2, dims);
+        CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid));
+        exchange_on(grid, 2, grid_name);
+        varying_on(grid, 2, grid_name);
+        MPI_Comm_free(&grid);
+    }
     return check_finish();
 }
