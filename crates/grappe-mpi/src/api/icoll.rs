@@ -224,6 +224,33 @@ mpi_fn! {
     }
 }
 
+/// A reduction whose result has its input's shape, at every rank
+/// (allreduce, scan, exscan): `what` makes the collective of the packed
+/// input, the combination and whether it commutes.
+#[allow(clippy::too_many_arguments)]
+fn whole_reduction(
+    call: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+    comm: c_int,
+    to: Start,
+    what: impl FnOnce(Vec<u8>, Combine, bool) -> NonBlocking,
+) -> Result<()> {
+    let user = user_op(op)?;
+    start(call, comm, to, |_| {
+        let handle = datatype;
+        let datatype = types::committed(datatype)?;
+        let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+        // SAFETY: MPI's rules for the buffers.
+        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
+        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
+        Ok((what(data, combine, commutative), landing))
+    })
+}
+
 /// `MPI_Iallreduce`; `MPI_IN_PLACE` as the send buffer.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn start_allreduce(
@@ -236,16 +263,8 @@ pub(super) fn start_allreduce(
     comm: c_int,
     to: Start,
 ) -> Result<()> {
-    let user = user_op(op)?;
-    start(call, comm, to, |_| {
-        let handle = datatype;
-        let datatype = types::committed(datatype)?;
-        let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
-        // SAFETY: MPI's rules for the buffers.
-        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
-        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
-        Ok((NonBlocking::Allreduce { data, combine, commutative }, landing))
-    })
+    let what = |data, combine, commutative| NonBlocking::Allreduce { data, combine, commutative };
+    whole_reduction(call, sendbuf, recvbuf, count, datatype, op, comm, to, what)
 }
 
 mpi_fn! {
@@ -276,16 +295,8 @@ pub(super) fn scan(
     comm: c_int,
     to: Start,
 ) -> Result<()> {
-    let user = user_op(op)?;
-    start(call, comm, to, |_| {
-        let handle = datatype;
-        let datatype = types::committed(datatype)?;
-        let (combine, _) = combine_of(op, user, handle, &datatype)?;
-        // SAFETY: MPI's rules for the buffers.
-        let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
-        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
-        Ok((NonBlocking::Scan { data, combine, exclusive }, landing))
-    })
+    let what = |data, combine, _| NonBlocking::Scan { data, combine, exclusive };
+    whole_reduction(call, sendbuf, recvbuf, count, datatype, op, comm, to, what)
 }
 
 mpi_fn! {

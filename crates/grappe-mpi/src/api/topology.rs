@@ -768,6 +768,128 @@ fn private_comm(state: &mut Locked, comm: c_int) -> Result<grappe_comm::Communic
     Ok(private)
 }
 
+/// How a neighbourhood collective ends: before the call returns, or as
+/// a request whose handle goes to the program's pointer.
+#[derive(Clone, Copy)]
+enum Ends {
+    Now,
+    AsRequest(*mut c_int),
+}
+
+/// Runs a neighbourhood exchange as the call asks (see [`Ends`]).
+#[allow(clippy::too_many_arguments)]
+fn neighbourhood(
+    call: &str,
+    comm: c_int,
+    sendbuf: *const c_void,
+    send_block: impl Fn(usize) -> Result<Block>,
+    recvbuf: *mut c_void,
+    recv_block: impl Fn(usize) -> Result<Block>,
+    ends: Ends,
+) -> Result<()> {
+    match ends {
+        Ends::Now => exchange(call, comm, sendbuf, send_block, recvbuf, recv_block),
+        Ends::AsRequest(request) => start_exchange(call, comm, sendbuf, send_block, recvbuf, recv_block, request),
+    }
+}
+
+/// `MPI_Neighbor_allgather` and its non-blocking form.
+#[allow(clippy::too_many_arguments)]
+fn allgather(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    comm: c_int,
+    ends: Ends,
+) -> Result<()> {
+    let send = regular(sendcount, sendtype)?;
+    neighbourhood(call, comm, sendbuf, move |_| send(0), recvbuf, regular(recvcount, recvtype)?, ends)
+}
+
+/// `MPI_Neighbor_alltoall` and its non-blocking form.
+#[allow(clippy::too_many_arguments)]
+fn alltoall(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+    comm: c_int,
+    ends: Ends,
+) -> Result<()> {
+    neighbourhood(call, comm, sendbuf, regular(sendcount, sendtype)?, recvbuf, regular(recvcount, recvtype)?, ends)
+}
+
+/// `MPI_Neighbor_allgatherv` and its non-blocking form.
+///
+/// # Safety
+/// One count and displacement per source, as MPI requires.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv(
+    call: &str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    (recvcounts, displs, recvtype): (*const c_int, *const c_int, c_int),
+    comm: c_int,
+    ends: Ends,
+) -> Result<()> {
+    let (indegree, _) = degrees(call, comm)?;
+    let send = regular(sendcount, sendtype)?;
+    // SAFETY: as the caller promised.
+    let recv = unsafe { displaced(recvcounts, displs, indegree, recvtype)? };
+    neighbourhood(call, comm, sendbuf, move |_| send(0), recvbuf, recv, ends)
+}
+
+/// `MPI_Neighbor_alltoallv` and its non-blocking form.
+///
+/// # Safety
+/// One count and displacement per neighbour, as MPI requires.
+unsafe fn alltoallv(
+    call: &str,
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const c_int, *const c_int, c_int),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, c_int),
+    comm: c_int,
+    ends: Ends,
+) -> Result<()> {
+    let (indegree, outdegree) = degrees(call, comm)?;
+    // SAFETY: as the caller promised.
+    let (send, recv) = unsafe {
+        (displaced(sendcounts, sdispls, outdegree, sendtype)?, displaced(recvcounts, rdispls, indegree, recvtype)?)
+    };
+    neighbourhood(call, comm, sendbuf, send, recvbuf, recv, ends)
+}
+
+/// The arguments of one side of `MPI_Neighbor_alltoallw`: buffer, counts,
+/// byte displacements, datatypes.
+type TypedSide<B> = (B, *const c_int, *const std::ffi::c_long, *const c_int);
+
+/// `MPI_Neighbor_alltoallw` and its non-blocking form.
+///
+/// # Safety
+/// One count, displacement and datatype per neighbour, as MPI requires.
+unsafe fn alltoallw(
+    call: &str,
+    (sendbuf, sendcounts, sdispls, sendtypes): TypedSide<*const c_void>,
+    (recvbuf, recvcounts, rdispls, recvtypes): TypedSide<*mut c_void>,
+    comm: c_int,
+    ends: Ends,
+) -> Result<()> {
+    let (indegree, outdegree) = degrees(call, comm)?;
+    // SAFETY: as the caller promised.
+    let (send, recv) = unsafe {
+        (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
+    };
+    neighbourhood(call, comm, sendbuf, send, recvbuf, recv, ends)
+}
+
 mpi_fn! {
     /// `MPI_Neighbor_allgather`.
     fn MPI_Neighbor_allgather / PMPI_Neighbor_allgather(
@@ -779,91 +901,7 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
-        let send = regular(sendcount, sendtype)?;
-        exchange("MPI_Neighbor_allgather", comm, sendbuf, move |_| send(0), recvbuf, regular(recvcount, recvtype)?)
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Neighbor_alltoall`.
-    fn MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: c_int,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: c_int,
-        comm: c_int,
-    ) {
-        exchange("MPI_Neighbor_alltoall", comm, sendbuf, regular(sendcount, sendtype)?, recvbuf, regular(recvcount, recvtype)?)
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Neighbor_allgatherv`.
-    fn MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: c_int,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
-        recvtype: c_int,
-        comm: c_int,
-    ) {
-        let call = "MPI_Neighbor_allgatherv";
-        let (indegree, _) = degrees(call, comm)?;
-        let send = regular(sendcount, sendtype)?;
-        // SAFETY: one count and displacement per source, as MPI requires.
-        let recv = unsafe { displaced(recvcounts, displs, indegree, recvtype)? };
-        exchange(call, comm, sendbuf, move |_| send(0), recvbuf, recv)
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Neighbor_alltoallv`.
-    fn MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
-        sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
-        sendtype: c_int,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
-        recvtype: c_int,
-        comm: c_int,
-    ) {
-        let call = "MPI_Neighbor_alltoallv";
-        let (indegree, outdegree) = degrees(call, comm)?;
-        // SAFETY: one count and displacement per neighbour, as MPI requires.
-        let (send, recv) = unsafe {
-            (displaced(sendcounts, sdispls, outdegree, sendtype)?, displaced(recvcounts, rdispls, indegree, recvtype)?)
-        };
-        exchange(call, comm, sendbuf, send, recvbuf, recv)
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Neighbor_alltoallw`: a datatype per neighbour, displacements
-    /// in bytes (`MPI_Aint`).
-    fn MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
-        sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const std::ffi::c_long,
-        sendtypes: *const c_int,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const std::ffi::c_long,
-        recvtypes: *const c_int,
-        comm: c_int,
-    ) {
-        let call = "MPI_Neighbor_alltoallw";
-        let (indegree, outdegree) = degrees(call, comm)?;
-        // SAFETY: one count, displacement and datatype per neighbour, as MPI requires.
-        let (send, recv) = unsafe {
-            (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
-        };
-        exchange(call, comm, sendbuf, send, recvbuf, recv)
+        allgather("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
     }
 }
 
@@ -879,9 +917,23 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let send = regular(sendcount, sendtype)?;
-        let recv = regular(recvcount, recvtype)?;
-        start_exchange("MPI_Ineighbor_allgather", comm, sendbuf, move |_| send(0), recvbuf, recv, request)
+        let ends = Ends::AsRequest(request);
+        allgather("MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoall`.
+    fn MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        alltoall("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
     }
 }
 
@@ -897,8 +949,26 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let (send, recv) = (regular(sendcount, sendtype)?, regular(recvcount, recvtype)?);
-        start_exchange("MPI_Ineighbor_alltoall", comm, sendbuf, send, recvbuf, recv, request)
+        let ends = Ends::AsRequest(request);
+        alltoall("MPI_Ineighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_allgatherv`.
+    fn MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        let recv = (recvcounts, displs, recvtype);
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { allgatherv("MPI_Neighbor_allgatherv", sendbuf, sendcount, sendtype, recvbuf, recv, comm, Ends::Now) }
     }
 }
 
@@ -915,12 +985,28 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let call = "MPI_Ineighbor_allgatherv";
-        let (indegree, _) = degrees(call, comm)?;
-        let send = regular(sendcount, sendtype)?;
-        // SAFETY: one count and displacement per source, as MPI requires.
-        let recv = unsafe { displaced(recvcounts, displs, indegree, recvtype)? };
-        start_exchange(call, comm, sendbuf, move |_| send(0), recvbuf, recv, request)
+        let (recv, ends) = ((recvcounts, displs, recvtype), Ends::AsRequest(request));
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { allgatherv("MPI_Ineighbor_allgatherv", sendbuf, sendcount, sendtype, recvbuf, recv, comm, ends) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Neighbor_alltoallv`.
+    fn MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+    ) {
+        let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype));
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { alltoallv("MPI_Neighbor_alltoallv", send, recv, comm, Ends::Now) }
     }
 }
 
@@ -938,19 +1024,34 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let call = "MPI_Ineighbor_alltoallv";
-        let (indegree, outdegree) = degrees(call, comm)?;
-        // SAFETY: one count and displacement per neighbour, as MPI requires.
-        let (send, recv) = unsafe {
-            (displaced(sendcounts, sdispls, outdegree, sendtype)?, displaced(recvcounts, rdispls, indegree, recvtype)?)
-        };
-        start_exchange(call, comm, sendbuf, send, recvbuf, recv, request)
+        let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype));
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { alltoallv("MPI_Ineighbor_alltoallv", send, recv, comm, Ends::AsRequest(request)) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Ineighbor_alltoallw`: a datatype per neighbour, displacements
+    /// `MPI_Neighbor_alltoallw`: a datatype per neighbour, displacements
     /// in bytes (`MPI_Aint`).
+    fn MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const std::ffi::c_long,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const std::ffi::c_long,
+        recvtypes: *const c_int,
+        comm: c_int,
+    ) {
+        let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes));
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { alltoallw("MPI_Neighbor_alltoallw", send, recv, comm, Ends::Now) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Ineighbor_alltoallw`.
     fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(
         sendbuf: *const c_void,
         sendcounts: *const c_int,
@@ -963,12 +1064,8 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let call = "MPI_Ineighbor_alltoallw";
-        let (indegree, outdegree) = degrees(call, comm)?;
-        // SAFETY: one count, displacement and datatype per neighbour, as MPI requires.
-        let (send, recv) = unsafe {
-            (typed(sendcounts, sdispls, sendtypes, outdegree)?, typed(recvcounts, rdispls, recvtypes, indegree)?)
-        };
-        start_exchange(call, comm, sendbuf, send, recvbuf, recv, request)
+        let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes));
+        // SAFETY: MPI's rule for the arrays.
+        unsafe { alltoallw("MPI_Ineighbor_alltoallw", send, recv, comm, Ends::AsRequest(request)) }
     }
 }
