@@ -42,10 +42,6 @@ static BELL_TAKEN: AtomicBool = AtomicBool::new(false);
 static PARKED: Mutex<()> = Mutex::new(());
 static CHANGED: Condvar = Condvar::new();
 
-/// Polls spent spinning, then polls spent yielding, before a waiter sleeps.
-const SPINS: u32 = 200;
-const YIELDS: u32 = 2000;
-
 pub fn set_levels(multiple: bool, collectives_as_requests: bool) {
     MULTIPLE.store(multiple, SeqCst);
     COLLECTIVES_AS_REQUESTS.store(collectives_as_requests, SeqCst);
@@ -88,10 +84,13 @@ pub fn until<T>(
     mut poll: impl FnMut(&mut Locked) -> Result<Option<T>>,
 ) -> Result<(Locked, T)> {
     let bell = state.bell.clone();
+    // As the engine's own waits: spin (not when ranks outnumber cores),
+    // yield for a while, then sleep.
     let mut rounds = 0u32;
+    let mut yielding_since: Option<std::time::Instant> = None;
     let mut slept_long = false;
     loop {
-        let sleeping = rounds >= SPINS + YIELDS;
+        let sleeping = yielding_since.is_some_and(|since| since.elapsed() >= bell.yield_for());
         let on_bell = sleeping && BELL_TAKEN.compare_exchange(false, true, SeqCst, SeqCst).is_ok();
         if on_bell {
             // Before the last poll, so that a ring after it is not lost.
@@ -124,9 +123,10 @@ pub fn until<T>(
             BELL_TAKEN.store(false, SeqCst);
         } else if sleeping {
             slept_long = sleep_until_changed(seen, bell.timeout());
-        } else if rounds < SPINS {
+        } else if rounds < bell.spins() {
             std::hint::spin_loop();
         } else {
+            yielding_since.get_or_insert_with(std::time::Instant::now);
             std::thread::yield_now();
         }
         rounds = rounds.saturating_add(1);

@@ -23,6 +23,8 @@ pub struct RankBell {
     host: Arc<HostMemory>,
     index: usize,
     timeout: Duration,
+    spins: u32,
+    yield_for: Duration,
 }
 
 impl RankBell {
@@ -58,6 +60,17 @@ impl RankBell {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+
+    /// Polls a waiter spends spinning before it yields, as the engine's
+    /// own waits do: none when the host's ranks outnumber its cores.
+    pub fn spins(&self) -> u32 {
+        self.spins
+    }
+
+    /// How long a waiter yields before it sleeps.
+    pub fn yield_for(&self) -> Duration {
+        self.yield_for
+    }
 }
 
 impl Engine {
@@ -65,7 +78,13 @@ impl Engine {
     pub fn bell(&self) -> RankBell {
         let control = self.net.host.control(self.net.me_local);
         let index = control.bell.load(Ordering::Acquire) as usize;
-        RankBell { host: Arc::clone(&self.net.host), index, timeout: self.wait.sleep_timeout }
+        RankBell {
+            host: Arc::clone(&self.net.host),
+            index,
+            timeout: self.wait.sleep_timeout,
+            spins: self.wait.spin_iters,
+            yield_for: self.wait.yield_for,
+        }
     }
 
     /// One pass of progress for a thread that waits outside the engine:
