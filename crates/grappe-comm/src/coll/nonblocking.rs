@@ -242,6 +242,9 @@ impl Plan<'_> {
                 let acc = self.reduce(data, &combine, root, commutative);
                 (self.me == root).then_some(acc)
             }
+            NonBlocking::Allreduce { data, combine, commutative: _ } if self.p.is_power_of_two() => {
+                Some(self.allreduce_doubling(data, &combine))
+            }
             NonBlocking::Allreduce { data, combine, commutative: _ } => {
                 let acc = self.reduce(data, &combine, 0, false);
                 self.bcast(acc, 0);
@@ -398,6 +401,47 @@ impl Plan<'_> {
                 let world = self.world(tree_root);
                 self.s.round().recv(world, tree_root, acc, 0..n);
             }
+        }
+        acc
+    }
+
+    /// Recursive doubling, for a power-of-two number of ranks: in round k
+    /// each rank swaps what it holds with rank ^ 2^k and combines the two,
+    /// the lower ranks' first. Both partners so combine the same operands
+    /// in the same order: every rank ends with the same bits, in rank order
+    /// (an operation that does not commute is still applied in rank
+    /// order), in log₂ p rounds where a reduce and a broadcast take twice
+    /// as many.
+    fn allreduce_doubling(&mut self, data: Vec<u8>, combine: &Combine) -> BufferId {
+        let n = data.len();
+        let acc = self.s.buffer(data);
+        let incoming = self.s.buffer(vec![0; n]);
+        // Each round combines what the last one brought, then swaps.
+        let mut combining: Option<Box<dyn FnMut(&mut [Vec<u8>]) + Send>> = None;
+        let mut mask = 1;
+        while mask < self.p {
+            let partner = self.me ^ mask;
+            let world = self.world(partner);
+            let round = self.s.round();
+            if let Some(step) = combining.take() {
+                round.local(step);
+            }
+            round.send(world, acc, 0..n).recv(world, partner, incoming, 0..n);
+            let step: Box<dyn FnMut(&mut [Vec<u8>]) + Send> = if partner < self.me {
+                let combine = combine.clone();
+                Box::new(move |buffers: &mut [Vec<u8>]| {
+                    let earlier = std::mem::take(&mut buffers[incoming.index()]);
+                    combine(&earlier, &mut buffers[acc.index()]);
+                    buffers[incoming.index()] = earlier;
+                })
+            } else {
+                Box::new(combine_into(combine.clone(), acc, incoming))
+            };
+            combining = Some(step);
+            mask <<= 1;
+        }
+        if let Some(step) = combining {
+            self.s.round().local(step);
         }
         acc
     }
