@@ -212,6 +212,9 @@ enum Caller {
     Blocking = 1 << 30,
 }
 
+/// A local step of a schedule, chosen at run time.
+type LocalStep = Box<dyn FnMut(&mut [Vec<u8>]) + Send>;
+
 /// The bits of a tag that number the collective.
 const TAG_SEQ_MASK: u32 = (1 << 30) - 1;
 
@@ -417,7 +420,7 @@ impl Plan<'_> {
         let acc = self.s.buffer(data);
         let incoming = self.s.buffer(vec![0; n]);
         // Each round combines what the last one brought, then swaps.
-        let mut combining: Option<Box<dyn FnMut(&mut [Vec<u8>]) + Send>> = None;
+        let mut combining: Option<LocalStep> = None;
         let mut mask = 1;
         while mask < self.p {
             let partner = self.me ^ mask;
@@ -427,7 +430,7 @@ impl Plan<'_> {
                 round.local(step);
             }
             round.send(world, acc, 0..n).recv(world, partner, incoming, 0..n);
-            let step: Box<dyn FnMut(&mut [Vec<u8>]) + Send> = if partner < self.me {
+            let step: LocalStep = if partner < self.me {
                 let combine = combine.clone();
                 Box::new(move |buffers: &mut [Vec<u8>]| {
                     let earlier = std::mem::take(&mut buffers[incoming.index()]);
