@@ -83,6 +83,10 @@ pub fn until<T>(
     mut state: Locked,
     mut poll: impl FnMut(&mut Locked) -> Result<Option<T>>,
 ) -> Result<(Locked, T)> {
+    // What completed as it started (an eager send) needs no pass of progress.
+    if let Some(done) = poll(&mut state)? {
+        return Ok((state, done));
+    }
     let bell = state.bell.clone();
     // As the engine's own waits: spin (not when ranks outnumber cores),
     // yield for a while, then sleep.
