@@ -76,8 +76,9 @@ pub fn progress_made(bell: &RankBell) {
 }
 
 /// Polls under the lock until `poll` yields a value (after a pass of the
-/// engine's progress each time), letting go of the lock between polls;
-/// returns the lock with the value. `call` names the MPI function.
+/// engine's progress each time, but for a first look), letting go of the
+/// lock between polls; returns the lock with the value. `call` names the
+/// MPI function.
 pub fn until<T>(
     call: &str,
     mut state: Locked,
@@ -87,54 +88,83 @@ pub fn until<T>(
     if let Some(done) = poll(&mut state)? {
         return Ok((state, done));
     }
-    let bell = state.bell.clone();
-    // As the engine's own waits: spin (not when ranks outnumber cores),
-    // yield for a while, then sleep.
-    let mut rounds = 0u32;
-    let mut yielding_since: Option<std::time::Instant> = None;
-    let mut slept_long = false;
+    let mut pause = Pause::new(state.bell.clone());
     loop {
-        let sleeping = yielding_since.is_some_and(|since| since.elapsed() >= bell.yield_for());
-        let on_bell = sleeping && BELL_TAKEN.compare_exchange(false, true, SeqCst, SeqCst).is_ok();
-        if on_bell {
-            // Before the last poll, so that a ring after it is not lost.
-            bell.prepare();
-        }
+        pause.before_poll();
         let seen = GENERATION.load(SeqCst);
-        let polled = state.progress(slept_long).and_then(|moved| Ok((moved, poll(&mut state)?)));
-        let moved = match polled {
+        let polled = state.progress(pause.slept_long).and_then(|moved| Ok((moved, poll(&mut state)?)));
+        match polled {
             Ok((_, Some(done))) => {
-                if on_bell {
-                    bell.cancel();
-                    BELL_TAKEN.store(false, SeqCst);
-                }
+                pause.over();
                 return Ok((state, done));
             }
-            Ok((moved, None)) => moved,
             Err(error) => {
-                if on_bell {
-                    bell.cancel();
-                    BELL_TAKEN.store(false, SeqCst);
-                }
+                pause.over();
                 return Err(error);
             }
-        };
-        state.quiet = !moved;
+            Ok((moved, None)) => state.quiet = !moved,
+        }
         drop(state);
-        slept_long = false;
-        if on_bell {
-            slept_long = bell.sleep();
+        pause.between_polls(seen);
+        state = state::lock(call)?;
+    }
+}
+
+/// What a waiter does between two polls, as the engine's own waits do:
+/// spin (not when ranks outnumber cores), yield for a while, then sleep,
+/// on the rank's doorbell if no other waiter does, else until progress.
+struct Pause {
+    bell: RankBell,
+    rounds: u32,
+    yielding_since: Option<std::time::Instant>,
+    /// This waiter sleeps after the next poll (decided before it, so that
+    /// one that sleeps off the doorbell knows another waiter is on it).
+    sleeps: bool,
+    /// This waiter announced it sleeps on the doorbell next.
+    on_bell: bool,
+    /// The last sleep timed out: time to look for dead peers.
+    slept_long: bool,
+}
+
+impl Pause {
+    fn new(bell: RankBell) -> Pause {
+        Pause { bell, rounds: 0, yielding_since: None, sleeps: false, on_bell: false, slept_long: false }
+    }
+
+    /// Before a poll: a waiter about to sleep on the doorbell says so
+    /// first, so that a ring after the poll is not lost.
+    fn before_poll(&mut self) {
+        self.sleeps = self.yielding_since.is_some_and(|since| since.elapsed() >= self.bell.yield_for());
+        self.on_bell = self.sleeps && BELL_TAKEN.compare_exchange(false, true, SeqCst, SeqCst).is_ok();
+        if self.on_bell {
+            self.bell.prepare();
+        }
+    }
+
+    /// The wait is over (done or failed): withdraws a sleep announced.
+    fn over(&mut self) {
+        if self.on_bell {
+            self.bell.cancel();
             BELL_TAKEN.store(false, SeqCst);
-        } else if sleeping {
-            slept_long = sleep_until_changed(seen, bell.timeout());
-        } else if rounds < bell.spins() {
+        }
+    }
+
+    /// Between two polls, the lock let go; `seen` is the generation
+    /// before the last poll.
+    fn between_polls(&mut self, seen: u64) {
+        self.slept_long = false;
+        if self.on_bell {
+            self.slept_long = self.bell.sleep();
+            BELL_TAKEN.store(false, SeqCst);
+        } else if self.sleeps {
+            self.slept_long = sleep_until_changed(seen, self.bell.timeout());
+        } else if self.rounds < self.bell.spins() {
             std::hint::spin_loop();
         } else {
-            yielding_since.get_or_insert_with(std::time::Instant::now);
+            self.yielding_since.get_or_insert_with(std::time::Instant::now);
             std::thread::yield_now();
         }
-        rounds = rounds.saturating_add(1);
-        state = state::lock(call)?;
+        self.rounds = self.rounds.saturating_add(1);
     }
 }
 
