@@ -6,6 +6,8 @@
  * - four threads per rank exchanging messages with the partner rank at
  *   once with blocking sends and receives, small (eager) and large
  *   (rendezvous), each on its own tag;
+ * - four threads per rank posting receives from and sends to every rank,
+ *   completed by MPI_Waitany, MPI_Testsome loops or MPI_Waitall;
  * - four threads per rank running collectives at once, each on its own
  *   duplicate of MPI_COMM_WORLD, in a different order on every rank (a
  *   collective that held the library while it waited would deadlock).
@@ -138,6 +140,80 @@ static void check_exchanges(void)
     }
 }
 
+/* --- non-blocking calls and their completions spread over threads --- */
+
+/* Each thread posts receives from every rank (itself included) on its own
+ * tag, sends to every rank, and completes them with a mix of MPI_Waitany,
+ * MPI_Testsome loops and MPI_Waitall, while the other threads do the same:
+ * as MPICH's threads/pt2pt tests (multisend, sendselfth) do. */
+struct spread {
+    int thread;
+    int wrong;
+    int rc;
+};
+
+#define SPREAD_ROUNDS 30
+
+static void *spread_requests(void *arg)
+{
+    struct spread *x = arg;
+    int n = world_size, tag = 300 + x->thread;
+    int *in = malloc(sizeof(int) * n), *out = malloc(sizeof(int) * n);
+    MPI_Request *r = malloc(sizeof(MPI_Request) * 2 * n);
+    int *indices = malloc(sizeof(int) * 2 * n);
+    for (int round = 0; round < SPREAD_ROUNDS && x->rc == MPI_SUCCESS; round++) {
+        int rc = MPI_SUCCESS;
+        for (int p = 0; p < n && rc == MPI_SUCCESS; p++) {
+            in[p] = -1;
+            rc = MPI_Irecv(&in[p], 1, MPI_INT, p, tag, MPI_COMM_WORLD, &r[p]);
+        }
+        for (int p = 0; p < n && rc == MPI_SUCCESS; p++) {
+            out[p] = world_rank * 1000000 + p * 1000 + round * 10 + x->thread;
+            rc = MPI_Isend(&out[p], 1, MPI_INT, p, tag, MPI_COMM_WORLD, &r[n + p]);
+        }
+        /* Completions: by rounds, a different way. */
+        if (rc == MPI_SUCCESS && round % 3 == 0) {
+            for (int k = 0; k < 2 * n && rc == MPI_SUCCESS; k++) {
+                int index;
+                rc = MPI_Waitany(2 * n, r, &index, MPI_STATUS_IGNORE);
+            }
+        } else if (rc == MPI_SUCCESS && round % 3 == 1) {
+            int done = 0;
+            while (done < 2 * n && rc == MPI_SUCCESS) {
+                int count = 0;
+                rc = MPI_Testsome(2 * n, r, &count, indices, MPI_STATUSES_IGNORE);
+                if (count != MPI_UNDEFINED)
+                    done += count;
+            }
+        } else if (rc == MPI_SUCCESS) {
+            rc = MPI_Waitall(2 * n, r, MPI_STATUSES_IGNORE);
+        }
+        x->rc = rc;
+        for (int p = 0; p < n && rc == MPI_SUCCESS; p++)
+            x->wrong += in[p] != p * 1000000 + world_rank * 1000 + round * 10 + x->thread;
+    }
+    free(in);
+    free(out);
+    free(r);
+    free(indices);
+    return NULL;
+}
+
+static void check_spread_requests(void)
+{
+    pthread_t t[THREADS];
+    struct spread x[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        x[i] = (struct spread){i, 0, MPI_SUCCESS};
+        pthread_create(&t[i], NULL, spread_requests, &x[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(MPI_SUCCESS, x[i].rc, "thread %d's non-blocking calls and completions", i);
+        CHECK_INT(0, x[i].wrong, "messages received wrong by thread %d", i);
+    }
+}
+
 /* --- collectives at once on duplicates, in a different order per rank --- */
 
 struct collectives {
@@ -213,6 +289,7 @@ int main(int argc, char **argv)
     if (provided == MPI_THREAD_MULTIPLE) {
         check_served_by_later_send();
         check_exchanges();
+        check_spread_requests();
         check_concurrent_collectives();
     }
     return check_finish();
