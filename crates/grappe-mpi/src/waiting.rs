@@ -14,7 +14,9 @@
 //! (and rings the doorbell for the first).
 //!
 //! At lower thread levels blocking calls wait inside the engine, lock
-//! held, as they always did: nothing here costs them anything.
+//! held, as they always did: nothing here costs them anything, but for
+//! the blocking collectives of a job where some rank asked for
+//! `MPI_THREAD_MULTIPLE`, which every rank then runs as requests.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 
