@@ -33,7 +33,7 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
     let Ok(state) = state::lock(name) else {
         // Before MPI_Init or after MPI_Finalize there is no handler, and no
         // job to stop: as MPICH does, the process ends.
-        eprintln!("grappe: {name}: {}", error.message);
+        grappe_runtime::say(&format!("{name}: {}", error.message));
         std::process::exit(1);
     };
     let (handler, comm) = state.errhandler_for(&error);
@@ -49,7 +49,7 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
         (abi::ERRORS_RETURN, _) => code_for(&MpiError::new(error.class, format!("{name}: {}", error.message))),
         (_, Some(comm)) => comm.fail_fatally(name, &error.message),
         (_, None) => {
-            eprintln!("grappe: fatal error in {name}: {}", error.message);
+            grappe_runtime::say(&format!("fatal error in {name}: {}", error.message));
             std::process::exit(1)
         }
     }

@@ -20,4 +20,4 @@ pub mod testing;
 mod tracing;
 
 pub use error::StartError;
-pub use process::{Rank, RankFailure, RunFailure, Runtime, exit_failed};
+pub use process::{Rank, RankFailure, RunFailure, Runtime, exit_failed, say};

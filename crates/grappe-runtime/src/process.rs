@@ -366,13 +366,23 @@ impl JobEnd {
     }
 }
 
+/// Prints `grappe: MESSAGE` on stderr in one write. A process about to
+/// end the job says why this way: `eprintln!` writes its pieces one by
+/// one, and a launcher that kills the job at the abort (hydra) may then
+/// forward only `grappe: `.
+pub fn say(message: &str) {
+    use std::io::Write;
+    let line = format!("grappe: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 impl JobControl for JobEnd {
     fn abort(&self, ctx: &RankContext, _rank: usize, code: i32, message: &str) -> ! {
         // Before the rank is marked failed: the other ranks of this
         // process, which then fail too, say nothing more.
         self.caused.store(true, Ordering::Release);
         self.failing.store(true, Ordering::Release);
-        eprintln!("grappe: {message}");
+        say(message);
         ctx.leave();
         // The line above says why; the launcher's own names the process
         // and the code.

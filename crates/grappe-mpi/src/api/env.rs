@@ -112,7 +112,7 @@ fn init(required: c_int) -> Result<c_int> {
 
 /// A start that failed: as for `grappe::run`, the process says why and ends.
 fn start_failed(message: &str) -> ! {
-    eprintln!("grappe: {message}");
+    grappe_runtime::say(message);
     grappe_runtime::exit_failed()
 }
 
