@@ -729,7 +729,7 @@ impl BlockingCall {
             }
             Blocking::Recv { src, tag, arrived } => match outcome {
                 Err(e) if delivered(Err(e)).is_none() && failed_call(e) => comm.trace_failed_recv(span, src, tag),
-                _ => comm.trace_recv(span, &outcome.as_ref().map(|s| *s).map_err(|e| e.repeat()), arrived),
+                _ => comm.trace_recv(span, outcome, arrived),
             },
         }
     }

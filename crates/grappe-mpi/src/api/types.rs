@@ -31,6 +31,39 @@ mod combiner {
 
 const ORDER_C: c_int = 56;
 const ORDER_FORTRAN: c_int = 57;
+
+/// How an array of `sizes` elements of `extent` bytes lies in memory, in
+/// `order` (`MPI_ORDER_C` or `MPI_ORDER_FORTRAN`): for `MPI_Type_create_subarray`
+/// and `MPI_Type_create_darray`.
+struct ArrayLayout {
+    /// The dimensions from the slowest-varying to the fastest.
+    dims: Vec<usize>,
+    /// Bytes between consecutive indices of each dimension.
+    stride: Vec<isize>,
+    /// Bytes of the whole array.
+    total: isize,
+}
+
+fn array_layout(call: &str, order: c_int, sizes: &[c_int], extent: isize) -> Result<ArrayLayout> {
+    let n = sizes.len();
+    let dims: Vec<usize> = match order {
+        ORDER_C => (0..n).collect(),
+        ORDER_FORTRAN => (0..n).rev().collect(),
+        other => {
+            return Err(MpiError::new(
+                class::ARG,
+                format!("{call}: order {other} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"),
+            ));
+        }
+    };
+    let mut stride = vec![0isize; n];
+    let mut step = extent;
+    for &d in dims.iter().rev() {
+        stride[d] = step;
+        step *= sizes[d] as isize;
+    }
+    Ok(ArrayLayout { dims, stride, total: step })
+}
 const DISTRIBUTE_BLOCK: c_int = 121;
 const DISTRIBUTE_CYCLIC: c_int = 122;
 const DISTRIBUTE_NONE: c_int = 123;
@@ -322,21 +355,7 @@ mpi_fn! {
                 ));
             }
         }
-        // Dimensions from the slowest-varying to the fastest.
-        let dims: Vec<usize> = match order {
-            ORDER_C => (0..n).collect(),
-            ORDER_FORTRAN => (0..n).rev().collect(),
-            other => return Err(MpiError::new(class::ARG, format!("{call}: order {other} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"))),
-        };
-        let extent = old.extent();
-        // Bytes between consecutive indices of each dimension.
-        let mut stride = vec![0isize; n];
-        let mut step = extent;
-        for &d in dims.iter().rev() {
-            stride[d] = step;
-            step *= sizes[d] as isize;
-        }
-        let total = step;
+        let ArrayLayout { dims, stride, total } = array_layout(call, order, sizes, old.extent())?;
         let fastest = *dims.last().expect("ndims >= 1");
         let mut parts = Vec::new();
         let outer: Vec<usize> = dims[..n - 1].to_vec();
@@ -446,19 +465,8 @@ mpi_fn! {
         for d in 0..n {
             held.push(distributed(call, d, gsizes[d] as usize, distribs[d], dargs[d], psizes[d] as usize, coords[d])?);
         }
-        // Dimensions from the slowest-varying to the fastest, in the array's order.
-        let dims: Vec<usize> = match order {
-            ORDER_C => (0..n).collect(),
-            ORDER_FORTRAN => (0..n).rev().collect(),
-            other => return Err(MpiError::new(class::ARG, format!("{call}: order {other} is not MPI_ORDER_C or MPI_ORDER_FORTRAN"))),
-        };
         let extent = old.extent();
-        let mut stride = vec![0isize; n];
-        let mut step = extent;
-        for &d in dims.iter().rev() {
-            stride[d] = step;
-            step *= gsizes[d] as isize;
-        }
+        let ArrayLayout { dims, stride, total } = array_layout(call, order, gsizes, extent)?;
         let mut parts = Vec::new();
         if held.iter().all(|h| !h.is_empty()) {
             let mut index = vec![0usize; n];
@@ -481,7 +489,7 @@ mpi_fn! {
         let integers = [&[size, rank, ndims][..], gsizes, distribs, dargs, psizes, &[order][..]].concat();
         let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::DARRAY, integers, vec![], vec![oldtype]));
         layout.lb = 0;
-        layout.extent = step;
+        layout.extent = total;
         give(layout, newtype)
     }
 }
