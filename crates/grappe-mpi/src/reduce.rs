@@ -13,6 +13,7 @@ use grappe_comm::Operation;
 use crate::abi::class;
 use crate::datatype::{Datatype, Kind, PairKind};
 use crate::errors::{MpiError, Result};
+use crate::types::Type;
 
 /// A predefined operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,44 +225,80 @@ pair!(TwoInt, i32, { value: i32, index: i32 });
 /// inoutvec[i]` for `*len` elements of `*datatype`.
 pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut c_int);
 
-/// An operation of `MPI_Op_create`, applied to one datatype.
+/// An operation of `MPI_Op_create`, as the program gave it.
 #[derive(Debug, Clone, Copy)]
-pub struct UserOperation {
+pub struct UserOp {
     pub function: UserFunction,
     pub commute: bool,
-    /// The program's datatype, which its function is called with.
-    pub datatype: c_int,
-    /// Predefined elements in one element of that datatype (a derived
-    /// datatype of one predefined one): the function's count is in the
-    /// program's elements.
-    pub per_item: usize,
 }
 
-impl<T: Pod + Send + Sync> Operation<T> for UserOperation {
-    /// `acc = acc ∘ later`: MPI's function takes the earlier ranks'
+impl UserOp {
+    /// `inout[i] = input[i] ∘ inout[i]` for `count` elements of the
+    /// program's `datatype`: MPI's function takes the earlier ranks'
     /// operand first and leaves the result in its second.
-    fn combine(&self, acc: &mut [T], later: &[T]) {
-        let mut result = later[..acc.len()].to_vec();
-        let mut len = (acc.len() / self.per_item.max(1)) as c_int;
-        let mut datatype = self.datatype;
+    ///
+    /// # Safety
+    /// Both point to `count` elements of `datatype`, laid out as in a
+    /// program's buffer (the function reads them where the datatype says).
+    pub unsafe fn apply(&self, input: *mut u8, inout: *mut u8, count: usize, datatype: c_int) {
+        let mut len = c_int::try_from(count).unwrap_or(c_int::MAX);
+        let mut datatype = datatype;
         // SAFETY: a C function of MPI_User_function's type, as the program
-        // gave it; both buffers hold `len` elements of the datatype.
-        unsafe {
-            (self.function)(acc.as_mut_ptr().cast(), result.as_mut_ptr().cast(), &mut len, &mut datatype);
-        }
-        acc.copy_from_slice(&result);
-    }
-
-    fn is_commutative(&self) -> bool {
-        self.commute
+        // gave it, on buffers as the caller promised.
+        unsafe { (self.function)(input.cast(), inout.cast(), &mut len, &mut datatype) }
     }
 }
 
-/// The operation of a reduction: predefined, or the program's.
-#[derive(Debug, Clone, Copy)]
-pub enum AnyOp {
-    Predefined(OpCode),
-    User(UserOperation),
+/// Elements of a datatype laid out as in a program's buffer (gaps, a
+/// lower bound that is not 0, a struct's padding), made from their packed
+/// form and packed again: what a program's reduction function, or an
+/// operation on padded pairs, works on. 8-byte aligned, as `malloc`'s
+/// buffers would be for the function's own C types.
+pub struct LaidOut {
+    storage: Vec<u64>,
+    /// Where the first element's origin is, in bytes from the storage's start.
+    origin: isize,
+    count: usize,
+}
+
+impl LaidOut {
+    /// The `packed` elements of `datatype`, laid out.
+    pub fn unpack(datatype: &Type, packed: &[u8]) -> LaidOut {
+        let count = packed.len().checked_div(datatype.size()).unwrap_or(0);
+        // The bytes the elements span: element i's data is at i × extent
+        // + true_lb, for true_extent bytes.
+        let last = (count.max(1) - 1) as isize * datatype.extent();
+        let lo = datatype.true_lb() + last.min(0);
+        let hi = datatype.true_lb() + datatype.true_extent() + last.max(0);
+        let span = (hi - lo).max(0) as usize;
+        let mut laid_out = LaidOut { storage: vec![0; span.div_ceil(8)], origin: -lo, count };
+        // SAFETY: the storage spans every block of `count` elements from
+        // the origin.
+        unsafe { datatype.unpack(packed, laid_out.base()) };
+        laid_out
+    }
+
+    /// The first element's origin, as a program's buffer argument.
+    pub fn base(&mut self) -> *mut u8 {
+        self.storage.as_mut_ptr().cast::<u8>().wrapping_offset(self.origin)
+    }
+
+    /// The elements packed again, over `out` (of their packed length).
+    pub fn pack_into(&mut self, datatype: &Type, out: &mut [u8]) {
+        let mut packed = Vec::with_capacity(out.len());
+        // SAFETY: the storage holds `count` elements from the origin.
+        unsafe { datatype.pack(self.base(), self.count, &mut packed) };
+        out.copy_from_slice(&packed);
+    }
+}
+
+/// `inout = input ∘ inout` on packed elements of `datatype`, by `apply`
+/// on them laid out (its arguments: input, in-out, element count).
+pub fn combine_laid_out(datatype: &Type, input: &[u8], inout: &mut [u8], apply: impl FnOnce(*mut u8, *mut u8, usize)) {
+    let mut earlier = LaidOut::unpack(datatype, input);
+    let mut later = LaidOut::unpack(datatype, inout);
+    apply(earlier.base(), later.base(), later.count);
+    later.pack_into(datatype, inout);
 }
 
 /// Opaque elements (`long double`...): only `MPI_REPLACE` and `MPI_NO_OP`

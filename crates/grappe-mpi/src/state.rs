@@ -69,6 +69,9 @@ pub struct Keyval {
     pub copy: Option<crate::api::CopyFunction>,
     pub delete: Option<crate::api::DeleteFunction>,
     pub extra_state: usize,
+    /// The binding library's proxies through which the callbacks are
+    /// called (Fortran keys, see `api::fortran_binding`).
+    pub proxies: (Option<crate::api::CopyProxy>, Option<crate::api::DeleteProxy>),
 }
 
 /// A request known to C: what is under way now (`None`: an inactive

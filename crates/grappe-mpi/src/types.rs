@@ -241,9 +241,11 @@ impl Type {
         out.reserve(self.packed_len(count));
         for i in 0..count as isize {
             for block in &blocks {
+                // Wrapping: `buf` itself may lie outside the data
+                // (`MPI_BOTTOM`, a lower bound that is not 0).
+                let from = buf.wrapping_offset(i * extent + block.offset);
                 // SAFETY: each block of each element is inside the
                 // caller's buffer, as MPI requires.
-                let from = unsafe { buf.offset(i * extent + block.offset) };
                 out.extend_from_slice(unsafe { std::slice::from_raw_parts(from, block.len) });
             }
         }
@@ -266,11 +268,9 @@ impl Type {
                     break;
                 }
                 let len = block.len.min(data.len() - at);
+                let to = buf.wrapping_offset(i * extent + block.offset);
                 // SAFETY: inside the caller's buffer, as MPI requires.
-                unsafe {
-                    let to = buf.offset(i * extent + block.offset);
-                    std::ptr::copy_nonoverlapping(data[at..].as_ptr(), to, len);
-                }
+                unsafe { std::ptr::copy_nonoverlapping(data[at..].as_ptr(), to, len) };
                 at += len;
             }
             i += 1;

@@ -23,6 +23,28 @@ pub type CopyFunction = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_v
 /// `MPI_Comm_delete_attr_function`.
 pub type DeleteFunction = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
 
+/// MPICH's `MPII_Attr_copy_proxy`: how a language binding library has its
+/// copy callbacks called (user function, handle, key, extra state,
+/// attribute type, value, copy out, flag out).
+pub type CopyProxy = unsafe extern "C" fn(
+    CopyFunction,
+    c_int,
+    c_int,
+    *mut c_void,
+    c_int,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut c_int,
+) -> c_int;
+/// MPICH's `MPII_Attr_delete_proxy` (user function, handle, key, attribute
+/// type, value, extra state).
+pub type DeleteProxy = unsafe extern "C" fn(DeleteFunction, c_int, c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// The attribute type given to proxies: MPICH's `MPIR_ATTR_AINT`, an
+/// address-sized integer (the Fortran library's proxies pass the value on
+/// as such whatever the type says).
+const PROXY_ATTR_TYPE: c_int = 1;
+
 /// Keyval handles: direct handles of type 9.
 const KEYVAL_KIND: u32 = 0x9;
 
@@ -95,7 +117,7 @@ fn create_keyval(
     extra: *mut c_void,
 ) -> Result<()> {
     let mut state = state::lock(call)?;
-    let slot = state.keyvals.insert(Keyval { copy, delete, extra_state: extra as usize });
+    let slot = state.keyvals.insert(Keyval { copy, delete, extra_state: extra as usize, proxies: (None, None) });
     // SAFETY: the caller's output argument.
     unsafe { put(keyval, abi::direct_handle(KEYVAL_KIND, slot), "keyval") }
 }
@@ -150,8 +172,21 @@ mpi_fn! {
     }
 }
 
+/// Whether `keyval` is a key the program made (not a predefined one).
+pub(super) fn is_user_keyval(keyval: c_int) -> bool {
+    abi::direct_index(KEYVAL_KIND, keyval).is_some()
+}
+
+/// Has a key's callbacks called through a binding library's proxies.
+pub(super) fn set_proxies(keyval: c_int, copy: Option<CopyProxy>, delete: Option<DeleteProxy>) -> Result<()> {
+    let mut state = state::lock("MPII_Keyval_set_proxy")?;
+    let slot = keyval_slot(&state, keyval)?;
+    state.keyvals.get_mut(slot).expect("checked").proxies = (copy, delete);
+    Ok(())
+}
+
 /// Sets an attribute; a value it replaces is deleted (its callback run).
-fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_void) -> Result<()> {
+pub(super) fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_void) -> Result<()> {
     let replaced = {
         let mut state = state::lock(call)?;
         let slot = keyval_slot(&state, keyval).map_err(|e| object.blame(e))?;
@@ -170,8 +205,15 @@ fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_void) -> Re
 /// Runs a key's delete callback on a value, without the lock.
 fn run_delete(object: Object, keyval: c_int, key: Keyval, value: usize) -> Result<()> {
     let Some(delete) = key.delete else { return Ok(()) };
-    // SAFETY: the program's callback, with the arguments MPI defines.
-    let code = unsafe { delete(object.handle(), keyval, value as *mut c_void, key.extra_state as *mut c_void) };
+    let (handle, value, extra) = (object.handle(), value as *mut c_void, key.extra_state as *mut c_void);
+    // SAFETY: the program's callback, with the arguments MPI defines, or
+    // its binding library's proxy for it.
+    let code = unsafe {
+        match key.proxies.1 {
+            Some(proxy) => proxy(delete, handle, keyval, PROXY_ATTR_TYPE, value, extra),
+            None => delete(handle, keyval, value, extra),
+        }
+    };
     match code {
         abi::SUCCESS => Ok(()),
         code => Err(object.blame(MpiError::new(
@@ -244,19 +286,17 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
     };
     let mut copied = Vec::new();
     for (keyval, value, key) in attrs {
-        let Some(Keyval { copy: Some(copy), extra_state, .. }) = key else { continue };
+        let Some(Keyval { copy: Some(copy), extra_state, proxies, .. }) = key else { continue };
         let mut out: *mut c_void = std::ptr::null_mut();
         let mut flag: c_int = 0;
-        // SAFETY: the program's callback, with the arguments MPI defines.
+        let (handle, extra, value) = (old.handle(), extra_state as *mut c_void, value as *mut c_void);
+        // SAFETY: the program's callback, with the arguments MPI defines, or
+        // its binding library's proxy for it.
         let code = unsafe {
-            copy(
-                old.handle(),
-                keyval,
-                extra_state as *mut c_void,
-                value as *mut c_void,
-                (&mut out as *mut *mut c_void).cast(),
-                &mut flag,
-            )
+            match proxies.0 {
+                Some(proxy) => proxy(copy, handle, keyval, extra, PROXY_ATTR_TYPE, value, &mut out, &mut flag),
+                None => copy(handle, keyval, extra, value, (&mut out as *mut *mut c_void).cast(), &mut flag),
+            }
         };
         if code != abi::SUCCESS {
             return Err(old.blame(MpiError::new(

@@ -14,7 +14,7 @@ use grappe_comm::{Deliver, Operation};
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::reduce::{AnyOp, Element, OpCode, Predefined, Typed, UserOperation, typed, with_type, with_typed_mut};
+use crate::reduce::{Element, OpCode, Predefined, Typed, UserOp, typed, with_type, with_typed_mut};
 use crate::state;
 use crate::types::{self, Type};
 use crate::waiting;
@@ -718,17 +718,15 @@ struct Reduce<'a> {
     what: Reduction,
     send: &'a [u8],
     recv: &'a mut [u8],
-    op: AnyOp,
+    op: OpCode,
 }
 
 impl Typed for Reduce<'_> {
     type Output = grappe_comm::Result<()>;
 
     fn run<T: Element>(self) -> Self::Output {
-        match self.op {
-            AnyOp::Predefined(code) => self.run_with::<T, _>(Predefined(code)),
-            AnyOp::User(user) => self.run_with::<T, _>(user),
-        }
+        let op = Predefined(self.op);
+        self.run_with::<T, _>(op)
     }
 }
 
@@ -762,22 +760,12 @@ fn reduction(
     recvbuf: *mut c_void,
     recv_count: c_int,
     datatype: c_int,
-    (op, user): (c_int, Option<(crate::reduce::UserFunction, bool)>),
+    op: c_int,
 ) -> Result<()> {
-    let handle = datatype;
     let datatype = types::committed(datatype)?;
     let base = reduction_base(&datatype)?;
-    let op = match user {
-        Some((function, commute)) => {
-            let per_item = datatype.size() / base.size.max(1);
-            AnyOp::User(UserOperation { function, commute, datatype: handle, per_item })
-        }
-        None => {
-            let code = OpCode::lookup(op)?;
-            code.check(base)?;
-            AnyOp::Predefined(code)
-        }
-    };
+    let op = OpCode::lookup(op)?;
+    op.check(base)?;
     let (send_count, recv_count) = (count_of(send_count, call)?, count_of(recv_count, call)?);
     if let Type::Predefined(predefined) = datatype {
         // In place, stride by stride: the elements of a predefined
@@ -875,10 +863,9 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking(CollectiveKind::Reduce));
         }
-        let user = user_op(op)?;
         on_comm("MPI_Reduce", comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
@@ -887,7 +874,7 @@ mpi_fn! {
                 return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
             }
             let what = Reduction::Reduce { root, is_root };
-            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, (op, user))
+            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, op)
         })
     }
 }
@@ -902,12 +889,11 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Allreduce));
         }
-        let user = user_op(op)?;
         on_comm("MPI_Allreduce", comm, |c| {
-            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, (op, user))
+            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, op)
         })
     }
 }
@@ -922,11 +908,10 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             return icoll::scan("MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Scan));
         }
-        let user = user_op(op)?;
-        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, (op, user)))
+        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, op))
     }
 }
 
@@ -940,12 +925,11 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             return icoll::scan("MPI_Exscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Exscan));
         }
-        let user = user_op(op)?;
         on_comm("MPI_Exscan", comm, |c| {
-            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, (op, user))
+            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, op)
         })
     }
 }
@@ -960,16 +944,15 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Reduce_scatter_block")? as c_int; c.size()]);
             let call = "MPI_Reduce_scatter_block";
             return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatterBlock));
         }
-        let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter_block", comm, |c| {
             let n = c.size() as c_int;
             let total = recvcount.checked_mul(n).ok_or_else(|| MpiError::new(class::COUNT, "count overflows"))?;
-            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, (op, user))
+            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, op)
         })
     }
 }
@@ -984,32 +967,41 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
-        if waiting::collectives_as_requests() {
+        if as_schedule(op) {
             // SAFETY: one count per rank, as MPI requires.
             let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
             let call = "MPI_Reduce_scatter";
             return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatter));
         }
-        let user = user_op(op)?;
         on_comm("MPI_Reduce_scatter", comm, |c| {
             // SAFETY: one count per rank, as MPI requires.
             let counts = unsafe { ints(recvcounts, c.size(), "recvcounts")? };
             let total: c_int = counts.iter().sum();
             let mine = counts[c.rank()];
             let what = Reduction::ReduceScatter(counts.iter().map(|&n| n as usize).collect());
-            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, (op, user))
+            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, op)
         })
     }
 }
 
 /// The function of user operation `handle`, if it is one.
-pub(super) fn user_op(handle: c_int) -> Result<Option<(crate::reduce::UserFunction, bool)>> {
+pub(super) fn user_op(handle: c_int) -> Result<Option<UserOp>> {
     let Some(slot) = abi::direct_index(abi::kind::OP, handle) else { return Ok(None) };
     let state = state::lock("a reduction")?;
     match state.ops.get(slot) {
-        Some(&found) => Ok(Some(found)),
+        Some(&(function, commute)) => Ok(Some(UserOp { function, commute })),
         None => Err(MpiError::new(class::OP, format!("{handle:#x} is not an operation handle (or was freed)"))),
     }
+}
+
+/// Whether a blocking reduction with `op` runs as a schedule (see
+/// [`crate::waiting`]): always for the program's operations, whose
+/// function reads its operands laid out as the datatype says (structs,
+/// gaps), which the schedules' combination of packed elements gives.
+/// Deciding by the operation alone, the same on every rank as MPI
+/// requires, keeps all ranks on the same path.
+fn as_schedule(op: c_int) -> bool {
+    waiting::collectives_as_requests() || abi::direct_index(abi::kind::OP, op).is_some()
 }
 
 mpi_fn! {
@@ -1044,7 +1036,7 @@ mpi_fn! {
     /// `MPI_Op_commutative`.
     fn MPI_Op_commutative / PMPI_Op_commutative(op: c_int, commute: *mut c_int) {
         let commutes = match user_op(op)? {
-            Some((_, commute)) => commute,
+            Some(user) => user.commute,
             None => {
                 OpCode::lookup(op)?;
                 true
@@ -1059,24 +1051,33 @@ mpi_fn! {
     /// `MPI_Reduce_local`: `inoutbuf = inbuf ∘ inoutbuf`, on this rank alone.
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
         let user = user_op(op)?;
+        let handle = datatype;
         let datatype = types::committed(datatype)?;
-        let Type::Predefined(predefined) = datatype else {
-            return Err(MpiError::new(class::TYPE, "MPI_Reduce_local takes a predefined datatype in this version"));
-        };
-        let op = match user {
-            Some((function, commute)) => {
-                AnyOp::User(UserOperation { function, commute, datatype: predefined.handle, per_item: 1 })
-            }
-            None => {
-                let code = OpCode::lookup(op)?;
-                code.check(predefined)?;
-                AnyOp::Predefined(code)
-            }
-        };
-        let len = count_of(count, "MPI_Reduce_local")? * predefined.extent;
+        let count = count_of(count, "MPI_Reduce_local")?;
+        if let Some(user) = user {
+            // SAFETY: MPI's rules for the two buffers of `count` elements,
+            // which the program's function reads as the datatype says.
+            unsafe { user.apply(inbuf.cast_mut().cast(), inoutbuf.cast(), count, handle) };
+            return Ok(());
+        }
+        let op = OpCode::lookup(op)?;
+        let base = reduction_base(&datatype)?;
+        op.check(base)?;
+        if let Type::Predefined(predefined) = datatype {
+            let len = count * predefined.extent;
+            // SAFETY: MPI's rules for the two buffers of `count` elements.
+            let (input, inout) = unsafe { (raw(inbuf, len, "inbuf")?, raw_mut(inoutbuf, len, "inoutbuf")?) };
+            with_type(predefined, Local { input, inout, op });
+            return Ok(());
+        }
         // SAFETY: MPI's rules for the two buffers of `count` elements.
-        let (input, inout) = unsafe { (raw(inbuf, len, "inbuf")?, raw_mut(inoutbuf, len, "inoutbuf")?) };
-        with_type(predefined, Local { input, inout, op });
+        let (input, mut inout) = unsafe {
+            let input = outgoing(inbuf, count as c_int, &datatype, "inbuf")?;
+            (input, outgoing(inoutbuf, count as c_int, &datatype, "inoutbuf")?.into_owned())
+        };
+        with_type(base, Local { input: &input, inout: &mut inout, op });
+        // SAFETY: the in-out buffer holds `count` elements, as MPI requires.
+        unsafe { datatype.unpack(&inout, inoutbuf.cast()) };
         Ok(())
     }
 }
@@ -1085,7 +1086,7 @@ mpi_fn! {
 pub(super) struct Local<'a> {
     pub input: &'a [u8],
     pub inout: &'a mut [u8],
-    pub op: AnyOp,
+    pub op: OpCode,
 }
 
 impl Typed for Local<'_> {
@@ -1094,10 +1095,7 @@ impl Typed for Local<'_> {
     fn run<T: Element>(self) {
         let mut acc: Vec<T> = typed::<T>(self.input).into_owned();
         with_typed_mut::<T, _>(self.inout, |later| {
-            match self.op {
-                AnyOp::Predefined(code) => Predefined(code).combine(&mut acc, later),
-                AnyOp::User(user) => user.combine(&mut acc, later),
-            }
+            Predefined(self.op).combine(&mut acc, later);
             later.copy_from_slice(&acc);
         });
     }

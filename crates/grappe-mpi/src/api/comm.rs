@@ -170,7 +170,17 @@ mpi_fn! {
     }
 }
 
-fn get_attr(call: &str, comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) -> crate::errors::Result<()> {
+pub(super) fn get_attr(
+    call: &str,
+    comm: c_int,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> crate::errors::Result<()> {
+    // MPICH's predefined keys come in pairs: C's (odd, `MPI_TAG_UB` is
+    // 0x64400001) and Fortran's (the even one after it).
+    let predefined_fortran = (keyval as u32 & 0xffff_fff0) == 0x6440_0000 && keyval & 0xf != 0 && keyval & 1 == 0;
+    let keyval = if predefined_fortran { keyval - 1 } else { keyval };
     {
         let state = state::lock(call)?;
         let size = state.comm(abi::COMM_WORLD)?.comm.size();

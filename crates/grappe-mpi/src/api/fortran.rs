@@ -86,12 +86,26 @@ pub static MPI_UNWEIGHTED: Address = Address(&UNWEIGHTED_TARGET as *const c_int 
 /// `MPI_WEIGHTS_EMPTY`.
 #[unsafe(no_mangle)]
 pub static MPI_WEIGHTS_EMPTY: Address = Address(&WEIGHTS_EMPTY_TARGET as *const c_int as *const c_void);
+/// A pointer that C reads from a data symbol and that MPICH's Fortran
+/// binding library (`libmpichfort.so.12`) sets when it starts, to the
+/// addresses of its own Fortran constants: a writable object, unlike
+/// [`Address`] (which the linker puts in memory made read-only after
+/// relocation).
+#[repr(transparent)]
+pub struct FortranAddress(std::cell::UnsafeCell<*const c_void>);
+
+// SAFETY: written once, by the Fortran library's initialisation before
+// any MPI call; grappe never reads these.
+unsafe impl Sync for FortranAddress {}
+
 /// `MPI_F_STATUS_IGNORE`.
 #[unsafe(no_mangle)]
-pub static MPI_F_STATUS_IGNORE: Address = Address(&F_STATUS_IGNORE_TARGET as *const [c_int; 5] as *const c_void);
+pub static MPI_F_STATUS_IGNORE: FortranAddress =
+    FortranAddress(std::cell::UnsafeCell::new(&F_STATUS_IGNORE_TARGET as *const [c_int; 5] as *const c_void));
 /// `MPI_F_STATUSES_IGNORE`.
 #[unsafe(no_mangle)]
-pub static MPI_F_STATUSES_IGNORE: Address = Address(&F_STATUSES_IGNORE_TARGET as *const [c_int; 5] as *const c_void);
+pub static MPI_F_STATUSES_IGNORE: FortranAddress =
+    FortranAddress(std::cell::UnsafeCell::new(&F_STATUSES_IGNORE_TARGET as *const [c_int; 5] as *const c_void));
 /// `MPI_F08_STATUS_IGNORE` (Fortran 2008 bindings, which grappe does not
 /// provide: the object exists so that programs link).
 #[unsafe(no_mangle)]

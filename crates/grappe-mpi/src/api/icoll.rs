@@ -16,7 +16,7 @@ use grappe_comm::{CollectiveKind, Combine, Communicator, NonBlocking};
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::reduce::{AnyOp, OpCode, UserOperation, with_type};
+use crate::reduce::{OpCode, UserOp, combine_laid_out, with_type};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
 
@@ -70,47 +70,41 @@ fn start(
 }
 
 /// The reduction of `op` on `datatype`'s elements, packed.
-fn combine_of(
-    op: c_int,
-    user: Option<(crate::reduce::UserFunction, bool)>,
-    handle: c_int,
-    datatype: &Type,
-) -> Result<(Combine, bool)> {
+fn combine_of(op: c_int, user: Option<UserOp>, handle: c_int, datatype: &Type) -> Result<(Combine, bool)> {
+    if let Some(user) = user {
+        // The program's function reads its operands where the datatype
+        // says, whatever the datatype.
+        let laid_out = datatype.clone();
+        let combine: Combine = Arc::new(move |input: &[u8], inout: &mut [u8]| {
+            // SAFETY: `combine_laid_out` gives `n` elements of the datatype, laid out.
+            let apply = |earlier, later, n| unsafe { user.apply(earlier, later, n, handle) };
+            combine_laid_out(&laid_out, input, inout, apply)
+        });
+        return Ok((combine, user.commute));
+    }
+    let code = OpCode::lookup(op)?;
     let base = reduction_base(datatype)?;
-    let (op, commutative) = match user {
-        Some((function, commute)) => {
-            let per_item = datatype.size() / base.size.max(1);
-            (AnyOp::User(UserOperation { function, commute, datatype: handle, per_item }), commute)
-        }
-        None => {
-            let code = OpCode::lookup(op)?;
-            code.check(base)?;
-            (AnyOp::Predefined(code), true)
-        }
-    };
+    code.check(base)?;
     if base.size == base.extent {
         let combine: Combine =
-            Arc::new(move |input: &[u8], inout: &mut [u8]| with_type(base, Local { input, inout, op }));
-        return Ok((combine, commutative));
+            Arc::new(move |input: &[u8], inout: &mut [u8]| with_type(base, Local { input, inout, op: code }));
+        return Ok((combine, true));
     }
     // A pair type with padding (`MPI_DOUBLE_INT`: 12 bytes of data in 16):
     // the pairs travel packed, the operation works on the program's layout.
     let padded = Type::Predefined(base);
     let combine: Combine = Arc::new(move |input: &[u8], inout: &mut [u8]| {
-        let n = input.len() / base.size;
-        let (mut acc, mut later) = (vec![0u8; n * base.extent], vec![0u8; n * base.extent]);
-        // SAFETY: each vector holds `n` elements of the datatype, laid out.
-        unsafe {
-            padded.unpack(input, acc.as_mut_ptr());
-            padded.unpack(inout, later.as_mut_ptr());
-        }
-        with_type(base, Local { input: &acc, inout: &mut later, op });
-        let mut packed = Vec::with_capacity(inout.len());
-        // SAFETY: `later` holds `n` elements of the datatype, laid out.
-        unsafe { padded.pack(later.as_ptr(), n, &mut packed) };
-        inout.copy_from_slice(&packed);
+        let apply = |earlier: *mut u8, later: *mut u8, n: usize| {
+            // SAFETY: `combine_laid_out` gives `n` pairs at each, laid out.
+            let (input, inout) = unsafe {
+                let len = n * base.extent;
+                (std::slice::from_raw_parts(earlier, len), std::slice::from_raw_parts_mut(later, len))
+            };
+            with_type(base, Local { input, inout, op: code })
+        };
+        combine_laid_out(&padded, input, inout, apply)
     });
-    Ok((combine, commutative))
+    Ok((combine, true))
 }
 
 /// The packed input of a reduction: `count` elements at `sendbuf`, or at

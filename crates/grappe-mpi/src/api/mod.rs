@@ -7,6 +7,7 @@ mod comm;
 mod env;
 pub(crate) mod errh;
 pub(crate) mod fortran;
+mod fortran_binding;
 mod group;
 mod icoll;
 pub(crate) mod info;
@@ -26,7 +27,7 @@ use std::borrow::Cow;
 use crate::errors::{MpiError, Result};
 use crate::types::Type;
 
-pub(crate) use attr::{CopyFunction, DeleteFunction};
+pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
 pub(crate) use misc::user_handler;
 pub(crate) use topology::Topology;
 
