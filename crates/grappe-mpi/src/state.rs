@@ -8,13 +8,16 @@
 //! `MPI_THREAD_MULTIPLE`, blocking calls let go of the lock while they
 //! wait (see [`waiting`](crate::waiting)).
 
+use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::thread::ThreadId;
 
 use grappe_comm::{Communicator, Request, Scope};
 use grappe_runtime::{Rank, Runtime};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::RawMutex;
+use parking_lot::lock_api::RawMutex as _;
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
@@ -196,33 +199,61 @@ pub struct State {
 /// The state, behind the lock every call takes.
 struct Shared(Option<Box<State>>);
 
+/// Where the state lives: reached only by a call that took it (see
+/// [`lock`]).
+struct Cell(UnsafeCell<Shared>);
+
 // SAFETY: the state holds the rank's single-threaded objects (`Rc`s inside
-// communicators, requests and the scope). They are only reached through
-// `STATE`'s lock, held for the whole of each call, and no reference to
-// them leaves a call: so no two threads ever touch them at once, which is
-// all `Rc` and `RefCell` need.
-unsafe impl Send for Shared {}
+// communicators, requests and the scope). They are only reached through a
+// `Locked`, which a call holds for its whole length and which no
+// reference to them outlives; two `Locked` never exist at once, by the
+// lock under `MPI_THREAD_MULTIPLE` and by MPI's own rule below it (see
+// `lock`): so no two threads ever touch them at once, which is all `Rc`
+// and `RefCell` need.
+unsafe impl Sync for Cell {}
 
-static STATE: Mutex<Shared> = Mutex::new(Shared(None));
+static STATE: Cell = Cell(UnsafeCell::new(Shared(None)));
+/// The lock of `MPI_THREAD_MULTIPLE` (and of init and finalize).
+static LOCK: RawMutex = RawMutex::INIT;
+/// Whether calls take [`LOCK`]; below `MPI_THREAD_MULTIPLE` they only
+/// mark the library [`BUSY`].
+static LOCKING: AtomicBool = AtomicBool::new(true);
+/// A call is inside the library (below `MPI_THREAD_MULTIPLE`).
+static BUSY: AtomicBool = AtomicBool::new(false);
 
-/// The locked state of a running library.
+/// The state, for one call.
 pub struct Locked {
-    guard: MutexGuard<'static, Shared>,
+    /// This call took [`LOCK`] (else it marked [`BUSY`]).
+    locked: bool,
     /// Set by a waiter whose last poll moved nothing: its release of the
     /// lock wakes nobody (see [`waiting`](crate::waiting)).
     pub quiet: bool,
+    /// Held by the thread that took it.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Locked {
+    fn shared(&self) -> &Shared {
+        // SAFETY: this call holds the state (see `Cell`).
+        unsafe { &*STATE.0.get() }
+    }
+
+    fn shared_mut(&mut self) -> &mut Shared {
+        // SAFETY: as in `shared`; `&mut self` keeps the reference unique.
+        unsafe { &mut *STATE.0.get() }
+    }
 }
 
 impl std::ops::Deref for Locked {
     type Target = State;
     fn deref(&self) -> &State {
-        self.guard.0.as_deref().expect("a Locked state is initialised")
+        self.shared().0.as_deref().expect("a Locked state is initialised")
     }
 }
 
 impl std::ops::DerefMut for Locked {
     fn deref_mut(&mut self) -> &mut State {
-        self.guard.0.as_deref_mut().expect("a Locked state is initialised")
+        self.shared_mut().0.as_deref_mut().expect("a Locked state is initialised")
     }
 }
 
@@ -230,36 +261,79 @@ impl Drop for Locked {
     /// Under `MPI_THREAD_MULTIPLE`, threads waiting outside the lock look
     /// again once a call that may have made progress lets go of it.
     fn drop(&mut self) {
+        if !self.locked {
+            BUSY.store(false, Ordering::Relaxed);
+            return;
+        }
         if waiting::multiple() && !self.quiet {
-            if let Some(state) = self.guard.0.as_deref() {
+            if let Some(state) = self.shared().0.as_deref() {
                 waiting::progress_made(&state.bell);
             }
         }
+        // SAFETY: this call took the lock (`locked`), and lets go once.
+        unsafe { LOCK.unlock() };
     }
 }
 
-/// The state, for one call; an error if MPI is not initialised or was finalized.
+/// Takes the state for a call: under `MPI_THREAD_MULTIPLE` (and before
+/// init, after finalize) with a lock. Below it, MPI's rule that no two
+/// threads are inside the library at once (the program orders its calls)
+/// does what the lock would, as MPICH relies on it: the lock's two atomic
+/// read-modify-writes per call cost about as much as the rest of a small
+/// call (a ping-pong's C layer is mostly them). The call only marks the
+/// library busy with plain stores, which catches most programs that break
+/// the rule: a call that finds it busy fails, naming the problem, instead
+/// of corrupting the state.
+fn enter(call: &str) -> Result<Locked> {
+    if LOCKING.load(Ordering::Relaxed) {
+        LOCK.lock();
+        return Ok(Locked { locked: true, quiet: false, _not_send: PhantomData });
+    }
+    if BUSY.load(Ordering::Relaxed) {
+        return Err(MpiError::new(
+            class::OTHER,
+            format!(
+                "{call} called while another call is inside the MPI library (another thread's, or the \
+                 call whose callback this is): only MPI_THREAD_MULTIPLE (MPI_Init_thread) allows \
+                 concurrent calls"
+            ),
+        ));
+    }
+    BUSY.store(true, Ordering::Relaxed);
+    Ok(Locked { locked: false, quiet: false, _not_send: PhantomData })
+}
+
+/// The state of a running library, for one call; an error if MPI is not
+/// initialised or was finalized.
 pub fn lock(call: &str) -> Result<Locked> {
-    let guard = STATE.lock();
-    if guard.0.is_none() {
+    let locked = enter(call)?;
+    if locked.shared().0.is_none() {
         let when = match phase() {
             Phase::Finalized => "after MPI_Finalize",
             _ => "before MPI_Init",
         };
         return Err(MpiError::new(class::OTHER, format!("{call} called {when}")));
     }
-    Ok(Locked { guard, quiet: false })
+    Ok(locked)
 }
 
-/// Installs the state of a library just initialised.
-pub fn install(state: State) {
-    STATE.lock().0 = Some(Box::new(state));
+/// Installs the state of a library just initialised; below
+/// `MPI_THREAD_MULTIPLE` later calls stop taking the lock.
+pub fn install(state: State, multiple: bool) {
+    let mut locked = enter("MPI_Init").expect("init takes the lock");
+    locked.shared_mut().0 = Some(Box::new(state));
+    drop(locked);
     set_phase(Phase::Running);
+    LOCKING.store(multiple, Ordering::Relaxed);
 }
 
-/// Takes the state out at finalize.
+/// Takes the state out at finalize; calls after it (from any thread)
+/// take the lock again.
 pub fn take() -> Option<Box<State>> {
-    let state = STATE.lock().0.take();
+    LOCKING.store(true, Ordering::Relaxed);
+    let mut locked = enter("MPI_Finalize").expect("finalize takes the lock");
+    let state = locked.shared_mut().0.take();
+    drop(locked);
     set_phase(Phase::Finalized);
     state
 }

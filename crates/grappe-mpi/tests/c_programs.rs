@@ -144,6 +144,21 @@ fn a_traced_c_program_s_calls_are_recorded_at_its_own_lines() {
     }
 }
 
+/// Below `MPI_THREAD_MULTIPLE` the library takes no lock (MPI's rule:
+/// no two calls overlap); a program that breaks the rule gets a clear
+/// error and a job that ends, not a corrupted state.
+#[test]
+fn calls_that_overlap_below_thread_multiple_end_the_job_with_the_reason() {
+    let prefix = installed();
+    let dir = scratch("misuse");
+    let binary = compile_with_mpich("thread_misuse", dir.path());
+    let output = run_on_grappe(&prefix, 1, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success(), "the job fails:\n{text}");
+    assert!(text.contains("called while another call is inside the MPI library"), "the reason:\n{text}");
+    assert!(text.contains("MPI_THREAD_MULTIPLE"), "what would allow it:\n{text}");
+}
+
 #[test]
 fn a_whole_mpich_program_of_every_group_runs_unchanged() {
     let prefix = installed();

@@ -89,24 +89,27 @@ fn init(required: c_int) -> Result<c_int> {
     let bell = world.rank_context().engine().bell();
     // A traced rank's calls note their C caller (see `mpi_fn!`).
     crate::call::SITES_WANTED.store(world.rank_context().tracing(), std::sync::atomic::Ordering::Relaxed);
-    state::install(State {
-        runtime,
-        rank: Some(rank),
-        comms,
-        requests: Table::new(),
-        messages: Table::new(),
-        ops: Table::new(),
-        keyvals: Table::new(),
-        type_attrs: Default::default(),
-        groups: Table::new(),
-        infos: Table::new(),
-        freed: Vec::new(),
-        buffered: Vec::new(),
-        scope,
-        thread_level,
-        main_thread: std::thread::current().id(),
-        bell,
-    });
+    state::install(
+        State {
+            runtime,
+            rank: Some(rank),
+            comms,
+            requests: Table::new(),
+            messages: Table::new(),
+            ops: Table::new(),
+            keyvals: Table::new(),
+            type_attrs: Default::default(),
+            groups: Table::new(),
+            infos: Table::new(),
+            freed: Vec::new(),
+            buffered: Vec::new(),
+            scope,
+            thread_level,
+            main_thread: std::thread::current().id(),
+            bell,
+        },
+        multiple,
+    );
     Ok(thread_level)
 }
 
