@@ -23,25 +23,44 @@ fn run_on_grappe(prefix: &Path, dir: &Path, n: usize, program: &str) -> Output {
     run_bounded(command, Duration::from_secs(180))
 }
 
+/// Compiles `tests/fortran/NAME.f90` with `mpif90.mpich` into `dir`; checks
+/// that the program loads MPICH's Fortran library.
+fn compile_fortran(name: &str, dir: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran").join(format!("{name}.f90"));
+    let mut compile = Command::new("mpif90.mpich");
+    // -w: gfortran warns that MPI's choice buffers take several types.
+    compile.args(["-g", "-w", "-o", name]).arg(&source).current_dir(dir);
+    let output = run_bounded(compile, Duration::from_secs(120));
+    assert!(output.status.success(), "mpif90.mpich {name}.f90:\n{}", describe(&output));
+    let linked =
+        String::from_utf8_lossy(&Command::new("ldd").arg(dir.join(name)).output().unwrap().stdout).into_owned();
+    assert!(linked.contains("libmpichfort.so.12"), "{name} uses MPICH's Fortran library:\n{linked}");
+}
+
 #[test]
 fn a_fortran_program_built_with_mpif90_mpich_runs_through_mpich_s_fortran_library() {
     let prefix = installed();
     let dir = scratch("fortran");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran/conformance.f90");
-    let mut compile = Command::new("mpif90.mpich");
-    // -w: gfortran warns that MPI's choice buffers take several types.
-    compile.args(["-g", "-w", "-o", "conformance"]).arg(&source).current_dir(&dir);
-    let output = run_bounded(compile, Duration::from_secs(120));
-    assert!(output.status.success(), "mpif90.mpich conformance.f90:\n{}", describe(&output));
-    let linked = String::from_utf8_lossy(&Command::new("ldd").arg(dir.join("conformance")).output().unwrap().stdout)
-        .into_owned();
-    assert!(linked.contains("libmpichfort.so.12"), "the program uses MPICH's Fortran library:\n{linked}");
+    compile_fortran("conformance", &dir);
     for n in 1..=4 {
         let output = run_on_grappe(&prefix, &dir, n, "./conformance");
         let text = describe(&output);
         assert!(output.status.success(), "on {n} ranks:\n{text}");
         assert!(text.contains(&format!("fortran: all checks passed on {n} ranks")), "on {n} ranks:\n{text}");
         assert!(!text.contains("FAIL"), "on {n} ranks:\n{text}");
+    }
+}
+
+#[test]
+fn a_fortran_2008_program_runs_through_mpich_s_mpi_f08_module() {
+    let prefix = installed();
+    let dir = scratch("fortran-2008");
+    compile_fortran("f08", &dir);
+    for n in [1, 3] {
+        let output = run_on_grappe(&prefix, &dir, n, "./f08");
+        let text = describe(&output);
+        assert!(output.status.success(), "on {n} ranks:\n{text}");
+        assert!(text.contains(&format!("fortran 2008: all checks passed on {n} ranks")), "on {n} ranks:\n{text}");
     }
 }
 

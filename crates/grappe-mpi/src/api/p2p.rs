@@ -398,6 +398,107 @@ isend_fn!(
     false
 );
 
+/// Starts the send half of `MPI_Isendrecv(_replace)` from a copy of the
+/// data, detached: the program's request is the receive's, and once it
+/// completes the program may reuse the send buffer (or, for `_replace`,
+/// has the received data in it) whether or not the send has been received.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn detached_send_of_copy(
+    state: &mut Locked,
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Result<()> {
+    let on = |e: MpiError| e.on(comm);
+    let committed = types::committed(datatype).map_err(on)?;
+    // SAFETY: as the caller promised.
+    let copy: Box<[u8]> =
+        unsafe { outgoing(buf, count, &committed, call) }.map_err(on)?.into_owned().into_boxed_slice();
+    let len = c_int::try_from(copy.len()).map_err(|_| {
+        MpiError::new(class::COUNT, format!("{call}: {} bytes to send is too many", copy.len())).on(comm)
+    })?;
+    let byte = crate::datatype::BYTE.handle;
+    // SAFETY: the copy is on the heap and goes to the detached request
+    // with it, which keeps it until the send is over.
+    let started =
+        unsafe { isend(state, call, Posted::AsRequest, false, copy.as_ptr().cast(), len, byte, dest, tag, comm)? };
+    if let RequestEntry::Active { request, incoming, .. } = started {
+        state.freed.push((request, Some(copy), incoming));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv` (MPI 4): a send and a receive as one request, which
+    /// completes with the receive (the send goes on from a copy).
+    fn MPI_Isendrecv / PMPI_Isendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        if request.is_null() {
+            return Err(MpiError::new(class::REQUEST, "MPI_Isendrecv: the request argument is NULL"));
+        }
+        let mut state = state::lock("MPI_Isendrecv")?;
+        // SAFETY: MPI's rules for the two buffers (the receive buffer stays
+        // valid and untouched until the request completes).
+        let started = unsafe {
+            detached_send_of_copy(&mut state, "MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+            irecv(&mut state, "MPI_Isendrecv", Posted::AsRequest, recvbuf, recvcount, recvtype, source, recvtag, comm)?
+        };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+        // SAFETY: the caller's output argument, checked non-NULL.
+        unsafe { put(request, handle, "request") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Isendrecv_replace` (MPI 4): the buffer's data goes out (from a
+    /// copy taken now) and the message received takes its place.
+    fn MPI_Isendrecv_replace / PMPI_Isendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: c_int,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: c_int,
+        request: *mut c_int,
+    ) {
+        if request.is_null() {
+            return Err(MpiError::new(class::REQUEST, "MPI_Isendrecv_replace: the request argument is NULL"));
+        }
+        let mut state = state::lock("MPI_Isendrecv_replace")?;
+        let call = "MPI_Isendrecv_replace";
+        // SAFETY: MPI's rule for the buffer; the send reads it now, before
+        // the receive is posted into it.
+        let started = unsafe {
+            detached_send_of_copy(&mut state, call, buf, count, datatype, dest, sendtag, comm)?;
+            irecv(&mut state, call, Posted::AsRequest, buf, count, datatype, source, recvtag, comm)?
+        };
+        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+        // SAFETY: the caller's output argument, checked non-NULL.
+        unsafe { put(request, handle, "request") }
+    }
+}
+
 mpi_fn! {
     /// `MPI_Irecv`.
     fn MPI_Irecv / PMPI_Irecv(
