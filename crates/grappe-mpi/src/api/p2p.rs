@@ -398,6 +398,22 @@ isend_fn!(
     false
 );
 
+/// Gives the program, in `request`, the request `start` starts under the lock.
+fn started_as_request(
+    call: &str,
+    request: *mut c_int,
+    start: impl FnOnce(&mut Locked) -> Result<RequestEntry>,
+) -> Result<()> {
+    if request.is_null() {
+        return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
+    }
+    let mut state = state::lock(call)?;
+    let started = start(&mut state)?;
+    let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
+    // SAFETY: the caller's output argument, checked non-NULL.
+    unsafe { put(request, handle, "request") }
+}
+
 /// Starts the send half of `MPI_Isendrecv(_replace)` from a copy of the
 /// data, detached: the program's request is the receive's, and once it
 /// completes the program may reuse the send buffer (or, for `_replace`,
@@ -452,19 +468,13 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        if request.is_null() {
-            return Err(MpiError::new(class::REQUEST, "MPI_Isendrecv: the request argument is NULL"));
-        }
-        let mut state = state::lock("MPI_Isendrecv")?;
+        let call = "MPI_Isendrecv";
         // SAFETY: MPI's rules for the two buffers (the receive buffer stays
         // valid and untouched until the request completes).
-        let started = unsafe {
-            detached_send_of_copy(&mut state, "MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
-            irecv(&mut state, "MPI_Isendrecv", Posted::AsRequest, recvbuf, recvcount, recvtype, source, recvtag, comm)?
-        };
-        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
-        // SAFETY: the caller's output argument, checked non-NULL.
-        unsafe { put(request, handle, "request") }
+        started_as_request(call, request, |state| unsafe {
+            detached_send_of_copy(state, call, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+            irecv(state, call, Posted::AsRequest, recvbuf, recvcount, recvtype, source, recvtag, comm)
+        })
     }
 }
 
@@ -482,20 +492,13 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        if request.is_null() {
-            return Err(MpiError::new(class::REQUEST, "MPI_Isendrecv_replace: the request argument is NULL"));
-        }
-        let mut state = state::lock("MPI_Isendrecv_replace")?;
         let call = "MPI_Isendrecv_replace";
         // SAFETY: MPI's rule for the buffer; the send reads it now, before
         // the receive is posted into it.
-        let started = unsafe {
-            detached_send_of_copy(&mut state, call, buf, count, datatype, dest, sendtag, comm)?;
-            irecv(&mut state, call, Posted::AsRequest, buf, count, datatype, source, recvtag, comm)?
-        };
-        let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
-        // SAFETY: the caller's output argument, checked non-NULL.
-        unsafe { put(request, handle, "request") }
+        started_as_request(call, request, |state| unsafe {
+            detached_send_of_copy(state, call, buf, count, datatype, dest, sendtag, comm)?;
+            irecv(state, call, Posted::AsRequest, buf, count, datatype, source, recvtag, comm)
+        })
     }
 }
 
