@@ -30,15 +30,18 @@ pub fn enter(name: &'static str, body: impl FnOnce() -> Result<()>) -> c_int {
 /// What becomes of `error`, raised by `name`.
 #[cold]
 pub fn raise(name: &'static str, error: MpiError) -> c_int {
+    // Helpers that name the call themselves ("MPI_Send: negative count")
+    // would have it said twice.
+    let message = error.message.strip_prefix(name).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(&error.message);
     let Ok(state) = state::lock(name) else {
         // Before MPI_Init or after MPI_Finalize there is no handler, and no
         // job to stop: as MPICH does, the process ends.
-        grappe_runtime::say(&format!("{name}: {}", error.message));
+        grappe_runtime::say(&format!("{name}: {message}"));
         std::process::exit(1);
     };
     let (handler, comm) = state.errhandler_for(&error);
     if let Some(function) = crate::api::user_handler(handler) {
-        let code = code_for(&MpiError::new(error.class, format!("{name}: {}", error.message)));
+        let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
         let (mut c, mut passed) = (error.comm.unwrap_or(abi::COMM_WORLD), code);
         drop(state);
         // SAFETY: the program's handler, with the arguments MPI defines.
@@ -46,10 +49,10 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
         return code;
     }
     match (handler, comm) {
-        (abi::ERRORS_RETURN, _) => code_for(&MpiError::new(error.class, format!("{name}: {}", error.message))),
-        (_, Some(comm)) => comm.fail_fatally(name, &error.message),
+        (abi::ERRORS_RETURN, _) => code_for(&MpiError::new(error.class, format!("{name}: {message}"))),
+        (_, Some(comm)) => comm.fail_fatally(name, &message),
         (_, None) => {
-            grappe_runtime::say(&format!("fatal error in {name}: {}", error.message));
+            grappe_runtime::say(&format!("fatal error in {name}: {message}"));
             std::process::exit(1)
         }
     }

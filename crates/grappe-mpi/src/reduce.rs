@@ -60,10 +60,7 @@ impl OpCode {
             None if handle == crate::abi::OP_NULL => Err(MpiError::new(class::OP, "MPI_OP_NULL is not an operation")),
             None => Err(MpiError::new(
                 class::OP,
-                format!(
-                    "operation handle {handle:#x} is not a predefined operation (user operations are not supported \
-                     by this version of grappe's MPI library)"
-                ),
+                format!("operation handle {handle:#x} is neither a predefined operation nor one of MPI_Op_create"),
             )),
         }
     }
