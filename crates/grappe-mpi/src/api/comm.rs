@@ -34,19 +34,59 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_dup`: same group, new context; keeps the error handler.
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) {
-        let handle = {
-            let mut state = state::lock("MPI_Comm_dup")?;
-            let entry = state.comm(comm)?;
-            let (handler, topology) = (entry.errhandler, entry.topology.clone());
-            let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
-            let handle = state.add_comm(dup, handler);
-            let slot = state.comm_slot(handle)?;
-            state.comms.get_mut(slot).expect("just added").topology = topology;
-            handle
-        };
-        crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(comm), crate::api::attr::Object::Comm(handle))?;
+        let handle = duplicate("MPI_Comm_dup", comm)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
+    }
+}
+
+/// A duplicate of `comm`, with its error handler, topology and attributes
+/// (copied by their keys' callbacks, without the lock): its handle.
+pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int> {
+    let handle = {
+        let mut state = state::lock(call)?;
+        let entry = state.comm(comm)?;
+        let (handler, topology) = (entry.errhandler, entry.topology.clone());
+        let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
+        let handle = state.add_comm(dup, handler);
+        let slot = state.comm_slot(handle)?;
+        state.comms.get_mut(slot).expect("just added").topology = topology;
+        handle
+    };
+    crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(comm), crate::api::attr::Object::Comm(handle))?;
+    Ok(handle)
+}
+
+/// `MPI_Comm_idup(_with_info)`: the duplicate is made at the call, as
+/// `MPI_Comm_dup` makes it, and the request handed out is complete. A
+/// program whose ranks all reach the call before they block on one
+/// another (the usual use) sees no difference; one whose ranks first wait
+/// for a rank still inside it waits forever.
+fn duplicate_now(call: &str, comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> crate::errors::Result<()> {
+    if request.is_null() {
+        return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
+    }
+    let handle = duplicate(call, comm)?;
+    // SAFETY: the caller's output argument.
+    unsafe { put(newcomm, handle, "newcomm")? };
+    let mut state = state::lock(call)?;
+    let done = state::RequestEntry::Done { status: super::empty_status() };
+    let handle = state.add_request(state::RequestSlot { now: Some(done), persistent: None });
+    // SAFETY: the caller's output argument, checked non-NULL.
+    unsafe { put(request, handle, "request") }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_idup` (see `duplicate_now`).
+    fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        duplicate_now("MPI_Comm_idup", comm, newcomm, request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Comm_idup_with_info` (grappe takes no hints yet).
+    fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        duplicate_now("MPI_Comm_idup_with_info", comm, newcomm, request)
     }
 }
 

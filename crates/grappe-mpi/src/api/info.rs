@@ -167,13 +167,10 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (grappe takes no hints yet).
+    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`, attributes and
+    /// topology included (grappe takes no hints yet).
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_dup_with_info")?;
-        let entry = state.comm(comm)?;
-        let handler = entry.errhandler;
-        let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = state.add_comm(dup, handler);
+        let handle = crate::api::comm::duplicate("MPI_Comm_dup_with_info", comm)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }

@@ -1,5 +1,6 @@
 /* Communicators and groups: MPI_Comm_dup (traffic on the copy is
- * independent), MPI_Comm_split (colors, keys that reverse the order, equal
+ * independent), MPI_Comm_idup and MPI_Comm_dup_with_info (attributes
+ * copied by their keys' callbacks), MPI_Comm_split (colors, keys that reverse the order, equal
  * keys that keep it, MPI_UNDEFINED), MPI_Comm_compare, MPI_Comm_free,
  * MPI_Comm_group and the group calls (size, rank, incl, excl,
  * translate_ranks, union, intersection, difference, compare, free),
@@ -52,6 +53,54 @@ static void dup_is_independent(void)
     CHECK_INT(MPI_COMM_NULL, dup2, "MPI_Comm_free sets MPI_COMM_NULL");
     CHECK_MPI(MPI_Comm_free(&dup));
     CHECK_INT(MPI_COMM_NULL, dup, "MPI_Comm_free sets MPI_COMM_NULL");
+}
+
+static int copies_made;
+
+static int count_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra;
+    copies_made++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+/* MPI_Comm_idup (completed by MPI_Wait) and MPI_Comm_dup_with_info give
+ * congruent communicators that carry the attributes their keys copy. */
+static void idup_and_dup_with_info(void)
+{
+    int keyval, value = 42, *got = NULL, flag = 0, result = -1;
+    CHECK_MPI(MPI_Comm_create_keyval(count_copy, MPI_COMM_NULL_DELETE_FN, &keyval, NULL));
+    CHECK_MPI(MPI_Comm_set_attr(MPI_COMM_WORLD, keyval, &value));
+    MPI_Comm dup = MPI_COMM_NULL;
+    MPI_Request request;
+    CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request));
+    CHECK_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    CHECK_INT(MPI_REQUEST_NULL, request, "MPI_Wait frees the request of MPI_Comm_idup");
+    CHECK_MPI(MPI_Comm_compare(MPI_COMM_WORLD, dup, &result));
+    CHECK_INT(MPI_CONGRUENT, result, "MPI_Comm_compare(MPI_COMM_WORLD, its MPI_Comm_idup)");
+    int sum = 0;
+    CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, dup));
+    CHECK_INT(size * (size - 1) / 2, sum, "MPI_Allreduce on the communicator of MPI_Comm_idup");
+    CHECK_MPI(MPI_Comm_get_attr(dup, keyval, &got, &flag));
+    CHECK_INT(1, flag && got == &value, "MPI_Comm_idup copies the attribute");
+
+    MPI_Info info;
+    CHECK_MPI(MPI_Info_create(&info));
+    MPI_Comm with_info = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Comm_dup_with_info(dup, info, &with_info));
+    CHECK_MPI(MPI_Info_free(&info));
+    CHECK_MPI(MPI_Comm_compare(dup, with_info, &result));
+    CHECK_INT(MPI_CONGRUENT, result, "MPI_Comm_compare(a communicator, its MPI_Comm_dup_with_info)");
+    flag = 0;
+    CHECK_MPI(MPI_Comm_get_attr(with_info, keyval, &got, &flag));
+    CHECK_INT(1, flag && got == &value, "MPI_Comm_dup_with_info copies the attribute");
+    CHECK_INT(2, copies_made, "the copy callback ran once per duplicate");
+    CHECK_MPI(MPI_Comm_free(&with_info));
+    CHECK_MPI(MPI_Comm_free(&dup));
+    CHECK_MPI(MPI_Comm_delete_attr(MPI_COMM_WORLD, keyval));
+    CHECK_MPI(MPI_Comm_free_keyval(&keyval));
 }
 
 /* The world ranks of a communicator's members, in its rank order. */
@@ -400,6 +449,7 @@ int main(int argc, char **argv)
     left = (rank + size - 1) % size;
 
     dup_is_independent();
+    idup_and_dup_with_info();
     split();
     compare();
     groups();
