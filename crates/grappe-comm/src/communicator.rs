@@ -54,6 +54,9 @@ pub(crate) struct Inner {
     coll_seq: Cell<u64>,
     /// Its latest collective call, for the peers that wait for it.
     board: Arc<Board>,
+    /// The local group of an intercommunicator (whose `group` is then the
+    /// remote one), see [`crate::intercomm`].
+    pub local: Option<Communicator>,
     /// Non-blocking collectives this rank started on the communicator:
     /// the number of its last one (its tag, see `coll::nonblocking`).
     pub nbc_seq: Cell<u32>,
@@ -96,15 +99,46 @@ impl Communicator {
         Communicator::new(rank_ctx, WORLD_CTX, rank, (0..size).collect(), arena)
     }
 
-    fn new(rank_ctx: Rc<RankContext>, ctx: u32, rank: usize, group: Vec<usize>, arena: Option<usize>) -> Communicator {
+    pub(crate) fn new(
+        rank_ctx: Rc<RankContext>,
+        ctx: u32,
+        rank: usize,
+        group: Vec<usize>,
+        arena: Option<usize>,
+    ) -> Communicator {
+        Communicator::build(rank_ctx, ctx, rank, group, arena, None)
+    }
+
+    /// A communicator of context `ctx`: an intercommunicator if `local`
+    /// is its local group (`group` being the remote one).
+    pub(crate) fn build(
+        rank_ctx: Rc<RankContext>,
+        ctx: u32,
+        rank: usize,
+        group: Vec<usize>,
+        arena: Option<usize>,
+        local: Option<Communicator>,
+    ) -> Communicator {
         rank_ctx.used_ctx(ctx);
         let board = Arc::new(Board::new(rank, group.clone()));
         rank_ctx.engine().register_board(ctx + 1, board.clone());
         let (freed, coll_seq) = (Cell::new(false), Cell::new(0));
         let errors = Cell::new(crate::ErrorHandler::default());
         let (nbc_seq, blocking_nbc_seq) = (Cell::new(0), Cell::new(0));
-        let inner =
-            Inner { rank_ctx, ctx, rank, group, arena, freed, errors, coll_seq, board, nbc_seq, blocking_nbc_seq };
+        let inner = Inner {
+            rank_ctx,
+            ctx,
+            rank,
+            group,
+            arena,
+            freed,
+            errors,
+            coll_seq,
+            board,
+            local,
+            nbc_seq,
+            blocking_nbc_seq,
+        };
         Communicator { inner: Rc::new(inner) }
     }
 
@@ -210,7 +244,10 @@ impl Communicator {
         self.handled("dup", dup)
     }
 
-    fn dup_from(&self, span: crate::trace::Span) -> Result<Communicator> {
+    pub(crate) fn dup_from(&self, span: crate::trace::Span) -> Result<Communicator> {
+        if self.is_inter() {
+            return self.dup_inter();
+        }
         let inner = self.live()?;
         let next = inner.rank_ctx.next_ctx() as u64;
         let table = crate::internal::allgather_words(self, &[next, NO_ARENA], |table| {

@@ -89,6 +89,10 @@ pub enum Error {
     /// The communicator was freed; handles to it are no longer valid.
     #[error("communicator was freed")]
     CommFreed,
+    /// The call needs an intercommunicator and was given an
+    /// intracommunicator.
+    #[error("the communicator is not an intercommunicator")]
+    NotIntercomm,
     /// A serialised message could not be decoded into the requested type.
     #[error("cannot decode a {bytes}-byte message from rank {source_rank} as {type_name}: {reason}")]
     Deserialize {
@@ -258,7 +262,7 @@ impl Error {
             Error::Truncated { .. } | Error::CollectiveMismatch(_) => ErrorClass::Truncate,
             Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
             Error::BufferSize { .. } => ErrorClass::Count,
-            Error::CommFreed => ErrorClass::Comm,
+            Error::CommFreed | Error::NotIntercomm => ErrorClass::Comm,
             Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Engine(e) => e.class(),
             Error::Cancelled
@@ -284,6 +288,7 @@ impl Error {
             Error::CollectiveMismatch(mismatch) => Error::CollectiveMismatch(mismatch.clone()),
             Error::BufferSize { op, detail } => Error::BufferSize { op, detail: *detail },
             Error::CommFreed => Error::CommFreed,
+            Error::NotIntercomm => Error::NotIntercomm,
             Error::Deserialize { source_rank, bytes, type_name, reason } => {
                 Error::Deserialize { source_rank: *source_rank, bytes: *bytes, type_name, reason: reason.clone() }
             }

@@ -77,7 +77,10 @@ impl Communicator {
 
     /// This rank's number in the world.
     fn world_rank(&self) -> usize {
-        self.inner.group[self.inner.rank]
+        match &self.inner.local {
+            Some(local) => local.world_rank(),
+            None => self.inner.group[self.inner.rank],
+        }
     }
 }
 

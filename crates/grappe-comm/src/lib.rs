@@ -14,6 +14,7 @@ pub mod coll;
 mod communicator;
 mod error;
 mod handlers;
+mod intercomm;
 mod internal;
 mod matched;
 mod p2p;

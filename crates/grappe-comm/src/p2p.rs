@@ -17,6 +17,7 @@ impl Communicator {
     /// Sends `buf` to rank `dest` with `tag` (standard mode: returns when
     /// the buffer may be reused).
     #[track_caller]
+    #[inline(always)]
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         let sent = self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag);
@@ -39,6 +40,7 @@ impl Communicator {
     /// wildcard). The message may be shorter than the buffer; a longer one
     /// is [`Error::Truncated`].
     #[track_caller]
+    #[inline(always)]
     pub fn recv<B: BufferMut + ?Sized>(
         &self,
         buf: &mut B,
@@ -182,6 +184,7 @@ impl Communicator {
 
     // ---- byte-level paths, shared with the collectives ----
 
+    #[inline(always)]
     pub(crate) fn send_bytes(&self, ctx: u32, bytes: &[u8], dest: usize, tag: i32) -> Result<()> {
         self.send_bytes_as(ctx, bytes, dest, tag, false)
     }

@@ -58,11 +58,21 @@ pub struct CommEntry {
     pub topology: Option<crate::api::Topology>,
     /// A private duplicate for neighbourhood collectives, made at the first.
     pub neighbours: Option<Communicator>,
+    /// The library's communicators beside an intercommunicator.
+    pub inter: Option<crate::api::Inter>,
 }
 
 impl CommEntry {
     pub fn new(comm: Communicator, errhandler: c_int, name: &str) -> CommEntry {
-        CommEntry { comm, errhandler, name: name.to_owned(), attrs: Vec::new(), topology: None, neighbours: None }
+        CommEntry {
+            comm,
+            errhandler,
+            name: name.to_owned(),
+            attrs: Vec::new(),
+            topology: None,
+            neighbours: None,
+            inter: None,
+        }
     }
 }
 
@@ -117,7 +127,31 @@ pub enum RequestEntry {
     },
     /// Completed when it started (to or from `MPI_PROC_NULL`).
     Done { status: abi::Status },
+    /// The program's own operation (`MPI_Grequest_start`).
+    Generalized(Box<Generalized>),
 }
+
+/// A generalized request: the program's callbacks and whether it called
+/// `MPI_Grequest_complete`.
+#[derive(Clone, Copy)]
+pub struct Generalized {
+    pub query: Option<GrequestQuery>,
+    pub free: Option<GrequestFree>,
+    pub cancel: Option<GrequestCancel>,
+    pub extra_state: usize,
+    /// `MPI_Grequest_complete` was called.
+    pub complete: bool,
+    /// `MPI_Request_free` was called before it completed: the request
+    /// goes when it does.
+    pub freed: bool,
+}
+
+/// `MPI_Grequest_query_function`.
+pub type GrequestQuery = unsafe extern "C" fn(extra_state: *mut std::ffi::c_void, status: *mut abi::Status) -> c_int;
+/// `MPI_Grequest_free_function`.
+pub type GrequestFree = unsafe extern "C" fn(extra_state: *mut std::ffi::c_void) -> c_int;
+/// `MPI_Grequest_cancel_function`.
+pub type GrequestCancel = unsafe extern "C" fn(extra_state: *mut std::ffi::c_void, complete: c_int) -> c_int;
 
 /// Slots reached through handles; freed slots are used again.
 #[derive(Default)]
@@ -233,6 +267,24 @@ pub struct Locked {
 }
 
 impl Locked {
+    /// Runs `f`, one of the program's callbacks, with the state let go
+    /// (the callback may call MPI functions), then takes the state again.
+    /// What the caller found in the state before may have changed
+    /// meanwhile at `MPI_THREAD_MULTIPLE`: it holds nothing across.
+    pub fn let_go_during<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        match self.locked {
+            // SAFETY: this call holds the lock, and takes it back below.
+            true => unsafe { LOCK.unlock() },
+            false => BUSY.store(false, Ordering::Relaxed),
+        }
+        let result = f();
+        match self.locked {
+            true => LOCK.lock(),
+            false => BUSY.store(true, Ordering::Relaxed),
+        }
+        result
+    }
+
     fn shared(&self) -> &Shared {
         // SAFETY: this call holds the state (see `Cell`).
         unsafe { &*STATE.0.get() }
@@ -301,6 +353,20 @@ fn enter(call: &str) -> Result<Locked> {
     }
     BUSY.store(true, Ordering::Relaxed);
     Ok(Locked { locked: false, quiet: false, _not_send: PhantomData })
+}
+
+/// The state for a call on the short path of the most common calls
+/// (see `api::p2p`): below `MPI_THREAD_MULTIPLE`, in a running library
+/// (the lock is only on before init, after finalize and at
+/// `MPI_THREAD_MULTIPLE`), with no other call inside. `None` sends the
+/// call the general way, which says what is wrong if anything is.
+#[inline]
+pub fn enter_short() -> Option<Locked> {
+    if LOCKING.load(Ordering::Relaxed) || BUSY.load(Ordering::Relaxed) {
+        return None;
+    }
+    BUSY.store(true, Ordering::Relaxed);
+    Some(Locked { locked: false, quiet: false, _not_send: PhantomData })
 }
 
 /// The state of a running library, for one call; an error if MPI is not
@@ -376,6 +442,28 @@ impl State {
             _ if handle == abi::COMM_NULL => Err(MpiError::new(class::COMM, "MPI_COMM_NULL is not a communicator")),
             _ => Err(MpiError::new(class::COMM, format!("{handle:#x} is not a communicator handle (or was freed)"))),
         }
+    }
+
+    /// The intracommunicator of `handle`: an intercommunicator is refused,
+    /// naming what grappe does on one.
+    pub fn intra(&self, handle: c_int) -> Result<&CommEntry> {
+        let entry = self.comm(handle)?;
+        match entry.comm.is_inter() {
+            true => Err(crate::api::not_on_intercomm(handle)),
+            false => Ok(entry),
+        }
+    }
+
+    /// The communicator of `handle`, if it is one (no message: for the
+    /// short path, whose caller takes the general path otherwise).
+    #[inline]
+    pub fn comm_if_valid(&self, handle: c_int) -> Option<&CommEntry> {
+        let slot = match handle {
+            abi::COMM_WORLD => 0,
+            abi::COMM_SELF => 1,
+            _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2)?,
+        };
+        self.comms.get(slot)
     }
 
     /// The communicator of `handle`.

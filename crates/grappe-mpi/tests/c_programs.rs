@@ -159,6 +159,25 @@ fn calls_that_overlap_below_thread_multiple_end_the_job_with_the_reason() {
     assert!(text.contains("MPI_THREAD_MULTIPLE"), "what would allow it:\n{text}");
 }
 
+/// A wait for a generalized request that nothing can complete (below
+/// `MPI_THREAD_MULTIPLE` no call runs during the wait) fails at once,
+/// saying why, instead of hanging; once completed, the request is waited
+/// for as usual.
+#[test]
+fn a_wait_for_a_generalized_request_nothing_can_complete_fails_instead_of_hanging() {
+    let prefix = installed();
+    let dir = scratch("grequest-misuse");
+    let binary = compile_with_mpich("grequest_misuse", dir.path());
+    let output = run_on_grappe(&prefix, 1, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(output.status.success(), "the program goes on:\n{text}");
+    assert!(
+        text.contains("returned: MPI_Wait: waiting for a generalized request that MPI_Grequest_complete"),
+        "the reason:\n{text}"
+    );
+    assert!(text.contains("after completion: success, request freed"), "the wait after completion:\n{text}");
+}
+
 #[test]
 fn a_whole_mpich_program_of_every_group_runs_unchanged() {
     let prefix = installed();

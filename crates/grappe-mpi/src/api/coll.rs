@@ -104,7 +104,7 @@ unsafe fn unpack_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displ
 /// its errors handled by that communicator.
 fn on_comm(call: &str, comm: c_int, body: impl FnOnce(&Communicator) -> Result<()>) -> Result<()> {
     let state = state::lock(call)?;
-    let entry = state.comm(comm)?;
+    let entry = state.intra(comm)?;
     body(&entry.comm).map_err(|e| e.on(comm))
 }
 
@@ -141,6 +141,9 @@ pub(super) unsafe fn contribution<'a>(
 mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Barrier", comm)? {
+            return crate::api::intercomm::barrier(parts).map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_barrier("MPI_Barrier", comm, Start::Blocking(CollectiveKind::Barrier));
         }
@@ -151,6 +154,10 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Bcast`.
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Bcast", comm)? {
+            // SAFETY: MPI's rule for the buffer.
+            return unsafe { crate::api::intercomm::bcast(parts, buffer, count, datatype, root) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_bcast("MPI_Bcast", buffer, count, datatype, root, comm, Start::Blocking(CollectiveKind::Bcast));
         }
@@ -186,6 +193,11 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Gather", comm)? {
+            let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::gather(parts, send, recv, root) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Gather));
         }
@@ -226,6 +238,10 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Gatherv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::gatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), root) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking(CollectiveKind::Gatherv));
         }
@@ -267,6 +283,11 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Scatter", comm)? {
+            let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::scatter(parts, send, recv, root) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatter));
         }
@@ -309,6 +330,10 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Scatterv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::scatterv(parts, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount, recvtype), root) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatterv));
         }
@@ -353,6 +378,11 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Allgather", comm)? {
+            let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::allgather(parts, send, recv) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Allgather));
         }
@@ -385,6 +415,10 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Allgatherv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::allgatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype)) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_allgatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking(CollectiveKind::Allgatherv));
         }
@@ -424,6 +458,11 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoall", comm)? {
+            let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::alltoall(parts, send, recv) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Alltoall));
         }
@@ -461,6 +500,10 @@ mpi_fn! {
         recvtype: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoallv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::alltoallv(parts, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
@@ -690,6 +733,10 @@ mpi_fn! {
         recvtypes: *const c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoallw", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::alltoallw(parts, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) }.map_err(|e| e.on(comm));
+        }
         if waiting::collectives_as_requests() {
             return icoll::start_alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
@@ -863,6 +910,10 @@ mpi_fn! {
         root: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce", comm)? {
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::reduce(parts, sendbuf, recvbuf, count, datatype, op, root) }.map_err(|e| e.on(comm));
+        }
         if as_schedule(op) {
             return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking(CollectiveKind::Reduce));
         }
@@ -889,6 +940,10 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Allreduce", comm)? {
+            // SAFETY: MPI's rules for the buffers.
+            return unsafe { crate::api::intercomm::allreduce(parts, sendbuf, recvbuf, count, datatype, op) }.map_err(|e| e.on(comm));
+        }
         if as_schedule(op) {
             return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Allreduce));
         }
@@ -944,6 +999,10 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce_scatter_block", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, None, recvcount, datatype, op) }.map_err(|e| e.on(comm));
+        }
         if as_schedule(op) {
             let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Reduce_scatter_block")? as c_int; c.size()]);
             let call = "MPI_Reduce_scatter_block";
@@ -967,6 +1026,10 @@ mpi_fn! {
         op: c_int,
         comm: c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce_scatter", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op) }.map_err(|e| e.on(comm));
+        }
         if as_schedule(op) {
             // SAFETY: one count per rank, as MPI requires.
             let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);

@@ -15,7 +15,7 @@ mpi_fn! {
     /// `MPI_Comm_size`.
     fn MPI_Comm_size / PMPI_Comm_size(comm: c_int, size: *mut c_int) {
         let state = state::lock("MPI_Comm_size")?;
-        let n = state.comm(comm)?.comm.size() as c_int;
+        let n = crate::api::intercomm::local_size(&state.comm(comm)?.comm) as c_int;
         // SAFETY: the caller's output argument.
         unsafe { put(size, n, "size") }.map_err(|e| e.on(comm))
     }
@@ -48,7 +48,10 @@ pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int>
         let entry = state.comm(comm)?;
         let (handler, topology) = (entry.errhandler, entry.topology.clone());
         let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = state.add_comm(dup, handler);
+        let handle = match dup.is_inter() {
+            true => crate::api::intercomm::register(&mut state, dup, handler).map_err(|e| e.on(comm))?,
+            false => state.add_comm(dup, handler),
+        };
         let slot = state.comm_slot(handle)?;
         state.comms.get_mut(slot).expect("just added").topology = topology;
         handle
@@ -93,8 +96,6 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_split`: `MPI_UNDEFINED` as color gives `MPI_COMM_NULL`.
     fn MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_split")?;
-        let entry = state.comm(comm)?;
         let color = match color {
             abi::UNDEFINED => None,
             c if c < 0 => {
@@ -102,6 +103,13 @@ mpi_fn! {
             }
             c => Some(c as u32),
         };
+        if state::lock("MPI_Comm_split")?.comm(comm)?.comm.is_inter() {
+            let handle = crate::api::intercomm::split("MPI_Comm_split", comm, color, key)?;
+            // SAFETY: the caller's output argument.
+            return unsafe { put(newcomm, handle, "newcomm") };
+        }
+        let mut state = state::lock("MPI_Comm_split")?;
+        let entry = state.intra(comm)?;
         let handler = entry.errhandler;
         let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
         let handle = match split {
@@ -128,6 +136,9 @@ mpi_fn! {
         entry.comm.free();
         if let Some(private) = entry.neighbours {
             private.free();
+        }
+        if let Some(parts) = entry.inter {
+            crate::api::intercomm::unregister(&mut state, parts);
         }
         // SAFETY: the caller's in-out argument.
         unsafe { put(comm, abi::COMM_NULL, "comm") }

@@ -12,7 +12,7 @@ use crate::state::{self, Locked};
 use super::{get, put};
 
 /// The members of group `handle`.
-fn members(state: &Locked, handle: c_int) -> Result<Vec<usize>> {
+pub(super) fn members(state: &Locked, handle: c_int) -> Result<Vec<usize>> {
     match handle {
         abi::GROUP_EMPTY => Ok(Vec::new()),
         abi::GROUP_NULL => Err(MpiError::new(class::GROUP, "MPI_GROUP_NULL is not a group")),
@@ -37,7 +37,7 @@ pub(super) fn comm_members(comm: &grappe_comm::Communicator) -> Vec<usize> {
 }
 
 /// Writes a new group to `out`.
-fn give(state: &mut Locked, ranks: Vec<usize>, out: *mut c_int) -> Result<()> {
+pub(super) fn give(state: &mut Locked, ranks: Vec<usize>, out: *mut c_int) -> Result<()> {
     let handle = add_group(state, ranks);
     // SAFETY: the caller's output argument.
     unsafe { put(out, handle, "newgroup") }
@@ -69,7 +69,7 @@ mpi_fn! {
     /// `MPI_Comm_group`.
     fn MPI_Comm_group / PMPI_Comm_group(comm: c_int, group: *mut c_int) {
         let mut state = state::lock("MPI_Comm_group")?;
-        let ranks = comm_members(&state.comm(comm)?.comm);
+        let ranks = crate::api::intercomm::local_members(&state.comm(comm)?.comm);
         give(&mut state, ranks, group)
     }
 }
@@ -282,7 +282,22 @@ mpi_fn! {
     /// `MPI_COMM_NULL`.
     fn MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) {
         let mut state = state::lock("MPI_Comm_create")?;
-        let entry = state.comm(comm)?;
+        if state.comm(comm)?.comm.is_inter() {
+            // Each group passes a group of its own ranks: the members of
+            // both make an intercommunicator, as a split with one color.
+            let ranks = members(&state, group).map_err(|e| e.on(comm))?;
+            let local = crate::api::intercomm::local_members(&state.comm(comm)?.comm);
+            if let Some(stranger) = ranks.iter().find(|r| !local.contains(r)) {
+                return Err(MpiError::new(class::GROUP, format!("MPI_Comm_create: world rank {stranger} of the group is not in the local group")).on(comm));
+            }
+            let me = local[state.comm(comm)?.comm.rank()];
+            let position = ranks.iter().position(|&r| r == me);
+            drop(state);
+            let handle = crate::api::intercomm::split("MPI_Comm_create", comm, position.map(|_| 0), position.unwrap_or(0) as c_int)?;
+            // SAFETY: the caller's output argument.
+            return unsafe { put(newcomm, handle, "newcomm") };
+        }
+        let entry = state.intra(comm)?;
         let ranks = members(&state, group).map_err(|e| e.on(comm))?;
         let of = comm_members(&entry.comm);
         if let Some(stranger) = ranks.iter().find(|r| !of.contains(r)) {
@@ -311,7 +326,7 @@ mpi_fn! {
     /// levels grappe provides rule out.)
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
         let mut state = state::lock("MPI_Comm_create_group")?;
-        let entry = state.comm(comm)?;
+        let entry = state.intra(comm)?;
         if tag < 0 {
             return Err(MpiError::new(class::TAG, format!("MPI_Comm_create_group: tag {tag} is negative")).on(comm));
         }
@@ -339,13 +354,18 @@ mpi_fn! {
     /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that
     /// share memory, which are every rank of a job on one host.
     fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_split_type")?;
-        let entry = state.comm(comm)?;
         let color = match split_type {
             abi::UNDEFINED => None,
             abi::COMM_TYPE_SHARED => Some(0),
             other => return Err(MpiError::new(class::ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED or MPI_UNDEFINED")).on(comm)),
         };
+        if state::lock("MPI_Comm_split_type")?.comm(comm)?.comm.is_inter() {
+            let handle = crate::api::intercomm::split("MPI_Comm_split_type", comm, color, key)?;
+            // SAFETY: the caller's output argument.
+            return unsafe { put(newcomm, handle, "newcomm") };
+        }
+        let mut state = state::lock("MPI_Comm_split_type")?;
+        let entry = state.intra(comm)?;
         let handler = entry.errhandler;
         let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
         let handle = match split {

@@ -51,7 +51,7 @@ fn start(
         return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
     }
     let mut state = state::lock(call)?;
-    let communicator = state.comm(comm)?.comm.clone();
+    let communicator = state.intra(comm)?.comm.clone();
     let (what, landing) = build(&communicator).map_err(|e| e.on(comm))?;
     let started = match to {
         Start::Request(_) => communicator.start_collective(state.scope, what, landing.deliver()),
@@ -133,6 +133,10 @@ pub(super) fn start_barrier(call: &str, comm: c_int, to: Start) -> Result<()> {
 mpi_fn! {
     /// `MPI_Ibarrier`.
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ibarrier", comm)? {
+            let done = crate::api::intercomm::barrier(parts);
+            return crate::api::intercomm::done_at_once("MPI_Ibarrier", done.map_err(|e| e.on(comm)), request);
+        }
         start_barrier("MPI_Ibarrier", comm, Start::Request(request))
     }
 }
@@ -165,6 +169,12 @@ pub(super) fn start_bcast(
 mpi_fn! {
     /// `MPI_Ibcast`.
     fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ibcast", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::bcast(parts, buffer, count, datatype, root) };
+            return crate::api::intercomm::done_at_once("MPI_Ibcast", done.map_err(|e| e.on(comm)), request);
+        }
         start_bcast("MPI_Ibcast", buffer, count, datatype, root, comm, Start::Request(request))
     }
 }
@@ -214,6 +224,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::reduce(parts, sendbuf, recvbuf, count, datatype, op, root) };
+            return crate::api::intercomm::done_at_once("MPI_Ireduce", done.map_err(|e| e.on(comm)), request);
+        }
         start_reduce("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Request(request))
     }
 }
@@ -272,6 +288,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallreduce", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::allreduce(parts, sendbuf, recvbuf, count, datatype, op) };
+            return crate::api::intercomm::done_at_once("MPI_Iallreduce", done.map_err(|e| e.on(comm)), request);
+        }
         start_allreduce("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
@@ -346,6 +368,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce_scatter", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op) };
+            return crate::api::intercomm::done_at_once("MPI_Ireduce_scatter", done.map_err(|e| e.on(comm)), request);
+        }
         // SAFETY: one count per rank, as MPI requires.
         let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
         reduce_scatter("MPI_Ireduce_scatter", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
@@ -363,6 +391,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce_scatter_block", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, None, recvcount, datatype, op) };
+            return crate::api::intercomm::done_at_once("MPI_Ireduce_scatter_block", done.map_err(|e| e.on(comm)), request);
+        }
         let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Ireduce_scatter_block")? as c_int; c.size()]);
         reduce_scatter("MPI_Ireduce_scatter_block", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
     }
@@ -414,6 +448,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Igather", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::gather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
+            return crate::api::intercomm::done_at_once("MPI_Igather", done.map_err(|e| e.on(comm)), request);
+        }
         start_gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
@@ -470,6 +510,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Igatherv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::gatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), root) };
+            return crate::api::intercomm::done_at_once("MPI_Igatherv", done.map_err(|e| e.on(comm)), request);
+        }
         start_gatherv("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Request(request))
     }
 }
@@ -535,6 +581,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Iscatter", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::scatter(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
+            return crate::api::intercomm::done_at_once("MPI_Iscatter", done.map_err(|e| e.on(comm)), request);
+        }
         start_scatter("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
@@ -586,6 +638,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Iscatterv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::scatterv(parts, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount, recvtype), root) };
+            return crate::api::intercomm::done_at_once("MPI_Iscatterv", done.map_err(|e| e.on(comm)), request);
+        }
         start_scatterv("MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
@@ -627,6 +685,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallgather", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::allgather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
+            return crate::api::intercomm::done_at_once("MPI_Iallgather", done.map_err(|e| e.on(comm)), request);
+        }
         start_allgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
 }
@@ -674,6 +738,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallgatherv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::allgatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype)) };
+            return crate::api::intercomm::done_at_once("MPI_Iallgatherv", done.map_err(|e| e.on(comm)), request);
+        }
         start_allgatherv("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Request(request))
     }
 }
@@ -724,6 +794,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoall", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::alltoall(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
+            return crate::api::intercomm::done_at_once("MPI_Ialltoall", done.map_err(|e| e.on(comm)), request);
+        }
         start_alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
 }
@@ -776,6 +852,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoallv", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::alltoallv(parts, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) };
+            return crate::api::intercomm::done_at_once("MPI_Ialltoallv", done.map_err(|e| e.on(comm)), request);
+        }
         start_alltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Request(request))
     }
 }
@@ -828,6 +910,12 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
+        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoallw", comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays, which the
+            // collective is done with when it returns.
+            let done = unsafe { crate::api::intercomm::alltoallw(parts, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) };
+            return crate::api::intercomm::done_at_once("MPI_Ialltoallw", done.map_err(|e| e.on(comm)), request);
+        }
         start_alltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Request(request))
     }
 }

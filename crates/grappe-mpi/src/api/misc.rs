@@ -13,29 +13,12 @@ use crate::types;
 use super::{outgoing, put};
 
 mpi_fn! {
-    /// `MPI_Comm_test_inter`: grappe's communicators are intracommunicators.
-    fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: c_int, flag: *mut c_int) {
-        state::lock("MPI_Comm_test_inter")?.comm(comm)?;
-        // SAFETY: the caller's output argument.
-        unsafe { put(flag, 0, "flag") }
-    }
-}
-
-mpi_fn! {
     /// `MPI_Comm_get_parent`: `MPI_COMM_NULL`, since no grappe process is
     /// started by `MPI_Comm_spawn` (which grappe does not provide).
     fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut c_int) {
         state::lock("MPI_Comm_get_parent")?;
         // SAFETY: the caller's output argument.
         unsafe { put(parent, abi::COMM_NULL, "parent") }
-    }
-}
-
-mpi_fn! {
-    /// `MPI_Comm_remote_size`: only intercommunicators have one.
-    fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: c_int, _size: *mut c_int) {
-        state::lock("MPI_Comm_remote_size")?.comm(comm)?;
-        Err(MpiError::new(class::COMM, "not an intercommunicator (grappe has none)").on(comm))
     }
 }
 

@@ -8,9 +8,11 @@ mod env;
 pub(crate) mod errh;
 pub(crate) mod fortran;
 mod fortran_binding;
+mod grequest;
 mod group;
 mod icoll;
 pub(crate) mod info;
+mod intercomm;
 mod misc;
 mod p2p;
 mod request;
@@ -28,6 +30,7 @@ use crate::errors::{MpiError, Result};
 use crate::types::Type;
 
 pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
+pub(crate) use intercomm::{Inter, unsupported as not_on_intercomm};
 pub(crate) use misc::user_handler;
 pub(crate) use topology::Topology;
 

@@ -7,6 +7,8 @@
 
 use std::ffi::{c_int, c_void};
 
+use grappe_comm::{Source, Tag};
+
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
@@ -26,6 +28,7 @@ use super::{
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 unsafe fn send(
     call: &str,
     sync: bool,
@@ -58,9 +61,59 @@ unsafe fn send(
     sent.map_err(|e| MpiError::from(e).on(comm))
 }
 
+/// The short path of a blocking standard send: elements of a predefined
+/// type lying end to end, to a rank of a communicator, below
+/// `MPI_THREAD_MULTIPLE`; the message goes straight from the buffer.
+/// Every check of the general path is here too, as a test that sends
+/// anything unusual (an error to name, `MPI_PROC_NULL`, a derived type)
+/// the general way: a small message's latency is mostly the per-call
+/// work, which this path keeps to the communicator's own.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+#[inline]
+unsafe fn short_send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> Option<Result<()>> {
+    let len = crate::datatype::dense_len(datatype, count)?;
+    if tag < 0 || dest < 0 || (buf.is_null() && len > 0) {
+        return None;
+    }
+    let state = state::enter_short()?;
+    let entry = state.comm_if_valid(comm)?;
+    if dest as usize >= entry.comm.size() {
+        return None;
+    }
+    // SAFETY: `len` bytes of elements lying end to end, as the caller promised.
+    let data = unsafe { bytes_at(buf, len) };
+    Some(entry.comm.send(data, dest as usize, tag).map_err(|e| MpiError::from(e).on(comm)))
+}
+
+/// The `len` bytes at `buf` (which may be NULL if `len` is 0).
+///
+/// # Safety
+/// `buf` points to `len` readable bytes, unless `len` is 0.
+#[inline]
+unsafe fn bytes_at<'a>(buf: *const c_void, len: usize) -> &'a [u8] {
+    match len {
+        0 => &[],
+        // SAFETY: as the caller promised.
+        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
+    }
+}
+
 mpi_fn! {
     /// `MPI_Send`.
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        // SAFETY: MPI's rule for a send buffer.
+        if let Some(sent) = unsafe { short_send(buf, count, datatype, dest, tag, comm) } {
+            return sent;
+        }
         // SAFETY: MPI's rule for a send buffer.
         unsafe { send("MPI_Send", false, buf, count, datatype, dest, tag, comm) }
     }
@@ -94,38 +147,105 @@ mpi_fn! {
         comm: c_int,
         status: *mut abi::Status,
     ) {
-        let mut state = state::lock("MPI_Recv")?;
-        if waiting::multiple() {
-            // SAFETY: MPI's rule for a receive buffer; it is used until
-            // the request completes, before this returns.
-            let started = unsafe { irecv(&mut state, "MPI_Recv", Posted::ForBlockingCall, buf, count, datatype, source, tag, comm)? };
-            let got = complete_outside("MPI_Recv", state, vec![started]).map(|mut got| got.remove(0));
+        // SAFETY: MPI's rules for a receive buffer and a status.
+        if let Some(received) = unsafe { short_recv(buf, count, datatype, source, tag, comm, status) } {
+            return received;
+        }
+        // SAFETY: as above.
+        unsafe { recv(buf, count, datatype, source, tag, comm, status) }
+    }
+}
+
+/// A blocking receive, the general way (any datatype, `MPI_PROC_NULL`,
+/// `MPI_THREAD_MULTIPLE`, errors named).
+///
+/// # Safety
+/// As [`short_recv`].
+#[inline(never)]
+unsafe fn recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Result<()> {
+    let mut state = state::lock("MPI_Recv")?;
+    if waiting::multiple() {
+        // SAFETY: MPI's rule for a receive buffer; it is used until
+        // the request completes, before this returns.
+        let started =
+            unsafe { irecv(&mut state, "MPI_Recv", Posted::ForBlockingCall, buf, count, datatype, source, tag, comm)? };
+        let got = complete_outside("MPI_Recv", state, vec![started]).map(|mut got| got.remove(0));
+        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+        let got = unsafe { status_on_error(status, got)? };
+        // SAFETY: as above.
+        unsafe { write_status(status, got) };
+        return Ok(());
+    }
+    let entry = state.comm(comm)?;
+    let on = |e: MpiError| e.on(comm);
+    let datatype = types::committed(datatype).map_err(on)?;
+    // SAFETY: MPI's rule for a receive buffer.
+    let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Recv") }.map_err(on)?;
+    let tag = recv_tag(tag).map_err(on)?;
+    let received = match source_rank(source, &entry.comm).map_err(on)? {
+        None => proc_null_status(),
+        Some(source) => {
+            let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm));
             // SAFETY: the caller's status or MPI_STATUS_IGNORE.
             let got = unsafe { status_on_error(status, got)? };
-            // SAFETY: as above.
-            unsafe { write_status(status, got) };
-            return Ok(());
+            into.finish(got.bytes);
+            status_of(got)
         }
-        let entry = state.comm(comm)?;
-        let on = |e: MpiError| e.on(comm);
-        let datatype = types::committed(datatype).map_err(on)?;
-        // SAFETY: MPI's rule for a receive buffer.
-        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Recv") }.map_err(on)?;
-        let tag = recv_tag(tag).map_err(on)?;
-        let received = match source_rank(source, &entry.comm).map_err(on)? {
-            None => proc_null_status(),
-            Some(source) => {
-                let got = entry.comm.recv(into.bytes(), source, tag).map_err(|e| MpiError::from(e).on(comm));
-                // SAFETY: the caller's status or MPI_STATUS_IGNORE.
-                let got = unsafe { status_on_error(status, got)? };
-                into.finish(got.bytes);
-                status_of(got)
-            }
-        };
-        // SAFETY: the caller's status or MPI_STATUS_IGNORE.
-        unsafe { write_status(status, received) };
-        Ok(())
+    };
+    // SAFETY: the caller's status or MPI_STATUS_IGNORE.
+    unsafe { write_status(status, received) };
+    Ok(())
+}
+
+/// The short path of a blocking receive, as [`short_send`]'s: elements
+/// of a predefined type lying end to end, from a rank of the communicator
+/// or any; the message lands in the buffer itself.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `datatype`; `status` is
+/// `MPI_STATUS_IGNORE`, NULL or a writable status.
+#[inline]
+unsafe fn short_recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Option<Result<()>> {
+    let len = crate::datatype::dense_len(datatype, count)?;
+    let tag = match tag {
+        abi::ANY_TAG => Tag::Any,
+        t if t >= 0 => Tag::Is(t),
+        _ => return None,
+    };
+    if buf.is_null() && len > 0 {
+        return None;
     }
+    let state = state::enter_short()?;
+    let entry = state.comm_if_valid(comm)?;
+    let source = match source {
+        abi::ANY_SOURCE => Source::Any,
+        s if s >= 0 && (s as usize) < entry.comm.size() => Source::Rank(s as usize),
+        _ => return None,
+    };
+    let into: &mut [u8] = match len {
+        0 => &mut [],
+        // SAFETY: room for `len` bytes, as the caller promised.
+        _ => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
+    };
+    let got = entry.comm.recv(into, source, tag).map_err(|e| MpiError::from(e).on(comm));
+    // SAFETY: as the caller promised.
+    Some(unsafe { status_on_error(status, got) }.map(|got| unsafe { write_status(status, status_of(got)) }))
 }
 
 /// A send and a receive that cannot deadlock each other.

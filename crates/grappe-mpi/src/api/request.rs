@@ -59,6 +59,7 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
         let done = entries.iter().all(|entry| match entry {
             RequestEntry::Active { request, .. } => request.is_complete(),
             RequestEntry::Done { .. } => true,
+            RequestEntry::Generalized(found) => found.complete,
         });
         Ok(done.then_some(()))
     };
@@ -71,6 +72,8 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
                     drop(keep);
                     status
                 }
+                // A blocking call's own operations are the library's.
+                RequestEntry::Generalized(_) => Ok(empty_status()),
             });
             let statuses = statuses.collect();
             drop(state);
@@ -98,6 +101,11 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
 /// is now `MPI_REQUEST_NULL`.
 fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
     let entry = state.requests.get_mut(slot).expect("a live slot");
+    if let Some(RequestEntry::Generalized(found)) = &entry.now
+        && !found.complete
+    {
+        return (Err(super::grequest::not_complete()), false);
+    }
     let now = entry.now.take().expect("an active request");
     let freed = entry.persistent.is_none();
     if freed {
@@ -110,6 +118,7 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
             drop(keep);
             status
         }
+        RequestEntry::Generalized(found) => super::grequest::status_of(state, &found, true),
     };
     (status, freed)
 }
@@ -118,6 +127,7 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
 fn complete(state: &Locked, slot: usize) -> bool {
     match now(state, slot) {
         Some(RequestEntry::Active { request, .. }) => request.is_complete(),
+        Some(RequestEntry::Generalized(found)) => found.complete,
         _ => true,
     }
 }
@@ -237,7 +247,12 @@ mpi_fn! {
 /// and then its entry holds its status (or, if it failed, the request that
 /// reports the failure when waited for).
 fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
-    let Some(RequestEntry::Active { request, comm, .. }) = now_mut(state, slot) else { return Ok(true) };
+    let request = match now_mut(state, slot) {
+        Some(RequestEntry::Active { request, comm, .. }) => (request, comm),
+        Some(RequestEntry::Generalized(found)) => return Ok(found.complete),
+        _ => return Ok(true),
+    };
+    let (request, comm) = request;
     let comm = *comm;
     match request.test() {
         Ok(None) => Ok(false),
@@ -388,6 +403,10 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
             lent.push(request);
             origins.push((i, slot, comm, keep, incoming));
         }
+    }
+    if lent.is_empty() {
+        // Only generalized requests, none complete.
+        return Err(super::grequest::not_complete());
     }
     let outcome = grappe_comm::wait_any(&mut lent);
     let (index, done) = match outcome {
@@ -578,7 +597,20 @@ mpi_fn! {
             return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be freed"));
         }
         let slot = abi::direct_index(kind::REQUEST, handle).ok_or_else(|| not_a_request(handle))?;
+        if let Some(RequestEntry::Generalized(found)) = state.requests.get_mut(slot).and_then(|r| r.now.as_mut())
+            && !found.complete
+        {
+            // It goes when MPI_Grequest_complete completes it.
+            found.freed = true;
+            // SAFETY: the caller's request handle.
+            return unsafe { put(request, abi::REQUEST_NULL, "request") };
+        }
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
+        if let Some(RequestEntry::Generalized(found)) = &entry.now {
+            // SAFETY: the caller's request handle.
+            unsafe { put(request, abi::REQUEST_NULL, "request")? };
+            return crate::api::grequest::status_of(&mut state, found, true).map(|_| ());
+        }
         if let Some(RequestEntry::Active { request, keep, incoming, .. }) = entry.now {
             state.freed.push((request, keep, incoming));
         }
@@ -599,6 +631,10 @@ mpi_fn! {
         };
         let cancelled = match now_mut(&mut state, slot) {
             Some(RequestEntry::Active { request, .. }) => request.cancel(),
+            Some(RequestEntry::Generalized(found)) => {
+                let found = **found;
+                return crate::api::grequest::cancel(&mut state, &found);
+            }
             _ => false,
         };
         if cancelled {
@@ -632,6 +668,10 @@ mpi_fn! {
                 // for the wait or test that frees it.
                 true => match now(&state, slot) {
                     Some(RequestEntry::Done { status }) => Some(*status),
+                    Some(RequestEntry::Generalized(found)) => {
+                        let found = **found;
+                        Some(crate::api::grequest::status_of(&mut state, &found, false)?)
+                    }
                     _ => Some(empty_status()),
                 },
             },

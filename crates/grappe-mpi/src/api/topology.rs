@@ -52,7 +52,7 @@ unsafe fn write_ints(values: &[c_int], out: *mut c_int, what: &str) -> Result<()
 }
 
 fn topology(state: &Locked, comm: c_int) -> Result<Option<Topology>> {
-    Ok(state.comm(comm)?.topology.clone())
+    Ok(state.intra(comm)?.topology.clone())
 }
 
 fn cart(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<bool>)> {
@@ -66,7 +66,7 @@ fn cart(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<bool>)> {
 /// `MPI_COMM_NULL`), with `topology`.
 fn with_topology(call: &str, comm: c_int, n: usize, topology: Topology, newcomm: *mut c_int) -> Result<()> {
     let mut state = state::lock(call)?;
-    let entry = state.comm(comm)?;
+    let entry = state.intra(comm)?;
     if n > entry.comm.size() {
         return Err(MpiError::new(
             11,
@@ -206,7 +206,7 @@ mpi_fn! {
         if (maxdims as usize) < d.len() {
             return Err(MpiError::new(class::ARG, format!("maxdims {maxdims} is below the {} dimensions", d.len())).on(comm));
         }
-        let mine = coords_of(&d, state.comm(comm)?.comm.rank());
+        let mine = coords_of(&d, state.intra(comm)?.comm.rank());
         let p: Vec<c_int> = p.iter().map(|&b| b as c_int).collect();
         // SAFETY: arrays of `maxdims` entries, as MPI requires.
         unsafe {
@@ -236,7 +236,7 @@ mpi_fn! {
     fn MPI_Cart_coords / PMPI_Cart_coords(comm: c_int, rank: c_int, maxdims: c_int, coords: *mut c_int) {
         let state = state::lock("MPI_Cart_coords")?;
         let (dims, _) = cart(&state, comm)?;
-        let size = state.comm(comm)?.comm.size();
+        let size = state.intra(comm)?.comm.size();
         if rank < 0 || rank as usize >= size || (maxdims as usize) < dims.len() {
             return Err(MpiError::new(class::RANK, format!("rank {rank} (size {size}) or maxdims {maxdims} out of range")).on(comm));
         }
@@ -253,7 +253,7 @@ mpi_fn! {
         if direction < 0 || direction as usize >= dims.len() {
             return Err(MpiError::new(11, format!("direction {direction} of a {}-dimensional grid", dims.len())).on(comm));
         }
-        let me = coords_of(&dims, state.comm(comm)?.comm.rank());
+        let me = coords_of(&dims, state.intra(comm)?.comm.rank());
         let shifted = |by: c_int| {
             let mut at = me.clone();
             at[direction as usize] += by;
@@ -274,7 +274,7 @@ mpi_fn! {
         let (dims, periods) = cart(&state, comm)?;
         // SAFETY: one flag per dimension, as MPI requires.
         let keep: Vec<bool> = unsafe { c_array(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
-        let entry = state.comm(comm)?;
+        let entry = state.intra(comm)?;
         let me = coords_of(&dims, entry.comm.rank());
         // Ranks with the same coordinates in the dropped dimensions share a sub-grid.
         let (mut color, mut key) = (0u32, 0i32);
@@ -303,7 +303,7 @@ mpi_fn! {
         // SAFETY: `ndims` entries, as MPI requires.
         let dims = unsafe { c_array(dims, ndims.max(0) as usize, "dims")? };
         let n: usize = dims.iter().map(|&d| d.max(0) as usize).product();
-        let me = state.comm(comm)?.comm.rank();
+        let me = state.intra(comm)?.comm.rank();
         // SAFETY: the caller's output argument.
         unsafe { put(newrank, if me < n { me as c_int } else { abi::UNDEFINED }, "newrank") }
     }
@@ -312,7 +312,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Graph_map`: grappe keeps ranks where they are.
     fn MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, _index: *const c_int, _edges: *const c_int, newrank: *mut c_int) {
-        let me = state::lock("MPI_Graph_map")?.comm(comm)?.comm.rank();
+        let me = state::lock("MPI_Graph_map")?.intra(comm)?.comm.rank();
         let mapped = if (me as c_int) < nnodes { me as c_int } else { abi::UNDEFINED };
         // SAFETY: the caller's output argument.
         unsafe { put(newrank, mapped, "newrank") }
@@ -428,7 +428,7 @@ mpi_fn! {
             // SAFETY: as many weights as neighbours, as MPI requires.
             false => unsafe { Some((c_array(sourceweights, i, "weights")?.to_vec(), c_array(destweights, o, "weights")?.to_vec())) },
         };
-        let size = state::lock("MPI_Dist_graph_create_adjacent")?.comm(comm)?.comm.size();
+        let size = state::lock("MPI_Dist_graph_create_adjacent")?.intra(comm)?.comm.size();
         if let Some(bad) = sources.iter().chain(&destinations).find(|&&r| r < 0 || r as usize >= size) {
             return Err(MpiError::new(class::RANK, format!("neighbour {bad} of a communicator of {size}")).on(comm));
         }
@@ -472,7 +472,7 @@ mpi_fn! {
         }
         let (size, me, all) = {
             let state = state::lock("MPI_Dist_graph_create")?;
-            let c = &state.comm(comm)?.comm;
+            let c = &state.intra(comm)?.comm;
             let engine = |e: grappe_comm::Error| MpiError::from(e).on(comm);
             let counts: Vec<u64> = c.allgather_vec(&[edges.len() as u64][..]).map_err(engine)?;
             let counts: Vec<usize> = counts.iter().map(|&n| n as usize).collect();
@@ -495,7 +495,7 @@ mpi_fn! {
 
 /// The sources and destinations of this rank, in any topology.
 fn neighbours(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<c_int>)> {
-    let me = state.comm(comm)?.comm.rank();
+    let me = state.intra(comm)?.comm.rank();
     match topology(state, comm)? {
         Some(Topology::DistGraph { sources, destinations, .. }) => Ok((sources, destinations)),
         Some(Topology::Graph { index, edges }) => {
