@@ -95,9 +95,18 @@ pub struct RequestSlot {
     pub persistent: Option<Persistent>,
 }
 
+/// What a persistent request starts each time.
+#[derive(Clone)]
+pub enum Persistent {
+    /// A send or receive.
+    P2p(PersistentP2p),
+    /// A collective (MPI 4's `MPI_Bcast_init`...).
+    Collective(crate::api::Starter),
+}
+
 /// The arguments of `MPI_Send_init` or `MPI_Recv_init`.
 #[derive(Debug, Clone, Copy)]
-pub struct Persistent {
+pub struct PersistentP2p {
     pub send: bool,
     /// A synchronous send (`MPI_Ssend_init`).
     pub sync: bool,

@@ -15,6 +15,7 @@ pub(crate) mod info;
 mod intercomm;
 mod misc;
 mod p2p;
+mod persistent;
 mod request;
 mod topology;
 mod types;
@@ -32,6 +33,7 @@ use crate::types::Type;
 pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
 pub(crate) use intercomm::{Inter, unsupported as not_on_intercomm};
 pub(crate) use misc::user_handler;
+pub(crate) use persistent::Starter;
 pub(crate) use topology::Topology;
 
 /// `n` values of a C array (NULL allowed when `n` is 0).

@@ -12,7 +12,7 @@ use grappe_comm::{Source, Tag};
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
+use crate::state::{self, Locked, Persistent, PersistentP2p, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
 use crate::waiting;
 
@@ -758,7 +758,7 @@ pub(super) fn not_a_request(handle: c_int) -> MpiError {
 }
 
 /// A persistent request, inactive until started.
-fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> Result<()> {
+fn init_persistent(call: &str, persistent: PersistentP2p, request: *mut c_int) -> Result<()> {
     let mut state = state::lock(call)?;
     let entry = state.comm(persistent.comm)?;
     let on = |e: MpiError| e.on(persistent.comm);
@@ -768,7 +768,7 @@ fn init_persistent(call: &str, persistent: Persistent, request: *mut c_int) -> R
         true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
         false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
     };
-    let handle = state.add_request(RequestSlot { now: None, persistent: Some(persistent) });
+    let handle = state.add_request(RequestSlot { now: None, persistent: Some(Persistent::P2p(persistent)) });
     // SAFETY: the caller's output argument.
     unsafe { put(request, handle, "request") }
 }
@@ -787,7 +787,7 @@ macro_rules! send_init_fn {
                 request: *mut c_int,
             ) {
                 let tag = send_tag(tag).map_err(|e| e.on(comm))?;
-                let persistent = Persistent {
+                let persistent = PersistentP2p {
                     send: true,
                     sync: $sync,
                     buffered: $buffered,
@@ -841,7 +841,7 @@ mpi_fn! {
         request: *mut c_int,
     ) {
         recv_tag(tag).map_err(|e| e.on(comm))?;
-        let persistent = Persistent {
+        let persistent = PersistentP2p {
             send: false,
             sync: false,
             buffered: false,
@@ -865,7 +865,10 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     if now.is_some() {
         return Err(MpiError::new(class::REQUEST, format!("persistent request {handle:#x} is active already")));
     }
-    let p = *p;
+    let p = match p.clone() {
+        Persistent::P2p(p) => p,
+        Persistent::Collective(start) => return start_collective(state, slot, &start),
+    };
     if p.buffered {
         crate::api::misc::bsend_in(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?;
         let status = abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..Default::default() };
@@ -884,6 +887,35 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     };
     state.requests.get_mut(slot).expect("checked above").now = Some(started);
     Ok(())
+}
+
+/// Starts a round of the persistent collective in `slot`: its
+/// non-blocking collective, whose operation the persistent request takes
+/// over.
+fn start_collective(state: &mut Locked, slot: usize, start: &crate::api::Starter) -> Result<()> {
+    let mut fresh = abi::REQUEST_NULL;
+    let code = state.let_go_during(|| start(&mut fresh));
+    if code != abi::SUCCESS {
+        let class = crate::errors::class_of_code(code).unwrap_or(class::OTHER);
+        let said = crate::errors::string_of_code(code).unwrap_or_else(|| format!("error code {code}"));
+        return Err(MpiError::new(class, said));
+    }
+    let fresh_slot = abi::direct_index(kind::REQUEST, fresh).ok_or_else(|| not_a_request(fresh))?;
+    let started = state.requests.remove(fresh_slot).and_then(|r| r.now);
+    match state.requests.get_mut(slot) {
+        Some(persistent) if persistent.now.is_none() => {
+            persistent.now = started;
+            Ok(())
+        }
+        // Freed or started by another thread meanwhile: the round goes on
+        // on its own, as a freed request's does.
+        _ => {
+            if let Some(RequestEntry::Active { request, keep, incoming, .. }) = started {
+                state.freed.push((request, keep, incoming));
+            }
+            Err(MpiError::new(class::REQUEST, "the persistent request was freed or started during its start"))
+        }
+    }
 }
 
 mpi_fn! {

@@ -705,7 +705,7 @@ fn start_exchange(
 }
 
 /// The numbers of sources and destinations of `comm`'s topology.
-fn degrees(call: &str, comm: c_int) -> Result<(usize, usize)> {
+pub(super) fn degrees(call: &str, comm: c_int) -> Result<(usize, usize)> {
     let state = state::lock(call)?;
     let (sources, destinations) = neighbours(&state, comm)?;
     Ok((sources.len(), destinations.len()))

@@ -1,0 +1,427 @@
+//! Persistent collectives (MPI 4: `MPI_Bcast_init`...): the arguments
+//! are kept at the call, and each `MPI_Start` starts the non-blocking
+//! collective they describe (`MPI_Ibcast`...) under the persistent
+//! request, which its completion leaves inactive for the next start. MPI
+//! requires the buffers and arrays to stay valid and unchanged until the
+//! request is freed, so they are kept as the program's pointers; the
+//! arrays of counts, displacements and datatypes, which MPI lets the
+//! program reuse once the call returns, are copied.
+
+use std::ffi::{c_int, c_long, c_void};
+use std::rc::Rc;
+
+use crate::abi::class;
+use crate::errors::{MpiError, Result};
+use crate::state::{self, Persistent, RequestSlot};
+
+use super::put;
+
+/// What starts one round of a persistent collective: the non-blocking
+/// collective's function with the kept arguments, given where to put its
+/// request; its code.
+pub type Starter = Rc<dyn Fn(*mut c_int) -> c_int>;
+
+/// A persistent collective on `comm`, inactive until started.
+fn persistent(call: &str, comm: c_int, request: *mut c_int, start: Starter) -> Result<()> {
+    if request.is_null() {
+        return Err(MpiError::new(class::ARG, format!("{call}: the request argument is NULL")));
+    }
+    let mut state = state::lock(call)?;
+    state.comm(comm)?;
+    let handle = state.add_request(RequestSlot { now: None, persistent: Some(Persistent::Collective(start)) });
+    // SAFETY: the caller's output argument, checked non-NULL.
+    unsafe { put(request, handle, "request") }
+}
+
+/// Defines `MPI_X_init` from the non-blocking collective `started` and
+/// its arguments (all but the request; `comm` among them).
+macro_rules! init_fn {
+    ($(#[$doc:meta])* $name:ident / $pname:ident => $started:path, ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident) => {
+        $crate::mpi_fn! {
+            $(#[$doc])*
+            fn $name / $pname($($arg: $ty,)* _info: c_int, request: *mut c_int) {
+                let start = move |fresh: *mut c_int| {
+                    // SAFETY: MPI's rule for persistent collectives: what
+                    // the arguments point to stays valid and unchanged
+                    // until the request is freed.
+                    unsafe { $started($($arg,)* fresh) }
+                };
+                persistent(stringify!($name), $comm, request, Rc::new(start))
+            }
+        }
+    };
+}
+
+init_fn!(
+    /// `MPI_Barrier_init`.
+    MPI_Barrier_init / PMPI_Barrier_init => crate::api::icoll::PMPI_Ibarrier::body, (comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Bcast_init`.
+    MPI_Bcast_init / PMPI_Bcast_init => crate::api::icoll::PMPI_Ibcast::body, (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Gather_init`.
+    MPI_Gather_init / PMPI_Gather_init => crate::api::icoll::PMPI_Igather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Scatter_init`.
+    MPI_Scatter_init / PMPI_Scatter_init => crate::api::icoll::PMPI_Iscatter::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Allgather_init`.
+    MPI_Allgather_init / PMPI_Allgather_init => crate::api::icoll::PMPI_Iallgather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Alltoall_init`.
+    MPI_Alltoall_init / PMPI_Alltoall_init => crate::api::icoll::PMPI_Ialltoall::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Reduce_init`.
+    MPI_Reduce_init / PMPI_Reduce_init => crate::api::icoll::PMPI_Ireduce::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Allreduce_init`.
+    MPI_Allreduce_init / PMPI_Allreduce_init => crate::api::icoll::PMPI_Iallreduce::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Reduce_scatter_block_init`.
+    MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init => crate::api::icoll::PMPI_Ireduce_scatter_block::body, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Scan_init`.
+    MPI_Scan_init / PMPI_Scan_init => crate::api::icoll::PMPI_Iscan::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Exscan_init`.
+    MPI_Exscan_init / PMPI_Exscan_init => crate::api::icoll::PMPI_Iexscan::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Neighbor_allgather_init`.
+    MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init => crate::api::topology::PMPI_Ineighbor_allgather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    on comm
+);
+
+init_fn!(
+    /// `MPI_Neighbor_alltoall_init`.
+    MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init => crate::api::topology::PMPI_Ineighbor_alltoall::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    on comm
+);
+
+/// What the arrays of a v-collective are sized by: the ranks the blocks
+/// go to or come from (the remote group's on an intercommunicator), the
+/// local group, and whether this rank is the root.
+struct Shape {
+    peers: usize,
+    local: usize,
+    rank: usize,
+    inter: bool,
+}
+
+impl Shape {
+    fn of(call: &str, comm: c_int) -> Result<Shape> {
+        let state = state::lock(call)?;
+        let found = &state.comm(comm)?.comm;
+        let local = super::intercomm::local_size(found);
+        Ok(Shape { peers: found.size(), local, rank: found.rank(), inter: found.is_inter() })
+    }
+
+    /// Whether the root's arrays are this rank's to give.
+    fn is_root(&self, root: c_int) -> bool {
+        match self.inter {
+            true => root == crate::abi::ROOT,
+            false => usize::try_from(root).is_ok_and(|r| r == self.rank),
+        }
+    }
+}
+
+/// A copy of the `n` values of a C array that MPI lets the program reuse
+/// once `_init` returns (counts, displacements, datatypes), kept with the
+/// request; empty for NULL or an array not read (`keep` false).
+fn kept<T: Copy>(array: *const T, n: usize, keep: bool) -> Rc<[T]> {
+    if !keep || array.is_null() || n == 0 {
+        return Rc::from(Vec::new());
+    }
+    // SAFETY: `n` values, as MPI requires of the array.
+    Rc::from(unsafe { std::slice::from_raw_parts(array, n) })
+}
+
+/// Where the kept copy of `original` is, for the call (NULL stays NULL).
+fn at<T>(copy: &Rc<[T]>, original: *const T) -> *const T {
+    match original.is_null() {
+        true => original,
+        false => copy.as_ptr(),
+    }
+}
+
+/// Whether a send buffer is `MPI_IN_PLACE` (its arrays are then not read).
+fn in_place(buf: *const c_void) -> bool {
+    buf as usize == crate::abi::IN_PLACE
+}
+
+crate::mpi_fn! {
+    /// `MPI_Gatherv_init` (the root's arrays are kept).
+    fn MPI_Gatherv_init / PMPI_Gatherv_init(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Gatherv_init", comm)?;
+        let root_here = shape.is_root(root);
+        let (counts, places) = (kept(recvcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
+        let start = move |fresh: *mut c_int| {
+            let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
+            // SAFETY: MPI's rule for persistent collectives: the buffers
+            // stay valid until the request is freed; the arrays are copies.
+            unsafe { crate::api::icoll::PMPI_Igatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, root, comm, fresh) }
+        };
+        persistent("MPI_Gatherv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Scatterv_init` (the root's arrays are kept).
+    fn MPI_Scatterv_init / PMPI_Scatterv_init(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: c_int,
+        root: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Scatterv_init", comm)?;
+        let root_here = shape.is_root(root);
+        let (counts, places) = (kept(sendcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
+        let start = move |fresh: *mut c_int| {
+            let (counts, places) = (at(&counts, sendcounts), at(&places, displs));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::icoll::PMPI_Iscatterv::body(sendbuf, counts, places, sendtype, recvbuf, recvcount, recvtype, root, comm, fresh) }
+        };
+        persistent("MPI_Scatterv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Allgatherv_init` (the arrays are kept).
+    fn MPI_Allgatherv_init / PMPI_Allgatherv_init(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Allgatherv_init", comm)?;
+        let (counts, places) = (kept(recvcounts, shape.peers, true), kept(displs, shape.peers, true));
+        let start = move |fresh: *mut c_int| {
+            let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::icoll::PMPI_Iallgatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
+        };
+        persistent("MPI_Allgatherv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Alltoallv_init` (the arrays are kept; the send ones unless in place).
+    fn MPI_Alltoallv_init / PMPI_Alltoallv_init(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Alltoallv_init", comm)?;
+        let (n, sends) = (shape.peers, !in_place(sendbuf));
+        let (scounts, sdisp) = (kept(sendcounts, n, sends), kept(sdispls, n, sends));
+        let (rcounts, rdisp) = (kept(recvcounts, n, true), kept(rdispls, n, true));
+        let start = move |fresh: *mut c_int| {
+            let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
+            let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::icoll::PMPI_Ialltoallv::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
+        };
+        persistent("MPI_Alltoallv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Alltoallw_init` (the arrays are kept; the send ones unless in place).
+    fn MPI_Alltoallw_init / PMPI_Alltoallw_init(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtypes: *const c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Alltoallw_init", comm)?;
+        let (n, sends) = (shape.peers, !in_place(sendbuf));
+        let (scounts, sdisp, stypes) = (kept(sendcounts, n, sends), kept(sdispls, n, sends), kept(sendtypes, n, sends));
+        let (rcounts, rdisp, rtypes) = (kept(recvcounts, n, true), kept(rdispls, n, true), kept(recvtypes, n, true));
+        let start = move |fresh: *mut c_int| {
+            let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
+            let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::icoll::PMPI_Ialltoallw::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
+        };
+        persistent("MPI_Alltoallw_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Reduce_scatter_init` (the counts, one per local rank, are kept).
+    fn MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: c_int,
+        op: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let shape = Shape::of("MPI_Reduce_scatter_init", comm)?;
+        let counts = kept(recvcounts, shape.local, true);
+        let start = move |fresh: *mut c_int| {
+            let counts = at(&counts, recvcounts);
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::icoll::PMPI_Ireduce_scatter::body(sendbuf, recvbuf, counts, datatype, op, comm, fresh) }
+        };
+        persistent("MPI_Reduce_scatter_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Neighbor_allgatherv_init` (the arrays, one entry per source, are kept).
+    fn MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let (sources, _) = crate::api::topology::degrees("MPI_Neighbor_allgatherv_init", comm)?;
+        let (counts, places) = (kept(recvcounts, sources, true), kept(displs, sources, true));
+        let start = move |fresh: *mut c_int| {
+            let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::topology::PMPI_Ineighbor_allgatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
+        };
+        persistent("MPI_Neighbor_allgatherv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Neighbor_alltoallv_init` (the arrays are kept: send ones per
+    /// destination, receive ones per source).
+    fn MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let (sources, destinations) = crate::api::topology::degrees("MPI_Neighbor_alltoallv_init", comm)?;
+        let (scounts, sdisp) = (kept(sendcounts, destinations, true), kept(sdispls, destinations, true));
+        let (rcounts, rdisp) = (kept(recvcounts, sources, true), kept(rdispls, sources, true));
+        let start = move |fresh: *mut c_int| {
+            let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
+            let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::topology::PMPI_Ineighbor_alltoallv::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
+        };
+        persistent("MPI_Neighbor_alltoallv_init", comm, request, Rc::new(start))
+    }
+}
+
+crate::mpi_fn! {
+    /// `MPI_Neighbor_alltoallw_init` (the arrays are kept, as for
+    /// `MPI_Neighbor_alltoallv_init`).
+    fn MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_long,
+        sendtypes: *const c_int,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_long,
+        recvtypes: *const c_int,
+        comm: c_int,
+        _info: c_int,
+        request: *mut c_int,
+    ) {
+        let (sources, destinations) = crate::api::topology::degrees("MPI_Neighbor_alltoallw_init", comm)?;
+        let (scounts, sdisp, stypes) =
+            (kept(sendcounts, destinations, true), kept(sdispls, destinations, true), kept(sendtypes, destinations, true));
+        let (rcounts, rdisp, rtypes) = (kept(recvcounts, sources, true), kept(rdispls, sources, true), kept(recvtypes, sources, true));
+        let start = move |fresh: *mut c_int| {
+            let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
+            let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
+            // SAFETY: as in MPI_Gatherv_init.
+            unsafe { crate::api::topology::PMPI_Ineighbor_alltoallw::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
+        };
+        persistent("MPI_Neighbor_alltoallw_init", comm, request, Rc::new(start))
+    }
+}

@@ -1,0 +1,98 @@
+/* Persistent collectives (MPI 4): MPI_Bcast_init, MPI_Allreduce_init,
+ * MPI_Reduce_init, MPI_Allgather_init, MPI_Alltoall_init, MPI_Gatherv_init,
+ * MPI_Scan_init and MPI_Barrier_init, each started for several rounds with
+ * new data in the same buffers (MPI_Start, MPI_Startall, MPI_Wait,
+ * MPI_Test), inactive between rounds, freed with MPI_Request_free. Runs on
+ * any number of ranks. */
+#include "check.h"
+
+static int rank, size;
+
+static void rounds(void)
+{
+    int value = -1, sum = -1, gathered[64], blocks_out[64], blocks_in[64], total = -1, prefix = -1;
+    MPI_Request bcast, allreduce, reduce, allgather, alltoall, scan, barrier;
+    int root = size - 1;
+    CHECK_MPI(MPI_Bcast_init(&value, 1, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &bcast));
+    CHECK_MPI(MPI_Allreduce_init(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &allreduce));
+    CHECK_MPI(MPI_Reduce_init(&value, &total, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &reduce));
+    CHECK_MPI(MPI_Allgather_init(&value, 1, MPI_INT, gathered, 1, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &allgather));
+    CHECK_MPI(MPI_Alltoall_init(blocks_out, 1, MPI_INT, blocks_in, 1, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &alltoall));
+    CHECK_MPI(MPI_Scan_init(&value, &prefix, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &scan));
+    CHECK_MPI(MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &barrier));
+
+    for (int round = 0; round < 3; round++) {
+        /* The root's value, new each round, to everyone. */
+        value = rank == root ? 100 * round + 7 : -1;
+        CHECK_MPI(MPI_Start(&bcast));
+        CHECK_MPI(MPI_Wait(&bcast, MPI_STATUS_IGNORE));
+        CHECK(bcast != MPI_REQUEST_NULL, "round %d: a completed persistent request stays", round);
+        CHECK_INT(100 * round + 7, value, "round %d: MPI_Bcast_init's value", round);
+
+        /* Each rank's own value: sum, max at 0, gather, prefix. */
+        value = rank + round;
+        MPI_Request both[2] = {allreduce, reduce};
+        CHECK_MPI(MPI_Startall(2, both));
+        CHECK_MPI(MPI_Waitall(2, both, MPI_STATUSES_IGNORE));
+        CHECK_INT(size * (size - 1) / 2 + size * round, sum, "round %d: MPI_Allreduce_init's sum", round);
+        if (rank == 0)
+            CHECK_INT(size - 1 + round, total, "round %d: MPI_Reduce_init's max", round);
+        CHECK_MPI(MPI_Start(&allgather));
+        int flag = 0;
+        while (!flag)
+            CHECK_MPI(MPI_Test(&allgather, &flag, MPI_STATUS_IGNORE));
+        for (int r = 0; r < size; r++)
+            CHECK_INT(r + round, gathered[r], "round %d: MPI_Allgather_init's block %d", round, r);
+        CHECK_MPI(MPI_Start(&scan));
+        CHECK_MPI(MPI_Wait(&scan, MPI_STATUS_IGNORE));
+        CHECK_INT(rank * (rank + 1) / 2 + (rank + 1) * round, prefix, "round %d: MPI_Scan_init's prefix", round);
+
+        for (int r = 0; r < size; r++)
+            blocks_out[r] = 1000 * rank + 10 * r + round;
+        CHECK_MPI(MPI_Start(&alltoall));
+        CHECK_MPI(MPI_Wait(&alltoall, MPI_STATUS_IGNORE));
+        for (int r = 0; r < size; r++)
+            CHECK_INT(1000 * r + 10 * rank + round, blocks_in[r], "round %d: MPI_Alltoall_init from %d", round, r);
+
+        CHECK_MPI(MPI_Start(&barrier));
+        CHECK_MPI(MPI_Wait(&barrier, MPI_STATUS_IGNORE));
+    }
+    MPI_Request all[] = {bcast, allreduce, reduce, allgather, alltoall, scan, barrier};
+    for (int i = 0; i < 7; i++) {
+        CHECK_MPI(MPI_Request_free(&all[i]));
+        CHECK(all[i] == MPI_REQUEST_NULL, "MPI_Request_free of persistent collective %d", i);
+    }
+}
+
+/* MPI_Gatherv_init: rank r gives r + 1 elements, the root gets them end to end. */
+static void gatherv(void)
+{
+    int mine[64], counts[64], displs[64], all[64 * 65 / 2 + 1], at = 0;
+    for (int r = 0; r < size; r++)
+        counts[r] = r + 1, displs[r] = at, at += r + 1;
+    MPI_Request req;
+    CHECK_MPI(MPI_Gatherv_init(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL,
+                               &req));
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i <= rank; i++)
+            mine[i] = 100 * rank + i + round;
+        CHECK_MPI(MPI_Start(&req));
+        CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        if (rank == 0)
+            for (int r = 0; r < size; r++)
+                for (int i = 0; i <= r; i++)
+                    CHECK_INT(100 * r + i + round, all[displs[r] + i], "round %d: MPI_Gatherv_init %d.%d", round, r, i);
+    }
+    MPI_Request_free(&req);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    check_start("persistent_coll");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rounds();
+    gatherv();
+    return check_finish();
+}
