@@ -190,6 +190,7 @@ impl Communicator {
     }
 
     /// A blocking send, synchronous (`sync`, see [`Communicator::ssend`]) or not.
+    #[inline(always)]
     pub(crate) fn send_bytes_as(&self, ctx: u32, bytes: &[u8], dest: usize, tag: i32, sync: bool) -> Result<()> {
         let inner = self.live()?;
         let world = self.check_dest(dest, tag)?;
@@ -214,6 +215,7 @@ impl Communicator {
     }
 
     /// A blocking receive, with all the engine says about it.
+    #[inline(always)]
     pub(crate) fn recv_done(&self, ctx: u32, buf: &mut [u8], src: Source, tag: Tag) -> Result<Completion> {
         let (src, tag) = self.check_recv(src, tag)?;
         let inner = self.live()?;

@@ -14,6 +14,7 @@
 //! intercommunicator).
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use grappe_comm::Communicator;
 
@@ -44,6 +45,7 @@ const CHANNEL_TAG: c_int = 0;
 /// Registers a new intercommunicator and the communicators beside it
 /// (making the channel is collective over both groups): its handle.
 pub(super) fn register(state: &mut Locked, inter: Communicator, errhandler: c_int) -> Result<c_int> {
+    ANY.store(true, Ordering::Relaxed);
     let channel = inter.dup()?;
     let local = inter.local_comm().expect("an intercommunicator has a local group").clone();
     let parts = Inter {
@@ -187,9 +189,23 @@ impl Parts {
     }
 }
 
+/// Whether the program ever made an intercommunicator: until it does, a
+/// collective needs no look at its communicator to know it is an
+/// intracommunicator (the look takes the state, twice the cost of a small
+/// allreduce's C layer).
+static ANY: AtomicBool = AtomicBool::new(false);
+
 /// The parts of `comm` if it is an intercommunicator (`None` for an
 /// intracommunicator, whose collectives go the usual way).
+#[inline]
 pub(super) fn parts(call: &str, comm: c_int) -> Result<Option<Parts>> {
+    if !ANY.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    parts_of(call, comm)
+}
+
+fn parts_of(call: &str, comm: c_int) -> Result<Option<Parts>> {
     let state = state::lock(call)?;
     let entry = state.comm(comm)?;
     Ok(entry.inter.map(|inter| Parts {
