@@ -29,7 +29,9 @@ pub mod class {
     pub const IN_STATUS: c_int = 17;
     pub const PENDING: c_int = 18;
     pub const REQUEST: c_int = 19;
+    pub const CONVERSION: c_int = 23;
     pub const NO_MEM: c_int = 34;
+    pub const UNSUPPORTED_DATAREP: c_int = 43;
     pub const UNSUPPORTED_OPERATION: c_int = 44;
     pub const KEYVAL: c_int = 48;
     /// `MPIX_ERR_PROC_FAILED`.

@@ -6,6 +6,7 @@ mod coll;
 mod comm;
 mod env;
 pub(crate) mod errh;
+mod external32;
 pub(crate) mod fortran;
 mod fortran_binding;
 mod grequest;
