@@ -150,15 +150,23 @@ mpi_fn! {
     fn MPI_Comm_compare / PMPI_Comm_compare(comm1: c_int, comm2: c_int, result: *mut c_int) {
         let state = state::lock("MPI_Comm_compare")?;
         let (a, b) = (&state.comm(comm1)?.comm, &state.comm(comm2)?.comm);
-        let members = |c: &grappe_comm::Communicator| -> Vec<usize> {
-            (0..c.size()).map(|r| c.world_rank_of(r).unwrap_or(usize::MAX)).collect()
+        // An intercommunicator's groups are compared one with the other's
+        // (MPI: local with local, remote with remote); one is never like an
+        // intracommunicator.
+        let groups = |c: &grappe_comm::Communicator| -> Vec<Vec<usize>> {
+            let remote = crate::api::group::comm_members(c);
+            match c.local_comm() {
+                Some(local) => vec![crate::api::group::comm_members(local), remote],
+                None => vec![remote],
+            }
         };
-        let (ma, mb) = (members(a), members(b));
+        let (ga, gb) = (groups(a), groups(b));
+        let sorted_all = |g: &[Vec<usize>]| g.iter().cloned().map(sorted).collect::<Vec<_>>();
         let verdict = if comm1 == comm2 {
             abi::IDENT
-        } else if ma == mb {
+        } else if ga == gb {
             abi::CONGRUENT
-        } else if sorted(ma) == sorted(mb) {
+        } else if sorted_all(&ga) == sorted_all(&gb) {
             abi::SIMILAR
         } else {
             abi::UNEQUAL

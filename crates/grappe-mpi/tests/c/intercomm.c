@@ -376,6 +376,11 @@ static void dup_inter(void)
     CHECK(flag, "a duplicate of an intercommunicator is one");
     MPI_Comm_remote_size(copy, &n);
     CHECK_INT(rsize, n, "remote size of the duplicate");
+    int result = -1;
+    CHECK_MPI(MPI_Comm_compare(inter, copy, &result));
+    CHECK_INT(MPI_CONGRUENT, result, "MPI_Comm_compare of an intercommunicator and its duplicate");
+    CHECK_MPI(MPI_Comm_compare(inter, MPI_COMM_WORLD, &result));
+    CHECK_INT(MPI_UNEQUAL, result, "MPI_Comm_compare of an intercommunicator and MPI_COMM_WORLD");
     /* A message on the original is not received on the duplicate. */
     int a = 1, b = 2, got = -1;
     MPI_Request req[2];
