@@ -93,6 +93,24 @@ pub enum Error {
     /// intracommunicator.
     #[error("the communicator is not an intercommunicator")]
     NotIntercomm,
+    /// The remote leader named to make an intercommunicator is a member
+    /// of the local group.
+    #[error(
+        "remote leader {rank} of the peer communicator is world rank {world}, a member of the local group: it must belong to the other group"
+    )]
+    RemoteLeaderInGroup {
+        /// The remote leader, as a rank of the peer communicator.
+        rank: usize,
+        /// Its world rank.
+        world: usize,
+    },
+    /// This group's leader could not agree with the other group's while
+    /// making an intercommunicator (its own call says why).
+    #[error("the group's leader, world rank {leader}, could not join the other group (its call failed, saying why)")]
+    LeaderFailed {
+        /// The leader (world numbering).
+        leader: usize,
+    },
     /// A serialised message could not be decoded into the requested type.
     #[error("cannot decode a {bytes}-byte message from rank {source_rank} as {type_name}: {reason}")]
     Deserialize {
@@ -257,7 +275,7 @@ impl Error {
     /// The MPI error class of this error.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Error::InvalidRank { .. } => ErrorClass::Rank,
+            Error::InvalidRank { .. } | Error::RemoteLeaderInGroup { .. } => ErrorClass::Rank,
             Error::InvalidTag { .. } => ErrorClass::Tag,
             Error::Truncated { .. } | Error::CollectiveMismatch(_) => ErrorClass::Truncate,
             Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
@@ -266,6 +284,7 @@ impl Error {
             Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Engine(e) => e.class(),
             Error::Cancelled
+            | Error::LeaderFailed { .. }
             | Error::Corrupt { .. }
             | Error::Fabric(_)
             | Error::NotAnnounced { .. }
@@ -289,6 +308,8 @@ impl Error {
             Error::BufferSize { op, detail } => Error::BufferSize { op, detail: *detail },
             Error::CommFreed => Error::CommFreed,
             Error::NotIntercomm => Error::NotIntercomm,
+            Error::RemoteLeaderInGroup { rank, world } => Error::RemoteLeaderInGroup { rank: *rank, world: *world },
+            Error::LeaderFailed { leader } => Error::LeaderFailed { leader: *leader },
             Error::Deserialize { source_rank, bytes, type_name, reason } => {
                 Error::Deserialize { source_rank: *source_rank, bytes: *bytes, type_name, reason: reason.clone() }
             }

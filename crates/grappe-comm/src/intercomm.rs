@@ -66,14 +66,20 @@ impl Communicator {
         let remote = match (inner.rank == local_leader, peer) {
             (true, Some((peer, remote_leader, tag))) => {
                 let mine = Offer { ctx: proposal, high: false, members };
-                Some(exchange_offers(&mine, |send, recv| {
-                    peer.leader_exchange(peer.p2p_ctx(), remote_leader, tag, send, recv)
-                })?)
+                Some(peer.world_rank_of(remote_leader).and_then(|world| {
+                    if inner.group.contains(&world) {
+                        // Its own group's rank would never answer.
+                        return Err(Error::RemoteLeaderInGroup { rank: remote_leader, world });
+                    }
+                    exchange_offers(&mine, |send, recv| {
+                        peer.leader_exchange(peer.p2p_ctx(), remote_leader, tag, send, recv)
+                    })
+                }))
             }
-            (true, None) => return Err(Error::InvalidRank { rank: local_leader, size: self.size() }),
+            (true, None) => Some(Err(Error::InvalidRank { rank: local_leader, size: self.size() })),
             (false, _) => None,
         };
-        let agreed = local.hand_out_from(local_leader, remote.map(|r| (proposal.max(r.ctx), r)))?;
+        let agreed = local.hand_out_from(local_leader, remote.map(|r| r.map(|r| (proposal.max(r.ctx), r))))?;
         let (ctx, theirs) = agreed;
         Ok(Communicator::new_inter(local, ctx, theirs.members))
     }
@@ -96,10 +102,10 @@ impl Communicator {
         let remote = match local.rank() {
             0 => Some(exchange_offers(&mine, |send, recv| {
                 self.leader_exchange(self.coll_ctx(), 0, MANAGEMENT_TAG, send, recv)
-            })?),
+            })),
             _ => None,
         };
-        let (ctx, theirs) = local.hand_out_from(0, remote.map(|r| (proposal.max(r.ctx), r)))?;
+        let (ctx, theirs) = local.hand_out_from(0, remote.map(|r| r.map(|r| (proposal.max(r.ctx), r))))?;
         let local_first = match (high, theirs.high) {
             (false, true) => true,
             (true, false) => false,
@@ -124,10 +130,10 @@ impl Communicator {
         let remote = match local.rank() {
             0 => Some(exchange_offers(&mine, |send, recv| {
                 self.leader_exchange(self.coll_ctx(), 0, MANAGEMENT_TAG, send, recv)
-            })?),
+            })),
             _ => None,
         };
-        let (ctx, theirs) = local.hand_out_from(0, remote.map(|r| (proposal.max(r.ctx), r)))?;
+        let (ctx, theirs) = local.hand_out_from(0, remote.map(|r| r.map(|r| (proposal.max(r.ctx), r))))?;
         let dup = Communicator::new_inter(local, ctx, theirs.members);
         dup.set_error_handler(self.error_handler());
         Ok(dup)
@@ -149,23 +155,26 @@ impl Communicator {
     }
 
     /// Rank `leader` hands every member what it agreed with the other
-    /// group (its `decided`: the context and the other group's offer).
-    fn hand_out_from(&self, leader: usize, decided: Option<(u64, Offer)>) -> Result<(u64, Offer)> {
+    /// group (its `decided`: the context and the other group's offer), or
+    /// that it failed, so that no member waits for a leader that gave up.
+    fn hand_out_from(&self, leader: usize, decided: Option<Result<(u64, Offer)>>) -> Result<(u64, Offer)> {
         let ctx = self.coll_ctx();
-        let (agreed, offer) = match decided {
-            Some((agreed, offer)) => {
-                let words = encode(agreed, &offer);
-                for member in (0..self.size()).filter(|&m| m != leader) {
-                    self.send_bytes(ctx, bytemuck::cast_slice(&words), member, MANAGEMENT_TAG)?;
-                }
-                (agreed, offer)
-            }
+        let words = match &decided {
+            Some(Ok((agreed, offer))) => encode(*agreed, offer),
+            Some(Err(_)) => vec![LEADER_FAILED],
             None => {
                 let (bytes, _) = self.recv_owned(ctx, 8, Source::Rank(leader), Tag::Is(MANAGEMENT_TAG))?;
-                decode(bytes.as_slice()).ok_or_else(|| malformed(self.world_rank_of(leader).unwrap_or(leader)))?
+                let world = self.world_rank_of(leader).unwrap_or(leader);
+                if bytes.as_slice() == LEADER_FAILED.to_ne_bytes() {
+                    return Err(Error::LeaderFailed { leader: world });
+                }
+                return decode(bytes.as_slice()).ok_or_else(|| malformed(world));
             }
         };
-        Ok((agreed, offer))
+        for member in (0..self.size()).filter(|&m| m != leader) {
+            self.send_bytes(ctx, bytemuck::cast_slice(&words), member, MANAGEMENT_TAG)?;
+        }
+        decided.expect("the leader decided")
     }
 
     /// Sends `send` to rank `dest` on context `ctx` while receiving from
@@ -200,6 +209,10 @@ fn malformed(source_rank: usize) -> Error {
         detail: "malformed intercommunicator offer (another message on the leaders' tag?)".into(),
     }
 }
+
+/// What a leader that failed hands its members (an offer has 4 words at
+/// least).
+const LEADER_FAILED: u64 = u64::MAX;
 
 /// `[agreed, ctx, high, n, members...]`.
 fn encode(agreed: u64, offer: &Offer) -> Vec<u64> {

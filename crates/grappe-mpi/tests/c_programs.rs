@@ -178,6 +178,32 @@ fn a_wait_for_a_generalized_request_nothing_can_complete_fails_instead_of_hangin
     assert!(text.contains("after completion: success, request freed"), "the wait after completion:\n{text}");
 }
 
+/// Remote leaders named in the wrong group: every rank's
+/// `MPI_Intercomm_create` fails, the leaders saying why and their groups
+/// told by them, instead of a job that waits forever.
+#[test]
+fn an_intercommunicator_with_a_leader_in_the_wrong_group_fails_on_every_rank() {
+    let prefix = installed();
+    let dir = scratch("intercomm-misuse");
+    let binary = compile_with_mpich("intercomm_misuse", dir.path());
+    let output = run_on_grappe(&prefix, 4, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(output.status.success(), "every rank returns:\n{text}");
+    for leader in [0, 2] {
+        let line = format!(
+            "rank {leader}: MPI_Intercomm_create: remote leader {leader} of the peer communicator is world rank {leader}, a member of the local group"
+        );
+        assert!(text.contains(&line), "leader {leader}'s reason:\n{text}");
+    }
+    for member in [1, 3] {
+        let line = format!(
+            "rank {member}: MPI_Intercomm_create: the group's leader, world rank {}, could not join",
+            member - 1
+        );
+        assert!(text.contains(&line), "member {member} told by its leader:\n{text}");
+    }
+}
+
 #[test]
 fn a_whole_mpich_program_of_every_group_runs_unchanged() {
     let prefix = installed();

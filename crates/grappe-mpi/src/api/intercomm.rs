@@ -99,17 +99,17 @@ mpi_fn! {
             MpiError::new(class::RANK, "local_leader is MPI_PROC_NULL").on(local_comm)
         })?;
         let peer = match local.rank() == leader {
-            true => {
-                let peer = state.comm(peer_comm).map_err(on)?.comm.clone();
-                let remote = crate::api::dest_rank(remote_leader, &peer).map_err(on)?.ok_or_else(|| {
-                    MpiError::new(class::RANK, "remote_leader is MPI_PROC_NULL").on(local_comm)
-                })?;
-                if tag < 0 {
-                    return Err(MpiError::new(class::TAG, format!("tag {tag} is negative")).on(local_comm));
-                }
-                Some((peer, remote))
+            true => leader_arguments(&state, peer_comm, remote_leader, tag).map(Some),
+            false => Ok(None),
+        };
+        let peer = match peer {
+            Ok(peer) => peer,
+            Err(error) => {
+                // The leader takes part all the same, to tell its group it
+                // failed: they would wait for it forever otherwise.
+                let _ = local.intercomm_create(leader, None);
+                return Err(error.on(local_comm));
             }
-            false => None,
         };
         let inter = local
             .intercomm_create(leader, peer.as_ref().map(|(c, r)| (c, *r, tag)))
@@ -118,6 +118,23 @@ mpi_fn! {
         // SAFETY: the caller's output argument.
         unsafe { put(newintercomm, handle, "newintercomm") }
     }
+}
+
+/// The leader's own arguments of `MPI_Intercomm_create`: the peer
+/// communicator and the remote leader's rank in it.
+fn leader_arguments(
+    state: &Locked,
+    peer_comm: c_int,
+    remote_leader: c_int,
+    tag: c_int,
+) -> Result<(Communicator, usize)> {
+    let peer = state.comm(peer_comm)?.comm.clone();
+    let remote = crate::api::dest_rank(remote_leader, &peer)?
+        .ok_or_else(|| MpiError::new(class::RANK, "remote_leader is MPI_PROC_NULL"))?;
+    if tag < 0 {
+        return Err(MpiError::new(class::TAG, format!("tag {tag} is negative")));
+    }
+    Ok((peer, remote))
 }
 
 mpi_fn! {
