@@ -441,16 +441,22 @@ impl State {
 
     /// The table slot of communicator `handle`.
     pub fn comm_slot(&self, handle: c_int) -> Result<usize> {
-        let slot = match handle {
-            abi::COMM_WORLD => Some(0),
-            abi::COMM_SELF => Some(1),
-            _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2),
-        };
-        match slot {
-            Some(slot) if self.comms.get(slot).is_some() => Ok(slot),
-            _ if handle == abi::COMM_NULL => Err(MpiError::new(class::COMM, "MPI_COMM_NULL is not a communicator")),
-            _ => Err(MpiError::new(class::COMM, format!("{handle:#x} is not a communicator handle (or was freed)"))),
+        match self.live_comm_slot(handle) {
+            Some(slot) => Ok(slot),
+            None if handle == abi::COMM_NULL => Err(MpiError::new(class::COMM, "MPI_COMM_NULL is not a communicator")),
+            None => Err(MpiError::new(class::COMM, format!("{handle:#x} is not a communicator handle (or was freed)"))),
         }
+    }
+
+    /// The slot of communicator `handle`, if it names a live one.
+    #[inline]
+    fn live_comm_slot(&self, handle: c_int) -> Option<usize> {
+        let slot = match handle {
+            abi::COMM_WORLD => 0,
+            abi::COMM_SELF => 1,
+            _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2)?,
+        };
+        self.comms.get(slot).is_some().then_some(slot)
     }
 
     /// The intracommunicator of `handle`: an intercommunicator is refused,
@@ -467,12 +473,7 @@ impl State {
     /// short path, whose caller takes the general path otherwise).
     #[inline]
     pub fn comm_if_valid(&self, handle: c_int) -> Option<&CommEntry> {
-        let slot = match handle {
-            abi::COMM_WORLD => 0,
-            abi::COMM_SELF => 1,
-            _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2)?,
-        };
-        self.comms.get(slot)
+        self.comms.get(self.live_comm_slot(handle)?)
     }
 
     /// The communicator of `handle`.

@@ -456,7 +456,6 @@ pub(super) unsafe fn allreduce(
 ///
 /// # Safety
 /// As `MPI_Gather`'s buffers.
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn gather(
     parts: Parts,
     (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
