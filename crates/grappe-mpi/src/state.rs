@@ -321,11 +321,20 @@ impl std::ops::DerefMut for Locked {
 impl Drop for Locked {
     /// Under `MPI_THREAD_MULTIPLE`, threads waiting outside the lock look
     /// again once a call that may have made progress lets go of it.
+    #[inline]
     fn drop(&mut self) {
         if !self.locked {
             BUSY.store(false, Ordering::Relaxed);
             return;
         }
+        self.let_go();
+    }
+}
+
+impl Locked {
+    /// Lets go of the lock this call took.
+    #[inline(never)]
+    fn let_go(&mut self) {
         if waiting::multiple() && !self.quiet {
             if let Some(state) = self.shared().0.as_deref() {
                 waiting::progress_made(&state.bell);
