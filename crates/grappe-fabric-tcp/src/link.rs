@@ -1,0 +1,248 @@
+//! A link: one connected, non-blocking TCP stream carrying records both
+//! ways, used like a mailbox pair (push on one side, peek and consume on
+//! the other).
+//!
+//! Sending writes straight to the socket; what the socket does not take
+//! waits in a backlog that later pushes and [`Link::flush`] write first, so
+//! records leave in order. A backlog past [`BACKLOG_LIMIT`] makes pushes
+//! refuse, as a full mailbox does, until the peer reads.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+
+use nix::errno::Errno;
+use nix::sys::socket::{MsgFlags, setsockopt, sockopt};
+
+use crate::error::LinkError;
+use crate::frame::{FrameHeader, encode_header};
+use crate::inbound::Inbound;
+use crate::{BACKLOG_LIMIT, MAX_PAYLOAD, Meta};
+
+/// Socket buffer sizes asked for (the kernel may grant less: it caps them
+/// at `net.core.wmem_max` / `rmem_max`).
+const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+
+/// The fill buffer of [`Link::try_push_with`] is kept for the next record
+/// up to this size, and given back above it.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+/// Pieces of one write: the backlog's two halves, a header, a payload.
+const MAX_PIECES: usize = 4;
+
+/// One connected, authenticated, non-blocking TCP stream to a peer rank.
+#[derive(Debug)]
+pub struct Link {
+    stream: TcpStream,
+    peer: SocketAddr,
+    /// Frame bytes the socket has not taken yet, in stream order.
+    backlog: VecDeque<u8>,
+    inbound: Inbound,
+    scratch: Vec<u8>,
+}
+
+/// A record at the head of a link's inbound stream, borrowed until
+/// [`Link::consume`].
+#[derive(Debug, Clone, Copy)]
+pub struct Incoming<'a> {
+    meta: Meta,
+    payload: &'a [u8],
+}
+
+impl<'a> Incoming<'a> {
+    /// The protocol words of the record.
+    pub fn meta(&self) -> Meta {
+        self.meta
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    /// True for an empty payload.
+    pub fn is_empty(&self) -> bool {
+        self.payload.is_empty()
+    }
+}
+
+impl Link {
+    /// Wraps a connected stream: non-blocking, TCP_NODELAY, large
+    /// SO_SNDBUF/SO_RCVBUF (4 MiB asked).
+    pub fn new(stream: TcpStream) -> Result<Link, LinkError> {
+        let peer = stream.peer_addr().map_err(|source| LinkError::Io {
+            op: "configure the connection to",
+            addr: stream.local_addr().unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+            source,
+        })?;
+        let configure = |source: io::Error| LinkError::Io { op: "configure the connection to", addr: peer, source };
+        stream.set_nonblocking(true).map_err(configure)?;
+        stream.set_nodelay(true).map_err(configure)?;
+        setsockopt(&stream, sockopt::SndBuf, &SOCKET_BUFFER_BYTES).map_err(|e| configure(e.into()))?;
+        setsockopt(&stream, sockopt::RcvBuf, &SOCKET_BUFFER_BYTES).map_err(|e| configure(e.into()))?;
+        Ok(Link { stream, peer, backlog: VecDeque::new(), inbound: Inbound::new(), scratch: Vec::new() })
+    }
+
+    /// Appends a record. Writes straight to the socket (one writev of
+    /// whatever is queued, the frame header and the payload); what the
+    /// socket does not take is copied into the backlog.
+    ///
+    /// `Ok(false)`, nothing appended, when the backlog holds
+    /// [`BACKLOG_LIMIT`] bytes or more even after writing what the socket
+    /// takes of it: like a full mailbox, the caller retries later.
+    /// A payload over [`MAX_PAYLOAD`] is an error.
+    pub fn try_push(&mut self, meta: Meta, payload: &[u8]) -> Result<bool, LinkError> {
+        if !self.can_push(payload.len())? {
+            return Ok(false);
+        }
+        self.send_frame(meta, payload)?;
+        Ok(true)
+    }
+
+    /// As [`Link::try_push`], the payload written by `fill` into a buffer
+    /// of `len` bytes. `fill` is not called when the push is refused.
+    pub fn try_push_with(&mut self, meta: Meta, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<bool, LinkError> {
+        if !self.can_push(len)? {
+            return Ok(false);
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.resize(len, 0);
+        fill(&mut scratch);
+        let sent = self.send_frame(meta, &scratch);
+        if scratch.capacity() <= SCRATCH_KEEP {
+            self.scratch = scratch;
+        }
+        sent.map(|()| true)
+    }
+
+    /// Writes what the socket takes of the backlog; `Ok(true)` when the
+    /// backlog is empty.
+    pub fn flush(&mut self) -> Result<bool, LinkError> {
+        while !self.backlog.is_empty() {
+            let (front, back) = self.backlog.as_slices();
+            let queued = front.len() + back.len();
+            let written = self.send(&[front, back])?;
+            self.backlog.drain(..written);
+            if written < queued {
+                break;
+            }
+        }
+        Ok(self.backlog.is_empty())
+    }
+
+    /// Bytes waiting in the backlog for the socket.
+    pub fn backlog_bytes(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// The record at the head of the inbound stream, reading the socket
+    /// (non-blocking) if no whole record is buffered; `Ok(None)` if none is
+    /// complete yet. The borrow ends before [`Link::consume`].
+    pub fn peek(&mut self) -> Result<Option<Incoming<'_>>, LinkError> {
+        if !self.read_until_record()? {
+            return Ok(None);
+        }
+        let Ok(Some(header)) = self.inbound.head() else {
+            unreachable!("read_until_record saw a whole record at the head")
+        };
+        Ok(Some(Incoming { meta: header.meta, payload: self.inbound.payload() }))
+    }
+
+    /// Drops the record [`Link::peek`] returned.
+    ///
+    /// # Panics
+    /// If `peek` did not return a record since the last `consume`.
+    pub fn consume(&mut self) {
+        self.inbound.consume();
+    }
+
+    /// The socket, to watch for readiness.
+    pub fn raw_fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Checks the size, and makes the backlog go under the limit if the
+    /// socket takes enough of it.
+    fn can_push(&mut self, len: usize) -> Result<bool, LinkError> {
+        if len > MAX_PAYLOAD {
+            return Err(LinkError::TooLarge { peer: self.peer, len, max: MAX_PAYLOAD });
+        }
+        Ok(self.backlog.len() < BACKLOG_LIMIT || (self.flush()? || self.backlog.len() < BACKLOG_LIMIT))
+    }
+
+    /// Writes the backlog, then the frame, in one call; queues the rest.
+    fn send_frame(&mut self, meta: Meta, payload: &[u8]) -> Result<(), LinkError> {
+        let header = encode_header(&FrameHeader { len: payload.len() as u32, meta });
+        let (front, back) = self.backlog.as_slices();
+        let mut written = self.send(&[front, back, &header, payload])?;
+        let from_backlog = written.min(self.backlog.len());
+        self.backlog.drain(..from_backlog);
+        written -= from_backlog;
+        for piece in [&header[..], payload] {
+            let sent = written.min(piece.len());
+            self.backlog.extend(&piece[sent..]);
+            written -= sent;
+        }
+        Ok(())
+    }
+
+    /// One `sendmsg` of `pieces`: the bytes the socket took, 0 if it is
+    /// full. `MSG_NOSIGNAL`: a closed peer is an error here, not a
+    /// SIGPIPE that kills a process whose host program never ignored it.
+    fn send(&self, pieces: &[&[u8]]) -> Result<usize, LinkError> {
+        let mut slices = [IoSlice::new(&[]); MAX_PIECES];
+        let mut count = 0;
+        for piece in pieces.iter().filter(|piece| !piece.is_empty()) {
+            slices[count] = IoSlice::new(piece);
+            count += 1;
+        }
+        let slices = &slices[..count];
+        if slices.is_empty() {
+            return Ok(0);
+        }
+        let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
+        loop {
+            match nix::sys::socket::sendmsg::<()>(self.raw_fd(), slices, &[], flags, None) {
+                Ok(n) => return Ok(n),
+                Err(Errno::EAGAIN) => return Ok(0),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EPIPE | Errno::ECONNRESET) => return Err(LinkError::Closed { peer: self.peer, cut: None }),
+                Err(errno) => return Err(LinkError::Io { op: "write to", addr: self.peer, source: errno.into() }),
+            }
+        }
+    }
+
+    /// Reads until a whole record is at the head (true) or the socket has
+    /// nothing more now (false).
+    fn read_until_record(&mut self) -> Result<bool, LinkError> {
+        loop {
+            match self.inbound.head() {
+                Ok(Some(_)) => return Ok(true),
+                Ok(None) => {}
+                Err(bad) => return Err(LinkError::Frame { peer: self.peer, offset: bad.offset, detail: bad.detail }),
+            }
+            match self.inbound.read_from(&mut &self.stream) {
+                Ok(0) => return Err(LinkError::Closed { peer: self.peer, cut: self.inbound.cut() }),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    return Err(LinkError::Closed { peer: self.peer, cut: self.inbound.cut() });
+                }
+                Err(source) => return Err(LinkError::Io { op: "read from", addr: self.peer, source }),
+            }
+        }
+    }
+}
