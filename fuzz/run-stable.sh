@@ -2,7 +2,8 @@
 # Coverage-guided fuzzing with the stable toolchain (no cargo-fuzz, no nightly): the same
 # instrumentation flags cargo-fuzz uses with `--sanitizer none`.
 # Usage: fuzz/run-stable.sh [TARGET] [SECONDS]   (pmi_wire, 60 s by default; crashes land in
-# fuzz/artifacts/TARGET/). Targets: pmi_wire, shared_records, trace_reader, checkpoint_wire, sim_spec.
+# fuzz/artifacts/TARGET/). Targets: pmi_wire, shared_records, trace_reader, checkpoint_wire, sim_spec,
+# tcp_frames.
 set -euo pipefail
 cd "$(dirname "$0")"
 fuzz_target=pmi_wire

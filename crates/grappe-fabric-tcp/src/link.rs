@@ -32,6 +32,9 @@ const SCRATCH_KEEP: usize = 1 << 20;
 const MAX_PIECES: usize = 4;
 
 /// One connected, authenticated, non-blocking TCP stream to a peer rank.
+///
+/// Dropping a link closes the connection and loses its backlog: flush
+/// until [`Link::flush`] says the backlog is empty first.
 #[derive(Debug)]
 pub struct Link {
     stream: TcpStream,
