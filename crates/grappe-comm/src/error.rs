@@ -141,6 +141,17 @@ pub enum Error {
         /// How we found out.
         cause: String,
     },
+    /// A rank of another host is lost: its connection broke before it said
+    /// it finalized, or it announced a failure.
+    #[error("rank {rank} on host {host} is lost: {cause}")]
+    PeerLost {
+        /// The lost rank (world numbering).
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// How we found out.
+        cause: String,
+    },
     /// The job is being stopped: this process received `signal` (the
     /// launcher stops every process when one fails). Runtime calls fail
     /// with it so that each rank unwinds and keeps its trace.
@@ -262,6 +273,7 @@ impl From<grappe_proto::Error> for Error {
             }
             Engine::CollectiveMismatch(why) => Error::CollectiveMismatch(why),
             Engine::PeerDied { rank, pid, cause } => Error::PeerDied { rank, pid, cause },
+            Engine::PeerLost { rank, host, cause } => Error::PeerLost { rank, host, cause },
             Engine::Stopped { signal } => Error::Stopped { signal },
             Engine::Corrupt { source_rank, detail } => Error::Corrupt { source_rank, detail },
             Engine::Fabric(e) => Error::Fabric(e),
@@ -281,7 +293,7 @@ impl Error {
             Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
             Error::BufferSize { .. } => ErrorClass::Count,
             Error::CommFreed | Error::NotIntercomm => ErrorClass::Comm,
-            Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
+            Error::PeerDied { .. } | Error::PeerLost { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Engine(e) => e.class(),
             Error::Cancelled
             | Error::LeaderFailed { .. }
@@ -315,6 +327,9 @@ impl Error {
             }
             Error::Serialize { type_name, reason } => Error::Serialize { type_name, reason: reason.clone() },
             Error::PeerDied { rank, pid, cause } => Error::PeerDied { rank: *rank, pid: *pid, cause: cause.clone() },
+            Error::PeerLost { rank, host, cause } => {
+                Error::PeerLost { rank: *rank, host: host.clone(), cause: cause.clone() }
+            }
             Error::Stopped { signal } => Error::Stopped { signal: *signal },
             Error::Cancelled => Error::Cancelled,
             Error::Corrupt { source_rank, detail } => {

@@ -159,6 +159,18 @@ impl Listener {
         Ok((hello, Link::new(stream)?))
     }
 
+    /// Bounds the wait of [`Listener::accept`] for a connection (Linux
+    /// honours the receive timeout of a listening socket): a peer that
+    /// never connects then fails the wait instead of hanging it.
+    pub fn set_accept_timeout(&self, timeout: Duration) -> Result<(), LinkError> {
+        let timeval = nix::sys::time::TimeVal::new(
+            timeout.as_secs() as nix::sys::time::time_t,
+            timeout.subsec_micros() as nix::sys::time::suseconds_t,
+        );
+        nix::sys::socket::setsockopt(&self.inner, nix::sys::socket::sockopt::ReceiveTimeout, &timeval)
+            .map_err(|e| LinkError::Io { op: "set the accept timeout of", addr: self.local, source: e.into() })
+    }
+
     /// The listening socket, to watch for connections.
     pub fn raw_fd(&self) -> RawFd {
         self.inner.as_raw_fd()

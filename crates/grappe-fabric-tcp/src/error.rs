@@ -107,6 +107,30 @@ pub struct Cut {
     pub missing: usize,
 }
 
+impl LinkError {
+    /// True if the peer closed the connection between two records: the
+    /// end of its stream, an error only if more was expected.
+    pub fn is_clean_close(&self) -> bool {
+        matches!(self, LinkError::Closed { cut: None, .. })
+    }
+
+    /// True if the error is the peer's doing during a handshake (it did
+    /// not authenticate, spoke another protocol, went silent): the
+    /// listener refused that peer and stays usable.
+    pub fn is_from_peer(&self) -> bool {
+        matches!(
+            self,
+            LinkError::Auth { .. } | LinkError::Handshake { .. } | LinkError::Timeout { .. } | LinkError::Closed { .. }
+        )
+    }
+
+    /// True if the peer refused the connection: nobody listens at its
+    /// address (yet).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, LinkError::Io { source, .. } if source.kind() == std::io::ErrorKind::ConnectionRefused)
+    }
+}
+
 impl fmt::Display for Cut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Cut { offset, received, missing, .. } = *self;

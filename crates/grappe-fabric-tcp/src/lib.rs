@@ -24,12 +24,14 @@ pub mod error;
 pub mod frame;
 pub mod inbound;
 mod link;
+mod split;
 mod watch;
 
 pub use auth::{Hello, Listener, Secret, connect};
 pub use error::{Cut, LinkError, Phase, SecretError};
 pub use frame::{FrameError, FrameHeader, HEADER_BYTES, decode_header, encode_header};
 pub use link::{Incoming, Link};
+pub use split::{LinkIn, LinkOut, Received};
 pub use watch::{ReadyFn, STOP_TOKEN, Watch};
 
 /// Protocol-defined words carried by every record (kind, tag, context...).

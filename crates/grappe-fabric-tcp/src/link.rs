@@ -166,6 +166,22 @@ impl Link {
         self.inbound.consume();
     }
 
+    /// The payload of the record [`Link::peek`] returned last.
+    pub(crate) fn head_payload(&self) -> &[u8] {
+        self.inbound.payload()
+    }
+
+    /// A second link on the same connection (the socket duplicated), with
+    /// its own backlog and inbound buffer: for [`Link::split`].
+    pub(crate) fn duplicate(&self) -> Result<Link, LinkError> {
+        let stream = self.stream.try_clone().map_err(|source| LinkError::Io {
+            op: "duplicate the connection to",
+            addr: self.peer,
+            source,
+        })?;
+        Link::new(stream)
+    }
+
     /// The socket, to watch for readiness.
     pub fn raw_fd(&self) -> RawFd {
         self.stream.as_raw_fd()

@@ -47,6 +47,15 @@ pub enum FabricError {
         #[source]
         source: std::io::Error,
     },
+    /// A network link broke or carried what is not records (the link's
+    /// error, which names the peer's address, as text: it is reported
+    /// again to every request that needed the link).
+    #[error("{0}")]
+    Link(String),
+    /// A network link's peer closed it between two records: the end of
+    /// its stream (the engine decides whether more was due).
+    #[error("{0}")]
+    LinkClosed(String),
     /// A transfer would read or write outside a registered region.
     #[error("transfer of {len} bytes at offset {offset} exceeds region of {region_len} bytes")]
     OutOfRegion {
@@ -79,6 +88,8 @@ impl FabricError {
                 FabricError::BadSegment { path: path.clone(), reason: reason.clone() }
             }
             FabricError::BadParams(why) => FabricError::BadParams(why.clone()),
+            FabricError::Link(what) => FabricError::Link(what.clone()),
+            FabricError::LinkClosed(what) => FabricError::LinkClosed(what.clone()),
             FabricError::CrossMemory { direction, pid, len, source } => {
                 FabricError::CrossMemory { direction, pid: *pid, len: *len, source: io_again(source) }
             }
@@ -93,5 +104,14 @@ fn io_again(error: &std::io::Error) -> std::io::Error {
     match error.raw_os_error() {
         Some(code) => std::io::Error::from_raw_os_error(code),
         None => std::io::Error::new(error.kind(), error.to_string()),
+    }
+}
+
+impl From<grappe_fabric_tcp::LinkError> for FabricError {
+    fn from(error: grappe_fabric_tcp::LinkError) -> FabricError {
+        match error.is_clean_close() {
+            true => FabricError::LinkClosed(error.to_string()),
+            false => FabricError::Link(error.to_string()),
+        }
     }
 }

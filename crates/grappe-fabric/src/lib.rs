@@ -1,4 +1,4 @@
-//! The bottom layer of grappe: how bytes move between ranks of one host.
+//! The bottom layer of grappe: how bytes move between ranks.
 //!
 //! The model is the PUT remote-write primitive of MPC-OS (Fenyo, 2001),
 //! transposed to user space:
@@ -18,8 +18,9 @@
 //!
 //! Everything here is below the message-passing semantics: no tags, no
 //! matching. The protocols (eager, rendezvous) live in `grappe-proto` and are
-//! written once over these pieces. A TCP or RDMA backend will add a
-//! [`put::Route`] variant and a remote producer for mailboxes.
+//! written once over the [`link`] seam: a peer of this host is reached
+//! through its rings, a peer of another host through a TCP connection
+//! (`grappe-fabric-tcp`), both as records.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 
 pub mod copy;
@@ -27,6 +28,7 @@ pub mod doorbell;
 pub mod error;
 pub mod host;
 pub mod layout;
+pub mod link;
 mod primitive;
 pub mod put;
 pub mod ring;

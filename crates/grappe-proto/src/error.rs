@@ -49,6 +49,17 @@ pub enum Error {
         /// How we found out.
         cause: String,
     },
+    /// A rank of another host is lost: its connection broke before it said
+    /// it finalized, or it announced a failure.
+    #[error("rank {rank} on host {host} is lost: {cause}")]
+    PeerLost {
+        /// The lost rank (world numbering).
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// How we found out.
+        cause: String,
+    },
     /// The job is being stopped: this process received `signal` (the
     /// launcher stops every process when one fails). Runtime calls fail
     /// with it so that each rank unwinds and keeps its trace.
@@ -106,7 +117,7 @@ impl Error {
     pub fn class(&self) -> ErrorClass {
         match self {
             Error::Truncated { .. } | Error::CollectiveMismatch(_) => ErrorClass::Truncate,
-            Error::PeerDied { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
+            Error::PeerDied { .. } | Error::PeerLost { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Corrupt { .. } | Error::Fabric(_) | Error::NotAnnounced { .. } => ErrorClass::Other,
         }
     }
@@ -120,6 +131,9 @@ impl Error {
             }
             Error::CollectiveMismatch(mismatch) => Error::CollectiveMismatch(mismatch.clone()),
             Error::PeerDied { rank, pid, cause } => Error::PeerDied { rank: *rank, pid: *pid, cause: cause.clone() },
+            Error::PeerLost { rank, host, cause } => {
+                Error::PeerLost { rank: *rank, host: host.clone(), cause: cause.clone() }
+            }
             Error::Stopped { signal } => Error::Stopped { signal: *signal },
             Error::Corrupt { source_rank, detail } => {
                 Error::Corrupt { source_rank: *source_rank, detail: detail.clone() }

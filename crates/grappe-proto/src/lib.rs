@@ -29,7 +29,7 @@ pub mod wire;
 
 pub use board::CallBoard;
 pub use engine::{
-    CLAIMED_CTX, Engine, EngineStats, Failure, InTransit, InTransitError, RankBell, announce, mark_stopped,
+    CLAIMED_CTX, Engine, EngineStats, Failure, InTransit, InTransitError, RankBell, RemoteLink, announce, mark_stopped,
 };
 pub use error::{Call, Error, ErrorClass, Mismatch, Result, Status};
 pub use owned::OwnedBytes;

@@ -109,6 +109,8 @@ pub(crate) enum Push {
     Partial(usize),
     /// Nothing moved: ring full or no free slot; the send stays `Queued`.
     Blocked,
+    /// The link to the destination broke: nothing will move again.
+    Broken(crate::Error),
 }
 
 pub(crate) struct RecvReq {

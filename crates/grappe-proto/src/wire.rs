@@ -38,6 +38,11 @@ pub enum Kind {
     Probe = 8,
     /// The answer to a probe: the 4 words of [`CallBoard::current`](crate::CallBoard::current).
     ProbeReply = 9,
+    /// The sender's rank changed state, for peers on other hosts, which
+    /// cannot read it in the host segment: the payload is the new state
+    /// (4 bytes, `grappe_fabric::layout::STATE_*`). A connection that
+    /// closes after a final state was announced ended normally.
+    State = 10,
 }
 
 impl Kind {
@@ -52,6 +57,7 @@ impl Kind {
             7 => Kind::Revoke,
             8 => Kind::Probe,
             9 => Kind::ProbeReply,
+            10 => Kind::State,
             _ => return None,
         })
     }

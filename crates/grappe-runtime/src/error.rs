@@ -30,21 +30,26 @@ pub enum StartError {
     /// The host segment could not be laid out, created or opened.
     #[error(transparent)]
     Segment(#[from] FabricError),
-    /// Two processes of the job run on different hosts, which needs a
-    /// network fabric.
-    #[error(
-        "process {process} runs on host {host:?} and process {me} on {my_host:?}: ranks on several hosts need the \
-         network fabric, which this grappe does not have yet"
-    )]
-    SeveralHosts {
-        /// The other process (its PMI rank).
+    /// The network links between the hosts of the job could not be made.
+    #[error("network: {what}: {source}")]
+    Network {
+        /// What was being done (which rank, which address).
+        what: String,
+        /// What the link layer said.
+        #[source]
+        source: grappe_fabric_tcp::LinkError,
+    },
+    /// The network links between the hosts of the job could not be set up
+    /// (the message says what went wrong, with whom).
+    #[error("network: {0}")]
+    NetworkSetUp(String),
+    /// A process published a network address that does not parse.
+    #[error("process {process} published the address {value:?}, which is not an IP address and port")]
+    NetworkAddress {
+        /// The process (its PMI rank).
         process: usize,
-        /// Its host (host name and boot id).
-        host: String,
-        /// This process.
-        me: usize,
-        /// This process's host.
-        my_host: String,
+        /// What it published.
+        value: String,
     },
     /// A process published an entry that is not `ranks,host`.
     #[error("process {process} published {value:?}, expected {expected}")]
@@ -115,9 +120,8 @@ mod tests {
 
     #[test]
     fn start_errors_keep_their_numbers_and_say_them() {
-        let hosts =
-            StartError::SeveralHosts { process: 2, host: "b/1".into(), me: 0, my_host: "a/9".into() }.to_string();
-        assert!(hosts.starts_with("process 2 runs on host \"b/1\" and process 0 on \"a/9\""), "{hosts}");
+        let address = StartError::NetworkAddress { process: 2, value: "nowhere".into() }.to_string();
+        assert_eq!(address, "process 2 published the address \"nowhere\", which is not an IP address and port");
         let died = grappe_comm::Error::PeerDied { rank: 1, pid: 7, cause: "killed".into() };
         let connect = StartError::Connect { rank: 3, source: died };
         assert_eq!(connect.class(), ErrorClass::ProcFailed);

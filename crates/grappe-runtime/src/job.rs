@@ -5,13 +5,18 @@
 //!
 //! 1. every process publishes how many thread ranks it hosts and on which
 //!    host (hostname and boot id), then a fence;
-//! 2. ranks are numbered in process order; all processes must share one
-//!    host (the network fabric is not built yet);
-//! 3. process 0 creates the segment file and publishes its name, a fence,
-//!    the others open it;
-//! 4. every process announces its ranks in the segment, a barrier, and
-//!    process 0 unlinks the file (the mappings keep it alive, and nothing
-//!    is left in /dev/shm even if a process is killed later).
+//! 2. ranks are numbered in process order, and numbered again on their
+//!    host ([`Placement`]);
+//! 3. the first process of each host creates that host's segment file,
+//!    sized for the host's ranks, and publishes its name; on a job across
+//!    hosts every process also publishes the address it listens on, and
+//!    process 0 the job's secret (see [`crate::network`]); a fence, the
+//!    other processes of each host open its segment;
+//! 4. across hosts, every rank connects to every rank of the other hosts;
+//! 5. every process announces its ranks in its segment, a barrier, and the
+//!    first process of each host unlinks the file (the mappings keep it
+//!    alive, and nothing is left in /dev/shm even if a process is killed
+//!    later).
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -33,8 +38,15 @@ pub(crate) struct Job {
     pub host: Arc<HostMemory>,
     /// World ranks hosted by this process.
     pub mine: Range<usize>,
-    /// World rank -> host-local index.
-    pub locals: Vec<usize>,
+    /// World rank -> index among the ranks of its host, for the ranks of
+    /// this process's host; `None` for ranks of other hosts.
+    pub locals: Vec<Option<usize>>,
+    /// World rank -> the index its worker's core is chosen by: the rank's
+    /// index among the ranks of its machine (`None` for other hosts).
+    on_machine: Vec<Option<usize>>,
+    /// The links of this process's ranks to ranks of other hosts, until
+    /// each rank takes its own ([`Job::take_links`]).
+    links: crate::network::Links,
     pub proto: ProtoSettings,
     pub wait: WaitSettings,
     /// Where and how to record traces (`GRAPPE_TRACE`), if at all.
@@ -64,46 +76,58 @@ impl Job {
             doorbell::enable_asymmetric();
         }
         let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
-        let job = Job::assemble(host, 0..n, n, id)?;
+        let locals: Vec<Option<usize>> = (0..n).map(Some).collect();
+        let job = Job::assemble(host, 0..n, locals.clone(), locals, n, crate::network::Links::none(), id)?;
         job.announce();
         Ok(job)
     }
 
     fn processes(mut pmi: Box<dyn Pmi>, per_process: usize) -> Result<(Job, Box<dyn Pmi>)> {
         let me = pmi.rank();
-        let host_id = host_identity();
+        let host_id = host_identity(me, pmi.size(), Vars::process())?;
         pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}"))?;
         pmi.fence()?;
-        let mut first = 0;
-        let mut total = 0;
-        for p in 0..pmi.size() {
-            let value = pmi.get(&format!("grappe-proc-{p}"))?;
-            let (count, host) = parse_process_entry(p, &value)?;
-            if host != host_id {
-                return Err(StartError::SeveralHosts { process: p, host, me, my_host: host_id });
+        let entries = (0..pmi.size())
+            .map(|p| parse_process_entry(p, &pmi.get(&format!("grappe-proc-{p}"))?))
+            .collect::<Result<Vec<_>>>()?;
+        let placement = Placement::of(&entries);
+        let my_host = placement.process_host[me];
+        let first_of_host = placement.process_host.iter().position(|&h| h == my_host) == Some(me);
+        let path = segment_path(pmi.job_id(), my_host);
+        let host_ranks = placement.host_ranks[my_host];
+        let created = match first_of_host {
+            true => {
+                let host = HostMemory::create_file(&path, layout_params(host_ranks)?)?;
+                pmi.put(&format!("grappe-segment-{my_host}"), &path.to_string_lossy())?;
+                Some(host)
             }
-            if p == me {
-                first = total;
-            }
-            total += count;
-        }
-        let path = segment_path(pmi.job_id());
-        let host = if me == 0 {
-            let host = HostMemory::create_file(&path, layout_params(total)?)?;
-            pmi.put("grappe-segment", &path.to_string_lossy())?;
-            pmi.fence()?;
-            host
-        } else {
-            pmi.fence()?;
-            let published = pmi.get("grappe-segment")?;
-            HostMemory::open_file(&PathBuf::from(published))?
+            false => None,
+        };
+        let listening = match placement.hosts() > 1 {
+            true => Some(crate::network::Listening::start(&mut *pmi, me)?),
+            false => None,
+        };
+        pmi.fence()?;
+        let host = match created {
+            Some(host) => host,
+            None => HostMemory::open_file(&PathBuf::from(pmi.get(&format!("grappe-segment-{my_host}"))?))?,
+        };
+        let first = placement.process_first[me];
+        let mine = first..first + per_process;
+        let links = match listening {
+            Some(listening) => listening.connect_all(&mut *pmi, &placement, mine.clone())?,
+            None => crate::network::Links::none(),
         };
         let registered = doorbell::register_asymmetric();
         host.vote_asymmetric(registered);
-        let job = Job::assemble(Arc::new(host), first..first + per_process, total, pmi.job_id())?;
+        let locals = placement.locals_seen_from(my_host);
+        let on_machine = placement.machine_indexes_seen_from(my_host);
+        let machine_ranks = placement.machine_ranks(my_host);
+        let job = Job::assemble(Arc::new(host), mine, locals, on_machine, machine_ranks, links, pmi.job_id())?;
         job.announce();
+        job.links.wake_on_arrival(&job)?;
         pmi.barrier()?;
-        if me == 0 {
+        if first_of_host {
             let _ = job.host.segment().unlink();
         }
         if registered && job.host.asymmetric_agreed() {
@@ -112,22 +136,46 @@ impl Job {
         Ok((job, pmi))
     }
 
-    fn assemble(host: Arc<HostMemory>, mine: Range<usize>, total: usize, id: &str) -> Result<Job> {
+    fn assemble(
+        host: Arc<HostMemory>,
+        mine: Range<usize>,
+        locals: Vec<Option<usize>>,
+        on_machine: Vec<Option<usize>>,
+        machine_ranks: usize,
+        links: crate::network::Links,
+        id: &str,
+    ) -> Result<Job> {
         let cpus = allowed_cpus().len().max(1);
         let proto = ProtoSettings::from_env(host.params().ring_bytes)?;
-        let wait = WaitSettings::from_env(total > cpus)?;
+        let wait = WaitSettings::from_env(machine_ranks > cpus)?;
         let trace = crate::tracing::TraceSettings::from_env()?;
         let workers = workers_setting(Vars::process())?;
-        Ok(Job { host, mine, locals: (0..total).collect(), proto, wait, trace, id: id.to_owned(), workers })
+        Ok(Job { host, mine, locals, on_machine, links, proto, wait, trace, id: id.to_owned(), workers })
+    }
+
+    /// The host-local index of world rank `rank` of this process.
+    pub fn local(&self, rank: usize) -> usize {
+        self.locals[rank].expect("a rank of this process runs on this host")
+    }
+
+    /// How many ranks the job has.
+    pub fn world_size(&self) -> usize {
+        self.locals.len()
+    }
+
+    /// The links of world rank `rank` (of this process) to the ranks of
+    /// other hosts, by world rank; taken once, when the rank connects.
+    pub fn take_links(&self, rank: usize) -> Vec<Option<grappe_proto::RemoteLink>> {
+        self.links.take(rank, self.world_size())
     }
 
     /// Publishes this process's ranks in the segment. The doorbell of a
     /// rank is that of its worker: the local index of the worker's first rank.
     fn announce(&self) {
         for spec in self.worker_plan() {
-            let bell = self.locals[spec.ranks[0]];
+            let bell = self.local(spec.ranks[0]);
             for &rank in &spec.ranks {
-                grappe_proto::announce(&self.host, rank, self.locals[rank], bell);
+                grappe_proto::announce(&self.host, rank, self.local(rank), bell);
             }
         }
     }
@@ -141,7 +189,8 @@ impl Job {
         (0..workers)
             .map(|w| {
                 let ranks: Vec<usize> = self.mine.clone().skip(w).step_by(workers).collect();
-                let cpu = cpus.get(self.locals[ranks[0]] % cpus.len().max(1)).copied();
+                let on_machine = self.on_machine[ranks[0]].expect("a rank of this process runs on this machine");
+                let cpu = cpus.get(on_machine % cpus.len().max(1)).copied();
                 WorkerPlan { ranks, cpu }
             })
             .collect()
@@ -152,7 +201,7 @@ impl Job {
         plan.iter()
             .map(|p| WorkerSpec {
                 ranks: p.ranks.clone(),
-                bell: self.host.doorbell(self.locals[p.ranks[0]]),
+                bell: self.host.doorbell(self.local(p.ranks[0])),
                 cpu: p.cpu,
             })
             .collect()
@@ -175,11 +224,122 @@ fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
     }
 }
 
-/// Hostname and boot id: two processes share memory only if both match.
-fn host_identity() -> String {
+/// Hostname and boot id: two processes share memory only if both match
+/// (processes in network namespaces of one machine share a boot id, and
+/// are told apart by the host names their namespaces give them).
+///
+/// `GRAPPE_EMULATED_HOSTS=K` splits the job's `processes` into `K` hosts
+/// of one machine (process `p` on host `p·K/processes`), which talk over
+/// the network fabric through the loopback interface: the multi-host
+/// paths, tested and measured without a second host.
+fn host_identity(me: usize, processes: usize, vars: Vars<'_>) -> Result<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_")
+    let real = format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_");
+    let emulated: usize = vars.number("GRAPPE_EMULATED_HOSTS", 1, "a number of hosts (at least 1)")?;
+    if emulated == 0 {
+        return Err(SettingError::new("GRAPPE_EMULATED_HOSTS", "0", "a number of hosts (at least 1)").into());
+    }
+    Ok(match emulated {
+        1 => real,
+        k => format!("{real}#{}", me * k.min(processes) / processes.max(1)),
+    })
+}
+
+/// Where the job's ranks run: hosts in order of their first process,
+/// ranks numbered in process order and, on each host, in world order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// Process -> its host.
+    pub process_host: Vec<usize>,
+    /// Process -> its first world rank.
+    pub process_first: Vec<usize>,
+    /// World rank -> its host.
+    pub rank_host: Vec<usize>,
+    /// World rank -> its index among its host's ranks.
+    pub rank_local: Vec<usize>,
+    /// World rank -> its index among the ranks of its machine: hosts
+    /// emulated on one machine, or network namespaces of one machine,
+    /// share its cores, and binding ranks to cores counts them all.
+    pub rank_on_machine: Vec<usize>,
+    /// Host -> its identity.
+    pub host_names: Vec<String>,
+    /// Host -> how many ranks it runs.
+    pub host_ranks: Vec<usize>,
+}
+
+impl Placement {
+    /// The placement of processes that published `entries` (ranks, host).
+    pub fn of(entries: &[(usize, String)]) -> Placement {
+        let mut p = Placement {
+            process_host: Vec::new(),
+            process_first: Vec::new(),
+            rank_host: Vec::new(),
+            rank_local: Vec::new(),
+            rank_on_machine: Vec::new(),
+            host_names: Vec::new(),
+            host_ranks: Vec::new(),
+        };
+        for (count, name) in entries {
+            let host = match p.host_names.iter().position(|n| n == name) {
+                Some(host) => host,
+                None => {
+                    p.host_names.push(name.clone());
+                    p.host_ranks.push(0);
+                    p.host_names.len() - 1
+                }
+            };
+            p.process_host.push(host);
+            p.process_first.push(p.rank_host.len());
+            let machine = machine_of(name);
+            let on_machine = p.rank_host.iter().filter(|&&h| machine_of(&p.host_names[h]) == machine).count();
+            for i in 0..*count {
+                p.rank_on_machine.push(on_machine + i);
+                p.rank_host.push(host);
+                p.rank_local.push(p.host_ranks[host]);
+                p.host_ranks[host] += 1;
+            }
+        }
+        p
+    }
+
+    /// The process that runs world rank `rank`.
+    pub fn process_of(&self, rank: usize) -> usize {
+        self.process_first.partition_point(|&first| first <= rank) - 1
+    }
+
+    /// World rank -> index among its machine's ranks, for ranks of `host`.
+    pub fn machine_indexes_seen_from(&self, host: usize) -> Vec<Option<usize>> {
+        self.rank_host.iter().zip(&self.rank_on_machine).map(|(&h, &i)| (h == host).then_some(i)).collect()
+    }
+
+    /// How many ranks run on the machine of `host` (on its cores).
+    pub fn machine_ranks(&self, host: usize) -> usize {
+        let machine = machine_of(&self.host_names[host]);
+        self.rank_host.iter().filter(|&&h| machine_of(&self.host_names[h]) == machine).count()
+    }
+
+    /// How many hosts the job spans.
+    pub fn hosts(&self) -> usize {
+        self.host_names.len()
+    }
+
+    /// World rank -> host-local index, for ranks of `host`; `None` for the
+    /// others.
+    pub fn locals_seen_from(&self, host: usize) -> Vec<Option<usize>> {
+        self.rank_host.iter().zip(&self.rank_local).map(|(&h, &local)| (h == host).then_some(local)).collect()
+    }
+
+    /// The name of host `host` for people: its host name, and the
+    /// emulated host's number if there is one (the boot id left out).
+    pub fn host_label(&self, host: usize) -> String {
+        let identity = &self.host_names[host];
+        let name = identity.split('/').next().unwrap_or(identity);
+        match identity.rsplit_once('#') {
+            Some((_, emulated)) => format!("{name}#{emulated}"),
+            None => name.to_owned(),
+        }
+    }
 }
 
 /// The `ranks,host` entry of process `process`.
@@ -190,12 +350,20 @@ fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
     Ok((count, host.to_owned()))
 }
 
-/// Where process 0 creates the host segment: `GRAPPE_SHM_DIR` (a tmpfs),
+/// The machine of a host identity: its boot id (hosts emulated on one
+/// machine, and network namespaces, share it).
+fn machine_of(identity: &str) -> &str {
+    let after_name = identity.split_once('/').map_or(identity, |(_, boot)| boot);
+    after_name.split('#').next().unwrap_or(after_name)
+}
+
+/// Where the first process of host `host` creates its segment:
+/// `GRAPPE_SHM_DIR` (a tmpfs),
 /// `/dev/shm` by default.
-fn segment_path(job_id: &str) -> PathBuf {
+fn segment_path(job_id: &str, host: usize) -> PathBuf {
     let dir = std::env::var_os("GRAPPE_SHM_DIR")
         .map_or_else(|| PathBuf::from(grappe_fabric::segment::SHM_DIR), PathBuf::from);
-    dir.join(format!("grappe-{}-host0", grappe_launch::pmi::file_safe(job_id)))
+    dir.join(format!("grappe-{}-host{host}", grappe_launch::pmi::file_safe(job_id)))
 }
 
 #[cfg(test)]
@@ -209,6 +377,40 @@ mod tests {
         assert_eq!(workers_setting(Vars::from_lookup(&|_| None)).unwrap(), None);
         let error = workers_setting(Vars::from_lookup(&set("all"))).unwrap_err();
         assert_eq!(error.to_string(), "GRAPPE_WORKERS=\"all\": expected a number of worker threads");
+    }
+
+    #[test]
+    fn ranks_are_numbered_by_process_and_again_on_their_host() {
+        let entries: Vec<(usize, String)> =
+            [(2, "a/1"), (1, "b/2"), (1, "a/1"), (2, "c/3#3")].iter().map(|(n, h)| (*n, h.to_string())).collect();
+        let p = Placement::of(&entries);
+        assert_eq!(p.process_host, [0, 1, 0, 2]);
+        assert_eq!(p.process_first, [0, 2, 3, 4]);
+        assert_eq!(p.rank_host, [0, 0, 1, 0, 2, 2]);
+        assert_eq!(p.rank_local, [0, 1, 0, 2, 0, 1]);
+        assert_eq!(p.rank_on_machine, [0, 1, 0, 2, 0, 1], "hosts a, b and c are three machines");
+        let emulated: Vec<(usize, String)> =
+            [(1, "m/9#0"), (2, "m/9#1")].iter().map(|(n, h)| (*n, h.to_string())).collect();
+        assert_eq!(Placement::of(&emulated).rank_on_machine, [0, 1, 2], "emulated hosts share their machine");
+        assert_eq!(Placement::of(&emulated).machine_ranks(1), 3);
+        assert_eq!(p.machine_ranks(0), 3);
+        assert_eq!(p.host_ranks, [3, 1, 2]);
+        assert_eq!(p.locals_seen_from(0), [Some(0), Some(1), None, Some(2), None, None]);
+        assert_eq!(p.host_label(2), "c#3");
+        assert_eq!(p.host_label(1), "b");
+    }
+
+    #[test]
+    fn emulated_hosts_split_the_processes_in_order_and_zero_is_refused() {
+        let set = |value: &'static str| move |name: &str| (name == "GRAPPE_EMULATED_HOSTS").then(|| value.into());
+        let hosts: Vec<String> = (0..4).map(|p| host_identity(p, 4, Vars::from_lookup(&set("2"))).unwrap()).collect();
+        assert_eq!(hosts[0], hosts[1]);
+        assert_eq!(hosts[2], hosts[3]);
+        assert_ne!(hosts[1], hosts[2]);
+        let real = host_identity(3, 4, Vars::from_lookup(&|_| None)).unwrap();
+        assert!(!real.contains('#'), "{real}");
+        let error = host_identity(0, 4, Vars::from_lookup(&set("0"))).unwrap_err();
+        assert!(error.to_string().contains("GRAPPE_EMULATED_HOSTS"), "{error}");
     }
 
     #[test]

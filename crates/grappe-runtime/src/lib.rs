@@ -14,6 +14,7 @@
 
 mod error;
 mod job;
+mod network;
 mod process;
 mod settings;
 pub mod testing;

@@ -70,7 +70,7 @@ impl Runtime {
 
     /// How many ranks the job has.
     pub fn world_size(&self) -> usize {
-        self.job.locals.len()
+        self.job.world_size()
     }
 
     /// The kind of process manager that started this process.
@@ -141,12 +141,13 @@ impl Runtime {
     /// (reported, [`RankFailure::Handled`]).
     pub fn start_rank(&self, rank: usize) -> Result<Rank, RankFailure> {
         let job = &self.job;
-        let engine = match Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait) {
+        let links = job.take_links(rank);
+        let engine = match Engine::connect_links(job.host.clone(), rank, &job.locals, links, job.proto, job.wait) {
             Ok(engine) => engine,
             // A peer failed before this rank could start (its worker was busy
             // with other ranks): it stops, for that failure.
-            Err(e @ grappe_proto::Error::PeerDied { .. }) => {
-                grappe_proto::mark_stopped(&job.host, job.locals[rank]);
+            Err(e @ (grappe_proto::Error::PeerDied { .. } | grappe_proto::Error::PeerLost { .. })) => {
+                grappe_proto::mark_stopped(&job.host, job.local(rank));
                 self.end.report(rank, &Failure::After(e.to_string()), &e.to_string());
                 return Err(RankFailure::Handled);
             }
@@ -424,7 +425,7 @@ fn stop_on_sigterm(job: &Job) {
         }
     };
     let host = job.host.clone();
-    let locals: Vec<usize> = job.mine.clone().map(|rank| job.locals[rank]).collect();
+    let locals: Vec<usize> = job.mine.clone().map(|rank| job.local(rank)).collect();
     let watcher = std::thread::Builder::new().name("grappe-sigterm".into()).spawn(move || {
         let Some(signal) = signals.forever().next() else { return };
         grappe_proto::stop::request(signal);

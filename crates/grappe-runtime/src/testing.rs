@@ -52,7 +52,9 @@ where
 {
     let plan = job.worker_plan();
     let outcomes = run_workers(job.worker_specs(&plan), &job.wait, &|rank| {
-        let engine = Engine::connect(job.host.clone(), rank, &job.locals, job.proto, job.wait).expect("connect");
+        let links = job.take_links(rank);
+        let engine =
+            Engine::connect_links(job.host.clone(), rank, &job.locals, links, job.proto, job.wait).expect("connect");
         let ctx = Rc::new(RankContext::new(engine));
         let world = Communicator::world(ctx.clone());
         crate::tracing::start_recorder(&job, rank, &plan, &world).expect("trace recorder");

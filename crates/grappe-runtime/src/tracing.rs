@@ -86,7 +86,7 @@ pub(crate) fn start_recorder(
     let calls = world.measure_call_recording().map_err(|source| StartError::CallTiming { rank, source })?;
     let who = Identity {
         rank: rank as u32,
-        world_size: job.locals.len() as u32,
+        world_size: job.world_size() as u32,
         process_ranks: job.mine.clone().map(|r| r as u32).collect(),
         job: job.id.clone(),
         thread: Some(this_thread(rank, plan)),

@@ -4,23 +4,9 @@
 mod util;
 
 use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-/// Runs `faulty` with `fault`; returns (stderr, seconds from the victim's
-/// failure to the launcher's exit), asserting a non-zero exit.
-fn run_faulty(mut launcher: Command, fault: &str) -> (String, f64) {
-    launcher.env("GRAPPE_FAULT", fault).arg(util::example("faulty"));
-    let output = util::run_bounded(launcher, Duration::from_secs(30));
-    let ended = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    assert!(!output.status.success(), "the job survived {fault}: {}", util::describe(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let failed_at: f64 = stdout
-        .lines()
-        .find_map(|l| l.split(" fails at ").nth(1))
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| panic!("victim did not report: {}", util::describe(&output)));
-    (String::from_utf8_lossy(&output.stderr).into_owned(), ended - failed_at)
-}
+use util::run_faulty;
 
 fn grappe_run(args: &[&str]) -> Command {
     let mut cmd = Command::new(util::grappe());

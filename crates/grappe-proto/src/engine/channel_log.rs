@@ -105,7 +105,7 @@ impl ChannelLog {
                 None => self.fail(InTransitError::ShortFragment { source_rank: src, bytes: payload.len() }),
             },
             Kind::Rts => self.fail(InTransitError::RendezvousCrossed { source_rank: src, tag: env.tag }),
-            Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply => {}
+            Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply | Kind::State => {}
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The receive side: what to do with a record, or with an unexpected
 //! message once a receive claims it.
 
+use grappe_fabric::link::Incoming;
 use grappe_fabric::put::RemoteRegion;
-use grappe_fabric::ring::Record;
 
 use super::{Book, Net, StagingTarget};
 use crate::matching::{self, Body};
@@ -16,7 +16,7 @@ impl Book {
         &mut self,
         net: &Net,
         src: usize,
-        record: Record<'_>,
+        record: Incoming<'_>,
         settings: &ProtoSettings,
     ) -> Result<()> {
         let env = Envelope::decode(record.meta())
@@ -30,6 +30,9 @@ impl Book {
                 Some(key) => self.deliver(key, status(&env, payload.len()), payload),
                 None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Eager(payload.to_vec())),
             },
+            Kind::Rts if net.peers[src].local().is_none() => {
+                return Err(corrupt(src, "a rendezvous offer from a rank of another host".into()));
+            }
             Kind::Rts => {
                 let rts = Rts::read(payload).ok_or_else(|| corrupt(src, "short RTS".into()))?;
                 match self.take_posted(env.ctx, src, env.tag) {
@@ -59,6 +62,7 @@ impl Book {
             }
             Kind::Probe => self.probed(src, env.ctx),
             Kind::ProbeReply => self.answered(net, src, env.src, env.ctx, payload)?,
+            Kind::State => net.remote_state(src, payload)?,
         }
         if record.consume() {
             net.ring(src); // it waits for mailbox space
@@ -153,7 +157,7 @@ impl Book {
         let take = len.min(cap);
         let slot = (rts.slot != Rts::NO_SLOT).then_some(rts.slot);
         if let Some(slot) = slot {
-            let shared = net.slot(net.peers[src].local, slot);
+            let shared = net.slot(net.peers[src].on_host().local, slot);
             shared.accept(RemoteRegion { addr: dst as u64, len: take as u64 }, chunk_size(take, settings));
             net.ring(src);
         }

@@ -92,7 +92,12 @@ impl Engine {
     /// message this receive matches.
     #[inline]
     fn take_head(&mut self, src: usize, ctx: u32, tag: Option<i32>, target: RecvTarget) -> Head {
-        let Some(record) = self.inbound[src].ring.peek() else { return Head::Empty };
+        let record = match self.inbound[src].link.peek() {
+            Ok(Some(record)) => record,
+            Ok(None) => return Head::Empty,
+            // The general path names the broken link.
+            Err(_) => return Head::Other,
+        };
         let env = match Envelope::decode(record.meta()) {
             Some(env) if env.kind == Kind::Eager && env.ctx == ctx && tag.is_none_or(|t| t == env.tag) => env,
             _ => return Head::Other,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use grappe_fabric::layout::{STATE_FAILED, STATE_FINALIZED, STATE_RUNNING, STATE_STOPPED};
-use grappe_fabric::ring::Consumer;
+use grappe_fabric::link::Inbox;
 use grappe_fabric::{Doorbell, HostMemory};
 use grappe_sched::{Backoff, Snooze, WaitSettings};
 use slab::Slab;
@@ -34,6 +34,7 @@ use crate::schedule::CollectiveState;
 use crate::{Completion, ProtoSettings, RecvTarget, RequestId, Result, Started, Status};
 
 pub use channel_log::InTransitError;
+pub use net::RemoteLink;
 pub(crate) use net::{Net, Peer};
 pub use net::{announce, mark_stopped};
 pub use outside::RankBell;
@@ -86,7 +87,7 @@ unsafe impl Send for Engine {}
 /// A mailbox we read, and who writes it.
 struct Inbound {
     src: usize,
-    ring: Consumer,
+    link: Inbox,
 }
 
 /// When this rank last looked for dead peers, and the polls since.
@@ -194,16 +195,45 @@ impl Engine {
         settings: ProtoSettings,
         wait: WaitSettings,
     ) -> Result<Engine> {
-        let net = Net::connect(host, me, locals, &settings)?;
-        let inbound = (0..locals.len())
-            .map(|src| {
-                // SAFETY: only rank `me` builds the consumers of its rings, once.
-                let ring = unsafe { net.host.consumer(locals[src], locals[me]) };
-                Inbound { src, ring }
+        let locals: Vec<Option<usize>> = locals.iter().copied().map(Some).collect();
+        let remote = (0..locals.len()).map(|_| None).collect();
+        Engine::connect_links(host, me, &locals, remote, settings, wait)
+    }
+
+    /// As [`Engine::connect`], for a job across hosts: `locals[w]` is the
+    /// host-local index of world rank `w`, or `None` for a rank of another
+    /// host, reached through `remote[w]`.
+    pub fn connect_links(
+        host: Arc<HostMemory>,
+        me: usize,
+        locals: &[Option<usize>],
+        remote: Vec<Option<RemoteLink>>,
+        settings: ProtoSettings,
+        wait: WaitSettings,
+    ) -> Result<Engine> {
+        let mut inboxes = Vec::with_capacity(remote.len());
+        let mut outs = Vec::with_capacity(remote.len());
+        for link in remote {
+            let (inbox, out) = link.map(|l| (l.inbox, (l.out, l.host))).unzip();
+            inboxes.push(inbox);
+            outs.push(out);
+        }
+        let net = Net::connect(host, me, locals, &mut outs, &settings)?;
+        let me_local = net.me_local;
+        let inbound = inboxes
+            .into_iter()
+            .enumerate()
+            .map(|(src, inbox)| {
+                let link = inbox.unwrap_or_else(|| {
+                    let local = net.peers[src].local().expect("a rank without a network link is on this host");
+                    // SAFETY: only rank `me` builds the consumers of its rings, once.
+                    Inbox::Ring(unsafe { net.host.consumer(local, me_local) })
+                });
+                Inbound { src, link }
             })
             .collect();
         let bell =
-            net.host.doorbell(net.host.control(locals[me]).bell.load(Ordering::Acquire) as usize) as *const Doorbell;
+            net.host.doorbell(net.host.control(me_local).bell.load(Ordering::Acquire) as usize) as *const Doorbell;
         let slots = net.host.params().rdv_slots as u32;
         let book = Book {
             reqs: Slab::new(),
@@ -295,14 +325,15 @@ impl Engine {
         &self.net.host
     }
 
-    /// Host-local index of world rank `world`.
-    pub fn local_index(&self, world: usize) -> usize {
-        self.net.peers[world].local
+    /// Host-local index of world rank `world`; `None` for a rank of
+    /// another host.
+    pub fn local_index(&self, world: usize) -> Option<usize> {
+        self.net.peers[world].local()
     }
 
     /// True if world rank `world` is a thread of this process.
     pub fn same_process(&self, world: usize) -> bool {
-        self.net.peers[world].route == grappe_fabric::put::Route::SameProcess
+        self.net.same_process(world)
     }
 
     /// Wakes world rank `world` if it sleeps (after publishing something
@@ -678,6 +709,9 @@ impl Engine {
     /// True if anything moved.
     pub fn progress(&mut self) -> Result<bool> {
         let mut moved = false;
+        if !self.net.remote.is_empty() {
+            moved |= self.net.flush_links();
+        }
         if self.book.queued_total > 0 {
             moved |= self.push_queued()?;
         }
@@ -711,7 +745,15 @@ impl Engine {
         };
         let mut moved = false;
         for inbound in &mut self.inbound[mailboxes] {
-            while let Some(record) = inbound.ring.peek() {
+            loop {
+                let record = match inbound.link.peek() {
+                    Ok(Some(record)) => record,
+                    Ok(None) => break,
+                    Err(e) => match self.net.link_error(inbound.src, e) {
+                        None => break,
+                        Some(error) => return Err(error),
+                    },
+                };
                 self.book.dispatch(&self.net, inbound.src, record, &self.settings)?;
                 moved = true;
             }
@@ -736,6 +778,8 @@ impl Engine {
         self.progress()?;
         let control = self.net.host.control(self.net.me_local);
         let _ = control.state.compare_exchange(STATE_RUNNING, STATE_FINALIZED, Ordering::AcqRel, Ordering::Acquire);
+        self.announce_state(control.state.load(Ordering::Acquire));
+        self.drain_links()?;
         let leftover = self.book.unexpected.len();
         if leftover > 0 {
             eprintln!("grappe: warning: rank {} finalized with {leftover} message(s) never received", self.me);
@@ -763,8 +807,39 @@ impl Engine {
         };
         // Sequentially consistent: see `Net::touching`.
         self.net.host.control(self.net.me_local).state.store(state, Ordering::SeqCst);
+        self.announce_state(state);
+        let _ = self.net.flush_links();
         self.failure = Some(failure.clone());
         failure
+    }
+}
+
+impl Engine {
+    /// Tells the ranks of other hosts that this rank is now in `state`
+    /// (ranks of this host read it in the segment).
+    fn announce_state(&mut self, state: u32) {
+        for dest in self.net.remote.clone() {
+            let env = crate::wire::Envelope { kind: crate::wire::Kind::State, ctx: 0, tag: 0, src: 0 };
+            self.send_control(dest, env, state.to_le_bytes().to_vec());
+        }
+    }
+
+    /// Pushes every queued send and flushes the network links, so that a
+    /// rank that finalizes leaves nothing unsent behind it; fails if a
+    /// peer stops reading for longer than the sleep timeout allows.
+    fn drain_links(&mut self) -> Result<()> {
+        if self.net.remote.is_empty() {
+            return Ok(());
+        }
+        let wait = self.wait;
+        // SAFETY: the bell lives in `self.net.host`, alive as long as self.
+        let mut backoff = Backoff::new(unsafe { &*self.bell }, &wait);
+        while self.book.queued_total > 0 || self.net.backlogged() {
+            self.progress()?;
+            let snooze = backoff.snooze();
+            self.snoozed(snooze)?;
+        }
+        Ok(())
     }
 }
 

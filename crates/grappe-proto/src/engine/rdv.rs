@@ -73,7 +73,7 @@ impl Engine {
             let Request::Recv(recv) = &self.book.reqs[key] else { unreachable!("copying key is a receive") };
             let RecvState::Copying(copying) = &recv.state else { unreachable!("copying state") };
             if let Some(slot) = copying.slot {
-                self.net.slot(self.net.peers[copying.sender].local, slot).fail();
+                self.net.slot(self.net.peers[copying.sender].on_host().local, slot).fail();
             }
         }
     }
@@ -116,7 +116,7 @@ impl Engine {
             false => send_chunks(&self.net, send.dest, slot, send.data, moved).err(),
         };
         let Some(all_copied) = slot.outcome() else { return false };
-        let (dest, pid) = (send.dest, self.net.peers[send.dest].pid);
+        let (dest, pid) = (send.dest, self.net.peers[send.dest].on_host().pid);
         send.state = match (error, all_copied) {
             (Some(e), _) => SendState::Failed(e),
             (None, false) => SendState::Failed(peer_failed(dest, pid, "the receiver")),
@@ -185,7 +185,7 @@ impl Engine {
 /// Receiver side of one transfer: copies what it can claim. `Some` once
 /// the transfer is over (every byte copied, or a failure).
 fn receive_chunks(net: &Net, c: &mut Copying, moved: &mut bool) -> Option<Result<()>> {
-    let route = net.peers[c.sender].route;
+    let route = net.peers[c.sender].on_host().route;
     let Some(slot_index) = c.slot else {
         // Alone: one copy of everything we take.
         // SAFETY: `dst` is our receive buffer, valid for `take` bytes.
@@ -196,7 +196,7 @@ fn receive_chunks(net: &Net, c: &mut Copying, moved: &mut bool) -> Option<Result
         *moved = true;
         return Some(copied.and_then(|copied| copied.map_err(|e| net.copy_error(c.sender, e))));
     };
-    let slot = net.slot(net.peers[c.sender].local, slot_index);
+    let slot = net.slot(net.peers[c.sender].on_host().local, slot_index);
     let copied = net.touching(c.sender, || {
         while let Some(range) = slot.claim() {
             let (start, len) = (range.start as usize, (range.end - range.start) as usize);
@@ -222,7 +222,7 @@ fn receive_chunks(net: &Net, c: &mut Copying, moved: &mut bool) -> Option<Result
     net.ring(c.sender);
     Some(match (error, all_copied) {
         (Some(e), _) => Err(e),
-        (None, false) => Err(peer_failed(c.sender, net.peers[c.sender].pid, "the sender")),
+        (None, false) => Err(peer_failed(c.sender, net.peers[c.sender].on_host().pid, "the sender")),
         (None, true) => Ok(()),
     })
 }
@@ -231,7 +231,7 @@ fn receive_chunks(net: &Net, c: &mut Copying, moved: &mut bool) -> Option<Result
 /// buffer; `moved` is set if it copied any.
 fn send_chunks(net: &Net, dest: usize, slot: &Slot, data: *const u8, moved: &mut bool) -> Result<(), Error> {
     let Some(dst) = slot.destination() else { return Ok(()) };
-    let route = net.peers[dest].route;
+    let route = net.peers[dest].on_host().route;
     let copied = net.touching(dest, || {
         while let Some(range) = slot.claim() {
             let (start, len) = (range.start as usize, (range.end - range.start) as usize);

@@ -1,7 +1,7 @@
 //! The send side: eager pushes, rendezvous offers, hand-overs, and the
 //! queue of sends waiting for mailbox space.
 
-use grappe_fabric::put::{RemoteRegion, Route};
+use grappe_fabric::put::RemoteRegion;
 
 use super::Engine;
 use crate::request::{Push, Request, SendReq, SendState};
@@ -78,7 +78,7 @@ impl Engine {
         tag: i32,
         src_comm: u32,
     ) -> Result<Started> {
-        let kind = if self.net.peers[dest].route == Route::SameProcess { Kind::Handover } else { Kind::Eager };
+        let kind = if self.net.same_process(dest) { Kind::Handover } else { Kind::Eager };
         let env = Envelope { kind, ctx, tag, src: src_comm };
         let (data, len) = (owned.as_slice().as_ptr(), owned.len());
         let send = SendReq { dest, env, data, len, owned: Some(owned), state: SendState::Queued, sync: false };
@@ -125,6 +125,10 @@ impl Engine {
             let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("queued key is a send") };
             match push {
                 Push::Blocked => return moved,
+                Push::Broken(error) => {
+                    send.state = SendState::Failed(error);
+                    send.owned = None;
+                }
                 Push::Partial(sent) => {
                     send.state = SendState::Staging { sent };
                     return true;
@@ -147,10 +151,13 @@ impl Engine {
 
     fn try_push(&mut self, key: usize) -> Push {
         let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("queued key is a send") };
+        if let Some(broken) = self.net.broken_link(send.dest) {
+            return Push::Broken(broken);
+        }
         let peer = &mut self.net.peers[send.dest];
         let pushed = match (send.env.kind, &send.state) {
             (Kind::Handover, _) => push_handover(send, peer),
-            (Kind::Revoke | Kind::Probe | Kind::ProbeReply, _) => push_record(send, peer),
+            (Kind::Revoke | Kind::Probe | Kind::ProbeReply | Kind::State, _) => push_record(send, peer),
             (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
             _ if send.sync && !peer.staged => {
                 offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots)
@@ -159,7 +166,7 @@ impl Engine {
             _ if peer.staged => super::staging::push_fragments(send, peer, 0),
             _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),
         };
-        if !matches!(pushed, Push::Blocked) {
+        if !matches!(pushed, Push::Blocked | Push::Broken(_)) {
             self.net.ring(send.dest);
         }
         pushed

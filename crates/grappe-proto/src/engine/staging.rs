@@ -20,7 +20,7 @@ const TOTAL_BYTES: usize = 8;
 /// Pushes fragments of `send` from byte `sent` on, as long as the ring
 /// takes them.
 pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize) -> Push {
-    let room = grappe_fabric::ring::max_payload(peer.out.capacity()) / 2;
+    let room = peer.out.max_payload() / 2;
     while sent < send.len {
         // SAFETY: the poster keeps `data` valid until completion.
         let rest = unsafe { std::slice::from_raw_parts(send.data.add(sent), send.len - sent) };

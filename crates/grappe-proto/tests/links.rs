@@ -1,0 +1,234 @@
+//! The protocol over network links: thread ranks split into hosts, each
+//! host its own segment, every pair of ranks on different hosts joined by
+//! a real TCP connection over the loopback interface (authenticated with a
+//! job secret, woken by a readiness watcher as in the runtime). Messages
+//! of every size and mode arrive whole, in order, with their envelopes;
+//! a rank that ends after saying so closes its links cleanly; a rank lost
+//! without a word makes its peers fail, naming it and its host.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use common::{pattern, recv, send};
+use grappe_fabric::link::{Inbox, Outbox};
+use grappe_fabric::{HostMemory, LayoutParams};
+use grappe_fabric_tcp::{Hello, Listener, Secret, Watch, connect};
+use grappe_proto::{Engine, Error, ProtoSettings, RemoteLink, Started, announce};
+use grappe_sched::WaitSettings;
+use proptest::prelude::*;
+
+/// One rank's start: its host, its host-local index, its links.
+struct Start {
+    host: Arc<HostMemory>,
+    locals: Vec<Option<usize>>,
+    links: Vec<Option<RemoteLink>>,
+}
+
+/// Lays out `hosts` hosts of `per_host` ranks (world rank `r` on host
+/// `r / per_host`), connects every pair across hosts, and returns each
+/// rank's start and the watchers (kept alive for the run).
+fn lay_out(hosts: usize, per_host: usize) -> (Vec<Start>, Vec<Watch>) {
+    let n = hosts * per_host;
+    let host_of = |r: usize| r / per_host;
+    let params =
+        LayoutParams { local_ranks: per_host, ring_bytes: 64 << 10, rdv_slots: 8, arena_bytes: 4096, arenas: 1 };
+    let memories: Vec<Arc<HostMemory>> = (0..hosts).map(|_| Arc::new(HostMemory::anonymous(params).unwrap())).collect();
+    for r in 0..n {
+        announce(&memories[host_of(r)], r, r % per_host, r % per_host);
+    }
+    let secret = Secret::generate();
+    let mut pairs: HashMap<(usize, usize), grappe_fabric_tcp::Link> = HashMap::new();
+    for a in 0..n {
+        for b in (a + 1)..n {
+            if host_of(a) == host_of(b) {
+                continue;
+            }
+            let listener = Listener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+            let addr = listener.local_addr();
+            let hello = Hello { from: a as u32, to: b as u32 };
+            let accepting = std::thread::scope(|s| {
+                let accepted = s.spawn(|| listener.accept(&secret, Duration::from_secs(10)).unwrap());
+                let link = connect(addr, hello, &secret, Duration::from_secs(10)).unwrap();
+                (link, accepted.join().unwrap())
+            });
+            let (link_a, (said, link_b)) = accepting;
+            assert_eq!(said, hello);
+            pairs.insert((a, b), link_a);
+            pairs.insert((b, a), link_b);
+        }
+    }
+    let watches: Vec<Watch> = memories
+        .iter()
+        .map(|memory| {
+            let memory = memory.clone();
+            Watch::start(Box::new(move |bell| memory.doorbell(bell as usize).ring())).unwrap()
+        })
+        .collect();
+    let starts = (0..n)
+        .map(|r| {
+            let locals = (0..n).map(|q| (host_of(q) == host_of(r)).then_some(q % per_host)).collect();
+            let links = (0..n)
+                .map(|q| {
+                    let link = pairs.remove(&(r, q))?;
+                    watches[host_of(r)].add(link.raw_fd(), (r % per_host) as u64).unwrap();
+                    let (out, inbox) = link.split().unwrap();
+                    let host = format!("host{}", host_of(q));
+                    Some(RemoteLink { out: Outbox::Tcp(Box::new(out)), inbox: Inbox::Tcp(Box::new(inbox)), host })
+                })
+                .collect();
+            Start { host: memories[host_of(r)].clone(), locals, links }
+        })
+        .collect();
+    (starts, watches)
+}
+
+/// Runs `body` on every rank of `hosts` × `per_host`, each on its own
+/// thread; finalizes the ranks whose body returns `true`.
+fn run_hosts<R: Send>(hosts: usize, per_host: usize, body: impl Fn(&mut Engine) -> (R, bool) + Sync) -> Vec<R> {
+    let (starts, _watches) = lay_out(hosts, per_host);
+    let settings = ProtoSettings::for_ring(64 << 10);
+    let wait = WaitSettings { spin_iters: 200, ..WaitSettings::default() };
+    let connected = Barrier::new(starts.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = starts
+            .into_iter()
+            .enumerate()
+            .map(|(r, start)| {
+                let (body, connected) = (&body, &connected);
+                s.spawn(move || {
+                    let mut engine =
+                        Engine::connect_links(start.host, r, &start.locals, start.links, settings, wait).unwrap();
+                    connected.wait();
+                    let (out, finalize) = body(&mut engine);
+                    if finalize {
+                        engine.finalize().unwrap();
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Every rank sends `sizes` to every other rank (tag = the size's index),
+/// then receives theirs from any source and checks bytes and envelopes.
+fn all_to_all(e: &mut Engine, sizes: &[usize]) {
+    let (me, n) = (e.world_rank(), e.world_size());
+    let mut pending = Vec::new();
+    let outgoing: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &len)| pattern(me * 31 + i, len)).collect();
+    for dest in (0..n).filter(|&d| d != me) {
+        for (i, data) in outgoing.iter().enumerate() {
+            // SAFETY: `outgoing` outlives every send, waited for below.
+            match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, i as i32, me as u32) }.unwrap() {
+                Started::Done(_) => {}
+                Started::Pending(id) => pending.push(id),
+            }
+        }
+    }
+    for src in (0..n).filter(|&s| s != me) {
+        for (i, &len) in sizes.iter().enumerate() {
+            let mut buf = vec![0u8; len];
+            let status = recv(e, &mut buf, Some(src), Some(i as i32)).unwrap();
+            assert_eq!((status.source, status.tag, status.bytes), (src, i as i32, len));
+            assert!(buf == pattern(src * 31 + i, len), "rank {me}: message {i} of {len} bytes from {src} differs");
+        }
+    }
+    for id in pending {
+        e.wait(id).unwrap();
+    }
+}
+
+#[test]
+fn messages_of_every_size_cross_hosts_whole_and_in_order() {
+    // Eager, fragments (several per message, past the link's fragment
+    // size), and a large one; ranks of one host use their rings meanwhile.
+    let sizes = [0, 8, 1000, 8193, 300_000, 3 << 20];
+    run_hosts(2, 2, |e| {
+        all_to_all(e, &sizes);
+        ((), true)
+    });
+    run_hosts(3, 1, |e| {
+        all_to_all(e, &sizes);
+        ((), true)
+    });
+}
+
+#[test]
+fn a_synchronous_send_and_a_wildcard_receive_work_across_hosts() {
+    run_hosts(2, 1, |e| {
+        let data = pattern(5, 100_000);
+        match e.world_rank() {
+            0 => {
+                // SAFETY: `data` outlives the wait below.
+                match unsafe { e.issend(data.as_ptr(), data.len(), 1, 0, 3, 0) }.unwrap() {
+                    Started::Done(_) => {}
+                    Started::Pending(id) => _ = e.wait(id).unwrap(),
+                }
+                send(e, b"after", 1, 4);
+            }
+            _ => {
+                let mut buf = vec![0u8; data.len()];
+                let status = recv(e, &mut buf, None, None).unwrap();
+                assert_eq!((status.source, status.tag, status.bytes), (0, 3, data.len()));
+                assert!(buf == data);
+                let mut tail = [0u8; 5];
+                assert_eq!(recv(e, &mut tail, None, Some(4)).unwrap().bytes, 5);
+                assert_eq!(&tail, b"after");
+            }
+        }
+        ((), true)
+    });
+}
+
+#[test]
+fn a_rank_lost_without_a_word_fails_its_peers_naming_it_and_its_host() {
+    // Rank 1 (host 1) goes away without finalizing, its links closed, as
+    // when its process or host dies: rank 0, waiting for it, fails.
+    let outcomes = run_hosts(2, 1, |e| match e.world_rank() {
+        0 => {
+            let mut buf = [0u8; 8];
+            (Some(recv(e, &mut buf, Some(1), None)), false)
+        }
+        _ => (None, false),
+    });
+    let error = outcomes[0].as_ref().unwrap().as_ref().unwrap_err();
+    assert!(matches!(error, Error::PeerLost { rank: 1, host, .. } if host == "host1"), "{error}");
+    assert!(error.to_string().starts_with("rank 1 on host host1 is lost: its link broke"), "{error}");
+}
+
+#[test]
+fn ranks_that_finalize_close_their_links_without_an_error() {
+    // Rank 1 finalizes and goes at once; rank 0 still receives what it
+    // sent, then finalizes itself without seeing an error.
+    run_hosts(2, 1, |e| {
+        match e.world_rank() {
+            0 => {
+                std::thread::sleep(Duration::from_millis(50));
+                let mut buf = vec![0u8; 20_000];
+                recv(e, &mut buf, Some(1), Some(1)).unwrap();
+                assert!(buf == pattern(9, 20_000));
+                e.progress().unwrap();
+                e.check_peers().unwrap();
+            }
+            _ => send(e, &pattern(9, 20_000), 0, 1),
+        }
+        ((), true)
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_sizes_cross_hosts_intact(sizes in proptest::collection::vec(0usize..600_000, 1..6)) {
+        run_hosts(2, 1, |e| {
+            all_to_all(e, &sizes);
+            ((), true)
+        });
+    }
+}

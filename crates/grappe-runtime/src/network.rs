@@ -1,0 +1,267 @@
+//! The network links of a job across hosts: one TCP connection between
+//! every rank and every rank of another host, made at start-up through the
+//! process manager's key-value space, and the watcher that wakes a
+//! sleeping rank when one of its connections has something for it.
+//!
+//! Set-up (between the fences of [`crate::job`]):
+//!
+//! 1. every process listens on one address and publishes it
+//!    (`grappe-tcp-P`); process 0 publishes the job's secret
+//!    (`grappe-secret`), which only the job's processes can read;
+//! 2. after the fence, for each pair of ranks on different hosts the lower
+//!    rank connects to the higher one's process, naming both ranks, and the
+//!    two prove to each other that they hold the secret: a stranger cannot
+//!    join the job, nor pass for one of its ranks.
+//!
+//! The address is `GRAPPE_NET_ADDR` if set, the loopback address for
+//! emulated hosts (`GRAPPE_EMULATED_HOSTS`), and otherwise the first IPv4
+//! address of an interface that is up and not the loopback.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::ops::Range;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use grappe_fabric::link::{Inbox, Outbox};
+use grappe_fabric_tcp::{Hello, Link, LinkError, Listener, Secret, Watch};
+use grappe_launch::Pmi;
+use grappe_proto::RemoteLink;
+use grappe_settings::{SettingError, Vars};
+
+use crate::StartError;
+use crate::job::{Job, Placement};
+
+type Result<T, E = StartError> = std::result::Result<T, E>;
+
+/// How long the whole set-up of the links may take: every process is
+/// started by then, or something is wrong.
+const SET_UP: Duration = Duration::from_secs(60);
+/// How long one authentication may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// A process listening for its peers' connections, its address published.
+pub(crate) struct Listening {
+    listener: Listener,
+}
+
+impl Listening {
+    /// Listens and publishes the address (and, on process 0, the secret).
+    pub fn start(pmi: &mut dyn Pmi, me: usize) -> Result<Listening> {
+        let ip = local_address(Vars::process())?;
+        let listener = Listener::bind(SocketAddr::new(ip, 0))
+            .map_err(|source| StartError::Network { what: format!("listening on {ip}"), source })?;
+        pmi.put(&format!("grappe-tcp-{me}"), &listener.local_addr().to_string())?;
+        if me == 0 {
+            pmi.put("grappe-secret", &Secret::generate().to_hex())?;
+        }
+        Ok(Listening { listener })
+    }
+
+    /// Connects every rank of `mine` to every rank of the other hosts (the
+    /// lower rank of each pair connects, the higher one accepts).
+    pub fn connect_all(self, pmi: &mut dyn Pmi, placement: &Placement, mine: Range<usize>) -> Result<Links> {
+        let secret = Secret::from_hex(&pmi.get("grappe-secret")?)
+            .map_err(|e| StartError::NetworkSetUp(format!("process 0 published a job secret that is not one: {e}")))?;
+        let secret = Arc::new(secret);
+        let here = placement.rank_host[mine.start];
+        let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
+        let expected = mine.clone().map(|r| remote.iter().filter(|&&q| q < r).count()).sum();
+        let accepting = {
+            let secret = secret.clone();
+            let listener = self.listener;
+            std::thread::Builder::new()
+                .name("grappe-accept".into())
+                .spawn(move || accept_all(&listener, &secret, expected))
+                .map_err(|e| {
+                    StartError::NetworkSetUp(format!("cannot start the thread that accepts connections: {e}"))
+                })?
+        };
+        let mut addresses = HashMap::new();
+        let mut links = HashMap::new();
+        for r in mine.clone() {
+            for &q in remote.iter().filter(|&&q| q > r) {
+                let process = placement.process_of(q);
+                let addr = match addresses.get(&process) {
+                    Some(&addr) => addr,
+                    None => {
+                        let addr = published_address(pmi, process)?;
+                        addresses.insert(process, addr);
+                        addr
+                    }
+                };
+                let link = connect_with_retries(addr, Hello { from: r as u32, to: q as u32 }, &secret)
+                    .map_err(|e| network_error(&format!("rank {r} connecting to rank {q} at {addr}"), e))?;
+                links.insert((r, q), link);
+            }
+        }
+        let accepted = accepting
+            .join()
+            .map_err(|_| StartError::NetworkSetUp("the thread that accepts connections panicked".into()))?;
+        for (hello, link) in accepted.map_err(|e| network_error("accepting the connections of other hosts", e))? {
+            let (from, to) = (hello.from as usize, hello.to as usize);
+            let known = mine.contains(&to) && remote.contains(&from) && from < to;
+            if !known || links.contains_key(&(to, from)) {
+                return Err(StartError::NetworkSetUp(format!(
+                    "{} connected as rank {from} asking for rank {to}, which this process does not expect",
+                    link.peer_addr()
+                )));
+            }
+            links.insert((to, from), link);
+        }
+        Links::new(mine, placement, links)
+    }
+}
+
+/// Accepts `expected` authenticated connections, within [`SET_UP`]. A
+/// connection that fails to authenticate (a stranger, or a process of
+/// another job) is refused and said, and does not count.
+fn accept_all(listener: &Listener, secret: &Secret, expected: usize) -> Result<Vec<(Hello, Link)>, LinkError> {
+    listener.set_accept_timeout(SET_UP)?;
+    let mut accepted = Vec::with_capacity(expected);
+    while accepted.len() < expected {
+        match listener.accept(secret, HANDSHAKE) {
+            Ok(link) => accepted.push(link),
+            Err(refused) if refused.is_from_peer() => {
+                eprintln!("grappe: warning: refused a connection: {refused}");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(accepted)
+}
+
+/// Connects, trying again while the peer's process is not listening yet.
+fn connect_with_retries(addr: SocketAddr, hello: Hello, secret: &Secret) -> Result<Link, LinkError> {
+    let deadline = Instant::now() + SET_UP;
+    loop {
+        match grappe_fabric_tcp::connect(addr, hello, secret, HANDSHAKE) {
+            Err(e) if e.is_refused() && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            outcome => return outcome,
+        }
+    }
+}
+
+/// The address process `process` published.
+fn published_address(pmi: &mut dyn Pmi, process: usize) -> Result<SocketAddr> {
+    let value = pmi.get(&format!("grappe-tcp-{process}"))?;
+    value.parse().map_err(|_| StartError::NetworkAddress { process, value })
+}
+
+fn network_error(what: &str, source: LinkError) -> StartError {
+    StartError::Network { what: what.to_owned(), source }
+}
+
+/// The address this process listens on (see the module's documentation).
+fn local_address(vars: Vars<'_>) -> Result<IpAddr> {
+    if let Some(text) = vars.text("GRAPPE_NET_ADDR")? {
+        return text.trim().parse().map_err(|_| SettingError::new("GRAPPE_NET_ADDR", &text, "an IP address").into());
+    }
+    let emulated: usize = vars.number("GRAPPE_EMULATED_HOSTS", 1, "a number of hosts (at least 1)")?;
+    if emulated > 1 {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    Ok(first_interface_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)))
+}
+
+/// The first IPv4 address of an interface that is up and is not the
+/// loopback.
+fn first_interface_address() -> Option<IpAddr> {
+    use nix::net::if_::InterfaceFlags;
+    nix::ifaddrs::getifaddrs().ok()?.find_map(|ifa| {
+        let usable = ifa.flags.contains(InterfaceFlags::IFF_UP) && !ifa.flags.contains(InterfaceFlags::IFF_LOOPBACK);
+        let ip = ifa.address?.as_sockaddr_in()?.ip();
+        usable.then_some(IpAddr::V4(ip))
+    })
+}
+
+/// The links of a process's ranks, until each rank takes its own, and the
+/// watcher that wakes the ranks' workers when a link has news.
+pub(crate) struct Links {
+    /// Index: rank - `first`; each entry by world rank.
+    per_rank: Mutex<Vec<Option<Vec<Option<RemoteLink>>>>>,
+    first: usize,
+    /// (sockets, world rank of the owner), to watch.
+    sockets: Vec<(RawFd, usize)>,
+    watch: Mutex<Option<Watch>>,
+}
+
+impl Links {
+    /// No links: a job on one host.
+    pub fn none() -> Links {
+        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new(), watch: Mutex::new(None) }
+    }
+
+    fn new(mine: Range<usize>, placement: &Placement, mut links: HashMap<(usize, usize), Link>) -> Result<Links> {
+        let world = placement.rank_host.len();
+        let mut sockets = Vec::new();
+        let mut per_rank = Vec::with_capacity(mine.len());
+        for r in mine.clone() {
+            let mut row = Vec::with_capacity(world);
+            for q in 0..world {
+                let Some(link) = links.remove(&(r, q)) else {
+                    row.push(None);
+                    continue;
+                };
+                sockets.push((link.raw_fd(), r));
+                let (out, inbox) = link.split().map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
+                let host = placement.host_label(placement.rank_host[q]);
+                row.push(Some(RemoteLink {
+                    out: Outbox::Tcp(Box::new(out)),
+                    inbox: Inbox::Tcp(Box::new(inbox)),
+                    host,
+                }));
+            }
+            per_rank.push(Some(row));
+        }
+        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets, watch: Mutex::new(None) })
+    }
+
+    /// The links of world rank `rank`, by world rank (none for a rank of
+    /// this host); taken once.
+    pub fn take(&self, rank: usize, world: usize) -> Vec<Option<RemoteLink>> {
+        let mut per_rank = self.per_rank.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = per_rank.get_mut(rank.wrapping_sub(self.first)).and_then(Option::take);
+        taken.unwrap_or_else(|| (0..world).map(|_| None).collect())
+    }
+
+    /// Starts the watcher: a socket with news rings the doorbell of the
+    /// worker of the rank that owns it, which may sleep waiting for it.
+    pub fn wake_on_arrival(&self, job: &Job) -> Result<()> {
+        if self.sockets.is_empty() {
+            return Ok(());
+        }
+        let bell_of: HashMap<usize, usize> =
+            job.worker_plan().iter().flat_map(|p| p.ranks.iter().map(|&r| (r, job.local(p.ranks[0])))).collect();
+        let host = job.host.clone();
+        let watch = Watch::start(Box::new(move |bell| host.doorbell(bell as usize).ring()))
+            .map_err(|e| network_error("starting the watcher of the network links", e))?;
+        for &(fd, rank) in &self.sockets {
+            watch
+                .add(fd, bell_of[&rank] as u64)
+                .map_err(|e| network_error(&format!("watching the links of rank {rank}"), e))?;
+        }
+        *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Some(watch);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_is_the_setting_then_loopback_for_emulated_hosts() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).into())
+        };
+        let set = vars(&[("GRAPPE_NET_ADDR", "10.77.0.3")]);
+        assert_eq!(local_address(Vars::from_lookup(&set)).unwrap(), "10.77.0.3".parse::<IpAddr>().unwrap());
+        let emulated = vars(&[("GRAPPE_EMULATED_HOSTS", "2")]);
+        assert_eq!(local_address(Vars::from_lookup(&emulated)).unwrap(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let bad = vars(&[("GRAPPE_NET_ADDR", "host-a")]);
+        let error = local_address(Vars::from_lookup(&bad)).unwrap_err();
+        assert_eq!(error.to_string(), "GRAPPE_NET_ADDR=\"host-a\": expected an IP address");
+    }
+}
