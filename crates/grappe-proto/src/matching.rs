@@ -19,6 +19,9 @@ pub(crate) struct Arrival {
     /// Sender's rank in the communicator.
     pub src_comm: u32,
     pub body: Body,
+    /// A synchronous send's request id at its sender, owed a FIN once a
+    /// receive (or a matched probe) takes the message.
+    pub sync: Option<u64>,
 }
 
 /// What an unexpected message holds until it is received.
@@ -78,10 +81,16 @@ impl Unexpected {
     }
 
     pub fn push(&mut self, src: usize, ctx: u32, tag: i32, src_comm: u32, body: Body) {
+        self.push_sync(src, ctx, tag, src_comm, body, None);
+    }
+
+    /// As [`Unexpected::push`], for a message whose sender awaits a FIN
+    /// (`sync`: its request id) once a receive takes it.
+    pub fn push_sync(&mut self, src: usize, ctx: u32, tag: i32, src_comm: u32, body: Body, sync: Option<u64>) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.count += 1;
-        self.buckets[src].push_back(Arrival { seq, ctx, tag, src_comm, body });
+        self.buckets[src].push_back(Arrival { seq, ctx, tag, src_comm, body, sync });
     }
 
     /// The earliest arrival matching (ctx, src, tag); `None` in src or tag
@@ -107,11 +116,14 @@ impl Unexpected {
     }
 
     /// Gives an arrival another context and tag, in its place (a matched
-    /// probe's claim): it then matches only receives of those.
-    pub fn relabel(&mut self, slot: Slot, ctx: u32, tag: i32) {
+    /// probe's claim): it then matches only receives of those. The claim
+    /// is a match: a synchronous sender's request id is handed back, its
+    /// FIN due now.
+    pub fn relabel(&mut self, slot: Slot, ctx: u32, tag: i32) -> Option<u64> {
         let arrival = &mut self.buckets[slot.src][slot.index];
         arrival.ctx = ctx;
         arrival.tag = tag;
+        arrival.sync.take()
     }
 
     pub fn remove(&mut self, slot: Slot) -> Arrival {

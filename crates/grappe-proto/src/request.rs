@@ -91,6 +91,10 @@ pub(crate) enum SendState {
     Withdrawn {
         slot: u32,
     },
+    /// A synchronous send whose bytes are all out (as a message or its
+    /// fragments, to a rank it cannot offer a rendezvous): it completes
+    /// when the receiver's FIN says a receive took it.
+    AwaitingAck,
     Done,
     Failed(Error),
 }
@@ -109,6 +113,8 @@ pub(crate) enum Push {
     Partial(usize),
     /// Nothing moved: ring full or no free slot; the send stays `Queued`.
     Blocked,
+    /// A synchronous send's bytes are all out; its FIN will end it.
+    AwaitingAck,
     /// The link to the destination broke: nothing will move again.
     Broken(crate::Error),
 }

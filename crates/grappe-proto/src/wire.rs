@@ -43,6 +43,16 @@ pub enum Kind {
     /// (4 bytes, `grappe_fabric::layout::STATE_*`). A connection that
     /// closes after a final state was announced ended normally.
     State = 10,
+    /// A synchronous send's whole message, to a rank it cannot offer a
+    /// rendezvous (another host, or cross-memory attach refused): the
+    /// payload is the sender's request id (8 bytes) then the message. The
+    /// receiver answers with a [`Kind::Fin`] naming that request once a
+    /// receive (or a matched probe) takes the message.
+    SyncEager = 11,
+    /// The first fragment of a synchronous send's staged message: the
+    /// sender's request id (8 bytes), then what a [`Kind::FragFirst`]
+    /// carries; answered as [`Kind::SyncEager`] is.
+    SyncFragFirst = 12,
 }
 
 impl Kind {
@@ -58,6 +68,8 @@ impl Kind {
             8 => Kind::Probe,
             9 => Kind::ProbeReply,
             10 => Kind::State,
+            11 => Kind::SyncEager,
+            12 => Kind::SyncFragFirst,
             _ => return None,
         })
     }

@@ -185,6 +185,61 @@ fn a_synchronous_send_and_a_wildcard_receive_work_across_hosts() {
     });
 }
 
+/// Starts a synchronous send of `data` to `dest` (tag `tag`).
+fn issend(e: &mut Engine, data: &[u8], dest: usize, tag: i32) -> Option<grappe_proto::RequestId> {
+    let me = e.world_rank() as u32;
+    // SAFETY: every caller keeps `data` until the request completes.
+    match unsafe { e.issend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
+        Started::Done(_) => None,
+        Started::Pending(id) => Some(id),
+    }
+}
+
+#[test]
+fn a_synchronous_send_to_another_host_ends_only_once_a_receive_takes_it() {
+    // Small (one record) and large (fragments) synchronous sends: each is
+    // tested a hundred times before its receiver posts anything, and must
+    // not be finished; then the receive (or a matched probe, which is a
+    // match too) lets it end.
+    for len in [16, 700_000] {
+        let posted = Barrier::new(2);
+        run_hosts(2, 1, |e| {
+            match e.world_rank() {
+                0 => {
+                    let (first, second) = (pattern(1, len), pattern(2, len));
+                    let ids = [issend(e, &first, 1, 1), issend(e, &second, 1, 2)];
+                    let ids = ids.map(|id| id.expect("a synchronous send to another host cannot end at once"));
+                    for _ in 0..100 {
+                        assert!(e.test(ids[0]).unwrap().is_none(), "{len} bytes: ended before any receive");
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    posted.wait();
+                    e.wait(ids[0]).unwrap();
+                    e.wait(ids[1]).unwrap();
+                }
+                _ => {
+                    posted.wait();
+                    let mut buf = vec![0u8; len];
+                    recv(e, &mut buf, Some(0), Some(1)).unwrap();
+                    assert!(buf == pattern(1, len));
+                    // The second is claimed by a matched probe, which ends
+                    // its send, then received from the claim.
+                    let status = e.claim_blocking(Some(0), 0, Some(2), 77).unwrap();
+                    assert_eq!(status.bytes, len);
+                    let target = grappe_proto::RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: len };
+                    // SAFETY: `buf` outlives the wait.
+                    match unsafe { e.irecv(target, Some(0), grappe_proto::CLAIMED_CTX, Some(77)) }.unwrap() {
+                        Started::Done(_) => {}
+                        Started::Pending(id) => _ = e.wait(id).unwrap(),
+                    }
+                    assert!(buf == pattern(2, len));
+                }
+            }
+            ((), true)
+        });
+    }
+}
+
 #[test]
 fn a_rank_lost_without_a_word_fails_its_peers_naming_it_and_its_host() {
     // Rank 1 (host 1) goes away without finalizing, its links closed, as

@@ -106,6 +106,8 @@ impl ChannelLog {
             },
             Kind::Rts => self.fail(InTransitError::RendezvousCrossed { source_rank: src, tag: env.tag }),
             Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply | Kind::State => {}
+            // Logged as their plain kinds (see `Book::dispatch`).
+            Kind::SyncEager | Kind::SyncFragFirst => {}
         }
     }
 }

@@ -21,14 +21,32 @@ impl Book {
     ) -> Result<()> {
         let env = Envelope::decode(record.meta())
             .ok_or_else(|| corrupt(src, format!("unknown record metadata {:?}", record.meta())))?;
-        let payload = record.payload();
+        // A synchronous send's record is its plain kind's behind the
+        // sender's request id, which a FIN gives back once a receive takes it.
+        let (env, payload, sync) = match env.kind {
+            Kind::SyncEager | Kind::SyncFragFirst => {
+                let (request, rest) = record
+                    .payload()
+                    .split_first_chunk::<8>()
+                    .ok_or_else(|| corrupt(src, "synchronous record shorter than its request id".into()))?;
+                let kind = if env.kind == Kind::SyncEager { Kind::Eager } else { Kind::FragFirst };
+                (Envelope { kind, ..env }, rest, Some(u64::from_le_bytes(*request)))
+            }
+            _ => (env, record.payload(), None),
+        };
         if env.kind != Kind::Handover {
             self.log_record(src, &env, payload);
         }
         match env.kind {
             Kind::Eager => match self.take_posted(env.ctx, src, env.tag) {
-                Some(key) => self.deliver(key, status(&env, payload.len()), payload),
-                None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Eager(payload.to_vec())),
+                Some(key) => {
+                    self.deliver(key, status(&env, payload.len()), payload);
+                    self.fins.extend(sync.map(|request| (src, request)));
+                }
+                None => {
+                    let body = Body::Eager(payload.to_vec());
+                    self.unexpected.push_sync(src, env.ctx, env.tag, env.src, body, sync);
+                }
             },
             Kind::Rts if net.peers[src].local().is_none() => {
                 return Err(corrupt(src, "a rendezvous offer from a rank of another host".into()));
@@ -53,7 +71,7 @@ impl Book {
                     None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Handover(owned)),
                 }
             }
-            Kind::FragFirst => self.first_fragment(src, &env, payload)?,
+            Kind::FragFirst => self.first_fragment(src, &env, payload, sync)?,
             Kind::Frag => self.next_fragment(src, payload)?,
             Kind::Fin => self.finish_offered_send(src, payload)?,
             Kind::Revoke => {
@@ -63,6 +81,7 @@ impl Book {
             Kind::Probe => self.probed(src, env.ctx),
             Kind::ProbeReply => self.answered(net, src, env.src, env.ctx, payload)?,
             Kind::State => net.remote_state(src, payload)?,
+            Kind::SyncEager | Kind::SyncFragFirst => unreachable!("taken as their plain kinds above"),
         }
         if record.consume() {
             net.ring(src); // it waits for mailbox space
@@ -187,7 +206,9 @@ impl Book {
                 if send.dest == src
                     && matches!(
                         send.state,
-                        SendState::Offered { slot: Rts::NO_SLOT } | SendState::Withdrawn { slot: Rts::NO_SLOT }
+                        SendState::Offered { slot: Rts::NO_SLOT }
+                            | SendState::Withdrawn { slot: Rts::NO_SLOT }
+                            | SendState::AwaitingAck
                     ) =>
             {
                 send.state = SendState::Done;
@@ -207,6 +228,7 @@ impl Book {
             if data.len() < *total {
                 // Still collecting fragments: the receive takes over.
                 let arrival = self.unexpected.remove(at);
+                self.fins.extend(arrival.sync.map(|request| (src, request)));
                 let Body::Staged { total, data } = arrival.body else { unreachable!() };
                 self.begin_staging(key, status(&env, total), &data);
                 self.staging_in[src] = Some(StagingTarget::Request(key));
@@ -214,6 +236,7 @@ impl Book {
             }
         }
         let arrival = self.unexpected.remove(at);
+        self.fins.extend(arrival.sync.map(|request| (src, request)));
         match arrival.body {
             Body::Eager(bytes) | Body::Staged { data: bytes, .. } => {
                 self.deliver(key, status(&env, bytes.len()), &bytes)

@@ -489,6 +489,8 @@ impl Engine {
                 }
                 self.book.detached.push(key);
             }
+            // Its bytes are out: only the FIN is to come, which finds it.
+            SendState::AwaitingAck => self.book.detached.push(key),
             SendState::Withdrawn { .. } | SendState::Done | SendState::Failed(_) => {
                 unreachable!("withdrawn sends are detached already, finished ones removed")
             }
@@ -630,7 +632,9 @@ impl Engine {
         let slot = self.book.unexpected.find(ctx, src, tag)?;
         let arrival = self.book.unexpected.get(slot);
         let status = Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() };
-        self.book.unexpected.relabel(slot, CLAIMED_CTX, claim);
+        if let Some(request) = self.book.unexpected.relabel(slot, CLAIMED_CTX, claim) {
+            self.book.fins.push((slot.src, request));
+        }
         Some(status)
     }
 

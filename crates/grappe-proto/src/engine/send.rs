@@ -38,9 +38,10 @@ impl Engine {
 
     /// Starts a synchronous send (MPI's `MPI_Issend`) of `len` bytes at
     /// `data`: it completes once the receiver has matched it, since it goes
-    /// by rendezvous whatever its size. (Between ranks that cannot copy
-    /// from each other's memory, where large messages go as staged
-    /// fragments, it completes once its last fragment is in the mailbox.)
+    /// by rendezvous whatever its size. To a rank it cannot offer a
+    /// rendezvous (another host, or cross-memory attach refused) it goes as
+    /// a message or fragments naming the request, and completes when the
+    /// receiver's FIN says a receive (or a matched probe) took it.
     ///
     /// # Safety
     /// `data` must stay valid and unmodified until the request completes.
@@ -141,6 +142,10 @@ impl Engine {
                     send.state = SendState::Offered { slot };
                     self.book.offered.push(key);
                 }
+                Push::AwaitingAck => {
+                    send.state = SendState::AwaitingAck;
+                    send.owned = None;
+                }
             }
             self.book.queued[dest].pop_front();
             self.book.queued_total -= 1;
@@ -155,15 +160,21 @@ impl Engine {
             return Push::Broken(broken);
         }
         let peer = &mut self.net.peers[send.dest];
+        // A synchronous send to a rank it cannot offer a rendezvous goes
+        // as a message naming its request, which the receiver's FIN ends.
+        let ack = (send.sync && peer.staged).then_some(key as u64);
         let pushed = match (send.env.kind, &send.state) {
             (Kind::Handover, _) => push_handover(send, peer),
             (Kind::Revoke | Kind::Probe | Kind::ProbeReply | Kind::State, _) => push_record(send, peer),
-            (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent),
+            (_, SendState::Staging { sent }) => super::staging::push_fragments(send, peer, *sent, ack),
             _ if send.sync && !peer.staged => {
                 offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots)
             }
-            _ if send.len <= peer.eager_max => push_eager(send, peer),
-            _ if peer.staged => super::staging::push_fragments(send, peer, 0),
+            _ if send.len <= peer.eager_max => match ack {
+                Some(request) => push_sync_eager(send, peer, request),
+                None => push_eager(send, peer),
+            },
+            _ if peer.staged => super::staging::push_fragments(send, peer, 0, ack),
             _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),
         };
         if !matches!(pushed, Push::Blocked | Push::Broken(_)) {
@@ -175,6 +186,18 @@ impl Engine {
 
 fn push_eager(send: &SendReq, peer: &mut super::Peer) -> Push {
     push_as(Envelope { kind: Kind::Eager, ..send.env }, send, peer)
+}
+
+/// A synchronous send's whole message behind its request id.
+fn push_sync_eager(send: &SendReq, peer: &mut super::Peer, request: u64) -> Push {
+    // SAFETY: the poster keeps `data` valid until completion.
+    let bytes = unsafe { std::slice::from_raw_parts(send.data, send.len) };
+    let env = Envelope { kind: Kind::SyncEager, ..send.env };
+    let pushed = peer.out.try_push_with(env.encode(), 8 + bytes.len(), |out| {
+        out[..8].copy_from_slice(&request.to_le_bytes());
+        out[8..].copy_from_slice(bytes);
+    });
+    if pushed { Push::AwaitingAck } else { Push::Blocked }
 }
 
 /// A control record (revocation, probe, answer): its payload whole in

@@ -16,21 +16,29 @@ use crate::wire::{Envelope, Kind};
 use crate::{OwnedBytes, RecvTarget, Result, Status};
 
 const TOTAL_BYTES: usize = 8;
+/// A synchronous sender's request id, ahead of its first fragment.
+const REQUEST_BYTES: usize = 8;
 
 /// Pushes fragments of `send` from byte `sent` on, as long as the ring
-/// takes them.
-pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize) -> Push {
+/// takes them. A synchronous send (`sync`: its request id) names itself in
+/// its first fragment and, once all are out, awaits the receiver's FIN.
+pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize, sync: Option<u64>) -> Push {
     let room = peer.out.max_payload() / 2;
     while sent < send.len {
         // SAFETY: the poster keeps `data` valid until completion.
         let rest = unsafe { std::slice::from_raw_parts(send.data.add(sent), send.len - sent) };
         let pushed = if sent == 0 {
-            let n = rest.len().min(room - TOTAL_BYTES);
-            let env = Envelope { kind: Kind::FragFirst, ..send.env };
+            let id = sync.map_or(0, |_| REQUEST_BYTES);
+            let n = rest.len().min(room - TOTAL_BYTES - id);
+            let kind = if sync.is_some() { Kind::SyncFragFirst } else { Kind::FragFirst };
+            let env = Envelope { kind, ..send.env };
             peer.out
-                .try_push_with(env.encode(), TOTAL_BYTES + n, |out| {
-                    out[..TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
-                    out[TOTAL_BYTES..].copy_from_slice(&rest[..n]);
+                .try_push_with(env.encode(), id + TOTAL_BYTES + n, |out| {
+                    if let Some(request) = sync {
+                        out[..id].copy_from_slice(&request.to_le_bytes());
+                    }
+                    out[id..id + TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
+                    out[id + TOTAL_BYTES..].copy_from_slice(&rest[..n]);
                 })
                 .then_some(n)
         } else {
@@ -44,12 +52,23 @@ pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize) -
             None => return Push::Partial(sent),
         }
     }
-    Push::Finished
+    match sync {
+        Some(_) => Push::AwaitingAck,
+        None => Push::Finished,
+    }
 }
 
 impl Book {
     /// A `FragFirst` record arrived from `src`.
-    pub(super) fn first_fragment(&mut self, src: usize, env: &Envelope, payload: &[u8]) -> Result<()> {
+    /// `sync`: the request id of a synchronous sender, owed a FIN once a
+    /// receive takes the message.
+    pub(super) fn first_fragment(
+        &mut self,
+        src: usize,
+        env: &Envelope,
+        payload: &[u8],
+        sync: Option<u64>,
+    ) -> Result<()> {
         let total = payload
             .get(..TOTAL_BYTES)
             .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
@@ -60,6 +79,7 @@ impl Book {
         }
         match self.take_posted(env.ctx, src, env.tag) {
             Some(key) => {
+                self.fins.extend(sync.map(|request| (src, request)));
                 if !self.begin_staging(key, status(env, total), first) {
                     self.staging_in[src] = Some(StagingTarget::Request(key));
                 }
@@ -70,7 +90,7 @@ impl Book {
                 if data.len() < total {
                     self.staging_in[src] = Some(StagingTarget::Unexpected);
                 }
-                self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Staged { total, data });
+                self.unexpected.push_sync(src, env.ctx, env.tag, env.src, Body::Staged { total, data }, sync);
             }
         }
         Ok(())

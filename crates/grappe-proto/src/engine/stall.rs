@@ -75,7 +75,9 @@ impl Engine {
         for (_, request) in self.book.reqs.iter() {
             let stalled = match request {
                 Request::Recv(recv) if matches!(recv.state, RecvState::Posted) => recv.src.map(|src| (recv.ctx, src)),
-                Request::Send(send) if matches!(send.state, SendState::Queued | SendState::Offered { .. }) => {
+                Request::Send(send)
+                    if matches!(send.state, SendState::Queued | SendState::Offered { .. } | SendState::AwaitingAck) =>
+                {
                     Some((send.env.ctx, send.dest))
                 }
                 _ => None,
