@@ -32,7 +32,7 @@ pub use error::{Cut, LinkError, Phase, SecretError};
 pub use frame::{FrameError, FrameHeader, HEADER_BYTES, decode_header, encode_header};
 pub use link::{Incoming, Link};
 pub use split::{LinkIn, LinkOut, Received};
-pub use watch::{ReadyFn, STOP_TOKEN, Watch};
+pub use watch::{Interest, ReadyFn, STOP_TOKEN, Watch};
 
 /// Protocol-defined words carried by every record (kind, tag, context...).
 /// The link never interprets them.

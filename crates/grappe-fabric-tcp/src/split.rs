@@ -84,6 +84,11 @@ impl LinkOut {
         self.failure.is_none() && self.link.backlog_bytes() > 0
     }
 
+    /// The sending half's socket, to watch for room.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.link.raw_fd()
+    }
+
     /// Why the connection broke, if it did.
     pub fn failure(&self) -> Option<&LinkError> {
         self.failure.as_ref()
@@ -101,6 +106,11 @@ impl LinkOut {
 }
 
 impl LinkIn {
+    /// The receiving half's socket, to watch for data.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.link.raw_fd()
+    }
+
     /// The record at the head of the stream, if one is whole. The error
     /// of a stream that ended comes once; after it, nothing.
     pub fn peek(&mut self) -> Result<Option<Received<'_>>, LinkError> {

@@ -69,6 +69,35 @@ impl Watch {
             .map_err(|errno| LinkError::Watch { op: "add a descriptor to its epoll set", source: errno.into() })
     }
 
+    /// Watches `fd` for `interest`, reporting it as `token`, as
+    /// [`Watch::add`] does for every event. [`Interest::ReadableOnce`]
+    /// reports one event, then nothing until [`Watch::rearm`]: for a rank
+    /// that polls its sockets itself while it runs, and wants a wake-up
+    /// only once it goes to sleep (the watcher then costs the machine
+    /// nothing per message).
+    pub fn add_interest(&self, fd: RawFd, token: u64, interest: Interest) -> Result<(), LinkError> {
+        if token == STOP_TOKEN {
+            let source = std::io::Error::new(std::io::ErrorKind::InvalidInput, "u64::MAX is the watcher's own token");
+            return Err(LinkError::Watch { op: "add a descriptor with the reserved token u64::MAX", source });
+        }
+        // SAFETY: as in `add`.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        self.epoll
+            .add(fd, EpollEvent::new(interest.flags(), token))
+            .map_err(|errno| LinkError::Watch { op: "add a descriptor to its epoll set", source: errno.into() })
+    }
+
+    /// Arms `fd`, added with [`Interest::ReadableOnce`], for one more event
+    /// (reported at once if it is readable already).
+    pub fn rearm(&self, fd: RawFd, token: u64) -> Result<(), LinkError> {
+        // SAFETY: as in `add`.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        let mut event = EpollEvent::new(Interest::ReadableOnce.flags(), token);
+        self.epoll
+            .modify(fd, &mut event)
+            .map_err(|errno| LinkError::Watch { op: "arm a descriptor again", source: errno.into() })
+    }
+
     /// Stops watching `fd`. A callback the thread had already begun may
     /// still run once; none starts for events after this returns.
     pub fn remove(&self, fd: RawFd) {
@@ -76,6 +105,24 @@ impl Watch {
         // and the kernel's EBADF or ENOENT is ignored.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         let _ = self.epoll.delete(fd);
+    }
+}
+
+/// What to watch a descriptor for (see [`Watch::add_interest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interest {
+    /// Readable or hung up, once per [`Watch::rearm`].
+    ReadableOnce,
+    /// Writable again after a write found the socket full (edge-triggered).
+    Writable,
+}
+
+impl Interest {
+    fn flags(self) -> EpollFlags {
+        match self {
+            Interest::ReadableOnce => EpollFlags::EPOLLIN | EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLONESHOT,
+            Interest::Writable => EpollFlags::EPOLLOUT | EpollFlags::EPOLLET,
+        }
     }
 }
 

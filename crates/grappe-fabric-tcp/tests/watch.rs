@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use common::link_pair;
-use grappe_fabric_tcp::{LinkError, STOP_TOKEN, Watch};
+use grappe_fabric_tcp::{Interest, LinkError, STOP_TOKEN, Watch};
 
 /// A safety net against a hang; the tests wait for events, not for time.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -85,4 +85,25 @@ fn the_stop_token_is_refused() {
     let (_writer, reader) = link_pair();
     let error = watch.add(reader.raw_fd(), STOP_TOKEN).unwrap_err();
     assert!(matches!(error, LinkError::Watch { .. }), "{error:?}");
+}
+
+#[test]
+fn a_socket_watched_readable_once_fires_once_until_armed_again() {
+    let (watch, tokens) = watch();
+    let (mut writer, reader) = link_pair();
+    let (mut other_writer, sentinel) = link_pair();
+    watch.add_interest(reader.raw_fd(), 7, Interest::ReadableOnce).unwrap();
+    watch.add_interest(sentinel.raw_fd(), 9, Interest::ReadableOnce).unwrap();
+    // Not readable yet: no event (a writable socket is not reported).
+    assert!(writer.try_push([1; 4], b"first").unwrap());
+    assert_eq!(wait_for(&tokens, 7), Vec::<u64>::new());
+    // Disarmed: more data brings nothing, which the sentinel's event,
+    // coming after it, shows.
+    assert!(writer.try_push([1; 4], b"second").unwrap());
+    assert!(other_writer.try_push([2; 4], b"sentinel").unwrap());
+    assert_eq!(wait_for(&tokens, 9), Vec::<u64>::new());
+    assert!(tokens.try_recv().is_err());
+    // Armed again with data unread: reported at once.
+    watch.rearm(reader.raw_fd(), 7).unwrap();
+    assert_eq!(wait_for(&tokens, 7), Vec::<u64>::new());
 }

@@ -53,6 +53,21 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
     unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0u32, 0i32) }
 }
 
+/// What runs at each [`Doorbell::prepare`] of this process, once set
+/// ([`set_prepare_hook`]).
+type PrepareHook = Box<dyn Fn(&Doorbell) + Send + Sync>;
+
+static PREPARE_HOOK: std::sync::OnceLock<PrepareHook> = std::sync::OnceLock::new();
+
+/// Sets what runs at each [`Doorbell::prepare`] of this process, after the
+/// mark and before the final poll: the place to ask for a wake-up from
+/// something outside the segment (a socket's readiness watcher re-armed
+/// there either sees data already in, and rings, or rings when it comes).
+/// False if a hook was set already (it stays).
+pub fn set_prepare_hook(hook: PrepareHook) -> bool {
+    PREPARE_HOOK.set(hook).is_ok()
+}
+
 /// The fence between publishing something a sleeper waits for and
 /// looking at whether it sleeps: a full fence, or nothing when every
 /// process of the job agreed on asymmetric fences (the sleeper's
@@ -138,6 +153,9 @@ impl Doorbell {
             membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
         } else {
             fence(Ordering::SeqCst);
+        }
+        if let Some(hook) = PREPARE_HOOK.get() {
+            hook(self);
         }
     }
 

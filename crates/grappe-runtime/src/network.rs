@@ -25,7 +25,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use grappe_fabric::link::{Inbox, Outbox};
-use grappe_fabric_tcp::{Hello, Link, LinkError, Listener, Secret, Watch};
+use grappe_fabric::{Doorbell, doorbell};
+use grappe_fabric_tcp::{Hello, Interest, Link, LinkError, Listener, Secret, Watch};
 use grappe_launch::Pmi;
 use grappe_proto::RemoteLink;
 use grappe_settings::{SettingError, Vars};
@@ -182,15 +183,14 @@ pub(crate) struct Links {
     /// Index: rank - `first`; each entry by world rank.
     per_rank: Mutex<Vec<Option<Vec<Option<RemoteLink>>>>>,
     first: usize,
-    /// (sockets, world rank of the owner), to watch.
-    sockets: Vec<(RawFd, usize)>,
-    watch: Mutex<Option<Watch>>,
+    /// (receiving socket, sending socket, world rank of the owner), to watch.
+    sockets: Vec<(RawFd, RawFd, usize)>,
 }
 
 impl Links {
     /// No links: a job on one host.
     pub fn none() -> Links {
-        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new(), watch: Mutex::new(None) }
+        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new() }
     }
 
     fn new(mine: Range<usize>, placement: &Placement, mut links: HashMap<(usize, usize), Link>) -> Result<Links> {
@@ -204,8 +204,8 @@ impl Links {
                     row.push(None);
                     continue;
                 };
-                sockets.push((link.raw_fd(), r));
                 let (out, inbox) = link.split().map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
+                sockets.push((inbox.raw_fd(), out.raw_fd(), r));
                 let host = placement.host_label(placement.rank_host[q]);
                 row.push(Some(RemoteLink {
                     out: Outbox::Tcp(Box::new(out)),
@@ -215,7 +215,7 @@ impl Links {
             }
             per_rank.push(Some(row));
         }
-        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets, watch: Mutex::new(None) })
+        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets })
     }
 
     /// The links of world rank `rank`, by world rank (none for a rank of
@@ -228,6 +228,14 @@ impl Links {
 
     /// Starts the watcher: a socket with news rings the doorbell of the
     /// worker of the rank that owns it, which may sleep waiting for it.
+    ///
+    /// A rank polls its sockets itself while it runs; the watcher is armed
+    /// for a receiving socket only when the rank's worker goes to sleep
+    /// (the doorbell's prepare hook), so that it wakes nobody for the
+    /// messages a running rank reads: on a machine whose cores the ranks
+    /// fill, a wake-up per message would take a core from them. A sending
+    /// socket that filled up is watched for room all the time (its events
+    /// come only after a write found it full).
     pub fn wake_on_arrival(&self, job: &Job) -> Result<()> {
         if self.sockets.is_empty() {
             return Ok(());
@@ -237,13 +245,26 @@ impl Links {
         let host = job.host.clone();
         let watch = Watch::start(Box::new(move |bell| host.doorbell(bell as usize).ring()))
             .map_err(|e| network_error("starting the watcher of the network links", e))?;
-        for &(fd, rank) in &self.sockets {
-            watch
-                .add(fd, bell_of[&rank] as u64)
-                .map_err(|e| network_error(&format!("watching the links of rank {rank}"), e))?;
+        let mut by_bell: HashMap<usize, Vec<(RawFd, u64)>> = HashMap::new();
+        for &(receiving, sending, rank) in &self.sockets {
+            let token = bell_of[&rank] as u64;
+            let watching = |e| network_error(&format!("watching the links of rank {rank}"), e);
+            watch.add_interest(receiving, token, Interest::ReadableOnce).map_err(watching)?;
+            watch.add_interest(sending, token, Interest::Writable).map_err(watching)?;
+            let bell = job.host.doorbell(token as usize) as *const Doorbell as usize;
+            by_bell.entry(bell).or_default().push((receiving, token));
         }
-        *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Some(watch);
-        Ok(())
+        let armed = doorbell::set_prepare_hook(Box::new(move |bell| {
+            for &(fd, token) in by_bell.get(&(bell as *const Doorbell as usize)).into_iter().flatten() {
+                // A socket already closed (its rank ended) is out of the
+                // set: nothing to arm.
+                let _ = watch.rearm(fd, token);
+            }
+        }));
+        match armed {
+            true => Ok(()),
+            false => Err(StartError::NetworkSetUp("the doorbells' prepare hook was set already".into())),
+        }
     }
 }
 
