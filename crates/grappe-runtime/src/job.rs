@@ -4,7 +4,8 @@
 //! Start-up, over PMI when a launcher started us:
 //!
 //! 1. every process publishes how many thread ranks it hosts and on which
-//!    host (hostname and boot id), then a fence;
+//!    host (hostname, boot id and the file system of its segments), then a
+//!    fence;
 //! 2. ranks are numbered in process order, and numbered again on their
 //!    host ([`Placement`]);
 //! 3. the first process of each host creates that host's segment file,
@@ -224,9 +225,11 @@ fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
     }
 }
 
-/// Hostname and boot id: two processes share memory only if both match
-/// (processes in network namespaces of one machine share a boot id, and
-/// are told apart by the host names their namespaces give them).
+/// Hostname, boot id and the shared-memory file system: two processes
+/// share memory only if all three match. Processes in network namespaces
+/// of one machine share a boot id, and are told apart by the host names
+/// their namespaces give them, or, when they share a host name, by a
+/// /dev/shm of their own (a segment made on one is not seen on the other).
 ///
 /// `GRAPPE_EMULATED_HOSTS=K` splits the job's `processes` into `K` hosts
 /// of one machine (process `p` on host `p·K/processes`), which talk over
@@ -235,7 +238,7 @@ fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
 fn host_identity(me: usize, processes: usize, vars: Vars<'_>) -> Result<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let real = format!("{}/{}", name.trim(), boot.trim()).replace([' ', ';', '=', ','], "_");
+    let real = real_identity(name.trim(), boot.trim(), shm_device(&segment_dir()));
     let emulated: usize = vars.number("GRAPPE_EMULATED_HOSTS", 1, "a number of hosts (at least 1)")?;
     if emulated == 0 {
         return Err(SettingError::new("GRAPPE_EMULATED_HOSTS", "0", "a number of hosts (at least 1)").into());
@@ -244,6 +247,18 @@ fn host_identity(me: usize, processes: usize, vars: Vars<'_>) -> Result<String> 
         1 => real,
         k => format!("{real}#{}", me * k.min(processes) / processes.max(1)),
     })
+}
+
+/// `name/boot/device`, without the separators of the PMI entries.
+fn real_identity(name: &str, boot: &str, shm_device: u64) -> String {
+    format!("{name}/{boot}/{shm_device:x}").replace([' ', ';', '=', ','], "_")
+}
+
+/// The device of the file system that holds the segments (0 if it cannot
+/// be read: creating the segment then fails, saying why).
+fn shm_device(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).map_or(0, |m| m.dev())
 }
 
 /// Where the job's ranks run: hosts in order of their first process,
@@ -354,16 +369,18 @@ fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
 /// machine, and network namespaces, share it).
 fn machine_of(identity: &str) -> &str {
     let after_name = identity.split_once('/').map_or(identity, |(_, boot)| boot);
-    after_name.split('#').next().unwrap_or(after_name)
+    after_name.split(['/', '#']).next().unwrap_or(after_name)
 }
 
-/// Where the first process of host `host` creates its segment:
-/// `GRAPPE_SHM_DIR` (a tmpfs),
-/// `/dev/shm` by default.
+/// Where the first process of host `host` creates its segment.
 fn segment_path(job_id: &str, host: usize) -> PathBuf {
-    let dir = std::env::var_os("GRAPPE_SHM_DIR")
-        .map_or_else(|| PathBuf::from(grappe_fabric::segment::SHM_DIR), PathBuf::from);
-    dir.join(format!("grappe-{}-host{host}", grappe_launch::pmi::file_safe(job_id)))
+    segment_dir().join(format!("grappe-{}-host{host}", grappe_launch::pmi::file_safe(job_id)))
+}
+
+/// The directory of the segments: `GRAPPE_SHM_DIR` (a tmpfs), `/dev/shm`
+/// by default.
+fn segment_dir() -> PathBuf {
+    std::env::var_os("GRAPPE_SHM_DIR").map_or_else(|| PathBuf::from(grappe_fabric::segment::SHM_DIR), PathBuf::from)
 }
 
 #[cfg(test)]
@@ -398,6 +415,28 @@ mod tests {
         assert_eq!(p.locals_seen_from(0), [Some(0), Some(1), None, Some(2), None, None]);
         assert_eq!(p.host_label(2), "c#3");
         assert_eq!(p.host_label(1), "b");
+    }
+
+    #[test]
+    fn processes_that_see_different_shared_memory_are_different_hosts_of_one_machine() {
+        // Two network namespaces with the same host name, each with a
+        // /dev/shm of its own: a segment made on one is not seen on the other.
+        let (a, b) = (real_identity("node", "b00t", 0x2a), real_identity("node", "b00t", 0x2b));
+        assert_ne!(a, b);
+        assert_eq!(real_identity("node", "b00t", 0x2a), a, "the same file system is the same host");
+        let p = Placement::of(&[(1, a), (2, b)]);
+        assert_eq!(p.hosts(), 2);
+        assert_eq!(p.rank_on_machine, [0, 1, 2], "one machine");
+        assert_eq!((p.host_label(0), p.host_label(1)), ("node".to_owned(), "node".to_owned()));
+        let emulated = format!("{}#1", real_identity("node", "b00t", 0x2a));
+        assert_eq!(machine_of(&emulated), "b00t");
+        assert_eq!(Placement::of(&[(1, emulated)]).host_label(0), "node#1");
+    }
+
+    #[test]
+    fn the_shared_memory_device_tells_file_systems_apart() {
+        assert_ne!(shm_device(std::path::Path::new("/proc")), shm_device(std::path::Path::new("/")));
+        assert_eq!(shm_device(std::path::Path::new("/no/such/dir")), 0);
     }
 
     #[test]

@@ -1,0 +1,235 @@
+//! Jobs across real hosts, the hosts being network namespaces of this
+//! machine (`scripts/emulated-hosts`): each its own network stack, host
+//! name and /dev/shm, so that a runtime that took two of them for one host
+//! would fail. MPICH's hydra, run on the first host, starts its proxies on
+//! the others through `scripts/emulated-hosts-exec` as it would through
+//! ssh. Grappe finds everything by itself: its host identity from the host
+//! name, its address from the host's interface.
+//!
+//! The point-to-point suite and the collectives across two and three hosts,
+//! C programs built with `mpicc.mpich` on grappe's MPI library, and a host
+//! lost in the middle of a job. Needs root: without it (or without network
+//! namespaces) the tests fail, saying so.
+
+mod util;
+
+#[allow(dead_code)] // the library's tests use more of it
+#[path = "../../grappe-mpi/tests/common/mod.rs"]
+mod mpi_library;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use grappe_testkit::{describe, run_bounded, scratch};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `scripts/NAME` of this repository.
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts").join(name)
+}
+
+/// A cluster of hosts made for one test, taken down when dropped (also
+/// when the test fails).
+struct Cluster {
+    name: String,
+    hosts: usize,
+}
+
+impl Cluster {
+    /// `hosts` hosts; `tag` tells apart the clusters of one test process.
+    fn start(tag: char, hosts: usize) -> Cluster {
+        let name = format!("g{}{tag}", std::process::id());
+        // A cluster of this name can only be left over by a dead process
+        // that had our pid: take it down first.
+        let _ = emulated_hosts(&["stop", &name]);
+        let output = emulated_hosts(&["start", &name, &hosts.to_string()]);
+        assert!(
+            output.status.success(),
+            "cannot make the emulated hosts: these tests need root (network namespaces need CAP_SYS_ADMIN \
+             and CAP_NET_ADMIN)\n{}",
+            describe(&output)
+        );
+        Cluster { name, hosts }
+    }
+
+    fn host(&self, i: usize) -> String {
+        assert!(i < self.hosts, "host {i} of a cluster of {}", self.hosts);
+        format!("{}-h{i}", self.name)
+    }
+
+    /// The first `n` hosts, as hydra's `-hosts` takes them.
+    fn host_list(&self, n: usize) -> String {
+        (0..n).map(|i| self.host(i)).collect::<Vec<_>>().join(",")
+    }
+
+    /// `mpiexec.mpich -n ranks program args`, started on host 0 over the
+    /// first `hosts` hosts, every proxy through the launcher (none forked
+    /// directly), in a clean environment for grappe (no address, no
+    /// emulated hosts inherited from the caller).
+    fn mpiexec(&self, hosts: usize, ranks: usize, program: &[&OsStr]) -> Command {
+        self.mpiexec_with(&[], hosts, ranks, program)
+    }
+
+    /// [`Cluster::mpiexec`] with more options for `mpiexec`.
+    fn mpiexec_with(&self, options: &[&str], hosts: usize, ranks: usize, program: &[&OsStr]) -> Command {
+        let mut cmd = Command::new(script("emulated-hosts"));
+        cmd.args(["exec", &self.host(0)])
+            .arg(util::system_command("mpiexec.mpich", "mpich"))
+            .args(options)
+            .args(["-launcher", "ssh", "-launcher-exec"])
+            .arg(script("emulated-hosts-exec"))
+            .args(["-hosts", &self.host_list(hosts), "-n", &ranks.to_string()])
+            .args(program)
+            .env("HYDRA_LAUNCHER_AUTOFORK", "0")
+            .env_remove("GRAPPE_NET_ADDR")
+            .env_remove("GRAPPE_EMULATED_HOSTS")
+            .env_remove("GRAPPE_SHM_DIR");
+        cmd
+    }
+
+    /// The processes running on host `i` (pid, command name).
+    fn processes(&self, i: usize) -> Vec<(i32, String)> {
+        let output = Command::new("ip").args(["netns", "pids", &self.host(i)]).output().expect("ip runs");
+        String::from_utf8_lossy(&output.stdout)
+            .split_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .map(|pid: i32| (pid, std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default()))
+            .map(|(pid, comm)| (pid, comm.trim().to_owned()))
+            .collect()
+    }
+
+    /// How many processes of host `i` named `comm` run their ranks: set-up
+    /// done, their second worker thread started.
+    fn running(&self, i: usize, comm: &str) -> usize {
+        let started = |pid: i32| {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .any(|c| c.trim() == "grappe-worker-1")
+        };
+        self.processes(i).iter().filter(|(pid, c)| c == comm && started(*pid)).count()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let output = emulated_hosts(&["stop", &self.name]);
+        if !output.status.success() {
+            eprintln!("cannot take down cluster {}: {}", self.name, describe(&output));
+        }
+    }
+}
+
+fn emulated_hosts(args: &[&str]) -> Output {
+    Command::new(script("emulated-hosts"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run scripts/emulated-hosts: {e}"))
+}
+
+fn passes(output: &Output, line: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && stdout.contains(line), "expected {line:?}\n{}", describe(output));
+}
+
+fn example(name: &str) -> PathBuf {
+    util::example(name)
+}
+
+#[test]
+fn hydra_runs_the_suite_and_the_collectives_across_namespaces() {
+    let cluster = Cluster::start('a', 3);
+    let suite = example("p2p_suite");
+    let output = run_bounded(cluster.mpiexec(2, 4, &[suite.as_os_str()]), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let output = run_bounded(cluster.mpiexec(3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
+    passes(&output, "collectives passed on 6 ranks");
+}
+
+/// C programs built with MPICH's compiler, on grappe's library: the
+/// point-to-point and collectives conformance tests of grappe-mpi.
+#[test]
+fn c_programs_on_grappe_s_library_run_across_namespaces() {
+    let prefix = mpi_library::installed();
+    let dir = scratch("netns-c");
+    let cluster = Cluster::start('b', 2);
+    for test in ["p2p", "coll"] {
+        let binary = compile_with_mpich(test, dir.path());
+        let mut cmd = cluster.mpiexec(2, 4, &[binary.as_os_str()]);
+        cmd.env("LD_LIBRARY_PATH", prefix.join("lib"));
+        let output = run_bounded(cmd, LIMIT);
+        passes(&output, &format!("{test}: all checks passed on 4 ranks"));
+        let text = describe(&output);
+        assert!(!text.lines().any(|l| l.starts_with("FAIL")), "{text}");
+    }
+}
+
+/// Hosts that share a host name (and a boot id), each with its own network
+/// and /dev/shm, as containers on one machine may: grappe tells them apart
+/// by the file system of their segments instead of taking them for one
+/// host whose segment half of its processes cannot find.
+#[test]
+fn hosts_that_share_a_host_name_are_told_apart_by_their_shared_memory() {
+    let cluster = Cluster::start('e', 2);
+    let suite = example("p2p_suite");
+    // Hydra cannot find its own host by name: it is told the interface.
+    let mut cmd = cluster.mpiexec_with(&["-iface", "veth0"], 2, 4, &[suite.as_os_str()]);
+    cmd.env("EMULATED_HOSTS_HOSTNAME", "shared");
+    let output = run_bounded(cmd, LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+}
+
+/// Compiles grappe-mpi's `tests/c/NAME.c` with `mpicc.mpich` into `dir`.
+fn compile_with_mpich(name: &str, dir: &Path) -> PathBuf {
+    let source = mpi_library::root().join("crates/grappe-mpi/tests/c").join(format!("{name}.c"));
+    let binary = dir.join(name);
+    let mut cmd = Command::new(util::system_command("mpicc.mpich", "mpich"));
+    cmd.args(["-g", "-O2", "-o"]).arg(&binary).arg(&source);
+    let output = run_bounded(cmd, LIMIT);
+    assert!(output.status.success(), "mpicc.mpich {name}.c:\n{}", describe(&output));
+    binary
+}
+
+/// Every process of host 1 killed while a job runs across hosts 0 and 1
+/// (its ranks and hydra's proxy, as if the host had crashed): the job ends,
+/// failed, at once, and says what was lost. Whoever notices first reports:
+/// the ranks of host 0 (grappe: "rank R on host H is lost"), or hydra,
+/// whose `mpiexec` stops as soon as a proxy's connection closes ("assert
+/// (!closed) failed"), often before the ranks' last words are forwarded.
+#[test]
+fn a_host_lost_mid_job_ends_it_at_once_and_says_so() {
+    let cluster = Cluster::start('c', 2);
+    let collectives = example("collectives_check");
+    // Two processes of two thread ranks (two workers) per host: ranks 0, 1,
+    // 4, 5 on host 0, the others on host 1.
+    let mut cmd = cluster.mpiexec(2, 4, &[collectives.as_os_str(), "1000000000".as_ref()]);
+    cmd.env("GRAPPE_RANKS_PER_PROCESS", "2").env("GRAPPE_WORKERS", "2");
+    let job = std::thread::spawn(move || {
+        let output = run_bounded(cmd, LIMIT);
+        (output, Instant::now())
+    });
+    let comm = "collectives_che"; // the kernel keeps 15 characters
+    let started = Instant::now() + LIMIT / 2;
+    while cluster.running(0, comm) < 2 || cluster.running(1, comm) < 2 {
+        assert!(Instant::now() < started && !job.is_finished(), "the job never ran on both hosts");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed_at = Instant::now();
+    for (pid, _) in cluster.processes(1) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    let (output, ended_at) = job.join().expect("the job's thread");
+    let delay = ended_at.saturating_duration_since(killed_at);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the job survived the loss of its host: {}", describe(&output));
+    let host = cluster.host(1);
+    let grappe_said = [2, 3, 6, 7].iter().any(|r| stderr.contains(&format!("rank {r} on host {host} is lost")));
+    let hydra_said = stderr.contains("assert (!closed) failed");
+    assert!(grappe_said || hydra_said, "nobody said a host was lost:\n{stderr}");
+    assert!(delay < Duration::from_secs(10), "the job ended {delay:?} after its host was lost\n{stderr}");
+    eprintln!("the job ended {delay:?} after the kill; grappe said so: {grappe_said}, hydra: {hydra_said}");
+}
