@@ -27,13 +27,13 @@ struct ExitProcess;
 
 impl JobControl for ExitProcess {
     fn abort(&self, ctx: &RankContext, _rank: usize, code: i32, message: &str) -> ! {
-        eprintln!("grappe: {message}");
+        say(&format!("grappe: {message}"));
         ctx.leave();
         std::process::exit(code)
     }
 
     fn stop(&self, ctx: &RankContext, rank: usize, message: &str) -> ! {
-        eprintln!("grappe: rank {rank} stopped: {message}");
+        say(&format!("grappe: rank {rank} stopped: {message}"));
         ctx.leave();
         std::process::exit(1)
     }
@@ -159,7 +159,7 @@ impl RankContext {
         if let Some(mut recorder) = self.recorder.try_borrow_mut().ok().and_then(|mut r| r.take()) {
             let rank = recorder.rank();
             if let Err(e) = recorder.finish() {
-                eprintln!("grappe: rank {rank}: cannot complete its trace: {e}");
+                say(&format!("grappe: rank {rank}: cannot complete its trace: {e}"));
             }
         }
         match self.engine_if_free() {
@@ -175,4 +175,12 @@ impl RankContext {
     pub(crate) fn used_ctx(&self, ctx: u32) {
         self.next_ctx.set(self.next_ctx.get().max(ctx + crate::communicator::CTX_STRIDE));
     }
+}
+
+/// Writes `line` and a newline to stderr in one write: the lines of ranks
+/// failing at once in several processes stay whole (`eprintln!` writes the
+/// pieces of its format one by one on the unbuffered stderr).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
 }

@@ -125,7 +125,7 @@ fn accept_all(listener: &Listener, secret: &Secret, expected: usize) -> Result<V
         match listener.accept(secret, HANDSHAKE) {
             Ok(link) => accepted.push(link),
             Err(refused) if refused.is_from_peer() => {
-                eprintln!("grappe: warning: refused a connection: {refused}");
+                crate::say(&format!("warning: refused a connection: {refused}"));
             }
             Err(e) => return Err(e),
         }

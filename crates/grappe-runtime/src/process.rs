@@ -330,8 +330,8 @@ impl JobEnd {
         }
         if grappe_proto::stop::requested().is_none() {
             match failure {
-                Failure::First => eprintln!("grappe: rank {rank} failed: {message}"),
-                Failure::After(_) => eprintln!("grappe: rank {rank} stopped: {message}"),
+                Failure::First => say(&format!("rank {rank} failed: {message}")),
+                Failure::After(_) => say(&format!("rank {rank} stopped: {message}")),
             }
         }
         let grace = match failure {

@@ -56,6 +56,6 @@ where
 }
 
 fn fail(message: &str) -> ! {
-    eprintln!("grappe: {message}");
+    grappe_runtime::say(message);
     grappe_runtime::exit_failed()
 }

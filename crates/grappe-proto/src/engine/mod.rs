@@ -786,7 +786,10 @@ impl Engine {
         self.drain_links()?;
         let leftover = self.book.unexpected.len();
         if leftover > 0 {
-            eprintln!("grappe: warning: rank {} finalized with {leftover} message(s) never received", self.me);
+            let line =
+                format!("grappe: warning: rank {} finalized with {leftover} message(s) never received\n", self.me);
+            // One write: lines of several ranks stay whole.
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
         Ok(())
     }
