@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, setsockopt, sockopt};
@@ -164,6 +165,23 @@ impl Link {
     /// If `peek` did not return a record since the last `consume`.
     pub fn consume(&mut self) {
         self.inbound.consume();
+    }
+
+    /// Makes the connection fail once the peer has not answered for about
+    /// `timeout` (at least 2 s, in whole seconds): keepalive probes after
+    /// half of it idle, one probe, and the same limit on data left
+    /// unacknowledged. A host that vanishes without closing its
+    /// connections (powered off, its link down) then breaks them, and the
+    /// ranks waiting for it fail instead of waiting forever.
+    pub fn detect_loss_after(&self, timeout: Duration) -> Result<(), LinkError> {
+        let half = (timeout.as_secs() / 2).max(1) as u32;
+        let millis = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX).max(2000);
+        let configure = |e: Errno| LinkError::Io { op: "set the loss timeout of", addr: self.peer, source: e.into() };
+        setsockopt(&self.stream, sockopt::KeepAlive, &true).map_err(configure)?;
+        setsockopt(&self.stream, sockopt::TcpKeepIdle, &half).map_err(configure)?;
+        setsockopt(&self.stream, sockopt::TcpKeepInterval, &half).map_err(configure)?;
+        setsockopt(&self.stream, sockopt::TcpKeepCount, &1).map_err(configure)?;
+        setsockopt(&self.stream, sockopt::TcpUserTimeout, &millis).map_err(configure)
     }
 
     /// The payload of the record [`Link::peek`] returned last.

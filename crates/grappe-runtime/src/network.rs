@@ -63,6 +63,7 @@ impl Listening {
     /// Connects every rank of `mine` to every rank of the other hosts (the
     /// lower rank of each pair connects, the higher one accepts).
     pub fn connect_all(self, pmi: &mut dyn Pmi, placement: &Placement, mine: Range<usize>) -> Result<Links> {
+        let loss = loss_timeout(Vars::process())?;
         let secret = Secret::from_hex(&pmi.get("grappe-secret")?)
             .map_err(|e| StartError::NetworkSetUp(format!("process 0 published a job secret that is not one: {e}")))?;
         let secret = Arc::new(secret);
@@ -111,6 +112,9 @@ impl Listening {
             }
             links.insert((to, from), link);
         }
+        for ((r, q), link) in &links {
+            link.detect_loss_after(loss).map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
+        }
         Links::new(mine, placement, links)
     }
 }
@@ -152,6 +156,16 @@ fn published_address(pmi: &mut dyn Pmi, process: usize) -> Result<SocketAddr> {
 
 fn network_error(what: &str, source: LinkError) -> StartError {
     StartError::Network { what: what.to_owned(), source }
+}
+
+/// `GRAPPE_NET_TIMEOUT_MS`: how long a host may stay silent (its link
+/// down, the machine gone) before its ranks count as lost.
+fn loss_timeout(vars: Vars<'_>) -> Result<Duration> {
+    let millis: u64 = vars.number("GRAPPE_NET_TIMEOUT_MS", 2000, "milliseconds (at least 2000)")?;
+    match millis {
+        2000.. => Ok(Duration::from_millis(millis)),
+        _ => Err(SettingError::new("GRAPPE_NET_TIMEOUT_MS", millis.to_string(), "milliseconds (at least 2000)").into()),
+    }
 }
 
 /// The address this process listens on (see the module's documentation).

@@ -233,3 +233,55 @@ fn a_host_lost_mid_job_ends_it_at_once_and_says_so() {
     assert!(delay < Duration::from_secs(10), "the job ended {delay:?} after its host was lost\n{stderr}");
     eprintln!("the job ended {delay:?} after the kill; grappe said so: {grappe_said}, hydra: {hydra_said}");
 }
+
+#[test]
+fn a_host_whose_link_goes_down_is_named_lost_within_seconds() {
+    // The host's processes live on but its network is gone (a cut cable):
+    // nothing closes the connections, and only grappe's loss timeout
+    // (`GRAPPE_NET_TIMEOUT_MS`, 2 s) can tell the ranks of host 0. Its line
+    // is awaited on the job's stderr; hydra, whose proxy on host 1 is cut
+    // off too, may then wait forever, so the job is stopped by the test.
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let cluster = Cluster::start('d', 2);
+    let collectives = example("collectives_check");
+    // A process of two thread ranks (two workers) per host: ranks 0 and 1
+    // on host 0, 2 and 3 on host 1.
+    let mut cmd = cluster.mpiexec(2, 2, &[collectives.as_os_str(), "1000000000".as_ref()]);
+    cmd.env("GRAPPE_RANKS_PER_PROCESS", "2").env("GRAPPE_WORKERS", "2");
+    cmd.stderr(Stdio::piped()).stdout(Stdio::null());
+    let mut job = cmd.spawn().expect("mpiexec starts");
+    let (lines, said) = std::sync::mpsc::channel();
+    let stderr = job.stderr.take().expect("piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send((line, Instant::now()));
+        }
+    });
+    let comm = "collectives_che"; // the kernel keeps 15 characters
+    let started = Instant::now() + LIMIT / 2;
+    while cluster.running(0, comm) < 1 || cluster.running(1, comm) < 1 {
+        assert!(Instant::now() < started, "the job never ran on both hosts");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let down = Command::new("ip").args(["-n", &cluster.host(1), "link", "set", "veth0", "down"]).status();
+    assert!(down.expect("ip runs").success(), "cannot take host 1's link down");
+    let cut_at = Instant::now();
+    let lost = [2, 3].map(|r| format!("rank {r} on host {} is lost", cluster.host(1)));
+    let mut seen = Vec::new();
+    let named_at = loop {
+        match said.recv_timeout(Duration::from_secs(15)) {
+            Ok((line, at)) if lost.iter().any(|l| line.contains(l)) => break at,
+            Ok((line, _)) => seen.push(line),
+            Err(_) => {
+                let _ = job.kill();
+                panic!("no rank said one of {lost:?} within 15 s of the cut; stderr:\n{}", seen.join("\n"));
+            }
+        }
+    };
+    let _ = job.kill();
+    let _ = job.wait();
+    let delay = named_at.saturating_duration_since(cut_at);
+    assert!(delay < Duration::from_secs(5), "the lost host was named {delay:?} after its link went down");
+    eprintln!("host 1 was named lost {delay:?} after its link went down");
+}
