@@ -83,7 +83,24 @@ impl Job {
         Ok(job)
     }
 
+    /// The job of a process among several. A process that cannot start
+    /// says why, then aborts the job through the process manager, which
+    /// stops the others (they would wait for it at the next fence, or for
+    /// its connections). It says why first: the process manager may kill
+    /// it as soon as it aborts, and the abort's message, on PMI's wire,
+    /// loses its spaces.
     fn processes(mut pmi: Box<dyn Pmi>, per_process: usize) -> Result<(Job, Box<dyn Pmi>)> {
+        match Job::join(&mut *pmi, per_process) {
+            Ok(job) => Ok((job, pmi)),
+            Err(e) => {
+                crate::say(&format!("process {} cannot start the job: {e}", pmi.rank()));
+                let _ = pmi.abort(1, "start-up-failed");
+                Err(e)
+            }
+        }
+    }
+
+    fn join(pmi: &mut dyn Pmi, per_process: usize) -> Result<Job> {
         let me = pmi.rank();
         let host_id = host_identity(me, pmi.size(), Vars::process())?;
         pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}"))?;
@@ -105,7 +122,7 @@ impl Job {
             false => None,
         };
         let listening = match placement.hosts() > 1 {
-            true => Some(crate::network::Listening::start(&mut *pmi, me)?),
+            true => Some(crate::network::Listening::start(pmi, me)?),
             false => None,
         };
         pmi.fence()?;
@@ -116,7 +133,7 @@ impl Job {
         let first = placement.process_first[me];
         let mine = first..first + per_process;
         let links = match listening {
-            Some(listening) => listening.connect_all(&mut *pmi, &placement, mine.clone())?,
+            Some(listening) => listening.connect_all(pmi, &placement, mine.clone())?,
             None => crate::network::Links::none(),
         };
         let registered = doorbell::register_asymmetric();
@@ -134,7 +151,7 @@ impl Job {
         if registered && job.host.asymmetric_agreed() {
             doorbell::enable_asymmetric();
         }
-        Ok((job, pmi))
+        Ok(job)
     }
 
     fn assemble(

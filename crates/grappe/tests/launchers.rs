@@ -91,3 +91,21 @@ fn slurm_srun_runs_the_jacobi_example_traced() {
     let parts: Vec<&str> = job.split('.').collect();
     assert!(parts.len() == 2 && parts.iter().all(|p| p.parse::<u64>().is_ok()), "Slurm's job.step, not {job:?}");
 }
+
+#[test]
+fn under_srun_a_process_that_cannot_start_stops_the_job() {
+    // Task 0 of two has a setting it refuses: it aborts the job through
+    // PMI-2, and Slurm stops task 1, which waits for it at start-up, though
+    // the step is not told to kill its tasks on a bad exit.
+    let conf = slurm_conf();
+    let mut cmd = Command::new(util::system_command("srun", "slurm-wlm"));
+    let suite = util::example("p2p_suite");
+    let script = format!("if [ \"$SLURM_PROCID\" = 0 ]; then export GRAPPE_WORKERS=many; fi; exec {}", suite.display());
+    cmd.env("SLURM_CONF", conf).args(["-n", "2", "--time=2", "sh", "-c", &script]);
+    let started = std::time::Instant::now();
+    let output = util::run_bounded(cmd, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    assert!(stderr.contains("GRAPPE_WORKERS=\"many\""), "the cause is not said: {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "the job took {:?} to stop: {stderr}", started.elapsed());
+}
