@@ -159,9 +159,12 @@ fn network_error(what: &str, source: LinkError) -> StartError {
 }
 
 /// `GRAPPE_NET_TIMEOUT_MS`: how long a host may stay silent (its link
-/// down, the machine gone) before its ranks count as lost.
+/// down, the machine gone) before its ranks count as lost. A minute by
+/// default, which a network losing a fifth of its packets does not reach
+/// (see `Link::detect_loss_after`); a host whose processes die is lost at
+/// once whatever it is (their connections close).
 fn loss_timeout(vars: Vars<'_>) -> Result<Duration> {
-    let millis: u64 = vars.number("GRAPPE_NET_TIMEOUT_MS", 2000, "milliseconds (at least 2000)")?;
+    let millis: u64 = vars.number("GRAPPE_NET_TIMEOUT_MS", 60_000, "milliseconds (at least 2000)")?;
     match millis {
         2000.. => Ok(Duration::from_millis(millis)),
         _ => Err(SettingError::new("GRAPPE_NET_TIMEOUT_MS", millis.to_string(), "milliseconds (at least 2000)").into()),
