@@ -3,12 +3,14 @@
 //! name and /dev/shm, so that a runtime that took two of them for one host
 //! would fail. MPICH's hydra, run on the first host, starts its proxies on
 //! the others through `scripts/emulated-hosts-exec` as it would through
-//! ssh. Grappe finds everything by itself: its host identity from the host
-//! name, its address from the host's interface.
+//! ssh. Slurm's `srun -N`, run on the first host, starts the ranks through
+//! a slurmd on each host (`scripts/emulated-hosts slurm-start`) and gives
+//! them PMI-2. Grappe finds everything by itself: its host identity from the
+//! host name, its address from the host's interface.
 //!
-//! The point-to-point suite and the collectives across two and three hosts,
-//! C programs built with `mpicc.mpich` on grappe's MPI library, and a host
-//! lost in the middle of a job. Needs root: without it (or without network
+//! The point-to-point suite and the collectives across two and three hosts
+//! under hydra and under Slurm, C programs built with `mpicc.mpich` on
+//! grappe's MPI library, and a host lost in the middle of a job. Needs root: without it (or without network
 //! namespaces) the tests fail, saying so.
 
 mod util;
@@ -90,6 +92,36 @@ impl Cluster {
         cmd
     }
 
+    /// Runs a Slurm cluster on these hosts (`emulated-hosts slurm-start`);
+    /// returns its `SLURM_CONF`. Taken down with the hosts.
+    fn start_slurm(&self) -> PathBuf {
+        let output = emulated_hosts(&["slurm-start", &self.name]);
+        assert!(output.status.success(), "cannot start Slurm on cluster {}\n{}", self.name, describe(&output));
+        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    }
+
+    /// `srun -N hosts -n ranks --mpi=pmi2 program args` on host 0, against
+    /// the Slurm of `conf`, in a clean environment for grappe and Slurm (no
+    /// job or step of the caller's, no address or emulated hosts).
+    fn srun(&self, conf: &Path, hosts: usize, ranks: usize, program: &[&OsStr]) -> Command {
+        let mut cmd = Command::new(script("emulated-hosts"));
+        cmd.args(["exec", &self.host(0)])
+            .arg(util::system_command("srun", "slurm-wlm"))
+            .args(["-N", &hosts.to_string(), "-n", &ranks.to_string()])
+            .args(["--mpi=pmi2", "--time=2", "--kill-on-bad-exit=1"])
+            .args(program);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("SLURM_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("SLURM_CONF", conf)
+            .env_remove("GRAPPE_NET_ADDR")
+            .env_remove("GRAPPE_EMULATED_HOSTS")
+            .env_remove("GRAPPE_SHM_DIR");
+        cmd
+    }
+
     /// The processes running on host `i` (pid, command name).
     fn processes(&self, i: usize) -> Vec<(i32, String)> {
         let output = Command::new("ip").args(["netns", "pids", &self.host(i)]).output().expect("ip runs");
@@ -148,6 +180,29 @@ fn hydra_runs_the_suite_and_the_collectives_across_namespaces() {
     let collectives = example("collectives_check");
     let output = run_bounded(cluster.mpiexec(3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
     passes(&output, "collectives passed on 6 ranks");
+}
+
+/// Slurm's `srun -N` across hosts: ranks started by each host's slurmd
+/// (with its host name and /dev/shm), PMI-2 from Slurm. `slurm-stop` then
+/// leaves no Slurm daemon on any host.
+#[test]
+fn srun_runs_the_suite_and_the_collectives_across_namespaces() {
+    let cluster = Cluster::start('s', 3);
+    let conf = cluster.start_slurm();
+    let suite = example("p2p_suite");
+    let output = run_bounded(cluster.srun(&conf, 2, 4, &[suite.as_os_str()]), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let output = run_bounded(cluster.srun(&conf, 3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
+    passes(&output, "collectives passed on 6 ranks");
+
+    let output = emulated_hosts(&["slurm-stop", &cluster.name]);
+    assert!(output.status.success(), "slurm-stop {}: {}", cluster.name, describe(&output));
+    let daemons = ["slurmctld", "slurmd", "slurmstepd"];
+    for i in 0..cluster.hosts {
+        let left: Vec<_> = cluster.processes(i).into_iter().filter(|(_, c)| daemons.contains(&c.as_str())).collect();
+        assert!(left.is_empty(), "slurm-stop left Slurm running on {}: {left:?}", cluster.host(i));
+    }
 }
 
 /// C programs built with MPICH's compiler, on grappe's library: the
