@@ -114,13 +114,15 @@ impl Job {
         let path = segment_path(pmi.job_id(), my_host);
         let host_ranks = placement.host_ranks[my_host];
         let created = match first_of_host {
-            true => {
-                let host = HostMemory::create_file(&path, layout_params(host_ranks)?)?;
-                pmi.put(&format!("grappe-segment-{my_host}"), &path.to_string_lossy())?;
-                Some(host)
-            }
+            true => Some(HostMemory::create_file(&path, layout_params(host_ranks)?)?),
             false => None,
         };
+        // Until it is unlinked as planned (after the barrier below), a start
+        // that fails removes the file, or it would stay in /dev/shm.
+        let _remove_on_failure = RemoveOnDrop(created.as_ref().map(|_| path.clone()));
+        if created.is_some() {
+            pmi.put(&format!("grappe-segment-{my_host}"), &path.to_string_lossy())?;
+        }
         let listening = match placement.hosts() > 1 {
             true => Some(crate::network::Listening::start(pmi, me)?),
             false => None,
@@ -389,9 +391,24 @@ fn machine_of(identity: &str) -> &str {
     after_name.split(['/', '#']).next().unwrap_or(after_name)
 }
 
-/// Where the first process of host `host` creates its segment.
+/// Where the first process of host `host` creates its segment. The
+/// process's pid is in the name: job ids repeat (a Slurm restarted with a
+/// fresh state numbers its jobs from 1 again), and a file left by a killed
+/// job must not stop a new one.
 fn segment_path(job_id: &str, host: usize) -> PathBuf {
-    segment_dir().join(format!("grappe-{}-host{host}", grappe_launch::pmi::file_safe(job_id)))
+    let pid = std::process::id();
+    segment_dir().join(format!("grappe-{}-host{host}-{pid}", grappe_launch::pmi::file_safe(job_id)))
+}
+
+/// Removes a file when dropped (a missing file is fine: it was unlinked).
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The directory of the segments: `GRAPPE_SHM_DIR` (a tmpfs), `/dev/shm`

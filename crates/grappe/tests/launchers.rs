@@ -101,11 +101,16 @@ fn under_srun_a_process_that_cannot_start_stops_the_job() {
     let mut cmd = Command::new(util::system_command("srun", "slurm-wlm"));
     let suite = util::example("p2p_suite");
     let script = format!("if [ \"$SLURM_PROCID\" = 0 ]; then export GRAPPE_WORKERS=many; fi; exec {}", suite.display());
-    cmd.env("SLURM_CONF", conf).args(["-n", "2", "--time=2", "sh", "-c", &script]);
+    // Its own segment directory: the failed start must leave it empty.
+    let shm = trace_dir("srun-failed-start");
+    cmd.env("SLURM_CONF", conf).env("GRAPPE_SHM_DIR", &*shm).args(["-n", "2", "--time=2", "sh", "-c", &script]);
     let started = std::time::Instant::now();
     let output = util::run_bounded(cmd, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{}", util::describe(&output));
     assert!(stderr.contains("GRAPPE_WORKERS=\"many\""), "the cause is not said: {stderr}");
     assert!(started.elapsed() < Duration::from_secs(30), "the job took {:?} to stop: {stderr}", started.elapsed());
+    let left: Vec<_> =
+        std::fs::read_dir(&*shm).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "the failed start left {left:?} in its segment directory");
 }
