@@ -19,6 +19,10 @@ enum Command {
     Run(cmd::run::RunArgs),
     Trace(cmd::trace::TraceArgs),
     CheckpointServer(cmd::checkpoint_server::CheckpointServerArgs),
+    /// The per-host agent of `grappe run --hosts`, started by the launcher's remote shell; it
+    /// speaks only to the launcher, over its standard input and output.
+    #[command(hide = true)]
+    Agent,
 }
 
 fn main() {
@@ -28,6 +32,7 @@ fn main() {
         Command::Run(args) => cmd::run::execute(args),
         Command::Trace(args) => cmd::trace::execute(args),
         Command::CheckpointServer(args) => cmd::checkpoint_server::execute(args),
+        Command::Agent => grappe_launch::hosts::agent::serve(std::io::stdin().lock(), std::io::stdout()),
     };
     std::process::exit(status);
 }

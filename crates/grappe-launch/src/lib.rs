@@ -6,6 +6,7 @@
 //! - [`launcher`]: the launcher side. [`launcher::launch`] starts a job's processes on this host,
 //!   serves them PMI-1 ([`server`]), forwards their output and stops the whole job when one
 //!   process fails. `grappe run` is a thin wrapper over it.
+//! - [`hosts`]: jobs across hosts: placement, the per-host agent (`grappe agent`) and its channel.
 //! - [`mod@env`]: every environment variable between launcher and ranks, documented in one place.
 //! - [`wire`]: the PMI-1 and PMI-2 wire formats as pure, fuzzed parsers and encoders.
 #![deny(unsafe_code)] // Allowed only in `pmi::transport` and `launcher::spawn`, each argued.
@@ -13,6 +14,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod env;
+pub mod hosts;
 mod ids;
 pub mod launcher;
 pub mod pmi;

@@ -92,6 +92,24 @@ impl Cluster {
         cmd
     }
 
+    /// `grappe run --hosts LIST -n ranks program args`, started on host 0,
+    /// every agent through `scripts/emulated-hosts-exec` as through ssh, in
+    /// a clean environment for grappe.
+    fn grappe_run(&self, hosts: &str, options: &[&str], program: &[&OsStr]) -> Command {
+        let mut cmd = Command::new(script("emulated-hosts"));
+        cmd.args(["exec", &self.host(0)])
+            .arg(util::grappe())
+            .args(["run", "--launcher-exec"])
+            .arg(script("emulated-hosts-exec"))
+            .args(["--hosts", hosts])
+            .args(options)
+            .args(program)
+            .env_remove("GRAPPE_NET_ADDR")
+            .env_remove("GRAPPE_EMULATED_HOSTS")
+            .env_remove("GRAPPE_SHM_DIR");
+        cmd
+    }
+
     /// Runs a Slurm cluster on these hosts (`emulated-hosts slurm-start`);
     /// returns its `SLURM_CONF`. Taken down with the hosts.
     fn start_slurm(&self) -> PathBuf {
@@ -180,6 +198,74 @@ fn hydra_runs_the_suite_and_the_collectives_across_namespaces() {
     let collectives = example("collectives_check");
     let output = run_bounded(cluster.mpiexec(3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
     passes(&output, "collectives passed on 6 ranks");
+}
+
+/// grappe's own launcher across hosts: an agent per host through the
+/// remote shell, ranks placed by slots (`h0:2,h1:2`) or in rounds, and
+/// processes of thread ranks on three hosts.
+#[test]
+fn grappe_run_hosts_runs_the_suite_and_the_collectives_across_namespaces() {
+    let cluster = Cluster::start('g', 3);
+    let suite = example("p2p_suite");
+    let two = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let output = run_bounded(cluster.grappe_run(&two, &["-n", "4"], &[suite.as_os_str()]), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let options = ["-n", "12", "--threads-per-process", "2", "--label"];
+    let output = run_bounded(
+        cluster.grappe_run(&cluster.host_list(3), &options, &[collectives.as_os_str(), "2".as_ref()]),
+        LIMIT,
+    );
+    passes(&output, "collectives passed on 12 ranks");
+    for i in 0..3 {
+        assert_eq!(cluster.processes(i).len(), 0, "host {i} kept processes: {:?}", cluster.processes(i));
+    }
+}
+
+/// The agent of a host killed (the host lost): `grappe run` ends the job
+/// within 2 s with a line naming the host and a rank of it, and no process
+/// is left on any host.
+#[test]
+fn grappe_run_hosts_ends_the_job_within_2s_when_a_host_is_lost() {
+    let cluster = Cluster::start('h', 2);
+    let collectives = example("collectives_check");
+    let hosts = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    // Two processes of two thread ranks (two workers) per host: ranks 0-3
+    // on host 0, 4-7 on host 1.
+    let options = ["-n", "8", "--threads-per-process", "2"];
+    let mut cmd = cluster.grappe_run(&hosts, &options, &[collectives.as_os_str(), "1000000000".as_ref()]);
+    cmd.env("GRAPPE_WORKERS", "2");
+    let job = std::thread::spawn(move || {
+        let output = run_bounded(cmd, LIMIT);
+        (output, Instant::now())
+    });
+    let comm = "collectives_che"; // the kernel keeps 15 characters
+    let started = Instant::now() + LIMIT / 2;
+    while cluster.running(0, comm) < 2 || cluster.running(1, comm) < 2 {
+        assert!(Instant::now() < started && !job.is_finished(), "the job never ran on both hosts");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed_at = Instant::now();
+    let agents: Vec<i32> = cluster.processes(1).into_iter().filter(|(_, c)| c == "grappe").map(|(p, _)| p).collect();
+    assert_eq!(agents.len(), 1, "one agent on host 1: {:?}", cluster.processes(1));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(agents[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let (output, ended_at) = job.join().expect("the job's thread");
+    let delay = ended_at.saturating_duration_since(killed_at);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the job survived the loss of its host: {}", describe(&output));
+    let host = cluster.host(1);
+    let named = (4..8).any(|r| stderr.contains(&format!("rank {r} on host {host} is lost")))
+        || stderr.contains(&format!("on host {host}) was lost"));
+    assert!(named, "nobody named the lost host:\n{stderr}");
+    assert!(delay < Duration::from_secs(2), "the job ended {delay:?} after its host was lost\n{stderr}");
+    eprintln!("the job ended {delay:?} after the agent was killed:\n{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (0..2).any(|i| !cluster.processes(i).is_empty()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in 0..2 {
+        assert!(cluster.processes(i).is_empty(), "host {i} kept processes: {:?}", cluster.processes(i));
+    }
 }
 
 /// Slurm's `srun -N` across hosts: ranks started by each host's slurmd

@@ -32,6 +32,9 @@ pub enum LaunchError {
         source: std::io::Error,
     },
 
+    #[error("host {host}: {message}")]
+    Host { host: String, status: u32, message: String },
+
     #[error("cannot set up the job ({what}): {source}")]
     Setup {
         what: &'static str,
@@ -59,6 +62,10 @@ impl LaunchError {
                 std::io::ErrorKind::NotFound => 127,
                 std::io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
+            },
+            LaunchError::Host { status, .. } => match *status as i32 & 0xff {
+                0 => 1,
+                status => status,
             },
             LaunchError::Setup { .. } => 1,
         }

@@ -26,6 +26,7 @@ mod error;
 mod outcome;
 mod output;
 mod program;
+mod remote;
 pub mod shm;
 mod spawn;
 mod supervise;
@@ -35,13 +36,19 @@ pub use error::LaunchError;
 pub use outcome::{
     ExitKind, JobFailure, JobOutcome, ProcessFailure, ProcessInfo, ProcessRecord, RankRange, signal_name,
 };
+pub(crate) use program::resolve_in as resolve_program;
+pub use remote::HostsSpec;
+pub(crate) use spawn::spawn_process;
+pub(crate) use watch::wait_without_reaping;
 
+use crate::hosts::HostPlan;
 use crate::server::{Notify, PmiServer, ServerConfig};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use output::Forwarding;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::Child;
 use std::sync::mpsc::{Sender, channel};
@@ -95,6 +102,8 @@ pub struct LaunchSpec {
     pub forward_signals: bool,
     /// Extra environment variables for every process.
     pub env: Vec<(OsString, OsString)>,
+    /// Run the processes on these hosts, through an agent per host; `None`: on this host.
+    pub hosts: Option<HostsSpec>,
 }
 
 impl LaunchSpec {
@@ -111,6 +120,7 @@ impl LaunchSpec {
             output: OutputMode::default(),
             forward_signals: false,
             env: Vec::new(),
+            hosts: None,
         }
     }
 
@@ -148,18 +158,28 @@ impl JobPlan {
 /// started and failed is an `Ok` whose [`JobOutcome::failure`] says why.
 pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
     let ranks_per_process = spec.ranks_per_process()?;
+    let processes = spec.ranks / ranks_per_process;
+    let host_plan = spec.hosts.as_ref().map(|hosts| HostPlan::new(processes, &hosts.hosts, hosts.ppn));
     let plan = JobPlan {
         job_id: crate::ids::new_job_id(""),
-        program: program::resolve(&spec.program)?,
-        processes: spec.ranks / ranks_per_process,
+        // On other hosts the agents find the program, in the same working directory.
+        program: match host_plan {
+            None => program::resolve(&spec.program)?,
+            Some(_) => spec.program.clone(),
+        },
+        processes,
         ranks_per_process,
     };
     let (events, event_receiver) = channel();
     let (launcher_ends, child_ends) = spawn::socket_pairs(plan.processes)?;
-    let config = ServerConfig { kvsname: plan.job_id.clone(), processes: plan.processes };
+    let config = ServerConfig {
+        kvsname: plan.job_id.clone(),
+        processes: plan.processes,
+        process_mapping: host_plan.as_ref().map(|hosts| hosts.process_mapping(plan.processes)),
+    };
     let server = PmiServer::start(config, launcher_ends, notifier(events.clone()))
         .map_err(LaunchError::setup("starting the PMI server"))?;
-    let job = match start_job(spec, &plan, child_ends, &events) {
+    let job = match start_job(spec, &plan, host_plan.as_ref(), child_ends, &events) {
         Ok(job) => job,
         Err(e) => {
             server.shutdown();
@@ -168,13 +188,15 @@ pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
         }
     };
     drop(events); // The watchers, the server and the signal forwarder hold the other senders.
+    let signal = |signal| job.members.signal(signal, &job.processes);
     let mut supervisor = Supervisor {
-        processes: describe(&plan, &job.children),
+        processes: job.processes.clone(),
         exits: vec![None; plan.processes],
         ended: vec![false; plan.processes],
         server: &server,
         events: event_receiver,
         kill_grace: spec.kill_grace,
+        signal: &signal,
     };
     let failure = supervisor.run(spec.timeout);
     let ended = std::mem::take(&mut supervisor.ended);
@@ -186,17 +208,43 @@ pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
 
 /// A job whose processes are running.
 struct StartedJob {
-    children: Vec<Child>,
+    members: Members,
+    processes: Vec<ProcessInfo>,
     forwarding: Forwarding,
     /// Kept alive until the job is over.
     _signals: Option<watch::SignalForwarder>,
 }
 
+/// Who runs the processes: the launcher's own children, or an agent per host.
+enum Members {
+    Local(Vec<Child>),
+    Hosts(remote::Agents),
+}
+
+impl Members {
+    /// Sends `signal` to every process (see [`Supervisor`] for why dead children's groups are
+    /// signalled too).
+    fn signal(&self, signal: Signal, processes: &[ProcessInfo]) {
+        match self {
+            Members::Local(_) => {
+                for process in processes {
+                    if let Ok(pid) = i32::try_from(process.pid) {
+                        // ESRCH (an empty group) is expected for children that already ended.
+                        let _ = killpg(Pid::from_raw(pid), signal);
+                    }
+                }
+            }
+            Members::Hosts(agents) => agents.signal(signal),
+        }
+    }
+}
+
 /// Installs the signal forwarder if asked, then starts every process with its output
-/// forwarding and its exit watcher.
+/// forwarding and its exit watcher, here or through the hosts' agents.
 fn start_job(
     spec: &LaunchSpec,
     plan: &JobPlan,
+    host_plan: Option<&HostPlan>,
     child_ends: Vec<OwnedFd>,
     events: &Sender<JobEvent>,
 ) -> Result<StartedJob, LaunchError> {
@@ -207,8 +255,20 @@ fn start_job(
         false => None,
     };
     let mut forwarding = Forwarding::new(spec.output);
-    let children = start_processes(spec, plan, child_ends, events, &mut forwarding)?;
-    Ok(StartedJob { children, forwarding, _signals: signals })
+    let (members, processes) = match (spec.hosts.as_ref(), host_plan) {
+        (Some(hosts), Some(host_plan)) => {
+            let relay_ends = child_ends.into_iter().map(UnixStream::from).collect();
+            let (agents, processes) =
+                remote::Agents::start(spec, plan, (hosts, host_plan), relay_ends, events, &mut forwarding)?;
+            (Members::Hosts(agents), processes)
+        }
+        _ => {
+            let children = start_processes(spec, plan, child_ends, events, &mut forwarding)?;
+            let processes = describe(plan, &children);
+            (Members::Local(children), processes)
+        }
+    };
+    Ok(StartedJob { members, processes, forwarding, _signals: signals })
 }
 
 /// How each process ended, as the supervisor saw it.
@@ -218,26 +278,32 @@ fn records(supervisor: &Supervisor<'_>) -> Vec<ProcessRecord> {
         .iter()
         .zip(&supervisor.exits)
         .map(|(info, exit)| ProcessRecord {
-            info: *info,
+            info: info.clone(),
             exit: *exit,
             finalized: supervisor.server.has_finalized(info.index),
         })
         .collect()
 }
 
-/// Reaps the children, drains their output and removes the job's leftover shared memory.
+/// Reaps the children (or lets the agents do it), drains their output and removes the job's
+/// leftover shared memory.
 fn finish_job(
     plan: JobPlan,
-    mut job: StartedJob,
+    job: StartedJob,
     ended: &[bool],
     processes: Vec<ProcessRecord>,
     failure: Option<JobFailure>,
 ) -> JobOutcome {
-    for (child, ended) in job.children.iter_mut().zip(ended) {
-        if *ended {
-            // A dead child is a zombie until now (see `watch`); this returns at once.
-            let _ = child.wait();
+    match job.members {
+        Members::Local(mut children) => {
+            for (child, ended) in children.iter_mut().zip(ended) {
+                if *ended {
+                    // A dead child is a zombie until now (see `watch`); this returns at once.
+                    let _ = child.wait();
+                }
+            }
         }
+        Members::Hosts(agents) => agents.finish(OUTPUT_DRAIN * 2),
     }
     let (stdout, stderr) = job.forwarding.finish(OUTPUT_DRAIN);
     JobOutcome {
@@ -261,7 +327,7 @@ fn describe(plan: &JobPlan, children: &[Child]) -> Vec<ProcessInfo> {
     children
         .iter()
         .enumerate()
-        .map(|(index, child)| ProcessInfo { index, ranks: plan.ranks_of(index), pid: child.id() })
+        .map(|(index, child)| ProcessInfo { index, ranks: plan.ranks_of(index), pid: child.id(), host: None })
         .collect()
 }
 

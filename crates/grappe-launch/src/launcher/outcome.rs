@@ -29,22 +29,25 @@ impl fmt::Display for RankRange {
 }
 
 /// One process of a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessInfo {
     /// Index of the process, its PMI rank.
     pub index: usize,
     /// The grappe ranks it hosts.
     pub ranks: RankRange,
-    /// Its process id.
+    /// Its process id (on its host).
     pub pid: u32,
+    /// The host it runs on, for a job across hosts.
+    pub host: Option<std::sync::Arc<str>>,
 }
 
 impl fmt::Display for ProcessInfo {
     /// `rank 3 (pid 4242)`, or `ranks 4-7 (process 1, pid 4242)` for thread ranks.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = self.host.as_ref().map_or_else(String::new, |host| format!(" on host {host}"));
         match self.ranks.count {
-            1 => write!(f, "rank {} (pid {})", self.ranks.first, self.pid),
-            _ => write!(f, "ranks {} (process {}, pid {})", self.ranks, self.index, self.pid),
+            1 => write!(f, "rank {} (pid {}{on})", self.ranks.first, self.pid),
+            _ => write!(f, "ranks {} (process {}, pid {}{on})", self.ranks, self.index, self.pid),
         }
     }
 }
@@ -76,6 +79,8 @@ pub enum ProcessFailure {
     Protocol(String),
     /// The launcher could not wait for it.
     Lost(String),
+    /// Its host was lost (the agent's channel ended) while it ran.
+    HostLost(String),
 }
 
 /// Why a job was stopped.
@@ -101,7 +106,8 @@ impl JobFailure {
                 ProcessFailure::NoFinalize
                 | ProcessFailure::NeverSpoke
                 | ProcessFailure::Protocol(_)
-                | ProcessFailure::Lost(_) => 1,
+                | ProcessFailure::Lost(_)
+                | ProcessFailure::HostLost(_) => 1,
             },
             JobFailure::Timeout { .. } => 124,
             JobFailure::Interrupted { signal } => 128 + signal,
@@ -142,6 +148,7 @@ impl fmt::Display for JobFailure {
                     }
                     ProcessFailure::Protocol(detail) => write!(f, "{detail}")?,
                     ProcessFailure::Lost(why) => write!(f, "could not be waited for: {why}")?,
+                    ProcessFailure::HostLost(why) => write!(f, "was lost with its host: {why}")?,
                 }
                 write!(f, "; stopping the job")
             }
@@ -208,7 +215,7 @@ mod tests {
     use super::*;
 
     fn process(first: usize, count: usize) -> ProcessInfo {
-        ProcessInfo { index: first / count, ranks: RankRange { first, count }, pid: 4242 }
+        ProcessInfo { index: first / count, ranks: RankRange { first, count }, pid: 4242, host: None }
     }
 
     #[test]

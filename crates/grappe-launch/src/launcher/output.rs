@@ -70,6 +70,24 @@ impl Forwarding {
         Ok(())
     }
 
+    /// A stream whose bytes arrive by [`OutputFeed::push`] (a process on another host, relayed by
+    /// its agent) rather than from a pipe; counted like a piped stream until it is finished.
+    pub(super) fn feed(&mut self, stderr: bool, label: Option<String>) -> OutputFeed {
+        self.started += 1;
+        let sink = match stderr {
+            true => self.stderr.clone(),
+            false => self.stdout.clone(),
+        };
+        OutputFeed { splitter: LineSplitter::new(label), sink, done: self.done_sender.clone() }
+    }
+
+    /// Forwards `source` (a remote shell's own stderr) to the stderr sink, labelled.
+    pub(super) fn forward_stderr(&mut self, source: impl Read + Send + 'static, label: String) -> std::io::Result<()> {
+        forward(source, Some(label), self.stderr.clone(), self.done_sender.clone())?;
+        self.started += 1;
+        Ok(())
+    }
+
     /// Waits up to `patience` for every stream to reach end of file (a grandchild that
     /// inherited a pipe can hold it open forever), then returns what was captured.
     pub(super) fn finish(self, patience: Duration) -> (Vec<u8>, Vec<u8>) {
@@ -89,6 +107,27 @@ impl Sink {
             Sink::Buffer(buffer) => buffer.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             Sink::Stdout | Sink::Stderr => Vec::new(),
         }
+    }
+}
+
+/// Output pushed in pieces, forwarded in whole labelled lines.
+pub(super) struct OutputFeed {
+    splitter: LineSplitter,
+    sink: Sink,
+    done: Sender<()>,
+}
+
+impl OutputFeed {
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        let sink = &self.sink;
+        self.splitter.push(bytes, |chunk| sink.write(chunk));
+    }
+
+    /// Writes the partial last line and counts the stream as done.
+    pub(super) fn finish(mut self) {
+        let sink = &self.sink;
+        self.splitter.finish(|chunk| sink.write(chunk));
+        let _ = self.done.send(());
     }
 }
 

@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 /// The path to execute for `program`: as given when it contains a `/`, else the first
 /// executable file of that name in `PATH` (as `execvp` would find it).
 pub(super) fn resolve(program: &Path) -> Result<PathBuf, LaunchError> {
+    resolve_in(program, std::env::var_os("PATH"))
+}
+
+/// As [`resolve`], searching `path` (a `PATH` value) rather than this process's own.
+pub(crate) fn resolve_in(program: &Path, path: Option<std::ffi::OsString>) -> Result<PathBuf, LaunchError> {
     let not_found = |searched_path| LaunchError::ProgramNotFound { program: program.to_path_buf(), searched_path };
     if program.as_os_str().is_empty() {
         return Err(not_found(false));
@@ -16,7 +21,7 @@ pub(super) fn resolve(program: &Path) -> Result<PathBuf, LaunchError> {
         check_executable(program)?;
         return Ok(program.to_path_buf());
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = path.unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| check_executable(candidate).is_ok())

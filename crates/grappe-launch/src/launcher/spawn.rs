@@ -3,6 +3,7 @@
 
 use super::{JobPlan, LaunchError, LaunchSpec};
 use crate::env;
+use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -24,7 +25,7 @@ pub(super) fn socket_pairs(count: usize) -> Result<(Vec<UnixStream>, Vec<OwnedFd
 /// Starts process `process` of the job with `pmi_end` as its `PMI_FD`. The child gets its own
 /// process group, so that stopping it also stops what it started, and a terminal's Ctrl-C
 /// reaches only the launcher, which forwards it.
-pub(super) fn spawn_process(
+pub(crate) fn spawn_process(
     spec: &LaunchSpec,
     plan: &JobPlan,
     process: usize,
@@ -64,6 +65,35 @@ fn keep_across_exec(fd: RawFd) -> std::io::Result<()> {
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    die_with_launcher()
+}
+
+/// Starts the remote shell that runs `host`'s agent: `exec... HOST AGENT agent`, its standard
+/// streams piped, in its own process group, killed if the launcher dies (so that the agent sees
+/// its input close and stops the host's processes).
+pub(super) fn spawn_remote_shell(exec: &[OsString], host: &str, agent: &std::path::Path) -> std::io::Result<Child> {
+    let (shell, shell_args) =
+        exec.split_first().ok_or_else(|| std::io::Error::other("the remote shell command is empty"))?;
+    let mut command = Command::new(shell);
+    command
+        .args(shell_args)
+        .arg(host)
+        .arg(agent)
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: `die_with_launcher` runs in the forked child before exec and calls only prctl,
+    // which is async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(die_with_launcher);
+    }
+    command.spawn()
+}
+
+/// In the child between fork and exec: SIGKILL when the launcher dies.
+fn die_with_launcher() -> std::io::Result<()> {
     // SAFETY: PR_SET_PDEATHSIG only sets a signal number in the calling process.
     if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } < 0 {
         return Err(std::io::Error::last_os_error());

@@ -3,8 +3,7 @@
 
 use super::outcome::{ExitKind, JobFailure, ProcessFailure, ProcessInfo};
 use crate::server::{PmiServer, ServerEvent};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,8 @@ pub(super) enum JobEvent {
     Pmi(ServerEvent),
     /// The launcher received this signal.
     Signal(i32),
+    /// The host of process `process` was lost (its agent's channel ended) before it ended.
+    HostLost { process: usize, why: String },
 }
 
 /// The state of a running job, as the event loop sees it.
@@ -33,6 +34,8 @@ pub(super) struct Supervisor<'a> {
     pub server: &'a PmiServer,
     pub events: Receiver<JobEvent>,
     pub kill_grace: Duration,
+    /// Sends a signal to every process of the job.
+    pub signal: &'a dyn Fn(Signal),
 }
 
 impl Supervisor<'_> {
@@ -79,12 +82,16 @@ impl Supervisor<'_> {
             JobEvent::Pmi(ServerEvent::ProtocolError { process, detail }) => {
                 (process, ProcessFailure::Protocol(detail))
             }
+            JobEvent::HostLost { process, why } => {
+                self.record_exit(process, &Err(why.clone()));
+                (process, ProcessFailure::HostLost(why))
+            }
             JobEvent::Signal(signal) => {
                 self.signal_all(Signal::try_from(signal).unwrap_or(Signal::SIGTERM));
                 return Some(JobFailure::Interrupted { signal });
             }
         };
-        let process = *self.processes.get(process)?;
+        let process = self.processes.get(process)?.clone();
         Some(JobFailure::Process { process, failure })
     }
 
@@ -107,7 +114,7 @@ impl Supervisor<'_> {
     fn lost_everyone(&self) -> Option<JobFailure> {
         let index = self.ended.iter().position(|&ended| !ended)?;
         Some(JobFailure::Process {
-            process: self.processes[index],
+            process: self.processes[index].clone(),
             failure: ProcessFailure::Lost("its watcher thread vanished".to_owned()),
         })
     }
@@ -122,16 +129,11 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Sends `signal` to the process group of every child, including the groups of children
-    /// that already died, whose own children may still run. Their pids cannot have been reused
-    /// because dead children stay unreaped zombies until the job is over.
+    /// Sends `signal` to every process, including the process groups of children that already
+    /// died, whose own children may still run. Their pids cannot have been reused because dead
+    /// children stay unreaped zombies until the job is over.
     fn signal_all(&self, signal: Signal) {
-        for process in &self.processes {
-            if let Ok(pid) = i32::try_from(process.pid) {
-                // ESRCH (an empty group) is expected for children that already ended.
-                let _ = killpg(Pid::from_raw(pid), signal);
-            }
-        }
+        (self.signal)(signal);
     }
 
     /// Records exits until none is running or `patience` has passed.
@@ -140,6 +142,7 @@ impl Supervisor<'_> {
         while self.running() > 0 {
             match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(JobEvent::Exited { process, exit }) => self.record_exit(process, &exit),
+                Ok(JobEvent::HostLost { process, why }) => self.record_exit(process, &Err(why)),
                 Ok(_) => {} // Already stopping: later aborts and signals change nothing.
                 Err(_) => return,
             }

@@ -24,7 +24,7 @@ pub(super) fn watch_exit(process: usize, pid: u32, events: Sender<JobEvent>) -> 
     Ok(())
 }
 
-fn wait_without_reaping(pid: u32) -> Result<ExitKind, String> {
+pub(crate) fn wait_without_reaping(pid: u32) -> Result<ExitKind, String> {
     let pid = Pid::from_raw(i32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?);
     loop {
         match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {

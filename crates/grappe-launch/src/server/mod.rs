@@ -22,6 +22,8 @@ pub struct ServerConfig {
     pub kvsname: String,
     /// Number of processes; process `p` is served on `connections[p]`.
     pub processes: usize,
+    /// MPICH's `PMI_process_mapping` (which processes share a node); `None`: all on one.
+    pub process_mapping: Option<String>,
 }
 
 /// Something a process did that the launcher must act on.

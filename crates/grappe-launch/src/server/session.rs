@@ -153,8 +153,11 @@ impl Session {
             return Self::refuse("get_result", "missing_key".to_owned());
         };
         let value = match key {
-            // MPICH asks for this to find which ranks share a node: all of them do here.
-            "PMI_process_mapping" => Some(format!("(vector,(0,1,{}))", self.shared.config.processes)),
+            // MPICH asks for this to find which ranks share a node.
+            "PMI_process_mapping" => Some(match &self.shared.config.process_mapping {
+                Some(mapping) => mapping.clone(),
+                None => format!("(vector,(0,1,{}))", self.shared.config.processes),
+            }),
             _ => self.shared.lock().store.get(key).cloned(),
         };
         match value {

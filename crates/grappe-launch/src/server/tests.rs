@@ -15,7 +15,7 @@ fn start(processes: usize) -> (PmiServer, Vec<UnixStream>, Receiver<ServerEvent>
         client_ends.push(client_end);
     }
     let (events, received) = channel();
-    let config = ServerConfig { kvsname: "job-1".to_owned(), processes };
+    let config = ServerConfig { kvsname: "job-1".to_owned(), processes, process_mapping: None };
     let notify: Notify = Box::new(move |event| events.send(event).unwrap());
     (PmiServer::start(config, server_ends, notify).unwrap(), client_ends, received)
 }

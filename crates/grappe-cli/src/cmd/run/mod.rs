@@ -2,6 +2,7 @@
 //! [`grappe_launch::launcher::launch`]).
 
 mod checkpoint;
+mod hosts;
 
 use crate::cmd::time::parse_duration;
 use clap::Args;
@@ -14,9 +15,16 @@ Each process gets PMI_FD, PMI_RANK, PMI_SIZE (processes, not ranks), GRAPPE_RANK
 GRAPPE_JOB_ID and GRAPPE_LAUNCHER=grappe, and is served PMI-1 (as by MPICH's mpiexec). Process p
 hosts ranks p*T .. p*T+T-1. If a process fails (non-zero exit, signal, exit without PMI finalize,
 PMI abort), the whole job is stopped and grappe exits with that process's status (128+signal for
-a signal, 124 for --timeout). Leftover /dev/shm/grappe-<GRAPPE_JOB_ID>* files are removed.";
+a signal, 124 for --timeout). Leftover /dev/shm/grappe-<GRAPPE_JOB_ID>* files are removed.
 
-/// Launch PROGRAM as N ranks on this host.
+With --hosts or --hostfile, processes are placed as hydra places them (each host takes its slots,
+or --ppn, in turn, round after round) and each host's are started by an agent, `grappe agent`,
+run through the remote shell (`ssh -x HOST PATH-OF-GRAPPE agent`, or --launcher-exec CMD called
+as `CMD HOST PATH-OF-GRAPPE agent`); grappe must be at the same path on every host, and the
+processes start in the same working directory with the launcher's environment (except PMI_*,
+SLURM_*, SSH_*, HOSTNAME and GRAPPE_NET_ADDR). A host whose agent is lost stops the job.";
+
+/// Launch PROGRAM as N ranks on this host, or across hosts (--hosts, --hostfile).
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct RunArgs {
@@ -57,6 +65,9 @@ pub struct RunArgs {
     #[command(flatten)]
     checkpoint: checkpoint::CheckpointArgs,
 
+    #[command(flatten)]
+    hosts: hosts::HostArgs,
+
     /// The program to run, then its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true,
           allow_hyphen_values = true, value_name = "PROGRAM [ARGS]")]
@@ -72,7 +83,7 @@ impl RunArgs {
         }
     }
 
-    fn into_spec(self) -> LaunchSpec {
+    fn into_spec(self) -> Result<LaunchSpec, String> {
         let layout = self.layout();
         let trace = self.trace.as_ref().map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
         let mut command = self.command.into_iter();
@@ -90,7 +101,8 @@ impl RunArgs {
             spec.env.push(("GRAPPE_TRACE".into(), dir.into_os_string()));
         }
         spec.env.extend(self.checkpoint.env());
-        spec
+        spec.hosts = self.hosts.spec()?;
+        Ok(spec)
     }
 }
 
@@ -109,7 +121,13 @@ pub fn execute(args: RunArgs) -> i32 {
         eprintln!("grappe: {}", super::describe(&e));
         return 1;
     }
-    let spec = args.into_spec();
+    let spec = match args.into_spec() {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("grappe: {e}");
+            return 2;
+        }
+    };
     let _scheduler = match checkpoint.scheduler() {
         Ok(scheduler) => scheduler,
         Err(e) => {
@@ -214,7 +232,7 @@ mod tests {
         let run = parse(&["-n", "4", "--label", "prog", "--label", "-n", "x"]).unwrap();
         assert!(run.label);
         assert_eq!(run.command, ["prog", "--label", "-n", "x"]);
-        let spec = run.into_spec();
+        let spec = run.into_spec().unwrap();
         assert_eq!(spec.ranks, 4);
         assert_eq!(spec.args, ["--label", "-n", "x"]);
     }
