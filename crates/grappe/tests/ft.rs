@@ -691,3 +691,92 @@ fn a_full_checkpoint_disk_costs_a_wave_not_the_job_or_a_committed_wave() {
     assert_eq!(stdout.matches("wave-1.img").count(), 2, "{stdout}");
     assert!(!stdout.contains(".partial") && !stdout.contains("wave-2"), "{stdout}");
 }
+
+/// A "remote shell" for `grappe run --launcher-exec` that runs the agent on
+/// this machine, logs `HOST PID` of every agent it starts in `dir/agents`,
+/// and refuses hosts listed in `dir/down` as ssh refuses an unreachable one.
+fn fork_shell(dir: &Path) -> PathBuf {
+    let script = dir.join("fork-shell");
+    let text = format!(
+        "#!/bin/sh\nif grep -qx \"$1\" '{down}' 2>/dev/null; then\n  \
+         echo \"ssh: connect to host $1 port 22: No route to host\" >&2\n  exit 255\nfi\n\
+         echo \"$1 $$\" >> '{log}'\nshift\nexec \"$@\"\n",
+        down = dir.join("down").display(),
+        log = dir.join("agents").display()
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// (host, pid) of every agent the fork shell of `dir` started.
+fn agents(dir: &Path) -> Vec<(String, i32)> {
+    let log = std::fs::read_to_string(dir.join("agents")).unwrap_or_default();
+    log.lines().filter_map(|l| l.split_once(' ').and_then(|(h, p)| Some((h.to_owned(), p.parse().ok()?)))).collect()
+}
+
+/// `ft_ring` across hosts a and b (`grappe run --hosts`, agents through the
+/// fork shell) with checkpoints; after the first committed wave host b goes
+/// down (its agent killed, the shell refusing it). The job must restart
+/// from the wave without b (on `spare` if given, else on a alone) and end
+/// with the fault-free result.
+fn survives_a_lost_host(spare: Option<&str>, kill_agent: bool) -> (String, Vec<(String, i32)>) {
+    let expected = reference(RING);
+    let base = scratch(&format!("lost-host-{}-{kill_agent}", spare.unwrap_or("none")));
+    let shell_dir = base.join("shell");
+    std::fs::create_dir_all(&shell_dir).unwrap();
+    let dir = base.join("ckpt");
+    let mut cmd = Command::new(util::grappe());
+    cmd.env("GRAPPE_FT_HOLD", gate_of(&dir))
+        .args(["run", "-n", "4", "--hosts", "a:2,b:2", "--launcher-exec"])
+        .arg(fork_shell(&shell_dir))
+        .args(["--checkpoint-every", "40ms", "--checkpoint-dir"])
+        .arg(&dir);
+    if let Some(spare) = spare {
+        cmd.args(["--spare-hosts", spare]);
+    }
+    cmd.arg(util::example(RING.example)).args(RING.args);
+    let mut job = Live::start(cmd);
+    job.wait_until("a committed wave", || !committed_waves(&dir).is_empty());
+    std::fs::write(shell_dir.join("down"), "b\n").unwrap();
+    let (_, agent_of_b) = agents(&shell_dir).into_iter().find(|(host, _)| host == "b").expect("an agent on b");
+    // The agent (the job sees its host go) or one of its processes (the
+    // job sees a rank die, and the restart finds the host unreachable).
+    let victim = match kill_agent {
+        true => agent_of_b,
+        false => *children(agent_of_b as u32).first().expect("a process on b"),
+    };
+    kill(Pid::from_raw(victim), Signal::SIGKILL).unwrap();
+    open_gate(&dir);
+    let (status, stdout, stderr) = job.finish();
+    assert!(status.success(), "the job did not survive the loss of host b:\n{stderr}\n{stdout}");
+    assert_eq!(result_of(&stdout), expected, "the result changed\n{stderr}");
+    assert!(stderr.contains("host b is lost"), "{stderr}");
+    assert!(stderr.contains("grappe: restarted from checkpoint wave"), "{stderr}");
+    (stderr, agents(&shell_dir))
+}
+
+#[test]
+fn a_job_across_hosts_restarts_on_the_remaining_hosts_when_one_is_lost() {
+    let (stderr, agents) = survives_a_lost_host(None, true);
+    assert!(stderr.contains("on the remaining hosts (a)"), "{stderr}");
+    let after: Vec<&str> = agents.iter().skip(2).map(|(host, _)| host.as_str()).collect();
+    assert!(!after.is_empty() && after.iter().all(|&host| host == "a"), "agents after the loss: {agents:?}");
+}
+
+#[test]
+fn a_job_across_hosts_restarts_on_a_spare_host_when_one_is_lost() {
+    let (stderr, agents) = survives_a_lost_host(Some("c"), true);
+    assert!(stderr.contains("on spare host c in its place"), "{stderr}");
+    assert!(agents.iter().skip(2).any(|(host, _)| host == "c"), "no agent on the spare: {agents:?}");
+    assert!(agents.iter().skip(2).all(|(host, _)| host != "b"), "b used after its loss: {agents:?}");
+}
+
+#[test]
+fn a_restart_that_cannot_reach_a_host_goes_on_without_it() {
+    let (stderr, agents) = survives_a_lost_host(None, false);
+    assert!(stderr.contains("was killed by signal 9"), "{stderr}");
+    assert!(stderr.contains("grappe: host b: ssh: connect to host b port 22: No route to host"), "{stderr}");
+    assert!(stderr.contains("grappe: host b is lost: restarting the job on the remaining hosts (a)"), "{stderr}");
+    assert_eq!(agents.last().map(|(host, _)| host.as_str()), Some("a"), "{agents:?}");
+}

@@ -456,3 +456,42 @@ fn a_fifth_of_the_packets_lost_on_one_link_slows_a_job_but_changes_no_result() {
     let output = run_bounded(cluster.mpiexec(2, 4, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
     passes(&output, "collectives passed on 4 ranks");
 }
+
+/// The fault-tolerance kill test across namespaces: `ft_ring` (messages
+/// crossing the checkpoint points, here between hosts over TCP) under
+/// `grappe run --hosts` with checkpoints; a rank of host 1 is killed after
+/// the first committed wave; the job restarts from the wave and ends with
+/// the result of the fault-free run.
+#[test]
+fn a_checkpointed_job_across_namespaces_survives_a_killed_rank_with_the_same_result() {
+    let cluster = Cluster::start('f', 2);
+    let ring = example("ft_ring");
+    let hosts = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let reference = run_bounded(cluster.grappe_run(&hosts, &["-n", "4"], &[ring.as_os_str(), "20000".as_ref()]), LIMIT);
+    let checksum = |output: &Output| {
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let line = stdout.lines().find(|l| l.starts_with("ft_ring ")).map(str::to_owned);
+        line.and_then(|l| l.split(" saved_messages=").next().map(str::to_owned))
+    };
+    let expected = checksum(&reference).unwrap_or_else(|| panic!("no result\n{}", describe(&reference)));
+    let dir = scratch("netns-ft");
+    let gate = dir.join("gate");
+    let ckpt = dir.join("ckpt");
+    let options = ["-n", "4", "--checkpoint-every", "40ms", "--checkpoint-dir", ckpt.to_str().unwrap()];
+    let mut cmd = cluster.grappe_run(&hosts, &options, &[ring.as_os_str(), "20000".as_ref()]);
+    cmd.env("GRAPPE_FT_HOLD", &gate);
+    let job = std::thread::spawn(move || run_bounded(cmd, LIMIT));
+    let deadline = Instant::now() + LIMIT / 2;
+    while !ckpt.join("COMMITTED").exists() {
+        assert!(Instant::now() < deadline && !job.is_finished(), "no wave was committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let victim = cluster.processes(1).into_iter().find(|(_, comm)| comm == "ft_ring").expect("a rank on host 1").0;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(victim), nix::sys::signal::Signal::SIGKILL).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let output = job.join().expect("the job's thread");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the job did not survive: {}", describe(&output));
+    assert!(stderr.contains("grappe: restarted from checkpoint wave"), "{stderr}");
+    assert_eq!(checksum(&output), Some(expected), "the result changed\n{stderr}");
+}

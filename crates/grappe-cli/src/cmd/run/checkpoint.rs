@@ -129,4 +129,22 @@ impl CheckpointArgs {
         eprintln!("grappe: restarting the job {from} (restart {} of {})", restarts_done + 1, self.max_restarts);
         true
     }
+
+    /// After a restart that could not start on a lost host: whether to
+    /// launch again without it (or on a spare), saying so.
+    pub fn should_restart_without_host(&self, host: &str, replacement: &str, restarts_done: u32) -> bool {
+        if self.checkpoint_dir.is_none() {
+            return false;
+        }
+        if restarts_done >= self.max_restarts {
+            eprintln!("grappe: {} restarts done (--max-restarts): giving up", self.max_restarts);
+            return false;
+        }
+        eprintln!(
+            "grappe: host {host} is lost: restarting the job {replacement} (restart {} of {})",
+            restarts_done + 1,
+            self.max_restarts
+        );
+        true
+    }
 }

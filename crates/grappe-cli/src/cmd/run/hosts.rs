@@ -22,6 +22,12 @@ pub struct HostArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     ppn: Option<u32>,
 
+    /// Hosts that take the place of a lost host when a checkpointed job
+    /// restarts (`a,b`): the first spare gets the lost host's slots. With no
+    /// spare left, the job restarts on the remaining hosts.
+    #[arg(long, value_name = "LIST", requires = "checkpoint_dir")]
+    spare_hosts: Option<String>,
+
     /// The remote shell that starts each host's agent, called as `CMD HOST GRAPPE agent`
     /// (`ssh -x` by default; words are split at spaces).
     #[arg(long, value_name = "CMD")]
@@ -34,8 +40,8 @@ impl HostArgs {
         let hosts: Vec<HostSlots> = match (&self.hosts, &self.hostfile) {
             (Some(list), _) => parse_host_list(list).map_err(|e| format!("--hosts: {e}"))?,
             (None, Some(file)) => read_hostfile(file).map_err(|e| format!("--hostfile: {e}"))?,
-            (None, None) if self.ppn.is_some() || self.launcher_exec.is_some() => {
-                return Err("--ppn and --launcher-exec need --hosts or --hostfile".to_owned());
+            (None, None) if self.ppn.is_some() || self.launcher_exec.is_some() || self.spare_hosts.is_some() => {
+                return Err("--ppn, --launcher-exec and --spare-hosts need --hosts or --hostfile".to_owned());
             }
             (None, None) => return Ok(None),
         };
@@ -49,5 +55,55 @@ impl HostArgs {
             spec.launcher_exec = words;
         }
         Ok(Some(spec))
+    }
+
+    /// The spare hosts, in order.
+    pub fn spares(&self) -> Result<Vec<String>, String> {
+        match &self.spare_hosts {
+            None => Ok(Vec::new()),
+            Some(list) => Ok(parse_host_list(list)
+                .map_err(|e| format!("--spare-hosts: {e}"))?
+                .into_iter()
+                .map(|host| host.name)
+                .collect()),
+        }
+    }
+}
+
+/// Takes `lost` out of the job's hosts before a restart: the first of
+/// `spares` takes its slots, or, with none left, the other hosts take its
+/// processes. Returns how the job restarts, or `None` when no host is left.
+pub fn replace_lost_host(hosts: &mut HostsSpec, lost: &str, spares: &mut Vec<String>) -> Option<String> {
+    let index = hosts.hosts.iter().position(|host| host.name == lost)?;
+    if !spares.is_empty() {
+        let spare = spares.remove(0);
+        hosts.hosts[index].name = spare.clone();
+        return Some(format!("on spare host {spare} in its place"));
+    }
+    hosts.hosts.retain(|host| host.name != lost);
+    let left: Vec<&str> = hosts.hosts.iter().map(|host| host.name.as_str()).collect();
+    match left.is_empty() {
+        true => None,
+        false => Some(format!("on the remaining hosts ({})", left.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_host_gives_its_slots_to_a_spare_then_to_the_others() {
+        let mut hosts = HostsSpec::new(parse_host_list("a:2,b:2,c").unwrap());
+        let mut spares = vec!["s".to_owned()];
+        assert_eq!(replace_lost_host(&mut hosts, "b", &mut spares).as_deref(), Some("on spare host s in its place"));
+        assert_eq!(hosts.hosts, parse_host_list("a:2,s:2,c").unwrap());
+        assert!(spares.is_empty());
+        let said = replace_lost_host(&mut hosts, "s", &mut spares);
+        assert_eq!(said.as_deref(), Some("on the remaining hosts (a, c)"));
+        assert_eq!(hosts.hosts, parse_host_list("a:2,c").unwrap());
+        assert_eq!(replace_lost_host(&mut hosts, "zz", &mut spares), None, "not a host of the job");
+        replace_lost_host(&mut hosts, "a", &mut spares);
+        assert_eq!(replace_lost_host(&mut hosts, "c", &mut spares), None, "no host left");
     }
 }

@@ -6,7 +6,7 @@ mod hosts;
 
 use crate::cmd::time::parse_duration;
 use clap::Args;
-use grappe_launch::launcher::{LaunchSpec, Layout, launch};
+use grappe_launch::launcher::{JobFailure, LaunchError, LaunchSpec, Layout, ProcessFailure, launch};
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -121,7 +121,14 @@ pub fn execute(args: RunArgs) -> i32 {
         eprintln!("grappe: {}", super::describe(&e));
         return 1;
     }
-    let spec = match args.into_spec() {
+    let mut spares = match args.hosts.spares() {
+        Ok(spares) => spares,
+        Err(e) => {
+            eprintln!("grappe: {e}");
+            return 2;
+        }
+    };
+    let mut spec = match args.into_spec() {
         Ok(spec) => spec,
         Err(e) => {
             eprintln!("grappe: {e}");
@@ -143,6 +150,11 @@ pub fn execute(args: RunArgs) -> i32 {
                     eprintln!("grappe: {failure}");
                     if checkpoint.should_restart(&outcome, restarts) {
                         restarts += 1;
+                        if let (Some(lost), Some(hosts)) = (lost_host(failure), spec.hosts.as_mut())
+                            && let Some(how) = hosts::replace_lost_host(hosts, &lost, &mut spares)
+                        {
+                            eprintln!("grappe: host {lost} is lost: the job restarts {how}");
+                        }
                         continue;
                     }
                 }
@@ -153,6 +165,15 @@ pub fn execute(args: RunArgs) -> i32 {
             }
             Err(error) => {
                 eprintln!("grappe: {error}");
+                // A restart that cannot reach a host goes on without it,
+                // as long as restarts are left.
+                if let (LaunchError::Host { host, .. }, Some(hosts), 1..) = (&error, spec.hosts.as_mut(), restarts)
+                    && let Some(how) = hosts::replace_lost_host(hosts, host, &mut spares)
+                    && checkpoint.should_restart_without_host(host, &how, restarts)
+                {
+                    restarts += 1;
+                    continue;
+                }
                 if let Some(hint) = super::open_files::hint(&error, "the launcher holds a socket and pipes per process")
                 {
                     eprintln!("grappe: {hint}");
@@ -160,6 +181,16 @@ pub fn execute(args: RunArgs) -> i32 {
                 return error.exit_code();
             }
         }
+    }
+}
+
+/// The host whose loss failed the job, if that is what failed it.
+fn lost_host(failure: &JobFailure) -> Option<String> {
+    match failure {
+        JobFailure::Process { process, failure: ProcessFailure::HostLost(_) } => {
+            process.host.as_deref().map(str::to_owned)
+        }
+        _ => None,
     }
 }
 
