@@ -495,3 +495,37 @@ fn a_checkpointed_job_across_namespaces_survives_a_killed_rank_with_the_same_res
     assert!(stderr.contains("grappe: restarted from checkpoint wave"), "{stderr}");
     assert_eq!(checksum(&output), Some(expected), "the result changed\n{stderr}");
 }
+
+/// `grappe run --hosts --trace DIR` with DIR in /dev/shm, which is private
+/// to each host here (nothing shared between the hosts' files): the
+/// launcher gathers host 1's rank files into its own DIR, so the trace
+/// tools, run on host 0 in the launcher's session, see every rank, each
+/// with its host, and estimate the clocks of host 1's ranks.
+#[test]
+fn grappe_run_hosts_gathers_the_hosts_traces_into_the_launcher_s_directory() {
+    let cluster = Cluster::start('t', 2);
+    let hosts = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let run = cluster.grappe_run(&hosts, &["-n", "4", "--trace", "/dev/shm/trace"], &[example("jacobi").as_os_str()]);
+    let grappe = util::grappe();
+    let line = format!(
+        "env -u GRAPPE_NET_ADDR -u GRAPPE_EMULATED_HOSTS -u GRAPPE_SHM_DIR {run} 64 200 && \
+         {grappe} trace info /dev/shm/trace && {grappe} trace clock /dev/shm/trace",
+        run = shell_words(&run),
+        grappe = grappe.display()
+    );
+    let mut cmd = Command::new(script("emulated-hosts"));
+    cmd.args(["exec", &cluster.host(0), "sh", "-c", &line]);
+    let output = run_bounded(cmd, LIMIT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(stdout.contains("files:    4 complete"), "{stdout}");
+    let (h0, h1) = (cluster.host(0), cluster.host(1));
+    assert!(stdout.contains(&format!("hosts:    {h0} (ranks 0-1), {h1} (ranks 2-3)")), "{stdout}");
+    assert!(stdout.contains("ranks 2-3: estimated"), "{stdout}");
+}
+
+/// The words of `cmd` (past `emulated-hosts exec HOST`) as one shell line.
+fn shell_words(cmd: &Command) -> String {
+    let words = cmd.get_args().skip(2).map(|arg| format!("'{}'", arg.to_string_lossy().replace('\'', "'\\''")));
+    words.collect::<Vec<_>>().join(" ")
+}

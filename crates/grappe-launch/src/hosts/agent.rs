@@ -43,6 +43,12 @@ pub struct AgentJob {
     pub ranks_per_process: usize,
     /// The processes this host runs.
     pub mine: Vec<usize>,
+    /// Files the processes write into this directory (the ranks' traces) that the launcher
+    /// gathers: removed before the processes start (no file of an earlier run is sent for a
+    /// rank that never wrote its own), sent back once they have ended.
+    pub gather_dir: Option<Vec<u8>>,
+    /// Names of the files to gather, in `gather_dir`.
+    pub gather: Vec<String>,
 }
 
 /// The writing end of the channel, shared by the threads that report.
@@ -65,6 +71,12 @@ pub fn serve(input: impl Read, output: impl Write + Send + 'static) -> i32 {
             return 1;
         }
     };
+    let gather_dir = job.gather_dir.as_ref().map(|dir| PathBuf::from(OsString::from_vec(dir.clone())));
+    if let Some(dir) = &gather_dir {
+        for name in &job.gather {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
     let host = match Host::start(&job, &out) {
         Ok(host) => host,
         Err((status, message)) => {
@@ -73,7 +85,29 @@ pub fn serve(input: impl Read, output: impl Write + Send + 'static) -> i32 {
         }
     };
     let launcher_stayed = host.relay_until_closed(&mut reader);
-    host.finish(&job, launcher_stayed)
+    let status = host.finish(&job, launcher_stayed);
+    if let Some(dir) = &gather_dir {
+        send_files(dir, &job.gather, &out);
+    }
+    status
+}
+
+/// Sends each file of `names` in `dir` that exists, in chunks, each followed by its end.
+fn send_files(dir: &std::path::Path, names: &[String], out: &Out) {
+    const CHUNK: usize = 1 << 20;
+    for (index, name) in names.iter().enumerate() {
+        let Ok(mut file) = std::fs::File::open(dir.join(name)) else { continue };
+        let mut buffer = vec![0u8; CHUNK];
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => send(out, &Frame::File { file: index as u32, bytes: buffer[..n].to_vec() }),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        send(out, &Frame::FileEnd { file: index as u32 });
+    }
 }
 
 fn read_job(reader: &mut FrameReader<impl Read>) -> Result<AgentJob, String> {

@@ -49,6 +49,11 @@ pub enum Frame {
     /// Agent → launcher: the host's processes could not be started; the launcher's exit status
     /// and the reason.
     Failed { status: u32, message: String },
+    /// Agent → launcher: the next bytes of the file to gather number `file` (an index into the
+    /// job description's list).
+    File { file: u32, bytes: Vec<u8> },
+    /// Agent → launcher: file number `file` is complete.
+    FileEnd { file: u32 },
 }
 
 /// Why a stream could not be read as frames.
@@ -72,6 +77,8 @@ const STDOUT: u8 = 5;
 const STDERR: u8 = 6;
 const EXITED: u8 = 7;
 const FAILED: u8 = 8;
+const FILE: u8 = 9;
+const FILE_END: u8 = 10;
 
 impl Frame {
     /// The frame as bytes: header then payload.
@@ -85,6 +92,8 @@ impl Frame {
             Frame::Output { process, stream: Stream::Stderr, bytes } => (STDERR, *process, Cow::Borrowed(bytes)),
             Frame::Exited { process, ended } => (EXITED, *process, Cow::Owned(encode_ended(*ended).to_vec())),
             Frame::Failed { status, message } => (FAILED, *status, Cow::Borrowed(message.as_bytes())),
+            Frame::File { file, bytes } => (FILE, *file, Cow::Borrowed(bytes)),
+            Frame::FileEnd { file } => (FILE_END, *file, Cow::Borrowed(&[])),
         };
         let len = payload.len();
         let mut out = Vec::with_capacity(HEADER_BYTES + len);
@@ -136,7 +145,7 @@ impl<R: Read> FrameReader<R> {
         }
         let number = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
         let len = u32::from_le_bytes([header[5], header[6], header[7], header[8]]) as usize;
-        if !(JOB..=FAILED).contains(&header[0]) {
+        if !(JOB..=FILE_END).contains(&header[0]) {
             return Err(bad(start, format!("unknown frame kind {} (is the remote shell printing text?)", header[0])));
         }
         if len > MAX_PAYLOAD {
@@ -191,6 +200,8 @@ pub fn decode(kind: u8, number: u32, payload: Vec<u8>) -> Result<Frame, String> 
             Ok(message) => Ok(Frame::Failed { status: number, message }),
             Err(_) => Err("a failure message that is not UTF-8".to_owned()),
         },
+        FILE => Ok(Frame::File { file: number, bytes: payload }),
+        FILE_END => empty(Frame::FileEnd { file: number }, &payload),
         other => Err(format!("unknown frame kind {other} (is the remote shell printing text?)")),
     }
 }
@@ -221,7 +232,7 @@ mod tests {
             (any::<u32>(), bytes.clone()).prop_map(|(process, bytes)| Frame::Pmi { process, bytes }),
             any::<i32>().prop_map(Frame::Signal),
             (any::<u32>(), any::<u32>()).prop_map(|(process, pid)| Frame::Started { process, pid }),
-            (any::<u32>(), any::<bool>(), bytes).prop_map(|(process, err, bytes)| Frame::Output {
+            (any::<u32>(), any::<bool>(), bytes.clone()).prop_map(|(process, err, bytes)| Frame::Output {
                 process,
                 stream: if err { Stream::Stderr } else { Stream::Stdout },
                 bytes
@@ -231,6 +242,8 @@ mod tests {
                 ended: [Ended::Code(value), Ended::Signal(value), Ended::Unknown][tag as usize]
             }),
             (any::<u32>(), ".{0,40}").prop_map(|(status, message)| Frame::Failed { status, message }),
+            (any::<u32>(), bytes).prop_map(|(file, bytes)| Frame::File { file, bytes }),
+            any::<u32>().prop_map(|file| Frame::FileEnd { file }),
         ]
     }
 

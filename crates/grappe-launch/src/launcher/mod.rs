@@ -58,6 +58,9 @@ use supervise::{JobEvent, Supervisor};
 /// How long output forwarding may go on after the last child died (see [`Forwarding::finish`]).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
 
+/// How long the agents may take to send back the files gathered after a job.
+const GATHER_PATIENCE: Duration = Duration::from_secs(120);
+
 /// How ranks map to processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
@@ -104,6 +107,18 @@ pub struct LaunchSpec {
     pub env: Vec<(OsString, OsString)>,
     /// Run the processes on these hosts, through an agent per host; `None`: on this host.
     pub hosts: Option<HostsSpec>,
+    /// Files the ranks write on their hosts that the launcher gathers into one directory after
+    /// the job (with `hosts` only: on this host they are there already).
+    pub gather: Option<GatherSpec>,
+}
+
+/// Per-rank files to gather from the hosts of a job (its traces).
+#[derive(Debug, Clone)]
+pub struct GatherSpec {
+    /// The directory the ranks write into, on every host, and where the launcher puts them.
+    pub dir: PathBuf,
+    /// The name of rank r's file in `dir`.
+    pub file_of_rank: fn(usize) -> String,
 }
 
 impl LaunchSpec {
@@ -121,6 +136,7 @@ impl LaunchSpec {
             forward_signals: false,
             env: Vec::new(),
             hosts: None,
+            gather: None,
         }
     }
 
@@ -203,7 +219,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
     let records = records(&supervisor);
     drop(supervisor);
     server.shutdown();
-    Ok(finish_job(plan, job, &ended, records, failure))
+    Ok(finish_job(spec.gather.is_some(), plan, job, &ended, records, failure))
 }
 
 /// A job whose processes are running.
@@ -288,6 +304,7 @@ fn records(supervisor: &Supervisor<'_>) -> Vec<ProcessRecord> {
 /// Reaps the children (or lets the agents do it), drains their output and removes the job's
 /// leftover shared memory.
 fn finish_job(
+    spec_gathers: bool,
     plan: JobPlan,
     job: StartedJob,
     ended: &[bool],
@@ -303,7 +320,11 @@ fn finish_job(
                 }
             }
         }
-        Members::Hosts(agents) => agents.finish(OUTPUT_DRAIN * 2),
+        // Gathered files come after the processes end: give them time.
+        Members::Hosts(agents) => agents.finish(match spec_gathers {
+            true => GATHER_PATIENCE,
+            false => OUTPUT_DRAIN * 2,
+        }),
     }
     let (stdout, stderr) = job.forwarding.finish(OUTPUT_DRAIN);
     JobOutcome {

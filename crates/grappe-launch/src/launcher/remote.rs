@@ -238,9 +238,15 @@ impl Agent {
                 ]
             })
             .collect();
+        let gather = spec.gather.as_ref().map(|gather| Gathering {
+            dir: gather.dir.clone(),
+            names: gathered_files(spec, plan, &mine),
+            open: None,
+        });
         let channel = HostChannel {
             host,
             name: name.clone(),
+            gather,
             mine: mine.clone(),
             relay_ends: Arc::clone(relay_ends),
             feeds,
@@ -288,7 +294,19 @@ fn describe(spec: &LaunchSpec, plan: &JobPlan, host: &str, mine: &[usize]) -> Ag
         processes: plan.processes,
         ranks_per_process: plan.ranks_per_process,
         mine: mine.to_vec(),
+        gather_dir: spec.gather.as_ref().map(|gather| bytes(gather.dir.as_os_str())),
+        gather: gathered_files(spec, plan, mine),
     }
+}
+
+/// The names of the files to gather from the host running `mine`: those of its ranks.
+fn gathered_files(spec: &LaunchSpec, plan: &JobPlan, mine: &[usize]) -> Vec<String> {
+    let Some(gather) = &spec.gather else { return Vec::new() };
+    let ranks = mine.iter().flat_map(|&process| {
+        let range = plan.ranks_of(process);
+        range.first..range.first + range.count
+    });
+    ranks.map(|rank| (gather.file_of_rank)(rank)).collect()
 }
 
 /// Sends what the PMI server writes for `process` to its agent.
@@ -314,6 +332,40 @@ struct HostChannel {
     events: Sender<JobEvent>,
     reports: Sender<StartReport>,
     exited: Vec<usize>,
+    gather: Option<Gathering>,
+}
+
+/// The files being gathered from one host into the launcher's directory.
+struct Gathering {
+    dir: PathBuf,
+    names: Vec<String>,
+    /// The file being received: its index, and the temporary file that becomes it at its end.
+    open: Option<(u32, PathBuf, std::fs::File)>,
+}
+
+impl Gathering {
+    /// Appends `bytes` to file `file`, written beside its final name until it is complete (the
+    /// directory may be the one the agent reads from, on a shared file system).
+    fn write(&mut self, file: u32, bytes: &[u8], host: &str) -> Result<(), String> {
+        if self.open.as_ref().is_none_or(|(open, _, _)| *open != file) {
+            let name = self.names.get(file as usize).ok_or_else(|| format!("its agent sent unknown file {file}"))?;
+            let part = self.dir.join(format!(".{name}.from-{host}"));
+            std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+            let created = std::fs::File::create(&part).map_err(|e| format!("cannot write {}: {e}", part.display()))?;
+            self.open = Some((file, part, created));
+        }
+        let Some((_, part, open)) = self.open.as_mut() else { return Ok(()) };
+        open.write_all(bytes).map_err(|e| format!("cannot write {}: {e}", part.display()))
+    }
+
+    /// Moves file `file`, complete, to its name.
+    fn end(&mut self, file: u32) -> Result<(), String> {
+        let Some((open, part, _)) = self.open.take() else { return Ok(()) };
+        let name = self.names.get(open as usize).filter(|_| open == file);
+        let Some(name) = name else { return Err(format!("its agent ended file {file} while sending file {open}")) };
+        let target = self.dir.join(name);
+        std::fs::rename(&part, &target).map_err(|e| format!("cannot write {}: {e}", target.display()))
+    }
 }
 
 impl HostChannel {
@@ -371,9 +423,21 @@ impl HostChannel {
             Frame::Failed { status, message } => {
                 let _ = self.reports.send(StartReport::Failed { host: self.host, status, message });
             }
+            Frame::File { file, bytes } => self.gathered(|gather, host| gather.write(file, &bytes, host)),
+            Frame::FileEnd { file } => self.gathered(|gather, _| gather.end(file)),
             Frame::Job(_) | Frame::Signal(_) => return Err("its agent sent a frame meant for agents".to_owned()),
         }
         Ok(())
+    }
+
+    /// Acts on a gathered file; a file that cannot be written is said and left out, the job's
+    /// outcome stays what it was.
+    fn gathered(&mut self, act: impl FnOnce(&mut Gathering, &str) -> Result<(), String>) {
+        let Some(gather) = self.gather.as_mut() else { return };
+        if let Err(why) = act(gather, &self.name) {
+            eprintln!("grappe: host {}: gathering its trace: {why}", self.name);
+            gather.open = None;
+        }
     }
 
     /// `process` if it is one of this host's.

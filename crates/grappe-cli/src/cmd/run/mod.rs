@@ -6,7 +6,7 @@ mod hosts;
 
 use crate::cmd::time::parse_duration;
 use clap::Args;
-use grappe_launch::launcher::{JobFailure, LaunchError, LaunchSpec, Layout, ProcessFailure, launch};
+use grappe_launch::launcher::{GatherSpec, JobFailure, LaunchError, LaunchSpec, Layout, ProcessFailure, launch};
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -98,10 +98,14 @@ impl RunArgs {
         }
         spec.forward_signals = true;
         if let Some(dir) = trace {
-            spec.env.push(("GRAPPE_TRACE".into(), dir.into_os_string()));
+            spec.env.push(("GRAPPE_TRACE".into(), dir.clone().into_os_string()));
+            spec.gather = Some(GatherSpec { dir, file_of_rank: trace_file_name });
         }
         spec.env.extend(self.checkpoint.env());
         spec.hosts = self.hosts.spec()?;
+        if spec.hosts.is_none() {
+            spec.gather = None; // On this host the files are where they belong already.
+        }
         Ok(spec)
     }
 }
@@ -182,6 +186,12 @@ pub fn execute(args: RunArgs) -> i32 {
             }
         }
     }
+}
+
+/// The name of rank `rank`'s trace file.
+fn trace_file_name(rank: usize) -> String {
+    let path = grappe_trace::file_for(std::path::Path::new(""), rank as u32);
+    path.to_string_lossy().into_owned()
 }
 
 /// The host whose loss failed the job, if that is what failed it.
