@@ -4,27 +4,71 @@
 //! Meant for `grappe run` in process and hybrid modes, up to 64 ranks on
 //! two cores.
 //!
-//!     grappe run -n 64 target/release/examples/collectives_check [LOOPS]
+//!     grappe run -n 64 target/release/examples/collectives_check [LOOPS [SEED]]
+//!
+//! With a SEED it then checks random cases drawn from it (every rank draws
+//! the same): the world split into one to four parts by random colours and
+//! keys, and every collective on the part a rank is in, with a random root
+//! and a random count (empty, arena-sized, eager, rendezvous). Across hosts
+//! this puts the members of one communicator on hosts in every mix.
 
 use grappe::{BitXor, Communicator, Max, Sum};
 
 /// Elements per rank: arena-sized, eager-sized, rendezvous-sized.
 const COUNTS: [usize; 3] = [3, 1500, 40_000];
 
+/// Counts a random case draws from.
+const CASE_COUNTS: [usize; 6] = [0, 1, 3, 100, 1500, 40_000];
+
+/// Random cases a seed gives.
+const CASES: u64 = 6;
+
 fn main() {
     let loops: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let seed: Option<u64> = std::env::args().nth(2).and_then(|a| a.parse().ok());
     grappe::run(|world| -> Result<(), String> {
         for count in COUNTS {
-            check_all(world, count).map_err(|e| format!("{count} elements: {e}"))?;
+            check_all(world, count, world.size() / 2).map_err(|e| format!("{count} elements: {e}"))?;
         }
         let half = world.split(Some((world.rank() % 2) as u32), 0).map_err(|e| e.to_string())?.expect("a color");
-        check_all(&half, 100).map_err(|e| format!("on a split: {e}"))?;
+        check_all(&half, 100, half.size() / 2).map_err(|e| format!("on a split: {e}"))?;
+        if let Some(seed) = seed {
+            (0..CASES).try_for_each(|case| random_case(world, seed, case))?;
+        }
         loops_complete(world, loops)?;
         if world.rank() == 0 {
-            println!("collectives passed on {} ranks ({loops} loops)", world.size());
+            let seeded = seed.map_or_else(String::new, |seed| format!(", {CASES} random cases of seed {seed}"));
+            println!("collectives passed on {} ranks ({loops} loops{seeded})", world.size());
         }
         Ok(())
     });
+}
+
+/// A random split of the world and every collective on the part of it
+/// this rank is in, all drawn from `seed` and `case` alone.
+fn random_case(world: &Communicator, seed: u64, case: u64) -> Result<(), String> {
+    let draw = |what: u64, of: u64| mix(mix(seed ^ mix(case + 1)) ^ mix(what + 1)) % of;
+    let parts = 1 + draw(0, 4);
+    let me = world.rank() as u64;
+    let colour = draw(1000 + me, parts) as u32;
+    let key = draw(2000 + me, 1 << 16) as i32;
+    let part = world.split(Some(colour), key).map_err(|e| e.to_string())?.expect("a colour");
+    let count = CASE_COUNTS[draw(3000 + u64::from(colour), CASE_COUNTS.len() as u64) as usize];
+    let root = draw(4000 + u64::from(colour), part.size() as u64) as usize;
+    check_all(&part, count, root).map_err(|e| {
+        format!(
+            "seed {seed} case {case} ({parts} parts, part {colour} of {} ranks, {count} elements, root {root}): {e}",
+            part.size()
+        )
+    })
+}
+
+/// SplitMix64's finaliser: a well-mixed function of `x`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 /// Rank r's element i (small enough that sums over 64 ranks never overflow).
@@ -36,12 +80,11 @@ fn check(ok: bool, what: &str) -> Result<(), String> {
     if ok { Ok(()) } else { Err(format!("{what} gave a wrong result")) }
 }
 
-fn check_all(comm: &Communicator, count: usize) -> Result<(), String> {
+fn check_all(comm: &Communicator, count: usize, root: usize) -> Result<(), String> {
     let e = |e: grappe::Error| e.to_string();
     let (n, me) = (comm.size(), comm.rank());
     let mine: Vec<u64> = (0..count).map(|i| value(me, i)).collect();
     let everyone = |i: usize| (0..n).map(move |r| value(r, i));
-    let root = n / 2;
 
     let mut buf = if me == root { mine.clone() } else { vec![0; count] };
     comm.bcast(&mut buf[..], root).map_err(e)?;

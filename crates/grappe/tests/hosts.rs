@@ -50,6 +50,34 @@ fn collectives_split_across_hosts_give_the_right_results() {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 8, ..Default::default() })]
+
+    /// Random splits of the world with every collective on each part
+    /// (`collectives_check`'s seeded cases), on 2 to 4 hosts of 1 to 4
+    /// ranks, as processes or as processes of two thread ranks: the members
+    /// of a communicator on hosts in every mix.
+    #[test]
+    fn random_splits_across_hosts_give_the_right_results(
+        seed in 0u64..1 << 32,
+        hosts in 2usize..=4,
+        per_host in 1usize..=4,
+        threads in proptest::bool::ANY,
+    ) {
+        let ranks = hosts * per_host;
+        let layout: Vec<String> = match threads && per_host % 2 == 0 {
+            true => vec!["-n".into(), ranks.to_string(), "--threads-per-process".into(), "2".into()],
+            false => vec!["-n".into(), ranks.to_string()],
+        };
+        let layout: Vec<&str> = layout.iter().map(String::as_str).collect();
+        let seed_arg = seed.to_string();
+        let output = across(hosts, grappe_run(&layout, "collectives_check", &["1", &seed_arg]));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let expected = format!("collectives passed on {ranks} ranks (1 loops, 6 random cases of seed {seed})");
+        proptest::prop_assert!(output.status.success() && stdout.contains(&expected), "{}", util::describe(&output));
+    }
+}
+
 #[test]
 fn mpich_hydra_launches_a_job_across_hosts() {
     let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));

@@ -196,8 +196,8 @@ fn hydra_runs_the_suite_and_the_collectives_across_namespaces() {
     let output = run_bounded(cluster.mpiexec(2, 4, &[suite.as_os_str()]), LIMIT);
     passes(&output, "p2p suite passed on 4 ranks");
     let collectives = example("collectives_check");
-    let output = run_bounded(cluster.mpiexec(3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
-    passes(&output, "collectives passed on 6 ranks");
+    let output = run_bounded(cluster.mpiexec(3, 6, &[collectives.as_os_str(), "2".as_ref(), "11".as_ref()]), LIMIT);
+    passes(&output, "collectives passed on 6 ranks (2 loops, 6 random cases of seed 11)");
 }
 
 /// grappe's own launcher across hosts: an agent per host through the
@@ -213,10 +213,10 @@ fn grappe_run_hosts_runs_the_suite_and_the_collectives_across_namespaces() {
     let collectives = example("collectives_check");
     let options = ["-n", "12", "--threads-per-process", "2", "--label"];
     let output = run_bounded(
-        cluster.grappe_run(&cluster.host_list(3), &options, &[collectives.as_os_str(), "2".as_ref()]),
+        cluster.grappe_run(&cluster.host_list(3), &options, &[collectives.as_os_str(), "2".as_ref(), "12".as_ref()]),
         LIMIT,
     );
-    passes(&output, "collectives passed on 12 ranks");
+    passes(&output, "collectives passed on 12 ranks (2 loops, 6 random cases of seed 12)");
     for i in 0..3 {
         assert_eq!(cluster.processes(i).len(), 0, "host {i} kept processes: {:?}", cluster.processes(i));
     }
@@ -279,8 +279,8 @@ fn srun_runs_the_suite_and_the_collectives_across_namespaces() {
     let output = run_bounded(cluster.srun(&conf, 2, 4, &[suite.as_os_str()]), LIMIT);
     passes(&output, "p2p suite passed on 4 ranks");
     let collectives = example("collectives_check");
-    let output = run_bounded(cluster.srun(&conf, 3, 6, &[collectives.as_os_str(), "2".as_ref()]), LIMIT);
-    passes(&output, "collectives passed on 6 ranks");
+    let output = run_bounded(cluster.srun(&conf, 3, 6, &[collectives.as_os_str(), "2".as_ref(), "13".as_ref()]), LIMIT);
+    passes(&output, "collectives passed on 6 ranks (2 loops, 6 random cases of seed 13)");
 
     let output = emulated_hosts(&["slurm-stop", &cluster.name]);
     assert!(output.status.success(), "slurm-stop {}: {}", cluster.name, describe(&output));
