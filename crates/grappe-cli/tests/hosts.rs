@@ -220,9 +220,17 @@ fn a_program_missing_on_a_host_or_an_unreachable_host_is_a_clear_error() {
     assert!(stderr.contains("grappe: host far: ssh: connect to host far port 22: No route to host"), "{stderr}");
     assert!(stderr.contains("grappe: host far: its agent's connection closed"), "{stderr}");
 
+    let output = run_bounded(shell.command(&["-n", "2", "--hosts", "a", "--agent", "/nonexistent/grappe", "p"]), LIMIT);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = stderr_of(&output);
+    assert!(stderr.contains("is /nonexistent/grappe there on that host?"), "{stderr}");
+
     for (args, expected) in [
         (&["-n", "2", "--hosts", "a:x", "p"][..], "--hosts: host entry `a:x`: the slot count is not a number"),
-        (&["-n", "2", "--ppn", "2", "p"], "--ppn, --launcher-exec and --spare-hosts need --hosts or --hostfile"),
+        (
+            &["-n", "2", "--ppn", "2", "p"],
+            "--ppn, --launcher-exec, --agent and --spare-hosts need --hosts or --hostfile",
+        ),
         (&["-n", "2", "--hostfile", "/nonexistent/hosts", "p"], "/nonexistent/hosts"),
     ] {
         let mut command = Command::new(GRAPPE);

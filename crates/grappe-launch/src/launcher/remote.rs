@@ -62,6 +62,8 @@ fn forwarded(key: &[u8]) -> bool {
 /// The agents of a running job.
 pub(super) struct Agents {
     hosts: Vec<Agent>,
+    /// The agent's program on the hosts, for messages.
+    agent: PathBuf,
 }
 
 struct Agent {
@@ -91,7 +93,7 @@ impl Agents {
         let (spec_hosts, host_plan) = hosts;
         let (reports, report_receiver) = channel();
         let relay_ends = Arc::new(relay_ends);
-        let mut agents = Agents { hosts: Vec::new() };
+        let mut agents = Agents { hosts: Vec::new(), agent: spec_hosts.agent.clone() };
         for host in 0..host_plan.names.len() {
             let agent =
                 Agent::start(spec, plan, (spec_hosts, host_plan, host), &relay_ends, events, &reports, forwarding);
@@ -153,7 +155,12 @@ impl Agents {
         let deadline = Instant::now() + Duration::from_millis(500);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = agent.shell.try_wait() {
-                return format!("{message} (the remote shell exited with {status})");
+                // 127: the shell found no such command, the agent's program.
+                let hint = match status.code() {
+                    Some(127) => format!("; is {} there on that host?", self.agent.display()),
+                    _ => String::new(),
+                };
+                return format!("{message} (the remote shell exited with {status}{hint})");
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -32,6 +32,10 @@ pub struct HostArgs {
     /// (`ssh -x` by default; words are split at spaces).
     #[arg(long, value_name = "CMD")]
     launcher_exec: Option<String>,
+
+    /// The grappe executable on the hosts, when it is not at this one's path.
+    #[arg(long, value_name = "PATH")]
+    agent: Option<PathBuf>,
 }
 
 impl HostArgs {
@@ -40,13 +44,21 @@ impl HostArgs {
         let hosts: Vec<HostSlots> = match (&self.hosts, &self.hostfile) {
             (Some(list), _) => parse_host_list(list).map_err(|e| format!("--hosts: {e}"))?,
             (None, Some(file)) => read_hostfile(file).map_err(|e| format!("--hostfile: {e}"))?,
-            (None, None) if self.ppn.is_some() || self.launcher_exec.is_some() || self.spare_hosts.is_some() => {
-                return Err("--ppn, --launcher-exec and --spare-hosts need --hosts or --hostfile".to_owned());
+            (None, None)
+                if self.ppn.is_some()
+                    || self.launcher_exec.is_some()
+                    || self.spare_hosts.is_some()
+                    || self.agent.is_some() =>
+            {
+                return Err("--ppn, --launcher-exec, --agent and --spare-hosts need --hosts or --hostfile".to_owned());
             }
             (None, None) => return Ok(None),
         };
         let mut spec = HostsSpec::new(hosts);
         spec.ppn = self.ppn.map(|ppn| ppn as usize);
+        if let Some(agent) = &self.agent {
+            spec.agent = agent.clone();
+        }
         if let Some(exec) = &self.launcher_exec {
             let words: Vec<OsString> = exec.split_whitespace().map(OsString::from).collect();
             if words.is_empty() {
