@@ -89,6 +89,24 @@ fn processes_run_on_their_hosts_with_labelled_output_and_one_agent_per_host() {
     assert_all_gone(&lines.iter().map(|l| l.pid).collect::<Vec<_>>());
 }
 
+#[test]
+fn this_host_s_agent_starts_without_the_remote_shell_unless_told() {
+    let shell = Shell::new("autofork");
+    let output = run_bounded(shell.command(&["-n", "4", "--hosts", "localhost:2,b:2", &probe_path()]), LIMIT);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert_eq!(ok_count(&output.stdout), 4, "{}", describe(&output));
+    let hosts: Vec<String> = shell.agents().into_iter().map(|(host, _)| host).collect();
+    assert_eq!(hosts, ["b"], "the remote shell was asked for this host");
+
+    let shell = Shell::new("no-autofork");
+    let args = ["-n", "4", "--no-autofork", "--hosts", "localhost:2,b:2", &probe_path()];
+    let output = run_bounded(shell.command(&args), LIMIT);
+    assert!(output.status.success(), "{}", describe(&output));
+    let mut hosts: Vec<String> = shell.agents().into_iter().map(|(host, _)| host).collect();
+    hosts.sort();
+    assert_eq!(hosts, ["b", "localhost"]);
+}
+
 /// The failing process is named with its host: this is where placement shows.
 fn failing_host(args: &[&str], fail: &str) -> String {
     let shell = Shell::new(&format!("place-{fail}"));
@@ -229,7 +247,7 @@ fn a_program_missing_on_a_host_or_an_unreachable_host_is_a_clear_error() {
         (&["-n", "2", "--hosts", "a:x", "p"][..], "--hosts: host entry `a:x`: the slot count is not a number"),
         (
             &["-n", "2", "--ppn", "2", "p"],
-            "--ppn, --launcher-exec, --agent and --spare-hosts need --hosts or --hostfile",
+            "--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts or --hostfile",
         ),
         (&["-n", "2", "--hostfile", "/nonexistent/hosts", "p"], "/nonexistent/hosts"),
     ] {

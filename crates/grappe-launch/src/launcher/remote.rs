@@ -38,6 +38,9 @@ pub struct HostsSpec {
     /// The `grappe` executable to run as the agent, at the same path on every host: this one by
     /// default.
     pub agent: PathBuf,
+    /// Start the agent of this host itself (named as `localhost` or by its host name) without
+    /// the remote shell, as hydra does (its `HYDRA_LAUNCHER_AUTOFORK`); true by default.
+    pub fork_local: bool,
 }
 
 impl HostsSpec {
@@ -48,6 +51,7 @@ impl HostsSpec {
             ppn: None,
             launcher_exec: vec!["ssh".into(), "-x".into()],
             agent: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("grappe")),
+            fork_local: true,
         }
     }
 }
@@ -216,12 +220,12 @@ impl Agent {
         let name = &host_plan.names[host];
         let mine = host_plan.processes[host].clone();
         let setup = |what| LaunchError::setup(what);
-        let mut shell = spawn_remote_shell(&spec_hosts.launcher_exec, name, &spec_hosts.agent).map_err(|source| {
-            LaunchError::Host {
-                host: name.clone(),
-                status: 1,
-                message: format!("cannot start the remote shell: {source}"),
-            }
+        let local = spec_hosts.fork_local && is_this_host(name);
+        let exec: &[OsString] = if local { &[] } else { &spec_hosts.launcher_exec };
+        let mut shell = spawn_remote_shell(exec, name, &spec_hosts.agent).map_err(|source| LaunchError::Host {
+            host: name.clone(),
+            status: 1,
+            message: format!("cannot start the remote shell: {source}"),
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (shell.stdin.take(), shell.stdout.take(), shell.stderr.take())
         else {
@@ -455,6 +459,15 @@ impl HostChannel {
             false => Err(format!("its agent spoke for process {process}, which runs elsewhere")),
         }
     }
+}
+
+/// Whether `name` names the host this launcher runs on: `localhost`, or its host name (whole
+/// or up to the first dot).
+fn is_this_host(name: &str) -> bool {
+    let own = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let own = own.trim();
+    let short = |host: &str| host.split('.').next().unwrap_or(host).to_owned();
+    name == "localhost" || (!own.is_empty() && (name == own || short(name) == short(own)))
 }
 
 fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

@@ -70,20 +70,18 @@ fn keep_across_exec(fd: RawFd) -> std::io::Result<()> {
 
 /// Starts the remote shell that runs `host`'s agent: `exec... HOST AGENT agent`, its standard
 /// streams piped, in its own process group, killed if the launcher dies (so that the agent sees
-/// its input close and stops the host's processes).
+/// its input close and stops the host's processes). With no shell (`exec` empty), the agent of
+/// this very host, it is started directly.
 pub(super) fn spawn_remote_shell(exec: &[OsString], host: &str, agent: &std::path::Path) -> std::io::Result<Child> {
-    let (shell, shell_args) =
-        exec.split_first().ok_or_else(|| std::io::Error::other("the remote shell command is empty"))?;
-    let mut command = Command::new(shell);
-    command
-        .args(shell_args)
-        .arg(host)
-        .arg(agent)
-        .arg("agent")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let mut command = match exec.split_first() {
+        Some((shell, shell_args)) => {
+            let mut command = Command::new(shell);
+            command.args(shell_args).arg(host).arg(agent);
+            command
+        }
+        None => Command::new(agent),
+    };
+    command.arg("agent").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     // SAFETY: `die_with_launcher` runs in the forked child before exec and calls only prctl,
     // which is async-signal-safe, and allocates nothing.
     unsafe {

@@ -36,6 +36,12 @@ pub struct HostArgs {
     /// The grappe executable on the hosts, when it is not at this one's path.
     #[arg(long, value_name = "PATH")]
     agent: Option<PathBuf>,
+
+    /// Start this host's agent through the remote shell too. By default,
+    /// as hydra does, a host named `localhost` or by this host's name gets
+    /// its agent started directly.
+    #[arg(long)]
+    no_autofork: bool,
 }
 
 impl HostArgs {
@@ -48,9 +54,13 @@ impl HostArgs {
                 if self.ppn.is_some()
                     || self.launcher_exec.is_some()
                     || self.spare_hosts.is_some()
-                    || self.agent.is_some() =>
+                    || self.agent.is_some()
+                    || self.no_autofork =>
             {
-                return Err("--ppn, --launcher-exec, --agent and --spare-hosts need --hosts or --hostfile".to_owned());
+                return Err(
+                    "--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts or --hostfile"
+                        .to_owned(),
+                );
             }
             (None, None) => return Ok(None),
         };
@@ -59,6 +69,7 @@ impl HostArgs {
         if let Some(agent) = &self.agent {
             spec.agent = agent.clone();
         }
+        spec.fork_local = !self.no_autofork;
         if let Some(exec) = &self.launcher_exec {
             let words: Vec<OsString> = exec.split_whitespace().map(OsString::from).collect();
             if words.is_empty() {
