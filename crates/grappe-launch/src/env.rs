@@ -79,6 +79,12 @@ pub const GRAPPE_JOB_ID: &str = "GRAPPE_JOB_ID";
 /// processes started by hydra or Slurm get.
 pub const GRAPPE_RANKS_PER_PROCESS: &str = "GRAPPE_RANKS_PER_PROCESS";
 
+/// The key under which each process of a job leaves the process manager, at its PMI finalize, the
+/// run time of its slowest rank: `grappe-run-time-ns-P` for process P, in nanoseconds from the end
+/// of the rank's start-up to the start of its finalize. `grappe run --report-time` prints the
+/// job's (the largest).
+pub const RUN_TIME_KEY: &str = "grappe-run-time-ns-";
+
 /// Set by Slurm in every task: the allocation's job id. Used only to detect Slurm.
 pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
 

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -154,11 +154,12 @@ impl Runtime {
             Err(e) => return Err(RankFailure::Start(StartError::Connect { rank, source: e.into() })),
         };
         let ctx = Rc::new(RankContext::with_job_control(engine, self.end.clone()));
-        let started = Rank { rank, world: Communicator::world(ctx.clone()), ctx };
+        let mut started = Rank { rank, world: Communicator::world(ctx.clone()), ctx, started: Instant::now() };
         crate::tracing::start_recorder(job, rank, &self.plan, &started.world).map_err(RankFailure::Start)?;
         if let Err(e) = crate::tracing::begin(job, &started.world) {
             return Err(started.fail(self, &format!("start of tracing: {e}")));
         }
+        started.started = Instant::now();
         Ok(started)
     }
 
@@ -181,9 +182,15 @@ impl Runtime {
     }
 
     /// Ends a process whose ranks have all ended and none failed: tells
-    /// the process manager.
+    /// the process manager, leaving it the run time of this process's
+    /// slowest rank (`RUN_TIME_KEY`-P, nanoseconds; `grappe run
+    /// --report-time` prints the job's).
     pub fn finalize(self) -> Result<(), PmiError> {
-        self.end.pmi().finalize()
+        let mut pmi = self.end.pmi();
+        let longest = self.end.longest_run_ns.load(Ordering::Acquire);
+        let process = pmi.rank();
+        pmi.put(&format!("{}{process}", grappe_launch::env::RUN_TIME_KEY), &longest.to_string())?;
+        pmi.finalize()
     }
 
     /// Ends a process one of whose ranks failed (see [`RankFailure::Handled`]):
@@ -210,6 +217,8 @@ pub struct Rank {
     rank: usize,
     ctx: Rc<RankContext>,
     world: Communicator,
+    /// The end of its start-up (tracing begun): where its run time starts.
+    started: Instant,
 }
 
 impl Rank {
@@ -227,7 +236,12 @@ impl Rank {
     /// (second clock-sampling phase), then it waits for every other rank,
     /// so that no process exits while a peer still reads its memory. A
     /// failure there is handled as [`fail`](Self::fail) does.
+    ///
+    /// Its run time, from the end of its start-up to here (the start of
+    /// finalize), is counted for [`Runtime::finalize`].
     pub fn finish(self, runtime: &Runtime) -> Result<(), RankFailure> {
+        let ran = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        runtime.end.longest_run_ns.fetch_max(ran, Ordering::AcqRel);
         match self.finalize(runtime) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.fail(runtime, &format!("finalize: {e}"))),
@@ -287,6 +301,9 @@ struct JobEnd {
     caused: AtomicBool,
     /// When the process ends, once a rank failed.
     deadline: OnceLock<Instant>,
+    /// The longest run time of a rank of this process that finished, in
+    /// nanoseconds (see [`Rank::finish`]).
+    longest_run_ns: AtomicU64,
 }
 
 impl JobEnd {
@@ -297,6 +314,7 @@ impl JobEnd {
             failing: AtomicBool::new(false),
             caused: AtomicBool::new(false),
             deadline: OnceLock::new(),
+            longest_run_ns: AtomicU64::new(0),
         }
     }
 

@@ -218,8 +218,17 @@ pub fn launch(spec: &LaunchSpec) -> Result<JobOutcome, LaunchError> {
     let ended = std::mem::take(&mut supervisor.ended);
     let records = records(&supervisor);
     drop(supervisor);
+    let run_time = run_time(&server, plan.processes);
     server.shutdown();
-    Ok(finish_job(spec.gather.is_some(), plan, job, &ended, records, failure))
+    let mut outcome = finish_job(spec.gather.is_some(), plan, job, &ended, records, failure);
+    outcome.run_time = run_time;
+    Ok(outcome)
+}
+
+/// The largest run time the processes reported, if every one did.
+fn run_time(server: &PmiServer, processes: usize) -> Option<Duration> {
+    let each = (0..processes).map(|p| server.value(&format!("{}{p}", crate::env::RUN_TIME_KEY))?.parse::<u64>().ok());
+    each.collect::<Option<Vec<u64>>>()?.into_iter().max().map(Duration::from_nanos)
 }
 
 /// A job whose processes are running.
@@ -334,6 +343,7 @@ fn finish_job(
         failure,
         stdout,
         stderr,
+        run_time: None,
     }
 }
 

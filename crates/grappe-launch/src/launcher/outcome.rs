@@ -195,6 +195,10 @@ pub struct JobOutcome {
     pub stderr: Vec<u8>,
     /// Shared-memory files of the job that were left and have been removed.
     pub removed_shm_files: Vec<PathBuf>,
+    /// The job's run time: its slowest rank's, from the end of its start-up to the start of its
+    /// finalize, as the processes reported it at their PMI finalize (see
+    /// [`crate::env::RUN_TIME_KEY`]); `None` unless every process did.
+    pub run_time: Option<Duration>,
 }
 
 impl JobOutcome {

@@ -105,6 +105,11 @@ impl PmiServer {
         self.shared.lock().finalized.get(process).copied().unwrap_or(false)
     }
 
+    /// The value a process put under `key`, if any.
+    pub fn value(&self, key: &str) -> Option<String> {
+        self.shared.lock().store.get(key).cloned()
+    }
+
     /// Stops serving: releases barrier waiters, closes every connection, joins the threads.
     pub fn shutdown(self) {
         self.shared.lock().stopping = true;

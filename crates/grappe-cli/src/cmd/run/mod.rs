@@ -62,6 +62,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     trace: Option<std::path::PathBuf>,
 
+    /// Print the job's run time on stderr at its end, as `run time: X s`:
+    /// its slowest rank's, from the end of the rank's start-up to the
+    /// start of its finalize (so neither start-up nor clock sampling nor
+    /// the end of a trace counts), traced or not.
+    #[arg(long)]
+    report_time: bool,
+
     #[command(flatten)]
     checkpoint: checkpoint::CheckpointArgs,
 
@@ -114,6 +121,7 @@ impl RunArgs {
 /// grappe's exit status.
 pub fn execute(args: RunArgs) -> i32 {
     let trace = args.trace.clone();
+    let report_time = args.report_time;
     // A rerun into the same directory replaces the earlier run's traces,
     // including those of ranks this run does not have.
     if let Some(Err(e)) = trace.as_deref().map(grappe_trace::remove_rank_files) {
@@ -164,6 +172,9 @@ pub fn execute(args: RunArgs) -> i32 {
                 }
                 if let Some(dir) = trace {
                     say_where_the_trace_is(&dir, outcome.failure.is_some());
+                }
+                if let (true, Some(run_time)) = (report_time, outcome.run_time) {
+                    eprintln!("run time: {:.6} s", run_time.as_secs_f64());
                 }
                 return outcome.exit_code();
             }
