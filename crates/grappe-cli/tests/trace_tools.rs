@@ -322,7 +322,7 @@ fn check_names_a_cut_merged_file_and_the_events_a_full_buffer_dropped() {
     assert!(said.contains("  - the merged file: file cut at offset "), "{said}");
 
     let full = dir.join("full");
-    let config = RecorderConfig { dir: full.clone(), policy: FlushPolicy::End, buffer_events: 16 };
+    let config = RecorderConfig { dir: full.clone(), policy: FlushPolicy::End, buffer_events: 16, extra_cost_ns: 0 };
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "drops".into(), thread: None };
     let mut recorder = Recorder::create(&config, who, None).unwrap();
     for _ in 0..40 {

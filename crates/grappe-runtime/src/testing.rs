@@ -36,6 +36,7 @@ where
             dir: dir.to_owned(),
             policy: grappe_trace::FlushPolicy::Full,
             buffer_events: 65536,
+            extra_cost_ns: 0,
         },
         after_phase: true,
         points: 5,

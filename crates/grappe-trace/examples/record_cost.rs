@@ -21,7 +21,7 @@ fn main() {
         // Policy `end` keeps everything in memory: its buffer holds every
         // batch, so that no event is dropped (a drop costs less).
         let buffer_events = if policy == FlushPolicy::End { per_batch * batches } else { 65536 };
-        let config = RecorderConfig { dir: dir.join(name), policy, buffer_events };
+        let config = RecorderConfig { dir: dir.join(name), policy, buffer_events, extra_cost_ns: 0 };
         let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into(), thread: None };
         let mut rec = Recorder::create(&config, who, None).expect("a recorder");
         let mut per_event: Vec<f64> = (0..batches).map(|_| batch(&mut rec, per_batch)).collect();
@@ -50,6 +50,7 @@ fn floors(per_batch: usize, batches: usize) {
         dir: std::env::temp_dir().join(format!("grappe-record-cost-floor-{}", std::process::id())),
         policy: FlushPolicy::End,
         buffer_events: per_batch * batches,
+        extra_cost_ns: 0,
     };
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "record-cost".into(), thread: None };
     let mut rec = Recorder::create(&config, who, None).expect("a recorder");

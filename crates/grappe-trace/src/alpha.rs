@@ -70,6 +70,17 @@ pub fn calibrate(clock: TraceClock) -> [u32; 32] {
     alpha
 }
 
+/// `alpha` with `extra_ns` more for every kind (the busy wait of
+/// `GRAPPE_TRACE_EXTRA_COST_NS`, spent when each event is recorded). A
+/// flush's α, its own measured duration, is not in the table.
+pub fn with_extra_cost(mut alpha: [u32; 32], extra_ns: u32) -> [u32; 32] {
+    for kind in EventKind::ALL {
+        let slot = &mut alpha[kind.id() as usize];
+        *slot = slot.saturating_add(extra_ns);
+    }
+    alpha
+}
+
 /// What recording adds to the runtime's calls, measured in place (ns per
 /// call), in three groups that record differently: a non-blocking call
 /// records a request besides, and a probe that finds nothing is short

@@ -75,12 +75,17 @@ pub struct RecorderConfig {
     pub policy: FlushPolicy,
     /// Events per buffer.
     pub buffer_events: usize,
+    /// A busy wait of this many nanoseconds added to the recording of
+    /// every event and counted in its α (`GRAPPE_TRACE_EXTRA_COST_NS`):
+    /// heavy instrumentation emulated, to try probe-effect compensation on.
+    pub extra_cost_ns: u32,
 }
 
 impl RecorderConfig {
     /// From the environment: `GRAPPE_TRACE=DIR` turns tracing on;
     /// `GRAPPE_TRACE_FLUSH=end|full|thread` (default `full`);
-    /// `GRAPPE_TRACE_BUFFER=EVENTS` (default 65536, 3.5 MiB per rank).
+    /// `GRAPPE_TRACE_BUFFER=EVENTS` (default 65536, 3.5 MiB per rank);
+    /// `GRAPPE_TRACE_EXTRA_COST_NS=N` (default 0, at most a second).
     pub fn from_env() -> Result<Option<RecorderConfig>, SettingError> {
         RecorderConfig::from_vars(Vars::process())
     }
@@ -95,7 +100,12 @@ impl RecorderConfig {
             let expected = format!("at least {MIN_BUFFER_EVENTS} events (a buffer's smallest size)");
             return Err(SettingError::new("GRAPPE_TRACE_BUFFER", buffer_events.to_string(), expected));
         }
-        Ok(Some(RecorderConfig { dir, policy, buffer_events }))
+        let extra_cost_ns: u32 = vars.number("GRAPPE_TRACE_EXTRA_COST_NS", 0, "nanoseconds (0 to 1000000000)")?;
+        if extra_cost_ns > 1_000_000_000 {
+            let expected = "nanoseconds (0 to 1000000000)";
+            return Err(SettingError::new("GRAPPE_TRACE_EXTRA_COST_NS", extra_cost_ns.to_string(), expected));
+        }
+        Ok(Some(RecorderConfig { dir, policy, buffer_events, extra_cost_ns }))
     }
 }
 
@@ -152,6 +162,8 @@ pub struct Recorder {
     next_request: u64,
     codec: Codec,
     footer: Footer,
+    /// See [`RecorderConfig::extra_cost_ns`].
+    extra_cost_ns: u32,
 }
 
 /// What turns raw records into encoded ones (shared with the writer thread).
@@ -233,7 +245,8 @@ impl Recorder {
         std::fs::create_dir_all(&config.dir)?;
         let clock = TraceClock::shared();
         let loop_alpha = alpha::calibrate(clock);
-        let alpha = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
+        let measured = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
+        let alpha = alpha::with_extra_cost(measured, config.extra_cost_ns);
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
         let codec = Codec { rank: who.rank, clock, alpha, time_map, last_simulated_start: Cell::new(0) };
@@ -241,7 +254,10 @@ impl Recorder {
             FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
             _ => Sink::File(writer),
         };
-        Ok(Recorder::assemble(who.rank, who.world_size, config.buffer_events, config.policy, sink, codec))
+        let mut recorder =
+            Recorder::assemble(who.rank, who.world_size, config.buffer_events, config.policy, sink, codec);
+        recorder.extra_cost_ns = config.extra_cost_ns;
+        Ok(recorder)
     }
 
     /// A recorder that writes nothing: its events stay in a buffer of
@@ -283,6 +299,7 @@ impl Recorder {
             next_request: 0,
             codec,
             footer: Footer::default(),
+            extra_cost_ns: 0,
         }
     }
 
@@ -314,6 +331,9 @@ impl Recorder {
     /// filled it, so that dates stay in order in the file).
     #[inline]
     pub fn record(&mut self, raw: RawEvent) {
+        if self.extra_cost_ns > 0 {
+            self.spend_extra_cost(1);
+        }
         if self.buf.len() < self.capacity {
             prefetch_for_write(self.buf.as_ptr().wrapping_add(self.buf.len() + PREFETCH_AHEAD));
             self.buf.push(raw);
@@ -330,6 +350,9 @@ impl Recorder {
     /// there would be dated after their start yet written before the
     /// second, and the file would go back in time.
     pub fn record_pair(&mut self, first: RawEvent, second: RawEvent) {
+        if self.extra_cost_ns > 0 {
+            self.spend_extra_cost(2);
+        }
         if self.buf.len() + 2 <= self.capacity {
             prefetch_for_write(self.buf.as_ptr().wrapping_add(self.buf.len() + PREFETCH_AHEAD));
             self.buf.push(first);
@@ -471,6 +494,17 @@ impl Recorder {
         }
     }
 
+    /// The emulated instrumentation cost of `events` events: a busy wait
+    /// (a sleep would let the core go, which heavy instrumentation does not).
+    #[cold]
+    fn spend_extra_cost(&self, events: u32) {
+        let until = std::time::Instant::now()
+            + std::time::Duration::from_nanos(u64::from(self.extra_cost_ns) * u64::from(events));
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
     /// Measures α again, at the end of the run, for the footer: the
     /// recorder's own loops, and `calls` (what recording added to the
     /// runtime's calls, measured in place as at the start) for the calls.
@@ -478,8 +512,8 @@ impl Recorder {
     /// event is recorded.
     pub fn calibrate_after(&mut self, calls: Option<CallCosts>) {
         let loop_alpha = alpha::calibrate(self.clock);
-        self.footer.alpha_after =
-            Some(calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls)));
+        let measured = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
+        self.footer.alpha_after = Some(alpha::with_extra_cost(measured, self.extra_cost_ns));
     }
 
     /// Writes everything left and the footer; the file is then complete.

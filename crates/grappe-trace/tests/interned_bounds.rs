@@ -16,7 +16,7 @@ use grappe_trace::{
 /// A trace of one event in `dir`, which `make` builds with the recorder's
 /// own ids (the recorder keeps its strings apart from the process's tables).
 fn trace_of(dir: PathBuf, make: impl FnOnce(&mut Recorder) -> RawEvent) -> PathBuf {
-    let config = RecorderConfig { dir: dir.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
+    let config = RecorderConfig { dir: dir.clone(), policy: FlushPolicy::Full, buffer_events: 16, extra_cost_ns: 0 };
     let mut rec = Recorder::create(
         &config,
         Identity { rank: 0, world_size: 2, process_ranks: vec![0], job: "test".into(), thread: None },

@@ -19,7 +19,7 @@ fn dir(name: &str) -> grappe_testkit::Scratch {
 }
 
 fn recorder(dir: &Path, policy: FlushPolicy, buffer_events: usize) -> Recorder {
-    let config = RecorderConfig { dir: dir.to_owned(), policy, buffer_events };
+    let config = RecorderConfig { dir: dir.to_owned(), policy, buffer_events, extra_cost_ns: 0 };
     Recorder::create(
         &config,
         Identity { rank: 3, world_size: 8, process_ranks: vec![3], job: "test".into(), thread: None },
@@ -558,7 +558,7 @@ fn a_trace_directory_that_is_a_file_is_named_as_such() {
     std::fs::create_dir_all(&d).unwrap();
     let file = d.join("rank-00000.gtrace");
     std::fs::write(&file, "").unwrap();
-    let config = RecorderConfig { dir: file.clone(), policy: FlushPolicy::Full, buffer_events: 16 };
+    let config = RecorderConfig { dir: file.clone(), policy: FlushPolicy::Full, buffer_events: 16, extra_cost_ns: 0 };
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "test".into(), thread: None };
     let err = Recorder::create(&config, who, None).err().expect("a file is no trace directory");
     assert_eq!(err.to_string(), format!("{} is a file, not a directory", file.display()));
@@ -585,7 +585,8 @@ impl grappe_trace::TimeMap for Noisy {
 #[test]
 fn a_noisy_simulated_clock_keeps_each_rank_s_records_in_order() {
     let d = dir("noisy-clock");
-    let config = RecorderConfig { dir: d.to_path_buf(), policy: FlushPolicy::Full, buffer_events: 64 };
+    let config =
+        RecorderConfig { dir: d.to_path_buf(), policy: FlushPolicy::Full, buffer_events: 64, extra_cost_ns: 0 };
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "noisy".into(), thread: None };
     let mut recorder = Recorder::create(&config, who, Some(std::sync::Arc::new(Noisy))).unwrap();
     for _ in 0..1000 {

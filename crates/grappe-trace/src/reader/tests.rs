@@ -16,7 +16,8 @@ use crate::{Body, Event, FlushPolicy, Identity, Recorder, RecorderConfig, file_f
 /// flushed every `buffer` events.
 fn written(test: &str, events: usize, buffer: usize, name: &str) -> Vec<u8> {
     let dir = grappe_testkit::scratch(&format!("reader-{test}"));
-    let config = RecorderConfig { dir: dir.to_path_buf(), policy: FlushPolicy::Full, buffer_events: buffer };
+    let config =
+        RecorderConfig { dir: dir.to_path_buf(), policy: FlushPolicy::Full, buffer_events: buffer, extra_cost_ns: 0 };
     let who = Identity { rank: 0, world_size: 1, process_ranks: vec![0], job: "cut".into(), thread: None };
     let mut rec = Recorder::create(&config, who, None).unwrap();
     for _ in 0..events {
