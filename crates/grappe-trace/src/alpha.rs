@@ -70,11 +70,13 @@ pub fn calibrate(clock: TraceClock) -> [u32; 32] {
     alpha
 }
 
-/// `alpha` with `extra_ns` more for every kind (the busy wait of
-/// `GRAPPE_TRACE_EXTRA_COST_NS`, spent when each event is recorded). A
-/// flush's α, its own measured duration, is not in the table.
+/// `alpha` with `extra_ns` more for every kind the program's calls and
+/// events record (the busy wait of `GRAPPE_TRACE_EXTRA_COST_NS`, spent when
+/// each is recorded); a flush's events, which the recorder writes itself,
+/// cost no more.
 pub fn with_extra_cost(mut alpha: [u32; 32], extra_ns: u32) -> [u32; 32] {
-    for kind in EventKind::ALL {
+    let flush = |kind: &EventKind| matches!(kind, EventKind::FlushBegin | EventKind::FlushEnd);
+    for kind in EventKind::ALL.iter().filter(|kind| !flush(kind)) {
         let slot = &mut alpha[kind.id() as usize];
         *slot = slot.saturating_add(extra_ns);
     }
