@@ -32,6 +32,13 @@ pub enum LinkError {
         /// The record the peer was sending when it closed, if it had begun one.
         cut: Option<Cut>,
     },
+    /// The connection was cut on purpose by a [`Cutter`](crate::Cutter),
+    /// to emulate a network that fails.
+    #[error("the connection to {peer} was cut by fault injection")]
+    Severed {
+        /// The peer.
+        peer: SocketAddr,
+    },
     /// The peer sent bytes that are not a frame.
     #[error("peer {peer} sent a bad frame at stream offset {offset}: {detail}")]
     Frame {

@@ -13,7 +13,10 @@
 //! * [`Listener`] and [`connect`]: connection set-up, in which both sides
 //!   prove that they hold the job's [`Secret`];
 //! * [`Watch`]: a thread that turns socket readiness into a callback, so a
-//!   rank asleep on its futex wakes when a socket has data.
+//!   rank asleep on its futex wakes when a socket has data;
+//! * [`shape`]: a slower network emulated inside a link (added latency, a
+//!   rate cap), and [`Cutter`], a network failure emulated by cutting a
+//!   link's connection.
 //!
 //! A record is protocol words ([`Meta`]) that the link never interprets and
 //! a payload of bytes, as in the shared-memory mailboxes.
@@ -24,13 +27,15 @@ pub mod error;
 pub mod frame;
 pub mod inbound;
 mod link;
+pub mod shape;
 mod split;
 mod watch;
 
 pub use auth::{Hello, Listener, Secret, connect};
 pub use error::{Cut, LinkError, Phase, SecretError};
 pub use frame::{FrameError, FrameHeader, HEADER_BYTES, decode_header, encode_header};
-pub use link::{Incoming, Link};
+pub use link::{Cutter, Incoming, Link};
+pub use shape::Shaping;
 pub use split::{LinkIn, LinkOut, Received};
 pub use watch::{Interest, ReadyFn, STOP_TOKEN, Watch};
 

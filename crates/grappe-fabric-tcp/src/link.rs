@@ -6,19 +6,28 @@
 //! waits in a backlog that later pushes and [`Link::flush`] write first, so
 //! records leave in order. A backlog past [`BACKLOG_LIMIT`] makes pushes
 //! refuse, as a full mailbox does, until the peer reads.
+//!
+//! A link may emulate a slower network ([`Link::shape`], see
+//! [`crate::shape`]) and may be cut from outside ([`Link::cutter`]), as a
+//! failing network would: both are for tests and for users who need a
+//! worse network than theirs. An unshaped link pays one branch per push
+//! and per flush for them.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, setsockopt, sockopt};
 
-use crate::error::LinkError;
-use crate::frame::{FrameHeader, encode_header};
+use crate::error::{Cut, LinkError};
+use crate::frame::{FrameHeader, HEADER_BYTES, encode_header};
 use crate::inbound::Inbound;
+use crate::shape::{Shaper, Shaping};
 use crate::{BACKLOG_LIMIT, MAX_PAYLOAD, Meta};
 
 /// Socket buffer sizes asked for (the kernel may grant less: it caps them
@@ -38,12 +47,64 @@ const MAX_PIECES: usize = 4;
 /// until [`Link::flush`] says the backlog is empty first.
 #[derive(Debug)]
 pub struct Link {
-    stream: TcpStream,
+    /// Shared with nobody but a [`Cutter`]'s weak reference.
+    stream: Arc<TcpStream>,
     peer: SocketAddr,
-    /// Frame bytes the socket has not taken yet, in stream order.
+    /// Frame bytes the socket has not taken yet, in stream order; on a
+    /// shaped link, its last [`Shaper::held_bytes`] are not released yet.
     backlog: VecDeque<u8>,
     inbound: Inbound,
     scratch: Vec<u8>,
+    /// Set by [`Link::shape`]: the link emulates a slower network.
+    shaper: Option<Box<Shaper>>,
+    /// Set once a [`Cutter`] exists.
+    severance: Option<Arc<Severance>>,
+}
+
+/// What a link, its halves once split, and its cutter share.
+#[derive(Debug)]
+struct Severance {
+    /// True once the cutter cut the connection.
+    cut: AtomicBool,
+    /// The sockets of the link and of its halves: the cutter shuts down
+    /// one that is still open, but does not keep them open (a link
+    /// dropped closes its connection as usual).
+    sockets: Mutex<Vec<Weak<TcpStream>>>,
+}
+
+/// Cuts a link's connection from outside the link, as a failing network
+/// would: both directions are shut down, so the link's owner reads the end
+/// of the stream and fails to write ([`LinkError::Severed`] on both), and
+/// the peer reads the end of the stream.
+///
+/// A cutter does not keep the connection open: once the link (both
+/// halves, if split) is dropped, there is nothing to cut.
+#[derive(Debug)]
+pub struct Cutter {
+    severance: Arc<Severance>,
+    peer: SocketAddr,
+}
+
+impl Cutter {
+    /// Shuts the connection down both ways. Cutting a connection that is
+    /// closed already does nothing.
+    pub fn cut(&self) -> Result<(), LinkError> {
+        self.severance.cut.store(true, Ordering::SeqCst);
+        let sockets = self.severance.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+        // Any of the descriptors shuts the one connection down.
+        let Some(socket) = sockets.iter().find_map(Weak::upgrade) else { return Ok(()) };
+        match socket.shutdown(Shutdown::Both) {
+            Err(e) if e.kind() != io::ErrorKind::NotConnected => {
+                Err(LinkError::Io { op: "cut the connection to", addr: self.peer, source: e })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The peer of the link this cuts.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
 }
 
 /// A record at the head of a link's inbound stream, borrowed until
@@ -90,7 +151,63 @@ impl Link {
         stream.set_nodelay(true).map_err(configure)?;
         setsockopt(&stream, sockopt::SndBuf, &SOCKET_BUFFER_BYTES).map_err(|e| configure(e.into()))?;
         setsockopt(&stream, sockopt::RcvBuf, &SOCKET_BUFFER_BYTES).map_err(|e| configure(e.into()))?;
-        Ok(Link { stream, peer, backlog: VecDeque::new(), inbound: Inbound::new(), scratch: Vec::new() })
+        Ok(Link {
+            stream: Arc::new(stream),
+            peer,
+            backlog: VecDeque::new(),
+            inbound: Inbound::new(),
+            scratch: Vec::new(),
+            shaper: None,
+            severance: None,
+        })
+    }
+
+    /// Makes the link emulate a slower network from now on (see
+    /// [`crate::shape`]): every frame pushed is held until the emulated
+    /// line has carried it and `shaping.delay` has passed, then handed to
+    /// the socket by [`Link::flush`]. Held frames count
+    /// in [`Link::backlog_bytes`] and against [`BACKLOG_LIMIT`], as bytes
+    /// waiting in a slow network's queues do. Watch
+    /// [`Link::release_timer_fd`] to flush when a frame is due. Shaping a
+    /// shaped link changes the shaping of the frames pushed from then on.
+    pub fn shape(&mut self, shaping: Shaping) -> Result<(), LinkError> {
+        match &mut self.shaper {
+            Some(shaper) => shaper.set_shaping(shaping),
+            None => {
+                let shaper = Shaper::new(shaping).map_err(|errno| LinkError::Io {
+                    op: "create the release timer of the link to",
+                    addr: self.peer,
+                    source: errno.into(),
+                })?;
+                self.shaper = Some(Box::new(shaper));
+            }
+        }
+        Ok(())
+    }
+
+    /// The timer of a shaped link, readable while a held frame is due and
+    /// not released by [`Link::flush`]: watch it (with
+    /// [`Interest::ReadableOnce`](crate::Interest::ReadableOnce), armed
+    /// before sleeping) to flush then. `None` for a link that is not shaped.
+    pub fn release_timer_fd(&self) -> Option<RawFd> {
+        self.shaper.as_ref().map(|shaper| shaper.timer_fd())
+    }
+
+    /// Stops shaping, closing the release timer; frames still held stay
+    /// in the backlog, released. For a link that broke.
+    pub(crate) fn stop_shaping(&mut self) {
+        self.shaper = None;
+    }
+
+    /// A [`Cutter`] of this link's connection. Make it before
+    /// [`Link::split`], so that both halves know a cut from a peer's
+    /// close.
+    pub fn cutter(&mut self) -> Cutter {
+        let stream = &self.stream;
+        let severance = self.severance.get_or_insert_with(|| {
+            Arc::new(Severance { cut: AtomicBool::new(false), sockets: Mutex::new(vec![Arc::downgrade(stream)]) })
+        });
+        Cutter { severance: severance.clone(), peer: self.peer }
     }
 
     /// Appends a record. Writes straight to the socket (one writev of
@@ -129,19 +246,19 @@ impl Link {
     /// Writes what the socket takes of the backlog; `Ok(true)` when the
     /// backlog is empty.
     pub fn flush(&mut self) -> Result<bool, LinkError> {
-        while !self.backlog.is_empty() {
-            let (front, back) = self.backlog.as_slices();
-            let queued = front.len() + back.len();
-            let written = self.send(&[front, back])?;
-            self.backlog.drain(..written);
-            if written < queued {
-                break;
+        let released = match &mut self.shaper {
+            None => self.backlog.len(),
+            Some(shaper) => {
+                shaper.release_due(Instant::now()).map_err(|errno| timer_error(self.peer, errno))?;
+                self.backlog.len() - shaper.held_bytes()
             }
-        }
+        };
+        self.write_backlog(released)?;
         Ok(self.backlog.is_empty())
     }
 
-    /// Bytes waiting in the backlog for the socket.
+    /// Bytes waiting in the backlog for the socket (held ones included, on
+    /// a shaped link).
     pub fn backlog_bytes(&self) -> usize {
         self.backlog.len()
     }
@@ -204,7 +321,12 @@ impl Link {
             addr: self.peer,
             source,
         })?;
-        Link::new(stream)
+        let mut link = Link::new(stream)?;
+        if let Some(severance) = &self.severance {
+            severance.sockets.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&link.stream));
+            link.severance = Some(severance.clone());
+        }
+        Ok(link)
     }
 
     /// The socket, to watch for readiness.
@@ -226,8 +348,42 @@ impl Link {
         Ok(self.backlog.len() < BACKLOG_LIMIT || (self.flush()? || self.backlog.len() < BACKLOG_LIMIT))
     }
 
-    /// Writes the backlog, then the frame, in one call; queues the rest.
+    /// Writes what the socket takes of the first `released` bytes of the
+    /// backlog.
+    fn write_backlog(&mut self, released: usize) -> Result<(), LinkError> {
+        let (front, back) = self.backlog.as_slices();
+        let front = &front[..front.len().min(released)];
+        let back = &back[..released - front.len()];
+        let written = self.send(&[front, back])?;
+        self.backlog.drain(..written);
+        Ok(())
+    }
+
+    /// Sends a frame: at once on a plain link, held on a shaped one.
     fn send_frame(&mut self, meta: Meta, payload: &[u8]) -> Result<(), LinkError> {
+        match &mut self.shaper {
+            None => self.write_frame(meta, payload),
+            Some(shaper) => {
+                let header = encode_header(&FrameHeader { len: payload.len() as u32, meta });
+                self.backlog.extend(&header);
+                self.backlog.extend(payload);
+                let peer = self.peer;
+                shaper.hold(HEADER_BYTES + payload.len(), Instant::now()).map_err(|errno| timer_error(peer, errno))
+            }
+        }
+    }
+
+    /// The error of a stream that ended: the peer closed it, unless a
+    /// [`Cutter`] did.
+    fn ended(&self, cut: Option<Cut>) -> LinkError {
+        match &self.severance {
+            Some(severance) if severance.cut.load(Ordering::SeqCst) => LinkError::Severed { peer: self.peer },
+            _ => LinkError::Closed { peer: self.peer, cut },
+        }
+    }
+
+    /// Writes the backlog, then the frame, in one call; queues the rest.
+    fn write_frame(&mut self, meta: Meta, payload: &[u8]) -> Result<(), LinkError> {
         let header = encode_header(&FrameHeader { len: payload.len() as u32, meta });
         let (front, back) = self.backlog.as_slices();
         let mut written = self.send(&[front, back, &header, payload])?;
@@ -262,7 +418,7 @@ impl Link {
                 Ok(n) => return Ok(n),
                 Err(Errno::EAGAIN) => return Ok(0),
                 Err(Errno::EINTR) => continue,
-                Err(Errno::EPIPE | Errno::ECONNRESET) => return Err(LinkError::Closed { peer: self.peer, cut: None }),
+                Err(Errno::EPIPE | Errno::ECONNRESET) => return Err(self.ended(None)),
                 Err(errno) => return Err(LinkError::Io { op: "write to", addr: self.peer, source: errno.into() }),
             }
         }
@@ -277,16 +433,18 @@ impl Link {
                 Ok(None) => {}
                 Err(bad) => return Err(LinkError::Frame { peer: self.peer, offset: bad.offset, detail: bad.detail }),
             }
-            match self.inbound.read_from(&mut &self.stream) {
-                Ok(0) => return Err(LinkError::Closed { peer: self.peer, cut: self.inbound.cut() }),
+            match self.inbound.read_from(&mut &*self.stream) {
+                Ok(0) => return Err(self.ended(self.inbound.cut())),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
-                    return Err(LinkError::Closed { peer: self.peer, cut: self.inbound.cut() });
-                }
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(self.ended(self.inbound.cut())),
                 Err(source) => return Err(LinkError::Io { op: "read from", addr: self.peer, source }),
             }
         }
     }
+}
+
+fn timer_error(peer: SocketAddr, errno: Errno) -> LinkError {
+    LinkError::Io { op: "set the release timer of the link to", addr: peer, source: errno.into() }
 }

@@ -89,6 +89,12 @@ impl LinkOut {
         self.link.raw_fd()
     }
 
+    /// The release timer of a shaped link (see [`Link::release_timer_fd`]),
+    /// to watch so that held frames go when they are due.
+    pub fn release_timer_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.link.release_timer_fd()
+    }
+
     /// Why the connection broke, if it did.
     pub fn failure(&self) -> Option<&LinkError> {
         self.failure.as_ref()
@@ -99,6 +105,9 @@ impl LinkOut {
             Ok(done) => done,
             Err(e) => {
                 self.failure = Some(e);
+                // Held frames will never go: a release timer left due
+                // would wake the owner for nothing, again and again.
+                self.link.stop_shaping();
                 false
             }
         }

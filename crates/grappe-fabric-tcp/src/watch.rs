@@ -1,8 +1,9 @@
 //! The readiness watcher: one thread per process waits on an edge-triggered
 //! epoll set of sockets and calls back with a socket's token when it becomes
-//! readable, writable again or hung up. The engine's callback rings the
-//! owning rank's doorbell, so a rank asleep on its futex wakes for data
-//! that arrives by TCP as it does for a mailbox record.
+//! readable, writable again or hung up, or when a shaped link's release
+//! timer expires. The engine's callback rings the owning rank's doorbell,
+//! so a rank asleep on its futex wakes for data that arrives by TCP as it
+//! does for a mailbox record, and to send a held frame once it is due.
 
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::Arc;
@@ -111,7 +112,8 @@ impl Watch {
 /// What to watch a descriptor for (see [`Watch::add_interest`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Interest {
-    /// Readable or hung up, once per [`Watch::rearm`].
+    /// Readable or hung up, once per [`Watch::rearm`]; for a shaped link's
+    /// [release timer](crate::Link::release_timer_fd), a held frame is due.
     ReadableOnce,
     /// Writable again after a write found the socket full (edge-triggered).
     Writable,

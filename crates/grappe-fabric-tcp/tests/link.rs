@@ -1,18 +1,20 @@
 //! Records over a link: order and content under any interleaving of
-//! pushes, flushes and reads, both ways; the backlog limit; sizes; what a
-//! broken or closing peer produces.
+//! pushes, flushes and reads, both ways, on plain and shaped links; the
+//! backlog limit; sizes; what a broken or closing peer produces.
 
 mod common;
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::Shutdown;
+use std::num::NonZeroU64;
 use std::time::{Duration, Instant};
 
 use common::{link_and_raw, link_pair, next_event, pattern};
 use grappe_fabric_tcp::inbound::INBOUND_BYTES;
 use grappe_fabric_tcp::{
-    BACKLOG_LIMIT, Cut, FrameError, FrameHeader, HEADER_BYTES, Link, LinkError, MAX_PAYLOAD, Meta, encode_header,
+    BACKLOG_LIMIT, Cut, FrameError, FrameHeader, HEADER_BYTES, Link, LinkError, MAX_PAYLOAD, Meta, Shaping,
+    encode_header,
 };
 use proptest::prelude::*;
 
@@ -113,9 +115,13 @@ fn settle(links: &mut [Link; 2], expected: &mut [Expected; 2]) {
     assert!(links[0].flush().unwrap() && links[1].flush().unwrap());
 }
 
-fn run(ops: Vec<Op>) {
+/// Runs `ops` on a connected pair, both sides shaped by `shaping` if given.
+fn run(ops: Vec<Op>, shaping: Option<Shaping>) {
     let (a, b) = link_pair();
     let mut links = [a, b];
+    if let Some(shaping) = shaping {
+        links.iter_mut().for_each(|link| link.shape(shaping).unwrap());
+    }
     let mut expected = [Expected::default(), Expected::default()];
     for op in ops {
         match op {
@@ -149,8 +155,21 @@ proptest! {
 
     #[test]
     fn records_arrive_whole_and_in_order_both_ways(ops in proptest::collection::vec(op(), 1..60)) {
-        run(ops);
+        run(ops, None);
     }
+
+    /// Shaped links hold frames back, each by its turn on a slow line and
+    /// a delay, but records still arrive whole and in order, and held
+    /// frames count against the backlog limit.
+    #[test]
+    fn records_keep_their_order_on_shaped_links(ops in proptest::collection::vec(op(), 1..40), shaping in shaping()) {
+        run(ops, Some(shaping));
+    }
+}
+
+fn shaping() -> impl Strategy<Value = Shaping> {
+    let rate = prop_oneof![Just(None), (50u64 << 20..1u64 << 30).prop_map(NonZeroU64::new)];
+    (0..2000u64, rate).prop_map(|(delay_us, rate)| Shaping { delay: Duration::from_micros(delay_us), rate })
 }
 
 #[test]

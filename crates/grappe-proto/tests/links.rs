@@ -11,12 +11,12 @@ mod common;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{pattern, recv, send};
 use grappe_fabric::link::{Inbox, Outbox};
 use grappe_fabric::{HostMemory, LayoutParams};
-use grappe_fabric_tcp::{Hello, Listener, Secret, Watch, connect};
+use grappe_fabric_tcp::{Cutter, Hello, Listener, Secret, Shaping, Watch, connect};
 use grappe_proto::{Engine, Error, ProtoSettings, RemoteLink, Started, announce};
 use grappe_sched::WaitSettings;
 use proptest::prelude::*;
@@ -28,10 +28,18 @@ struct Start {
     links: Vec<Option<RemoteLink>>,
 }
 
+/// A laid-out job: each rank's start, the watchers (kept alive for the
+/// run), and a cutter of every link by (owner, peer).
+struct Layout {
+    starts: Vec<Start>,
+    watches: Vec<Watch>,
+    cutters: HashMap<(usize, usize), Cutter>,
+}
+
 /// Lays out `hosts` hosts of `per_host` ranks (world rank `r` on host
-/// `r / per_host`), connects every pair across hosts, and returns each
-/// rank's start and the watchers (kept alive for the run).
-fn lay_out(hosts: usize, per_host: usize) -> (Vec<Start>, Vec<Watch>) {
+/// `r / per_host`) and connects every pair across hosts, every link
+/// shaped by `shaping` if given.
+fn lay_out(hosts: usize, per_host: usize, shaping: Option<Shaping>) -> Layout {
     let n = hosts * per_host;
     let host_of = |r: usize| r / per_host;
     let params =
@@ -68,13 +76,20 @@ fn lay_out(hosts: usize, per_host: usize) -> (Vec<Start>, Vec<Watch>) {
             Watch::start(Box::new(move |bell| memory.doorbell(bell as usize).ring())).unwrap()
         })
         .collect();
+    let mut cutters = HashMap::new();
     let starts = (0..n)
         .map(|r| {
             let locals = (0..n).map(|q| (host_of(q) == host_of(r)).then_some(q % per_host)).collect();
             let links = (0..n)
                 .map(|q| {
-                    let link = pairs.remove(&(r, q))?;
-                    watches[host_of(r)].add(link.raw_fd(), (r % per_host) as u64).unwrap();
+                    let mut link = pairs.remove(&(r, q))?;
+                    let (watch, token) = (&watches[host_of(r)], (r % per_host) as u64);
+                    watch.add(link.raw_fd(), token).unwrap();
+                    if let Some(shaping) = shaping {
+                        link.shape(shaping).unwrap();
+                        watch.add(link.release_timer_fd().unwrap(), token).unwrap();
+                    }
+                    cutters.insert((r, q), link.cutter());
                     let (out, inbox) = link.split().unwrap();
                     let host = format!("host{}", host_of(q));
                     Some(RemoteLink { out: Outbox::Tcp(Box::new(out)), inbox: Inbox::Tcp(Box::new(inbox)), host })
@@ -83,15 +98,20 @@ fn lay_out(hosts: usize, per_host: usize) -> (Vec<Start>, Vec<Watch>) {
             Start { host: memories[host_of(r)].clone(), locals, links }
         })
         .collect();
-    (starts, watches)
+    Layout { starts, watches, cutters }
 }
 
 /// Runs `body` on every rank of `hosts` × `per_host`, each on its own
 /// thread; finalizes the ranks whose body returns `true`.
 fn run_hosts<R: Send>(hosts: usize, per_host: usize, body: impl Fn(&mut Engine) -> (R, bool) + Sync) -> Vec<R> {
-    let (starts, _watches) = lay_out(hosts, per_host);
-    let settings = ProtoSettings::for_ring(64 << 10);
     let wait = WaitSettings { spin_iters: 200, ..WaitSettings::default() };
+    run_laid_out(lay_out(hosts, per_host, None), wait, body)
+}
+
+/// Runs `body` on every rank of `layout`, as [`run_hosts`] does.
+fn run_laid_out<R: Send>(layout: Layout, wait: WaitSettings, body: impl Fn(&mut Engine) -> (R, bool) + Sync) -> Vec<R> {
+    let Layout { starts, watches: _watches, cutters: _cutters } = layout;
+    let settings = ProtoSettings::for_ring(64 << 10);
     let connected = Barrier::new(starts.len());
     std::thread::scope(|s| {
         let handles: Vec<_> = starts
@@ -274,6 +294,86 @@ fn ranks_that_finalize_close_their_links_without_an_error() {
         }
         ((), true)
     });
+}
+
+/// A blocking receive of `buf.len()` bytes from `src` with `tag`.
+fn blocking_recv(e: &mut Engine, buf: &mut [u8], src: usize, tag: i32) {
+    let target = grappe_proto::RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+    // SAFETY: `buf` outlives the call.
+    let done = unsafe { e.recv(target, Some(src), 0, Some(tag)) }.unwrap();
+    assert_eq!((done.status.source, done.status.tag, done.status.bytes), (src, tag, buf.len()));
+}
+
+#[test]
+fn delayed_links_hold_every_message_and_wake_sleeping_ranks_when_it_is_due() {
+    // Every frame across hosts is held 10 ms. The ranks sleep while they
+    // wait (no spinning past a few polls, sleeps of up to 5 s): the sender
+    // of a held frame must be woken when it is due, by the link's release
+    // timer, to hand it to the socket; no sleep ends by timing out.
+    let delay = Duration::from_millis(10);
+    let layout = lay_out(2, 1, Some(Shaping { delay, rate: None }));
+    let wait = WaitSettings {
+        spin_iters: 10,
+        yield_for: Duration::from_micros(100),
+        sleep_timeout: Duration::from_secs(5),
+        ..WaitSettings::default()
+    };
+    let rounds = 5;
+    let outcomes = run_laid_out(layout, wait, |e| {
+        let started = Instant::now();
+        for round in 0..rounds {
+            let mut buf = vec![0u8; 3000];
+            // Blocking receives, as MPI's: they try the fast path first.
+            match e.world_rank() {
+                0 => {
+                    send(e, &pattern(round, 3000), 1, 1);
+                    blocking_recv(e, &mut buf, 1, 2);
+                    assert!(buf == pattern(round + 100, 3000), "reply {round} differs");
+                }
+                _ => {
+                    blocking_recv(e, &mut buf, 0, 1);
+                    assert!(buf == pattern(round, 3000), "message {round} differs");
+                    send(e, &pattern(round + 100, 3000), 0, 2);
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        e.finalize().unwrap();
+        ((elapsed, e.stats().sleeps_timed_out), false)
+    });
+    let (elapsed, _) = outcomes[0];
+    let least = 2 * delay * rounds as u32;
+    assert!(elapsed >= least, "{rounds} round trips took {elapsed:?}, less than twice the delay each");
+    for (rank, (_, timed_out)) in outcomes.iter().enumerate() {
+        assert_eq!(*timed_out, 0, "rank {rank} slept until its timeout: a held frame woke nobody");
+    }
+}
+
+#[test]
+fn a_link_cut_mid_job_fails_both_ends_naming_the_rank_and_host_lost() {
+    // Ranks 0 and 1 wait for each other's message; the network under
+    // their link fails: rank 0's side is cut. Rank 0 learns that the cut
+    // was the fault injected, rank 1 that its peer's stream ended; each
+    // names the other and its host.
+    let mut layout = lay_out(2, 1, None);
+    let cutter = layout.cutters.remove(&(0, 1)).unwrap();
+    let cutting = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        cutter.cut().unwrap();
+        cutter
+    });
+    let outcomes = run_laid_out(layout, WaitSettings { spin_iters: 200, ..WaitSettings::default() }, |e| {
+        let mut buf = [0u8; 8];
+        let other = 1 - e.world_rank();
+        (recv(e, &mut buf, Some(other), None).map(|_| ()), false)
+    });
+    drop(cutting.join().unwrap());
+    let error = outcomes[0].as_ref().unwrap_err();
+    assert!(matches!(error, Error::PeerLost { rank: 1, host, .. } if host == "host1"), "{error}");
+    assert!(error.to_string().contains("cut by fault injection"), "{error}");
+    let error = outcomes[1].as_ref().unwrap_err();
+    assert!(matches!(error, Error::PeerLost { rank: 0, host, .. } if host == "host0"), "{error}");
+    assert!(error.to_string().contains("its link broke"), "{error}");
 }
 
 proptest! {

@@ -16,6 +16,11 @@
 //! The address is `GRAPPE_NET_ADDR` if set, the loopback address for
 //! emulated hosts (`GRAPPE_EMULATED_HOSTS`), and otherwise the first IPv4
 //! address of an interface that is up and not the loopback.
+//!
+//! The links may emulate a slower or failing network ([`faults`]:
+//! `GRAPPE_NET_DELAY_US`, `GRAPPE_NET_BANDWIDTH`, `GRAPPE_NET_DROP_AFTER_MS`).
+
+mod faults;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,6 +36,7 @@ use grappe_launch::Pmi;
 use grappe_proto::RemoteLink;
 use grappe_settings::{SettingError, Vars};
 
+use self::faults::NetFaults;
 use crate::StartError;
 use crate::job::{Job, Placement};
 
@@ -64,6 +70,8 @@ impl Listening {
     /// lower rank of each pair connects, the higher one accepts).
     pub fn connect_all(self, pmi: &mut dyn Pmi, placement: &Placement, mine: Range<usize>) -> Result<Links> {
         let loss = loss_timeout(Vars::process())?;
+        let faults = NetFaults::read(Vars::process())?;
+        faults.check(placement)?;
         let secret = Secret::from_hex(&pmi.get("grappe-secret")?)
             .map_err(|e| StartError::NetworkSetUp(format!("process 0 published a job secret that is not one: {e}")))?;
         let secret = Arc::new(secret);
@@ -112,8 +120,20 @@ impl Listening {
             }
             links.insert((to, from), link);
         }
-        for ((r, q), link) in &links {
-            link.detect_loss_after(loss).map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
+        let mut cutters = Vec::new();
+        for (&(r, q), link) in &mut links {
+            let failed = |e| network_error(&format!("rank {r} with rank {q}"), e);
+            link.detect_loss_after(loss).map_err(failed)?;
+            if let Some(shaping) = faults.shaping {
+                link.shape(shaping).map_err(failed)?;
+            }
+            if faults.cuts(r, q) {
+                cutters.push((r, q, link.cutter()));
+            }
+        }
+        if let Some(drop) = faults.drop {
+            cutters.sort_by_key(|&(r, q, _)| (r, q));
+            faults::cut_after(drop.after, cutters)?;
         }
         Links::new(mine, placement, links)
     }
@@ -200,8 +220,18 @@ pub(crate) struct Links {
     /// Index: rank - `first`; each entry by world rank.
     per_rank: Mutex<Vec<Option<Vec<Option<RemoteLink>>>>>,
     first: usize,
-    /// (receiving socket, sending socket, world rank of the owner), to watch.
-    sockets: Vec<(RawFd, RawFd, usize)>,
+    /// What to watch of each link.
+    sockets: Vec<Watched>,
+}
+
+/// The descriptors of one link to watch, and the rank that owns it.
+struct Watched {
+    receiving: RawFd,
+    sending: RawFd,
+    /// The release timer of a shaped link.
+    timer: Option<RawFd>,
+    /// World rank of the owner.
+    rank: usize,
 }
 
 impl Links {
@@ -222,7 +252,12 @@ impl Links {
                     continue;
                 };
                 let (out, inbox) = link.split().map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
-                sockets.push((inbox.raw_fd(), out.raw_fd(), r));
+                sockets.push(Watched {
+                    receiving: inbox.raw_fd(),
+                    sending: out.raw_fd(),
+                    timer: out.release_timer_fd(),
+                    rank: r,
+                });
                 let host = placement.host_label(placement.rank_host[q]);
                 row.push(Some(RemoteLink {
                     out: Outbox::Tcp(Box::new(out)),
@@ -252,7 +287,11 @@ impl Links {
     /// messages a running rank reads: on a machine whose cores the ranks
     /// fill, a wake-up per message would take a core from them. A sending
     /// socket that filled up is watched for room all the time (its events
-    /// come only after a write found it full).
+    /// come only after a write found it full). The release timer of a
+    /// shaped link is armed with the receiving sockets: it is readable
+    /// while a held frame is due, so a rank that goes to sleep with one
+    /// wakes at once to send it, and one with frames held wakes when the
+    /// first is due.
     pub fn wake_on_arrival(&self, job: &Job) -> Result<()> {
         if self.sockets.is_empty() {
             return Ok(());
@@ -263,13 +302,17 @@ impl Links {
         let watch = Watch::start(Box::new(move |bell| host.doorbell(bell as usize).ring()))
             .map_err(|e| network_error("starting the watcher of the network links", e))?;
         let mut by_bell: HashMap<usize, Vec<(RawFd, u64)>> = HashMap::new();
-        for &(receiving, sending, rank) in &self.sockets {
+        for &Watched { receiving, sending, timer, rank } in &self.sockets {
             let token = bell_of[&rank] as u64;
             let watching = |e| network_error(&format!("watching the links of rank {rank}"), e);
             watch.add_interest(receiving, token, Interest::ReadableOnce).map_err(watching)?;
             watch.add_interest(sending, token, Interest::Writable).map_err(watching)?;
             let bell = job.host.doorbell(token as usize) as *const Doorbell as usize;
             by_bell.entry(bell).or_default().push((receiving, token));
+            if let Some(timer) = timer {
+                watch.add_interest(timer, token, Interest::ReadableOnce).map_err(watching)?;
+                by_bell.entry(bell).or_default().push((timer, token));
+            }
         }
         let armed = doorbell::set_prepare_hook(Box::new(move |bell| {
             for &(fd, token) in by_bell.get(&(bell as *const Doorbell as usize)).into_iter().flatten() {

@@ -8,6 +8,8 @@
 //!
 //! `PINGPONG_SIZES=2048,4096,...` replaces the list of sizes and skips the
 //! allreduce (for sweeps of the eager threshold, or profiling one size).
+//! `PINGPONG_ITERS=N` times N round trips of every size instead of 20000
+//! to 50 by size (for slow links, such as `GRAPPE_NET_DELAY_US`'s).
 
 use std::time::Instant;
 
@@ -21,11 +23,12 @@ fn main() {
         let chosen: Option<Vec<usize>> =
             std::env::var("PINGPONG_SIZES").ok().map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
         let sizes = chosen.clone().unwrap_or(SIZES.to_vec());
+        let iters: Option<usize> = std::env::var("PINGPONG_ITERS").ok().and_then(|v| v.trim().parse().ok());
         if sizes.iter().any(|&n| n > buf.len()) {
             buf.resize(sizes.iter().copied().max().unwrap_or(0), 1);
         }
         for n in sizes {
-            let half_rtt = ping_pong(world, &mut buf[..n])?;
+            let half_rtt = ping_pong(world, &mut buf[..n], iters)?;
             if world.rank() == 0 {
                 println!(
                     "pingpong bytes={n} half_rtt_us={:.3} bandwidth_MBps={:.1}",
@@ -45,16 +48,17 @@ fn main() {
     });
 }
 
-/// Seconds per half round trip of `buf` between ranks 0 and 1.
-fn ping_pong(world: &Communicator, buf: &mut [u8]) -> grappe::Result<f64> {
+/// Seconds per half round trip of `buf` between ranks 0 and 1, over
+/// `iters` round trips (by default, fewer for larger sizes).
+fn ping_pong(world: &Communicator, buf: &mut [u8], iters: Option<usize>) -> grappe::Result<f64> {
     let n = buf.len();
-    let iters = if n <= 65536 {
+    let iters = iters.unwrap_or(if n <= 65536 {
         20000
     } else if n <= 1 << 20 {
         500
     } else {
         50
-    };
+    });
     let warm = iters / 10;
     let mut start = Instant::now();
     for i in 0..iters + warm {

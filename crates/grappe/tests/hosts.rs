@@ -3,12 +3,14 @@
 //! segment, joined by TCP over the loopback interface): the point-to-point
 //! suite and the collectives under `grappe run` and MPICH's `mpiexec`,
 //! process and hybrid ranks, and a rank killed on one host stopping the
-//! job within two seconds.
+//! job within two seconds. Faults injected in the links: a delay that
+//! slows every round trip and changes no result, and links cut mid-job
+//! that make the job fail, naming a rank lost and its host.
 
 mod util;
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -107,4 +109,94 @@ fn a_bad_emulated_host_count_is_a_clear_start_up_error() {
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("GRAPPE_EMULATED_HOSTS=\"0\""), "{stderr}");
+}
+
+#[test]
+fn a_delay_on_the_links_slows_every_round_trip_and_changes_no_result() {
+    // 2 ms added to every frame between hosts: a round trip takes at least
+    // 4 ms whatever the message size, and the suite and the collectives
+    // still pass.
+    let delayed = |mut cmd: Command| {
+        cmd.env("GRAPPE_NET_DELAY_US", "2000");
+        cmd
+    };
+    let mut pingpong = delayed(grappe_run(&["-n", "2"], "pingpong", &[]));
+    pingpong.env("PINGPONG_SIZES", "8,65536,1048576").env("PINGPONG_ITERS", "20");
+    let output = across(2, pingpong);
+    passes(&output, "pingpong bytes=1048576");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let half_rtts: Vec<f64> = stdout
+        .lines()
+        .filter_map(|line| line.split("half_rtt_us=").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(half_rtts.len(), 3, "{stdout}");
+    for half_rtt in half_rtts {
+        assert!(half_rtt >= 2000.0, "a half round trip of {half_rtt} µs under a 2000 µs delay:\n{stdout}");
+    }
+    let output = across(2, delayed(grappe_run(&["-n", "4"], "p2p_suite", &[])));
+    passes(&output, "p2p suite passed on 4 ranks");
+    let mut collectives = delayed(grappe_run(&["-n", "5"], "collectives_check", &["2"]));
+    collectives.env("GRAPPE_NET_BANDWIDTH", "50M");
+    passes(&across(2, collectives), "collectives passed on 5 ranks");
+}
+
+/// The ranks that `stderr` says are lost, each with the host it names.
+fn lost_ranks(stderr: &str) -> Vec<(usize, String)> {
+    stderr
+        .lines()
+        .filter_map(|line| {
+            // "grappe: rank 1 stopped: rank 2 on host H is lost: its link broke: ..."
+            let (before, rest) = line.split_once(" on host ")?;
+            let (_, rank) = before.rsplit_once("rank ")?;
+            let (host, _) = rest.split_once(" is lost: its link broke")?;
+            Some((rank.parse().ok()?, host.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn links_cut_mid_job_make_it_fail_naming_a_lost_rank_and_its_host() {
+    // Four processes on two emulated hosts (ranks 0, 1 on host #0, ranks
+    // 2, 3 on host #1) run collectives for ever; 300 ms after set-up the
+    // links are cut, every one or only the one between ranks 1 and 3. The
+    // job fails long before a silent host would be noticed (the loss
+    // timeout is a minute), and a rank names a rank of the other host
+    // lost, with that host.
+    for link in [None, Some("1-3")] {
+        let mut cmd = grappe_run(&["-n", "4"], "collectives_check", &["1000000000"]);
+        cmd.env("GRAPPE_NET_DROP_AFTER_MS", "300").env("GRAPPE_NET_TIMEOUT_MS", "60000");
+        if let Some(link) = link {
+            cmd.env("GRAPPE_NET_DROP_LINK", link);
+        }
+        let started = Instant::now();
+        let output = across(2, cmd);
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "the job survived its links cut ({link:?}): {}", util::describe(&output));
+        assert!(took < Duration::from_secs(30), "the job ended {took:?} after its start, as a loss timeout would");
+        assert!(stderr.contains("cut by fault injection"), "no rank said its link was cut:\n{stderr}");
+        let lost = lost_ranks(&stderr);
+        assert!(!lost.is_empty(), "no rank was named lost:\n{stderr}");
+        for (rank, host) in &lost {
+            let expected = format!("#{}", rank / 2);
+            assert!(host.ends_with(&expected), "rank {rank} named on host {host}, not host {expected}:\n{stderr}");
+            if link.is_some() {
+                assert!([1, 3].contains(rank), "only the link 1-3 was cut, and rank {rank} was named:\n{stderr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bad_network_fault_setting_is_a_clear_start_up_error() {
+    for (var, value) in
+        [("GRAPPE_NET_BANDWIDTH", "fast"), ("GRAPPE_NET_DELAY_US", "2ms"), ("GRAPPE_NET_DROP_LINK", "0-7")]
+    {
+        let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+        cmd.env(var, value).env("GRAPPE_NET_DROP_AFTER_MS", "100000");
+        let output = across(2, cmd);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let named = format!("{var}=\"{value}\": expected");
+        assert!(!output.status.success() && stderr.contains(&named), "{var}={value}: {stderr}");
+    }
 }

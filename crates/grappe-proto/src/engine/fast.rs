@@ -8,7 +8,7 @@
 //! does not match, other transfers in flight, a wait that outlasts the spin
 //! phase — falls back to the general path, which gives the same result.
 
-use grappe_sched::Backoff;
+use grappe_sched::{Backoff, Snooze};
 
 use super::Engine;
 use super::dispatch::{finished, status};
@@ -66,7 +66,9 @@ impl Engine {
         // SAFETY: the bell lives in `self.net.host`, alive as long as self.
         let mut backoff = Backoff::new(unsafe { &*self.bell }, &wait);
         for _ in 0..FAST_POLLS {
-            backoff.snooze();
+            if backoff.snooze() == Snooze::TimedOut {
+                self.stats.sleeps_timed_out += 1;
+            }
             match self.take_head(src, ctx, tag, target) {
                 Head::Taken(done) => return Some(done),
                 Head::Other => return None,
@@ -76,8 +78,10 @@ impl Engine {
         None
     }
 
-    /// True if no request, queued send or unexpected message exists and no
-    /// channel log is open: only then may a receive bypass the dispatch.
+    /// True if no request, queued send or unexpected message exists, no
+    /// channel log is open and no network link holds bytes back: only then
+    /// may a receive bypass the dispatch (the fast path flushes no link,
+    /// and the message awaited may answer bytes still held).
     fn nothing_in_flight(&self) -> bool {
         let b = &self.book;
         b.reqs.is_empty()
@@ -86,6 +90,7 @@ impl Engine {
             && b.fins.is_empty()
             && b.retiring.is_empty()
             && b.log.is_none()
+            && !self.net.backlogged()
     }
 
     /// Takes the record at the head of `src`'s mailbox if it is an eager
