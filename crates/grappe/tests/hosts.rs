@@ -10,7 +10,7 @@
 mod util;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -159,21 +159,18 @@ fn links_cut_mid_job_make_it_fail_naming_a_lost_rank_and_its_host() {
     // Four processes on two emulated hosts (ranks 0, 1 on host #0, ranks
     // 2, 3 on host #1) run collectives for ever; 300 ms after set-up the
     // links are cut, every one or only the one between ranks 1 and 3. The
-    // job fails long before a silent host would be noticed (the loss
-    // timeout is a minute), and a rank names a rank of the other host
+    // job fails from the cut itself (the loss timeout, ten minutes here,
+    // is past the test's limit), and a rank names a rank of the other host
     // lost, with that host.
     for link in [None, Some("1-3")] {
         let mut cmd = grappe_run(&["-n", "4"], "collectives_check", &["1000000000"]);
-        cmd.env("GRAPPE_NET_DROP_AFTER_MS", "300").env("GRAPPE_NET_TIMEOUT_MS", "60000");
+        cmd.env("GRAPPE_NET_DROP_AFTER_MS", "300").env("GRAPPE_NET_TIMEOUT_MS", "600000");
         if let Some(link) = link {
             cmd.env("GRAPPE_NET_DROP_LINK", link);
         }
-        let started = Instant::now();
         let output = across(2, cmd);
-        let took = started.elapsed();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "the job survived its links cut ({link:?}): {}", util::describe(&output));
-        assert!(took < Duration::from_secs(30), "the job ended {took:?} after its start, as a loss timeout would");
         assert!(stderr.contains("cut by fault injection"), "no rank said its link was cut:\n{stderr}");
         let lost = lost_ranks(&stderr);
         assert!(!lost.is_empty(), "no rank was named lost:\n{stderr}");
