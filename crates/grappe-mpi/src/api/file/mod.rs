@@ -44,9 +44,20 @@ fn bad_handle(handle: usize) -> MpiError {
     MpiError::new(class::FILE, message).on_file(FILE_NULL)
 }
 
+/// Checks that the library runs (between `MPI_Init` and `MPI_Finalize`),
+/// without its lock: MPI-IO calls that need no more than their file take
+/// no lock the program's other threads wait for.
+fn running(call: &str) -> Result<()> {
+    match state::phase() {
+        state::Phase::Running => Ok(()),
+        state::Phase::Before => Err(MpiError::new(class::OTHER, format!("{call} called before MPI_Init"))),
+        state::Phase::Finalized => Err(MpiError::new(class::OTHER, format!("{call} called after MPI_Finalize"))),
+    }
+}
+
 /// The open file of `handle`, in a running library.
 fn file_of(call: &str, handle: usize) -> Result<Arc<OpenFile>> {
-    drop(state::lock(call)?);
+    running(call)?;
     io::lookup(handle).ok_or_else(|| bad_handle(handle))
 }
 
@@ -221,7 +232,7 @@ mpi_fn! {
     /// `MPI_File_delete`: removes the file (not collective).
     fn MPI_File_delete / PMPI_File_delete(filename: *const c_char, info: c_int) {
         let delete = || -> Result<()> {
-            drop(state::lock("MPI_File_delete")?);
+            running("MPI_File_delete")?;
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(filename, "filename")? };
             hints("MPI_File_delete", info)?;
@@ -390,7 +401,7 @@ mpi_fn! {
         function: Option<crate::api::misc::FileErrhandlerFunction>,
         errhandler: *mut c_int,
     ) {
-        drop(state::lock("MPI_File_create_errhandler")?);
+        running("MPI_File_create_errhandler")?;
         crate::api::misc::create_file_errhandler(function, errhandler)
     }
 }
@@ -400,7 +411,7 @@ mpi_fn! {
     /// errors that concern no open file, and of files opened next.
     fn MPI_File_set_errhandler / PMPI_File_set_errhandler(fh: usize, errhandler: c_int) {
         if fh == FILE_NULL {
-            drop(state::lock("MPI_File_set_errhandler")?);
+            running("MPI_File_set_errhandler")?;
             check_file_handler(errhandler).map_err(|e| e.on_file(FILE_NULL))?;
             io::set_null_handler(errhandler);
             return Ok(());
@@ -418,7 +429,7 @@ mpi_fn! {
     fn MPI_File_get_errhandler / PMPI_File_get_errhandler(fh: usize, errhandler: *mut c_int) {
         let handler = match fh {
             FILE_NULL => {
-                drop(state::lock("MPI_File_get_errhandler")?);
+                running("MPI_File_get_errhandler")?;
                 io::null_handler()
             }
             _ => with_file("MPI_File_get_errhandler", fh, |file| Ok(file.state.lock().errhandler))?,
@@ -434,7 +445,7 @@ mpi_fn! {
     fn MPI_File_call_errhandler / PMPI_File_call_errhandler(fh: usize, errorcode: c_int) {
         let handler = match fh {
             FILE_NULL => {
-                drop(state::lock("MPI_File_call_errhandler")?);
+                running("MPI_File_call_errhandler")?;
                 io::null_handler()
             }
             _ => with_file("MPI_File_call_errhandler", fh, |file| Ok(file.state.lock().errhandler))?,

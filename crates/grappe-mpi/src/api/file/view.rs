@@ -12,12 +12,11 @@ use crate::errors::{MpiError, Result};
 use crate::io::view::Tiling;
 use crate::io::{OpenFile, View};
 use crate::mpi_fn;
-use crate::state;
 use crate::types::{self, Type};
 
 use super::super::env::{copy_string, read_string};
 use super::super::put;
-use super::{collective, hints, merge, size_of, with_file};
+use super::{collective, hints, merge, running, size_of, with_file};
 
 /// `MPI_DISPLACEMENT_CURRENT`.
 const DISPLACEMENT_CURRENT: i64 = -54278278;
@@ -296,7 +295,7 @@ mpi_fn! {
         _extra_state: *mut c_void,
     ) {
         let register = || -> Result<()> {
-            drop(state::lock("MPI_Register_datarep")?);
+            running("MPI_Register_datarep")?;
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(datarep, "datarep")? };
             if name.is_empty() || name.len() >= MAX_DATAREP_STRING {
