@@ -128,27 +128,84 @@ pub struct AccessError {
     pub error: io::Error,
 }
 
+/// The largest hole between two ranges that one read spans (the bytes of
+/// the hole are read and dropped): about what a system call costs in
+/// copying time, so that spanning never costs more than it saves.
+const SIEVE_GAP: u64 = 4 << 10;
+/// The most bytes one spanning read covers.
+const SIEVE_WINDOW: u64 = 4 << 20;
+
 /// Reads the file's bytes of `segments` into `into`, in order, until
-/// they are all read or the file ends: the bytes read.
+/// they are all read or the file ends: the bytes read. Ranges separated
+/// by small holes (a view of scattered etypes) are read by one `pread`
+/// of the span around them, as ROMIO's data sieving does.
 pub fn read_segments(
     file: &File,
     segments: impl Iterator<Item = Segment>,
     into: &mut [u8],
 ) -> Result<usize, AccessError> {
-    let mut at = 0;
+    let mut reader = SievingReader { file, into, at: 0, batch: Vec::new(), window: Vec::new() };
     for segment in segments {
-        let wanted = segment.len as usize;
-        let got = read_fully(file, &mut into[at..at + wanted], segment.offset).map_err(|error| AccessError {
-            offset: segment.offset,
-            len: segment.len,
-            error,
-        })?;
-        at += got;
-        if got < wanted {
-            break;
+        if !reader.joins(segment) && !reader.flush()? {
+            return Ok(reader.at);
+        }
+        reader.batch.push(segment);
+    }
+    reader.flush()?;
+    Ok(reader.at)
+}
+
+/// What [`read_segments`] keeps between ranges.
+struct SievingReader<'a> {
+    file: &'a File,
+    into: &'a mut [u8],
+    /// Bytes of `into` read.
+    at: usize,
+    /// Ranges to read by one spanning read.
+    batch: Vec<Segment>,
+    /// Where a spanning read lands.
+    window: Vec<u8>,
+}
+
+impl SievingReader<'_> {
+    /// Whether `next` may be read with the ranges held.
+    fn joins(&self, next: Segment) -> bool {
+        match (self.batch.first(), self.batch.last()) {
+            (Some(first), Some(last)) => {
+                next.offset >= last.end()
+                    && next.offset - last.end() <= SIEVE_GAP
+                    && next.end() - first.offset <= SIEVE_WINDOW
+            }
+            _ => true,
         }
     }
-    Ok(at)
+
+    /// Reads the ranges held: false if the file ended before their end.
+    fn flush(&mut self) -> Result<bool, AccessError> {
+        let batch = std::mem::take(&mut self.batch);
+        let (Some(first), Some(last)) = (batch.first().copied(), batch.last().copied()) else {
+            return Ok(true);
+        };
+        let failed = |error| AccessError { offset: first.offset, len: last.end() - first.offset, error };
+        if batch.len() == 1 {
+            let wanted = first.len as usize;
+            let got = read_fully(self.file, &mut self.into[self.at..self.at + wanted], first.offset).map_err(failed)?;
+            self.at += got;
+            return Ok(got == wanted);
+        }
+        self.window.resize((last.end() - first.offset) as usize, 0);
+        let got = read_fully(self.file, &mut self.window, first.offset).map_err(failed)?;
+        for segment in batch {
+            let from = (segment.offset - first.offset) as usize;
+            let available = got.saturating_sub(from).min(segment.len as usize);
+            self.into[self.at..self.at + available].copy_from_slice(&self.window[from..from + available]);
+            self.at += available;
+            if available < segment.len as usize {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// Reads at `offset` until `into` is full or the file ends: the bytes read.
@@ -244,6 +301,7 @@ fn set_lock(file: &File, kind: c_int, start: u64, len: u64) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn access_modes_are_checked_as_romio_checks_them() {
@@ -267,6 +325,50 @@ mod tests {
         assert_eq!(resolve("/tmp/a:b").unwrap(), PathBuf::from("/tmp/a:b"));
         assert_eq!(resolve("lustre:/scratch/x").unwrap_err().class, class::IO);
         assert_eq!(resolve("").unwrap_err().class, class::BAD_FILE);
+    }
+
+    /// Ranges in increasing order, with holes of up to twice the sieve's
+    /// gap, over a file of some length.
+    fn ranges() -> impl Strategy<Value = (Vec<Segment>, usize)> {
+        let holes = prop::collection::vec((0u64..2 * SIEVE_GAP + 2, 1u64..300), 1..40);
+        (holes, 0usize..40_000).prop_map(|(parts, file_len)| {
+            let mut at = 0;
+            let segments = parts
+                .into_iter()
+                .map(|(hole, len)| {
+                    at += hole;
+                    let segment = Segment { offset: at, len };
+                    at += len;
+                    segment
+                })
+                .collect();
+            (segments, file_len)
+        })
+    }
+
+    proptest! {
+        /// Spanning reads give what one read per range gives: the ranges'
+        /// bytes in order, up to the end of the file.
+        #[test]
+        fn sieved_reads_are_the_ranges_bytes_up_to_the_end((segments, file_len) in ranges()) {
+            let dir = grappe_testkit::scratch("sieve");
+            let path = dir.path().join("data");
+            let content: Vec<u8> = (0..file_len).map(|i| (i * 7 + i / 251) as u8).collect();
+            std::fs::write(&path, &content).unwrap();
+            let file = File::open(&path).unwrap();
+            let mut expected = Vec::new();
+            for s in &segments {
+                let (start, end) = ((s.offset as usize).min(file_len), (s.end() as usize).min(file_len));
+                expected.extend_from_slice(&content[start..end]);
+                if end < s.end() as usize {
+                    break;
+                }
+            }
+            let total: u64 = segments.iter().map(|s| s.len).sum();
+            let mut into = vec![0u8; total as usize];
+            let got = read_segments(&file, segments.into_iter(), &mut into).unwrap();
+            prop_assert_eq!(&into[..got], &expected[..]);
+        }
     }
 
     #[test]
