@@ -4,9 +4,9 @@
 //! receives do). The status counts the bytes moved, so `MPI_Get_count`
 //! gives the elements.
 //!
-//! Collective accesses (`_all`) are each rank's own access: with POSIX
-//! files every rank reads and writes its part directly, and nothing in
-//! them needs the other ranks. Non-blocking ones run to their end at the
+//! Collective reads (`_all`) are each rank's own read. Collective writes
+//! whose ranks' data interleave are gathered into long runs first
+//! ([`super::aggregate`]); others are each rank's own too. Non-blocking ones run to their end at the
 //! call and hand out a complete request; split collectives run at the
 //! begin call and give their status at the end call.
 
@@ -52,12 +52,25 @@ pub(super) struct Memory {
     pub datatype: c_int,
 }
 
+/// Whether every rank of the file's communicator makes the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Call {
+    Independent,
+    Collective,
+}
+
 /// An access checked against the file: the memory datatype and the
 /// bytes (and etypes) it moves.
 pub(super) struct Checked {
     datatype: Type,
     pub bytes: u64,
     pub etypes: u64,
+}
+
+impl Checked {
+    pub fn datatype(&self) -> &Type {
+        &self.datatype
+    }
 }
 
 /// Checks that the file allows the access and that the data are whole etypes.
@@ -88,7 +101,7 @@ pub(super) fn check(file: &OpenFile, view: &View, direction: Direction, memory: 
 }
 
 /// The error of a failed read or write.
-fn access_error(file: &OpenFile, direction: Direction, failed: AccessError) -> MpiError {
+pub(super) fn access_error(file: &OpenFile, direction: Direction, failed: AccessError) -> MpiError {
     let verb = if direction == Direction::Read { "read" } else { "write" };
     MpiError::new(
         posix::class_of_errno(&failed.error),
@@ -153,8 +166,16 @@ pub(super) fn status_of(bytes: u64) -> abi::Status {
 }
 
 /// Runs an access on `file`: its status.
-pub(super) fn run(file: &OpenFile, direction: Direction, pointer: Pointer, memory: Memory) -> Result<abi::Status> {
+pub(super) fn run(
+    file: &OpenFile,
+    call: Call,
+    direction: Direction,
+    pointer: Pointer,
+    memory: Memory,
+) -> Result<abi::Status> {
+    let gathered = call == Call::Collective && direction == Direction::Write && !file.state.lock().atomic;
     let moved = match pointer {
+        Pointer::At(_) | Pointer::Individual if gathered => collective_write(file, pointer, memory)?,
         Pointer::At(offset) => {
             not_sequential(file)?;
             let view = file.view();
@@ -166,6 +187,28 @@ pub(super) fn run(file: &OpenFile, direction: Direction, pointer: Pointer, memor
         Pointer::Ordered => super::shared::ordered(file, direction, memory)?,
     };
     Ok(status_of(moved))
+}
+
+/// A collective write at an offset or at the individual pointer, whose
+/// data the ranks may gather before writing (see [`super::aggregate`]).
+fn collective_write(file: &OpenFile, pointer: Pointer, memory: Memory) -> Result<u64> {
+    let view = file.view();
+    let mut start = 0;
+    let local = (|| {
+        not_sequential(file)?;
+        start = match pointer {
+            Pointer::At(offset) => explicit_offset(offset)?,
+            _ => file.state.lock().pointer,
+        };
+        let checked = check(file, &view, Direction::Write, memory)?;
+        let segments = view.tiling.segments(start * view.etype_size(), checked.bytes).collect();
+        Ok((checked, segments))
+    })();
+    let moved = super::aggregate::write_all(file, memory, local)?;
+    if let Pointer::Individual = pointer {
+        file.state.lock().pointer = start + moved / view.etype_size();
+    }
+    Ok(moved)
 }
 
 /// An access at the individual file pointer, which ends past the data moved.
@@ -183,15 +226,16 @@ fn at_individual_pointer(file: &OpenFile, direction: Direction, memory: Memory) 
 
 /// A blocking access: its status written.
 fn blocking(
-    call: &str,
+    name: &str,
+    call: Call,
     fh: usize,
     direction: Direction,
     pointer: Pointer,
     memory: Memory,
     status: *mut abi::Status,
 ) -> Result<()> {
-    with_file(call, fh, |file| {
-        let done = run(file, direction, pointer, memory)?;
+    with_file(name, fh, |file| {
+        let done = run(file, call, direction, pointer, memory)?;
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
         unsafe { write_status(status, done) };
         Ok(())
@@ -200,19 +244,20 @@ fn blocking(
 
 /// A non-blocking access: it runs now, and the request is complete.
 fn nonblocking(
-    call: &str,
+    name: &str,
+    call: Call,
     fh: usize,
     direction: Direction,
     pointer: Pointer,
     memory: Memory,
     request: *mut c_int,
 ) -> Result<()> {
-    with_file(call, fh, |file| {
+    with_file(name, fh, |file| {
         if request.is_null() {
             return Err(MpiError::new(class::ARG, "the request argument is NULL"));
         }
-        let done = run(file, direction, pointer, memory)?;
-        let mut state = state::lock(call)?;
+        let done = run(file, call, direction, pointer, memory)?;
+        let mut state = state::lock(name)?;
         let handle =
             state.add_request(RequestSlot { now: Some(RequestEntry::Done { status: done }), persistent: None });
         // SAFETY: the caller's output argument, checked non-NULL.
@@ -222,16 +267,17 @@ fn nonblocking(
 
 /// The begin call of a split collective: it runs now; its end call gives
 /// the status.
-fn begin(call: &'static str, fh: usize, direction: Direction, pointer: Pointer, memory: Memory) -> Result<()> {
-    with_file(call, fh, |file| {
+fn begin(name: &'static str, fh: usize, direction: Direction, pointer: Pointer, memory: Memory) -> Result<()> {
+    let call = Call::Collective;
+    with_file(name, fh, |file| {
         if let Some((under_way, _)) = file.state.lock().split {
             return Err(MpiError::new(
                 class::IO,
                 format!("a split collective ({under_way}) is under way on the file: its end call comes first"),
             ));
         }
-        let done = run(file, direction, pointer, memory)?;
-        file.state.lock().split = Some((call, done));
+        let done = run(file, call, direction, pointer, memory)?;
+        file.state.lock().split = Some((name, done));
         Ok(())
     })
 }
@@ -265,12 +311,12 @@ fn end(call: &str, begun_by: &str, fh: usize, status: *mut abi::Status) -> Resul
 
 /// Blocking accesses at the file pointers: `(fh, buf, count, datatype, status)`.
 macro_rules! blocking_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident $pointer:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(fh: usize, buf: *mut c_void, count: c_int, datatype: c_int, status: *mut abi::Status) {
                 let memory = Memory { buf, count, datatype };
-                blocking(stringify!($name), fh, Direction::$direction, Pointer::$pointer, memory, status)
+                blocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, status)
             }
         }
     )*};
@@ -278,12 +324,12 @@ macro_rules! blocking_fns {
 
 /// Blocking accesses at explicit offsets: `(fh, offset, buf, count, datatype, status)`.
 macro_rules! blocking_at_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident;)*) => {$(
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(fh: usize, offset: i64, buf: *mut c_void, count: c_int, datatype: c_int, status: *mut abi::Status) {
                 let memory = Memory { buf, count, datatype };
-                blocking(stringify!($name), fh, Direction::$direction, Pointer::At(offset), memory, status)
+                blocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, status)
             }
         }
     )*};
@@ -291,12 +337,12 @@ macro_rules! blocking_at_fns {
 
 /// Non-blocking accesses at the file pointers: `(fh, buf, count, datatype, request)`.
 macro_rules! nonblocking_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident $pointer:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(fh: usize, buf: *mut c_void, count: c_int, datatype: c_int, request: *mut c_int) {
                 let memory = Memory { buf, count, datatype };
-                nonblocking(stringify!($name), fh, Direction::$direction, Pointer::$pointer, memory, request)
+                nonblocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, request)
             }
         }
     )*};
@@ -304,12 +350,12 @@ macro_rules! nonblocking_fns {
 
 /// Non-blocking accesses at explicit offsets: `(fh, offset, buf, count, datatype, request)`.
 macro_rules! nonblocking_at_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident;)*) => {$(
         mpi_fn! {
             $(#[$doc])*
             fn $name / $pname(fh: usize, offset: i64, buf: *mut c_void, count: c_int, datatype: c_int, request: *mut c_int) {
                 let memory = Memory { buf, count, datatype };
-                nonblocking(stringify!($name), fh, Direction::$direction, Pointer::At(offset), memory, request)
+                nonblocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, request)
             }
         }
     )*};
@@ -353,58 +399,58 @@ macro_rules! end_fns {
 
 blocking_at_fns! {
     /// `MPI_File_read_at`.
-    MPI_File_read_at / PMPI_File_read_at: Read;
+    MPI_File_read_at / PMPI_File_read_at: Independent Read;
     /// `MPI_File_read_at_all` (collective).
-    MPI_File_read_at_all / PMPI_File_read_at_all: Read;
+    MPI_File_read_at_all / PMPI_File_read_at_all: Collective Read;
     /// `MPI_File_write_at`.
-    MPI_File_write_at / PMPI_File_write_at: Write;
+    MPI_File_write_at / PMPI_File_write_at: Independent Write;
     /// `MPI_File_write_at_all` (collective).
-    MPI_File_write_at_all / PMPI_File_write_at_all: Write;
+    MPI_File_write_at_all / PMPI_File_write_at_all: Collective Write;
 }
 
 blocking_fns! {
     /// `MPI_File_read`: at the individual file pointer.
-    MPI_File_read / PMPI_File_read: Read Individual;
+    MPI_File_read / PMPI_File_read: Independent Read Individual;
     /// `MPI_File_read_all` (collective): at the individual file pointer.
-    MPI_File_read_all / PMPI_File_read_all: Read Individual;
+    MPI_File_read_all / PMPI_File_read_all: Collective Read Individual;
     /// `MPI_File_write`: at the individual file pointer.
-    MPI_File_write / PMPI_File_write: Write Individual;
+    MPI_File_write / PMPI_File_write: Independent Write Individual;
     /// `MPI_File_write_all` (collective): at the individual file pointer.
-    MPI_File_write_all / PMPI_File_write_all: Write Individual;
+    MPI_File_write_all / PMPI_File_write_all: Collective Write Individual;
     /// `MPI_File_read_shared`: at the shared file pointer.
-    MPI_File_read_shared / PMPI_File_read_shared: Read Shared;
+    MPI_File_read_shared / PMPI_File_read_shared: Independent Read Shared;
     /// `MPI_File_write_shared`: at the shared file pointer.
-    MPI_File_write_shared / PMPI_File_write_shared: Write Shared;
+    MPI_File_write_shared / PMPI_File_write_shared: Independent Write Shared;
     /// `MPI_File_read_ordered` (collective): at the shared file pointer, in rank order.
-    MPI_File_read_ordered / PMPI_File_read_ordered: Read Ordered;
+    MPI_File_read_ordered / PMPI_File_read_ordered: Collective Read Ordered;
     /// `MPI_File_write_ordered` (collective): at the shared file pointer, in rank order.
-    MPI_File_write_ordered / PMPI_File_write_ordered: Write Ordered;
+    MPI_File_write_ordered / PMPI_File_write_ordered: Collective Write Ordered;
 }
 
 nonblocking_at_fns! {
     /// `MPI_File_iread_at`.
-    MPI_File_iread_at / PMPI_File_iread_at: Read;
+    MPI_File_iread_at / PMPI_File_iread_at: Independent Read;
     /// `MPI_File_iread_at_all`.
-    MPI_File_iread_at_all / PMPI_File_iread_at_all: Read;
+    MPI_File_iread_at_all / PMPI_File_iread_at_all: Collective Read;
     /// `MPI_File_iwrite_at`.
-    MPI_File_iwrite_at / PMPI_File_iwrite_at: Write;
+    MPI_File_iwrite_at / PMPI_File_iwrite_at: Independent Write;
     /// `MPI_File_iwrite_at_all`.
-    MPI_File_iwrite_at_all / PMPI_File_iwrite_at_all: Write;
+    MPI_File_iwrite_at_all / PMPI_File_iwrite_at_all: Collective Write;
 }
 
 nonblocking_fns! {
     /// `MPI_File_iread`.
-    MPI_File_iread / PMPI_File_iread: Read Individual;
+    MPI_File_iread / PMPI_File_iread: Independent Read Individual;
     /// `MPI_File_iread_all`.
-    MPI_File_iread_all / PMPI_File_iread_all: Read Individual;
+    MPI_File_iread_all / PMPI_File_iread_all: Collective Read Individual;
     /// `MPI_File_iwrite`.
-    MPI_File_iwrite / PMPI_File_iwrite: Write Individual;
+    MPI_File_iwrite / PMPI_File_iwrite: Independent Write Individual;
     /// `MPI_File_iwrite_all`.
-    MPI_File_iwrite_all / PMPI_File_iwrite_all: Write Individual;
+    MPI_File_iwrite_all / PMPI_File_iwrite_all: Collective Write Individual;
     /// `MPI_File_iread_shared`.
-    MPI_File_iread_shared / PMPI_File_iread_shared: Read Shared;
+    MPI_File_iread_shared / PMPI_File_iread_shared: Independent Read Shared;
     /// `MPI_File_iwrite_shared`.
-    MPI_File_iwrite_shared / PMPI_File_iwrite_shared: Write Shared;
+    MPI_File_iwrite_shared / PMPI_File_iwrite_shared: Independent Write Shared;
 }
 
 begin_at_fns! {

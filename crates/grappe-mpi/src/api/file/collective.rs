@@ -6,11 +6,14 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::abi::class;
 use crate::errors::{MpiError, Result, check_code};
 
-use super::super::coll::{PMPI_Allgather, PMPI_Allreduce, PMPI_Barrier, PMPI_Bcast};
+use super::super::coll::{PMPI_Allgather, PMPI_Allreduce, PMPI_Alltoall, PMPI_Alltoallv, PMPI_Barrier, PMPI_Bcast};
 
-const MPI_LONG: c_int = 0x4c00_0807;
+const MPI_INT: c_int = 0x4c00_0405;
+pub(super) const MPI_LONG: c_int = 0x4c00_0807;
+pub(super) const MPI_BYTE: c_int = 0x4c00_010d;
 const MPI_MAX: c_int = 0x5800_0001;
 
 pub(super) fn barrier(comm: c_int) -> Result<()> {
@@ -36,6 +39,63 @@ pub(super) fn allgather(comm: c_int, mine: &[i64], size: usize) -> Result<Vec<i6
     };
     check_code(code)?;
     Ok(all)
+}
+
+/// Sends `blocks[r]` to rank r (`datatype` is the MPI datatype of `T`):
+/// what every rank sent this one, by rank.
+pub(super) fn exchange<T: Copy + Default>(comm: c_int, blocks: &[Vec<T>], datatype: c_int) -> Result<Vec<Vec<T>>> {
+    let count = |block: &Vec<T>| {
+        c_int::try_from(block.len())
+            .map_err(|_| MpiError::new(class::COUNT, format!("{} elements to send to one rank", block.len())))
+    };
+    let send_counts = blocks.iter().map(count).collect::<Result<Vec<c_int>>>()?;
+    let mut recv_counts = vec![0 as c_int; blocks.len()];
+    // SAFETY: one int per rank each way.
+    let code = unsafe {
+        PMPI_Alltoall::body(send_counts.as_ptr().cast(), 1, MPI_INT, recv_counts.as_mut_ptr().cast(), 1, MPI_INT, comm)
+    };
+    check_code(code)?;
+    let (send_displs, recv_displs) = (displacements(&send_counts)?, displacements(&recv_counts)?);
+    let send: Vec<T> = blocks.concat();
+    let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+    let mut recv = vec![T::default(); total];
+    // SAFETY: the counts and displacements describe `send` and `recv`, of `datatype` elements.
+    let code = unsafe {
+        PMPI_Alltoallv::body(
+            send.as_ptr().cast(),
+            send_counts.as_ptr(),
+            send_displs.as_ptr(),
+            datatype,
+            recv.as_mut_ptr().cast(),
+            recv_counts.as_ptr(),
+            recv_displs.as_ptr(),
+            datatype,
+            comm,
+        )
+    };
+    check_code(code)?;
+    let mut rest = recv.as_slice();
+    Ok(recv_counts
+        .iter()
+        .map(|&c| {
+            let (mine, after) = rest.split_at(c as usize);
+            rest = after;
+            mine.to_vec()
+        })
+        .collect())
+}
+
+/// Where blocks of `counts` elements start, end to end.
+fn displacements(counts: &[c_int]) -> Result<Vec<c_int>> {
+    let mut at: c_int = 0;
+    let mut starts = Vec::with_capacity(counts.len());
+    for &count in counts {
+        starts.push(at);
+        at = at
+            .checked_add(count)
+            .ok_or_else(|| MpiError::new(class::COUNT, format!("more than {} elements in one exchange", c_int::MAX)))?;
+    }
+    Ok(starts)
 }
 
 /// The largest of every rank's `values`, element by element, in place.
@@ -75,7 +135,7 @@ pub(super) fn same_everywhere(comm: c_int, what: &str, value: i64, class: c_int)
 }
 
 /// A rank's outcome of a step every rank takes: 0, or its error's class.
-fn outcome_of(result: &Result<()>) -> i64 {
+pub(super) fn outcome_of(result: &Result<()>) -> i64 {
     match result {
         Ok(()) => 0,
         Err(error) => error.class as i64,
@@ -86,7 +146,7 @@ fn outcome_of(result: &Result<()>) -> i64 {
 /// rank order): this rank's own error if it failed; if another did, an
 /// error of its class on this rank too, naming it, so that every rank
 /// fails alike.
-fn agree(mine: Result<()>, outcomes: &[i64], step: &str) -> Result<()> {
+pub(super) fn agree(mine: Result<()>, outcomes: &[i64], step: &str) -> Result<()> {
     mine?;
     match outcomes.iter().enumerate().find(|(_, class)| **class != 0) {
         None => Ok(()),

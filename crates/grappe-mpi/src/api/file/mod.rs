@@ -15,6 +15,7 @@
 //! open or resize.
 
 mod access;
+mod aggregate;
 mod collective;
 mod shared;
 mod view;
