@@ -33,13 +33,22 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
     // Helpers that name the call themselves ("MPI_Send: negative count")
     // would have it said twice.
     let message = error.message.strip_prefix(name).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(&error.message);
+    if let Some(file) = error.file {
+        if let Some(code) = raise_on_file(name, message, &error, file) {
+            return code;
+        }
+    }
     let Ok(state) = state::lock(name) else {
         // Before MPI_Init or after MPI_Finalize there is no handler, and no
         // job to stop: as MPICH does, the process ends.
         grappe_runtime::say(&format!("{name}: {message}"));
         std::process::exit(1);
     };
-    let (handler, comm) = state.errhandler_for(&error);
+    let (handler, comm) = match error.file {
+        // A file's fatal handler ends the job as the world's does.
+        Some(_) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
+        None => state.errhandler_for(&error),
+    };
     if let Some(function) = crate::api::user_handler(handler) {
         let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
         let (mut c, mut passed) = (error.comm.unwrap_or(abi::COMM_WORLD), code);
@@ -56,6 +65,24 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
             std::process::exit(1)
         }
     }
+}
+
+/// The code of an error that file `file`'s handler (or `MPI_FILE_NULL`'s)
+/// returns, after calling it if it is the program's; `None` if the
+/// handler is fatal.
+fn raise_on_file(name: &str, message: &str, error: &MpiError, file: usize) -> Option<c_int> {
+    let handler = crate::io::errhandler_of(file);
+    let function = crate::api::user_file_handler(handler);
+    if handler != abi::ERRORS_RETURN && function.is_none() {
+        return None;
+    }
+    let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
+    if let Some(function) = function {
+        let (mut handle, mut passed) = (file, code);
+        // SAFETY: the program's handler, with the arguments MPI defines.
+        unsafe { function(&mut handle, &mut passed) };
+    }
+    Some(code)
 }
 
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -30,6 +30,9 @@ pub struct Failure {
     /// The communicator whose error handler applies (`None`: the world's,
     /// as for errors that concern no communicator).
     pub comm: Option<c_int>,
+    /// The file whose error handler applies instead (`Some(0)`:
+    /// `MPI_FILE_NULL`'s, as for `MPI_File_open` and a bad file handle).
+    pub file: Option<usize>,
     /// What a receive that failed says of its message (a truncated
     /// message's source, tag and the bytes delivered), for its status.
     pub status: Option<crate::abi::Status>,
@@ -53,13 +56,21 @@ pub type Result<T, E = MpiError> = std::result::Result<T, E>;
 impl MpiError {
     #[cold]
     pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
-        MpiError(Box::new(Failure { class, message: message.into(), comm: None, status: None }))
+        MpiError(Box::new(Failure { class, message: message.into(), comm: None, file: None, status: None }))
     }
 
     /// The same error, handled by communicator `comm`'s handler.
     #[cold]
     pub fn on(mut self, comm: c_int) -> MpiError {
         self.comm.get_or_insert(comm);
+        self
+    }
+
+    /// The same error, handled by the error handler of file `handle`
+    /// (`MPI_FILE_NULL`, 0, for errors that concern no open file).
+    #[cold]
+    pub fn on_file(mut self, handle: usize) -> MpiError {
+        self.file.get_or_insert(handle);
         self
     }
 }
@@ -75,6 +86,16 @@ impl From<grappe_comm::Error> for MpiError {
         }
         converted
     }
+}
+
+/// The outcome of an MPI function the library called itself: its code
+/// made an error again, with the class and message it carries.
+pub fn check_code(code: c_int) -> Result<()> {
+    if code == crate::abi::SUCCESS {
+        return Ok(());
+    }
+    let class = class_of_code(code).unwrap_or(class::OTHER);
+    Err(MpiError::new(class, string_of_code(code).unwrap_or_else(|| format!("error code {code}"))))
 }
 
 /// MPICH's number for one of grappe's error classes.
@@ -223,6 +244,21 @@ pub fn describe_class(class: c_int) -> &'static str {
         class::IN_STATUS => "error code is in status",
         class::PENDING => "pending request",
         class::REQUEST => "invalid request",
+        class::ACCESS => "permission denied",
+        class::AMODE => "invalid file access mode",
+        class::BAD_FILE => "invalid file name",
+        class::CONVERSION => "error in a data conversion function",
+        class::DUP_DATAREP => "data representation already defined",
+        class::FILE_EXISTS => "file exists",
+        class::FILE => "invalid file handle",
+        class::INFO => "invalid info object",
+        class::IO => "input/output error",
+        class::NOT_SAME => "collective arguments differ between ranks",
+        class::NO_SPACE => "no space left on device",
+        class::NO_SUCH_FILE => "file does not exist",
+        class::QUOTA => "quota exceeded",
+        class::READ_ONLY => "file is read-only",
+        class::UNSUPPORTED_DATAREP => "unsupported data representation",
         class::NO_MEM => "out of memory",
         class::UNSUPPORTED_OPERATION => "operation not supported",
         class::KEYVAL => "invalid attribute key",

@@ -20,6 +20,7 @@ mod api;
 pub mod call;
 pub mod datatype;
 pub mod errors;
+pub(crate) mod io;
 pub mod reduce;
 pub(crate) mod state;
 pub mod types;

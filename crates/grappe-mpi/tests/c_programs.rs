@@ -255,6 +255,29 @@ fn an_unsupported_function_fails_with_its_name_and_ends_the_job_by_default() {
     assert!(text.contains("fatal error in MPI_Win_create") && text.contains("not supported"), "{text}");
 }
 
+/// A file's error handler, or `MPI_FILE_NULL`'s, set to
+/// `MPI_ERRORS_ARE_FATAL` ends the job at a file error, naming the call
+/// and the file (the default for files is `MPI_ERRORS_RETURN`).
+#[test]
+fn a_fatal_error_handler_on_files_ends_the_job_naming_the_call_and_the_file() {
+    let prefix = installed();
+    let dir = scratch("io-fatal");
+    let binary = compile_with_mpich("io_fatal", dir.path());
+    let missing = dir.path().join("missing.dat");
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "open", missing.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success() && !text.contains("survived"), "the job goes on:\n{text}");
+    assert!(text.contains("fatal error in MPI_File_open") && text.contains("missing.dat"), "{text}");
+    let read_only = dir.path().join("read-only.dat");
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "write", read_only.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success() && !text.contains("survived"), "the job goes on:\n{text}");
+    assert!(
+        text.contains("fatal error in MPI_File_write_at") && text.contains("read-only.dat was opened MPI_MODE_RDONLY"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_c_program_as_thread_ranks_is_refused_with_the_reason() {
     let prefix = installed();

@@ -10,17 +10,27 @@ use crate::state;
 use super::env::copy_string;
 use super::{get, put};
 
-/// The predefined handlers; user handlers (`MPI_Comm_create_errhandler`)
-/// are not supported by this version.
+/// A handler for communicators: a predefined one or one of
+/// `MPI_Comm_create_errhandler`.
 fn check_handler(handler: c_int) -> Result<(), MpiError> {
     match handler {
+        user if crate::api::misc::is_user_handler(user) && crate::api::user_handler(user).is_none() => {
+            Err(MpiError::new(
+                class::ARG,
+                format!("{user:#x} is an error handler for files (MPI_File_create_errhandler), not for communicators"),
+            ))
+        }
+        other => check_any_handler(other),
+    }
+}
+
+/// A predefined handler or a user handler of any kind.
+pub(crate) fn check_any_handler(handler: c_int) -> Result<(), MpiError> {
+    match handler {
         abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT => Ok(()),
-        user if crate::api::user_handler(user).is_some() => Ok(()),
+        user if crate::api::misc::is_user_handler(user) => Ok(()),
         abi::ERRHANDLER_NULL => Err(MpiError::new(class::ARG, "MPI_ERRHANDLER_NULL is not an error handler")),
-        other => Err(MpiError::new(
-            class::ARG,
-            format!("{other:#x} is not a predefined error handler (user handlers are not supported yet)"),
-        )),
+        other => Err(MpiError::new(class::ARG, format!("{other:#x} is not an error handler"))),
     }
 }
 
@@ -50,7 +60,7 @@ mpi_fn! {
     fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) {
         // SAFETY: the caller's in-out argument.
         let handler = unsafe { get(errhandler, "errhandler")? };
-        check_handler(handler)?;
+        check_any_handler(handler)?;
         // A user handler stays defined: MPI lets communicators that were
         // given it keep using it after the handle is freed.
         // SAFETY: the caller's in-out argument.

@@ -23,7 +23,7 @@ fn slot_of(state: &Locked, handle: c_int) -> Result<Option<usize>> {
     }
 }
 
-fn entries(state: &Locked, handle: c_int) -> Result<Vec<(String, String)>> {
+pub(super) fn entries(state: &Locked, handle: c_int) -> Result<Vec<(String, String)>> {
     Ok(slot_of(state, handle)?.and_then(|slot| state.infos.get(slot)).cloned().unwrap_or_default())
 }
 
@@ -40,7 +40,7 @@ unsafe fn key_of(key: *const c_char) -> Result<String> {
     Ok(key)
 }
 
-fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut c_int) -> Result<()> {
+pub(super) fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut c_int) -> Result<()> {
     let handle = abi::direct_handle(kind::INFO, state.infos.insert(entries));
     // SAFETY: the caller's output argument.
     unsafe { put(out, handle, "info") }

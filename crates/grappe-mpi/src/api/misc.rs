@@ -190,20 +190,63 @@ mpi_fn! {
 /// `MPI_Comm_errhandler_function`.
 pub type ErrhandlerFunction = unsafe extern "C" fn(*mut c_int, *mut c_int);
 
+/// `MPI_File_errhandler_function`: its first argument points to the
+/// file's handle, a pointer in MPICH's interface.
+pub type FileErrhandlerFunction = unsafe extern "C" fn(*mut usize, *mut c_int);
+
+/// A user error handler: the function, for the kind of object it was
+/// made for (MPI calls it with a pointer to that object's handle, so one
+/// kind's handler cannot serve another).
+#[derive(Clone, Copy)]
+enum UserHandler {
+    Comm(ErrhandlerFunction),
+    File(FileErrhandlerFunction),
+}
+
 /// User error handlers, by slot: direct handles of type 5.
-static HANDLERS: parking_lot::RwLock<crate::state::Table<ErrhandlerFunction>> =
+static HANDLERS: parking_lot::RwLock<crate::state::Table<UserHandler>> =
     parking_lot::RwLock::new(crate::state::Table::new());
 
-/// The function of user error handler `handle`, if it is one.
-pub fn user_handler(handle: c_int) -> Option<ErrhandlerFunction> {
+fn user(handle: c_int) -> Option<UserHandler> {
     abi::direct_index(abi::kind::ERRHANDLER, handle).and_then(|slot| HANDLERS.read().get(slot).copied())
+}
+
+/// The function of communicator error handler `handle`, if it is one.
+pub fn user_handler(handle: c_int) -> Option<ErrhandlerFunction> {
+    match user(handle)? {
+        UserHandler::Comm(function) => Some(function),
+        UserHandler::File(_) => None,
+    }
+}
+
+/// The function of file error handler `handle` (`MPI_File_create_errhandler`), if it is one.
+pub fn user_file_handler(handle: c_int) -> Option<FileErrhandlerFunction> {
+    match user(handle)? {
+        UserHandler::File(function) => Some(function),
+        UserHandler::Comm(_) => None,
+    }
+}
+
+/// Whether `handle` is a user error handler of any kind.
+pub fn is_user_handler(handle: c_int) -> bool {
+    user(handle).is_some()
+}
+
+fn add_handler(handler: UserHandler, errhandler: *mut c_int) -> Result<()> {
+    let slot = HANDLERS.write().insert(handler);
+    // SAFETY: the caller's output argument.
+    unsafe { put(errhandler, abi::direct_handle(abi::kind::ERRHANDLER, slot), "errhandler") }
 }
 
 fn create_errhandler(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) -> Result<()> {
     let function = function.ok_or_else(|| MpiError::new(class::ARG, "the error handler function is NULL"))?;
-    let slot = HANDLERS.write().insert(function);
-    // SAFETY: the caller's output argument.
-    unsafe { put(errhandler, abi::direct_handle(abi::kind::ERRHANDLER, slot), "errhandler") }
+    add_handler(UserHandler::Comm(function), errhandler)
+}
+
+/// `MPI_File_create_errhandler`'s work.
+pub fn create_file_errhandler(function: Option<FileErrhandlerFunction>, errhandler: *mut c_int) -> Result<()> {
+    let function = function.ok_or_else(|| MpiError::new(class::ARG, "the error handler function is NULL"))?;
+    add_handler(UserHandler::File(function), errhandler)
 }
 
 mpi_fn! {

@@ -7,6 +7,7 @@ mod comm;
 mod env;
 pub(crate) mod errh;
 mod external32;
+mod file;
 pub(crate) mod fortran;
 mod fortran_binding;
 mod grequest;
@@ -33,7 +34,7 @@ use crate::types::Type;
 
 pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
 pub(crate) use intercomm::{Inter, unsupported as not_on_intercomm};
-pub(crate) use misc::user_handler;
+pub(crate) use misc::{user_file_handler, user_handler};
 pub(crate) use persistent::Starter;
 pub(crate) use topology::Topology;
 

@@ -4,7 +4,8 @@
 ! callbacks (run by MPI_Comm_dup and MPI_Comm_free through the Fortran
 ! library's proxies), blocking and non-blocking point-to-point with
 ! statuses and MPI_STATUS(ES)_IGNORE, collectives with MPI_IN_PLACE, a
-! derived datatype, a user operation written in Fortran, MPI_Comm_split.
+! derived datatype, a user operation written in Fortran, MPI_Comm_split,
+! MPI-IO (a file's handle through the Fortran library's MPI_File_c2f/f2c).
 ! Each failed check prints a FAIL line; rank 0 prints the verdict.
 module checks
   implicit none
@@ -61,6 +62,8 @@ program conformance
   integer :: tag_ub_int
   logical :: flag
   double precision :: x(4), y(4), t0
+  integer :: fh, block(4), next_block(4)
+  integer(kind=MPI_OFFSET_KIND) :: file_size
 
   call MPI_Init(ierr)
   call check(ierr == MPI_SUCCESS, 'MPI_Init returns MPI_SUCCESS')
@@ -153,6 +156,24 @@ program conformance
   call MPI_Allgather(rank, 1, MPI_INTEGER, row, 1, MPI_INTEGER, half, ierr)
   call check(row(half_rank + 1) == rank, 'MPI_Allgather on the half, reversed')
   call MPI_Comm_free(half, ierr)
+
+  ! A file: each rank writes its block, then reads the next rank's.
+  call MPI_File_open(MPI_COMM_WORLD, 'conformance.dat', MPI_MODE_CREATE + MPI_MODE_RDWR + MPI_MODE_DELETE_ON_CLOSE, &
+                     MPI_INFO_NULL, fh, ierr)
+  call check(ierr == MPI_SUCCESS .and. fh /= MPI_FILE_NULL, 'MPI_File_open')
+  block = (/ (rank * 10 + i, i = 1, 4) /)
+  call MPI_File_write_at_all(fh, int(rank * 16, MPI_OFFSET_KIND), block, 4, MPI_INTEGER, status, ierr)
+  call MPI_Get_count(status, MPI_INTEGER, count, ierr)
+  call check(ierr == MPI_SUCCESS .and. count == 4, 'MPI_File_write_at_all counts 4 integers')
+  call MPI_File_sync(fh, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_File_sync(fh, ierr)
+  call MPI_File_get_size(fh, file_size, ierr)
+  call check(file_size == 16 * size, 'MPI_File_get_size')
+  call MPI_File_read_at(fh, int(mod(rank + 1, size) * 16, MPI_OFFSET_KIND), next_block, 4, MPI_INTEGER, status, ierr)
+  call check(all(next_block == (/ (mod(rank + 1, size) * 10 + i, i = 1, 4) /)), 'MPI_File_read_at of the next block')
+  call MPI_File_close(fh, ierr)
+  call check(ierr == MPI_SUCCESS .and. fh == MPI_FILE_NULL, 'MPI_File_close sets MPI_FILE_NULL')
 
   call check(MPI_Wtime() >= t0, 'MPI_Wtime goes forward')
   call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
