@@ -1,0 +1,57 @@
+//! grappe's libfabric link: records between two ranks of different hosts
+//! over libfabric's reliable datagram endpoints (`FI_EP_RDM`).
+//!
+//! The same surface as `grappe-fabric-tcp`'s links, so that the engine can
+//! carry its records over either: a [`Link`] is used like a mailbox pair,
+//! [`Link::try_push`] refuses when too much is waiting (as a full ring
+//! does), [`Link::peek`] / [`Link::consume`] read the inbound records in
+//! order, and [`Link::split`] cuts it into a [`LinkOut`] and a [`LinkIn`].
+//!
+//! * [`Endpoint`]: one per process (or per thread that drives links): the
+//!   provider's endpoint, its address ([`Endpoint::name`], to publish
+//!   where peers find it) and the links made to peers' addresses
+//!   ([`Endpoint::link`]);
+//! * readiness: the endpoint's completion queue waits on a file
+//!   descriptor ([`Endpoint::raw_fd`], `FI_WAIT_FD`) that an epoll
+//!   watcher can arm, once [`Endpoint::try_wait`] (`fi_trywait`) says
+//!   nothing is left to read;
+//! * flow control by credits over pre-posted receive buffers, so that no
+//!   data message ever waits in the provider for a buffer (see the
+//!   `endpoint` module).
+//!
+//! Built only with the cargo feature `libfabric`, which needs libfabric
+//! (1.17 or later) and libclang; without it the crate is empty.
+#![warn(unsafe_op_in_unsafe_fn, missing_docs)]
+#![cfg_attr(not(feature = "libfabric"), forbid(unsafe_code))]
+
+#[cfg(feature = "libfabric")]
+mod endpoint;
+#[cfg(feature = "libfabric")]
+mod error;
+#[cfg(feature = "libfabric")]
+mod link;
+#[cfg(feature = "libfabric")]
+mod sys;
+#[cfg(feature = "libfabric")]
+mod wire;
+
+#[cfg(feature = "libfabric")]
+pub use endpoint::{CONTROL_DEPTH, Config, Endpoint, INBOUND_LIMIT, MAX_END, Matching};
+#[cfg(feature = "libfabric")]
+pub use error::{Ends, LinkError};
+#[cfg(feature = "libfabric")]
+pub use link::{Incoming, Link, LinkIn, LinkOut, Received};
+#[cfg(feature = "libfabric")]
+pub use wire::HEADER_BYTES;
+
+/// Protocol-defined words carried by every record (kind, tag, context...).
+/// The link never interprets them.
+pub type Meta = [u32; 4];
+
+/// Payload bytes waiting for credits or for the provider past which
+/// [`Link::try_push`] refuses new records until the peer reads.
+pub const BACKLOG_LIMIT: usize = 8 << 20;
+
+/// The largest payload a record may have. A larger one is refused when
+/// pushed.
+pub const MAX_PAYLOAD: usize = 64 << 20;
