@@ -192,8 +192,8 @@ impl Endpoint {
     /// the same link with the ends reversed. Records may be pushed at once;
     /// they wait in the peer's provider until its side of the link exists.
     pub fn link(&self, peer: &[u8], ends: Ends) -> Result<Link, LinkError> {
-        let (id, failure) = self.shared.core.lock().add_link(&self.shared.provider, peer, ends)?;
-        Ok(Link::new(Arc::clone(&self.shared), id, failure))
+        let (id, fate) = self.shared.core.lock().add_link(&self.shared.provider, peer, ends)?;
+        Ok(Link::new(Arc::clone(&self.shared), id, fate))
     }
 
     /// The descriptor to watch (epoll) for completions: readable when
@@ -286,7 +286,7 @@ struct LinkState {
     ends: Ends,
     /// Halves still held by the caller; closed at 0.
     halves: u8,
-    failure: Arc<OnceLock<LinkError>>,
+    fate: Arc<Fate>,
     // Sending.
     credits: u32,
     next_seq: u32,
@@ -311,9 +311,20 @@ struct LinkState {
 }
 
 impl LinkState {
+    /// True if nothing more is to be sent on the link.
     fn dead(&self) -> bool {
-        self.halves == 0 || self.failure.get().is_some()
+        self.halves == 0 || self.fate.broken.get().is_some() || self.fate.peer_closed.get().is_some()
     }
+}
+
+/// How a link ended, shared with its halves.
+#[derive(Debug, Default)]
+pub(crate) struct Fate {
+    /// Why the link broke: both halves report it.
+    pub broken: OnceLock<LinkError>,
+    /// The peer closed its side: nothing more can be sent, while the
+    /// receiving half reads on up to the peer's last record.
+    pub peer_closed: OnceLock<LinkError>,
 }
 
 /// Everything behind the endpoint's mutex.
@@ -375,12 +386,7 @@ impl Core {
         HEADER_BYTES + self.fragment
     }
 
-    fn add_link(
-        &mut self,
-        provider: &str,
-        peer: &[u8],
-        ends: Ends,
-    ) -> Result<(usize, Arc<OnceLock<LinkError>>), LinkError> {
+    fn add_link(&mut self, provider: &str, peer: &[u8], ends: Ends) -> Result<(usize, Arc<Fate>), LinkError> {
         let setup = |detail: String| LinkError::Setup {
             provider: provider.to_owned(),
             peer: peer.iter().map(|b| format!("{b:02x}")).collect(),
@@ -394,13 +400,13 @@ impl Core {
             return Err(setup("this endpoint has a link with these ends already".into()));
         }
         let addr = self.fabric.insert(peer).map_err(|failed| setup(format!("{}: {}", failed.op, failed.text)))?;
-        let failure = Arc::new(OnceLock::new());
+        let fate = Arc::new(Fate::default());
         let state = LinkState {
             peer: addr,
             peer_text: self.fabric.address_text(peer),
             ends,
             halves: 2,
-            failure: Arc::clone(&failure),
+            fate: Arc::clone(&fate),
             credits: self.depth,
             next_seq: 0,
             control: VecDeque::new(),
@@ -441,13 +447,13 @@ impl Core {
                 self.arrive(id, header, buf, len);
             }
         }
-        match failure.get() {
+        match fate.broken.get() {
             Some(error) => {
                 let error = error.clone();
                 self.close(id);
                 Err(error)
             }
-            None => Ok((id, failure)),
+            None => Ok((id, fate)),
         }
     }
 
@@ -470,7 +476,7 @@ impl Core {
 
     fn fail_all(&mut self, error: LinkError) {
         for link in self.links.iter_mut().flatten() {
-            let _ = link.failure.set(error.clone());
+            let _ = link.fate.broken.set(error.clone());
         }
         self.failure = Some(error);
     }
@@ -558,6 +564,16 @@ impl Core {
             Kind::Credit | Kind::Ping => self.post_recv(id, buf, true),
             Kind::Bye => {
                 link.peer_sent = Some(header.seq);
+                let closed = LinkError::Closed {
+                    provider: self.fabric.provider().to_owned(),
+                    peer: link.peer_text.clone(),
+                    ends: link.ends,
+                    records: header.seq,
+                };
+                let _ = link.fate.peer_closed.set(closed);
+                link.backlog.clear();
+                link.control.clear();
+                link.backlog_bytes = 0;
                 self.post_recv(id, buf, true);
             }
             Kind::Data | Kind::More => {
@@ -802,7 +818,7 @@ impl Core {
     /// Link `id` takes nothing more: what waits to be sent is dropped.
     fn break_link(&mut self, id: usize, error: LinkError) {
         let Some(link) = self.links[id].as_mut() else { return };
-        let _ = link.failure.set(error);
+        let _ = link.fate.broken.set(error);
         link.backlog.clear();
         link.control.clear();
         link.backlog_bytes = 0;
@@ -818,7 +834,7 @@ impl Core {
         link.ready.clear();
         link.backlog.clear();
         link.backlog_bytes = 0;
-        if link.failure.get().is_none() {
+        if link.fate.broken.get().is_none() && link.fate.peer_closed.get().is_none() {
             link.control.clear();
             let bye = control_message(Kind::Bye, link.ends, 0);
             link.control.push_back(bye);
@@ -889,7 +905,7 @@ impl Core {
             }
             return Ok(Some(record));
         }
-        if let Some(error) = link.failure.get() {
+        if let Some(error) = link.fate.broken.get() {
             return Err(error.clone());
         }
         match link.peer_sent {

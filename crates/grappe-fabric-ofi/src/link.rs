@@ -8,9 +8,9 @@
 //! its credit to the peer) when the record is consumed.
 
 use std::os::fd::RawFd;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::endpoint::{Body, Record, Shared, data_header};
+use crate::endpoint::{Body, Fate, Record, Shared, data_header};
 use crate::error::{Ends, LinkError};
 use crate::wire::{self, HEADER_BYTES, Kind};
 use crate::{BACKLOG_LIMIT, MAX_PAYLOAD, Meta};
@@ -33,8 +33,8 @@ pub struct LinkOut {
     id: usize,
     ends: Ends,
     peer: String,
-    /// Why the link broke, set by the endpoint.
-    broken: Arc<OnceLock<LinkError>>,
+    /// Why the link broke or ended, set by the endpoint.
+    fate: Arc<Fate>,
     /// A record this half refused to send (too large), which ends it.
     refused: Option<LinkError>,
     scratch: Vec<u8>,
@@ -65,12 +65,12 @@ pub struct Incoming<'a> {
 }
 
 impl Link {
-    pub(crate) fn new(shared: Arc<Shared>, id: usize, broken: Arc<OnceLock<LinkError>>) -> Link {
+    pub(crate) fn new(shared: Arc<Shared>, id: usize, fate: Arc<Fate>) -> Link {
         let (peer, ends) = {
             let core = shared.core.lock();
             (core.peer_text(id), core.ends(id))
         };
-        let out = LinkOut { shared: Arc::clone(&shared), id, ends, peer, broken, refused: None, scratch: Vec::new() };
+        let out = LinkOut { shared: Arc::clone(&shared), id, ends, peer, fate, refused: None, scratch: Vec::new() };
         Link { out, inbox: LinkIn { shared, id, head: None, ended: false } }
     }
 
@@ -207,9 +207,10 @@ impl LinkOut {
         self.shared.wait_fd
     }
 
-    /// Why the link takes nothing any more, if it broke.
+    /// Why the link takes nothing any more, if it broke or the peer
+    /// closed it.
     pub fn failure(&self) -> Option<&LinkError> {
-        self.refused.as_ref().or_else(|| self.broken.get())
+        self.refused.as_ref().or_else(|| self.fate.broken.get()).or_else(|| self.fate.peer_closed.get())
     }
 
     /// The peer's address, as libfabric writes it.
@@ -239,7 +240,7 @@ impl LinkOut {
         };
         let messages = self.build(meta, len, fragment, spare, fill);
         let mut core = self.shared.core.lock();
-        if let Some(error) = self.broken.get() {
+        if let Some(error) = self.failure() {
             return Err(error.clone());
         }
         core.queue(self.id, messages, Kind::Data);

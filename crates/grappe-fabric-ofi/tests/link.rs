@@ -1,18 +1,308 @@
-//! Records over a link between two endpoints of one process.
+//! Records over a link between two endpoints of one process: order and
+//! content under any interleaving of pushes, flushes and reads, both
+//! ways, with tagged and with plain messages; fragments; the backlog
+//! limit; what a closing peer produces.
 
 mod common;
 
-use common::{link_pair, next_event, pattern, providers};
-use grappe_fabric_ofi::Matching;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use common::{config, endpoint, link_pair, next_event, pattern, variants};
+use grappe_fabric_ofi::{BACKLOG_LIMIT, Config, Ends, Link, LinkError, MAX_PAYLOAD, Matching, Meta};
+use proptest::prelude::*;
+
+/// Fragments of the property test: small, so that records of a few
+/// kilobytes already travel in several messages and credits run out.
+const FRAGMENT: usize = 4096;
+const DEPTH: usize = 4;
+
+/// What one side pushed and the other has not read yet.
+#[derive(Default)]
+struct Expected {
+    records: VecDeque<(Meta, u64, usize)>,
+    next_seed: u64,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A record from side `from`, its payload copied or filled in place.
+    Push {
+        from: usize,
+        meta: Meta,
+        len: usize,
+        fill: bool,
+    },
+    Flush {
+        from: usize,
+    },
+    /// Side `to` reads at most `max` records.
+    Read {
+        to: usize,
+        max: usize,
+    },
+    /// Side `from` pushes until the backlog limit refuses.
+    Burst {
+        from: usize,
+    },
+}
+
+fn payload_len() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        4 => 0..64usize,
+        4 => 0..20 * FRAGMENT,
+        1 => Just(FRAGMENT - 1),
+        1 => Just(FRAGMENT),
+        1 => Just(FRAGMENT + 1),
+        1 => Just(3 * FRAGMENT),
+        1 => Just(300 * 1024),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..2usize, any::<Meta>(), payload_len(), any::<bool>())
+            .prop_map(|(from, meta, len, fill)| Op::Push { from, meta, len, fill }),
+        2 => (0..2usize).prop_map(|from| Op::Flush { from }),
+        5 => (0..2usize, 1..8usize).prop_map(|(to, max)| Op::Read { to, max }),
+        1 => (0..2usize).prop_map(|from| Op::Burst { from }),
+    ]
+}
+
+/// Pushes one record; true if the link took it (and `expected` knows).
+fn push(link: &mut Link, expected: &mut Expected, meta: Meta, len: usize, fill: bool) -> bool {
+    let seed = expected.next_seed;
+    let payload = pattern(seed, len);
+    let taken = if fill {
+        link.try_push_with(meta, len, |dst| dst.copy_from_slice(&payload)).unwrap()
+    } else {
+        link.try_push(meta, &payload).unwrap()
+    };
+    if taken {
+        expected.records.push_back((meta, seed, len));
+        expected.next_seed += 1;
+    } else {
+        assert!(link.backlog_bytes() >= BACKLOG_LIMIT, "refused with a backlog of {} bytes", link.backlog_bytes());
+    }
+    taken
+}
+
+/// Reads at most `max` records, checking each against what was pushed.
+fn read(link: &mut Link, expected: &mut Expected, max: usize) {
+    for _ in 0..max {
+        let Some(record) = link.peek().unwrap() else { return };
+        let (meta, seed, len) = expected.records.pop_front().expect("a record nobody pushed arrived");
+        assert_eq!(record.meta(), meta);
+        assert_eq!(record.len(), len);
+        assert!(record.payload() == pattern(seed, len).as_slice(), "payload of record {seed} differs");
+        link.consume();
+    }
+}
+
+/// Flushes and reads both ways until everything pushed has arrived.
+fn settle(links: &mut [Link; 2], expected: &mut [Expected; 2]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !expected[0].records.is_empty() || !expected[1].records.is_empty() {
+        for side in 0..2 {
+            links[side].flush().unwrap();
+            read(&mut links[1 - side], &mut expected[side], usize::MAX);
+        }
+        assert!(Instant::now() < deadline, "records still missing after 120 s");
+    }
+    while !(links[0].flush().unwrap() & links[1].flush().unwrap()) {
+        assert!(Instant::now() < deadline, "sends still incomplete after 120 s");
+    }
+}
+
+fn run(config: &Config, ops: &[Op]) {
+    let (a, b) = link_pair(config);
+    let mut links = [a, b];
+    let mut expected = [Expected::default(), Expected::default()];
+    for op in ops {
+        match *op {
+            Op::Push { from, meta, len, fill } => {
+                push(&mut links[from], &mut expected[from], meta, len, fill);
+            }
+            Op::Flush { from } => {
+                links[from].flush().unwrap();
+            }
+            Op::Read { to, max } => read(&mut links[to], &mut expected[1 - to], max),
+            Op::Burst { from } => {
+                let mut pushes = 0;
+                while push(&mut links[from], &mut expected[from], [from as u32; 4], 256 * 1024, false) {
+                    pushes += 1;
+                    assert!(pushes < 10_000, "the backlog limit never refused");
+                }
+            }
+        }
+    }
+    settle(&mut links, &mut expected);
+    // Drained: the limit lets records through again.
+    for side in 0..2 {
+        assert!(push(&mut links[side], &mut expected[side], [7; 4], 10, false));
+    }
+    settle(&mut links, &mut expected);
+}
+
+fn small(config: Config) -> Config {
+    Config { fragment: FRAGMENT, depth: DEPTH, ..config }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn records_arrive_whole_and_in_order_both_ways(ops in proptest::collection::vec(op(), 1..50)) {
+        for config in variants() {
+            run(&small(config), &ops);
+        }
+    }
+}
 
 #[test]
-fn smoke() {
-    for provider in providers() {
-        let (mut a, mut b) = link_pair(&provider, Matching::Auto);
-        assert!(a.try_push([1, 2, 3, 4], b"hello").unwrap());
-        assert_eq!(next_event(&mut b, &mut a).unwrap(), ([1, 2, 3, 4], b"hello".to_vec()));
-        let big = pattern(7, 1 << 20);
-        assert!(b.try_push([5; 4], &big).unwrap());
-        assert_eq!(next_event(&mut a, &mut b).unwrap(), ([5; 4], big));
+fn records_of_every_size_arrive_with_the_default_settings() {
+    for config in variants() {
+        let fragment = config.fragment;
+        let sizes = [0, 1, fragment - 1, fragment, fragment + 1, 5 * fragment + 3, 1 << 20, 0, 7];
+        let ops: Vec<Op> = sizes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &len)| {
+                let meta = [i as u32, len as u32, !0, 0x5eed];
+                [
+                    Op::Push { from: i % 2, meta, len, fill: i % 3 == 0 },
+                    Op::Push { from: 1 - i % 2, meta, len, fill: true },
+                ]
+            })
+            .collect();
+        run(&config, &ops);
+    }
+}
+
+#[test]
+fn the_backlog_limit_refuses_until_the_reader_drains() {
+    for config in variants() {
+        let (mut writer, mut reader) = link_pair(&config);
+        let mut expected = Expected::default();
+        let mut pushed = 0;
+        while push(&mut writer, &mut expected, [1, 2, 3, 4], 100_000, pushed % 2 == 0) {
+            pushed += 1;
+            assert!(pushed < 10_000, "the backlog limit never refused");
+        }
+        assert!(pushed as usize * 100_000 >= BACKLOG_LIMIT, "refused after {pushed} records");
+        // Refused again while nobody reads, the backlog untouched by refusals.
+        let backlog = writer.backlog_bytes();
+        assert!(!writer.try_push([0; 4], b"x").unwrap());
+        assert!(!writer.try_push_with([0; 4], 1, |_| panic!("fill called for a refused push")).unwrap());
+        assert_eq!(writer.backlog_bytes(), backlog);
+
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !push(&mut writer, &mut expected, [5; 4], 10, false) {
+            read(&mut reader, &mut expected, 1);
+            assert!(Instant::now() < deadline, "the backlog never went under the limit");
+        }
+        let (mut links, mut all) = ([writer, reader], [expected, Expected::default()]);
+        settle(&mut links, &mut all);
+    }
+}
+
+#[test]
+fn a_record_of_the_largest_payload_goes_through() {
+    let config = config(&common::providers()[0], Matching::Tagged);
+    let (writer, reader) = link_pair(&config);
+    let (mut links, mut all) = ([writer, reader], [Expected::default(), Expected::default()]);
+    assert!(push(&mut links[0], &mut all[0], [9; 4], MAX_PAYLOAD, true));
+    assert!(!push(&mut links[0], &mut all[0], [10; 4], 5, false), "a backlog over the limit takes no more");
+    settle(&mut links, &mut all);
+    assert!(links[1].peek().unwrap().is_none());
+}
+
+#[test]
+fn a_record_over_the_largest_payload_is_refused_on_push() {
+    let config = config(&common::providers()[0], Matching::Tagged);
+    let (mut link, _far) = link_pair(&config);
+    let len = MAX_PAYLOAD + 1;
+    let error = link.try_push_with([0; 4], len, |_| panic!("fill called for a refused record")).unwrap_err();
+    assert!(matches!(error, LinkError::TooLarge { len: l, max: MAX_PAYLOAD, .. } if l == len), "{error:?}");
+    assert!(error.to_string().contains(&len.to_string()), "{error}");
+    assert_eq!(link.backlog_bytes(), 0);
+}
+
+#[test]
+fn records_pushed_before_the_peer_makes_its_link_arrive() {
+    for config in variants() {
+        let (a, b) = (endpoint(&config), endpoint(&config));
+        let mut near = a.link(b.name(), Ends { local: 3, remote: 4 }).unwrap();
+        let mut expected = Expected::default();
+        for len in [5, 3 * config.fragment + 1, 0] {
+            assert!(push(&mut near, &mut expected, [len as u32; 4], len, false));
+        }
+        // Long enough for the messages to reach b before its link exists.
+        let until = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < until {
+            near.flush().unwrap();
+            b.progress();
+        }
+        let far = b.link(a.name(), Ends { local: 4, remote: 3 }).unwrap();
+        let (mut links, mut all) = ([near, far], [expected, Expected::default()]);
+        settle(&mut links, &mut all);
+        assert!(links[1].peek().unwrap().is_none());
+    }
+}
+
+#[test]
+fn links_of_one_endpoint_pair_keep_their_records_apart() {
+    for config in variants() {
+        let (a, b) = (endpoint(&config), endpoint(&config));
+        let pairs: Vec<(Link, Link)> = (0..3u32)
+            .map(|i| {
+                let near = a.link(b.name(), Ends { local: 2 * i, remote: 2 * i + 1 }).unwrap();
+                let far = b.link(a.name(), Ends { local: 2 * i + 1, remote: 2 * i }).unwrap();
+                (near, far)
+            })
+            .collect();
+        for (i, (mut near, mut far)) in pairs.into_iter().enumerate() {
+            let mut expected = Expected { next_seed: 1000 * i as u64, ..Expected::default() };
+            for len in [1, config.fragment * 2, 17] {
+                assert!(push(&mut near, &mut expected, [i as u32; 4], len, true));
+            }
+            let (mut links, mut all) = ([near, far], [expected, Expected::default()]);
+            settle(&mut links, &mut all);
+            [near, far] = links;
+            assert!(far.peek().unwrap().is_none(), "link {i} got more than its records");
+            drop(near);
+        }
+    }
+}
+
+#[test]
+fn a_peer_closing_its_link_ends_the_stream_after_its_records() {
+    for config in variants() {
+        let (mut a, mut b) = link_pair(&config);
+        for i in 0..3u32 {
+            assert!(a.try_push([i; 4], &pattern(i as u64, 10_000)).unwrap());
+        }
+        while !a.flush().unwrap() {
+            b.flush().unwrap();
+        }
+        drop(a);
+        for i in 0..3u32 {
+            let (meta, payload) = next_event(&mut b, &mut common::idle_link(&config)).unwrap();
+            assert_eq!((meta, payload), ([i; 4], pattern(i as u64, 10_000)));
+        }
+        let error = loop {
+            match b.peek() {
+                Ok(None) => std::thread::yield_now(),
+                Ok(Some(_)) => panic!("a record after the last"),
+                Err(error) => break error,
+            }
+        };
+        assert!(matches!(error, LinkError::Closed { records: 3, .. }), "{error:?}");
+        assert!(error.is_clean_close());
+        assert!(error.to_string().contains("127.0.0.1"), "{error}");
+        // The end comes once; the sending half refuses from then on.
+        assert!(b.peek().unwrap().is_none());
+        let pushed = b.try_push([1; 4], b"late");
+        assert!(matches!(pushed, Err(LinkError::Closed { .. })), "{pushed:?}");
     }
 }

@@ -15,18 +15,33 @@ pub fn providers() -> Vec<String> {
     }
 }
 
-/// An endpoint of `provider` on 127.0.0.1.
-pub fn endpoint(provider: &str, matching: Matching) -> Endpoint {
-    let config = Config { matching, ..Config::new(provider, "127.0.0.1") };
-    Endpoint::open(&config).unwrap_or_else(|e| panic!("opening an endpoint of {provider}: {e}"))
+/// The settings of the tests' endpoints: `provider` on 127.0.0.1.
+pub fn config(provider: &str, matching: Matching) -> Config {
+    Config { matching, ..Config::new(provider, "127.0.0.1") }
+}
+
+/// An endpoint as `config` says.
+pub fn endpoint(config: &Config) -> Endpoint {
+    Endpoint::open(config).unwrap_or_else(|e| panic!("opening an endpoint of {:?}: {e}", config.provider))
 }
 
 /// Two links, each end on its own endpoint.
-pub fn link_pair(provider: &str, matching: Matching) -> (Link, Link) {
-    let (a, b) = (endpoint(provider, matching), endpoint(provider, matching));
+pub fn link_pair(config: &Config) -> (Link, Link) {
+    let (a, b) = (endpoint(config), endpoint(config));
     let near = a.link(b.name(), Ends { local: 0, remote: 1 }).unwrap();
     let far = b.link(a.name(), Ends { local: 1, remote: 0 }).unwrap();
     (near, far)
+}
+
+/// The provider and matching combinations tested.
+pub fn variants() -> Vec<Config> {
+    let mut all = Vec::new();
+    for provider in providers() {
+        for matching in [Matching::Tagged, Matching::Messages] {
+            all.push(config(&provider, matching));
+        }
+    }
+    all
 }
 
 /// The payload of record `seed` of `len` bytes: xorshift words, so that
@@ -59,4 +74,10 @@ pub fn next_event(link: &mut Link, other: &mut Link) -> Result<(Meta, Vec<u8>), 
         assert!(Instant::now() < deadline, "no record and no error from {} in 60 s", link.peer());
         std::thread::yield_now();
     }
+}
+
+/// A link between two fresh endpoints nobody uses: something to flush
+/// where a test has no sender left.
+pub fn idle_link(config: &Config) -> Link {
+    link_pair(config).0
 }
