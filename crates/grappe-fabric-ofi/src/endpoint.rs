@@ -27,12 +27,20 @@
 //! dropping them (`ofi_rxm` keeps unexpected messages).
 //!
 //! # A lost peer
-//! A failed completion (a send to a peer whose process is gone...) breaks
-//! its link. An idle link sends a `Ping` every [`Config::keepalive`], so
-//! that a provider that notices lost peers only when sending to them
-//! (`tcp;ofi_rxm`: its connection is gone, the reconnection refused)
-//! reports it on a link that only receives. A peer that closes its link
-//! sends `Bye`, and the link ends cleanly after the last record.
+//! A failed completion breaks its link. But a provider may never fail a
+//! send to a peer that is gone: `tcp;ofi_rxm` (libfabric 1.17) keeps the
+//! sends of a peer whose connection broke, trying to connect again every
+//! two seconds, refused each time, and completes nothing. So a link whose
+//! posted messages see no completion for [`Config::lost_after`] breaks
+//! ([`LinkError::Silent`]), and an idle link sends a `Ping` every
+//! [`Config::keepalive`], so that a link that only receives has a message
+//! to watch. The price: a live peer that reads nothing (does not drive
+//! its provider) for that long while messages wait for it counts as lost,
+//! as a TCP peer does under `TCP_USER_TIMEOUT`; with `udp;ofi_rxd`, whose
+//! sends complete when the peer acknowledges them, a peer that does not
+//! drive its provider at all counts as lost after that long. A peer that
+//! closes its link sends `Bye`, and the link ends cleanly after the last
+//! record.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
@@ -92,6 +100,10 @@ pub struct Config {
     pub depth: usize,
     /// An idle link sends a `Ping` this often (`None`: never).
     pub keepalive: Option<Duration>,
+    /// A link whose posted messages have not moved for this long breaks:
+    /// its peer is gone, or has stopped reading (see the module's
+    /// documentation).
+    pub lost_after: Duration,
 }
 
 impl Default for Config {
@@ -103,6 +115,7 @@ impl Default for Config {
             fragment: 64 << 10,
             depth: 16,
             keepalive: Some(Duration::from_secs(1)),
+            lost_after: Duration::from_secs(60),
         }
     }
 }
@@ -297,6 +310,8 @@ struct LinkState {
     /// Receive buffers posted again since credits were last returned.
     owed: u32,
     last_send: Instant,
+    /// Since when posted sends wait, none completing.
+    stalled_since: Option<Instant>,
     // Receiving.
     recvs_posted: usize,
     /// Buffers the provider refused for now, to post again.
@@ -342,6 +357,7 @@ pub(crate) struct Core {
     fragment: usize,
     depth: u32,
     keepalive: Option<Duration>,
+    lost_after: Duration,
     last_keepalive: Instant,
     failure: Option<LinkError>,
 }
@@ -373,6 +389,7 @@ impl Core {
             fragment: config.fragment,
             depth: config.depth as u32,
             keepalive: config.keepalive,
+            lost_after: config.lost_after,
             last_keepalive: Instant::now(),
             failure: None,
         }
@@ -415,6 +432,7 @@ impl Core {
             sends_posted: 0,
             owed: 0,
             last_send: Instant::now(),
+            stalled_since: None,
             recvs_posted: 0,
             unposted: Vec::new(),
             expected: 0,
@@ -496,6 +514,8 @@ impl Core {
         }
         let Some(link) = self.links[id].as_mut() else { return };
         link.sends_posted -= 1;
+        let waiting = link.sends_posted > 0 || !link.control.is_empty() || !link.backlog.is_empty();
+        link.stalled_since = waiting.then(Instant::now);
         if let Some(failure) = done.failure {
             self.fail(id, "sending to", &failure);
         }
@@ -755,10 +775,14 @@ impl Core {
                 link.owed = 0;
                 link.sends_posted += 1;
                 link.last_send = Instant::now();
+                link.stalled_since.get_or_insert(link.last_send);
                 self.sends_posted += 1;
                 true
             }
             Ok(Post::Busy(buf)) => {
+                // The provider refuses for now (tcp;ofi_rxm does while it
+                // connects): a stall too if it lasts.
+                link.stalled_since.get_or_insert_with(Instant::now);
                 let queue = if from_control { &mut link.control } else { &mut link.backlog };
                 queue.push_front(Outgoing { buf, ..message });
                 false
@@ -770,22 +794,47 @@ impl Core {
         }
     }
 
-    /// Sends a `Ping` on every link idle for a keepalive period.
+    /// Sends a `Ping` on every link idle for a keepalive period, and
+    /// breaks the links whose posted messages have not moved for
+    /// [`Config::lost_after`].
     fn keep_alive(&mut self) {
-        let Some(period) = self.keepalive else { return };
         let now = Instant::now();
-        if now.duration_since(self.last_keepalive) < period / 4 {
+        let every = self.keepalive.unwrap_or(self.lost_after).min(self.lost_after) / 4;
+        if now.duration_since(self.last_keepalive) < every {
             return;
         }
         self.last_keepalive = now;
         for id in 0..self.links.len() {
             let Some(link) = self.links[id].as_mut() else { continue };
-            if link.dead() || link.sends_posted > 0 || now.duration_since(link.last_send) < period {
+            if link.dead() {
                 continue;
             }
-            let message = control_message(Kind::Ping, link.ends, 0);
-            link.control.push_back(message);
-            self.pump(id);
+            if let Some(since) = link.stalled_since
+                && now.duration_since(since) >= self.lost_after
+            {
+                let error = LinkError::Silent {
+                    provider: self.fabric.provider().to_owned(),
+                    peer: link.peer_text.clone(),
+                    ends: link.ends,
+                    waiting: link.sends_posted + link.control.len() + link.backlog.len(),
+                    after: now.duration_since(since),
+                };
+                self.break_link(id, error);
+                continue;
+            }
+            if !link.control.is_empty() || (!link.backlog.is_empty() && link.credits > 0) {
+                self.pump(id);
+                continue;
+            }
+            let idle = link.sends_posted == 0 && link.backlog.is_empty();
+            if let Some(period) = self.keepalive
+                && idle
+                && now.duration_since(link.last_send) >= period
+            {
+                let message = control_message(Kind::Ping, link.ends, 0);
+                link.control.push_back(message);
+                self.pump(id);
+            }
         }
     }
 

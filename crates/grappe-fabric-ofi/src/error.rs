@@ -4,6 +4,7 @@
 //! `fi_cq_strerror`).
 
 use std::fmt;
+use std::time::Duration;
 
 /// The two ends of a link, as the caller numbers them (world ranks in
 /// grappe): unique for a pair of endpoints, the same pair seen from both
@@ -64,6 +65,26 @@ pub enum LinkError {
         code: i32,
         /// fi_strerror's and the provider's texts.
         text: String,
+    },
+    /// None of the messages for the peer completed (or was taken by the
+    /// provider) for too long:
+    /// its process or host is gone (a provider may never say so), or it
+    /// stopped reading.
+    #[error(
+        "libfabric provider {provider}: peer {peer} (link {ends}) took none of {waiting} messages for {after:?}: \
+         its process or host is gone, or it stopped reading"
+    )]
+    Silent {
+        /// The provider.
+        provider: String,
+        /// The peer's address.
+        peer: String,
+        /// The link's ends.
+        ends: Ends,
+        /// Messages posted and not completed, or refused by the provider for now.
+        waiting: usize,
+        /// How long none completed.
+        after: Duration,
     },
     /// The peer closed the link after its last record, which has been read.
     #[error("libfabric provider {provider}: peer {peer} closed the link ({ends}) after {records} messages")]

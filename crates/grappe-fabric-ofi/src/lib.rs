@@ -42,7 +42,12 @@ pub use error::{Ends, LinkError};
 #[cfg(feature = "libfabric")]
 pub use link::{Incoming, Link, LinkIn, LinkOut, Received};
 #[cfg(feature = "libfabric")]
+pub use name::{NameError, name_from_text, name_to_text};
+#[cfg(feature = "libfabric")]
 pub use wire::HEADER_BYTES;
+
+#[cfg(feature = "libfabric")]
+mod name;
 
 /// Protocol-defined words carried by every record (kind, tag, context...).
 /// The link never interprets them.
