@@ -220,7 +220,8 @@ impl Endpoint {
 
     /// True if the caller may sleep until [`Endpoint::raw_fd`] is readable:
     /// no completion waits, nothing needs progress, no record sits unread
-    /// (`fi_trywait`). False: peek the links first.
+    /// (`fi_trywait`). False: peek the links first. Always false for a
+    /// provider without a descriptor.
     pub fn try_wait(&self) -> Result<bool, LinkError> {
         self.shared.try_wait()
     }
@@ -236,7 +237,8 @@ impl Shared {
     pub fn try_wait(&self) -> Result<bool, LinkError> {
         let mut core = self.core.lock();
         core.progress();
-        if core.ready_total > 0 {
+        // Without a descriptor nothing wakes a sleeper: never safe.
+        if core.ready_total > 0 || self.wait_fd.is_none() {
             return Ok(false);
         }
         core.fabric.try_wait().map_err(|failed| call_error(&self.provider, failed))

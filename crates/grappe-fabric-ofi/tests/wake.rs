@@ -25,7 +25,13 @@ fn a_record_wakes_the_watcher_of_an_idle_endpoint() {
         for matching in [Matching::Tagged, Matching::Messages] {
             let config = config(&provider, matching);
             let (a, b) = (endpoint(&config), endpoint(&config));
-            let Some(fd) = b.raw_fd() else { panic!("{provider} has no completion descriptor") };
+            let Some(fd) = b.raw_fd() else {
+                // udp;ofi_rxd (libfabric 1.17) has no wait object: its
+                // owner is never told it may sleep.
+                b.progress();
+                assert!(!b.try_wait().unwrap(), "{provider}: safe to sleep without a descriptor");
+                continue;
+            };
             let mut near = a.link(b.name(), Ends { local: 0, remote: 1 }).unwrap();
             let (_, mut inbox) = b.link(a.name(), Ends { local: 1, remote: 0 }).unwrap().split();
 

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 use grappe_fabric_ofi::{Config, Endpoint, Ends, Link, LinkError, Matching, Meta};
 
 /// The providers tested: `GRAPPE_OFI_PROVIDERS` (comma-separated) or
-/// `tcp;ofi_rxm`.
+/// `tcp;ofi_rxm` and `udp;ofi_rxd`, which Debian's libfabric has.
 pub fn providers() -> Vec<String> {
     match std::env::var("GRAPPE_OFI_PROVIDERS") {
         Ok(list) => list.split(',').map(str::to_owned).collect(),
-        Err(_) => vec!["tcp;ofi_rxm".to_owned()],
+        Err(_) => vec!["tcp;ofi_rxm".to_owned(), "udp;ofi_rxd".to_owned()],
     }
 }
 
