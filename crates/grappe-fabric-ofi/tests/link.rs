@@ -292,7 +292,9 @@ fn a_peer_closing_its_link_ends_the_stream_after_its_records() {
             let (meta, payload) = next_event(&mut b, &mut common::idle_link(&config)).unwrap();
             assert_eq!((meta, payload), ([i; 4], pattern(i as u64, 10_000)));
         }
+        let deadline = Instant::now() + Duration::from_secs(60);
         let error = loop {
+            assert!(Instant::now() < deadline, "the peer's close never came");
             match b.peek() {
                 Ok(None) => std::thread::yield_now(),
                 Ok(Some(_)) => panic!("a record after the last"),
