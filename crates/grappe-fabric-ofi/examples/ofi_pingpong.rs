@@ -133,12 +133,7 @@ fn main() {
     writeln!(to_peer, "{}", name_to_text(endpoint.name())).unwrap();
     let mut ofi = endpoint.link(&peer_name, Ends { local: 0, remote: 1 }).unwrap();
     let tagged = if endpoint.tagged() { "tagged" } else { "plain messages" };
-    println!(
-        "ofi  {} ({tagged}, fragment {} B, depth {}):",
-        endpoint.provider(),
-        settings.fragment,
-        settings.depth
-    );
+    println!("ofi  {} ({tagged}, fragment {} B, depth {}):", endpoint.provider(), settings.fragment, settings.depth);
     measure(&mut ofi, &settings);
 
     line.clear();

@@ -289,7 +289,7 @@ fn a_peer_closing_its_link_ends_the_stream_after_its_records() {
         }
         drop(a);
         for i in 0..3u32 {
-            let (meta, payload) = next_event(&mut b, &mut common::idle_link(&config)).unwrap();
+            let (meta, payload) = next_event(&mut b).unwrap();
             assert_eq!((meta, payload), ([i; 4], pattern(i as u64, 10_000)));
         }
         let deadline = Instant::now() + Duration::from_secs(60);

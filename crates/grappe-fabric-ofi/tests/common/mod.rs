@@ -58,14 +58,11 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     bytes
 }
 
-/// Peeks until `link` gives a record or an error, flushing `other` (the
-/// sender: the provider moves data when its completions are read). The
-/// loopback delivers at once; the bound is a safety net against a hang,
-/// not a timing.
-pub fn next_event(link: &mut Link, other: &mut Link) -> Result<(Meta, Vec<u8>), LinkError> {
+/// Peeks until `link` gives a record or an error. The loopback delivers
+/// at once; the bound is a safety net against a hang, not a timing.
+pub fn next_event(link: &mut Link) -> Result<(Meta, Vec<u8>), LinkError> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let _ = other.flush();
         if let Some(record) = link.peek()? {
             let got = (record.meta(), record.payload().to_vec());
             link.consume();
@@ -74,10 +71,4 @@ pub fn next_event(link: &mut Link, other: &mut Link) -> Result<(Meta, Vec<u8>), 
         assert!(Instant::now() < deadline, "no record and no error from {} in 60 s", link.peer());
         std::thread::yield_now();
     }
-}
-
-/// A link between two fresh endpoints nobody uses: something to flush
-/// where a test has no sender left.
-pub fn idle_link(config: &Config) -> Link {
-    link_pair(config).0
 }
