@@ -79,14 +79,13 @@ impl Link {
     /// provider: like a full mailbox, the caller retries later. A payload
     /// over [`MAX_PAYLOAD`] is an error, as is a broken link.
     pub fn try_push(&mut self, meta: Meta, payload: &[u8]) -> Result<bool, LinkError> {
-        let pushed = self.out.push(meta, payload.len(), |dst| dst.copy_from_slice(payload))?;
-        Ok(pushed)
+        self.out.push(meta, payload.len(), Payload::<fn(&mut [u8])>::Copy(payload))
     }
 
     /// As [`Link::try_push`], the payload written by `fill` into a buffer
     /// of `len` bytes. `fill` is not called when the push is refused.
     pub fn try_push_with(&mut self, meta: Meta, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<bool, LinkError> {
-        self.out.push(meta, len, fill)
+        self.out.push(meta, len, Payload::Fill(fill))
     }
 
     /// Posts what credits allow; `Ok(true)` when nothing waits to be
@@ -175,12 +174,12 @@ impl LinkOut {
     /// Appends a record; false if the backlog is full or the link broke
     /// ([`LinkOut::failure`] then says why).
     pub fn try_push(&mut self, meta: Meta, payload: &[u8]) -> bool {
-        self.push(meta, payload.len(), |dst| dst.copy_from_slice(payload)).unwrap_or(false)
+        self.push(meta, payload.len(), Payload::<fn(&mut [u8])>::Copy(payload)).unwrap_or(false)
     }
 
     /// As [`LinkOut::try_push`], the payload of `len` bytes written by `fill`.
     pub fn try_push_with(&mut self, meta: Meta, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
-        self.push(meta, len, fill).unwrap_or(false)
+        self.push(meta, len, Payload::Fill(fill)).unwrap_or(false)
     }
 
     /// Posts what credits allow; true if anything left the backlog.
@@ -218,7 +217,12 @@ impl LinkOut {
         &self.peer
     }
 
-    fn push(&mut self, meta: Meta, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<bool, LinkError> {
+    fn push<F: FnOnce(&mut [u8])>(
+        &mut self,
+        meta: Meta,
+        len: usize,
+        payload: Payload<'_, F>,
+    ) -> Result<bool, LinkError> {
         if let Some(error) = self.failure() {
             return Err(error.clone());
         }
@@ -238,7 +242,7 @@ impl LinkOut {
             let fragments = len.div_ceil(core.fragment()).max(1);
             (core.fragment(), (0..fragments).map(|_| core.data_buffer()).collect::<Vec<_>>())
         };
-        let messages = self.build(meta, len, fragment, spare, fill);
+        let messages = self.build(meta, len, fragment, spare, payload);
         let mut core = self.shared.core.lock();
         if let Some(error) = self.failure() {
             return Err(error.clone());
@@ -247,28 +251,38 @@ impl LinkOut {
         Ok(true)
     }
 
-    /// The messages of a record: headers, and the payload written by
-    /// `fill` (in place when it fits one message).
-    fn build(
+    /// The messages of a record: headers, and the payload copied in, or
+    /// written by `fill` (in place when it fits one message).
+    fn build<F: FnOnce(&mut [u8])>(
         &mut self,
         meta: Meta,
         len: usize,
         fragment: usize,
         mut buffers: Vec<Box<[u8]>>,
-        fill: impl FnOnce(&mut [u8]),
+        payload: Payload<'_, F>,
     ) -> Vec<(Box<[u8]>, usize)> {
         let ends = self.ends;
         if buffers.len() == 1 {
             let mut buf = buffers.pop().expect("one buffer");
             wire::encode(&data_header(ends, meta, len, Kind::Data), &mut buf);
-            fill(&mut buf[HEADER_BYTES..HEADER_BYTES + len]);
+            let room = &mut buf[HEADER_BYTES..HEADER_BYTES + len];
+            match payload {
+                Payload::Copy(bytes) => room.copy_from_slice(bytes),
+                Payload::Fill(fill) => fill(room),
+            }
             return vec![(buf, HEADER_BYTES + len)];
         }
         let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        scratch.resize(len, 0);
-        fill(&mut scratch);
-        let messages = scratch
+        let bytes = match payload {
+            Payload::Copy(bytes) => bytes,
+            Payload::Fill(fill) => {
+                scratch.clear();
+                scratch.resize(len, 0);
+                fill(&mut scratch);
+                &scratch[..]
+            }
+        };
+        let messages = bytes
             .chunks(fragment)
             .zip(buffers)
             .enumerate()
@@ -284,6 +298,15 @@ impl LinkOut {
         }
         messages
     }
+}
+
+/// Where a pushed record's payload comes from.
+enum Payload<'a, F> {
+    /// Copied from the caller's bytes, straight into the messages.
+    Copy(&'a [u8]),
+    /// Written by the caller in place (through a scratch buffer when the
+    /// record takes several messages).
+    Fill(F),
 }
 
 impl LinkIn {
