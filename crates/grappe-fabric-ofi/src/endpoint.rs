@@ -51,8 +51,9 @@ use parking_lot::Mutex;
 
 use crate::error::{Ends, LinkError};
 use crate::link::Link;
+use crate::name::name_to_text;
 use crate::sys::{self, CallFailed, Dir, Done, Fabric, OpFailed, Post, Wanted};
-use crate::wire::{self, HEADER_BYTES, Header, Kind};
+use crate::wire::{self, HEADER_BYTES, Header, Kind, Published};
 use crate::{MAX_PAYLOAD, Meta};
 
 /// Receive buffers posted per link for its peer's control messages.
@@ -94,6 +95,7 @@ pub struct Config {
     /// Tagged or plain messages.
     pub matching: Matching,
     /// Payload bytes of one message: larger records travel in fragments.
+    /// Both ends of a link must have the same.
     pub fragment: usize,
     /// Data receive buffers posted per link, and so the credits of its
     /// peer.
@@ -174,14 +176,17 @@ impl Endpoint {
             _ => call_error(config.provider.as_deref().unwrap_or("(libfabric's choice)"), failed),
         })?;
         let provider = fabric.provider().to_owned();
-        let name = fabric.name().map_err(|failed| call_error(&provider, failed))?;
+        let address = fabric.name().map_err(|failed| call_error(&provider, failed))?;
         let (wait_fd, tagged) = (fabric.wait_fd(), fabric.tagged());
+        let name = Published { fragment: config.fragment as u32, depth: config.depth as u32, tagged, address }.encode();
         let core = Core::new(fabric, config);
         Ok(Endpoint { shared: Arc::new(Shared { core: Mutex::new(core), provider, name, wait_fd, tagged }) })
     }
 
-    /// The endpoint's address, to publish: a peer's [`Endpoint::link`]
-    /// takes it.
+    /// The endpoint's name, to publish: a peer's [`Endpoint::link`] takes
+    /// it. The provider's address (`fi_getname`), after the settings a
+    /// peer's links must agree with (fragment, tagged or plain messages)
+    /// and this endpoint's depth (its peers' credits).
     pub fn name(&self) -> &[u8] {
         &self.shared.name
     }
@@ -196,9 +201,13 @@ impl Endpoint {
         self.shared.tagged
     }
 
-    /// An address given as libfabric writes it (`fi_sockaddr_in://...`).
+    /// An endpoint's address as libfabric writes it
+    /// (`fi_sockaddr_in://...`), from its name.
     pub fn address_text(&self, name: &[u8]) -> String {
-        self.shared.core.lock().fabric.address_text(name)
+        match Published::decode(name) {
+            Ok(published) => self.shared.core.lock().fabric.address_text(&published.address),
+            Err(_) => name_to_text(name),
+        }
     }
 
     /// Makes the link `ends` to the endpoint named `peer`: the peer makes
@@ -304,6 +313,8 @@ struct LinkState {
     fate: Arc<Fate>,
     // Sending.
     credits: u32,
+    /// The peer's receive buffers for this link: the most credits it gives.
+    peer_depth: u32,
     next_seq: u32,
     control: VecDeque<Outgoing>,
     backlog: VecDeque<Outgoing>,
@@ -418,15 +429,33 @@ impl Core {
         if self.by_ends.contains_key(&ends) {
             return Err(setup("this endpoint has a link with these ends already".into()));
         }
-        let addr = self.fabric.insert(peer).map_err(|failed| setup(format!("{}: {}", failed.op, failed.text)))?;
+        let published = Published::decode(peer).map_err(setup)?;
+        if published.fragment as usize != self.fragment || published.tagged != self.fabric.tagged() {
+            let kind = |tagged| if tagged { "tagged" } else { "plain" };
+            return Err(setup(format!(
+                "the peer's links carry fragments of {} bytes in {} messages, this endpoint's {} bytes in {} ones",
+                published.fragment,
+                kind(published.tagged),
+                self.fragment,
+                kind(self.fabric.tagged())
+            )));
+        }
+        if published.depth == 0 {
+            return Err(setup("the peer posts no receive buffer (depth 0)".into()));
+        }
+        let addr = self
+            .fabric
+            .insert(&published.address)
+            .map_err(|failed| setup(format!("{}: {}", failed.op, failed.text)))?;
         let fate = Arc::new(Fate::default());
         let state = LinkState {
             peer: addr,
-            peer_text: self.fabric.address_text(peer),
+            peer_text: self.fabric.address_text(&published.address),
             ends,
             halves: 2,
             fate: Arc::clone(&fate),
-            credits: self.depth,
+            credits: published.depth,
+            peer_depth: published.depth,
             next_seq: 0,
             control: VecDeque::new(),
             backlog: VecDeque::new(),
@@ -532,11 +561,22 @@ impl Core {
             link.recvs_posted -= 1;
         }
         if let Some(failure) = done.failure {
-            if !failure.is_cancelled() && !pool {
-                self.fail(id, "receiving from", &failure);
-            }
-            if !pool {
-                self.forget_if_done(id);
+            match pool {
+                // A plain message that failed (truncated: a peer with
+                // larger fragments) names no link: every link may be the
+                // one, and the pool has lost a buffer.
+                true if !failure.is_cancelled() => {
+                    let failed = CallFailed { op: "receiving a plain message", code: failure.code, text: failure.text };
+                    let error = call_error(&self.provider(), failed);
+                    self.fail_all(error);
+                }
+                true => {}
+                false => {
+                    if !failure.is_cancelled() {
+                        self.fail(id, "receiving from", &failure);
+                    }
+                    self.forget_if_done(id);
+                }
             }
             return;
         }
@@ -578,9 +618,9 @@ impl Core {
         let depth = self.depth;
         let Some(link) = self.links[id].as_mut() else { return };
         link.credits = link.credits.saturating_add(header.credits);
-        if link.credits > depth {
-            let credits = link.credits;
-            return self.protocol(id, format!("{credits} credits returned, more than the {depth} given"));
+        if link.credits > link.peer_depth {
+            let (credits, given) = (link.credits, link.peer_depth);
+            return self.protocol(id, format!("{credits} credits returned, more than the {given} given"));
         }
         match header.kind {
             Kind::Credit | Kind::Ping => self.post_recv(id, buf, true),

@@ -118,6 +118,55 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Header, String> {
     })
 }
 
+/// Bytes of the link settings that open an endpoint's published name.
+pub const NAME_PREFIX_BYTES: usize = 16;
+
+const NAME_MAGIC: [u8; 4] = *b"GOF1";
+
+/// What an endpoint publishes: the settings its peers' links must agree
+/// with, and the provider's address (`fi_getname`).
+///
+/// | bytes  | field                                     |
+/// |--------|-------------------------------------------|
+/// | 0..4   | `GOF1`                                    |
+/// | 4..8   | fragment bytes                            |
+/// | 8..12  | depth: data buffers posted per link       |
+/// | 12     | 1 for tagged messages, 0 for plain ones   |
+/// | 13..16 | zero                                      |
+/// | 16..   | the provider's address                    |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Published {
+    pub fragment: u32,
+    pub depth: u32,
+    pub tagged: bool,
+    pub address: Vec<u8>,
+}
+
+impl Published {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(NAME_PREFIX_BYTES + self.address.len());
+        out.extend_from_slice(&NAME_MAGIC);
+        out.extend_from_slice(&self.fragment.to_le_bytes());
+        out.extend_from_slice(&self.depth.to_le_bytes());
+        out.extend_from_slice(&[u8::from(self.tagged), 0, 0, 0]);
+        out.extend_from_slice(&self.address);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Published, String> {
+        if bytes.len() <= NAME_PREFIX_BYTES || bytes[..4] != NAME_MAGIC {
+            return Err(format!("{} bytes that are not an endpoint name of this version (GOF1)", bytes.len()));
+        }
+        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let tagged = match (bytes[12], &bytes[13..16]) {
+            (0, [0, 0, 0]) => false,
+            (1, [0, 0, 0]) => true,
+            _ => return Err(format!("a matching flag {:02x?} that is neither tagged nor plain", &bytes[12..16])),
+        };
+        Ok(Published { fragment: word(4), depth: word(8), tagged, address: bytes[NAME_PREFIX_BYTES..].to_vec() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +189,27 @@ mod tests {
             set_credits(late_credits, &mut bytes);
             prop_assert_eq!(decode(&bytes), Ok(Header { credits: late_credits, ..header }));
         }
+    }
+
+    proptest! {
+        #[test]
+        fn published_names_round_trip(
+            fragment in any::<u32>(), depth in any::<u32>(), tagged in any::<bool>(),
+            address in proptest::collection::vec(any::<u8>(), 1..64),
+        ) {
+            let name = Published { fragment, depth, tagged, address };
+            prop_assert_eq!(Published::decode(&name.encode()), Ok(name));
+        }
+    }
+
+    #[test]
+    fn names_of_another_kind_are_refused() {
+        let name = Published { fragment: 1, depth: 2, tagged: true, address: vec![7; 16] }.encode();
+        assert!(Published::decode(&name[..NAME_PREFIX_BYTES]).unwrap_err().contains("16 bytes"));
+        assert!(Published::decode(&name[1..]).is_err());
+        let mut flagged = name.clone();
+        flagged[12] = 2;
+        assert!(Published::decode(&flagged).unwrap_err().contains("neither tagged nor plain"));
     }
 
     #[test]

@@ -356,3 +356,45 @@ fn credits_bound_the_messages_in_flight_to_the_receive_buffers_posted() {
         }
     }
 }
+
+#[test]
+fn peers_whose_links_cannot_agree_are_refused_when_the_link_is_made() {
+    for config in variants() {
+        let a = endpoint(&config);
+        let other_fragment = endpoint(&Config { fragment: 4096, ..config.clone() });
+        let other_matching = match config.matching {
+            Matching::Tagged => Matching::Messages,
+            _ => Matching::Tagged,
+        };
+        let other_kind = endpoint(&Config { matching: other_matching, ..config.clone() });
+        let fragment = config.fragment.to_string();
+        for (b, named) in [(&other_fragment, ["4096 bytes", &fragment]), (&other_kind, ["tagged", "plain"])] {
+            for (from, to) in [(&a, b), (b, &a)] {
+                let error = from.link(to.name(), Ends { local: 0, remote: 1 }).unwrap_err();
+                assert!(matches!(error, LinkError::Setup { .. }), "{error:?}");
+                for what in named {
+                    assert!(error.to_string().contains(what), "{config:?}: {error}");
+                }
+            }
+        }
+        let error = a.link(b"not a name", Ends { local: 0, remote: 1 }).unwrap_err();
+        assert!(error.to_string().contains("10 bytes that are not an endpoint name"), "{error}");
+    }
+}
+
+#[test]
+fn peers_of_different_depths_give_each_other_their_own_credits() {
+    for config in variants() {
+        let (deep, shallow) = (Config { depth: 32, ..small(config.clone()) }, Config { depth: 2, ..small(config) });
+        let (a, b) = (endpoint(&deep), endpoint(&shallow));
+        let near = a.link(b.name(), Ends { local: 0, remote: 1 }).unwrap();
+        let far = b.link(a.name(), Ends { local: 1, remote: 0 }).unwrap();
+        let (mut links, mut all) = ([near, far], [Expected::default(), Expected::default()]);
+        for side in 0..2 {
+            for i in 0..40 {
+                assert!(push(&mut links[side], &mut all[side], [i; 4], (i as usize % 3) * FRAGMENT + 5, i % 2 == 0));
+            }
+        }
+        settle(&mut links, &mut all);
+    }
+}
