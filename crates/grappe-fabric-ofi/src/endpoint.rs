@@ -5,11 +5,23 @@
 //! are opened with `FI_THREAD_DOMAIN`, and a completion read by any caller
 //! may be for any link of the endpoint.
 //!
+//! # Matching
+//! With tagged messages, a message's tag holds its class (data or
+//! control) and the link's two end numbers, and each link posts its own
+//! receive buffers for its peer's tags. With plain messages (a provider
+//! without `FI_TAGGED`, or [`Matching::Messages`]), every link adds its
+//! buffers to one pool of the endpoint, and a message finds its link by
+//! the end numbers in its header (kept aside if that link is not made
+//! yet).
+//!
 //! # Flow control
 //! Each link posts [`Config::depth`] receive buffers of one fragment for
-//! its peer's data, and the peer starts with as many credits: a data
-//! message takes one, so it always finds a buffer, and the receiver never
-//! relies on the provider's queue of unexpected messages for data. A
+//! its peer's data, and the peer starts with as many credits (the depth
+//! is in the endpoint's published name, with the fragment size and the
+//! matching, which both ends must share: a link between endpoints that
+//! differ is refused when it is made). A data message takes one credit,
+//! so it always finds a buffer, and the receiver never relies on the
+//! provider's queue of unexpected messages for data. A
 //! receive buffer posted again returns its credit, in the header of the
 //! next message the other way, or in a `Credit` message once half the
 //! depth is owed. A record of one fragment keeps its buffer (and credit)
@@ -19,7 +31,8 @@
 //! bytes (then the peer waits for credits).
 //!
 //! Control messages (`Credit`, `Ping`, `Bye`) take no credit. They go to
-//! [`CONTROL_DEPTH`] small buffers posted again as soon as read; at most
+//! [`CONTROL_DEPTH`] buffers per link (small ones when tagged, in the pool
+//! otherwise) posted again as soon as read; at most
 //! two `Credit` messages can be unread at once (each returns half the
 //! credits), so only `Ping`s of a peer that has not read for several
 //! keepalive periods can find no buffer: the endpoint asks for

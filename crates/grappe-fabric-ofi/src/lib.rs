@@ -16,13 +16,23 @@
 //!   watcher can arm, once [`Endpoint::try_wait`] (`fi_trywait`) says
 //!   nothing is left to read;
 //! * flow control by credits over pre-posted receive buffers, so that no
-//!   data message ever waits in the provider for a buffer (see the
-//!   `endpoint` module).
+//!   data message ever waits in the provider for a buffer; records larger
+//!   than a fragment travel as several messages (no RMA rendezvous of
+//!   the link's own: the provider may use one for a large message);
+//! * a peer that goes away: its `Bye` ends the stream cleanly; a peer
+//!   whose process or host is gone breaks the link once its messages have
+//!   not moved for [`Config::lost_after`], an idle link sending pings so
+//!   that there are messages to watch.
 //!
 //! Built only with the cargo feature `libfabric`, which needs libfabric
 //! (1.17 or later) and libclang; without it the crate is empty.
+//!
+//! `ofi-peer`, this crate's program, is the other end of a link for the
+//! tests between two processes and for checking a provider by hand.
 #![warn(unsafe_op_in_unsafe_fn, missing_docs)]
 #![cfg_attr(not(feature = "libfabric"), forbid(unsafe_code))]
+// Without the feature, the items the documentation names are not built.
+#![cfg_attr(not(feature = "libfabric"), allow(rustdoc::broken_intra_doc_links))]
 
 #[cfg(feature = "libfabric")]
 mod endpoint;
