@@ -54,7 +54,7 @@ pub use link::{Incoming, Link, LinkIn, LinkOut, Received};
 #[cfg(feature = "libfabric")]
 pub use name::{NameError, name_from_text, name_to_text};
 #[cfg(feature = "libfabric")]
-pub use wire::HEADER_BYTES;
+pub use wire::{HEADER_BYTES, NAME_PREFIX_BYTES};
 
 #[cfg(feature = "libfabric")]
 mod name;

@@ -232,13 +232,19 @@ impl Fabric {
     pub fn insert(&mut self, name: &[u8]) -> Result<u64, CallFailed> {
         self.check_name(name)?;
         let mut addr: fi::fi_addr_t = ADDR_ANY;
+        // FI_SYNC_ERR: the provider says why an address was not inserted
+        // in an array of one error code per address.
+        let mut error: c_int = 0;
+        let errors = (&mut error as *mut c_int).cast::<c_void>();
         // SAFETY: `av` is open; the provider reads one address from `name`
         // (as many bytes as its address format has, which check_name saw
-        // `name` hold) and writes one handle to `addr`.
-        let inserted = unsafe { fi::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut addr, 0, ptr::null_mut()) };
+        // `name` hold), writes one handle to `addr` and one code to `error`.
+        let inserted =
+            unsafe { fi::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut addr, fi::FI_SYNC_ERR, errors) };
         match inserted {
             1 => Ok(addr),
             code if code < 0 => Err(failed("fi_av_insert", code as isize)),
+            _ if error != 0 => Err(failed("fi_av_insert", error.unsigned_abs() as isize)),
             _ => Err(CallFailed { op: "fi_av_insert", code: 0, text: "the address was not inserted".into() }),
         }
     }

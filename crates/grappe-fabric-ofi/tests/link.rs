@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use common::{config, endpoint, link_pair, next_event, pattern, variants};
-use grappe_fabric_ofi::{BACKLOG_LIMIT, Config, Ends, Link, LinkError, MAX_PAYLOAD, Matching, Meta};
+use grappe_fabric_ofi::{BACKLOG_LIMIT, Config, Endpoint, Ends, Link, LinkError, MAX_PAYLOAD, Matching, Meta};
 use proptest::prelude::*;
 
 /// Fragments of the property test: small, so that records of a few
@@ -396,5 +396,32 @@ fn peers_of_different_depths_give_each_other_their_own_credits() {
             }
         }
         settle(&mut links, &mut all);
+    }
+}
+
+#[test]
+fn an_unknown_provider_is_named_in_the_error() {
+    let error = Endpoint::open(&Config::new("no-such-provider", "127.0.0.1")).unwrap_err();
+    assert!(matches!(error, LinkError::NoProvider { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(text.contains("\"no-such-provider\"") && text.contains("on 127.0.0.1"), "{text}");
+    assert!(text.contains("No data available"), "libfabric's own words are missing: {text}");
+}
+
+#[test]
+fn a_name_whose_address_the_provider_refuses_is_a_setup_error_with_its_words() {
+    for config in variants() {
+        let (a, b) = (endpoint(&config), endpoint(&config));
+        let mut name = b.name().to_vec();
+        // The settings stay valid; the address is no address.
+        for byte in &mut name[grappe_fabric_ofi::NAME_PREFIX_BYTES..] {
+            *byte = 0xff;
+        }
+        let error = a.link(&name, Ends { local: 0, remote: 1 }).unwrap_err();
+        assert!(matches!(error, LinkError::Setup { .. }), "{error:?}");
+        // libfabric's words for the refusal (FI_SYNC_ERR's code), not ours.
+        let LinkError::Setup { detail, .. } = &error else { unreachable!() };
+        let words = detail.strip_prefix("fi_av_insert: ").unwrap_or_else(|| panic!("{error}"));
+        assert!(!words.is_empty() && !words.contains("not inserted"), "{error}");
     }
 }

@@ -38,6 +38,9 @@ fn start(config: &Config, role: &str) -> (Child, BufReader<ChildStdout>, Link) {
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim().strip_prefix("PROVIDER "), config.provider.as_deref());
+    line.clear();
     assert!(stdout.read_line(&mut line).unwrap() > 0, "ofi-peer ended before naming its endpoint");
     let name = name_from_text(line.trim().strip_prefix("NAME ").expect("ofi-peer's name")).unwrap();
     let endpoint = endpoint(config);
@@ -126,5 +129,22 @@ fn a_killed_peer_breaks_the_link_within_bounded_time() {
             let pushed = link.try_push([0; 4], b"to nobody");
             assert_eq!(pushed, Err(error));
         }
+    }
+}
+
+#[test]
+fn fi_provider_chooses_the_provider_when_none_is_named() {
+    for provider in providers() {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ofi-peer"))
+            .env("FI_PROVIDER", &provider)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        // Its standard input closed: it ends, unable to read a peer's name.
+        assert!(!child.wait().unwrap().success());
+        assert_eq!(line.trim(), format!("PROVIDER {provider}"));
     }
 }

@@ -2,11 +2,12 @@
 //! processes and for checking a provider by hand.
 //!
 //! ```text
-//! ofi-peer --provider 'tcp;ofi_rxm' --node 127.0.0.1 --matching tagged|messages \
-//!          --role echo|hold [--sizes 0,1,65536,...] [--lost-after-ms N]
+//! ofi-peer [--provider 'tcp;ofi_rxm'] [--node 127.0.0.1] [--matching tagged|messages] \
+//!          [--role echo|hold] [--sizes 0,1,65536,...] [--lost-after-ms N]
 //! ```
 //!
-//! It opens an endpoint, prints `NAME <hex>` (its name, as
+//! Without `--provider`, libfabric chooses, as `FI_PROVIDER` says. It
+//! opens an endpoint, prints `PROVIDER <name>` and `NAME <hex>` (its name, as
 //! `name_to_text` writes it), reads its peer's name the same way from a
 //! line of its standard input, and makes the link with ends 1 (itself)
 //! and 0 (the peer). Then, as `echo`, it sends one record of each size
@@ -56,6 +57,7 @@ fn main() {
         }
     }
     let endpoint = Endpoint::open(&config).unwrap_or_else(|e| fail(&e.to_string()));
+    println!("PROVIDER {}", endpoint.provider());
     println!("NAME {}", name_to_text(endpoint.name()));
     std::io::stdout().flush().unwrap_or_else(|e| fail(&e.to_string()));
     let mut line = String::new();
