@@ -234,13 +234,18 @@ fn a_record_over_the_largest_payload_is_refused_on_push() {
 fn records_pushed_before_the_peer_makes_its_link_arrive() {
     for config in variants() {
         let (a, b) = (endpoint(&config), endpoint(&config));
+        // Another link of b's posts receive buffers: plain messages for the
+        // link not made yet land in them, and wait aside for it.
+        let _other = b.link(a.name(), Ends { local: 8, remote: 9 }).unwrap();
         let mut near = a.link(b.name(), Ends { local: 3, remote: 4 }).unwrap();
         let mut expected = Expected::default();
         for len in [5, 3 * config.fragment + 1, 0] {
             assert!(push(&mut near, &mut expected, [len as u32; 4], len, false));
         }
-        // Long enough for the messages to reach b before its link exists.
-        let until = Instant::now() + Duration::from_millis(200);
+        // The messages leave a, and b reads what has come of them (the
+        // large record's fragments cannot all go before b's link posts
+        // its buffers with tagged messages: the provider waits for them).
+        let until = Instant::now() + Duration::from_millis(300);
         while Instant::now() < until {
             near.flush().unwrap();
             b.progress();
