@@ -27,7 +27,7 @@
 //! depth is owed. A record of one fragment keeps its buffer (and credit)
 //! until it is consumed; the fragments of a larger record are copied into
 //! the record as they come, and their buffers go back at once, unless
-//! the records reassembled and not read already hold [`INBOUND_LIMIT`]
+//! the records reassembled and not read already hold [`INBOUND_LIMIT`](crate::INBOUND_LIMIT)
 //! bytes (then the peer waits for credits).
 //!
 //! Control messages (`Credit`, `Ping`, `Bye`) take no credit. They go to
@@ -63,6 +63,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::{Ends, LinkError};
+use crate::inbound::{Inbound, Record};
 use crate::link::Link;
 use crate::name::name_to_text;
 use crate::sys::{self, CallFailed, Dir, Done, Fabric, OpFailed, Post, Wanted};
@@ -71,11 +72,6 @@ use crate::{MAX_PAYLOAD, Meta};
 
 /// Receive buffers posted per link for its peer's control messages.
 pub const CONTROL_DEPTH: usize = 4;
-
-/// Bytes of reassembled records a link keeps unread before it stops
-/// taking fragments of the next one (a single larger record is still
-/// taken whole).
-pub const INBOUND_LIMIT: usize = 8 << 20;
 
 /// Largest end number: ends share a 64-bit tag with a message class.
 pub const MAX_END: u32 = (1 << 30) - 1;
@@ -275,44 +271,12 @@ struct Outgoing {
     kind: Kind,
 }
 
-/// A data message received ahead of its turn, or for a link not made yet.
+/// A plain message for a link not made yet.
 #[derive(Debug)]
-struct Arrived {
+struct Stray {
     header: Header,
     buf: Box<[u8]>,
     len: usize,
-}
-
-/// A whole record, read from the link and not taken yet.
-#[derive(Debug)]
-pub(crate) struct Record {
-    pub meta: Meta,
-    pub body: Body,
-}
-
-/// Where a record's payload is.
-#[derive(Debug)]
-pub(crate) enum Body {
-    /// In its receive buffer (after the header), up to `len`.
-    Slot { buf: Box<[u8]>, len: usize },
-    /// Reassembled from fragments.
-    Whole(Vec<u8>),
-}
-
-impl Record {
-    pub fn payload(&self) -> &[u8] {
-        match &self.body {
-            Body::Slot { buf, len } => &buf[HEADER_BYTES..*len],
-            Body::Whole(data) => data,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Assembly {
-    meta: Meta,
-    data: Vec<u8>,
-    total: usize,
 }
 
 /// One link's state in the endpoint.
@@ -342,13 +306,7 @@ struct LinkState {
     recvs_posted: usize,
     /// Buffers the provider refused for now, to post again.
     unposted: Vec<(Box<[u8]>, bool)>,
-    expected: u32,
-    early: VecDeque<Option<Arrived>>,
-    assembly: Option<Assembly>,
-    ready: VecDeque<Record>,
-    ready_whole_bytes: usize,
-    /// Data messages the peer sent, once it closed.
-    peer_sent: Option<u32>,
+    inbound: Inbound,
 }
 
 impl LinkState {
@@ -375,7 +333,7 @@ pub(crate) struct Core {
     links: Vec<Option<LinkState>>,
     by_ends: HashMap<Ends, usize>,
     /// Plain messages for a link not made yet (by its ends as seen here).
-    orphans: HashMap<Ends, Vec<Arrived>>,
+    orphans: HashMap<Ends, Vec<Stray>>,
     done: Vec<Done>,
     spare: Vec<Box<[u8]>>,
     sends_posted: usize,
@@ -479,12 +437,7 @@ impl Core {
             stalled_since: None,
             recvs_posted: 0,
             unposted: Vec::new(),
-            expected: 0,
-            early: VecDeque::new(),
-            assembly: None,
-            ready: VecDeque::new(),
-            ready_whole_bytes: 0,
-            peer_sent: None,
+            inbound: Inbound::new(self.fragment, self.depth),
         };
         let id = match self.links.iter().position(Option::is_none) {
             Some(free) => free,
@@ -505,7 +458,7 @@ impl Core {
             link.owed = 0;
         }
         if let Some(early) = self.orphans.remove(&ends) {
-            for Arrived { header, buf, len } in early {
+            for Stray { header, buf, len } in early {
                 self.arrive(id, header, buf, len);
             }
         }
@@ -608,7 +561,7 @@ impl Core {
         if pool {
             match self.by_ends.get(&ends) {
                 Some(&target) => self.arrive(target, header, done.buf, done.len),
-                None => self.orphans.entry(ends).or_default().push(Arrived { header, buf: done.buf, len: done.len }),
+                None => self.orphans.entry(ends).or_default().push(Stray { header, buf: done.buf, len: done.len }),
             }
             return;
         }
@@ -628,7 +581,6 @@ impl Core {
 
     /// A message of link `id`, its buffer to keep or post again.
     fn arrive(&mut self, id: usize, header: Header, buf: Box<[u8]>, len: usize) {
-        let depth = self.depth;
         let Some(link) = self.links[id].as_mut() else { return };
         link.credits = link.credits.saturating_add(header.credits);
         if link.credits > link.peer_depth {
@@ -638,7 +590,7 @@ impl Core {
         match header.kind {
             Kind::Credit | Kind::Ping => self.post_recv(id, buf, true),
             Kind::Bye => {
-                link.peer_sent = Some(header.seq);
+                link.inbound.bye(header.seq);
                 let closed = LinkError::Closed {
                     provider: self.fabric.provider().to_owned(),
                     peer: link.peer_text.clone(),
@@ -652,80 +604,24 @@ impl Core {
                 self.post_recv(id, buf, true);
             }
             Kind::Data | Kind::More => {
-                let offset = header.seq.wrapping_sub(link.expected) as usize;
-                if offset >= depth as usize {
-                    let detail = format!("data message {} while {} was expected next", header.seq, link.expected);
+                let mut freed = Vec::new();
+                let before = link.inbound.ready();
+                let taken = link.inbound.arrive(header, buf, len, &mut freed);
+                self.ready_total += link.inbound.ready() - before;
+                self.post_freed(id, freed);
+                if let Err(detail) = taken {
                     return self.protocol(id, detail);
                 }
-                if link.early.len() <= offset {
-                    link.early.resize_with(offset + 1, || None);
-                }
-                link.early[offset] = Some(Arrived { header, buf, len });
-                self.process_inbound(id);
             }
         }
         self.pump(id);
     }
 
-    /// Turns the data messages that are next in order into records.
-    fn process_inbound(&mut self, id: usize) {
-        while let Some(Some(next)) = self.links[id].as_ref().and_then(|link| link.early.front()) {
-            let (header, len) = (next.header, next.len);
-            match self.take_fragment(id, header, len) {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(detail) => return self.protocol(id, detail),
-            }
+    /// Posts again the data buffers link `id`'s records freed.
+    fn post_freed(&mut self, id: usize, freed: Vec<Box<[u8]>>) {
+        for buf in freed {
+            self.post_recv(id, buf, false);
         }
-    }
-
-    /// Takes the next data message into a record; false if it must wait
-    /// for records to be read.
-    fn take_fragment(&mut self, id: usize, header: Header, len: usize) -> Result<bool, String> {
-        let fragment = self.fragment;
-        let link = self.links[id].as_mut().expect("a live link");
-        let bytes = len - HEADER_BYTES;
-        let total = header.record_len as usize;
-        if total > MAX_PAYLOAD || bytes > total || bytes > fragment {
-            return Err(format!("a fragment of {bytes} bytes of a record of {total}"));
-        }
-        match (header.kind, link.assembly.as_mut()) {
-            (Kind::Data, None) if bytes == total => {
-                let arrived = link.early.pop_front().flatten().expect("the front message");
-                link.ready.push_back(Record { meta: header.meta, body: Body::Slot { buf: arrived.buf, len } });
-                link.expected = link.expected.wrapping_add(1);
-                self.ready_total += 1;
-                return Ok(true);
-            }
-            (Kind::Data, None) => {
-                if bytes != fragment {
-                    return Err(format!("a first fragment of {bytes} bytes, not {fragment}"));
-                }
-                if link.ready_whole_bytes > 0 && link.ready_whole_bytes + total > INBOUND_LIMIT {
-                    return Ok(false);
-                }
-                link.assembly = Some(Assembly { meta: header.meta, data: Vec::with_capacity(total), total });
-            }
-            (Kind::More, Some(assembly)) => {
-                let left = assembly.total - assembly.data.len();
-                if bytes > left || (bytes < left && bytes != fragment) || header.meta != assembly.meta {
-                    return Err(format!("a fragment of {bytes} bytes where {left} of the record are missing"));
-                }
-            }
-            (kind, _) => return Err(format!("a {kind:?} message out of place in a record's fragments")),
-        }
-        let arrived = link.early.pop_front().flatten().expect("the front message");
-        let assembly = link.assembly.as_mut().expect("an assembly begun");
-        assembly.data.extend_from_slice(&arrived.buf[HEADER_BYTES..len]);
-        link.expected = link.expected.wrapping_add(1);
-        if assembly.data.len() == assembly.total {
-            let assembly = link.assembly.take().expect("an assembly");
-            link.ready_whole_bytes += assembly.total;
-            link.ready.push_back(Record { meta: assembly.meta, body: Body::Whole(assembly.data) });
-            self.ready_total += 1;
-        }
-        self.post_recv(id, arrived.buf, false);
-        Ok(true)
     }
 
     /// Posts a receive buffer for link `id` (to the pool for plain
@@ -934,8 +830,8 @@ impl Core {
         let Some(link) = self.links[id].as_mut() else { return };
         link.halves = 0;
         self.by_ends.remove(&link.ends);
-        self.ready_total -= link.ready.len();
-        link.ready.clear();
+        self.ready_total -= link.inbound.ready();
+        link.inbound = Inbound::new(self.fragment, self.depth);
         link.backlog.clear();
         link.backlog_bytes = 0;
         if link.fate.broken.get().is_none() && link.fate.peer_closed.get().is_none() {
@@ -1000,24 +896,30 @@ impl Core {
         self.progress();
         let provider = self.provider();
         let link = self.links[id].as_mut().expect("a link whose half is alive");
-        if let Some(record) = link.ready.pop_front() {
-            self.ready_total -= 1;
-            if let Body::Whole(data) = &record.body {
-                link.ready_whole_bytes -= data.len();
-                self.process_inbound(id);
-                self.pump(id);
+        let mut freed = Vec::new();
+        let before = link.inbound.ready();
+        let taken = link.inbound.take(&mut freed);
+        // Reading a reassembled record may let the next ones in.
+        self.ready_total = self.ready_total + link.inbound.ready() - before;
+        let outcome = match taken {
+            Ok(Some(record)) => Ok(Some(record)),
+            Ok(None) => match (link.fate.broken.get(), link.inbound.ended()) {
+                (Some(error), _) => Err(error.clone()),
+                (None, Some(records)) => {
+                    Err(LinkError::Closed { provider, peer: link.peer_text.clone(), ends: link.ends, records })
+                }
+                (None, None) => Ok(None),
+            },
+            Err(detail) => {
+                self.post_freed(id, freed);
+                self.protocol(id, detail);
+                let link = self.links[id].as_ref().expect("a link whose half is alive");
+                return Err(link.fate.broken.get().expect("broken just now").clone());
             }
-            return Ok(Some(record));
-        }
-        if let Some(error) = link.fate.broken.get() {
-            return Err(error.clone());
-        }
-        match link.peer_sent {
-            Some(sent) if sent == link.expected && link.early.is_empty() => {
-                Err(LinkError::Closed { provider, peer: link.peer_text.clone(), ends: link.ends, records: sent })
-            }
-            _ => Ok(None),
-        }
+        };
+        self.post_freed(id, freed);
+        self.pump(id);
+        outcome
     }
 
     /// A record's receive buffer, read: posted again.

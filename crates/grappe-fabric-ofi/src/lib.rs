@@ -39,6 +39,8 @@ mod endpoint;
 #[cfg(feature = "libfabric")]
 mod error;
 #[cfg(feature = "libfabric")]
+mod inbound;
+#[cfg(feature = "libfabric")]
 mod link;
 #[cfg(feature = "libfabric")]
 mod sys;
@@ -46,9 +48,11 @@ mod sys;
 mod wire;
 
 #[cfg(feature = "libfabric")]
-pub use endpoint::{CONTROL_DEPTH, Config, Endpoint, INBOUND_LIMIT, MAX_END, Matching};
+pub use endpoint::{CONTROL_DEPTH, Config, Endpoint, MAX_END, Matching};
 #[cfg(feature = "libfabric")]
 pub use error::{Ends, LinkError};
+#[cfg(feature = "libfabric")]
+pub use inbound::INBOUND_LIMIT;
 #[cfg(feature = "libfabric")]
 pub use link::{Incoming, Link, LinkIn, LinkOut, Received};
 #[cfg(feature = "libfabric")]

@@ -10,8 +10,9 @@
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::endpoint::{Body, Fate, Record, Shared, data_header};
+use crate::endpoint::{Fate, Shared, data_header};
 use crate::error::{Ends, LinkError};
+use crate::inbound::{Body, Record};
 use crate::wire::{self, HEADER_BYTES, Kind};
 use crate::{BACKLOG_LIMIT, MAX_PAYLOAD, Meta};
 
