@@ -24,6 +24,13 @@
 //!   not moved for [`Config::lost_after`], an idle link sending pings so
 //!   that there are messages to watch.
 //!
+//! Providers (libfabric 1.17, Debian's): `tcp;ofi_rxm` is the one to
+//! use; its sends to a peer whose process is gone never fail (it tries
+//! to connect again), hence the loss timeout. `udp;ofi_rxd` works too,
+//! but its completion queue has no descriptor (an owner must poll:
+//! [`Endpoint::raw_fd`] is `None` and [`Endpoint::try_wait`] never allows
+//! sleeping) and it moves large records at a small fraction of the rate.
+//!
 //! Built only with the cargo feature `libfabric`, which needs libfabric
 //! (1.17 or later) and libclang; without it the crate is empty.
 //!
