@@ -60,7 +60,7 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{Ends, LinkError};
 use crate::inbound::{Inbound, Record};
@@ -160,13 +160,60 @@ pub struct Endpoint {
     pub(crate) shared: Arc<Shared>,
 }
 
-#[derive(Debug)]
+/// Called with the ends of a link for which a progress call brought
+/// records (the first since its owner last took them all), room to send,
+/// or its end; called on the caller's thread, outside the endpoint's lock.
+pub type ArrivalFn = Box<dyn Fn(Ends) + Send + Sync>;
+
 pub(crate) struct Shared {
-    pub core: Mutex<Core>,
+    core: Mutex<Core>,
     pub provider: String,
     pub name: Vec<u8>,
     pub wait_fd: Option<RawFd>,
     pub tagged: bool,
+    arrival: OnceLock<ArrivalFn>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("provider", &self.provider).field("tagged", &self.tagged).finish_non_exhaustive()
+    }
+}
+
+/// The endpoint's state, locked; the news for links it gathered are
+/// announced ([`Endpoint::on_arrival`]) once the lock is released.
+pub(crate) struct CoreGuard<'a> {
+    shared: &'a Shared,
+    guard: Option<MutexGuard<'a, Core>>,
+}
+
+impl std::ops::Deref for CoreGuard<'_> {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for CoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Core {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for CoreGuard<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.guard.take().expect("held until dropped");
+        if guard.news.is_empty() {
+            return;
+        }
+        let news = std::mem::take(&mut guard.news);
+        drop(guard);
+        if let Some(hook) = self.shared.arrival.get() {
+            for ends in news {
+                hook(ends);
+            }
+        }
+    }
 }
 
 impl Endpoint {
@@ -193,7 +240,8 @@ impl Endpoint {
         let (wait_fd, tagged) = (fabric.wait_fd(), fabric.tagged());
         let name = Published { fragment: config.fragment as u32, depth: config.depth as u32, tagged, address }.encode();
         let core = Core::new(fabric, config);
-        Ok(Endpoint { shared: Arc::new(Shared { core: Mutex::new(core), provider, name, wait_fd, tagged }) })
+        let arrival = OnceLock::new();
+        Ok(Endpoint { shared: Arc::new(Shared { core: Mutex::new(core), provider, name, wait_fd, tagged, arrival }) })
     }
 
     /// The endpoint's name, to publish: a peer's [`Endpoint::link`] takes
@@ -218,7 +266,7 @@ impl Endpoint {
     /// (`fi_sockaddr_in://...`), from its name.
     pub fn address_text(&self, name: &[u8]) -> String {
         match Published::decode(name) {
-            Ok(published) => self.shared.core.lock().fabric.address_text(&published.address),
+            Ok(published) => self.shared.lock().fabric.address_text(&published.address),
             Err(_) => name_to_text(name),
         }
     }
@@ -227,7 +275,7 @@ impl Endpoint {
     /// the same link with the ends reversed. Records may be pushed at once;
     /// they wait in the peer's provider until its side of the link exists.
     pub fn link(&self, peer: &[u8], ends: Ends) -> Result<Link, LinkError> {
-        let (id, fate) = self.shared.core.lock().add_link(&self.shared.provider, peer, ends)?;
+        let (id, fate) = self.shared.lock().add_link(&self.shared.provider, peer, ends)?;
         Ok(Link::new(Arc::clone(&self.shared), id, fate))
     }
 
@@ -251,13 +299,33 @@ impl Endpoint {
     /// Reads the completions and moves what waits: links progress without
     /// their owners calling them.
     pub fn progress(&self) {
-        self.shared.core.lock().progress();
+        self.shared.lock().progress();
+    }
+
+    /// Calls `hook` with the ends of a link for which a progress call
+    /// brought records (the first since its owner took them all), credits
+    /// that let its backlog go, or its end. Any caller's progress reads
+    /// the completions of every link of the endpoint, and so drains the
+    /// descriptor others may sleep on: an engine whose threads share an
+    /// endpoint wakes a link's owner from here. Set once: false if a hook
+    /// was set already.
+    pub fn on_arrival(&self, hook: ArrivalFn) -> bool {
+        let set = self.shared.arrival.set(hook).is_ok();
+        if set {
+            self.shared.lock().announce = true;
+        }
+        set
     }
 }
 
 impl Shared {
+    /// Locks the endpoint's state (see [`CoreGuard`]).
+    pub fn lock(&self) -> CoreGuard<'_> {
+        CoreGuard { shared: self, guard: Some(self.core.lock()) }
+    }
+
     pub fn try_wait(&self) -> Result<bool, LinkError> {
-        let mut core = self.core.lock();
+        let mut core = self.lock();
         core.progress();
         // Without a descriptor nothing wakes a sleeper: never safe.
         if core.ready_total > 0 || self.wait_fd.is_none() {
@@ -348,6 +416,10 @@ pub(crate) struct Core {
     lost_after: Duration,
     last_keepalive: Instant,
     failure: Option<LinkError>,
+    /// True once an arrival hook is set: `news` is gathered.
+    announce: bool,
+    /// Links to announce when the lock is released.
+    news: Vec<Ends>,
 }
 
 /// The token of the receive buffers of the plain-message pool.
@@ -380,6 +452,8 @@ impl Core {
             lost_after: config.lost_after,
             last_keepalive: Instant::now(),
             failure: None,
+            announce: false,
+            news: Vec::new(),
         }
     }
 
@@ -496,6 +570,9 @@ impl Core {
     fn fail_all(&mut self, error: LinkError) {
         for link in self.links.iter_mut().flatten() {
             let _ = link.fate.broken.set(error.clone());
+            if self.announce && link.halves > 0 {
+                self.news.push(link.ends);
+            }
         }
         self.failure = Some(error);
     }
@@ -586,6 +663,9 @@ impl Core {
     /// A message of link `id`, its buffer to keep or post again.
     fn arrive(&mut self, id: usize, header: Header, buf: Box<[u8]>, len: usize) {
         let Some(link) = self.links[id].as_mut() else { return };
+        if self.announce && header.credits > 0 && !link.backlog.is_empty() {
+            self.news.push(link.ends);
+        }
         link.credits = link.credits.saturating_add(header.credits);
         if link.credits > link.peer_depth {
             let (credits, given) = (link.credits, link.peer_depth);
@@ -602,6 +682,9 @@ impl Core {
                     records: header.seq,
                 };
                 let _ = link.fate.peer_closed.set(closed);
+                if self.announce {
+                    self.news.push(link.ends);
+                }
                 link.backlog.clear();
                 link.control.clear();
                 link.backlog_bytes = 0;
@@ -612,6 +695,9 @@ impl Core {
                 let before = link.inbound.ready();
                 let taken = link.inbound.arrive(header, buf, len, &mut freed);
                 self.ready_total += link.inbound.ready() - before;
+                if self.announce && before == 0 && link.inbound.ready() > 0 {
+                    self.news.push(link.ends);
+                }
                 self.post_freed(id, freed);
                 if let Err(detail) = taken {
                     return self.protocol(id, detail);
@@ -823,6 +909,9 @@ impl Core {
     fn break_link(&mut self, id: usize, error: LinkError) {
         let Some(link) = self.links[id].as_mut() else { return };
         let _ = link.fate.broken.set(error);
+        if self.announce && link.halves > 0 {
+            self.news.push(link.ends);
+        }
         link.backlog.clear();
         link.control.clear();
         link.backlog_bytes = 0;

@@ -55,7 +55,7 @@ mod sys;
 mod wire;
 
 #[cfg(feature = "libfabric")]
-pub use endpoint::{CONTROL_DEPTH, Config, Endpoint, MAX_END, Matching};
+pub use endpoint::{ArrivalFn, CONTROL_DEPTH, Config, Endpoint, MAX_END, Matching};
 #[cfg(feature = "libfabric")]
 pub use error::{Ends, LinkError};
 #[cfg(feature = "libfabric")]

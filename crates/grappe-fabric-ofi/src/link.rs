@@ -68,7 +68,7 @@ pub struct Incoming<'a> {
 impl Link {
     pub(crate) fn new(shared: Arc<Shared>, id: usize, fate: Arc<Fate>) -> Link {
         let (peer, ends) = {
-            let core = shared.core.lock();
+            let core = shared.lock();
             (core.peer_text(id), core.ends(id))
         };
         let out = LinkOut { shared: Arc::clone(&shared), id, ends, peer, fate, refused: None, scratch: Vec::new() };
@@ -101,7 +101,7 @@ impl Link {
 
     /// Payload bytes waiting for credits or for the provider.
     pub fn backlog_bytes(&self) -> usize {
-        self.shared().core.lock().backlog_bytes(self.out.id)
+        self.shared().lock().backlog_bytes(self.out.id)
     }
 
     /// The record at the head of the link, if one is whole; an error
@@ -188,7 +188,7 @@ impl LinkOut {
         if self.failure().is_some() {
             return false;
         }
-        let mut core = self.shared.core.lock();
+        let mut core = self.shared.lock();
         let before = core.backlog_bytes(self.id);
         core.flush(self.id);
         core.backlog_bytes(self.id) < before
@@ -198,7 +198,7 @@ impl LinkOut {
     /// complete: the caller flushes until false (the provider moves data
     /// only when its completions are read). Never once the link broke.
     pub fn backlogged(&self) -> bool {
-        self.failure().is_none() && self.shared.core.lock().sending(self.id)
+        self.failure().is_none() && self.shared.lock().sending(self.id)
     }
 
     /// The endpoint's completion descriptor (shared by its links), if the
@@ -233,7 +233,7 @@ impl LinkOut {
             return Err(error);
         }
         let (fragment, spare) = {
-            let mut core = self.shared.core.lock();
+            let mut core = self.shared.lock();
             if core.backlog_bytes(self.id) >= BACKLOG_LIMIT {
                 core.flush(self.id);
                 if core.backlog_bytes(self.id) >= BACKLOG_LIMIT {
@@ -244,7 +244,7 @@ impl LinkOut {
             (core.fragment(), (0..fragments).map(|_| core.data_buffer()).collect::<Vec<_>>())
         };
         let messages = self.build(meta, len, fragment, spare, payload);
-        let mut core = self.shared.core.lock();
+        let mut core = self.shared.lock();
         if let Some(error) = self.failure() {
             return Err(error.clone());
         }
@@ -345,7 +345,7 @@ impl LinkIn {
         if self.ended {
             return Ok(false);
         }
-        match self.shared.core.lock().take(self.id) {
+        match self.shared.lock().take(self.id) {
             Ok(record) => {
                 self.head = record;
                 Ok(self.head.is_some())
@@ -360,7 +360,7 @@ impl LinkIn {
     fn consume_head(&mut self) {
         let record = self.head.take().expect("consume without a record: peek returned none");
         if let Body::Slot { buf, .. } = record.body {
-            self.shared.core.lock().give_back(self.id, buf);
+            self.shared.lock().give_back(self.id, buf);
         }
     }
 }
@@ -388,13 +388,13 @@ impl Received<'_> {
 
 impl Drop for LinkOut {
     fn drop(&mut self) {
-        self.shared.core.lock().drop_half(self.id);
+        self.shared.lock().drop_half(self.id);
     }
 }
 
 impl Drop for LinkIn {
     fn drop(&mut self) {
-        let mut core = self.shared.core.lock();
+        let mut core = self.shared.lock();
         if let Some(Record { body: Body::Slot { buf, .. }, .. }) = self.head.take() {
             core.give_back(self.id, buf);
         }

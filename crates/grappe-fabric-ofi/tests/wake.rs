@@ -118,3 +118,49 @@ fn try_wait_refuses_while_a_record_waits_unread() {
     // Peeked and not consumed: still not safe to sleep.
     assert!(!inbox.try_wait().unwrap());
 }
+
+#[test]
+fn the_arrival_hook_names_the_link_whose_records_another_caller_brought_in() {
+    for matching in [Matching::Tagged, Matching::Messages] {
+        let config = config(&providers()[0], matching);
+        let (a, b) = (endpoint(&config), endpoint(&config));
+        let (announced, heard) = channel();
+        assert!(b.on_arrival(Box::new(move |ends| announced.send(ends).unwrap())));
+        assert!(!b.on_arrival(Box::new(|_| {})), "a second hook was taken");
+        let mut to_sleeper = a.link(b.name(), Ends { local: 0, remote: 1 }).unwrap();
+        let mut to_busy = a.link(b.name(), Ends { local: 2, remote: 3 }).unwrap();
+        // The sleeper's owner never calls its link; another thread's link
+        // of the same endpoint does all the reading.
+        let (_, mut sleeper) = b.link(a.name(), Ends { local: 1, remote: 0 }).unwrap().split();
+        let (_, mut busy) = b.link(a.name(), Ends { local: 3, remote: 2 }).unwrap().split();
+        assert!(to_busy.try_push([3; 4], b"for the busy one").unwrap());
+        assert!(to_sleeper.try_push([1; 4], b"for the sleeper").unwrap());
+        let sleeper_ends = Ends { local: 1, remote: 0 };
+        let deadline = Instant::now() + PATIENCE;
+        let mut for_busy = None;
+        loop {
+            to_sleeper.flush().unwrap();
+            to_busy.flush().unwrap();
+            if let Some(record) = busy.peek().unwrap() {
+                for_busy = Some(record.payload().to_vec());
+                record.consume();
+            }
+            if heard.try_iter().any(|ends| ends == sleeper_ends) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{matching:?}: the sleeper's link was never announced");
+        }
+        // Announced: its record is there for it, without any progress of its own.
+        let record = sleeper.peek().unwrap().expect("announced, but no record");
+        assert_eq!(record.payload(), b"for the sleeper");
+        record.consume();
+        while for_busy.is_none() {
+            if let Some(record) = busy.peek().unwrap() {
+                for_busy = Some(record.payload().to_vec());
+                record.consume();
+            }
+            assert!(Instant::now() < deadline, "the busy link's record never came");
+        }
+        assert_eq!(for_busy.as_deref(), Some(&b"for the busy one"[..]));
+    }
+}
