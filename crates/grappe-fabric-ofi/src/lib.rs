@@ -14,7 +14,9 @@
 //! * readiness: the endpoint's completion queue waits on a file
 //!   descriptor ([`Endpoint::raw_fd`], `FI_WAIT_FD`) that an epoll
 //!   watcher can arm, once [`Endpoint::try_wait`] (`fi_trywait`) says
-//!   nothing is left to read;
+//!   nothing is left to read; threads that share an endpoint learn from
+//!   [`Endpoint::on_arrival`] which links another one's progress brought
+//!   news for;
 //! * flow control by credits over pre-posted receive buffers, so that no
 //!   data message ever waits in the provider for a buffer; records larger
 //!   than a fragment travel as several messages (no RMA rendezvous of
