@@ -21,6 +21,7 @@ mod persistent;
 mod request;
 mod topology;
 mod types;
+pub(crate) mod win;
 
 use std::ffi::{c_int, c_void};
 

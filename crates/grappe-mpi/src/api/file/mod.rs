@@ -16,7 +16,7 @@
 
 mod access;
 mod aggregate;
-mod collective;
+pub(super) mod collective;
 mod shared;
 mod view;
 

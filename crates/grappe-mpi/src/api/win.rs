@@ -1,0 +1,945 @@
+//! One-sided communication (`MPI_Win_*`, `MPI_Put`, `MPI_Get`,
+//! `MPI_Accumulate`...): windows, their attributes, names, hints and
+//! error handlers, and active-target synchronization by `MPI_Win_fence`.
+//!
+//! Ranks have no thread that serves other ranks' accesses while the
+//! program computes, so an access is not made when it is called: the
+//! origin checks it, packs it and queues it, and the next fence (which
+//! every rank of the window calls) carries every queued access to its
+//! target over the window's own communicator. Each rank applies the
+//! accesses aimed at it in origin-rank order, each origin's in the order
+//! it made them, and sends back what gets and fetching accumulates read;
+//! the fence returns once every rank has done so. Accumulates are thus
+//! atomic per element as MPI requires: one thread applies them all.
+//!
+//! Passive target (`MPI_Win_lock`...), PSCW (`MPI_Win_post`...), the
+//! request-based operations (valid only in passive-target epochs) and
+//! shared-memory windows are not implemented: they fail with
+//! `MPI_ERR_UNSUPPORTED_OPERATION`, naming themselves.
+//!
+//! A window's errors go to its own handler, `MPI_ERRORS_ARE_FATAL`
+//! unless the program sets another; a handle that names no window is an
+//! `MPI_ERR_WIN` for the world's handler, found in the table before
+//! anything is touched.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::abi::{self, class, kind};
+use crate::errors::{MpiError, Result};
+use crate::mpi_fn;
+use crate::reduce::OpCode;
+use crate::state::{self, Table};
+use crate::types::{self, Type};
+
+use super::env::{copy_string, read_string};
+use super::file::collective::{self, MPI_BYTE};
+use super::{get, put};
+
+/// `MPI_WIN_BASE` and the other predefined window attributes.
+const WIN_BASE: c_int = 0x6600_0001;
+const WIN_SIZE: c_int = 0x6600_0003;
+const WIN_DISP_UNIT: c_int = 0x6600_0005;
+const WIN_CREATE_FLAVOR: c_int = 0x6600_0007;
+const WIN_MODEL: c_int = 0x6600_0009;
+
+const FLAVOR_CREATE: c_int = 1;
+const FLAVOR_ALLOCATE: c_int = 2;
+const FLAVOR_DYNAMIC: c_int = 3;
+const WIN_UNIFIED: c_int = 2;
+
+/// `MPI_MODE_NOSUCCEED`: the fence ends the epoch and opens none.
+const MODE_NOSUCCEED: c_int = 16384;
+/// Every assertion MPI defines.
+const MODES: c_int = 1024 | 2048 | 4096 | 8192 | 16384;
+
+/// A window: this rank's part of it and what it knows of the others'.
+pub struct Window {
+    /// The window's own communicator: a duplicate of the one it was made
+    /// on, whose errors return, for the fence's exchanges.
+    comm: c_int,
+    size: usize,
+    /// This rank's memory: where it starts (0 for a dynamic window,
+    /// whose displacements are addresses) and its length.
+    base: usize,
+    /// The values the predefined attributes point to (which live as long
+    /// as the window).
+    len: isize,
+    disp_unit: c_int,
+    flavor: c_int,
+    model: c_int,
+    /// Every rank's size and displacement unit, by rank.
+    extents: Vec<(u64, i64)>,
+    /// The memory of `MPI_Win_allocate`, 8-byte aligned.
+    _memory: Option<Box<[u64]>>,
+    state: Mutex<WinState>,
+}
+
+/// What the calls on a window change.
+struct WinState {
+    errhandler: c_int,
+    name: String,
+    info: Vec<(String, String)>,
+    /// An access and exposure epoch is open (a fence opened it).
+    in_epoch: bool,
+    /// Accesses made since the last fence, in the order made.
+    queued: Vec<Queued>,
+    /// The regions of a dynamic window: start address and length.
+    attached: Vec<(usize, usize)>,
+}
+
+/// An access waiting for the next fence.
+struct Queued {
+    call: &'static str,
+    target: usize,
+    /// What travels to the target (see [`Access`]).
+    record: Vec<u8>,
+    /// Where what the target sends back goes: `count` elements of the
+    /// datatype at the address.
+    result: Option<(usize, usize, Type)>,
+}
+
+static WINDOWS: RwLock<Table<Arc<Window>>> = RwLock::new(Table::new());
+
+/// `MPI_ERR_WIN` for a handle that names no window.
+fn bad_handle(handle: c_int) -> MpiError {
+    let message = match handle {
+        abi::WIN_NULL => "MPI_WIN_NULL is not a window".to_owned(),
+        other => format!("{other:#x} is not the handle of a window (never created, or freed already)"),
+    };
+    MpiError::new(class::WIN, message)
+}
+
+fn slot_of(handle: c_int) -> Option<usize> {
+    abi::direct_index(kind::WIN, handle)
+}
+
+/// The window of `handle`, in a running library.
+fn window(call: &str, handle: c_int) -> Result<Arc<Window>> {
+    if state::phase() != state::Phase::Running {
+        return Err(MpiError::new(class::OTHER, format!("{call} called outside MPI_Init and MPI_Finalize")));
+    }
+    slot_of(handle).and_then(|slot| WINDOWS.read().get(slot).cloned()).ok_or_else(|| bad_handle(handle))
+}
+
+/// Checks that `handle` names a window (for the attribute calls).
+pub(crate) fn check(handle: c_int) -> Result<()> {
+    slot_of(handle).and_then(|slot| WINDOWS.read().get(slot).map(|_| ())).ok_or_else(|| bad_handle(handle))
+}
+
+/// The error handler of window `handle`, if it exists.
+pub(crate) fn errhandler_of(handle: c_int) -> Option<c_int> {
+    let slot = slot_of(handle)?;
+    WINDOWS.read().get(slot).map(|w| w.state.lock().errhandler)
+}
+
+/// Runs `body` on the window of `handle`; its errors go to the window's handler.
+fn with_window<T>(call: &str, handle: c_int, body: impl FnOnce(&Window) -> Result<T>) -> Result<T> {
+    let win = window(call, handle)?;
+    body(&win).map_err(|e| e.on_win(handle))
+}
+
+/// What a window is made with.
+struct Making {
+    base: usize,
+    len: isize,
+    disp_unit: c_int,
+    flavor: c_int,
+    memory: Option<Box<[u64]>>,
+}
+
+/// Makes a window over `comm` (collective): its handle.
+fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int> {
+    let (private, size, hints) = {
+        let mut state = state::lock(call)?;
+        let hints = match info {
+            abi::INFO_NULL => Vec::new(),
+            other => crate::api::info::entries(&state, other)?,
+        };
+        let entry = state.intra(comm)?;
+        let size = entry.comm.size();
+        let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
+        (state.add_comm(dup, abi::ERRORS_RETURN), size, hints)
+    };
+    let all = collective::allgather(private, &[making.len as i64, making.disp_unit as i64], size)?;
+    let extents = all.chunks(2).map(|pair| (pair[0] as u64, pair[1])).collect();
+    let window = Window {
+        comm: private,
+        size,
+        base: making.base,
+        len: making.len,
+        disp_unit: making.disp_unit,
+        flavor: making.flavor,
+        model: WIN_UNIFIED,
+        extents,
+        _memory: making.memory,
+        state: Mutex::new(WinState {
+            errhandler: abi::ERRORS_ARE_FATAL,
+            name: String::new(),
+            info: hints,
+            in_epoch: false,
+            queued: Vec::new(),
+            attached: Vec::new(),
+        }),
+    };
+    let slot = WINDOWS.write().insert(Arc::new(window));
+    Ok(abi::direct_handle(kind::WIN, slot))
+}
+
+fn check_size(size: isize, disp_unit: c_int) -> Result<()> {
+    if size < 0 {
+        return Err(MpiError::new(class::ARG, format!("the window size {size} is negative")));
+    }
+    if disp_unit <= 0 {
+        return Err(MpiError::new(class::ARG, format!("the displacement unit {disp_unit} is not positive")));
+    }
+    Ok(())
+}
+
+mpi_fn! {
+    /// `MPI_Win_create`: a window over `size` bytes at `base` on each rank (collective).
+    fn MPI_Win_create / PMPI_Win_create(base: *mut c_void, size: isize, disp_unit: c_int, info: c_int, comm: c_int, win: *mut c_int) {
+        check_size(size, disp_unit).map_err(|e| e.on(comm))?;
+        if win.is_null() {
+            return Err(MpiError::new(class::ARG, "the window handle argument is NULL").on(comm));
+        }
+        let making = Making { base: base as usize, len: size, disp_unit, flavor: FLAVOR_CREATE, memory: None };
+        let handle = create("MPI_Win_create", comm, info, making).map_err(|e| e.on(comm))?;
+        // SAFETY: the caller's output argument, checked non-NULL.
+        unsafe { win.write(handle) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_allocate`: a window over `size` bytes the library allocates (collective).
+    fn MPI_Win_allocate / PMPI_Win_allocate(size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+        check_size(size, disp_unit).map_err(|e| e.on(comm))?;
+        if win.is_null() || baseptr.is_null() {
+            return Err(MpiError::new(class::ARG, "the window handle or base pointer argument is NULL").on(comm));
+        }
+        let mut memory = vec![0u64; (size as usize).div_ceil(8).max(1)].into_boxed_slice();
+        let base = memory.as_mut_ptr() as usize;
+        let making = Making { base, len: size, disp_unit, flavor: FLAVOR_ALLOCATE, memory: Some(memory) };
+        let handle = create("MPI_Win_allocate", comm, info, making).map_err(|e| e.on(comm))?;
+        // SAFETY: the caller's output arguments, checked non-NULL; MPI's
+        // `baseptr` is a `void **` passed as `void *`.
+        unsafe {
+            baseptr.cast::<usize>().write(base);
+            win.write(handle);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_create_dynamic`: a window of no memory, which
+    /// `MPI_Win_attach` gives regions (collective).
+    fn MPI_Win_create_dynamic / PMPI_Win_create_dynamic(info: c_int, comm: c_int, win: *mut c_int) {
+        if win.is_null() {
+            return Err(MpiError::new(class::ARG, "the window handle argument is NULL").on(comm));
+        }
+        let making = Making { base: 0, len: 0, disp_unit: 1, flavor: FLAVOR_DYNAMIC, memory: None };
+        let handle = create("MPI_Win_create_dynamic", comm, info, making).map_err(|e| e.on(comm))?;
+        // SAFETY: the caller's output argument, checked non-NULL.
+        unsafe { win.write(handle) };
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_attach`: `size` bytes at `base` become part of a dynamic window.
+    fn MPI_Win_attach / PMPI_Win_attach(win: c_int, base: *mut c_void, size: isize) {
+        with_window("MPI_Win_attach", win, |w| {
+            if w.flavor != FLAVOR_DYNAMIC {
+                return Err(MpiError::new(class::RMA_FLAVOR, "only a window of MPI_Win_create_dynamic takes attached memory"));
+            }
+            if size < 0 {
+                return Err(MpiError::new(class::ARG, format!("the size {size} is negative")));
+            }
+            let (start, len) = (base as usize, size as usize);
+            let mut state = w.state.lock();
+            if state.attached.iter().any(|&(s, l)| start < s + l && s < start + len) {
+                return Err(MpiError::new(class::RMA_ATTACH, format!("{len} bytes at {start:#x} overlap memory attached already")));
+            }
+            state.attached.push((start, len));
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_detach`: the region attached at `base` leaves the window.
+    fn MPI_Win_detach / PMPI_Win_detach(win: c_int, base: *const c_void) {
+        with_window("MPI_Win_detach", win, |w| {
+            if w.flavor != FLAVOR_DYNAMIC {
+                return Err(MpiError::new(class::RMA_FLAVOR, "only a window of MPI_Win_create_dynamic has attached memory"));
+            }
+            let mut state = w.state.lock();
+            let Some(i) = state.attached.iter().position(|&(s, _)| s == base as usize) else {
+                return Err(MpiError::new(class::RMA_ATTACH, format!("no memory is attached at {:#x}", base as usize)));
+            };
+            state.attached.remove(i);
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_free` (collective): fails with `MPI_ERR_RMA_SYNC` if
+    /// accesses made since the last fence were never completed.
+    fn MPI_Win_free / PMPI_Win_free(win: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { get(win, "win")? };
+        let w = window("MPI_Win_free", handle)?;
+        let pending = w.state.lock().queued.len();
+        if pending > 0 {
+            let error = format!("{pending} accesses made since the last MPI_Win_fence were never completed (call MPI_Win_fence before MPI_Win_free)");
+            return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
+        }
+        // No rank frees its memory while another may still reach it.
+        collective::barrier(w.comm).map_err(|e| e.on_win(handle))?;
+        crate::api::attr::delete_all(crate::api::attr::Object::Win(handle)).map_err(|e| e.on_win(handle))?;
+        if let Some(slot) = slot_of(handle) {
+            WINDOWS.write().remove(slot);
+        }
+        let mut comm = w.comm;
+        // SAFETY: a communicator handle the library made.
+        crate::errors::check_code(unsafe { crate::api::comm::PMPI_Comm_free::body(&mut comm) })?;
+        // SAFETY: the caller's in-out argument.
+        unsafe { put(win, abi::WIN_NULL, "win") }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_get_group`: the group of the window's ranks.
+    fn MPI_Win_get_group / PMPI_Win_get_group(win: c_int, group: *mut c_int) {
+        let w = window("MPI_Win_get_group", win)?;
+        let mut state = state::lock("MPI_Win_get_group")?;
+        let members = crate::api::group::comm_members(&state.comm(w.comm)?.comm);
+        crate::api::group::give(&mut state, members, group).map_err(|e| e.on_win(win))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_get_attr`: the predefined attributes, or the program's.
+    fn MPI_Win_get_attr / PMPI_Win_get_attr(win: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
+        let w = window("MPI_Win_get_attr", win)?;
+        // MPI gives the base itself, and pointers to the other values.
+        let predefined = match keyval {
+            WIN_BASE => Some(w.base),
+            WIN_SIZE => Some(&w.len as *const isize as usize),
+            WIN_DISP_UNIT => Some(&w.disp_unit as *const c_int as usize),
+            WIN_CREATE_FLAVOR => Some(&w.flavor as *const c_int as usize),
+            WIN_MODEL => Some(&w.model as *const c_int as usize),
+            _ => None,
+        };
+        let found = match predefined {
+            Some(found) => Some(found),
+            None => {
+                let state = state::lock("MPI_Win_get_attr")?;
+                crate::api::attr::user_attr(&state, crate::api::attr::Object::Win(win), keyval)?
+            }
+        };
+        // SAFETY: the caller's output arguments; `value` is where MPI
+        // stores the attribute (a pointer).
+        unsafe {
+            if let Some(found) = found {
+                put(value.cast::<usize>(), found, "attribute_val").map_err(|e| e.on_win(win))?;
+            }
+            put(flag, found.is_some() as c_int, "flag").map_err(|e| e.on_win(win))
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_set_name`.
+    fn MPI_Win_set_name / PMPI_Win_set_name(win: c_int, name: *const c_char) {
+        with_window("MPI_Win_set_name", win, |w| {
+            // SAFETY: a NUL-terminated string, as MPI requires.
+            let name = unsafe { read_string(name, "win_name")? };
+            w.state.lock().name = name;
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_get_name`: empty for a window never named.
+    fn MPI_Win_get_name / PMPI_Win_get_name(win: c_int, name: *mut c_char, resultlen: *mut c_int) {
+        with_window("MPI_Win_get_name", win, |w| {
+            let text = w.state.lock().name.clone();
+            // SAFETY: `name` holds MPI_MAX_OBJECT_NAME characters, as MPI requires.
+            let len = unsafe { copy_string(&text, name, abi::MAX_OBJECT_NAME, "win_name")? };
+            // SAFETY: the caller's output argument.
+            unsafe { put(resultlen, len, "resultlen") }
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_set_info`: hints, kept and given back by `MPI_Win_get_info`.
+    fn MPI_Win_set_info / PMPI_Win_set_info(win: c_int, info: c_int) {
+        let w = window("MPI_Win_set_info", win)?;
+        let hints = match info {
+            abi::INFO_NULL => Vec::new(),
+            other => crate::api::info::entries(&state::lock("MPI_Win_set_info")?, other).map_err(|e| e.on_win(win))?,
+        };
+        let mut state = w.state.lock();
+        for (key, value) in hints {
+            match state.info.iter_mut().find(|(k, _)| *k == key) {
+                Some(entry) => entry.1 = value,
+                None => state.info.push((key, value)),
+            }
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_get_info`: a new info object holding the window's hints.
+    fn MPI_Win_get_info / PMPI_Win_get_info(win: c_int, info_used: *mut c_int) {
+        let w = window("MPI_Win_get_info", win)?;
+        let hints = w.state.lock().info.clone();
+        crate::api::info::add(&mut state::lock("MPI_Win_get_info")?, hints, info_used).map_err(|e| e.on_win(win))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_create_errhandler`: a handler called as a communicator's is.
+    fn MPI_Win_create_errhandler / PMPI_Win_create_errhandler(function: Option<crate::api::misc::ErrhandlerFunction>, errhandler: *mut c_int) {
+        crate::api::misc::create_errhandler(function, errhandler)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_set_errhandler`.
+    fn MPI_Win_set_errhandler / PMPI_Win_set_errhandler(win: c_int, errhandler: c_int) {
+        with_window("MPI_Win_set_errhandler", win, |w| {
+            if crate::api::misc::is_user_handler(errhandler) && crate::api::user_handler(errhandler).is_none() {
+                return Err(MpiError::new(class::ARG, format!("{errhandler:#x} is an error handler for files, not for windows")));
+            }
+            crate::api::errh::check_any_handler(errhandler)?;
+            w.state.lock().errhandler = errhandler;
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_get_errhandler`.
+    fn MPI_Win_get_errhandler / PMPI_Win_get_errhandler(win: c_int, errhandler: *mut c_int) {
+        with_window("MPI_Win_get_errhandler", win, |w| {
+            let handler = w.state.lock().errhandler;
+            // SAFETY: the caller's output argument.
+            unsafe { put(errhandler, handler, "errhandler") }
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_call_errhandler`: what a failure with `errorcode` on the
+    /// window would do.
+    fn MPI_Win_call_errhandler / PMPI_Win_call_errhandler(win: c_int, errorcode: c_int) {
+        let handler = window("MPI_Win_call_errhandler", win)?.state.lock().errhandler;
+        if let Some(function) = crate::api::user_handler(handler) {
+            let (mut w, mut code) = (win, errorcode);
+            // SAFETY: the program's handler, with the arguments MPI defines.
+            unsafe { function(&mut w, &mut code) };
+            return Ok(());
+        }
+        if handler == abi::ERRORS_RETURN {
+            return Ok(());
+        }
+        let text = crate::errors::string_of_code(errorcode).unwrap_or_else(|| format!("error code {errorcode}"));
+        let class = crate::errors::class_of_code(errorcode).unwrap_or(class::OTHER);
+        Err(MpiError::new(class, text).on_win(win))
+    }
+}
+
+/// The kinds of access, as they travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Put = 0,
+    Get = 1,
+    Accumulate = 2,
+    GetAccumulate = 3,
+    CompareAndSwap = 4,
+}
+
+impl Kind {
+    fn from_byte(byte: u8) -> Option<Kind> {
+        [Kind::Put, Kind::Get, Kind::Accumulate, Kind::GetAccumulate, Kind::CompareAndSwap]
+            .into_iter()
+            .find(|k| *k as u8 == byte)
+    }
+
+    /// Whether the target sends back what it read.
+    fn reads(self) -> bool {
+        matches!(self, Kind::Get | Kind::GetAccumulate | Kind::CompareAndSwap)
+    }
+}
+
+/// An access as the target applies it: where, in which layout, and with
+/// which data. It travels as its fields in order, integers in the
+/// machine's byte order (every rank of a job runs on one architecture).
+struct Access {
+    kind: Kind,
+    /// The operation (accumulates) and the predefined datatype the
+    /// target's elements are made of.
+    op: c_int,
+    base: c_int,
+    /// Where the first element starts, in bytes from the window's base
+    /// (for a dynamic window, from address 0).
+    offset: i64,
+    count: u64,
+    extent: i64,
+    /// The target datatype's blocks: offset and length.
+    blocks: Vec<(i64, u64)>,
+    /// The origin's packed elements (a compare-and-swap's: the new value,
+    /// then the value compared).
+    data: Vec<u8>,
+}
+
+impl Access {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48 + self.blocks.len() * 16 + self.data.len());
+        out.push(self.kind as u8);
+        out.extend_from_slice(&self.op.to_ne_bytes());
+        out.extend_from_slice(&self.base.to_ne_bytes());
+        for n in [self.offset, self.count as i64, self.extent, self.blocks.len() as i64] {
+            out.extend_from_slice(&n.to_ne_bytes());
+        }
+        for &(offset, len) in &self.blocks {
+            out.extend_from_slice(&offset.to_ne_bytes());
+            out.extend_from_slice(&len.to_ne_bytes());
+        }
+        out.extend_from_slice(&(self.data.len() as u64).to_ne_bytes());
+        out.extend_from_slice(&self.data);
+        out
+    }
+
+    /// The access at the start of `bytes`, and the bytes after it.
+    fn decode(bytes: &[u8]) -> Option<(Access, &[u8])> {
+        let mut reader = Reader(bytes);
+        let kind = Kind::from_byte(reader.take(1)?[0])?;
+        let op = c_int::from_ne_bytes(reader.take(4)?.try_into().ok()?);
+        let base = c_int::from_ne_bytes(reader.take(4)?.try_into().ok()?);
+        let (offset, count, extent, nblocks) =
+            (reader.i64()?, reader.i64()? as u64, reader.i64()?, reader.i64()? as usize);
+        let mut blocks = Vec::with_capacity(nblocks.min(1 << 16));
+        for _ in 0..nblocks {
+            blocks.push((reader.i64()?, reader.i64()? as u64));
+        }
+        let len = reader.i64()? as usize;
+        let data = reader.take(len)?.to_vec();
+        Some((Access { kind, op, base, offset, count, extent, blocks, data }, reader.0))
+    }
+
+    /// The byte ranges it touches, from the window's base, in element order.
+    fn pieces(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
+        (0..self.count as i64).flat_map(move |i| {
+            self.blocks.iter().map(move |&(offset, len)| (self.offset + i * self.extent + offset, len as usize))
+        })
+    }
+
+    fn packed_len(&self) -> usize {
+        self.count as usize * self.blocks.iter().map(|b| b.1 as usize).sum::<usize>()
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_ne_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// What an access does at a rank: its checked arguments.
+struct Origin<'a> {
+    call: &'static str,
+    win: c_int,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: c_int,
+    /// The origin's elements to send, packed.
+    data: Vec<u8>,
+    /// The elements the target's read goes to.
+    result: Option<(usize, usize, Type)>,
+    /// The operation and the origin's base datatype it must agree with.
+    op: Option<(c_int, Option<&'a crate::datatype::Datatype>)>,
+    kind: Kind,
+}
+
+/// The packed elements at `buf`.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, as MPI requires.
+unsafe fn pack(buf: *const c_void, count: c_int, datatype: c_int, what: &str) -> Result<(Vec<u8>, Type)> {
+    let datatype = types::committed(datatype)?;
+    // SAFETY: as the caller promised.
+    let data = unsafe { crate::api::outgoing(buf, count, &datatype, what)? }.into_owned();
+    Ok((data, datatype))
+}
+
+/// Queues an access after checking it: the rank, the epoch, the
+/// datatypes, the operation and (where the target's size is known) the
+/// range.
+fn queue(origin: Origin) -> Result<()> {
+    let Origin { call, win, target_rank, target_disp, target_count, target_datatype, data, result, op, kind } = origin;
+    with_window(call, win, |w| {
+        let ttype = types::committed(target_datatype)?;
+        let count = crate::api::count_of(target_count, call)?;
+        if !w.state.lock().in_epoch {
+            return Err(MpiError::new(
+                class::RMA_SYNC,
+                format!(
+                    "no access epoch is open on the window (call MPI_Win_fence first): target rank {target_rank}, displacement {target_disp}, count {count}"
+                ),
+            ));
+        }
+        if target_rank == abi::PROC_NULL {
+            return Ok(());
+        }
+        let target = usize::try_from(target_rank).ok().filter(|&r| r < w.size).ok_or_else(|| {
+            MpiError::new(
+                class::RANK,
+                format!("target rank {target_rank} is not a rank of the window (size {})", w.size),
+            )
+        })?;
+        let (tbase, _) = ttype.base().ok_or_else(|| {
+            MpiError::new(
+                class::TYPE,
+                format!("the target datatype {} is not made of one predefined datatype", ttype.name()),
+            )
+        })?;
+        let mut op_handle = 0;
+        if let Some((handle, origin_base)) = op {
+            if crate::api::coll::user_op(handle)?.is_some() {
+                return Err(MpiError::new(
+                    class::OP,
+                    format!("{call} takes only predefined operations, not {handle:#x}"),
+                ));
+            }
+            let code = OpCode::lookup(handle)?;
+            code.check(tbase)?;
+            if let Some(origin_base) = origin_base {
+                if origin_base.handle != tbase.handle && code != OpCode::NoOp {
+                    return Err(MpiError::new(
+                        class::TYPE,
+                        format!(
+                            "the origin's elements ({}) and the target's ({}) differ",
+                            origin_base.name, tbase.name
+                        ),
+                    ));
+                }
+            }
+            op_handle = handle;
+        }
+        let (_, disp_unit) = w.extents[target];
+        let access = Access {
+            kind,
+            op: op_handle,
+            base: tbase.handle,
+            offset: target_disp as i64 * if w.flavor == FLAVOR_DYNAMIC { 1 } else { disp_unit },
+            count: count as u64,
+            extent: ttype.extent() as i64,
+            blocks: ttype.blocks().iter().map(|b| (b.offset as i64, b.len as u64)).collect(),
+            data,
+        };
+        let needed = access.packed_len();
+        let sent = match kind {
+            Kind::Put | Kind::Accumulate | Kind::GetAccumulate => access.data.len(),
+            Kind::Get => needed,
+            Kind::CompareAndSwap => access.data.len() / 2,
+        };
+        if sent != needed && !(kind == Kind::GetAccumulate && op_handle == NO_OP) {
+            return Err(MpiError::new(
+                class::TYPE,
+                format!(
+                    "the origin gives {sent} bytes, the target's {count} elements of {} hold {needed}",
+                    ttype.name()
+                ),
+            ));
+        }
+        if let Some((_, rcount, rtype)) = &result {
+            if rtype.packed_len(*rcount) != needed {
+                return Err(MpiError::new(
+                    class::TYPE,
+                    format!(
+                        "the result buffer holds {} bytes, the target's {count} elements of {} hold {needed}",
+                        rtype.packed_len(*rcount),
+                        ttype.name()
+                    ),
+                ));
+            }
+        }
+        if w.flavor != FLAVOR_DYNAMIC {
+            let size = w.extents[target].0 as i64;
+            if let Some((at, len)) = access.pieces().find(|&(at, len)| at < 0 || at + len as i64 > size) {
+                return Err(MpiError::new(
+                    class::RMA_RANGE,
+                    format!(
+                        "target rank {target}, displacement {target_disp}, count {count}: bytes {at}..{} are outside its window of {size} bytes",
+                        at + len as i64
+                    ),
+                ));
+            }
+        }
+        w.state.lock().queued.push(Queued { call, target, record: access.encode(), result });
+        Ok(())
+    })
+}
+
+/// `MPI_NO_OP`.
+const NO_OP: c_int = 0x5800_000e;
+
+mpi_fn! {
+    /// `MPI_Put`: completes at the next fence.
+    fn MPI_Put / PMPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
+        // SAFETY: the origin buffer holds its elements, as MPI requires.
+        let (data, _) = unsafe { pack(origin_addr, origin_count, origin_datatype, "MPI_Put") }.map_err(|e| e.on_win(win))?;
+        queue(Origin { call: "MPI_Put", win, target_rank, target_disp, target_count, target_datatype, data, result: None, op: None, kind: Kind::Put })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get`: the origin's elements are written at the next fence.
+    fn MPI_Get / PMPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
+        let result = result_of(origin_addr, origin_count, origin_datatype, "MPI_Get").map_err(|e| e.on_win(win))?;
+        let data = Vec::new();
+        let result = Some(result);
+        queue(Origin { call: "MPI_Get", win, target_rank, target_disp, target_count, target_datatype, data, result, op: None, kind: Kind::Get })
+    }
+}
+
+/// Where the elements a target sends back go, checked.
+fn result_of(addr: *mut c_void, count: c_int, datatype: c_int, what: &str) -> Result<(usize, usize, Type)> {
+    let datatype = types::committed(datatype)?;
+    let count = crate::api::count_of(count, what)?;
+    if addr.is_null() && count > 0 && datatype.size() > 0 && datatype.true_lb() == 0 {
+        return Err(MpiError::new(class::BUFFER, format!("{what}: a NULL buffer for {count} elements")));
+    }
+    Ok((addr as usize, count, datatype))
+}
+
+mpi_fn! {
+    /// `MPI_Accumulate`: `target = target op origin`, element by element, at the next fence.
+    fn MPI_Accumulate / PMPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
+        // SAFETY: the origin buffer holds its elements, as MPI requires.
+        let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, "MPI_Accumulate") }.map_err(|e| e.on_win(win))?;
+        let obase = otype.base().map(|b| b.0);
+        queue(Origin { call: "MPI_Accumulate", win, target_rank, target_disp, target_count, target_datatype, data, result: None, op: Some((op, obase)), kind: Kind::Accumulate })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Get_accumulate`: reads the target's elements, then accumulates.
+    fn MPI_Get_accumulate / PMPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
+        let call = "MPI_Get_accumulate";
+        let (data, obase) = match op {
+            NO_OP => (Vec::new(), None),
+            _ => {
+                // SAFETY: the origin buffer holds its elements, as MPI requires.
+                let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
+                (data, otype.base().map(|b| b.0))
+            }
+        };
+        let result = Some(result_of(result_addr, result_count, result_datatype, call).map_err(|e| e.on_win(win))?);
+        queue(Origin { call, win, target_rank, target_disp, target_count, target_datatype, data, result, op: Some((op, obase)), kind: Kind::GetAccumulate })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Fetch_and_op`: `MPI_Get_accumulate` of one element.
+    fn MPI_Fetch_and_op / PMPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, op: c_int, win: c_int) {
+        let call = "MPI_Fetch_and_op";
+        let (data, obase) = match op {
+            NO_OP => (Vec::new(), None),
+            _ => {
+                // SAFETY: one element at the origin, as MPI requires.
+                let (data, otype) = unsafe { pack(origin_addr, 1, datatype, call) }.map_err(|e| e.on_win(win))?;
+                (data, otype.base().map(|b| b.0))
+            }
+        };
+        let result = Some(result_of(result_addr, 1, datatype, call).map_err(|e| e.on_win(win))?);
+        queue(Origin { call, win, target_rank, target_disp, target_count: 1, target_datatype: datatype, data, result, op: Some((op, obase)), kind: Kind::GetAccumulate })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Compare_and_swap`: the target's element becomes the origin's
+    /// if it equals `compare_addr`'s; the old value goes to `result_addr`.
+    fn MPI_Compare_and_swap / PMPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, win: c_int) {
+        let call = "MPI_Compare_and_swap";
+        let predefined = crate::datatype::predefined(datatype).filter(|d| !matches!(d.kind, crate::datatype::Kind::Pair(_) | crate::datatype::Kind::F32 | crate::datatype::Kind::F64 | crate::datatype::Kind::Complex32 | crate::datatype::Kind::Complex64));
+        if predefined.is_none() {
+            return Err(MpiError::new(class::TYPE, format!("{call} takes an integer, logical or byte datatype, not {datatype:#x}")).on_win(win));
+        }
+        // SAFETY: one element at each, as MPI requires.
+        let (mut data, _) = unsafe { pack(origin_addr, 1, datatype, call) }.map_err(|e| e.on_win(win))?;
+        // SAFETY: as above.
+        let (compare, _) = unsafe { pack(compare_addr, 1, datatype, call) }.map_err(|e| e.on_win(win))?;
+        data.extend_from_slice(&compare);
+        let result = Some(result_of(result_addr, 1, datatype, call).map_err(|e| e.on_win(win))?);
+        queue(Origin { call, win, target_rank, target_disp, target_count: 1, target_datatype: datatype, data, result, op: None, kind: Kind::CompareAndSwap })
+    }
+}
+
+/// What a target sends back for each access: whether it was applied,
+/// then what it read (for the kinds that read).
+const APPLIED: u8 = 0;
+const OUT_OF_RANGE: u8 = 1;
+
+impl Window {
+    /// Whether bytes `at..at + len` from the base are this rank's memory.
+    fn holds(&self, attached: &[(usize, usize)], at: i64, len: usize) -> bool {
+        match self.flavor {
+            FLAVOR_DYNAMIC => {
+                let start = at as usize;
+                at >= 0 && attached.iter().any(|&(s, l)| start >= s && start + len <= s + l)
+            }
+            _ => at >= 0 && at + len as i64 <= self.len as i64,
+        }
+    }
+
+    /// Applies one access to this rank's memory: its reply.
+    fn apply(&self, access: &Access, attached: &[(usize, usize)]) -> Vec<u8> {
+        if access.pieces().any(|(at, len)| !self.holds(attached, at, len)) {
+            return vec![OUT_OF_RANGE];
+        }
+        let memory = |at: i64| (self.base as i64 + at) as usize as *mut u8;
+        let mut current = Vec::with_capacity(access.packed_len());
+        for (at, len) in access.pieces() {
+            // SAFETY: inside this rank's window memory, checked above,
+            // which the program leaves alone during the fence.
+            current.extend_from_slice(unsafe { std::slice::from_raw_parts(memory(at), len) });
+        }
+        let mut reply = vec![APPLIED];
+        if access.kind.reads() {
+            reply.extend_from_slice(&current);
+        }
+        let new = match access.kind {
+            Kind::Get => None,
+            Kind::Put => Some(access.data.clone()),
+            Kind::CompareAndSwap => {
+                let (value, compare) = access.data.split_at(access.data.len() / 2);
+                (current == compare).then(|| value.to_vec())
+            }
+            Kind::Accumulate | Kind::GetAccumulate => combined(access, &current),
+        };
+        if let Some(new) = new {
+            let mut at_data = 0;
+            for (at, len) in access.pieces() {
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(new[at_data..].as_ptr(), memory(at), len) };
+                at_data += len;
+            }
+        }
+        reply
+    }
+}
+
+/// `current op origin`, packed: `None` for `MPI_NO_OP`.
+fn combined(access: &Access, current: &[u8]) -> Option<Vec<u8>> {
+    let code = OpCode::lookup(access.op).ok()?;
+    match code {
+        OpCode::NoOp => None,
+        OpCode::Replace => Some(access.data.clone()),
+        _ => {
+            let base = crate::datatype::predefined(access.base)?;
+            let (combine, _) =
+                crate::api::icoll::combine_of(access.op, None, access.base, &Type::Predefined(base)).ok()?;
+            // `combine(input, inout)` leaves `input ∘ inout` in `inout`.
+            let mut result = access.data.clone();
+            combine(current, &mut result);
+            Some(result)
+        }
+    }
+}
+
+/// The fence's work: every rank's queued accesses to their targets,
+/// applied there, and what they read back to their origins.
+fn fence(w: &Window) -> Result<()> {
+    let queued = std::mem::take(&mut w.state.lock().queued);
+    let mut outgoing = vec![Vec::new(); w.size];
+    for access in &queued {
+        outgoing[access.target].extend_from_slice(&access.record);
+    }
+    let incoming = collective::exchange(w.comm, &outgoing, MPI_BYTE)?;
+    let attached = w.state.lock().attached.clone();
+    let mut replies = vec![Vec::new(); w.size];
+    for (origin, mut bytes) in incoming.iter().map(|b| b.as_slice()).enumerate() {
+        while !bytes.is_empty() {
+            let Some((access, rest)) = Access::decode(bytes) else {
+                return Err(MpiError::new(class::INTERN, format!("a malformed access from rank {origin}")));
+            };
+            replies[origin].extend_from_slice(&w.apply(&access, &attached));
+            bytes = rest;
+        }
+    }
+    let answers = collective::exchange(w.comm, &replies, MPI_BYTE)?;
+    deliver(w, &queued, &answers)
+}
+
+/// Writes what the targets read to the origin's buffers; the first
+/// access a target refused, as an error.
+fn deliver(w: &Window, queued: &[Queued], answers: &[Vec<u8>]) -> Result<()> {
+    let mut at = vec![0usize; w.size];
+    let mut first_error = None;
+    for access in queued {
+        let answer = &answers[access.target][at[access.target]..];
+        at[access.target] += 1;
+        if answer.first() == Some(&OUT_OF_RANGE) {
+            let (decoded, _) = Access::decode(&access.record).expect("encoded here");
+            first_error.get_or_insert_with(|| {
+                MpiError::new(
+                    class::RMA_RANGE,
+                    format!(
+                        "{} to target rank {} at byte offset {} ({} elements) reached outside the target's window (no memory attached there)",
+                        access.call, access.target, decoded.offset, decoded.count
+                    ),
+                )
+            });
+            continue;
+        }
+        let Some((addr, count, datatype)) = &access.result else { continue };
+        let (decoded, _) = Access::decode(&access.record).expect("encoded here");
+        let len = decoded.packed_len();
+        let data = &answers[access.target][at[access.target]..at[access.target] + len];
+        at[access.target] += len;
+        let room = datatype.packed_len(*count);
+        // SAFETY: the origin's result buffer holds `count` elements, as MPI requires.
+        unsafe { datatype.unpack(&data[..len.min(room)], *addr as *mut u8) };
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+mpi_fn! {
+    /// `MPI_Win_fence` (collective): completes every access made since
+    /// the last fence, and opens an epoch unless `MPI_MODE_NOSUCCEED`.
+    fn MPI_Win_fence / PMPI_Win_fence(assert: c_int, win: c_int) {
+        with_window("MPI_Win_fence", win, |w| {
+            if assert & !MODES != 0 {
+                return Err(MpiError::new(class::ARG, format!("{assert:#x} is not a combination of MPI_MODE_* assertions")));
+            }
+            let done = fence(w);
+            w.state.lock().in_epoch = assert & MODE_NOSUCCEED == 0;
+            done
+        })
+    }
+}
