@@ -84,6 +84,11 @@ struct WinState {
     info: Vec<(String, String)>,
     /// An access and exposure epoch is open (a fence opened it).
     in_epoch: bool,
+    /// The targets of the access epoch `MPI_Win_start` opened, by window rank.
+    access: Option<Vec<usize>>,
+    /// The origins of the exposure epoch `MPI_Win_post` opened whose
+    /// accesses have not come yet, by window rank.
+    exposure: Option<Vec<usize>>,
     /// Accesses made since the last fence, in the order made.
     queued: Vec<Queued>,
     /// The regions of a dynamic window: start address and length.
@@ -180,6 +185,8 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
             name: String::new(),
             info: hints,
             in_epoch: false,
+            access: None,
+            exposure: None,
             queued: Vec::new(),
             attached: Vec::new(),
         }),
@@ -294,7 +301,14 @@ mpi_fn! {
         // SAFETY: the caller's in-out argument.
         let handle = unsafe { get(win, "win")? };
         let w = window("MPI_Win_free", handle)?;
-        let pending = w.state.lock().queued.len();
+        let (pending, open) = {
+            let state = w.state.lock();
+            (state.queued.len(), state.access.is_some() || state.exposure.is_some())
+        };
+        if open {
+            let error = "an access or exposure epoch of MPI_Win_start or MPI_Win_post is still open (call MPI_Win_complete or MPI_Win_wait first)";
+            return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
+        }
         if pending > 0 {
             let error = format!("{pending} accesses made since the last MPI_Win_fence were never completed (call MPI_Win_fence before MPI_Win_free)");
             return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
@@ -604,11 +618,18 @@ fn queue(origin: Origin) -> Result<()> {
     with_window(call, win, |w| {
         let ttype = types::committed(target_datatype)?;
         let count = crate::api::count_of(target_count, call)?;
-        if !w.state.lock().in_epoch {
+        let allowed = {
+            let state = w.state.lock();
+            let started = state.access.as_ref().is_some_and(|group| {
+                target_rank == abi::PROC_NULL || usize::try_from(target_rank).is_ok_and(|t| group.contains(&t))
+            });
+            state.in_epoch || started
+        };
+        if !allowed {
             return Err(MpiError::new(
                 class::RMA_SYNC,
                 format!(
-                    "no access epoch is open on the window (call MPI_Win_fence first): target rank {target_rank}, displacement {target_disp}, count {count}"
+                    "no access epoch to target rank {target_rank} is open on the window (MPI_Win_fence, or MPI_Win_start with a group holding it, opens one): displacement {target_disp}, count {count}"
                 ),
             ));
         }
@@ -854,6 +875,22 @@ impl Window {
     }
 }
 
+impl Window {
+    /// Applies the accesses of `origin`, as they came: the replies.
+    fn apply_all(&self, origin: usize, mut bytes: &[u8]) -> Result<Vec<u8>> {
+        let attached = self.state.lock().attached.clone();
+        let mut replies = Vec::new();
+        while !bytes.is_empty() {
+            let Some((access, rest)) = Access::decode(bytes) else {
+                return Err(MpiError::new(class::INTERN, format!("a malformed access from rank {origin}")));
+            };
+            replies.extend_from_slice(&self.apply(&access, &attached));
+            bytes = rest;
+        }
+        Ok(replies)
+    }
+}
+
 /// `current op origin`, packed: `None` for `MPI_NO_OP`.
 fn combined(access: &Access, current: &[u8]) -> Option<Vec<u8>> {
     let code = OpCode::lookup(access.op).ok()?;
@@ -881,17 +918,8 @@ fn fence(w: &Window) -> Result<()> {
         outgoing[access.target].extend_from_slice(&access.record);
     }
     let incoming = collective::exchange(w.comm, &outgoing, MPI_BYTE)?;
-    let attached = w.state.lock().attached.clone();
-    let mut replies = vec![Vec::new(); w.size];
-    for (origin, mut bytes) in incoming.iter().map(|b| b.as_slice()).enumerate() {
-        while !bytes.is_empty() {
-            let Some((access, rest)) = Access::decode(bytes) else {
-                return Err(MpiError::new(class::INTERN, format!("a malformed access from rank {origin}")));
-            };
-            replies[origin].extend_from_slice(&w.apply(&access, &attached));
-            bytes = rest;
-        }
-    }
+    let replies =
+        incoming.iter().enumerate().map(|(origin, bytes)| w.apply_all(origin, bytes)).collect::<Result<Vec<_>>>()?;
     let answers = collective::exchange(w.comm, &replies, MPI_BYTE)?;
     deliver(w, &queued, &answers)
 }
@@ -934,12 +962,231 @@ mpi_fn! {
     /// the last fence, and opens an epoch unless `MPI_MODE_NOSUCCEED`.
     fn MPI_Win_fence / PMPI_Win_fence(assert: c_int, win: c_int) {
         with_window("MPI_Win_fence", win, |w| {
-            if assert & !MODES != 0 {
-                return Err(MpiError::new(class::ARG, format!("{assert:#x} is not a combination of MPI_MODE_* assertions")));
-            }
+            check_assert(assert)?;
             let done = fence(w);
             w.state.lock().in_epoch = assert & MODE_NOSUCCEED == 0;
             done
         })
+    }
+}
+
+/// Tags of the messages of general active-target synchronization, on the
+/// window's communicator: an origin's accesses to a target, and what the
+/// target sends back.
+const ACCESSES_TAG: c_int = 1;
+const REPLIES_TAG: c_int = 2;
+
+/// The window ranks of the members of `group`.
+fn window_ranks(call: &str, w: &Window, group: c_int) -> Result<Vec<usize>> {
+    let state = state::lock(call)?;
+    let members = crate::api::group::members(&state, group)?;
+    let ranks = crate::api::group::comm_members(&state.comm(w.comm)?.comm);
+    members
+        .iter()
+        .map(|world| {
+            ranks.iter().position(|r| r == world).ok_or_else(|| {
+                MpiError::new(class::GROUP, format!("world rank {world} of the group is not a rank of the window"))
+            })
+        })
+        .collect()
+}
+
+/// Sends `bytes` to window rank `dest`; the send stays in `sends` (with
+/// its buffer) until [`finish_sends`].
+fn send_bytes(w: &Window, dest: usize, tag: c_int, bytes: Vec<u8>, sends: &mut Vec<(c_int, Vec<u8>)>) -> Result<()> {
+    let len = c_int::try_from(bytes.len())
+        .map_err(|_| MpiError::new(class::COUNT, format!("{} bytes of accesses for one rank", bytes.len())))?;
+    let mut request = abi::REQUEST_NULL;
+    // SAFETY: `bytes` stays alive (in `sends`) until the send completes.
+    let code = unsafe {
+        crate::api::p2p::PMPI_Isend::body(
+            bytes.as_ptr().cast(),
+            len,
+            MPI_BYTE,
+            dest as c_int,
+            tag,
+            w.comm,
+            &mut request,
+        )
+    };
+    crate::errors::check_code(code)?;
+    sends.push((request, bytes));
+    Ok(())
+}
+
+fn finish_sends(sends: Vec<(c_int, Vec<u8>)>) -> Result<()> {
+    let mut requests: Vec<c_int> = sends.iter().map(|s| s.0).collect();
+    // SAFETY: the requests of the sends, whose buffers `sends` keeps until then.
+    let code = unsafe {
+        crate::api::request::PMPI_Waitall::body(
+            requests.len() as c_int,
+            requests.as_mut_ptr(),
+            abi::STATUS_IGNORE as *mut abi::Status,
+        )
+    };
+    drop(sends);
+    crate::errors::check_code(code)
+}
+
+/// The message from window rank `source` with `tag`, if it has come.
+fn try_receive(w: &Window, source: usize, tag: c_int) -> Result<Option<Vec<u8>>> {
+    let (mut flag, mut status) = (0, abi::Status::default());
+    // SAFETY: output arguments of this frame.
+    let code = unsafe { crate::api::p2p::PMPI_Iprobe::body(source as c_int, tag, w.comm, &mut flag, &mut status) };
+    crate::errors::check_code(code)?;
+    if flag == 0 {
+        return Ok(None);
+    }
+    let len = status.bytes() as usize;
+    let mut bytes = vec![0u8; len];
+    // SAFETY: `bytes` holds the message's `len` bytes.
+    let code = unsafe {
+        crate::api::p2p::PMPI_Recv::body(
+            bytes.as_mut_ptr().cast(),
+            len as c_int,
+            MPI_BYTE,
+            source as c_int,
+            tag,
+            w.comm,
+            abi::STATUS_IGNORE as *mut abi::Status,
+        )
+    };
+    crate::errors::check_code(code)?;
+    Ok(Some(bytes))
+}
+
+/// Applies the accesses of the exposure epoch's origins that have come
+/// and answers them: whether every origin has been served.
+fn serve_exposure(w: &Window, sends: &mut Vec<(c_int, Vec<u8>)>) -> Result<bool> {
+    let Some(waiting) = w.state.lock().exposure.clone() else { return Ok(true) };
+    let mut still = Vec::new();
+    for origin in waiting {
+        match try_receive(w, origin, ACCESSES_TAG)? {
+            Some(bytes) => {
+                let replies = w.apply_all(origin, &bytes)?;
+                send_bytes(w, origin, REPLIES_TAG, replies, sends)?;
+            }
+            None => still.push(origin),
+        }
+    }
+    let done = still.is_empty();
+    w.state.lock().exposure = Some(still);
+    Ok(done)
+}
+
+mpi_fn! {
+    /// `MPI_Win_post`: opens an exposure epoch to the origins of `group`.
+    fn MPI_Win_post / PMPI_Win_post(group: c_int, assert: c_int, win: c_int) {
+        with_window("MPI_Win_post", win, |w| {
+            check_assert(assert)?;
+            let origins = window_ranks("MPI_Win_post", w, group)?;
+            let mut state = w.state.lock();
+            if state.exposure.is_some() {
+                return Err(MpiError::new(class::RMA_SYNC, "an exposure epoch of MPI_Win_post is open already"));
+            }
+            state.exposure = Some(origins);
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_start`: opens an access epoch to the targets of `group`.
+    fn MPI_Win_start / PMPI_Win_start(group: c_int, assert: c_int, win: c_int) {
+        with_window("MPI_Win_start", win, |w| {
+            check_assert(assert)?;
+            let targets = window_ranks("MPI_Win_start", w, group)?;
+            let mut state = w.state.lock();
+            if state.access.is_some() {
+                return Err(MpiError::new(class::RMA_SYNC, "an access epoch of MPI_Win_start is open already"));
+            }
+            state.access = Some(targets);
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_complete`: carries the epoch's accesses to their targets
+    /// and waits for what they read; serves this rank's own exposure
+    /// epoch meanwhile, so that ranks that access each other both go on.
+    fn MPI_Win_complete / PMPI_Win_complete(win: c_int) {
+        with_window("MPI_Win_complete", win, |w| {
+            let (targets, queued) = {
+                let mut state = w.state.lock();
+                let Some(targets) = state.access.take() else {
+                    return Err(MpiError::new(class::RMA_SYNC, "no access epoch of MPI_Win_start is open"));
+                };
+                (targets, std::mem::take(&mut state.queued))
+            };
+            let mut sends = Vec::new();
+            for &target in &targets {
+                let bytes: Vec<u8> = queued.iter().filter(|q| q.target == target).flat_map(|q| q.record.iter().copied()).collect();
+                send_bytes(w, target, ACCESSES_TAG, bytes, &mut sends)?;
+            }
+            let mut answers = vec![Vec::new(); w.size];
+            let mut waiting = targets;
+            while !waiting.is_empty() {
+                let mut still = Vec::new();
+                for target in waiting {
+                    match try_receive(w, target, REPLIES_TAG)? {
+                        Some(bytes) => answers[target] = bytes,
+                        None => still.push(target),
+                    }
+                }
+                waiting = still;
+                if !waiting.is_empty() {
+                    serve_exposure(w, &mut sends)?;
+                    std::thread::yield_now();
+                }
+            }
+            finish_sends(sends)?;
+            deliver(w, &queued, &answers)
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_wait`: applies the accesses of every origin of the
+    /// exposure epoch, then closes it.
+    fn MPI_Win_wait / PMPI_Win_wait(win: c_int) {
+        with_window("MPI_Win_wait", win, |w| {
+            if w.state.lock().exposure.is_none() {
+                return Err(MpiError::new(class::RMA_SYNC, "no exposure epoch of MPI_Win_post is open"));
+            }
+            let mut sends = Vec::new();
+            while !serve_exposure(w, &mut sends)? {
+                std::thread::yield_now();
+            }
+            w.state.lock().exposure = None;
+            finish_sends(sends)
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_test`: `MPI_Win_wait` if every origin's accesses have
+    /// come, else `flag` false and the epoch stays open.
+    fn MPI_Win_test / PMPI_Win_test(win: c_int, flag: *mut c_int) {
+        with_window("MPI_Win_test", win, |w| {
+            if w.state.lock().exposure.is_none() {
+                return Err(MpiError::new(class::RMA_SYNC, "no exposure epoch of MPI_Win_post is open"));
+            }
+            let mut sends = Vec::new();
+            let done = serve_exposure(w, &mut sends)?;
+            if done {
+                w.state.lock().exposure = None;
+            }
+            finish_sends(sends)?;
+            // SAFETY: the caller's output argument.
+            unsafe { put(flag, done as c_int, "flag") }
+        })
+    }
+}
+
+fn check_assert(assert: c_int) -> Result<()> {
+    match assert & !MODES {
+        0 => Ok(()),
+        _ => Err(MpiError::new(class::ARG, format!("{assert:#x} is not a combination of MPI_MODE_* assertions"))),
     }
 }

@@ -14,13 +14,19 @@
  *    origin one; accesses to oneself and to MPI_PROC_NULL; memory of
  *    MPI_Win_allocate; a dynamic window reached at the addresses its ranks
  *    attached;
+ *  - general active-target synchronization: MPI_Win_post to the left
+ *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
+ *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
+ *    three rounds;
  *  - errors (returned, the handler set to MPI_ERRORS_RETURN): an access
  *    before any fence and after MPI_MODE_NOSUCCEED (MPI_ERR_RMA_SYNC), a
  *    target rank out of range (MPI_ERR_RANK), an access past the target's
  *    window (MPI_ERR_RMA_RANGE, its message naming the target rank), an
  *    address of a dynamic window where nothing is attached (MPI_ERR_RMA_RANGE
  *    from the fence), a user operation in MPI_Accumulate (MPI_ERR_OP),
- *    MPI_Win_free with accesses not completed (MPI_ERR_RMA_SYNC), and on
+ *    MPI_Win_free with accesses not completed (MPI_ERR_RMA_SYNC),
+ *    MPI_Win_complete and MPI_Win_wait outside their epochs and an access to
+ *    a rank outside MPI_Win_start's group (MPI_ERR_RMA_SYNC), and on
  *    grappe, where it cannot crash, garbage and freed window handles
  *    (MPI_ERR_WIN).
  *
@@ -335,6 +341,55 @@ static void dynamic(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* General active-target synchronization: each rank exposes its memory to
+ * its left neighbour and accesses its right one. */
+static void pscw(void)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int memory[4] = {-1, 300 + rank, -1, -1};
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(memory, sizeof memory, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    MPI_Group world, to_left, to_right;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, 1, &left, &to_left);
+    MPI_Group_incl(world, 1, &right, &to_right);
+
+    int rc = MPI_Win_complete(win);
+    CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Win_complete without MPI_Win_start");
+    rc = MPI_Win_wait(win);
+    CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Win_wait without MPI_Win_post");
+
+    for (int round = 0; round < 3; round++) {
+        CHECK_MPI(MPI_Win_post(to_left, 0, win));
+        CHECK_MPI(MPI_Win_start(to_right, 0, win));
+        int value = 1000 * round + rank, got = -5, counted = -5, one = 1;
+        CHECK_MPI(MPI_Put(&value, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Get(&got, 1, MPI_INT, right, 1, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Fetch_and_op(&one, &counted, MPI_INT, right, 1, MPI_SUM, win));
+        if (on_grappe && size > 2) {
+            rc = MPI_Put(&value, 1, MPI_INT, left, 0, 1, MPI_INT, win);
+            CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Put to a rank outside MPI_Win_start's group");
+        }
+        CHECK_MPI(MPI_Win_complete(win));
+        CHECK_INT(300 + right + round, got, "MPI_Get in round %d of post/start/complete/wait", round);
+        CHECK_INT(300 + right + round, counted, "MPI_Fetch_and_op after MPI_Get in round %d", round);
+        if (round == 1) {
+            int flag = 0;
+            while (!flag)
+                CHECK_MPI(MPI_Win_test(win, &flag));
+        } else {
+            CHECK_MPI(MPI_Win_wait(win));
+        }
+        CHECK_INT(1000 * round + left, memory[0], "MPI_Put from the left neighbour in round %d", round);
+        CHECK_INT(300 + rank + round + 1, memory[1], "the left neighbour's MPI_Fetch_and_op in round %d", round);
+    }
+    MPI_Group_free(&to_left);
+    MPI_Group_free(&to_right);
+    MPI_Group_free(&world);
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -350,5 +405,6 @@ int main(int argc, char **argv)
     fence_epochs();
     allocated();
     dynamic();
+    pscw();
     return check_finish();
 }
