@@ -18,6 +18,10 @@
  *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
  *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
  *    three rounds;
+ *  - passive target: increments under exclusive locks (MPI_Get, flush,
+ *    MPI_Put) and accumulates under shared locks of every rank on rank 0,
+ *    which only waits; MPI_Rput and MPI_Rget under MPI_Win_lock_all;
+ *    MPI_Win_sync; MPI_Win_create memory under MPI_MODE_NOCHECK;
  *  - errors (returned, the handler set to MPI_ERRORS_RETURN): an access
  *    before any fence and after MPI_MODE_NOSUCCEED (MPI_ERR_RMA_SYNC), a
  *    target rank out of range (MPI_ERR_RANK), an access past the target's
@@ -390,6 +394,90 @@ static void pscw(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* Passive target: rank 0's memory, reached by every rank while rank 0
+ * only waits in a barrier. */
+static void passive(void)
+{
+    int *counter = NULL;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &counter, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    counter[0] = counter[1] = counter[2] = counter[3] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Exclusive locks: a read and a write that no other rank comes between. */
+    enum { ROUNDS = 40 };
+    for (int i = 0; i < ROUNDS; i++) {
+        int value = -1;
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        CHECK_MPI(MPI_Get(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_flush(0, win));
+        value++;
+        CHECK_MPI(MPI_Put(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    /* Shared locks: accumulates are atomic per element. */
+    int one = 1, before = -1;
+    for (int i = 0; i < ROUNDS; i++) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK_MPI(MPI_Accumulate(&one, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, win));
+        CHECK_MPI(MPI_Fetch_and_op(&one, &before, MPI_INT, 0, 2, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    /* Request-based accesses under MPI_Win_lock_all. */
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    MPI_Request requests[2];
+    int mine = 500 + rank, back = -1;
+    CHECK_MPI(MPI_Rput(&mine, 1, MPI_INT, (rank + 1) % size, 3, 1, MPI_INT, win, &requests[0]));
+    CHECK_MPI(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Win_flush_all(win));
+    CHECK_MPI(MPI_Rget(&back, 1, MPI_INT, (rank + 1) % size, 3, 1, MPI_INT, win, &requests[1]));
+    CHECK_MPI(MPI_Wait(&requests[1], MPI_STATUS_IGNORE));
+    CHECK(back >= 500 && back < 500 + size, "MPI_Rget under MPI_Win_lock_all: %d", back);
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+    CHECK_MPI(MPI_Win_sync(win));
+    if (rank == 0) {
+        CHECK_INT(ROUNDS * size, counter[0], "increments under exclusive locks");
+        CHECK_INT(ROUNDS * size, counter[1], "MPI_Accumulate under shared locks");
+        CHECK_INT(ROUNDS * size, counter[2], "MPI_Fetch_and_op under shared locks");
+    }
+    CHECK_INT(500 + (rank + size - 1) % size, counter[3], "MPI_Rput from the left neighbour");
+    CHECK_MPI(MPI_Win_unlock(rank, win));
+
+    /* Misuse. */
+    int rc = MPI_Win_unlock(0, win);
+    CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Win_unlock without MPI_Win_lock");
+    rc = MPI_Win_flush(0, win);
+    CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Win_flush without MPI_Win_lock");
+    rc = MPI_Put(&mine, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Put without any epoch");
+    if (on_grappe) {
+        rc = MPI_Win_lock(MPI_LOCK_SHARED, size, 0, win);
+        CHECK_CLASS(MPI_ERR_RANK, rc, "MPI_Win_lock on rank %d", size);
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        rc = MPI_Put(&mine, 1, MPI_INT, 0, 4, 1, MPI_INT, win);
+        CHECK_CLASS(MPI_ERR_RMA_RANGE, rc, "MPI_Put past the window under a lock");
+        rc = MPI_Win_free(&win);
+        CHECK_CLASS(MPI_ERR_RMA_SYNC, rc, "MPI_Win_free under a lock");
+        CHECK_MPI(MPI_Win_unlock(0, win));
+    }
+    CHECK_MPI(MPI_Win_free(&win));
+
+    /* Memory of MPI_Win_create, reached the same way. */
+    long memory[2] = {0, 0};
+    CHECK_MPI(MPI_Win_create(memory, sizeof memory, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    long add = rank + 1;
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, size - 1, MPI_MODE_NOCHECK, win));
+    CHECK_MPI(MPI_Accumulate(&add, 1, MPI_LONG, size - 1, sizeof(long), 1, MPI_LONG, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_unlock(size - 1, win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == size - 1)
+        CHECK(memory[1] == (long)size * (size + 1) / 2, "MPI_Accumulate into MPI_Win_create memory: %ld", memory[1]);
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -406,5 +494,6 @@ int main(int argc, char **argv)
     allocated();
     dynamic();
     pscw();
+    passive();
     return check_finish();
 }

@@ -22,7 +22,7 @@ pub(crate) fn barrier(comm: c_int) -> Result<()> {
 }
 
 /// Rank `root`'s `values`, on every rank.
-pub(super) fn bcast(comm: c_int, values: &mut [i64], root: usize) -> Result<()> {
+pub(crate) fn bcast(comm: c_int, values: &mut [i64], root: usize) -> Result<()> {
     // SAFETY: `values` holds `values.len()` longs, as the call is told.
     let code =
         unsafe { PMPI_Bcast::body(values.as_mut_ptr().cast(), values.len() as c_int, MPI_LONG, root as c_int, comm) };

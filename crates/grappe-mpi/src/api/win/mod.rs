@@ -12,9 +12,11 @@
 //! the fence returns once every rank has done so. Accumulates are thus
 //! atomic per element as MPI requires: one thread applies them all.
 //!
-//! Passive target (`MPI_Win_lock`...), PSCW (`MPI_Win_post`...), the
-//! request-based operations (valid only in passive-target epochs) and
-//! shared-memory windows are not implemented: they fail with
+//! General active-target synchronization (`MPI_Win_post`, `_start`,
+//! `_complete`, `_wait`) carries the same accesses by messages between
+//! the ranks of the groups given. Passive target (`MPI_Win_lock`...) and
+//! the request-based operations are in [`passive`]. Shared-memory windows
+//! (`MPI_Win_allocate_shared`) are not implemented: they fail with
 //! `MPI_ERR_UNSUPPORTED_OPERATION`, naming themselves.
 //!
 //! A window's errors go to its own handler, `MPI_ERRORS_ARE_FATAL`
@@ -33,6 +35,10 @@ use crate::mpi_fn;
 use crate::reduce::OpCode;
 use crate::state::{self, Table};
 use crate::types::{self, Type};
+
+mod passive;
+
+use std::collections::HashMap;
 
 use super::env::{copy_string, read_string};
 use super::file::collective::{self, MPI_BYTE};
@@ -60,7 +66,11 @@ pub struct Window {
     /// The window's own communicator: a duplicate of the one it was made
     /// on, whose errors return, for the fence's exchanges.
     comm: c_int,
+    rank: usize,
     size: usize,
+    /// How this rank reaches the others' memory for passive target, or
+    /// why it cannot.
+    reach: std::result::Result<passive::Reach, String>,
     /// This rank's memory: where it starts (0 for a dynamic window,
     /// whose displacements are addresses) and its length.
     base: usize,
@@ -89,6 +99,12 @@ struct WinState {
     /// The origins of the exposure epoch `MPI_Win_post` opened whose
     /// accesses have not come yet, by window rank.
     exposure: Option<Vec<usize>>,
+    /// The targets this rank holds a lock on (`MPI_Win_lock`): whether
+    /// exclusive, and whether the lock word was taken (not under
+    /// `MPI_MODE_NOCHECK`).
+    locks: HashMap<usize, (bool, bool)>,
+    /// `MPI_Win_lock_all` is in force: whether the lock words were taken.
+    lock_all: Option<bool>,
     /// Accesses made since the last fence, in the order made.
     queued: Vec<Queued>,
     /// The regions of a dynamic window: start address and length.
@@ -157,22 +173,25 @@ struct Making {
 
 /// Makes a window over `comm` (collective): its handle.
 fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int> {
-    let (private, size, hints) = {
+    let (private, rank, size, hints) = {
         let mut state = state::lock(call)?;
         let hints = match info {
             abi::INFO_NULL => Vec::new(),
             other => crate::api::info::entries(&state, other)?,
         };
         let entry = state.intra(comm)?;
-        let size = entry.comm.size();
+        let (rank, size) = (entry.comm.rank(), entry.comm.size());
         let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
-        (state.add_comm(dup, abi::ERRORS_RETURN), size, hints)
+        (state.add_comm(dup, abi::ERRORS_RETURN), rank, size, hints)
     };
     let all = collective::allgather(private, &[making.len as i64, making.disp_unit as i64], size)?;
     let extents = all.chunks(2).map(|pair| (pair[0] as u64, pair[1])).collect();
+    let reach = passive::reach(private, rank, size, making.base)?;
     let window = Window {
         comm: private,
+        rank,
         size,
+        reach,
         base: making.base,
         len: making.len,
         disp_unit: making.disp_unit,
@@ -187,6 +206,8 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
             in_epoch: false,
             access: None,
             exposure: None,
+            locks: HashMap::new(),
+            lock_all: None,
             queued: Vec::new(),
             attached: Vec::new(),
         }),
@@ -303,10 +324,11 @@ mpi_fn! {
         let w = window("MPI_Win_free", handle)?;
         let (pending, open) = {
             let state = w.state.lock();
-            (state.queued.len(), state.access.is_some() || state.exposure.is_some())
+            let locked = state.lock_all.is_some() || !state.locks.is_empty();
+            (state.queued.len(), state.access.is_some() || state.exposure.is_some() || locked)
         };
         if open {
-            let error = "an access or exposure epoch of MPI_Win_start or MPI_Win_post is still open (call MPI_Win_complete or MPI_Win_wait first)";
+            let error = "an epoch of MPI_Win_start, MPI_Win_post or MPI_Win_lock is still open (call MPI_Win_complete, MPI_Win_wait or MPI_Win_unlock first)";
             return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
         }
         if pending > 0 {
@@ -623,13 +645,16 @@ fn queue(origin: Origin) -> Result<()> {
             let started = state.access.as_ref().is_some_and(|group| {
                 target_rank == abi::PROC_NULL || usize::try_from(target_rank).is_ok_and(|t| group.contains(&t))
             });
-            state.in_epoch || started
+            let locked = state.lock_all.is_some()
+                || usize::try_from(target_rank).is_ok_and(|t| state.locks.contains_key(&t))
+                || (target_rank == abi::PROC_NULL && !state.locks.is_empty());
+            state.in_epoch || started || locked
         };
         if !allowed {
             return Err(MpiError::new(
                 class::RMA_SYNC,
                 format!(
-                    "no access epoch to target rank {target_rank} is open on the window (MPI_Win_fence, or MPI_Win_start with a group holding it, opens one): displacement {target_disp}, count {count}"
+                    "no access epoch to target rank {target_rank} is open on the window (MPI_Win_fence, MPI_Win_start with a group holding it, or MPI_Win_lock on it opens one): displacement {target_disp}, count {count}"
                 ),
             ));
         }
@@ -721,6 +746,9 @@ fn queue(origin: Origin) -> Result<()> {
                 ));
             }
         }
+        if w.holds_lock_on(target) {
+            return w.now(call, target, &access, result);
+        }
         w.state.lock().queued.push(Queued { call, target, record: access.encode(), result });
         Ok(())
     })
@@ -732,20 +760,70 @@ const NO_OP: c_int = 0x5800_000e;
 mpi_fn! {
     /// `MPI_Put`: completes at the next fence.
     fn MPI_Put / PMPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        // SAFETY: the origin buffer holds its elements, as MPI requires.
-        let (data, _) = unsafe { pack(origin_addr, origin_count, origin_datatype, "MPI_Put") }.map_err(|e| e.on_win(win))?;
-        queue(Origin { call: "MPI_Put", win, target_rank, target_disp, target_count, target_datatype, data, result: None, op: None, kind: Kind::Put })
+        put_access("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_access(
+    call: &'static str,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: c_int,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: c_int,
+    win: c_int,
+) -> Result<()> {
+    // SAFETY: the origin buffer holds its elements, as MPI requires.
+    let (data, _) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
+    queue(Origin {
+        call,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        data,
+        result: None,
+        op: None,
+        kind: Kind::Put,
+    })
 }
 
 mpi_fn! {
     /// `MPI_Get`: the origin's elements are written at the next fence.
     fn MPI_Get / PMPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        let result = result_of(origin_addr, origin_count, origin_datatype, "MPI_Get").map_err(|e| e.on_win(win))?;
-        let data = Vec::new();
-        let result = Some(result);
-        queue(Origin { call: "MPI_Get", win, target_rank, target_disp, target_count, target_datatype, data, result, op: None, kind: Kind::Get })
+        get_access("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_access(
+    call: &'static str,
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: c_int,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: c_int,
+    win: c_int,
+) -> Result<()> {
+    let result = Some(result_of(origin_addr, origin_count, origin_datatype, call).map_err(|e| e.on_win(win))?);
+    queue(Origin {
+        call,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        data: Vec::new(),
+        result,
+        op: None,
+        kind: Kind::Get,
+    })
 }
 
 /// Where the elements a target sends back go, checked.
@@ -761,28 +839,85 @@ fn result_of(addr: *mut c_void, count: c_int, datatype: c_int, what: &str) -> Re
 mpi_fn! {
     /// `MPI_Accumulate`: `target = target op origin`, element by element, at the next fence.
     fn MPI_Accumulate / PMPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        // SAFETY: the origin buffer holds its elements, as MPI requires.
-        let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, "MPI_Accumulate") }.map_err(|e| e.on_win(win))?;
-        let obase = otype.base().map(|b| b.0);
-        queue(Origin { call: "MPI_Accumulate", win, target_rank, target_disp, target_count, target_datatype, data, result: None, op: Some((op, obase)), kind: Kind::Accumulate })
+        accumulate_access("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn accumulate_access(
+    call: &'static str,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: c_int,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: c_int,
+    op: c_int,
+    win: c_int,
+) -> Result<()> {
+    // SAFETY: the origin buffer holds its elements, as MPI requires.
+    let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
+    let obase = otype.base().map(|b| b.0);
+    queue(Origin {
+        call,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        data,
+        result: None,
+        op: Some((op, obase)),
+        kind: Kind::Accumulate,
+    })
 }
 
 mpi_fn! {
     /// `MPI_Get_accumulate`: reads the target's elements, then accumulates.
     fn MPI_Get_accumulate / PMPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        let call = "MPI_Get_accumulate";
-        let (data, obase) = match op {
-            NO_OP => (Vec::new(), None),
-            _ => {
-                // SAFETY: the origin buffer holds its elements, as MPI requires.
-                let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
-                (data, otype.base().map(|b| b.0))
-            }
-        };
-        let result = Some(result_of(result_addr, result_count, result_datatype, call).map_err(|e| e.on_win(win))?);
-        queue(Origin { call, win, target_rank, target_disp, target_count, target_datatype, data, result, op: Some((op, obase)), kind: Kind::GetAccumulate })
+        get_accumulate_access("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_accumulate_access(
+    call: &'static str,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: c_int,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: c_int,
+    target_rank: c_int,
+    target_disp: isize,
+    target_count: c_int,
+    target_datatype: c_int,
+    op: c_int,
+    win: c_int,
+) -> Result<()> {
+    let (data, obase) = match op {
+        NO_OP => (Vec::new(), None),
+        _ => {
+            // SAFETY: the origin buffer holds its elements, as MPI requires.
+            let (data, otype) =
+                unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
+            (data, otype.base().map(|b| b.0))
+        }
+    };
+    let result = Some(result_of(result_addr, result_count, result_datatype, call).map_err(|e| e.on_win(win))?);
+    queue(Origin {
+        call,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        data,
+        result,
+        op: Some((op, obase)),
+        kind: Kind::GetAccumulate,
+    })
 }
 
 mpi_fn! {
@@ -854,16 +989,7 @@ impl Window {
         if access.kind.reads() {
             reply.extend_from_slice(&current);
         }
-        let new = match access.kind {
-            Kind::Get => None,
-            Kind::Put => Some(access.data.clone()),
-            Kind::CompareAndSwap => {
-                let (value, compare) = access.data.split_at(access.data.len() / 2);
-                (current == compare).then(|| value.to_vec())
-            }
-            Kind::Accumulate | Kind::GetAccumulate => combined(access, &current),
-        };
-        if let Some(new) = new {
+        if let Some(new) = new_value(access, &current) {
             let mut at_data = 0;
             for (at, len) in access.pieces() {
                 // SAFETY: as above.
@@ -888,6 +1014,20 @@ impl Window {
             bytes = rest;
         }
         Ok(replies)
+    }
+}
+
+/// What an access leaves at the target where `current` was, packed:
+/// `None` if it changes nothing.
+fn new_value(access: &Access, current: &[u8]) -> Option<Vec<u8>> {
+    match access.kind {
+        Kind::Get => None,
+        Kind::Put => Some(access.data.clone()),
+        Kind::CompareAndSwap => {
+            let (value, compare) = access.data.split_at(access.data.len() / 2);
+            (current == compare).then(|| value.to_vec())
+        }
+        Kind::Accumulate | Kind::GetAccumulate => combined(access, current),
     }
 }
 
@@ -1188,5 +1328,258 @@ fn check_assert(assert: c_int) -> Result<()> {
     match assert & !MODES {
         0 => Ok(()),
         _ => Err(MpiError::new(class::ARG, format!("{assert:#x} is not a combination of MPI_MODE_* assertions"))),
+    }
+}
+
+impl Window {
+    /// Whether this rank holds a passive-target lock on `target`.
+    fn holds_lock_on(&self, target: usize) -> bool {
+        let state = self.state.lock();
+        state.lock_all.is_some() || state.locks.contains_key(&target)
+    }
+
+    /// Makes an access of a passive-target epoch now, writing what it
+    /// read to the origin's result buffer.
+    fn now(&self, call: &str, target: usize, access: &Access, result: Option<(usize, usize, Type)>) -> Result<()> {
+        let reach = self.reach.as_ref().map_err(|why| unreachable_target(call, target, why))?;
+        let read = reach.apply(target, access, call)?;
+        if let Some((addr, count, datatype)) = result {
+            let room = datatype.packed_len(count);
+            // SAFETY: the origin's result buffer holds `count` elements, as MPI requires.
+            unsafe { datatype.unpack(&read[..read.len().min(room)], addr as *mut u8) };
+        }
+        Ok(())
+    }
+
+    /// The lock-free reach of this window, or why passive target cannot be.
+    fn reach_for(&self, call: &str, target: usize) -> Result<&passive::Reach> {
+        self.reach.as_ref().map_err(|why| unreachable_target(call, target, why))
+    }
+
+    /// A target rank of the window, checked.
+    fn target(&self, rank: c_int) -> Result<usize> {
+        usize::try_from(rank).ok().filter(|&r| r < self.size).ok_or_else(|| {
+            MpiError::new(class::RANK, format!("target rank {rank} is not a rank of the window (size {})", self.size))
+        })
+    }
+}
+
+fn unreachable_target(call: &str, target: usize, why: &str) -> MpiError {
+    MpiError::new(
+        class::UNSUPPORTED_OPERATION,
+        format!("{call}: passive-target synchronization on target rank {target} is not available: {why}"),
+    )
+}
+
+/// `MPI_MODE_NOCHECK`: no other rank holds a conflicting lock, so none is taken.
+const MODE_NOCHECK: c_int = 1024;
+
+mpi_fn! {
+    /// `MPI_Win_lock`: an exclusive or shared lock on `rank`'s window.
+    fn MPI_Win_lock / PMPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: c_int) {
+        with_window("MPI_Win_lock", win, |w| {
+            check_assert(assert)?;
+            let exclusive = match lock_type {
+                passive::LOCK_EXCLUSIVE => true,
+                passive::LOCK_SHARED => false,
+                other => return Err(MpiError::new(class::ARG, format!("{other} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"))),
+            };
+            let target = w.target(rank)?;
+            let reach = w.reach_for("MPI_Win_lock", target)?;
+            {
+                let state = w.state.lock();
+                if state.locks.contains_key(&target) || state.lock_all.is_some() {
+                    return Err(MpiError::new(class::RMA_SYNC, format!("this rank holds a lock on target rank {target} already")));
+                }
+            }
+            let take = assert & MODE_NOCHECK == 0;
+            if take {
+                reach.lock(target, exclusive);
+            }
+            w.state.lock().locks.insert(target, (exclusive, take));
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_unlock`: the accesses to `rank` are complete (they were
+    /// when called), and the lock goes.
+    fn MPI_Win_unlock / PMPI_Win_unlock(rank: c_int, win: c_int) {
+        with_window("MPI_Win_unlock", win, |w| {
+            let target = w.target(rank)?;
+            let Some((exclusive, taken)) = w.state.lock().locks.remove(&target) else {
+                return Err(MpiError::new(class::RMA_SYNC, format!("this rank holds no lock on target rank {target} (MPI_Win_lock)")));
+            };
+            if taken {
+                w.reach_for("MPI_Win_unlock", target)?.unlock(target, exclusive);
+            }
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_lock_all`: a shared lock on every rank's window.
+    fn MPI_Win_lock_all / PMPI_Win_lock_all(assert: c_int, win: c_int) {
+        with_window("MPI_Win_lock_all", win, |w| {
+            check_assert(assert)?;
+            let reach = w.reach_for("MPI_Win_lock_all", w.rank)?;
+            {
+                let state = w.state.lock();
+                if state.lock_all.is_some() || !state.locks.is_empty() {
+                    return Err(MpiError::new(class::RMA_SYNC, "this rank holds locks on the window already"));
+                }
+            }
+            let take = assert & MODE_NOCHECK == 0;
+            if take {
+                (0..w.size).for_each(|target| reach.lock(target, false));
+            }
+            w.state.lock().lock_all = Some(take);
+            Ok(())
+        })
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_unlock_all`.
+    fn MPI_Win_unlock_all / PMPI_Win_unlock_all(win: c_int) {
+        with_window("MPI_Win_unlock_all", win, |w| {
+            let Some(taken) = w.state.lock().lock_all.take() else {
+                return Err(MpiError::new(class::RMA_SYNC, "MPI_Win_lock_all is not in force on this window"));
+            };
+            if taken {
+                let reach = w.reach_for("MPI_Win_unlock_all", w.rank)?;
+                (0..w.size).for_each(|target| reach.unlock(target, false));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Checks that a passive-target epoch to `rank` (any rank: `None`) is
+/// open: accesses complete when called, so a flush has nothing more to do.
+fn flushed(call: &'static str, win: c_int, rank: Option<c_int>) -> Result<()> {
+    with_window(call, win, |w| {
+        let target = rank.map(|r| w.target(r)).transpose()?;
+        let state = w.state.lock();
+        let open = state.lock_all.is_some()
+            || match target {
+                Some(t) => state.locks.contains_key(&t),
+                None => !state.locks.is_empty(),
+            };
+        if !open {
+            let whom = target.map_or("any rank".to_owned(), |t| format!("target rank {t}"));
+            return Err(MpiError::new(
+                class::RMA_SYNC,
+                format!("no passive-target epoch to {whom} is open (MPI_Win_lock)"),
+            ));
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    })
+}
+
+mpi_fn! {
+    /// `MPI_Win_flush`.
+    fn MPI_Win_flush / PMPI_Win_flush(rank: c_int, win: c_int) {
+        flushed("MPI_Win_flush", win, Some(rank))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_flush_local`.
+    fn MPI_Win_flush_local / PMPI_Win_flush_local(rank: c_int, win: c_int) {
+        flushed("MPI_Win_flush_local", win, Some(rank))
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_flush_all`.
+    fn MPI_Win_flush_all / PMPI_Win_flush_all(win: c_int) {
+        flushed("MPI_Win_flush_all", win, None)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_flush_local_all`.
+    fn MPI_Win_flush_local_all / PMPI_Win_flush_local_all(win: c_int) {
+        flushed("MPI_Win_flush_local_all", win, None)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_sync`: the window's memory as other processes left it
+    /// (a full memory barrier: the model is unified).
+    fn MPI_Win_sync / PMPI_Win_sync(win: c_int) {
+        window("MPI_Win_sync", win)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Checks that the request-based `call` is made in a passive-target
+/// epoch to `target_rank`, as MPI requires.
+fn in_passive_epoch(call: &'static str, win: c_int, target_rank: c_int) -> Result<()> {
+    with_window(call, win, |w| {
+        if target_rank == abi::PROC_NULL {
+            return Ok(());
+        }
+        let target = w.target(target_rank)?;
+        match w.holds_lock_on(target) {
+            true => Ok(()),
+            false => Err(MpiError::new(
+                class::RMA_SYNC,
+                format!(
+                    "request-based accesses are allowed only in a passive-target epoch (MPI_Win_lock), and target rank {target} is not locked"
+                ),
+            )),
+        }
+    })
+}
+
+/// A request that is complete (request-based accesses complete when made).
+fn completed_request(call: &str, request: *mut c_int) -> Result<()> {
+    let mut state = state::lock(call)?;
+    let status = crate::api::empty_status();
+    let handle =
+        state.add_request(state::RequestSlot { now: Some(state::RequestEntry::Done { status }), persistent: None });
+    // SAFETY: the caller's output argument.
+    unsafe { put(request, handle, "request") }
+}
+
+mpi_fn! {
+    /// `MPI_Rput`: `MPI_Put` in a passive-target epoch, with a request.
+    fn MPI_Rput / PMPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        in_passive_epoch("MPI_Rput", win, target_rank)?;
+        put_access("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        completed_request("MPI_Rput", request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Rget`: `MPI_Get` in a passive-target epoch, with a request.
+    fn MPI_Rget / PMPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        in_passive_epoch("MPI_Rget", win, target_rank)?;
+        get_access("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        completed_request("MPI_Rget", request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Raccumulate`: `MPI_Accumulate` in a passive-target epoch, with a request.
+    fn MPI_Raccumulate / PMPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        in_passive_epoch("MPI_Raccumulate", win, target_rank)?;
+        accumulate_access("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
+        completed_request("MPI_Raccumulate", request)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Rget_accumulate`: `MPI_Get_accumulate` in a passive-target epoch, with a request.
+    fn MPI_Rget_accumulate / PMPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        in_passive_epoch("MPI_Rget_accumulate", win, target_rank)?;
+        get_accumulate_access("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
+        completed_request("MPI_Rget_accumulate", request)
     }
 }

@@ -1,0 +1,285 @@
+//! Passive-target synchronization (`MPI_Win_lock`, `MPI_Win_lock_all`...):
+//! the origin reaches the target's memory itself, since no thread of the
+//! target serves requests while its program computes.
+//!
+//! That is possible when every rank of the window runs on one host: the
+//! origin reads and writes the target's window with
+//! `process_vm_readv`/`process_vm_writev` (the target's pid and base are
+//! exchanged when the window is made), and the locks are words in a
+//! shared-memory segment the window's ranks map. Each rank has two: its
+//! window's lock (a writer bit and a count of readers: exclusive and
+//! shared locks as MPI defines them) and a mutex that accumulates to it
+//! hold for their read-modify-write, which makes them atomic per element
+//! between origins holding shared locks. Accesses complete when they are
+//! called, so flushes have nothing left to wait for.
+//!
+//! Where the ranks are on several hosts, the calls fail with
+//! `MPI_ERR_UNSUPPORTED_OPERATION`, naming the call, the target and why.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::abi::class;
+use crate::errors::{MpiError, Result};
+
+use super::Access;
+
+/// Bits of a lock word: the writer bit, and the readers below it.
+const WRITER: u64 = 1 << 63;
+
+/// `MPI_LOCK_EXCLUSIVE` and `MPI_LOCK_SHARED`.
+pub(super) const LOCK_EXCLUSIVE: c_int = 234;
+pub(super) const LOCK_SHARED: c_int = 235;
+
+/// What one rank's access to the others' memory needs.
+pub(super) struct Reach {
+    /// Every rank's process and window base, by window rank.
+    pids: Vec<i32>,
+    bases: Vec<usize>,
+    segment: Segment,
+}
+
+/// The lock words, in a shared mapping: two per rank, each on its own
+/// cache line.
+struct Segment {
+    words: *mut AtomicU64,
+    len: usize,
+}
+
+// SAFETY: the mapping is shared memory reached only through atomics.
+unsafe impl Send for Segment {}
+// SAFETY: as above.
+unsafe impl Sync for Segment {}
+
+const WORDS_PER_RANK: usize = 16;
+
+impl Segment {
+    /// Maps the segment file at `path` (made to hold `ranks` ranks' words).
+    fn map(path: &str, ranks: usize, create: bool) -> std::io::Result<Segment> {
+        let len = ranks * WORDS_PER_RANK * 8;
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path)?;
+        if create {
+            file.set_len(len as u64)?;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: a shared mapping of the file's `len` bytes, which the
+        // segment owns until it is dropped.
+        let words = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if words == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Segment { words: words.cast(), len })
+    }
+
+    /// Rank `rank`'s window lock (`which` 0) or accumulate mutex (1).
+    fn word(&self, rank: usize, which: usize) -> &AtomicU64 {
+        // SAFETY: inside the mapping, which holds WORDS_PER_RANK words per
+        // rank, zeroed at creation, alive as long as `self`.
+        unsafe { &*self.words.add(rank * WORDS_PER_RANK + which * 8) }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, which nothing uses any more.
+        unsafe { libc::munmap(self.words.cast(), self.len) };
+    }
+}
+
+/// A number naming this host: its name and boot (processes of one host
+/// with different pid namespaces would still differ in the pid the
+/// others see, so the launcher's ranks of one machine are what counts).
+pub(super) fn host_id() -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    nix::unistd::gethostname().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default().hash(&mut hasher);
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default().hash(&mut hasher);
+    hasher.finish() as i64
+}
+
+/// The reach of a window whose ranks all run on this host (collective
+/// over its communicator `comm`, of which this is rank `rank`): `Err`
+/// says why passive target is not available.
+pub(super) fn reach(comm: c_int, rank: usize, size: usize, base: usize) -> Result<std::result::Result<Reach, String>> {
+    let mine = [std::process::id() as i64, base as i64, host_id()];
+    let all = super::collective::allgather(comm, &mine, size)?;
+    let hosts: Vec<i64> = all.chunks(3).map(|c| c[2]).collect();
+    if let Some(other) = hosts.iter().position(|&h| h != hosts[0]) {
+        return Ok(Err(format!(
+            "the window's ranks run on several hosts (rank {other} is not on rank 0's host), and grappe reaches a target's memory only on its own host"
+        )));
+    }
+    let mut id = [std::process::id() as i64 ^ (unique() << 20)];
+    super::collective::bcast(comm, &mut id, 0)?;
+    let path = format!("/dev/shm/grappe-win-{:x}", id[0]);
+    // Rank 0 makes the file; the others open it once it exists.
+    let made = (rank == 0).then(|| Segment::map(&path, size, true));
+    super::collective::barrier(comm)?;
+    let segment = made.unwrap_or_else(|| Segment::map(&path, size, false));
+    let failed = [segment.is_err() as i64];
+    let outcomes = super::collective::allgather(comm, &failed, size)?;
+    super::collective::barrier(comm)?;
+    if rank == 0 {
+        let _ = std::fs::remove_file(&path);
+    }
+    if let Some(bad) = outcomes.iter().position(|&f| f != 0) {
+        return Ok(Err(format!("rank {bad} could not map the window's lock words ({path})")));
+    }
+    let segment = segment.expect("checked on every rank");
+    Ok(Ok(Reach {
+        pids: all.chunks(3).map(|c| c[0] as i32).collect(),
+        bases: all.chunks(3).map(|c| c[1] as usize).collect(),
+        segment,
+    }))
+}
+
+/// A number that differs between windows of a process.
+fn unique() -> i64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed) as i64
+}
+
+impl Reach {
+    /// Takes target `rank`'s window lock.
+    pub(super) fn lock(&self, rank: usize, exclusive: bool) {
+        let word = self.segment.word(rank, 0);
+        loop {
+            let now = word.load(Ordering::Acquire);
+            let next = match exclusive {
+                true if now == 0 => Some(WRITER),
+                false if now & WRITER == 0 => Some(now + 1),
+                _ => None,
+            };
+            if let Some(next) = next {
+                if word.compare_exchange_weak(now, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                    return;
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    pub(super) fn unlock(&self, rank: usize, exclusive: bool) {
+        let word = self.segment.word(rank, 0);
+        match exclusive {
+            true => word.store(0, Ordering::Release),
+            false => drop(word.fetch_sub(1, Ordering::AcqRel)),
+        }
+    }
+
+    /// Runs `f` holding target `rank`'s accumulate mutex.
+    fn atomically<R>(&self, rank: usize, f: impl FnOnce() -> R) -> R {
+        let word = self.segment.word(rank, 1);
+        while word.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::thread::yield_now();
+        }
+        let result = f();
+        word.store(0, Ordering::Release);
+        result
+    }
+
+    /// The target's remote pieces of `access`, as addresses in its process.
+    fn remote(&self, target: usize, access: &Access) -> Vec<libc::iovec> {
+        access
+            .pieces()
+            .map(|(at, len)| libc::iovec {
+                iov_base: (self.bases[target] as i64 + at) as usize as *mut libc::c_void,
+                iov_len: len,
+            })
+            .collect()
+    }
+
+    fn read(&self, target: usize, access: &Access, call: &str) -> Result<Vec<u8>> {
+        let mut data = vec![0u8; access.packed_len()];
+        let remote = self.remote(target, access);
+        let local = [libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() }];
+        // SAFETY: `local` is this process's buffer of the pieces' length;
+        // the kernel checks the remote addresses.
+        let done = unsafe {
+            transfer(&local, &remote, |l, ln, r, rn| libc::process_vm_readv(self.pids[target], l, ln, r, rn, 0))
+        };
+        check(done, data.len(), target, access, call, "read")?;
+        Ok(data)
+    }
+
+    fn write(&self, target: usize, access: &Access, data: &[u8], call: &str) -> Result<()> {
+        let remote = self.remote(target, access);
+        let local = [libc::iovec { iov_base: data.as_ptr().cast_mut().cast(), iov_len: data.len() }];
+        // SAFETY: as in `read`; the local buffer is only read.
+        let done = unsafe {
+            transfer(&local, &remote, |l, ln, r, rn| libc::process_vm_writev(self.pids[target], l, ln, r, rn, 0))
+        };
+        check(done, data.len(), target, access, call, "write")
+    }
+
+    /// Makes `access` on `target` now: what it read, for the kinds that read.
+    pub(super) fn apply(&self, target: usize, access: &Access, call: &str) -> Result<Vec<u8>> {
+        match access.kind {
+            super::Kind::Put => self.write(target, access, &access.data, call).map(|()| Vec::new()),
+            super::Kind::Get => self.read(target, access, call),
+            _ => self.atomically(target, || {
+                let current = self.read(target, access, call)?;
+                if let Some(new) = super::new_value(access, &current) {
+                    self.write(target, access, &new, call)?;
+                }
+                Ok(current)
+            }),
+        }
+    }
+}
+
+/// Runs a `process_vm_*v` call over the pieces, at most IOV_MAX at a time:
+/// the bytes moved, or -1.
+///
+/// # Safety
+/// `local` describes this process's memory, as the call requires.
+unsafe fn transfer(
+    local: &[libc::iovec],
+    remote: &[libc::iovec],
+    call: impl Fn(*const libc::iovec, libc::c_ulong, *const libc::iovec, libc::c_ulong) -> isize,
+) -> isize {
+    const IOV_MAX: usize = 1024;
+    let [whole] = local else { return -1 };
+    let mut moved = 0isize;
+    for chunk in remote.chunks(IOV_MAX) {
+        let len: usize = chunk.iter().map(|v| v.iov_len).sum();
+        let part = libc::iovec { iov_base: whole.iov_base.wrapping_byte_add(moved as usize), iov_len: len };
+        let done = call(&part, 1, chunk.as_ptr(), chunk.len() as libc::c_ulong);
+        if done < 0 {
+            return done;
+        }
+        moved += done;
+        if done as usize != len {
+            break;
+        }
+    }
+    moved
+}
+
+fn check(done: isize, wanted: usize, target: usize, access: &Access, call: &str, what: &str) -> Result<()> {
+    if done == wanted as isize {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    let (offset, count) = (access.offset, access.count);
+    let (class, why) = match (done, error.raw_os_error()) {
+        (d, _) if d >= 0 => (class::RMA_RANGE, format!("only {d} of {wanted} bytes are mapped there")),
+        (_, Some(libc::EFAULT)) => (class::RMA_RANGE, "the target's memory there is not mapped".to_owned()),
+        _ => {
+            (class::UNSUPPORTED_OPERATION, format!("the system refused to {what} the target process's memory: {error}"))
+        }
+    };
+    Err(MpiError::new(
+        class,
+        format!("{call} to target rank {target} at byte offset {offset} ({count} elements): {why}"),
+    ))
+}
