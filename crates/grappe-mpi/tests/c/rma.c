@@ -341,6 +341,17 @@ static void dynamic(void)
         CHECK_CLASS(MPI_ERR_RMA_RANGE, rc, "MPI_Put past the memory attached, reported by the fence");
         CHECK_MPI(MPI_Win_fence(0, win));
     }
+    /* Passive target on the memory attached. */
+    value = 2000 + rank;
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    CHECK_MPI(MPI_Put(&value, 1, MPI_LONG, right, all[right] + 2 * sizeof(long), 1, MPI_LONG, win));
+    if (on_grappe) {
+        int rc = MPI_Put(&value, 1, MPI_LONG, right, all[right] + sizeof region, 1, MPI_LONG, win);
+        CHECK_CLASS(MPI_ERR_RMA_RANGE, rc, "MPI_Put under a lock past the memory attached");
+    }
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(region[2] == 2000 + left, "MPI_Put under a lock into a dynamic window: %ld", region[2]);
     CHECK_MPI(MPI_Win_detach(win, region));
     CHECK_MPI(MPI_Win_free(&win));
 }

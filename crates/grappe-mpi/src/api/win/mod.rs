@@ -293,6 +293,9 @@ mpi_fn! {
                 return Err(MpiError::new(class::RMA_ATTACH, format!("{len} bytes at {start:#x} overlap memory attached already")));
             }
             state.attached.push((start, len));
+            if let Ok(reach) = &w.reach {
+                reach.publish_regions(w.rank, &state.attached);
+            }
             Ok(())
         })
     }
@@ -310,6 +313,9 @@ mpi_fn! {
                 return Err(MpiError::new(class::RMA_ATTACH, format!("no memory is attached at {:#x}", base as usize)));
             };
             state.attached.remove(i);
+            if let Ok(reach) = &w.reach {
+                reach.publish_regions(w.rank, &state.attached);
+            }
             Ok(())
         })
     }
@@ -1342,6 +1348,9 @@ impl Window {
     /// read to the origin's result buffer.
     fn now(&self, call: &str, target: usize, access: &Access, result: Option<(usize, usize, Type)>) -> Result<()> {
         let reach = self.reach.as_ref().map_err(|why| unreachable_target(call, target, why))?;
+        if self.flavor == FLAVOR_DYNAMIC {
+            reach.check_attached(target, access, call)?;
+        }
         let read = reach.apply(target, access, call)?;
         if let Some((addr, count, datatype)) = result {
             let room = datatype.packed_len(count);

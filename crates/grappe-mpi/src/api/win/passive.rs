@@ -51,7 +51,14 @@ unsafe impl Send for Segment {}
 // SAFETY: as above.
 unsafe impl Sync for Segment {}
 
-const WORDS_PER_RANK: usize = 16;
+/// The regions of a dynamic window a rank publishes for its origins to
+/// check their accesses against: at most this many.
+const REGIONS: usize = 64;
+/// Per rank: the lock, the accumulate mutex, the number of regions
+/// (`u64::MAX`: more than [`REGIONS`]), then each region's start and length.
+const WORDS_PER_RANK: usize = 8 + 2 * REGIONS;
+const REGION_COUNT: usize = 2;
+const FIRST_REGION: usize = 8;
 
 impl Segment {
     /// Maps the segment file at `path` (made to hold `ranks` ranks' words).
@@ -80,11 +87,12 @@ impl Segment {
         Ok(Segment { words: words.cast(), len })
     }
 
-    /// Rank `rank`'s window lock (`which` 0) or accumulate mutex (1).
+    /// Word `which` of rank `rank` (see [`WORDS_PER_RANK`]).
     fn word(&self, rank: usize, which: usize) -> &AtomicU64 {
+        debug_assert!(which < WORDS_PER_RANK);
         // SAFETY: inside the mapping, which holds WORDS_PER_RANK words per
         // rank, zeroed at creation, alive as long as `self`.
-        unsafe { &*self.words.add(rank * WORDS_PER_RANK + which * 8) }
+        unsafe { &*self.words.add(rank * WORDS_PER_RANK + which) }
     }
 }
 
@@ -185,6 +193,55 @@ impl Reach {
         let result = f();
         word.store(0, Ordering::Release);
         result
+    }
+
+    /// Publishes this rank's attached regions (`MPI_Win_attach`) for the
+    /// origins' checks.
+    pub(super) fn publish_regions(&self, rank: usize, regions: &[(usize, usize)]) {
+        let count = self.segment.word(rank, REGION_COUNT);
+        if regions.len() > REGIONS {
+            count.store(u64::MAX, Ordering::Release);
+            return;
+        }
+        for (i, &(start, len)) in regions.iter().enumerate() {
+            self.segment.word(rank, FIRST_REGION + 2 * i).store(start as u64, Ordering::Relaxed);
+            self.segment.word(rank, FIRST_REGION + 2 * i + 1).store(len as u64, Ordering::Relaxed);
+        }
+        count.store(regions.len() as u64, Ordering::Release);
+    }
+
+    /// Checks that every piece of `access` lies in memory `target` attached
+    /// to its dynamic window.
+    pub(super) fn check_attached(&self, target: usize, access: &Access, call: &str) -> Result<()> {
+        let count = self.segment.word(target, REGION_COUNT).load(Ordering::Acquire);
+        let (offset, n) = (access.offset, access.count);
+        if count == u64::MAX {
+            return Err(MpiError::new(
+                class::UNSUPPORTED_OPERATION,
+                format!(
+                    "{call} to target rank {target} at address {offset:#x}: the target attached more than {REGIONS} regions, past what passive target can check"
+                ),
+            ));
+        }
+        let regions: Vec<(u64, u64)> = (0..count as usize)
+            .map(|i| {
+                let word = |k| self.segment.word(target, FIRST_REGION + 2 * i + k).load(Ordering::Relaxed);
+                (word(0), word(1))
+            })
+            .collect();
+        let inside = |at: i64, len: usize| {
+            at >= 0 && regions.iter().any(|&(start, rlen)| at as u64 >= start && at as u64 + len as u64 <= start + rlen)
+        };
+        match access.pieces().find(|&(at, len)| !inside(at, len)) {
+            None => Ok(()),
+            Some((at, len)) => Err(MpiError::new(
+                class::RMA_RANGE,
+                format!(
+                    "{call} to target rank {target} at address {offset:#x} ({n} elements): bytes {at:#x}..{:#x} are not in memory it attached",
+                    at + len as i64
+                ),
+            )),
+        }
     }
 
     /// The target's remote pieces of `access`, as addresses in its process.
