@@ -399,6 +399,33 @@ static void pscw(void)
         CHECK_INT(1000 * round + left, memory[0], "MPI_Put from the left neighbour in round %d", round);
         CHECK_INT(300 + rank + round + 1, memory[1], "the left neighbour's MPI_Fetch_and_op in round %d", round);
     }
+    /* Rank 0 puts to every other rank, which only waits in barriers:
+     * MPI_Win_complete of accesses that read nothing needs no target. */
+    if (size > 1) {
+        MPI_Group others, zero;
+        int first = 0;
+        MPI_Group_excl(world, 1, &first, &others);
+        MPI_Group_incl(world, 1, &first, &zero);
+        int flag = -1, value = 4242;
+        if (rank == 0) {
+            CHECK_MPI(MPI_Win_start(others, 0, win));
+            for (int r = 1; r < size; r++)
+                CHECK_MPI(MPI_Put(&value, 1, MPI_INT, r, 2, 1, MPI_INT, win));
+            MPI_Barrier(MPI_COMM_WORLD);
+            CHECK_MPI(MPI_Win_complete(win));
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            CHECK_MPI(MPI_Win_post(zero, 0, win));
+            CHECK_MPI(MPI_Win_test(win, &flag));
+            CHECK_INT(0, flag, "MPI_Win_test before the origin's MPI_Win_complete");
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            CHECK_MPI(MPI_Win_wait(win));
+            CHECK_INT(4242, memory[2], "MPI_Put of an origin that completed while this rank waited in barriers");
+        }
+        MPI_Group_free(&others);
+        MPI_Group_free(&zero);
+    }
     MPI_Group_free(&to_left);
     MPI_Group_free(&to_right);
     MPI_Group_free(&world);

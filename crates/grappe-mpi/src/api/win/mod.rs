@@ -1076,7 +1076,7 @@ fn deliver(w: &Window, queued: &[Queued], answers: &[Vec<u8>]) -> Result<()> {
     let mut at = vec![0usize; w.size];
     let mut first_error = None;
     for access in queued {
-        let answer = &answers[access.target][at[access.target]..];
+        let answer = answers[access.target].get(at[access.target]..).unwrap_or(&[]);
         at[access.target] += 1;
         if answer.first() == Some(&OUT_OF_RANGE) {
             let (decoded, _) = Access::decode(&access.record).expect("encoded here");
@@ -1206,18 +1206,56 @@ fn try_receive(w: &Window, source: usize, tag: c_int) -> Result<Option<Vec<u8>>>
 fn serve_exposure(w: &Window, sends: &mut Vec<(c_int, Vec<u8>)>) -> Result<bool> {
     let Some(waiting) = w.state.lock().exposure.clone() else { return Ok(true) };
     let mut still = Vec::new();
+    let mut refused = None;
     for origin in waiting {
         match try_receive(w, origin, ACCESSES_TAG)? {
             Some(bytes) => {
                 let replies = w.apply_all(origin, &bytes)?;
-                send_bytes(w, origin, REPLIES_TAG, replies, sends)?;
+                if reads_any(&bytes) {
+                    send_bytes(w, origin, REPLIES_TAG, replies, sends)?;
+                } else if let Some(error) = refusal(origin, &bytes, &replies) {
+                    // The origin waits for no answer: the error is the target's.
+                    refused.get_or_insert(error);
+                }
             }
             None => still.push(origin),
         }
     }
     let done = still.is_empty();
     w.state.lock().exposure = Some(still);
-    Ok(done)
+    refused.map_or(Ok(done), Err)
+}
+
+/// Whether any of the accesses in `bytes` reads the target (its origin
+/// then waits for the answer; otherwise it waits for nothing, as MPI lets
+/// `MPI_Win_complete` return before the target has done anything).
+fn reads_any(mut bytes: &[u8]) -> bool {
+    while let Some((access, rest)) = Access::decode(bytes) {
+        if access.kind.reads() {
+            return true;
+        }
+        bytes = rest;
+    }
+    false
+}
+
+/// The error of the first access of `bytes` that `replies` says fell
+/// outside this rank's memory.
+fn refusal(origin: usize, mut bytes: &[u8], replies: &[u8]) -> Option<MpiError> {
+    for &status in replies {
+        let (access, rest) = Access::decode(bytes)?;
+        if status == OUT_OF_RANGE {
+            return Some(MpiError::new(
+                class::RMA_RANGE,
+                format!(
+                    "an access of origin rank {origin} at byte offset {} ({} elements) reached outside this rank's window (no memory attached there)",
+                    access.offset, access.count
+                ),
+            ));
+        }
+        bytes = rest;
+    }
+    None
 }
 
 mpi_fn! {
@@ -1271,7 +1309,9 @@ mpi_fn! {
                 send_bytes(w, target, ACCESSES_TAG, bytes, &mut sends)?;
             }
             let mut answers = vec![Vec::new(); w.size];
-            let mut waiting = targets;
+            // Only targets that read send an answer (see `reads_any`).
+            let mut waiting: Vec<usize> =
+                targets.into_iter().filter(|&t| queued.iter().any(|q| q.target == t && q.result.is_some())).collect();
             while !waiting.is_empty() {
                 let mut still = Vec::new();
                 for target in waiting {
