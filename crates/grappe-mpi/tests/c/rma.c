@@ -237,6 +237,11 @@ static void fence_epochs(void)
         CHECK_INT(11, memory[9], "MPI_Get_accumulate's sum");
     }
 
+    /* An access of no element: any operation goes (mpi4py does this). */
+    char none = 0, none_back = 0;
+    CHECK_MPI(MPI_Get_accumulate(&none, 0, MPI_BYTE, &none_back, 0, MPI_BYTE, rank, 0, 0, MPI_BYTE, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+
     /* Strided: 3 ints into every other slot 10, 12, 14 of the right
      * neighbour, read back from the left one through a strided origin. */
     MPI_Datatype every_other;
