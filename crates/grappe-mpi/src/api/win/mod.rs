@@ -528,6 +528,7 @@ impl Kind {
 /// An access as the target applies it: where, in which layout, and with
 /// which data. It travels as its fields in order, integers in the
 /// machine's byte order (every rank of a job runs on one architecture).
+#[derive(Debug)]
 struct Access {
     kind: Kind,
     /// The operation (accumulates) and the predefined datatype the
@@ -1634,5 +1635,98 @@ mpi_fn! {
         in_passive_epoch("MPI_Rget_accumulate", win, target_rank)?;
         get_accumulate_access("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
         completed_request("MPI_Rget_accumulate", request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        prop::sample::select(vec![Kind::Put, Kind::Get, Kind::Accumulate, Kind::GetAccumulate, Kind::CompareAndSwap])
+    }
+
+    prop_compose! {
+        fn access()(
+            kind in kind(),
+            op in any::<c_int>(),
+            base in any::<c_int>(),
+            offset in any::<i64>(),
+            count in 0u64..1000,
+            extent in any::<i64>(),
+            blocks in prop::collection::vec((any::<i64>(), 0u64..1 << 40), 0..8),
+            data in prop::collection::vec(any::<u8>(), 0..64),
+        ) -> Access {
+            Access { kind, op, base, offset, count, extent, blocks, data }
+        }
+    }
+
+    proptest! {
+        /// Accesses travel back to back: each decodes as it was encoded,
+        /// and a cut message decodes to no access rather than a wrong one.
+        #[test]
+        fn accesses_decode_as_encoded(accesses in prop::collection::vec(access(), 1..5), cut in any::<prop::sample::Index>()) {
+            let bytes: Vec<u8> = accesses.iter().flat_map(Access::encode).collect();
+            let mut rest = bytes.as_slice();
+            for access in &accesses {
+                let (decoded, after) = Access::decode(rest).expect("a whole access");
+                prop_assert_eq!(decoded.encode(), access.encode());
+                rest = after;
+            }
+            prop_assert!(rest.is_empty());
+            let first = accesses[0].encode();
+            let short = &first[..cut.index(first.len())];
+            prop_assert!(Access::decode(short).is_none());
+        }
+    }
+
+    #[test]
+    fn pieces_follow_the_target_datatype_element_by_element() {
+        let access = Access {
+            kind: Kind::Put,
+            op: 0,
+            base: 0,
+            offset: 100,
+            count: 2,
+            extent: 20,
+            blocks: vec![(0, 4), (8, 4)],
+            data: Vec::new(),
+        };
+        let pieces: Vec<(i64, usize)> = access.pieces().collect();
+        assert_eq!(pieces, vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
+        assert_eq!(access.packed_len(), 16);
+    }
+
+    #[test]
+    fn compare_and_swap_writes_only_on_a_match_and_no_op_writes_nothing() {
+        let swap = |current: [u8; 4], compare: [u8; 4]| {
+            let data = [[9u8, 9, 9, 9], compare].concat();
+            let access = Access {
+                kind: Kind::CompareAndSwap,
+                op: 0,
+                base: 0,
+                offset: 0,
+                count: 1,
+                extent: 4,
+                blocks: vec![(0, 4)],
+                data,
+            };
+            new_value(&access, &current)
+        };
+        assert_eq!(swap([1, 2, 3, 4], [1, 2, 3, 4]), Some(vec![9, 9, 9, 9]));
+        assert_eq!(swap([1, 2, 3, 4], [0, 2, 3, 4]), None);
+        let no_op = Access {
+            kind: Kind::GetAccumulate,
+            op: NO_OP,
+            base: 0,
+            offset: 0,
+            count: 1,
+            extent: 4,
+            blocks: vec![(0, 4)],
+            data: Vec::new(),
+        };
+        assert_eq!(new_value(&no_op, &[1, 2, 3, 4]), None);
     }
 }
