@@ -49,10 +49,11 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
         grappe_runtime::say(&format!("{name}: {message}"));
         std::process::exit(1);
     };
-    let (handler, comm) = match error.file {
-        // A file's fatal handler ends the job as the world's does.
-        Some(_) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
-        None => state.errhandler_for(&error),
+    let window_handler = error.win.and_then(crate::api::win::errhandler_of);
+    let (handler, comm) = match (error.file, window_handler) {
+        // A file's or a window's fatal handler ends the job as the world's does.
+        (Some(_), _) | (_, Some(_)) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
+        _ => state.errhandler_for(&error),
     };
     if let Some(function) = crate::api::user_handler(handler) {
         let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));

@@ -278,6 +278,20 @@ fn a_fatal_error_handler_on_files_ends_the_job_naming_the_call_and_the_file() {
     );
 }
 
+/// A window's handler is `MPI_ERRORS_ARE_FATAL` by default, whatever its
+/// communicator's: an access past the target's window ends the job,
+/// naming the call, the target rank and the displacement.
+#[test]
+fn a_window_s_default_handler_ends_the_job_naming_the_call_and_the_target() {
+    let prefix = installed();
+    let dir = scratch("rma-fatal");
+    let binary = compile_with_mpich("rma_fatal", dir.path());
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success() && !text.contains("survived"), "the job goes on:\n{text}");
+    assert!(text.contains("fatal error in MPI_Put") && text.contains("target rank 1, displacement 7"), "{text}");
+}
+
 #[test]
 fn a_c_program_as_thread_ranks_is_refused_with_the_reason() {
     let prefix = installed();
