@@ -22,6 +22,8 @@
  *    MPI_Put) and accumulates under shared locks of every rank on rank 0,
  *    which only waits; MPI_Rput and MPI_Rget under MPI_Win_lock_all;
  *    MPI_Win_sync; MPI_Win_create memory under MPI_MODE_NOCHECK;
+ *  - under MPI_THREAD_MULTIPLE (GRAPPE_MPI_THREAD_LEVEL=multiple): threads
+ *    of every rank incrementing one counter under MPI_Win_lock_all;
  *  - errors (returned, the handler set to MPI_ERRORS_RETURN): an access
  *    before any fence and after MPI_MODE_NOSUCCEED (MPI_ERR_RMA_SYNC), a
  *    target rank out of range (MPI_ERR_RANK), an access past the target's
@@ -37,6 +39,8 @@
  * It passes on MPICH 4.0.2's own library too (but for the checks marked
  * grappe-only: MPICH checks no ranges, and garbage handles crash it). */
 #include "check.h"
+
+#include <pthread.h>
 
 static int rank, size, on_grappe;
 
@@ -521,6 +525,46 @@ static void passive(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* Threads of every rank counting on rank 0 under one MPI_Win_lock_all
+ * (MPI_THREAD_MULTIPLE): each increment is atomic. */
+enum { THREADS = 4, INCREMENTS = 50 };
+static MPI_Win threads_win;
+static void *counting(void *arg)
+{
+    (void)arg;
+    int one = 1, before = -1;
+    for (int i = 0; i < INCREMENTS; i++) {
+        CHECK_MPI(MPI_Fetch_and_op(&one, &before, MPI_INT, 0, 0, MPI_SUM, threads_win));
+        CHECK_MPI(MPI_Accumulate(&one, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, threads_win));
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    int provided;
+    MPI_Query_thread(&provided);
+    if (provided != MPI_THREAD_MULTIPLE)
+        return;
+    int *counter = NULL;
+    CHECK_MPI(MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &counter, &threads_win));
+    counter[0] = counter[1] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_MPI(MPI_Win_lock_all(0, threads_win));
+    pthread_t workers[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&workers[t], NULL, counting, NULL);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(workers[t], NULL);
+    CHECK_MPI(MPI_Win_unlock_all(threads_win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        CHECK_INT(size * THREADS * INCREMENTS, counter[0], "MPI_Fetch_and_op from %d threads of every rank", THREADS);
+        CHECK_INT(size * THREADS * INCREMENTS, counter[1], "MPI_Accumulate from %d threads of every rank", THREADS);
+    }
+    CHECK_MPI(MPI_Win_free(&threads_win));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -538,5 +582,6 @@ int main(int argc, char **argv)
     dynamic();
     pscw();
     passive();
+    threads();
     return check_finish();
 }
