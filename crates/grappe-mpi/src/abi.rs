@@ -51,6 +51,7 @@ pub mod class {
     pub const RMA_SYNC: c_int = 50;
     pub const RMA_RANGE: c_int = 55;
     pub const RMA_ATTACH: c_int = 56;
+    pub const RMA_SHARED: c_int = 57;
     pub const RMA_FLAVOR: c_int = 58;
     /// `MPIX_ERR_PROC_FAILED`.
     pub const PROC_FAILED: c_int = 101;

@@ -22,6 +22,9 @@
  *    MPI_Put) and accumulates under shared locks of every rank on rank 0,
  *    which only waits; MPI_Rput and MPI_Rget under MPI_Win_lock_all;
  *    MPI_Win_sync; MPI_Win_create memory under MPI_MODE_NOCHECK;
+ *  - a shared-memory window (MPI_Win_allocate_shared): each rank's part
+ *    written in place and read by the others where MPI_Win_shared_query
+ *    says it is, accumulates to it;
  *  - under MPI_THREAD_MULTIPLE (GRAPPE_MPI_THREAD_LEVEL=multiple): threads
  *    of every rank incrementing one counter under MPI_Win_lock_all;
  *  - errors (returned, the handler set to MPI_ERRORS_RETURN): an access
@@ -525,6 +528,46 @@ static void passive(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* A shared-memory window: each rank writes its part, and reads the
+ * others' where MPI_Win_shared_query says they are. */
+static void shared(void)
+{
+    int *mine = NULL;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_allocate_shared((rank + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win));
+    int *flavor = NULL, flag = 0;
+    MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_SHARED, "MPI_WIN_FLAVOR_SHARED");
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    for (int i = 0; i <= rank; i++)
+        mine[i] = 100 * rank + i;
+    CHECK_MPI(MPI_Win_sync(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_MPI(MPI_Win_sync(win));
+    for (int r = 0; r < size; r++) {
+        MPI_Aint bytes = -1;
+        int unit = -1, *theirs = NULL;
+        CHECK_MPI(MPI_Win_shared_query(win, r, &bytes, &unit, &theirs));
+        CHECK(bytes == (MPI_Aint)((r + 1) * sizeof(int)) && unit == (int)sizeof(int), "rank %d's part: %ld bytes", r, (long)bytes);
+        for (int i = 0; i <= r && theirs; i++)
+            CHECK_INT(100 * r + i, theirs[i], "rank %d's element %d, read in shared memory", r, i);
+    }
+    int *first = NULL;
+    MPI_Aint bytes = -1;
+    int unit = -1;
+    CHECK_MPI(MPI_Win_shared_query(win, MPI_PROC_NULL, &bytes, &unit, &first));
+    CHECK(first != NULL && first[0] == 0, "MPI_PROC_NULL's part is rank 0's");
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    /* RMA on it too. */
+    CHECK_MPI(MPI_Win_fence(0, win));
+    int value = 7;
+    CHECK_MPI(MPI_Accumulate(&value, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    if (rank == 0)
+        CHECK_INT(7 * size, mine[0], "MPI_Accumulate into a shared-memory window");
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
 /* Threads of every rank counting on rank 0 under one MPI_Win_lock_all
  * (MPI_THREAD_MULTIPLE): each increment is atomic. */
 enum { THREADS = 4, INCREMENTS = 50 };
@@ -582,6 +625,7 @@ int main(int argc, char **argv)
     dynamic();
     pscw();
     passive();
+    shared();
     threads();
     return check_finish();
 }

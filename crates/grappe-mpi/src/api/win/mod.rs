@@ -54,6 +54,7 @@ const WIN_MODEL: c_int = 0x6600_0009;
 const FLAVOR_CREATE: c_int = 1;
 const FLAVOR_ALLOCATE: c_int = 2;
 const FLAVOR_DYNAMIC: c_int = 3;
+const FLAVOR_SHARED: c_int = 4;
 const WIN_UNIFIED: c_int = 2;
 
 /// `MPI_MODE_NOSUCCEED`: the fence ends the epoch and opens none.
@@ -82,8 +83,11 @@ pub struct Window {
     model: c_int,
     /// Every rank's size and displacement unit, by rank.
     extents: Vec<(u64, i64)>,
-    /// The memory of `MPI_Win_allocate`, 8-byte aligned.
-    _memory: Option<Box<[u64]>>,
+    /// The memory of `MPI_Win_allocate` or `MPI_Win_allocate_shared`.
+    _memory: Option<Memory>,
+    /// For a shared-memory window: where every rank's part is in this
+    /// process, by rank.
+    shared_bases: Vec<usize>,
     state: Mutex<WinState>,
 }
 
@@ -162,13 +166,22 @@ fn with_window<T>(call: &str, handle: c_int, body: impl FnOnce(&Window) -> Resul
     body(&win).map_err(|e| e.on_win(handle))
 }
 
+/// Memory the library allocated for a window.
+enum Memory {
+    /// `MPI_Win_allocate`'s, 8-byte aligned.
+    Heap(#[allow(dead_code)] Box<[u64]>),
+    /// `MPI_Win_allocate_shared`'s: every rank's part, mapped by each.
+    Shared(#[allow(dead_code)] passive::Segment),
+}
+
 /// What a window is made with.
 struct Making {
     base: usize,
     len: isize,
     disp_unit: c_int,
     flavor: c_int,
-    memory: Option<Box<[u64]>>,
+    memory: Option<Memory>,
+    shared_bases: Vec<usize>,
 }
 
 /// Makes a window over `comm` (collective): its handle.
@@ -199,6 +212,7 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
         model: WIN_UNIFIED,
         extents,
         _memory: making.memory,
+        shared_bases: making.shared_bases,
         state: Mutex::new(WinState {
             errhandler: abi::ERRORS_ARE_FATAL,
             name: String::new(),
@@ -233,7 +247,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(class::ARG, "the window handle argument is NULL").on(comm));
         }
-        let making = Making { base: base as usize, len: size, disp_unit, flavor: FLAVOR_CREATE, memory: None };
+        let making = Making { base: base as usize, len: size, disp_unit, flavor: FLAVOR_CREATE, memory: None, shared_bases: Vec::new() };
         let handle = create("MPI_Win_create", comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output argument, checked non-NULL.
         unsafe { win.write(handle) };
@@ -250,7 +264,7 @@ mpi_fn! {
         }
         let mut memory = vec![0u64; (size as usize).div_ceil(8).max(1)].into_boxed_slice();
         let base = memory.as_mut_ptr() as usize;
-        let making = Making { base, len: size, disp_unit, flavor: FLAVOR_ALLOCATE, memory: Some(memory) };
+        let making = Making { base, len: size, disp_unit, flavor: FLAVOR_ALLOCATE, memory: Some(Memory::Heap(memory)), shared_bases: Vec::new() };
         let handle = create("MPI_Win_allocate", comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output arguments, checked non-NULL; MPI's
         // `baseptr` is a `void **` passed as `void *`.
@@ -269,7 +283,7 @@ mpi_fn! {
         if win.is_null() {
             return Err(MpiError::new(class::ARG, "the window handle argument is NULL").on(comm));
         }
-        let making = Making { base: 0, len: 0, disp_unit: 1, flavor: FLAVOR_DYNAMIC, memory: None };
+        let making = Making { base: 0, len: 0, disp_unit: 1, flavor: FLAVOR_DYNAMIC, memory: None, shared_bases: Vec::new() };
         let handle = create("MPI_Win_create_dynamic", comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output argument, checked non-NULL.
         unsafe { win.write(handle) };
@@ -1728,5 +1742,104 @@ mod tests {
             data: Vec::new(),
         };
         assert_eq!(new_value(&no_op, &[1, 2, 3, 4]), None);
+    }
+}
+
+/// Where each rank's part of a shared-memory window starts in its
+/// segment: parts of `sizes` bytes, each at a multiple of 64; and the
+/// segment's length.
+fn shared_layout(sizes: &[i64]) -> (Vec<usize>, usize) {
+    let mut at = 0usize;
+    let offsets = sizes
+        .iter()
+        .map(|&size| {
+            let start = at;
+            at += (size.max(0) as usize).div_ceil(64) * 64;
+            start
+        })
+        .collect();
+    (offsets, at)
+}
+
+/// Maps a segment of `len` bytes on every rank of `comm` (collective;
+/// every rank on this host).
+fn shared_segment(comm: c_int, rank: usize, size: usize, len: usize) -> Result<passive::Segment> {
+    let hosts = collective::allgather(comm, &[passive::host_id()], size)?;
+    if let Some(other) = hosts.iter().position(|&h| h != hosts[0]) {
+        return Err(MpiError::new(
+            class::RMA_SHARED,
+            format!(
+                "rank {other} of the communicator is not on rank 0's host: a shared-memory window needs every rank on one host"
+            ),
+        ));
+    }
+    let mut id = [std::process::id() as i64 ^ (super::file::unique_id() << 16)];
+    collective::bcast(comm, &mut id, 0)?;
+    let path = format!("/dev/shm/grappe-shared-win-{:x}", id[0]);
+    let made = (rank == 0).then(|| passive::Segment::map_bytes(&path, len, true));
+    collective::barrier(comm)?;
+    let mapped = made.unwrap_or_else(|| passive::Segment::map_bytes(&path, len, false));
+    let failed = collective::allgather(comm, &[mapped.is_err() as i64], size)?;
+    if rank == 0 {
+        let _ = std::fs::remove_file(&path);
+    }
+    match failed.iter().position(|&f| f != 0) {
+        None => Ok(mapped.expect("checked on every rank")),
+        Some(bad) => {
+            Err(MpiError::new(class::RMA_SHARED, format!("rank {bad} could not map the window's memory ({path})")))
+        }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_allocate_shared`: a window whose parts are in one segment
+    /// of shared memory every rank maps (collective; ranks of one host).
+    fn MPI_Win_allocate_shared / PMPI_Win_allocate_shared(size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+        check_size(size, disp_unit).map_err(|e| e.on(comm))?;
+        if win.is_null() || baseptr.is_null() {
+            return Err(MpiError::new(class::ARG, "the window handle or base pointer argument is NULL").on(comm));
+        }
+        let (rank, nranks) = {
+            let state = state::lock("MPI_Win_allocate_shared")?;
+            let entry = state.intra(comm)?;
+            (entry.comm.rank(), entry.comm.size())
+        };
+        let sizes = collective::allgather(comm, &[size as i64], nranks).map_err(|e| e.on(comm))?;
+        let (offsets, len) = shared_layout(&sizes);
+        let segment = shared_segment(comm, rank, nranks, len).map_err(|e| e.on(comm))?;
+        let shared_bases: Vec<usize> = offsets.iter().map(|&o| segment.start() + o).collect();
+        let base = shared_bases[rank];
+        let making = Making { base, len: size, disp_unit, flavor: FLAVOR_SHARED, memory: Some(Memory::Shared(segment)), shared_bases };
+        let handle = create("MPI_Win_allocate_shared", comm, info, making).map_err(|e| e.on(comm))?;
+        // SAFETY: the caller's output arguments, checked non-NULL; MPI's
+        // `baseptr` is a `void **` passed as `void *`.
+        unsafe {
+            baseptr.cast::<usize>().write(base);
+            win.write(handle);
+        }
+        Ok(())
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_shared_query`: where rank `rank`'s part of a shared-memory
+    /// window is in this process (`MPI_PROC_NULL`: the first part that has bytes).
+    fn MPI_Win_shared_query / PMPI_Win_shared_query(win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) {
+        with_window("MPI_Win_shared_query", win, |w| {
+            if w.flavor != FLAVOR_SHARED {
+                return Err(MpiError::new(class::RMA_FLAVOR, "only a window of MPI_Win_allocate_shared has shared memory to query"));
+            }
+            let target = match rank {
+                abi::PROC_NULL => w.extents.iter().position(|e| e.0 > 0).unwrap_or(0),
+                other => w.target(other)?,
+            };
+            let (bytes, unit) = w.extents[target];
+            // SAFETY: the caller's output arguments; `baseptr` is a `void **`.
+            unsafe {
+                put(size, bytes as isize, "size")?;
+                put(disp_unit, unit as c_int, "disp_unit")?;
+                put(baseptr.cast::<usize>(), w.shared_bases[target], "baseptr")
+            }
+        })
     }
 }

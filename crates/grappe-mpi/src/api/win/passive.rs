@@ -39,9 +39,9 @@ pub(super) struct Reach {
     segment: Segment,
 }
 
-/// The lock words, in a shared mapping: two per rank, each on its own
-/// cache line.
-struct Segment {
+/// A shared mapping of a file in `/dev/shm`: the lock words, or the
+/// memory of a shared-memory window.
+pub(super) struct Segment {
     words: *mut AtomicU64,
     len: usize,
 }
@@ -63,7 +63,12 @@ const FIRST_REGION: usize = 8;
 impl Segment {
     /// Maps the segment file at `path` (made to hold `ranks` ranks' words).
     fn map(path: &str, ranks: usize, create: bool) -> std::io::Result<Segment> {
-        let len = ranks * WORDS_PER_RANK * 8;
+        Segment::map_bytes(path, ranks * WORDS_PER_RANK * 8, create)
+    }
+
+    /// Maps `len` bytes (at least one) of the file at `path`, made (zeroed) if `create`.
+    pub(super) fn map_bytes(path: &str, len: usize, create: bool) -> std::io::Result<Segment> {
+        let len = len.max(1);
         let file = std::fs::OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path)?;
         if create {
             file.set_len(len as u64)?;
@@ -85,6 +90,11 @@ impl Segment {
             return Err(std::io::Error::last_os_error());
         }
         Ok(Segment { words: words.cast(), len })
+    }
+
+    /// Where the mapping starts in this process.
+    pub(super) fn start(&self) -> usize {
+        self.words as usize
     }
 
     /// Word `which` of rank `rank` (see [`WORDS_PER_RANK`]).
