@@ -382,23 +382,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Win_get_attr`: the predefined attributes, or the program's.
     fn MPI_Win_get_attr / PMPI_Win_get_attr(win: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
-        let w = window("MPI_Win_get_attr", win)?;
-        // MPI gives the base itself, and pointers to the other values.
-        let predefined = match keyval {
-            WIN_BASE => Some(w.base),
-            WIN_SIZE => Some(&w.len as *const isize as usize),
-            WIN_DISP_UNIT => Some(&w.disp_unit as *const c_int as usize),
-            WIN_CREATE_FLAVOR => Some(&w.flavor as *const c_int as usize),
-            WIN_MODEL => Some(&w.model as *const c_int as usize),
-            _ => None,
-        };
-        let found = match predefined {
-            Some(found) => Some(found),
-            None => {
-                let state = state::lock("MPI_Win_get_attr")?;
-                crate::api::attr::user_attr(&state, crate::api::attr::Object::Win(win), keyval)?
-            }
-        };
+        let found = get_attr(win, keyval)?;
         // SAFETY: the caller's output arguments; `value` is where MPI
         // stores the attribute (a pointer).
         unsafe {
@@ -408,6 +392,47 @@ mpi_fn! {
             put(flag, found.is_some() as c_int, "flag").map_err(|e| e.on_win(win))
         }
     }
+}
+
+/// The value of attribute `keyval` of window `win`, as C gets it: the
+/// base itself, pointers to the other predefined values, the program's
+/// values.
+pub(crate) fn get_attr(win: c_int, keyval: c_int) -> Result<Option<usize>> {
+    let w = window("MPI_Win_get_attr", win)?;
+    let predefined = match keyval {
+        WIN_BASE => Some(w.base),
+        WIN_SIZE => Some(&w.len as *const isize as usize),
+        WIN_DISP_UNIT => Some(&w.disp_unit as *const c_int as usize),
+        WIN_CREATE_FLAVOR => Some(&w.flavor as *const c_int as usize),
+        WIN_MODEL => Some(&w.model as *const c_int as usize),
+        _ => None,
+    };
+    match predefined {
+        Some(found) => Ok(Some(found)),
+        None => {
+            let state = state::lock("MPI_Win_get_attr")?;
+            crate::api::attr::user_attr(&state, crate::api::attr::Object::Win(win), keyval)
+        }
+    }
+}
+
+/// The value of attribute `keyval` as Fortran gets it (an integer): the
+/// predefined values themselves, the program's values as set.
+pub(crate) fn get_attr_for_fortran(win: c_int, keyval: c_int) -> Result<Option<isize>> {
+    // MPICH's predefined keys come in pairs: C's (odd, `MPI_WIN_BASE` is
+    // 0x66000001) and Fortran's (the even one after it).
+    let fortran_key = (keyval as u32 & 0xffff_fff0) == 0x6600_0000 && keyval & 0xf != 0 && keyval & 1 == 0;
+    let keyval = if fortran_key { keyval - 1 } else { keyval };
+    let found = get_attr(win, keyval)?;
+    // SAFETY: `get_attr` gives pointers to the window's own values, which
+    // live while the caller's handle does.
+    Ok(found.map(|value| unsafe {
+        match keyval {
+            WIN_SIZE => *(value as *const isize),
+            WIN_DISP_UNIT | WIN_CREATE_FLAVOR | WIN_MODEL => *(value as *const c_int) as isize,
+            _ => value as isize,
+        }
+    }))
 }
 
 mpi_fn! {
