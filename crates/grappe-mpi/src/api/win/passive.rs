@@ -128,9 +128,14 @@ pub(super) fn host_id() -> i64 {
 /// over its communicator `comm`, of which this is rank `rank`): `Err`
 /// says why passive target is not available.
 pub(super) fn reach(comm: c_int, rank: usize, size: usize, base: usize) -> Result<std::result::Result<Reach, String>> {
-    let mine = [std::process::id() as i64, base as i64, host_id()];
+    // A value only this window's rank holds, which the others read back
+    // through the pid it gives: a pid that names another process (ranks
+    // in other pid namespaces) is found out before any access trusts it.
+    let token = Box::new(std::process::id() as i64 ^ (unique() << 24) ^ base as i64 ^ rank as i64);
+    let mine = [std::process::id() as i64, base as i64, host_id(), &*token as *const i64 as i64, *token];
     let all = super::collective::allgather(comm, &mine, size)?;
-    let hosts: Vec<i64> = all.chunks(3).map(|c| c[2]).collect();
+    let all: Vec<[i64; 5]> = all.chunks(5).map(|c| [c[0], c[1], c[2], c[3], c[4]]).collect();
+    let hosts: Vec<i64> = all.iter().map(|c| c[2]).collect();
     if let Some(other) = hosts.iter().position(|&h| h != hosts[0]) {
         return Ok(Err(format!(
             "the window's ranks run on several hosts (rank {other} is not on rank 0's host), and grappe reaches a target's memory only on its own host"
@@ -143,21 +148,34 @@ pub(super) fn reach(comm: c_int, rank: usize, size: usize, base: usize) -> Resul
     let made = (rank == 0).then(|| Segment::map(&path, size, true));
     super::collective::barrier(comm)?;
     let segment = made.unwrap_or_else(|| Segment::map(&path, size, false));
-    let failed = [segment.is_err() as i64];
+    let reached = all.iter().all(|peer| read_token(peer[0] as i32, peer[3] as usize) == Some(peer[4]));
+    let failed = [(segment.is_err() || !reached) as i64];
     let outcomes = super::collective::allgather(comm, &failed, size)?;
     super::collective::barrier(comm)?;
     if rank == 0 {
         let _ = std::fs::remove_file(&path);
     }
     if let Some(bad) = outcomes.iter().position(|&f| f != 0) {
-        return Ok(Err(format!("rank {bad} could not map the window's lock words ({path})")));
+        return Ok(Err(format!(
+            "rank {bad} could not map the window's lock words ({path}) or read the other ranks' memory through their pids"
+        )));
     }
     let segment = segment.expect("checked on every rank");
     Ok(Ok(Reach {
-        pids: all.chunks(3).map(|c| c[0] as i32).collect(),
-        bases: all.chunks(3).map(|c| c[1] as usize).collect(),
+        pids: all.iter().map(|c| c[0] as i32).collect(),
+        bases: all.iter().map(|c| c[1] as usize).collect(),
         segment,
     }))
+}
+
+/// The 8 bytes at `address` in process `pid`, if they can be read.
+fn read_token(pid: i32, address: usize) -> Option<i64> {
+    let mut value = 0i64;
+    let local = libc::iovec { iov_base: (&mut value as *mut i64).cast(), iov_len: 8 };
+    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 8 };
+    // SAFETY: `local` is this frame's 8 bytes; the kernel checks the remote address.
+    let done = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    (done == 8).then_some(value)
 }
 
 /// A number that differs between windows of a process.
