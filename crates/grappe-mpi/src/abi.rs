@@ -47,6 +47,12 @@ pub mod class {
     pub const UNSUPPORTED_DATAREP: c_int = 43;
     pub const UNSUPPORTED_OPERATION: c_int = 44;
     pub const KEYVAL: c_int = 48;
+    pub const WIN: c_int = 45;
+    pub const RMA_SYNC: c_int = 50;
+    pub const RMA_RANGE: c_int = 55;
+    pub const RMA_ATTACH: c_int = 56;
+    pub const RMA_SHARED: c_int = 57;
+    pub const RMA_FLAVOR: c_int = 58;
     /// `MPIX_ERR_PROC_FAILED`.
     pub const PROC_FAILED: c_int = 101;
     /// The largest class: codes above it carry a message (see `errors`).
@@ -62,6 +68,7 @@ pub mod kind {
     pub const ERRHANDLER: u32 = 0x5;
     pub const OP: u32 = 0x6;
     pub const REQUEST: u32 = 0xb;
+    pub const WIN: u32 = 0x8;
 }
 
 /// Built-in handles and constants.
@@ -79,6 +86,7 @@ pub const OP_NULL: c_int = 0x1800_0000;
 pub const ERRHANDLER_NULL: c_int = 0x1400_0000;
 pub const GROUP_NULL: c_int = 0x0800_0000;
 pub const GROUP_EMPTY: c_int = 0x4800_0000;
+pub const WIN_NULL: c_int = 0x2000_0000;
 pub const INFO_NULL: c_int = 0x1c00_0000;
 pub const INFO_ENV: c_int = 0x5c00_0001;
 pub const COMM_TYPE_SHARED: c_int = 1;

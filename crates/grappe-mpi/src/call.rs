@@ -38,16 +38,22 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
             return code;
         }
     }
+    if let Some(win) = error.win {
+        if let Some(code) = raise_on_win(name, message, &error, win) {
+            return code;
+        }
+    }
     let Ok(state) = state::lock(name) else {
         // Before MPI_Init or after MPI_Finalize there is no handler, and no
         // job to stop: as MPICH does, the process ends.
         grappe_runtime::say(&format!("{name}: {message}"));
         std::process::exit(1);
     };
-    let (handler, comm) = match error.file {
-        // A file's fatal handler ends the job as the world's does.
-        Some(_) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
-        None => state.errhandler_for(&error),
+    let window_handler = error.win.and_then(crate::api::win::errhandler_of);
+    let (handler, comm) = match (error.file, window_handler) {
+        // A file's or a window's fatal handler ends the job as the world's does.
+        (Some(_), _) | (_, Some(_)) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
+        _ => state.errhandler_for(&error),
     };
     if let Some(function) = crate::api::user_handler(handler) {
         let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
@@ -79,6 +85,24 @@ fn raise_on_file(name: &str, message: &str, error: &MpiError, file: usize) -> Op
     let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
     if let Some(function) = function {
         let (mut handle, mut passed) = (file, code);
+        // SAFETY: the program's handler, with the arguments MPI defines.
+        unsafe { function(&mut handle, &mut passed) };
+    }
+    Some(code)
+}
+
+/// The code of an error that window `win`'s handler returns, after
+/// calling it if it is the program's; `None` if the handler is fatal (or
+/// the window is gone).
+fn raise_on_win(name: &str, message: &str, error: &MpiError, win: c_int) -> Option<c_int> {
+    let handler = crate::api::win::errhandler_of(win)?;
+    let function = crate::api::user_handler(handler);
+    if handler != abi::ERRORS_RETURN && function.is_none() {
+        return None;
+    }
+    let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
+    if let Some(function) = function {
+        let (mut handle, mut passed) = (win, code);
         // SAFETY: the program's handler, with the arguments MPI defines.
         unsafe { function(&mut handle, &mut passed) };
     }

@@ -33,6 +33,9 @@ pub struct Failure {
     /// The file whose error handler applies instead (`Some(0)`:
     /// `MPI_FILE_NULL`'s, as for `MPI_File_open` and a bad file handle).
     pub file: Option<usize>,
+    /// The window whose error handler applies instead (`MPI_Win_*` calls
+    /// on a window that exists).
+    pub win: Option<c_int>,
     /// What a receive that failed says of its message (a truncated
     /// message's source, tag and the bytes delivered), for its status.
     pub status: Option<crate::abi::Status>,
@@ -56,13 +59,20 @@ pub type Result<T, E = MpiError> = std::result::Result<T, E>;
 impl MpiError {
     #[cold]
     pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
-        MpiError(Box::new(Failure { class, message: message.into(), comm: None, file: None, status: None }))
+        MpiError(Box::new(Failure { class, message: message.into(), comm: None, file: None, win: None, status: None }))
     }
 
     /// The same error, handled by communicator `comm`'s handler.
     #[cold]
     pub fn on(mut self, comm: c_int) -> MpiError {
         self.comm.get_or_insert(comm);
+        self
+    }
+
+    /// The same error, handled by window `win`'s error handler.
+    #[cold]
+    pub fn on_win(mut self, win: c_int) -> MpiError {
+        self.win.get_or_insert(win);
         self
     }
 

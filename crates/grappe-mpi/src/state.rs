@@ -218,6 +218,8 @@ pub struct State {
     pub keyvals: Table<Keyval>,
     /// Attributes set on datatypes, by datatype handle.
     pub type_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
+    /// Attributes set on windows, by window handle.
+    pub win_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
     /// User operations (`MPI_Op_create`): their function and whether it commutes.
     pub ops: Table<(crate::reduce::UserFunction, bool)>,
     /// Messages claimed by matched probes, with their communicator.

@@ -248,11 +248,11 @@ fn an_unsupported_function_fails_with_its_name_and_ends_the_job_by_default() {
     let returned = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
     let text = describe(&returned);
     assert!(returned.status.success(), "under MPI_ERRORS_RETURN:\n{text}");
-    assert!(text.contains("as expected") && text.contains("MPI_Win_create"), "{text}");
+    assert!(text.contains("as expected") && text.contains("MPI_Open_port"), "{text}");
     let fatal = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "fatal"], &[]);
     let text = describe(&fatal);
     assert!(!fatal.status.success(), "the default handler must end the job:\n{text}");
-    assert!(text.contains("fatal error in MPI_Win_create") && text.contains("not supported"), "{text}");
+    assert!(text.contains("fatal error in MPI_Open_port") && text.contains("not supported"), "{text}");
 }
 
 /// A file's error handler, or `MPI_FILE_NULL`'s, set to
@@ -276,6 +276,20 @@ fn a_fatal_error_handler_on_files_ends_the_job_naming_the_call_and_the_file() {
         text.contains("fatal error in MPI_File_write_at") && text.contains("read-only.dat was opened MPI_MODE_RDONLY"),
         "{text}"
     );
+}
+
+/// A window's handler is `MPI_ERRORS_ARE_FATAL` by default, whatever its
+/// communicator's: an access past the target's window ends the job,
+/// naming the call, the target rank and the displacement.
+#[test]
+fn a_window_s_default_handler_ends_the_job_naming_the_call_and_the_target() {
+    let prefix = installed();
+    let dir = scratch("rma-fatal");
+    let binary = compile_with_mpich("rma_fatal", dir.path());
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap()], &[]);
+    let text = describe(&output);
+    assert!(!output.status.success() && !text.contains("survived"), "the job goes on:\n{text}");
+    assert!(text.contains("fatal error in MPI_Put") && text.contains("target rank 1, displacement 7"), "{text}");
 }
 
 #[test]

@@ -1,9 +1,8 @@
 //! Attributes on communicators and datatypes: keys with copy and delete
 //! callbacks (`MPI_Comm_create_keyval`, `MPI_Type_create_keyval`), values
 //! set, got and deleted, copied by `MPI_Comm_dup` and `MPI_Type_dup` and
-//! deleted by `MPI_Comm_free` and `MPI_Type_free`. Window keys exist
-//! (`MPI_Win_create_keyval`) for programs that make them at start-up;
-//! windows themselves are not implemented.
+//! deleted by `MPI_Comm_free` and `MPI_Type_free`; attributes on windows
+//! (`MPI_Win_create_keyval`), deleted by `MPI_Win_free`.
 //!
 //! Callbacks run without the library's lock held, so that they may call
 //! MPI themselves. The callbacks of the three kinds of objects have the
@@ -53,12 +52,13 @@ const KEYVAL_KIND: u32 = 0x9;
 pub(super) enum Object {
     Comm(c_int),
     Datatype(c_int),
+    Win(c_int),
 }
 
 impl Object {
     fn handle(self) -> c_int {
         match self {
-            Object::Comm(h) | Object::Datatype(h) => h,
+            Object::Comm(h) | Object::Datatype(h) | Object::Win(h) => h,
         }
     }
 
@@ -68,6 +68,7 @@ impl Object {
         match self {
             Object::Comm(comm) => error.on(comm),
             Object::Datatype(_) => error,
+            Object::Win(win) => error.on_win(win),
         }
     }
 
@@ -75,6 +76,7 @@ impl Object {
         match self {
             Object::Comm(_) => "communicator",
             Object::Datatype(_) => "datatype",
+            Object::Win(_) => "window",
         }
     }
 
@@ -89,6 +91,10 @@ impl Object {
                 crate::types::lookup(datatype)?;
                 Ok(state.type_attrs.entry(datatype).or_default())
             }
+            Object::Win(win) => {
+                super::win::check(win)?;
+                Ok(state.win_attrs.entry(win).or_default())
+            }
         }
     }
 
@@ -98,6 +104,10 @@ impl Object {
             Object::Datatype(datatype) => {
                 crate::types::lookup(datatype)?;
                 Ok(state.type_attrs.get(&datatype).map_or(&[], Vec::as_slice))
+            }
+            Object::Win(win) => {
+                super::win::check(win)?;
+                Ok(state.win_attrs.get(&win).map_or(&[], Vec::as_slice))
             }
         }
     }
@@ -319,8 +329,10 @@ pub(super) fn delete_all(object: Object) -> Result<()> {
     let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
         let mut state = state::lock("a free")?;
         let attrs = std::mem::take(object.attrs_mut(&mut state)?);
-        if let Object::Datatype(handle) = object {
-            state.type_attrs.remove(&handle);
+        match object {
+            Object::Datatype(handle) => drop(state.type_attrs.remove(&handle)),
+            Object::Win(handle) => drop(state.win_attrs.remove(&handle)),
+            Object::Comm(_) => {}
         }
         attrs
             .into_iter()
@@ -355,8 +367,7 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Win_create_keyval`: a key for window attributes (windows
-    /// themselves are not implemented).
+    /// `MPI_Win_create_keyval`: a key for window attributes.
     fn MPI_Win_create_keyval / PMPI_Win_create_keyval(
         copy: Option<CopyFunction>,
         delete: Option<DeleteFunction>,
@@ -401,5 +412,19 @@ mpi_fn! {
     /// `MPI_Type_delete_attr`.
     fn MPI_Type_delete_attr / PMPI_Type_delete_attr(datatype: c_int, keyval: c_int) {
         delete_attr("MPI_Type_delete_attr", Object::Datatype(datatype), keyval)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_set_attr`.
+    fn MPI_Win_set_attr / PMPI_Win_set_attr(win: c_int, keyval: c_int, value: *mut c_void) {
+        set_attr("MPI_Win_set_attr", Object::Win(win), keyval, value)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Win_delete_attr`.
+    fn MPI_Win_delete_attr / PMPI_Win_delete_attr(win: c_int, keyval: c_int) {
+        delete_attr("MPI_Win_delete_attr", Object::Win(win), keyval)
     }
 }

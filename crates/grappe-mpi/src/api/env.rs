@@ -99,6 +99,7 @@ fn init(required: c_int) -> Result<c_int> {
             ops: Table::new(),
             keyvals: Table::new(),
             type_attrs: Default::default(),
+            win_attrs: Default::default(),
             groups: Table::new(),
             infos: Table::new(),
             freed: Vec::new(),

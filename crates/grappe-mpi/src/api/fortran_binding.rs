@@ -119,22 +119,38 @@ pub unsafe extern "C" fn MPII_Type_set_attr(datatype: c_int, keyval: c_int, valu
     call::enter("MPI_Type_set_attr", || attr::set_attr("MPI_Type_set_attr", Object::Datatype(datatype), keyval, value))
 }
 
-/// `MPII_Win_get_attr`: windows are not implemented.
+/// `MPII_Win_get_attr`: `MPI_Win_get_attr` from Fortran (the predefined
+/// attributes' values, not their addresses).
 ///
 /// # Safety
-/// None: the arguments are not read.
+/// As `MPI_Win_get_attr`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPII_Win_get_attr(_: c_int, _: c_int, _: *mut c_void, _: *mut c_int, _: c_int) -> c_int {
-    crate::unsupported::fail("MPI_Win_get_attr")
+pub unsafe extern "C" fn MPII_Win_get_attr(
+    win: c_int,
+    keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+    kind: c_int,
+) -> c_int {
+    call::enter("MPI_Win_get_attr", || {
+        let found = super::win::get_attr_for_fortran(win, keyval)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            if let Some(value) = found {
+                put_for(kind, attribute_val, value as *mut c_void, false).map_err(|e| e.on_win(win))?;
+            }
+            super::put(flag, found.is_some() as c_int, "flag").map_err(|e| e.on_win(win))
+        }
+    })
 }
 
-/// `MPII_Win_set_attr`: windows are not implemented.
+/// `MPII_Win_set_attr`: `MPI_Win_set_attr` from Fortran.
 ///
 /// # Safety
-/// None: the arguments are not read.
+/// As `MPI_Win_set_attr`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPII_Win_set_attr(_: c_int, _: c_int, _: *mut c_void, _: c_int) -> c_int {
-    crate::unsupported::fail("MPI_Win_set_attr")
+pub unsafe extern "C" fn MPII_Win_set_attr(win: c_int, keyval: c_int, value: *mut c_void, _kind: c_int) -> c_int {
+    call::enter("MPI_Win_set_attr", || attr::set_attr("MPI_Win_set_attr", Object::Win(win), keyval, value))
 }
 
 /// `MPII_Keyval_set_proxy`: the key's callbacks are Fortran subroutines,

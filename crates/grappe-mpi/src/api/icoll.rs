@@ -70,7 +70,7 @@ fn start(
 }
 
 /// The reduction of `op` on `datatype`'s elements, packed.
-fn combine_of(op: c_int, user: Option<UserOp>, handle: c_int, datatype: &Type) -> Result<(Combine, bool)> {
+pub(super) fn combine_of(op: c_int, user: Option<UserOp>, handle: c_int, datatype: &Type) -> Result<(Combine, bool)> {
     if let Some(user) = user {
         // The program's function reads its operands where the datatype
         // says, whatever the datatype.

@@ -238,7 +238,7 @@ fn add_handler(handler: UserHandler, errhandler: *mut c_int) -> Result<()> {
     unsafe { put(errhandler, abi::direct_handle(abi::kind::ERRHANDLER, slot), "errhandler") }
 }
 
-fn create_errhandler(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) -> Result<()> {
+pub(super) fn create_errhandler(function: Option<ErrhandlerFunction>, errhandler: *mut c_int) -> Result<()> {
     let function = function.ok_or_else(|| MpiError::new(class::ARG, "the error handler function is NULL"))?;
     add_handler(UserHandler::Comm(function), errhandler)
 }

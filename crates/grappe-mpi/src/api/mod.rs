@@ -21,6 +21,7 @@ mod persistent;
 mod request;
 mod topology;
 mod types;
+pub(crate) mod win;
 
 use std::ffi::{c_int, c_void};
 
@@ -201,7 +202,7 @@ fn proc_null_status() -> abi::Status {
 }
 
 /// The status of a completed send, or of a request with nothing to say.
-fn empty_status() -> abi::Status {
+pub(crate) fn empty_status() -> abi::Status {
     abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..abi::Status::default() }
 }
 

@@ -5,7 +5,9 @@
 ! library's proxies), blocking and non-blocking point-to-point with
 ! statuses and MPI_STATUS(ES)_IGNORE, collectives with MPI_IN_PLACE, a
 ! derived datatype, a user operation written in Fortran, MPI_Comm_split,
-! MPI-IO (a file's handle through the Fortran library's MPI_File_c2f/f2c).
+! MPI-IO (a file's handle through the Fortran library's MPI_File_c2f/f2c),
+! a window's predefined and program's attributes as Fortran integers and
+! an MPI_Put between fences.
 ! Each failed check prints a FAIL line; rank 0 prints the verdict.
 module checks
   implicit none
@@ -64,6 +66,8 @@ program conformance
   double precision :: x(4), y(4), t0
   integer :: fh, block(4), next_block(4)
   integer(kind=MPI_OFFSET_KIND) :: file_size
+  integer :: win, window(4)
+  integer(kind=MPI_ADDRESS_KIND) :: win_bytes
 
   call MPI_Init(ierr)
   call check(ierr == MPI_SUCCESS, 'MPI_Init returns MPI_SUCCESS')
@@ -174,6 +178,29 @@ program conformance
   call check(all(next_block == (/ (mod(rank + 1, size) * 10 + i, i = 1, 4) /)), 'MPI_File_read_at of the next block')
   call MPI_File_close(fh, ierr)
   call check(ierr == MPI_SUCCESS .and. fh == MPI_FILE_NULL, 'MPI_File_close sets MPI_FILE_NULL')
+
+  ! A window: its attributes as integers, an MPI_Put between fences.
+  window = -1
+  win_bytes = 16
+  call MPI_Win_create(window, win_bytes, 4, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+  call check(ierr == MPI_SUCCESS, 'MPI_Win_create')
+  call MPI_Win_get_attr(win, MPI_WIN_SIZE, value, flag, ierr)
+  call check(flag .and. value == 16, 'MPI_Win_get_attr(MPI_WIN_SIZE) gives the size')
+  call MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, value, flag, ierr)
+  call check(flag .and. value == 4, 'MPI_Win_get_attr(MPI_WIN_DISP_UNIT) gives the unit')
+  call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, value, flag, ierr)
+  call check(flag .and. value == MPI_WIN_FLAVOR_CREATE, 'MPI_Win_get_attr(MPI_WIN_CREATE_FLAVOR)')
+  call MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, keyval, 0_MPI_ADDRESS_KIND, ierr)
+  call MPI_Win_set_attr(win, keyval, 77_MPI_ADDRESS_KIND, ierr)
+  call MPI_Win_get_attr(win, keyval, value, flag, ierr)
+  call check(flag .and. value == 77, 'a window attribute reads back as set')
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Put(rank, 1, MPI_INTEGER, mod(rank + 1, size), 2_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call check(window(3) == mod(rank + size - 1, size) .and. window(1) == -1, 'MPI_Put from the left neighbour')
+  call MPI_Win_free(win, ierr)
+  call check(ierr == MPI_SUCCESS .and. win == MPI_WIN_NULL, 'MPI_Win_free sets MPI_WIN_NULL')
+  call MPI_Win_free_keyval(keyval, ierr)
 
   call check(MPI_Wtime() >= t0, 'MPI_Wtime goes forward')
   call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)

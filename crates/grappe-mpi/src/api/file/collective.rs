@@ -13,16 +13,16 @@ use super::super::coll::{PMPI_Allgather, PMPI_Allreduce, PMPI_Alltoall, PMPI_All
 
 const MPI_INT: c_int = 0x4c00_0405;
 pub(super) const MPI_LONG: c_int = 0x4c00_0807;
-pub(super) const MPI_BYTE: c_int = 0x4c00_010d;
+pub(crate) const MPI_BYTE: c_int = 0x4c00_010d;
 const MPI_MAX: c_int = 0x5800_0001;
 
-pub(super) fn barrier(comm: c_int) -> Result<()> {
+pub(crate) fn barrier(comm: c_int) -> Result<()> {
     // SAFETY: a communicator handle, no buffer.
     check_code(unsafe { PMPI_Barrier::body(comm) })
 }
 
 /// Rank `root`'s `values`, on every rank.
-pub(super) fn bcast(comm: c_int, values: &mut [i64], root: usize) -> Result<()> {
+pub(crate) fn bcast(comm: c_int, values: &mut [i64], root: usize) -> Result<()> {
     // SAFETY: `values` holds `values.len()` longs, as the call is told.
     let code =
         unsafe { PMPI_Bcast::body(values.as_mut_ptr().cast(), values.len() as c_int, MPI_LONG, root as c_int, comm) };
@@ -30,7 +30,7 @@ pub(super) fn bcast(comm: c_int, values: &mut [i64], root: usize) -> Result<()> 
 }
 
 /// Every rank's `mine`, in rank order (every rank gives as many values).
-pub(super) fn allgather(comm: c_int, mine: &[i64], size: usize) -> Result<Vec<i64>> {
+pub(crate) fn allgather(comm: c_int, mine: &[i64], size: usize) -> Result<Vec<i64>> {
     let mut all = vec![0i64; mine.len() * size];
     let n = mine.len() as c_int;
     // SAFETY: `mine` holds `n` longs, `all` `n` per rank.
@@ -43,7 +43,7 @@ pub(super) fn allgather(comm: c_int, mine: &[i64], size: usize) -> Result<Vec<i6
 
 /// Sends `blocks[r]` to rank r (`datatype` is the MPI datatype of `T`):
 /// what every rank sent this one, by rank.
-pub(super) fn exchange<T: Copy + Default>(comm: c_int, blocks: &[Vec<T>], datatype: c_int) -> Result<Vec<Vec<T>>> {
+pub(crate) fn exchange<T: Copy + Default>(comm: c_int, blocks: &[Vec<T>], datatype: c_int) -> Result<Vec<Vec<T>>> {
     let count = |block: &Vec<T>| {
         c_int::try_from(block.len())
             .map_err(|_| MpiError::new(class::COUNT, format!("{} elements to send to one rank", block.len())))

@@ -16,7 +16,7 @@
 
 mod access;
 mod aggregate;
-mod collective;
+pub(super) mod collective;
 mod shared;
 mod view;
 
@@ -108,7 +108,7 @@ fn rank_and_size(comm: c_int) -> Result<(usize, usize)> {
 
 /// A number for the file's hidden companions that no other open of it
 /// shares: this process and the time.
-fn unique_id() -> i64 {
+pub(super) fn unique_id() -> i64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     ((std::process::id() as i64) << 32) ^ (nanos as i64 & 0xffff_ffff) ^ ((nanos >> 32) as i64).rotate_left(17)
 }
