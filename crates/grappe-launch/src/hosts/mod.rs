@@ -132,12 +132,14 @@ pub struct HostPlan {
     pub names: Vec<String>,
     /// For each host of `names`, its processes in increasing order.
     pub processes: Vec<Vec<usize>>,
+    /// For each process, the index of its host in `names`.
+    host_of_process: Vec<usize>,
 }
 
 impl HostPlan {
     /// Groups the placement of [`place`] by host, leaving out hosts without a process.
     pub fn new(processes: usize, hosts: &[HostSlots], ppn: Option<usize>) -> HostPlan {
-        let mut plan = HostPlan { names: Vec::new(), processes: Vec::new() };
+        let mut plan = HostPlan { names: Vec::new(), processes: Vec::new(), host_of_process: Vec::new() };
         for (process, host) in place(processes, hosts, ppn).into_iter().enumerate() {
             let name = &hosts[host].name;
             let index = match plan.names.iter().position(|known| known == name) {
@@ -149,13 +151,14 @@ impl HostPlan {
                 }
             };
             plan.processes[index].push(process);
+            plan.host_of_process.push(index);
         }
         plan
     }
 
     /// The host index of `process`.
     pub fn host_of(&self, process: usize) -> Option<usize> {
-        self.processes.iter().position(|list| list.contains(&process))
+        self.host_of_process.get(process).copied()
     }
 
     /// MPICH's `PMI_process_mapping` for this placement: `(vector,(first,hosts,count),...)`
