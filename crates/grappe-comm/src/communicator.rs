@@ -62,6 +62,9 @@ pub(crate) struct Inner {
     pub nbc_seq: Cell<u32>,
     /// The same, for blocking collectives run as requests.
     pub blocking_nbc_seq: Cell<u32>,
+    /// Its ranks grouped by host, once a collective asked (see
+    /// `coll::hosts`).
+    pub hosts: std::cell::OnceCell<Option<crate::coll::hosts::HostGroups>>,
 }
 
 impl Drop for Inner {
@@ -138,6 +141,7 @@ impl Communicator {
             local,
             nbc_seq,
             blocking_nbc_seq,
+            hosts: std::cell::OnceCell::new(),
         };
         Communicator { inner: Rc::new(inner) }
     }

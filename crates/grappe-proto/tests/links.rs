@@ -92,7 +92,12 @@ fn lay_out(hosts: usize, per_host: usize, shaping: Option<Shaping>) -> Layout {
                     cutters.insert((r, q), link.cutter());
                     let (out, inbox) = link.split().unwrap();
                     let host = format!("host{}", host_of(q));
-                    Some(RemoteLink { out: Outbox::Tcp(Box::new(out)), inbox: Inbox::Tcp(Box::new(inbox)), host })
+                    Some(RemoteLink {
+                        out: Outbox::Tcp(Box::new(out)),
+                        inbox: Inbox::Tcp(Box::new(inbox)),
+                        host,
+                        host_index: host_of(q),
+                    })
                 })
                 .collect();
             Start { host: memories[host_of(r)].clone(), locals, links }

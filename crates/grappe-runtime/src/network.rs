@@ -263,6 +263,7 @@ impl Links {
                     out: Outbox::Tcp(Box::new(out)),
                     inbox: Inbox::Tcp(Box::new(inbox)),
                     host,
+                    host_index: placement.rank_host[q],
                 }));
             }
             per_rank.push(Some(row));

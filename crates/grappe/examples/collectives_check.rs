@@ -12,7 +12,7 @@
 //! and a random count (empty, arena-sized, eager, rendezvous). Across hosts
 //! this puts the members of one communicator on hosts in every mix.
 
-use grappe::{BitXor, Communicator, Max, Sum};
+use grappe::{BitXor, Communicator, Max, Operation, Sum};
 
 /// Elements per rank: arena-sized, eager-sized, rendezvous-sized.
 const COUNTS: [usize; 3] = [3, 1500, 40_000];
@@ -94,6 +94,20 @@ fn check_all(comm: &Communicator, count: usize, root: usize) -> Result<(), Strin
     comm.allreduce(&mine[..], &mut out[..], BitXor).map_err(e)?;
     check(out.iter().enumerate().all(|(i, &x)| x == everyone(i).fold(0, |a, b| a ^ b)), "allreduce")?;
 
+    let maps: Vec<[u64; 2]> = (0..count).map(|i| affine(me, i)).collect();
+    let mut composed = vec![[0u64; 2]; count];
+    comm.allreduce(&maps[..], &mut composed[..], Compose).map_err(e)?;
+    let in_rank_order = |i: usize| (1..n).fold(affine(0, i), |acc, r| compose(acc, affine(r, i)));
+    check(composed.iter().enumerate().all(|(i, &m)| m == in_rank_order(i)), "allreduce of a non-commutative op")?;
+
+    let shares: Vec<f64> = (0..count).map(|i| 1.0 / (me * count + i + 3) as f64).collect();
+    let mut total = vec![0f64; count];
+    comm.allreduce(&shares[..], &mut total[..], Sum).map_err(e)?;
+    let bits: Vec<u64> = total.iter().map(|x| x.to_bits()).collect();
+    let mut everyones = vec![0u64; count * n];
+    comm.allgather(&bits[..], &mut everyones[..]).map_err(e)?;
+    check(everyones.chunks(count.max(1)).all(|c| count == 0 || c == &bits[..]), "allreduce bits alike on all ranks")?;
+
     let mut out = if me == root { vec![0u64; count] } else { Vec::new() };
     comm.reduce(&mine[..], &mut out[..], root, Max).map_err(e)?;
     check(me != root || out.iter().enumerate().all(|(i, &x)| Some(x) == everyone(i).max()), "reduce")?;
@@ -126,6 +140,30 @@ fn check_all(comm: &Communicator, count: usize, root: usize) -> Result<(), Strin
     comm.reduce_scatter_block(&big[..], &mut mine_of_sum[..], Sum).map_err(e)?;
     let expect_rs = |j: usize| (0..n).map(|r| value(r, me * block + j)).sum::<u64>();
     check(mine_of_sum.iter().enumerate().all(|(j, &x)| x == expect_rs(j)), "reduce_scatter_block")
+}
+
+/// Rank r's element i for the non-commutative check: the affine map
+/// x -> a x + b (mod 2^64) as [a, b].
+fn affine(rank: usize, i: usize) -> [u64; 2] {
+    [value(rank, i) | 1, value(rank, i + 7)]
+}
+
+/// Applying `first` then `then`: associative, not commutative.
+fn compose(first: [u64; 2], then: [u64; 2]) -> [u64; 2] {
+    [first[0].wrapping_mul(then[0]), first[1].wrapping_mul(then[0]).wrapping_add(then[1])]
+}
+
+/// The composition of affine maps in rank order.
+struct Compose;
+
+impl Operation<[u64; 2]> for Compose {
+    fn combine(&self, acc: &mut [[u64; 2]], later: &[[u64; 2]]) {
+        acc.iter_mut().zip(later).for_each(|(a, &l)| *a = compose(*a, l));
+    }
+
+    fn is_commutative(&self) -> bool {
+        false
+    }
 }
 
 /// What rank `from` sends to rank `to` in the alltoall above.

@@ -3,13 +3,16 @@
 //! | data | algorithm |
 //! |---|---|
 //! | ≤ [`SLOT_BYTES`], arena | one arena exchange |
+//! | ≤ [`RECURSIVE_DOUBLING_MAX_BYTES`], ranks on several hosts, some sharing one | by host: to each host's leader, recursive doubling between leaders, back |
 //! | ≤ [`RECURSIVE_DOUBLING_MAX_BYTES`], or fewer elements than the power of two of ranks | recursive doubling |
 //! | larger | Rabenseifner: recursive halving, then recursive doubling of the pieces |
 //!
 //! Every algorithm combines contributions in rank order (grouped as a
 //! tree) and computes each element of the result in exactly one way that
 //! every rank shares, so all ranks get the same bits, run after run, and
-//! non-commutative operations are right.
+//! non-commutative operations are right. The reduction by host keeps rank
+//! order when every host's ranks are consecutive; otherwise it is taken
+//! for commutative operations only.
 
 use bytemuck::Pod;
 use grappe_trace::CollectiveKind;
@@ -17,6 +20,7 @@ use grappe_trace::CollectiveKind;
 use super::arena::SLOT_BYTES;
 use super::common::{Blocks, combine_ordered, expect_len, reduce_in_rank_order};
 use super::halving::{self, Fold, Masks};
+use super::hosts::HostGroups;
 use super::ops::Operation;
 use super::signature::Signature;
 use super::tags;
@@ -68,6 +72,11 @@ pub(super) fn allreduce_slices<T: Pod, O: Operation<T>>(
         });
     }
     recv.copy_from_slice(send);
+    if bytes <= RECURSIVE_DOUBLING_MAX_BYTES {
+        if let Some(groups) = ch.comm().host_groups().filter(|g| g.in_runs || op.is_commutative()) {
+            return by_host(ch, groups, recv, op);
+        }
+    }
     let fold = Fold::new(ch.size, ch.rank);
     if bytes <= RECURSIVE_DOUBLING_MAX_BYTES || recv.len() < fold.pof2 {
         recursive_doubling(ch, &fold, recv, op)
@@ -91,6 +100,24 @@ fn recursive_doubling<T: Pod, O: Operation<T>>(ch: &Channel<'_>, fold: &Fold, da
         }
     }
     fold.fold_out(ch, data)
+}
+
+/// Each host's ranks hand their vectors to its leader, which combines
+/// them in rank order; the leaders run recursive doubling among
+/// themselves and hand the result back. Every rank gets its leader's
+/// bits, and every leader the same.
+fn by_host<T: Pod, O: Operation<T>>(ch: &Channel<'_>, groups: &HostGroups, data: &mut [T], op: &O) -> Result<()> {
+    let Some(position) = groups.leader_position(ch.rank) else {
+        ch.send(data, groups.leader())?;
+        return ch.recv(data, groups.leader());
+    };
+    let mut theirs = data.to_vec();
+    for &member in &groups.local[1..] {
+        ch.recv(&mut theirs, member)?;
+        op.combine(data, &theirs);
+    }
+    recursive_doubling(ch, &Fold::among(&groups.leaders, position), data, op)?;
+    groups.local[1..].iter().try_for_each(|&member| ch.send(data, member))
 }
 
 /// Recursive halving leaves each participant with one reduced block;

@@ -31,19 +31,34 @@ use super::common::{Blocks, combine_ordered, floor_pow2, read_write};
 use super::ops::Operation;
 use super::xfer::Channel;
 
-/// How the ranks of a communicator fold onto a power of two.
-pub(super) struct Fold {
+/// How the ranks of a communicator, or some of them, fold onto a power of
+/// two. Below, a "rank" is a position among the ranks that take part: the
+/// communicator's rank, or an index into the list given to [`Fold::among`].
+pub(super) struct Fold<'m> {
     rank: usize,
     /// Participants: the largest power of two not above the size.
     pub pof2: usize,
     /// Ranks beyond `pof2`; ranks below `2 * rem` pair up.
     rem: usize,
+    /// The communicator ranks of the positions, if not all ranks take part.
+    members: Option<&'m [usize]>,
 }
 
-impl Fold {
-    pub fn new(n: usize, rank: usize) -> Fold {
+impl<'m> Fold<'m> {
+    pub fn new(n: usize, rank: usize) -> Fold<'static> {
         let pof2 = floor_pow2(n);
-        Fold { rank, pof2, rem: n - pof2 }
+        Fold { rank, pof2, rem: n - pof2, members: None }
+    }
+
+    /// The fold of `members` (communicator ranks, ascending), seen from
+    /// the one at position `me`.
+    pub fn among(members: &'m [usize], me: usize) -> Fold<'m> {
+        Fold { members: Some(members), ..Fold::new(members.len(), me) }
+    }
+
+    /// The communicator rank at position `position`.
+    fn comm_rank(&self, position: usize) -> usize {
+        self.members.map_or(position, |members| members[position])
     }
 
     /// The participant that stands for rank `rank`.
@@ -62,9 +77,9 @@ impl Fold {
         (self.rank < 2 * self.rem && self.rank % 2 == 1).then(|| self.rank - 1)
     }
 
-    /// The rank of participant `p`.
+    /// The communicator rank of participant `p`.
     pub fn rank_of(&self, p: usize) -> usize {
-        if p < self.rem { 2 * p + 1 } else { p + self.rem }
+        self.comm_rank(if p < self.rem { 2 * p + 1 } else { p + self.rem })
     }
 
     /// The first rank that participant `p` stands for.
@@ -79,10 +94,10 @@ impl Fold {
             return Ok(());
         }
         if self.rank % 2 == 0 {
-            ch.send(data, self.rank + 1)
+            ch.send(data, self.comm_rank(self.rank + 1))
         } else {
             let mut theirs = data.to_vec();
-            ch.recv(&mut theirs, self.rank - 1)?;
+            ch.recv(&mut theirs, self.comm_rank(self.rank - 1))?;
             combine_ordered(op, data, &mut theirs, true);
             Ok(())
         }
@@ -94,9 +109,9 @@ impl Fold {
         if self.rank >= 2 * self.rem {
             Ok(())
         } else if self.rank % 2 == 0 {
-            ch.recv(data, self.rank + 1)
+            ch.recv(data, self.comm_rank(self.rank + 1))
         } else {
-            ch.send(data, self.rank - 1)
+            ch.send(data, self.comm_rank(self.rank - 1))
         }
     }
 }

@@ -44,6 +44,7 @@ pub(crate) mod board;
 mod common;
 mod gather;
 mod halving;
+pub(crate) mod hosts;
 pub mod nonblocking;
 pub mod ops;
 mod reduce;

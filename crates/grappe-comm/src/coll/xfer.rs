@@ -131,6 +131,11 @@ impl<'c> Channel<'c> {
         self.arena.as_ref()
     }
 
+    /// The communicator.
+    pub fn comm(&self) -> &'c Communicator {
+        self.comm
+    }
+
     /// The collective's name, for errors.
     pub fn op(&self) -> &'static str {
         self.op

@@ -214,7 +214,7 @@ impl Engine {
         let mut inboxes = Vec::with_capacity(remote.len());
         let mut outs = Vec::with_capacity(remote.len());
         for link in remote {
-            let (inbox, out) = link.map(|l| (l.inbox, (l.out, l.host))).unzip();
+            let (inbox, out) = link.map(|l| (l.inbox, (l.out, l.host, l.host_index))).unzip();
             inboxes.push(inbox);
             outs.push(out);
         }
@@ -329,6 +329,17 @@ impl Engine {
     /// another host.
     pub fn local_index(&self, world: usize) -> Option<usize> {
         self.net.peers[world].local()
+    }
+
+    /// The host of world rank `world` as a number shared by every rank:
+    /// `None` for this rank's own host, `Some(i)` for host `i` of the job.
+    /// Ranks with equal answers share a host, which is all collectives
+    /// need to group them.
+    pub fn host_of(&self, world: usize) -> Option<usize> {
+        match &self.net.peers[world].place {
+            net::Place::Host(_) => None,
+            net::Place::Remote(remote) => Some(remote.host_index),
+        }
     }
 
     /// True if world rank `world` is a thread of this process.

@@ -62,6 +62,9 @@ pub(crate) struct HostPeer {
 pub(crate) struct RemotePeer {
     /// The host's name, for diagnostics.
     pub host: String,
+    /// The host's number in the job, the same on every rank: ranks with
+    /// equal numbers share a host (see [`Engine::host_of`](super::Engine::host_of)).
+    pub host_index: usize,
     /// The last state the rank announced (a [`Kind::State`](crate::wire::Kind::State)
     /// record): running until it says otherwise.
     pub state: std::cell::Cell<u32>,
@@ -77,6 +80,8 @@ pub struct RemoteLink {
     pub inbox: grappe_fabric::link::Inbox,
     /// The rank's host, for diagnostics.
     pub host: String,
+    /// The host's number in the job (the same on every rank).
+    pub host_index: usize,
 }
 
 impl Peer {
@@ -116,7 +121,7 @@ impl Net {
         host: Arc<HostMemory>,
         me: usize,
         locals: &[Option<usize>],
-        remote: &mut [Option<(Outbox, String)>],
+        remote: &mut [Option<(Outbox, String, usize)>],
         settings: &ProtoSettings,
     ) -> Result<Net> {
         let my_pid = std::process::id();
@@ -124,9 +129,9 @@ impl Net {
         let mut peers = Vec::with_capacity(locals.len());
         for (world, &local) in locals.iter().enumerate() {
             let Some(local) = local else {
-                let (out, host) = remote[world].take().ok_or(Error::NotAnnounced { rank: world })?;
+                let (out, host, host_index) = remote[world].take().ok_or(Error::NotAnnounced { rank: world })?;
                 let state = std::cell::Cell::new(STATE_RUNNING);
-                let place = Place::Remote(RemotePeer { host, state, lost: Default::default() });
+                let place = Place::Remote(RemotePeer { host, host_index, state, lost: Default::default() });
                 peers.push(Peer { place, staged: true, eager_max: settings.eager_max, out });
                 continue;
             };
