@@ -3,7 +3,7 @@
 # instrumentation flags cargo-fuzz uses with `--sanitizer none`.
 # Usage: fuzz/run-stable.sh [TARGET] [SECONDS]   (pmi_wire, 60 s by default; crashes land in
 # fuzz/artifacts/TARGET/). Targets: pmi_wire, shared_records, trace_reader, checkpoint_wire, sim_spec,
-# tcp_frames, agent_channel.
+# tcp_frames, agent_channel, slurm_hosts.
 set -euo pipefail
 cd "$(dirname "$0")"
 fuzz_target=pmi_wire

@@ -118,9 +118,21 @@ impl Cluster {
         PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
     }
 
+    /// `salloc -N hosts --ntasks-per-node=per_host grappe run -n ranks program args` on host 0,
+    /// against the Slurm of `conf`: grappe's launcher inside an allocation.
+    fn salloc_grappe_run(&self, conf: &Path, hosts: usize, per_host: usize, program: &[&OsStr]) -> Command {
+        let mut cmd = Command::new(script("emulated-hosts"));
+        cmd.args(["exec", &self.host(0)])
+            .arg(util::system_command("salloc", "slurm-wlm"))
+            .args(["-N", &hosts.to_string(), &format!("--ntasks-per-node={per_host}"), "--time=2"])
+            .arg(util::grappe())
+            .args(["run", "-n", &(hosts * per_host).to_string()])
+            .args(program);
+        for_slurm(cmd, conf)
+    }
+
     /// `srun -N hosts -n ranks --mpi=pmi2 program args` on host 0, against
-    /// the Slurm of `conf`, in a clean environment for grappe and Slurm (no
-    /// job or step of the caller's, no address or emulated hosts).
+    /// the Slurm of `conf`.
     fn srun(&self, conf: &Path, hosts: usize, ranks: usize, program: &[&OsStr]) -> Command {
         let mut cmd = Command::new(script("emulated-hosts"));
         cmd.args(["exec", &self.host(0)])
@@ -128,16 +140,7 @@ impl Cluster {
             .args(["-N", &hosts.to_string(), "-n", &ranks.to_string()])
             .args(["--mpi=pmi2", "--time=2", "--kill-on-bad-exit=1"])
             .args(program);
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("SLURM_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.env("SLURM_CONF", conf)
-            .env_remove("GRAPPE_NET_ADDR")
-            .env_remove("GRAPPE_EMULATED_HOSTS")
-            .env_remove("GRAPPE_SHM_DIR");
-        cmd
+        for_slurm(cmd, conf)
     }
 
     /// The processes running on host `i` (pid, command name).
@@ -187,6 +190,21 @@ fn passes(output: &Output, line: &str) {
 
 fn example(name: &str) -> PathBuf {
     util::example(name)
+}
+
+/// `cmd` in a clean environment for grappe and Slurm, against the Slurm of
+/// `conf`: no job or step of the caller's, no address or emulated hosts.
+fn for_slurm(mut cmd: Command, conf: &Path) -> Command {
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("SLURM_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("SLURM_CONF", conf)
+        .env_remove("GRAPPE_NET_ADDR")
+        .env_remove("GRAPPE_EMULATED_HOSTS")
+        .env_remove("GRAPPE_SHM_DIR");
+    cmd
 }
 
 #[test]
@@ -281,6 +299,16 @@ fn srun_runs_the_suite_and_the_collectives_across_namespaces() {
     let collectives = example("collectives_check");
     let output = run_bounded(cluster.srun(&conf, 3, 6, &[collectives.as_os_str(), "2".as_ref(), "13".as_ref()]), LIMIT);
     passes(&output, "collectives passed on 6 ranks (2 loops, 6 random cases of seed 13)");
+
+    // `grappe run` inside an allocation runs across its nodes, as many per node as Slurm says.
+    let with_host = format!("hostname; exec {}", suite.display());
+    let program: [&OsStr; 3] = ["sh".as_ref(), "-c".as_ref(), with_host.as_ref()];
+    let output = run_bounded(cluster.salloc_grappe_run(&conf, 2, 2, &program), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for host in [cluster.host(0), cluster.host(1)] {
+        assert_eq!(stdout.lines().filter(|line| *line == host).count(), 2, "two ranks on {host}:\n{stdout}");
+    }
 
     let output = emulated_hosts(&["slurm-stop", &cluster.name]);
     assert!(output.status.success(), "slurm-stop {}: {}", cluster.name, describe(&output));

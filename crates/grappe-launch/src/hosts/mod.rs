@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod channel;
+pub mod slurm;
 
 use std::fmt;
 use std::path::Path;
@@ -181,6 +182,15 @@ impl fmt::Display for HostSlots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.name, self.slots)
     }
+}
+
+/// Whether `name` names the host this launcher runs on: `localhost`, or its host name (whole
+/// or up to the first dot).
+pub fn is_this_host(name: &str) -> bool {
+    let own = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let own = own.trim();
+    let short = |host: &str| host.split('.').next().unwrap_or(host).to_owned();
+    name == "localhost" || (!own.is_empty() && (name == own || short(name) == short(own)))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::supervise::JobEvent;
 use super::{JobPlan, LaunchError, LaunchSpec};
 use crate::hosts::agent::AgentJob;
 use crate::hosts::channel::{ChannelError, Ended, Frame, FrameReader, Stream};
-use crate::hosts::{HostPlan, HostSlots};
+use crate::hosts::{HostPlan, HostSlots, is_this_host};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::collections::HashMap;
@@ -459,15 +459,6 @@ impl HostChannel {
             false => Err(format!("its agent spoke for process {process}, which runs elsewhere")),
         }
     }
-}
-
-/// Whether `name` names the host this launcher runs on: `localhost`, or its host name (whole
-/// or up to the first dot).
-fn is_this_host(name: &str) -> bool {
-    let own = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let own = own.trim();
-    let short = |host: &str| host.split('.').next().unwrap_or(host).to_owned();
-    name == "localhost" || (!own.is_empty() && (name == own || short(name) == short(own)))
 }
 
 fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

@@ -1,7 +1,7 @@
 //! `grappe run --hosts`: where the processes run when the job spans hosts.
 
 use clap::Args;
-use grappe_launch::hosts::{HostSlots, parse_host_list, read_hostfile};
+use grappe_launch::hosts::{HostSlots, parse_host_list, read_hostfile, slurm};
 use grappe_launch::launcher::HostsSpec;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -45,24 +45,36 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    /// The hosts part of the launch spec; `None` for a job on this host alone.
+    /// The hosts part of the launch spec; `None` for a job on this host alone. Without
+    /// `--hosts` or `--hostfile`, inside a Slurm allocation, its nodes and their task counts
+    /// (each node's agent started by `srun`), unless the allocation is this host alone.
     pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
+        self.spec_with(|key| std::env::var(key).ok())
+    }
+
+    fn spec_with(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Option<HostsSpec>, String> {
+        let mut launcher_exec = None;
         let hosts: Vec<HostSlots> = match (&self.hosts, &self.hostfile) {
             (Some(list), _) => parse_host_list(list).map_err(|e| format!("--hosts: {e}"))?,
             (None, Some(file)) => read_hostfile(file).map_err(|e| format!("--hostfile: {e}"))?,
-            (None, None)
-                if self.ppn.is_some()
-                    || self.launcher_exec.is_some()
-                    || self.spare_hosts.is_some()
-                    || self.agent.is_some()
-                    || self.no_autofork =>
-            {
-                return Err(
-                    "--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts or --hostfile"
-                        .to_owned(),
-                );
-            }
-            (None, None) => return Ok(None),
+            (None, None) => match slurm::allocation(lookup) {
+                Some(allocation) => {
+                    let hosts = allocation.map_err(|e| format!("the Slurm allocation: {e}"))?;
+                    if let [only] = &hosts[..] {
+                        if grappe_launch::hosts::is_this_host(&only.name) && self.no_host_option_given() {
+                            return Ok(None);
+                        }
+                    }
+                    launcher_exec = Some(slurm::SRUN_LAUNCHER.iter().map(OsString::from).collect());
+                    hosts
+                }
+                None if !self.no_host_option_given() => {
+                    return Err("--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts, \
+                                --hostfile or a Slurm allocation"
+                        .to_owned());
+                }
+                None => return Ok(None),
+            },
         };
         let mut spec = HostsSpec::new(hosts);
         spec.ppn = self.ppn.map(|ppn| ppn as usize);
@@ -70,6 +82,9 @@ impl HostArgs {
             spec.agent = agent.clone();
         }
         spec.fork_local = !self.no_autofork;
+        if let Some(exec) = launcher_exec {
+            spec.launcher_exec = exec;
+        }
         if let Some(exec) = &self.launcher_exec {
             let words: Vec<OsString> = exec.split_whitespace().map(OsString::from).collect();
             if words.is_empty() {
@@ -78,6 +93,15 @@ impl HostArgs {
             spec.launcher_exec = words;
         }
         Ok(Some(spec))
+    }
+
+    /// None of the options that only make sense across hosts was given.
+    fn no_host_option_given(&self) -> bool {
+        self.ppn.is_none()
+            && self.launcher_exec.is_none()
+            && self.spare_hosts.is_none()
+            && self.agent.is_none()
+            && !self.no_autofork
     }
 
     /// The spare hosts, in order.
@@ -114,6 +138,61 @@ pub fn replace_lost_host(hosts: &mut HostsSpec, lost: &str, spares: &mut Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn no_options() -> HostArgs {
+        HostArgs {
+            hosts: None,
+            hostfile: None,
+            ppn: None,
+            spare_hosts: None,
+            launcher_exec: None,
+            agent: None,
+            no_autofork: false,
+        }
+    }
+
+    fn slurm(nodes: &'static str, tasks: &'static str) -> impl Fn(&str) -> Option<String> {
+        move |key| match key {
+            "SLURM_JOB_NODELIST" => Some(nodes.to_owned()),
+            "SLURM_TASKS_PER_NODE" => Some(tasks.to_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_slurm_allocation_gives_the_hosts_and_srun_starts_the_agents() {
+        let spec = no_options().spec_with(slurm("c[1-2]", "2,1")).unwrap().expect("hosts");
+        assert_eq!(spec.hosts, parse_host_list("c1:2,c2").unwrap());
+        assert_eq!(spec.launcher_exec[0], "srun");
+        assert_eq!(spec.launcher_exec.last().unwrap(), "--nodelist", "the host name comes next");
+
+        let mut given = no_options();
+        given.launcher_exec = Some("my-rsh -q".to_owned());
+        let spec = given.spec_with(slurm("c[1-2]", "2,1")).unwrap().expect("hosts");
+        assert_eq!(spec.launcher_exec, ["my-rsh", "-q"], "--launcher-exec wins over srun");
+
+        let mut listed = no_options();
+        listed.hosts = Some("x:3".to_owned());
+        let spec = listed.spec_with(slurm("c[1-2]", "2,1")).unwrap().expect("hosts");
+        assert_eq!(spec.hosts, parse_host_list("x:3").unwrap(), "--hosts wins over the allocation");
+        assert_ne!(spec.launcher_exec[0], "srun");
+    }
+
+    #[test]
+    fn an_allocation_of_this_host_alone_runs_as_without_slurm() {
+        assert!(no_options().spec_with(slurm("localhost", "4")).unwrap().is_none());
+        let outside = |_: &str| None;
+        assert!(no_options().spec_with(outside).unwrap().is_none());
+        let mut ppn = no_options();
+        ppn.ppn = Some(2);
+        assert!(ppn.spec_with(outside).unwrap_err().contains("need --hosts, --hostfile or a Slurm allocation"));
+    }
+
+    #[test]
+    fn a_bad_allocation_is_refused_naming_the_variable() {
+        let error = no_options().spec_with(slurm("c[1-", "1")).unwrap_err();
+        assert_eq!(error, "the Slurm allocation: SLURM_JOB_NODELIST=\"c[1-\": a bracket that is never closed");
+    }
 
     #[test]
     fn a_lost_host_gives_its_slots_to_a_spare_then_to_the_others() {

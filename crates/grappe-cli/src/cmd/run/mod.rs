@@ -22,7 +22,12 @@ or --ppn, in turn, round after round) and each host's are started by an agent, `
 run through the remote shell (`ssh -x HOST PATH-OF-GRAPPE agent`, or --launcher-exec CMD called
 as `CMD HOST PATH-OF-GRAPPE agent`); grappe must be at the same path on every host, and the
 processes start in the same working directory with the launcher's environment (except PMI_*,
-SLURM_*, SSH_*, HOSTNAME and GRAPPE_NET_ADDR). A host whose agent is lost stops the job.";
+SLURM_*, SSH_*, HOSTNAME and GRAPPE_NET_ADDR). A host whose agent is lost stops the job.
+
+Inside a Slurm allocation (salloc, sbatch) and without --hosts or --hostfile, the hosts are the
+allocation's nodes (SLURM_JOB_NODELIST) with SLURM_TASKS_PER_NODE slots each, and each node's
+agent is started by `srun --nodes=1 --ntasks=1 --overlap --nodelist HOST` (an allocation of this
+host alone runs as outside Slurm; --hosts localhost keeps a job on this host).";
 
 /// Launch PROGRAM as N ranks on this host, or across hosts (--hosts, --hostfile).
 #[derive(Debug, Args)]
