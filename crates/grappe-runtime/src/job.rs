@@ -183,6 +183,12 @@ impl Job {
         self.locals.len()
     }
 
+    /// Stops this process's heartbeats to the next host, saying goodbye:
+    /// the process ends normally.
+    pub fn finish_heartbeats(&self) {
+        self.links.finish_heartbeats();
+    }
+
     /// The links of world rank `rank` (of this process) to the ranks of
     /// other hosts, by world rank; taken once, when the rank connects.
     pub fn take_links(&self, rank: usize) -> Vec<Option<grappe_proto::RemoteLink>> {

@@ -17,10 +17,14 @@
 //! emulated hosts (`GRAPPE_EMULATED_HOSTS`), and otherwise the first IPv4
 //! address of an interface that is up and not the loopback.
 //!
+//! A host cut off is found by heartbeats between hosts ([`heartbeat`]),
+//! within about a second.
+//!
 //! The links may emulate a slower or failing network ([`faults`]:
 //! `GRAPPE_NET_DELAY_US`, `GRAPPE_NET_BANDWIDTH`, `GRAPPE_NET_DROP_AFTER_MS`).
 
 mod faults;
+mod heartbeat;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -37,6 +41,7 @@ use grappe_proto::RemoteLink;
 use grappe_settings::{SettingError, Vars};
 
 use self::faults::NetFaults;
+use self::heartbeat::{Heartbeats, Ring, Silence};
 use crate::StartError;
 use crate::job::{Job, Placement};
 
@@ -78,6 +83,7 @@ impl Listening {
         let here = placement.rank_host[mine.start];
         let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
         let expected = mine.clone().map(|r| remote.iter().filter(|&&q| q < r).count()).sum();
+        let local = self.listener.local_addr();
         let accepting = {
             let secret = secret.clone();
             let listener = self.listener;
@@ -135,7 +141,83 @@ impl Listening {
             cutters.sort_by_key(|&(r, q, _)| (r, q));
             faults::cut_after(drop.after, cutters)?;
         }
-        Links::new(mine, placement, links)
+        let heartbeats = start_heartbeats(pmi, placement, placement.process_of(mine.start), local, &secret)?;
+        let mut links = Links::new(mine, placement, links)?;
+        links.heartbeats = Mutex::new(heartbeats);
+        Ok(links)
+    }
+}
+
+/// Starts the heartbeats of this process if it is its host's first (see
+/// [`heartbeat`]): it beats to the next host's first process and watches
+/// the previous host's. A silent host ends this process at once, naming
+/// the host and its ranks: its processes may be alive, cut off, and the
+/// process manager would never hear of a failure.
+fn start_heartbeats(
+    pmi: &mut dyn Pmi,
+    placement: &Placement,
+    me: usize,
+    local: SocketAddr,
+    secret: &Secret,
+) -> Result<Option<Heartbeats>> {
+    let hosts = placement.hosts();
+    let here = placement.process_host[me];
+    let first_of =
+        |host: usize| placement.process_host.iter().position(|&h| h == host).expect("every host has a process");
+    // Hosts emulated on one machine share its loopback, which no cut
+    // reaches: they do not beat.
+    let emulated: usize = Vars::process().number("GRAPPE_EMULATED_HOSTS", 1, "a number of hosts (at least 1)")?;
+    if hosts < 2 || first_of(here) != me || emulated > 1 {
+        return Ok(None);
+    }
+    let silence = silence_limit(Vars::process())?;
+    let (next, watched) = ((here + 1) % hosts, (here + hosts - 1) % hosts);
+    let ring = Ring { next: published_address(pmi, first_of(next))?, watched: watched as u32, me: here as u32 };
+    let (label, here_label) = (placement.host_label(watched), placement.host_label(here));
+    let ranks: Vec<usize> = (0..placement.rank_host.len()).filter(|&r| placement.rank_host[r] == watched).collect();
+    let on_silence = Box::new(move |silence: Silence| {
+        let (ranks, seconds) = (rank_list(&ranks), silence.silent.as_secs_f64());
+        crate::say(&match silence.cut_off_here {
+            Some(error) => format!(
+                "host {here_label} is cut off from the other hosts: its heartbeats cannot be sent ({error}), \
+                 and nothing was heard from host {label} ({ranks}) for {seconds:.1} s"
+            ),
+            None => format!(
+                "{ranks} on host {label} {} lost: nothing heard from that host for {seconds:.1} s \
+                 (its link down, or the machine gone)",
+                if ranks.starts_with("ranks") { "are" } else { "is" },
+            ),
+        });
+        std::process::exit(1);
+    });
+    match Heartbeats::start(local, ring, secret, silence, on_silence) {
+        Ok(beats) => Ok(Some(beats)),
+        Err(e) => {
+            crate::say(&format!("warning: no heartbeats from {local} ({e}): a host cut off is found by TCP's timeout"));
+            Ok(None)
+        }
+    }
+}
+
+/// `rank 3`, `ranks 2-5`, or `ranks 1, 4, 7`.
+fn rank_list(ranks: &[usize]) -> String {
+    match ranks {
+        [one] => format!("rank {one}"),
+        [first, .., last] if last - first + 1 == ranks.len() => format!("ranks {first}-{last}"),
+        _ => format!("ranks {}", ranks.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// `GRAPPE_NET_SILENCE_MS`: how long the host watched by heartbeats may
+/// stay silent before it counts as lost (a second by default, at least
+/// three heartbeat periods).
+fn silence_limit(vars: Vars<'_>) -> Result<Duration> {
+    let least = 3 * heartbeat::PERIOD.as_millis() as u64;
+    let expected = "milliseconds (at least 300)";
+    let millis: u64 = vars.number("GRAPPE_NET_SILENCE_MS", 1000, expected)?;
+    match millis >= least {
+        true => Ok(Duration::from_millis(millis)),
+        false => Err(SettingError::new("GRAPPE_NET_SILENCE_MS", millis.to_string(), expected).into()),
     }
 }
 
@@ -222,6 +304,8 @@ pub(crate) struct Links {
     first: usize,
     /// What to watch of each link.
     sockets: Vec<Watched>,
+    /// This process's heartbeats, if it is its host's first.
+    heartbeats: Mutex<Option<Heartbeats>>,
 }
 
 /// The descriptors of one link to watch, and the rank that owns it.
@@ -235,9 +319,17 @@ struct Watched {
 }
 
 impl Links {
+    /// Stops this process's heartbeats, saying goodbye to the next host:
+    /// the process ends normally.
+    pub fn finish_heartbeats(&self) {
+        if let Some(mut beats) = self.heartbeats.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            beats.finish();
+        }
+    }
+
     /// No links: a job on one host.
     pub fn none() -> Links {
-        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new() }
+        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new(), heartbeats: Mutex::new(None) }
     }
 
     fn new(mine: Range<usize>, placement: &Placement, mut links: HashMap<(usize, usize), Link>) -> Result<Links> {
@@ -268,7 +360,7 @@ impl Links {
             }
             per_rank.push(Some(row));
         }
-        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets })
+        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets, heartbeats: Mutex::new(None) })
     }
 
     /// The links of world rank `rank`, by world rank (none for a rank of

@@ -186,6 +186,7 @@ impl Runtime {
     /// slowest rank (`RUN_TIME_KEY`-P, nanoseconds; `grappe run
     /// --report-time` prints the job's).
     pub fn finalize(self) -> Result<(), PmiError> {
+        self.job.finish_heartbeats();
         let mut pmi = self.end.pmi();
         let longest = self.end.longest_run_ns.load(Ordering::Acquire);
         let process = pmi.rank();
