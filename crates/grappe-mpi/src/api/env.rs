@@ -121,11 +121,19 @@ fn start_failed(message: &str) -> ! {
 }
 
 mpi_fn! {
-    /// `MPI_Finalize`: the rank's trace completed, a barrier with every
-    /// other rank, and the process manager told.
+    /// `MPI_Finalize`: the attributes of `MPI_COMM_SELF`, then of
+    /// `MPI_COMM_WORLD`, deleted with their callbacks while MPI still works
+    /// (libraries hook their own clean-up there, MPI-3.1 §8.7.1), the
+    /// rank's trace completed, a barrier with every other rank, and the
+    /// process manager told.
     fn MPI_Finalize / PMPI_Finalize() {
         let state = state::lock("MPI_Finalize")?;
         drop(state);
+        for comm in [abi::COMM_SELF, abi::COMM_WORLD] {
+            // A callback's error cannot stop the finalization (the other
+            // ranks are in it): the callback has said what it wanted.
+            let _ = crate::api::attr::delete_all(crate::api::attr::Object::Comm(comm));
+        }
         let mut state = state::take().expect("locked just before");
         let rank = state.rank.take().expect("finalized once");
         state.requests = Table::new();

@@ -89,6 +89,36 @@ static void check_processor_name(void)
         CHECK_INT(strnlen(name, MPI_MAX_PROCESSOR_NAME), len, "MPI_Get_processor_name: resultlen is the name's length");
 }
 
+/* Which attributes MPI_Finalize deleted, in order, and whether MPI still
+ * worked then: libraries (PETSc, HDF5) hook their clean-up on
+ * MPI_COMM_SELF's attributes, deleted first by MPI_Finalize (MPI-3.1
+ * 8.7.1), last set first. */
+static char deleted_at_finalize[8];
+static int deleted_before_finalized = 1;
+
+static int note_deletion(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    deleted_before_finalized &= !finalized;
+    size_t used = strlen(deleted_at_finalize);
+    if (used + 1 < sizeof deleted_at_finalize)
+        deleted_at_finalize[used] = *(const char *)value;
+    return MPI_SUCCESS;
+}
+
+static void hook_finalize(void)
+{
+    int keyval;
+    CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, note_deletion, &keyval, NULL));
+    CHECK_MPI(MPI_Comm_set_attr(MPI_COMM_WORLD, keyval, "w"));
+    CHECK_MPI(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, "a"));
+    int second;
+    CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, note_deletion, &second, NULL));
+    CHECK_MPI(MPI_Comm_set_attr(MPI_COMM_SELF, second, "b"));
+}
+
 int main(int argc, char **argv)
 {
     check_state(0, 0, "before MPI_Init");
@@ -103,9 +133,14 @@ int main(int argc, char **argv)
     check_sizes();
     check_clock();
     check_processor_name();
+    hook_finalize();
 
     int total = check_report();
     CHECK_MPI(MPI_Finalize());
+    CHECK(deleted_before_finalized, "MPI_Finalize deleted attributes while MPI still worked");
+    CHECK(strcmp(deleted_at_finalize, "baw") == 0,
+          "MPI_Finalize deletes MPI_COMM_SELF's attributes (last set first), then MPI_COMM_WORLD's: expected baw, got %s",
+          deleted_at_finalize);
     /* Failures from here on are this rank's own: its exit status says them. */
     check_state(1, 1, "after MPI_Finalize");
     check_version("after MPI_Finalize");
