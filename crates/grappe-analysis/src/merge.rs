@@ -160,8 +160,8 @@ fn rank_endings(summary: &StreamSummary) -> Vec<RankEnding> {
 }
 
 /// Rank 0's clock samples, kept so `grappe trace clock` works on the
-/// merged file too.
-fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
+/// merged file too (and on any trace written in a merged file's form).
+pub fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
     let file = match set.layout() {
         Layout::PerRank => set.file_of(REFERENCE),
         Layout::Merged => set.files().first(),
@@ -184,7 +184,11 @@ fn alpha_by_id(header: &FileHeader) -> Vec<u32> {
     alpha
 }
 
-fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
+/// The header of a merged file made of `set` on global time `time`: the
+/// reference rank's, on global dates, with what each rank's file said
+/// (a merged input's own header as it is). Tools that write a trace in
+/// the merged form (a re-simulated trace) start from it.
+pub fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
     let first = &set.files()[0].header;
     if set.layout() == Layout::Merged {
         return Ok(first.clone());
