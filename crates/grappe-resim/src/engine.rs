@@ -97,7 +97,6 @@ struct Traversal<'p> {
 
 impl<'p> Traversal<'p> {
     fn new(program: &'p Program, options: &Options) -> Self {
-        let fits = Fits::of(program);
         let flows = program
             .flows
             .iter()
@@ -113,20 +112,23 @@ impl<'p> Traversal<'p> {
         for ((rank, _), m) in by_place {
             incoming[rank as usize].push(m);
         }
-        Traversal {
+        let mut traversal = Traversal {
             program,
             options: *options,
-            fits,
+            fits: Fits::default(),
             flows,
             messages: vec![MsgState::default(); program.messages.len()],
             entered: vec![0; program.instances.len()],
             exits: vec![None; program.instances.len()],
             failed_tests: FxHashMap::default(),
             dates: Dates { of: program.flows.iter().map(|f| vec![(0, 0); f.len()]).collect() },
-            summary: Summary::new(options.model, fits),
+            summary: Summary::new(options.model, Fits::default()),
             warnings: Vec::new(),
             incoming,
-        }
+        };
+        traversal.fits = Fits::of(program, |msg| traversal.is_rendezvous(msg));
+        traversal.summary.fits = traversal.fits;
+        traversal
     }
 
     fn run(mut self) -> Result<Outcome> {
@@ -318,9 +320,7 @@ impl<'p> Traversal<'p> {
             send: (send.start as i64, ta_send),
             start: (e.start as i64, ta_start),
             end: e.end as i64,
-            // A sendrecv's receive: its record does say whether the
-            // message had arrived when the call started.
-            arrived: arrival_flag(&e.body).unwrap_or(matches!(e.body, Body::Recv { arrived: true, .. })),
+            arrived: arrival_flag(&e.body).unwrap_or(false),
             bytes: info.bytes,
             failed_test: request.and_then(|q| self.failed_tests.remove(&(rank, q))),
         };

@@ -57,13 +57,18 @@ pub struct Fits {
 }
 
 impl Fits {
-    /// Fits `program`'s measured receives.
-    pub fn of(program: &Program) -> Fits {
+    /// Fits `program`'s measured receives of asynchronous messages (a
+    /// rendezvous, for which `rendezvous` is true, ends with its send: its
+    /// receive's duration is no copy and no transit).
+    pub fn of(program: &Program, rendezvous: impl Fn(usize) -> bool) -> Fits {
         let mut copies = Vec::new();
         let mut waited = Vec::new();
         for flow in &program.flows {
             for step in flow {
                 let Link::Recv { msg } = step.link else { continue };
+                if rendezvous(msg) {
+                    continue;
+                }
                 let Some(arrived) = arrival_flag(&step.event.body) else { continue };
                 let bytes = program.messages[msg].bytes;
                 let duration = step.event.end as i64 - step.event.start as i64;
@@ -83,11 +88,12 @@ impl Fits {
 }
 
 /// Whether the message of a receive-completing body had arrived when the
-/// receive (or the wait) started; `None` for a sendrecv's receive (its
-/// duration holds the send too) and for bodies that complete none.
+/// receive (or the wait) started; `None` for bodies that complete none.
+/// (A sendrecv's receive lasts its send's posting too: with eager sends,
+/// a copy into the layer, a small part of the copy out it is fitted on.)
 pub fn arrival_flag(body: &Body) -> Option<bool> {
     match *body {
-        Body::Recv { arrived, sendrecv: false, .. } => Some(arrived),
+        Body::Recv { arrived, .. } => Some(arrived),
         Body::Wait { completion, .. } if completion.is_recv => Some(completion.arrived),
         Body::Test { completion: Some(c), .. } if c.is_recv => Some(c.arrived),
         _ => None,
