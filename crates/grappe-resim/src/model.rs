@@ -16,12 +16,21 @@
 //! only the completion copies the message out, and the completion's record
 //! says whether it had arrived when the wait started. The rule is
 //! therefore the blocking receive's with SR replaced by the start of the
-//! completing wait (or test). A test that failed at date t(T) on the same
-//! request says t(B) > t(T); when pert(T) ≥ pert(S), Proposition 2's
-//! argument gives ta(B) > ta(T), so a modelled ta(B) is raised to ta(T)
-//! at least. A successful test keeps its outcome (the conservative
-//! approximation: a corrected run in which it would have failed is not
-//! simulated).
+//! completing wait (or test).
+//!
+//! What the trace says of B also bounds a modelled ta(B). Instrumentation
+//! is assumed not to change transit times, so every measured bound on
+//! t(B) moves by pert(S) (Eq. 4.3: ta(B) = t(B) − pert(S)):
+//! * `arrived` says t(B) ≤ t(SR), so ta(B) ≤ t(SR) − pert(S);
+//! * a test that failed at t(T) on the same request says t(B) > t(T), so
+//!   ta(B) > t(T) − pert(S) (the thesis's receives were blocking and had
+//!   no such date).
+//!
+//! MINSIM's model case (cas-1m, Proposition 1 not holding) clamps the
+//! model's ta(S) + β + L·τ into these bounds, so that a wrong model can
+//! never date the receive against what the trace measured. A successful
+//! test keeps its outcome (the conservative approximation: a corrected
+//! run in which it would have failed is not simulated).
 
 use crate::fit::{Fits, Linear};
 
@@ -127,7 +136,7 @@ pub struct Receive {
     pub arrived: bool,
     /// Message bytes.
     pub bytes: u64,
-    /// A failed test on the same request: t(T), ta(T).
+    /// The last failed test on the same request: t(T), ta(T).
     pub failed_test: Option<(i64, i64)>,
 }
 
@@ -200,14 +209,14 @@ pub fn decide(mode: Mode, r: &Receive, transit: i64, copy: &Linear) -> Decided {
     let copy_est = copy.at(r.bytes).min(measured);
     let p_s = t_s - ta_s;
     let p_sr = t_sr - ta_sr;
-    let modelled_b = |ta_s: i64| bounded_by_failed_test(ta_s + transit, r, p_s);
+    let modelled_b = |ta_s: i64| ta_s + transit;
     match mode {
         Mode::MinSim if r.arrived => {
             if p_sr <= p_s {
                 // Proposition 1: ta(B) ≤ ta(SR).
                 Decided { end: ta_sr + measured, available: ta_sr, case: Case::ArrivedProp1 }
             } else {
-                let b = modelled_b(ta_s);
+                let b = within_measured_bounds(modelled_b(ta_s), r, p_s);
                 Decided { end: ta_sr.max(b) + measured, available: b, case: Case::ArrivedModel }
             }
         }
@@ -250,13 +259,13 @@ pub fn predict(r: &Receive, transit: i64, copy: &Linear) -> Decided {
     Decided { end: ta_sr.max(b) + copy, available: b, case: Case::PredictNetwork }
 }
 
-/// ta(B) raised to a failed test's corrected date when that test's
-/// perturbation is at least the send's (see the module's doc).
-fn bounded_by_failed_test(b: i64, r: &Receive, p_s: i64) -> i64 {
-    match r.failed_test {
-        Some((t_t, ta_t)) if t_t - ta_t >= p_s => b.max(ta_t),
-        _ => b,
-    }
+/// A modelled ta(B) of a message that had arrived, kept between what a
+/// failed test and the receive's start measured of B, moved by the send's
+/// perturbation (see the module's doc).
+fn within_measured_bounds(b: i64, r: &Receive, p_s: i64) -> i64 {
+    let upper = r.start.0 - p_s;
+    let lower = r.failed_test.map_or(i64::MIN, |(t_t, _)| t_t - p_s);
+    b.min(upper).max(lower)
 }
 
 /// The rendezvous model: the exits of a send (SS..ES) and its receive
@@ -382,17 +391,22 @@ mod tests {
         assert_eq!((sm.case, sm.end), (Case::SmModel, 310));
     }
 
-    /// A failed test after the send's perturbation bounds a modelled B.
+    /// The measured bracket of B, moved by the send's perturbation,
+    /// bounds a modelled B: a failed test from below, the receive's start
+    /// (the message had arrived) from above.
     #[test]
-    fn a_failed_test_bounds_the_modelled_arrival() {
+    fn the_measured_bounds_of_the_arrival_clamp_the_model() {
         let mut r = receive((0, 0), (300, 100), 315, true);
         r.failed_test = Some((250, 90));
         let d = decide(Mode::MinSim, &r, 10, &NO_COPY);
-        assert_eq!((d.available, d.end), (90, 115));
-        // A test perturbed less than the send says nothing on the corrected scale.
+        assert_eq!((d.available, d.end), (250, 265));
         (r.send, r.start) = ((0, -500), (300, -300));
         r.failed_test = Some((250, 240));
-        assert_eq!(decide(Mode::MinSim, &r, 10, &NO_COPY).available, -490);
+        assert_eq!(decide(Mode::MinSim, &r, 10, &NO_COPY).available, -250);
+        // No test: a model longer than the measure is cut at t(SR) − pert(S).
+        let r = receive((0, 0), (300, 100), 315, true);
+        let d = decide(Mode::MinSim, &r, 1_000_000, &NO_COPY);
+        assert_eq!((d.available, d.end), (300, 315));
     }
 
     /// The rendezvous keeps the exits' measured order and spacing after
