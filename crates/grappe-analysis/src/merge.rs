@@ -97,13 +97,7 @@ pub fn merge_to_file_with(
     written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
     progress(written);
     let summary = stream.summary();
-    let footer = Footer {
-        events: written,
-        dropped: dropped_events(&summary),
-        incomplete: incomplete_inputs(&summary),
-        ranks: rank_endings(&summary),
-        ..Footer::default()
-    };
+    let footer = merged_footer(&summary, written);
     writer.write_footer(&footer).map_err(io)?;
     Ok(MergeOutcome { events: written, incomplete: footer.incomplete, summary })
 }
@@ -116,6 +110,19 @@ fn write_block(writer: &mut TraceWriter, defs: &mut FileDefinitions, block: &mut
     writer.write_definitions(&defs.take_pending())?;
     writer.write_events(block.drain(..))?;
     Ok(n)
+}
+
+/// The footer of a merged file of `events` events made from the stream
+/// `summary` describes: what its inputs dropped, which were incomplete,
+/// and each rank's ending.
+pub fn merged_footer(summary: &StreamSummary, events: u64) -> Footer {
+    Footer {
+        events,
+        dropped: dropped_events(summary),
+        incomplete: incomplete_inputs(summary),
+        ranks: rank_endings(summary),
+        ..Footer::default()
+    }
 }
 
 fn dropped_events(summary: &StreamSummary) -> u64 {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use grappe_analysis::merge::{MergeLayout, merged_header, reference_samples};
+use grappe_analysis::merge::{MergeLayout, merged_footer, merged_header, reference_samples};
 use grappe_analysis::{GlobalTime, TraceSet};
 use grappe_trace::format::Encoded;
 use grappe_trace::raw::raw_of_event;
@@ -72,7 +72,11 @@ pub fn write(set: &TraceSet, time: &GlobalTime, program: &Program, dates: &Dates
         writer.write_definitions(&defs.take_pending()).map_err(io)?;
         writer.write_events(encoded.into_iter()).map_err(io)?;
     }
-    let footer = Footer { events: events.len() as u64, ..Footer::default() };
+    let written = events.len() as u64;
+    let footer = match &program.read_from {
+        Some(summary) => merged_footer(summary, written),
+        None => Footer { events: written, ..Footer::default() },
+    };
     writer.write_footer(&footer).map_err(io)?;
     Ok(events.len() as u64)
 }

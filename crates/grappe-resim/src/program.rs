@@ -104,15 +104,18 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Where the ranks ran.
     pub placement: Placement,
+    /// What the stream it was read from saw (the inputs' endings, for the
+    /// output's footer); `None` for a program built from events.
+    pub read_from: Option<grappe_analysis::StreamSummary>,
 }
 
 impl Program {
     /// Reads `set` on global time `time` into a program.
     pub fn read(set: &TraceSet, time: &grappe_analysis::GlobalTime) -> Result<Program> {
-        let stream = grappe_analysis::CausalStream::open(set, time)?;
+        let mut stream = grappe_analysis::CausalStream::open(set, time)?;
         let mut events = Vec::new();
-        for linked in stream {
-            events.push(linked?.event);
+        while let Some(linked) = stream.next_event()? {
+            events.push(*linked.event);
         }
         let ranks = set.world_size().max(events.iter().map(|e| e.rank + 1).max().unwrap_or(0));
         let mut placement = Placement::one_host(ranks);
@@ -124,7 +127,9 @@ impl Program {
                 }
             }
         }
-        Program::link(events, placement)
+        let mut program = Program::link(events, placement)?;
+        program.read_from = Some(stream.summary());
+        Ok(program)
     }
 
     /// Links `events`, given in causal order (every send before its
