@@ -202,3 +202,36 @@ fn prediction_gives_messages_between_hosts_the_network_s_transit() {
     assert!(outcome.dates.of[1][1].1 >= 1_000 + 1_000_000);
     assert!(outcome.summary.new_run_time_s.unwrap() > outcome.summary.traced_run_time_s.unwrap() + 0.0009);
 }
+
+/// Two blocking rendezvous sends towards each other before their
+/// receives: no real run ends like that (each waits for the other's
+/// receive). The traversal says which ranks wait for what instead of
+/// looping.
+#[test]
+fn ranks_waiting_for_each_other_in_a_cycle_are_an_error_that_names_them() {
+    let big = 1 << 20;
+    let events = vec![
+        ev(0, 0, 1_000, 0, Body::Init),
+        ev(1, 0, 1_000, 0, Body::Init),
+        ev(0, 1_000, 2_000, 0, Body::Send { dest: 1, tag: 0, comm: 0, bytes: big, seq: 1, failed: false }),
+        ev(1, 1_000, 2_000, 0, Body::Send { dest: 0, tag: 0, comm: 0, bytes: big, seq: 1, failed: false }),
+        ev(
+            0,
+            2_000,
+            3_000,
+            0,
+            Body::Recv { src: 1, tag: 0, comm: 0, bytes: big, arrived: false, sendrecv: false, failed: false },
+        ),
+        ev(
+            1,
+            2_000,
+            3_000,
+            0,
+            Body::Recv { src: 0, tag: 0, comm: 0, bytes: big, arrived: false, sendrecv: false, failed: false },
+        ),
+    ];
+    let program = Program::link(events, Placement::one_host(2)).expect("linked");
+    let options = Options { model: CostModel::Correct(Mode::MinSim), eager: EagerLimits::default() };
+    let error = grappe_resim::run(&program, &options).expect_err("a cycle").to_string();
+    assert!(error.contains("rank 0 at event 1 (send)") && error.contains("rank 1 at event 1 (send)"), "{error}");
+}
