@@ -90,8 +90,8 @@ fn correction_moves_jacobi_s_run_time_toward_the_untraced_run() {
 
 /// Prediction on the corrected trace: with no message between hosts and
 /// no model within the host it predicts the corrected run itself; with 1 ms
-/// per message within the host every iteration's halo exchange takes
-/// 1 ms at least.
+/// per message within the host, or between the ranks counted as two
+/// emulated hosts, every iteration's halo exchange takes 1 ms at least.
 #[test]
 fn prediction_under_a_slower_network_adds_its_latency_to_every_exchange() {
     let dir = grappe_testkit::scratch("probe-effect-predict");
@@ -115,6 +115,12 @@ fn prediction_under_a_slower_network_adds_its_latency_to_every_exchange() {
     assert!(p >= iterations * 1e-3, "predicted {p} s for {iterations} exchanges of 1 ms at least");
     let check = Command::new(GRAPPE).args(["trace", "check"]).arg(&predicted).output().unwrap();
     assert!(check.status.success(), "the predicted trace: {}", grappe_testkit::describe(&check));
+    // The two ranks as two emulated hosts: the network model applies.
+    let split = [&args[..], &["--emulated-hosts", "2"]].concat();
+    let (text, json) = resim("predict", &split, &summary);
+    let p = seconds(&json, "predicted_run_time_s");
+    assert!(p >= iterations * 1e-3, "predicted {p} s for {iterations} exchanges between hosts of 1 ms at least");
+    assert!(text.contains("predict_network: "), "{text}");
 }
 
 /// pingpong's large messages go by rendezvous: the rendezvous model

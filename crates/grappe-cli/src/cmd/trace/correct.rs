@@ -36,7 +36,7 @@ pub struct CorrectArgs {
 
 pub fn execute(args: CorrectArgs) -> Result<i32> {
     let options = Options { model: CostModel::Correct(args.model), eager: args.eager.limits() };
-    let outcome = resimulate(&args.input.trace, &args.estimation, &args.output, &options)?;
+    let outcome = resimulate(&args.input.trace, &args.estimation, &args.output, &options, None)?;
     let s = &outcome.summary;
     say!("{s}");
     sayln!("traced run time: {} s", seconds(s.traced_run_time_s));

@@ -38,6 +38,10 @@ pub struct PredictArgs {
     /// Also write the summary as JSON to this file.
     #[arg(long, value_name = "SUMMARY")]
     json: Option<PathBuf>,
+    /// The traced run split its processes into K hosts of one machine
+    /// (GRAPPE_EMULATED_HOSTS=K), which its trace does not tell apart: process p on host p·K/P.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    emulated_hosts: Option<u64>,
     #[command(flatten)]
     eager: EagerArgs,
 }
@@ -49,7 +53,13 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
     };
     let network = Network { between_hosts: LinkCost::new(args.latency as f64, args.bandwidth), within_host };
     let options = Options { model: CostModel::Predict(network), eager: args.eager.limits() };
-    let outcome = resimulate(&args.input.trace, &args.estimation, &args.output, &options)?;
+    let outcome = resimulate(
+        &args.input.trace,
+        &args.estimation,
+        &args.output,
+        &options,
+        args.emulated_hosts.map(|k| k as usize),
+    )?;
     let s = &outcome.summary;
     say!("{s}");
     sayln!("traced run time: {} s", seconds(s.traced_run_time_s));

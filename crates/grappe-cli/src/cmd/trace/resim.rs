@@ -28,18 +28,44 @@ impl EagerArgs {
 }
 
 /// Reads `trace`, re-simulates it under `options` and writes the result to
-/// `output` (a merged trace file); warnings go to stderr.
-pub fn resimulate(trace: &Path, estimation: &EstimationArgs, output: &Path, options: &Options) -> Result<Outcome> {
+/// `output` (a merged trace file); warnings go to stderr. `emulated_hosts`:
+/// the traced run's processes were split into that many hosts of one
+/// machine (`GRAPPE_EMULATED_HOSTS`), which the trace's host names do not
+/// tell apart.
+pub fn resimulate(
+    trace: &Path,
+    estimation: &EstimationArgs,
+    output: &Path,
+    options: &Options,
+    emulated_hosts: Option<usize>,
+) -> Result<Outcome> {
     check_output(output)?;
     let (set, time) = open(trace, estimation)?;
     refuse_to_overwrite_input(&set, output)?;
-    let program = Program::read(&set, &time)?;
+    let mut program = Program::read(&set, &time)?;
+    if let Some(hosts) = emulated_hosts {
+        emulate_hosts(&mut program, &set.processes(), hosts);
+    }
     let outcome = grappe_resim::run(&program, options)?;
     for warning in &outcome.warnings {
         eprintln!("grappe trace: warning: {warning}");
     }
     grappe_resim::output::write(&set, &time, &program, &outcome.dates, output)?;
     Ok(outcome)
+}
+
+/// Puts process `p` (in the order of their lowest rank) on host
+/// `p·K/processes`, as the runtime splits a job into `K` emulated hosts.
+fn emulate_hosts(program: &mut Program, processes: &[grappe_analysis::Process], hosts: usize) {
+    let count = processes.len().max(1);
+    for (p, process) in processes.iter().enumerate() {
+        let host = format!("{}#{}", process.host, p * hosts.min(count) / count);
+        for &rank in &process.ranks {
+            if let Some(slot) = program.placement.host.get_mut(rank as usize) {
+                *slot = host.clone();
+            }
+        }
+    }
 }
 
 /// A run time for the summary lines.
