@@ -190,7 +190,7 @@ impl<'p> Traversal<'p> {
         self.dates.of[rank as usize][index].0 = start;
         match step.link {
             Link::Send { msg } => self.messages[msg].send_start = Some(start),
-            Link::Collective { instance } => self.entered[instance] += 1,
+            Link::Collective { instance, .. } => self.entered[instance] += 1,
             _ => {}
         }
     }
@@ -203,9 +203,8 @@ impl<'p> Traversal<'p> {
         let ta_start = self.dates.of[rank as usize][index].0;
         let alpha = e.alpha_ns as i64;
         match step.link {
-            Link::Send { msg } if self.is_sendrecv_send(rank, index) => {
+            Link::Send { .. } if self.is_sendrecv_send(rank, index) => {
                 // Its exit is the receive half's: dated there.
-                let _ = msg;
                 self.flows[rank as usize].pair_alpha = alpha;
                 Some(ta_start)
             }
@@ -221,13 +220,11 @@ impl<'p> Traversal<'p> {
                 self.sync_exit(rank, t_end, end, alpha);
                 Some(end)
             }
-            Link::Collective { instance } => {
+            Link::Collective { instance, part } => {
                 if self.entered[instance] < self.program.instances[instance].parts.len() {
                     return None;
                 }
-                let exits = self.collective_exits(instance);
-                let at = self.program.instances[instance].parts.iter().position(|&p| p == (rank, index))?;
-                let end = exits[at];
+                let end = self.collective_exit(instance, part);
                 self.sync_exit(rank, t_end, end, alpha);
                 Some(end)
             }
@@ -383,10 +380,11 @@ impl<'p> Traversal<'p> {
         }
     }
 
-    /// Every member's exit of a collective instance (computed once).
-    fn collective_exits(&mut self, instance: usize) -> Vec<i64> {
+    /// The exit of a member (`part`) of a collective instance; every
+    /// member's is computed once, when the first asks.
+    fn collective_exit(&mut self, instance: usize, part: usize) -> i64 {
         if let Some(exits) = &self.exits[instance] {
-            return exits.clone();
+            return exits[part];
         }
         let parts: Vec<((i64, i64), i64)> = self.program.instances[instance]
             .parts
@@ -399,8 +397,9 @@ impl<'p> Traversal<'p> {
         let extra = self.collective_network_cost(instance);
         let exits = model::barrier(&parts, extra);
         self.summary.count(Case::Collective);
-        self.exits[instance] = Some(exits.clone());
-        exits
+        let exit = exits[part];
+        self.exits[instance] = Some(exits);
+        exit
     }
 
     /// A prediction adds, to a collective spanning hosts, ⌈log₂ P⌉ rounds

@@ -28,6 +28,8 @@ pub enum Link {
     Collective {
         /// Index in [`Program::instances`].
         instance: usize,
+        /// Index of this part in the instance's parts.
+        part: usize,
     },
 }
 
@@ -178,8 +180,9 @@ impl Program {
                             program.instances.push(Instance { parts: Vec::new() });
                             program.instances.len() - 1
                         });
-                        program.instances[instance].parts.push((rank, index));
-                        Link::Collective { instance }
+                        let parts = &mut program.instances[instance].parts;
+                        parts.push((rank, index));
+                        Link::Collective { instance, part: parts.len() - 1 }
                     }
                     Body::Irecv { src: ANY, request, .. } => {
                         wildcard_requests.insert((rank, request), ());
