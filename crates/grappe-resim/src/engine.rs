@@ -338,6 +338,8 @@ impl<'p> Traversal<'p> {
             }
         };
         self.summary.count(decided.case);
+        self.summary.arrived_measured += u64::from(r.arrived);
+        self.summary.arrived_after += u64::from(decided.available <= r.start.1);
         if info.wildcard {
             self.check_wildcard(rank, msg, decided.available);
         }

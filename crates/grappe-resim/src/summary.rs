@@ -24,6 +24,12 @@ pub struct Summary {
     /// Receives whose start followed their send's: the messages
     /// Sarukkai–Malony's method would have modelled (NBSIM_SM).
     pub sarukkai_malony_model_uses: u64,
+    /// Receives whose message had arrived when they started, as measured
+    /// (NBCOMF).
+    pub arrived_measured: u64,
+    /// Receives whose message was there before they started after the
+    /// traversal (NBCOMFA).
+    pub arrived_after: u64,
     /// Wildcard receives whose traced order was kept against the
     /// corrected arrival order (one warning each).
     pub wildcard_orders_imposed: u64,
@@ -45,6 +51,8 @@ impl Summary {
             cases: BTreeMap::new(),
             communication_model_uses: 0,
             sarukkai_malony_model_uses: 0,
+            arrived_measured: 0,
+            arrived_after: 0,
             wildcard_orders_imposed: 0,
             causality_violations_after: 0,
             traced_run_time_s: None,
@@ -82,7 +90,11 @@ impl fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "NBCOM={receives} NBSIM={} ({}) NBSIM_SM={} ({})",
+            "NBCOM={receives} NBCOMF={} ({}) NBCOMFA={} ({}) NBSIM={} ({}) NBSIM_SM={} ({})",
+            self.arrived_measured,
+            share(self.arrived_measured, receives),
+            self.arrived_after,
+            share(self.arrived_after, receives),
             self.communication_model_uses,
             share(self.communication_model_uses, receives),
             self.sarukkai_malony_model_uses,

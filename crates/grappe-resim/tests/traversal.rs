@@ -59,6 +59,9 @@ fn a_wait_completing_an_irecv_is_corrected_as_a_receive_starting_at_the_wait() {
     assert_eq!(dates[4], (3_000, 3_000));
     assert_eq!(outcome.summary.cases.get("minsim_arrived_model"), Some(&1));
     assert_eq!(outcome.summary.cases.get("minsim_waited_prop2"), Some(&1));
+    // One message had arrived as measured, and still has after correction.
+    assert_eq!((outcome.summary.arrived_measured, outcome.summary.arrived_after), (1, 1));
+    assert!(outcome.summary.to_string().contains("NBCOM=2 NBCOMF=1 (50%) NBCOMFA=1 (50%) NBSIM=1 (50%)"));
     assert_eq!(outcome.summary.fits.transit.at(64), 500, "t(ER) − DĈ − t(S) of the waited message");
     assert_eq!(program.messages.len(), 2);
 }

@@ -52,6 +52,8 @@ pub fn execute(args: CorrectArgs) -> Result<i32> {
             "communication_model_uses": s.communication_model_uses,
             "sarukkai_malony_model_uses": s.sarukkai_malony_model_uses,
             "receives": s.receives(),
+            "arrived_measured": s.arrived_measured,
+            "arrived_after": s.arrived_after,
             "wildcard_orders_imposed": s.wildcard_orders_imposed,
             "causality_violations_after": s.causality_violations_after,
             "fits": s.fits,
