@@ -142,3 +142,43 @@ fn pingpong_s_rendezvous_are_corrected() {
     let check = Command::new(GRAPPE).args(["trace", "check"]).arg(&out).output().unwrap();
     assert!(check.status.success(), "{}", grappe_testkit::describe(&check));
 }
+
+/// The summaries carry the keys the fidelity tables are made from, with
+/// values of the right kinds; an output that is a directory is refused
+/// before anything is read, naming it.
+#[test]
+fn the_json_summaries_have_their_keys_and_a_directory_is_no_output() {
+    use grappe_testkit::synthetic::{SyntheticJob, write_job};
+    let dir = grappe_testkit::scratch("probe-effect-json");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::new(3, 20)).unwrap();
+    let out = dir.join("corrected.gtrace");
+    let summary = dir.join("summary.json");
+    let (_, json) = resim("correct", &[traces.to_str().unwrap(), "-o", out.to_str().unwrap()], &summary);
+    for key in ["traced_run_time_s", "corrected_run_time_s"] {
+        assert!(json[key].is_f64(), "{key}: {json}");
+    }
+    for key in ["events", "events_corrected", "wildcard_orders_imposed", "causality_violations_after"] {
+        assert!(json[key].is_u64(), "{key}: {json}");
+    }
+    assert!(json["model_evaluations"].as_object().is_some_and(|cases| cases.values().all(Value::is_u64)), "{json}");
+    assert_eq!(json["events"].as_u64(), Some(SyntheticJob::new(3, 20).events()));
+    for model in ["fullsim", "sarukkai-malony"] {
+        let (_, json) =
+            resim("correct", &[traces.to_str().unwrap(), "-o", out.to_str().unwrap(), "--model", model], &summary);
+        assert_eq!(json["model"], model);
+    }
+    let predicted = dir.join("predicted.gtrace");
+    let args =
+        [out.to_str().unwrap(), "-o", predicted.to_str().unwrap(), "--latency", "50us", "--bandwidth", "800Mbit/s"];
+    let (_, json) = resim("predict", &args, &summary);
+    assert!(json["predicted_run_time_s"].is_f64() && json["traced_run_time_s"].is_f64(), "{json}");
+
+    let refused = Command::new(GRAPPE).args(["trace", "correct"]).arg(&traces).arg("-o").arg(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains(dir.to_str().unwrap()) && said.contains("is a directory"), "{said}");
+    let bad_rate = [&args[..3], &["--latency", "50us", "--bandwidth", "fast"]].concat();
+    let refused = Command::new(GRAPPE).args(["trace", "predict"]).args(&bad_rate).output().unwrap();
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("expected a rate"), "{refused:?}");
+}
