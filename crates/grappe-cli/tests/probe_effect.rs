@@ -144,8 +144,9 @@ fn pingpong_s_rendezvous_are_corrected() {
 }
 
 /// The summaries carry the keys the fidelity tables are made from, with
-/// values of the right kinds; an output that is a directory is refused
-/// before anything is read, naming it.
+/// values of the right kinds; a merged trace is corrected as its per-rank
+/// files are; an output that is a directory is refused before anything is
+/// read, naming it.
 #[test]
 fn the_json_summaries_have_their_keys_and_a_directory_is_no_output() {
     use grappe_testkit::synthetic::{SyntheticJob, write_job};
@@ -173,6 +174,17 @@ fn the_json_summaries_have_their_keys_and_a_directory_is_no_output() {
         [out.to_str().unwrap(), "-o", predicted.to_str().unwrap(), "--latency", "50us", "--bandwidth", "800Mbit/s"];
     let (_, json) = resim("predict", &args, &summary);
     assert!(json["predicted_run_time_s"].is_f64() && json["traced_run_time_s"].is_f64(), "{json}");
+
+    // A merged trace of the same run is corrected alike: the merge keeps
+    // every event's α.
+    let merged = dir.join("merged.gtrace");
+    ok(Command::new(GRAPPE).args(["trace", "merge"]).arg(&traces).arg("-o").arg(&merged).output().unwrap());
+    let from_merged = dir.join("from-merged.gtrace");
+    let (_, direct) = resim("correct", &[traces.to_str().unwrap(), "-o", out.to_str().unwrap()], &summary);
+    let (_, chained) = resim("correct", &[merged.to_str().unwrap(), "-o", from_merged.to_str().unwrap()], &summary);
+    for key in ["corrected_run_time_s", "events_corrected", "model_evaluations"] {
+        assert_eq!(direct[key], chained[key], "{key}");
+    }
 
     let refused = Command::new(GRAPPE).args(["trace", "correct"]).arg(&traces).arg("-o").arg(&dir).output().unwrap();
     let said = String::from_utf8_lossy(&refused.stderr);
