@@ -93,6 +93,9 @@ struct Traversal<'p> {
     warnings: Vec<String>,
     /// Each rank's incoming messages in the order received (wildcard check).
     incoming: Vec<Vec<usize>>,
+    /// Wildcard receives to check once every send is dated: (rank,
+    /// message, its corrected arrival).
+    wildcards: Vec<(u32, usize, i64)>,
 }
 
 impl<'p> Traversal<'p> {
@@ -125,6 +128,7 @@ impl<'p> Traversal<'p> {
             summary: Summary::new(options.model, Fits::default()),
             warnings: Vec::new(),
             incoming,
+            wildcards: Vec::new(),
         };
         traversal.fits = Fits::of(program, |msg| traversal.is_rendezvous(msg));
         traversal.summary.fits = traversal.fits;
@@ -341,7 +345,7 @@ impl<'p> Traversal<'p> {
         self.summary.arrived_measured += u64::from(r.arrived);
         self.summary.arrived_after += u64::from(decided.available <= r.start.1);
         if info.wildcard {
-            self.check_wildcard(rank, msg, decided.available);
+            self.wildcards.push((rank, msg, decided.available));
         }
         self.check_causality(ta_send, decided.end);
         decided.end
@@ -356,7 +360,8 @@ impl<'p> Traversal<'p> {
     /// The conservative approximation keeps the message a wildcard
     /// receive took in the trace; warns when another message for this
     /// rank, on the same communicator, from another source, taken later
-    /// in the trace, would be available first after correction.
+    /// in the trace, would be available first after correction (checked
+    /// once the traversal has dated every send).
     fn check_wildcard(&mut self, rank: u32, msg: usize, available: i64) {
         let body_of = |m: usize| self.program.step(self.program.messages[m].send).event.body;
         let (Body::Isend { comm, .. } | Body::Send { comm, .. }) = body_of(msg) else { return };
@@ -367,7 +372,7 @@ impl<'p> Traversal<'p> {
             let info = self.program.messages[other];
             let same_comm =
                 matches!(body_of(other), Body::Isend { comm: c, .. } | Body::Send { comm: c, .. } if c == comm);
-            let Some(sent) = self.messages[other].send_start else { continue };
+            let sent = self.dates.of[info.send.0 as usize][info.send.1].0;
             let transit = model::transit_of(&self.options.model, &self.fits, self.same_host(other), info.bytes)
                 .unwrap_or_else(|| self.fits.transit.at(info.bytes));
             if same_comm && info.send.0 != src && sent + transit < available {
@@ -432,6 +437,9 @@ impl<'p> Traversal<'p> {
     }
 
     fn finish(&mut self) {
+        for (rank, msg, available) in std::mem::take(&mut self.wildcards) {
+            self.check_wildcard(rank, msg, available);
+        }
         self.summary.events = self.program.events() as u64;
         let mut corrected = 0;
         for (rank, steps) in self.program.flows.iter().enumerate() {
