@@ -97,13 +97,7 @@ pub fn merge_to_file_with(
     written += write_block(&mut writer, &mut defs, &mut block).map_err(io)?;
     progress(written);
     let summary = stream.summary();
-    let footer = Footer {
-        events: written,
-        dropped: dropped_events(&summary),
-        incomplete: incomplete_inputs(&summary),
-        ranks: rank_endings(&summary),
-        ..Footer::default()
-    };
+    let footer = merged_footer(&summary, written);
     writer.write_footer(&footer).map_err(io)?;
     Ok(MergeOutcome { events: written, incomplete: footer.incomplete, summary })
 }
@@ -116,6 +110,19 @@ fn write_block(writer: &mut TraceWriter, defs: &mut FileDefinitions, block: &mut
     writer.write_definitions(&defs.take_pending())?;
     writer.write_events(block.drain(..))?;
     Ok(n)
+}
+
+/// The footer of a merged file of `events` events made from the stream
+/// `summary` describes: what its inputs dropped, which were incomplete,
+/// and each rank's ending.
+pub fn merged_footer(summary: &StreamSummary, events: u64) -> Footer {
+    Footer {
+        events,
+        dropped: dropped_events(summary),
+        incomplete: incomplete_inputs(summary),
+        ranks: rank_endings(summary),
+        ..Footer::default()
+    }
 }
 
 fn dropped_events(summary: &StreamSummary) -> u64 {
@@ -160,8 +167,8 @@ fn rank_endings(summary: &StreamSummary) -> Vec<RankEnding> {
 }
 
 /// Rank 0's clock samples, kept so `grappe trace clock` works on the
-/// merged file too.
-fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
+/// merged file too (and on any trace written in a merged file's form).
+pub fn reference_samples(set: &TraceSet) -> Result<Vec<grappe_trace::ClockSample>> {
     let file = match set.layout() {
         Layout::PerRank => set.file_of(REFERENCE),
         Layout::Merged => set.files().first(),
@@ -184,7 +191,11 @@ fn alpha_by_id(header: &FileHeader) -> Vec<u32> {
     alpha
 }
 
-fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
+/// The header of a merged file made of `set` on global time `time`: the
+/// reference rank's, on global dates, with what each rank's file said
+/// (a merged input's own header as it is). Tools that write a trace in
+/// the merged form (a re-simulated trace) start from it.
+pub fn merged_header(set: &TraceSet, time: &GlobalTime, layout: MergeLayout) -> Result<FileHeader> {
     let first = &set.files()[0].header;
     if set.layout() == Layout::Merged {
         return Ok(first.clone());

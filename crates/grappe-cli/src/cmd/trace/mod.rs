@@ -20,11 +20,14 @@ macro_rules! sayln {
 mod check;
 mod clock;
 mod common;
+mod correct;
 mod export;
 mod info;
 mod merge;
+mod predict;
 mod profile;
 mod report;
+mod resim;
 
 use clap::{Args, Subcommand};
 
@@ -51,6 +54,8 @@ enum TraceCommand {
     Profile(profile::ProfileArgs),
     Export(export::ExportArgs),
     Report(report::ReportArgs),
+    Correct(correct::CorrectArgs),
+    Predict(predict::PredictArgs),
 }
 
 /// Runs a trace tool; returns the exit status.
@@ -63,6 +68,8 @@ pub fn execute(args: TraceArgs) -> i32 {
         TraceCommand::Profile(a) => profile::execute(a),
         TraceCommand::Export(a) => export::execute(a),
         TraceCommand::Report(a) => report::execute(a),
+        TraceCommand::Correct(a) => correct::execute(a),
+        TraceCommand::Predict(a) => predict::execute(a),
     };
     result.unwrap_or_else(|e| {
         eprintln!("grappe trace: {}", super::describe(&e));
