@@ -107,6 +107,20 @@ pub(crate) fn shortest_round_trips(samples: &[Sample], keep: f64) -> Vec<Sample>
     order.into_iter().map(|i| samples[i]).collect()
 }
 
+/// The quieter half of a phase's exchanges, by time on the wire (at least
+/// three, or all of them if fewer), in their original order. An exchange
+/// delayed one way (the peer asleep when the ping came, a descheduled
+/// reference) has a long time on the wire, and its Eq. 3.9 midpoint is off
+/// by up to half of it; the quiet ones bound that bias by half of theirs.
+pub(crate) fn quietest(samples: &[Sample]) -> Vec<Sample> {
+    let count = samples.len().div_ceil(2).max(3).min(samples.len());
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by_key(|&i| samples[i].wire_time());
+    order.truncate(count);
+    order.sort_unstable();
+    order.into_iter().map(|i| samples[i]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +153,16 @@ mod tests {
         let kept = shortest_round_trips(&samples, 0.5);
         assert_eq!(kept, vec![samples[1], samples[2]]);
         assert_eq!(shortest_round_trips(&samples, 0.01).len(), 1);
+    }
+
+    #[test]
+    fn quietest_keeps_half_and_at_least_three() {
+        let s = |rtt: i64, at: i64| Sample::new(at, at + 5, at + 5, at + rtt);
+        let eight: Vec<Sample> =
+            [90, 10, 30, 20, 500, 40, 15, 60].iter().zip(0..).map(|(&r, k)| s(r, 100 * k)).collect();
+        let kept = quietest(&eight);
+        assert_eq!(kept, vec![eight[1], eight[2], eight[3], eight[6]]);
+        assert_eq!(quietest(&eight[..4]).len(), 3);
+        assert_eq!(quietest(&eight[..2]).len(), 2);
     }
 }
