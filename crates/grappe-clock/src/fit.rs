@@ -128,8 +128,14 @@ fn hull_fit(
     let forward: Vec<Point> = all.iter().map(|s| frame.forward(s)).collect();
     let back: Vec<Point> = all.iter().map(|s| frame.back(s)).collect();
     // Residuals and σ̂² are reported about the central line on the Eq. 3.9
-    // points, as a diagnostic comparable with the other estimators.
-    let midpoints = points::dunigan(frame, &all);
+    // points, as a diagnostic comparable with the other estimators; the
+    // robust estimator's on the quietest exchanges only, as it regresses on
+    // them when it falls back, and a delayed exchange's point would make
+    // the residual amplitude (and the granularity ε) half its delay.
+    let midpoints: Vec<Point> = match config.estimator {
+        Estimator::Robust => phases.iter().flat_map(|(_, s)| points::dunigan(frame, &points::quietest(s))).collect(),
+        _ => points::dunigan(frame, &all),
+    };
     if midpoints.len() < MIN_POINTS {
         return Err(ClockError::TooFewPoints { needed: MIN_POINTS, got: midpoints.len() });
     }

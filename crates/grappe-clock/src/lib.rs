@@ -68,6 +68,6 @@ pub use estimator::{Estimator, FitConfig, Strategy};
 pub use fit::fit;
 pub use model::{ClockModel, causal_gap_ns, is_tachyon};
 pub use phase::Phase;
-pub use report::{ClockReport, OFFSET_ERR_RESYNC_PCT, OFFSET_ERR_WARN_PCT, PeerClock, Warning};
-pub use result::{CONFIDENCE, ClockFit, Diagnostics, Estimate, IntervalKind, Residual};
+pub use report::{ClockReport, OFFSET_ERR_RESYNC_PCT, OFFSET_ERR_WARN_PCT, PeerClock, Trust, Warning};
+pub use result::{CONFIDENCE, ClockFit, DatingBounds, Diagnostics, Estimate, IntervalKind, Residual};
 pub use sample::{Sample, SampleSet};
