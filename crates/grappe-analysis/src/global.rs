@@ -312,7 +312,8 @@ fn estimate_rank(
     let uncorrected = |reason: String| RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason });
     if set.phase(Phase::Before).is_empty() {
         let reason = "no clock samples (rank 0 did not sample it)".to_owned();
-        notes.push(format!("rank {rank}: {reason}; its dates are UNCORRECTED (local clock, not on rank {REFERENCE}'s)"));
+        notes
+            .push(format!("rank {rank}: {reason}; its dates are UNCORRECTED (local clock, not on rank {REFERENCE}'s)"));
         return Ok(uncorrected(reason));
     }
     let mut config = options.fit;

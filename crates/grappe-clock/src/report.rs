@@ -322,12 +322,12 @@ impl fmt::Display for ClockReport {
             }
             writeln!(f)?;
         }
-        writeln!(f, "Dating trust: half-width of the 95% interval of each rank's dates over the run, us")?;
-        writeln!(f, "host           at start      at end       worst   (at, s into the run)")?;
+        writeln!(f, "Dating trust: half-width of the 95% interval of each peer's dates over the run, us")?;
+        writeln!(f, "    host           at start      at end       worst   (at, s into the run)")?;
         for t in &self.trust {
             writeln!(
                 f,
-                "{:<12} {:>10.3} {:>11.3} {:>11.3}   ({:.3})",
+                "    {:<12} {:>10.3} {:>11.3} {:>11.3}   ({:.3})",
                 t.label,
                 t.at_start_ns / 1e3,
                 t.at_end_ns / 1e3,
