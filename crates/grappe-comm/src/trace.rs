@@ -421,13 +421,16 @@ impl Communicator {
     /// `spacing` apart; four dates per exchange; rank 0 writes the samples
     /// to its trace. Collective over the world; a no-op without tracing.
     ///
-    /// Each kept exchange comes right after a warm-up exchange with the same
-    /// peer, which is discarded: a peer that waited through rank 0's pause
-    /// (or through its exchanges with the other peers) may have gone to
-    /// sleep in its receive, and the ping that wakes it takes the wake-up
-    /// time one way only, which puts that exchange's midpoint off by half
-    /// of it (hundreds of µs for the first peer after each pause). The
-    /// warm-up takes that delay; the kept exchange finds the peer awake.
+    /// Each sample is the quietest of a short burst of exchanges with the
+    /// same peer, after a warm-up exchange that is discarded: a peer that
+    /// waited through rank 0's pause (or through its exchanges with the
+    /// other peers) may have gone to sleep in its receive, and the ping
+    /// that wakes it takes the wake-up time one way only, which puts that
+    /// exchange's midpoint off by half of it (tens to hundreds of µs for
+    /// the first peer after each pause). The warm-up takes that delay; of
+    /// the exchanges that follow, the one with the shortest time on the
+    /// wire (round trip minus turnaround) is kept, as a busy host delays
+    /// one of them now and then, one way.
     ///
     /// Dates are kept as read: a simulated clock's read noise may put a
     /// pong before its ping, which the estimator takes as noise.
@@ -463,10 +466,15 @@ impl Communicator {
                     let [t_recv_peer, t_send_peer] = pong;
                     Ok(ClockSample { peer: peer as u32, phase, t_send_ref, t_recv_peer, t_send_peer, t_recv_ref })
                 };
-                for _ in 1..EXCHANGES_PER_SAMPLE {
-                    exchange()?;
+                exchange()?;
+                let mut best = exchange()?;
+                for _ in 2..EXCHANGES_PER_SAMPLE {
+                    let next = exchange()?;
+                    if wire_time(&next) < wire_time(&best) {
+                        best = next;
+                    }
                 }
-                samples.push(exchange()?);
+                samples.push(best);
             }
         }
         let mut recorder = self.rank_context().recorder();
@@ -477,8 +485,16 @@ impl Communicator {
 }
 
 /// Exchanges with a peer for each sample kept: a warm-up, discarded, then
-/// the kept one (see [`Communicator::sample_clocks`]).
-const EXCHANGES_PER_SAMPLE: usize = 2;
+/// three of which the quietest is kept (see [`Communicator::sample_clocks`]).
+const EXCHANGES_PER_SAMPLE: usize = 4;
+
+/// Round trip minus turnaround, ns (signed: a simulated clock's read noise
+/// can make it negative).
+fn wire_time(s: &ClockSample) -> i128 {
+    let (round_trip, hold) =
+        (i128::from(s.t_recv_ref) - i128::from(s.t_send_ref), i128::from(s.t_send_peer) - i128::from(s.t_recv_peer));
+    round_trip - hold
+}
 
 /// Tag of clock-sampling messages on the world's collective context.
 const SYNC_TAG: i32 = crate::selectors::TAG_UB - 1;
