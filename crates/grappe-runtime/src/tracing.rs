@@ -11,14 +11,17 @@
 //! | `GRAPPE_TRACE_FLUSH` | `end`, `full` or `thread` (see `grappe_trace::FlushPolicy`) | `full` |
 //! | `GRAPPE_TRACE_BUFFER` | events per rank buffer | 65536 |
 //! | `GRAPPE_TRACE_SYNC` | `sba` (before and after) or `sb` (before only) | `sba` |
-//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase (at least 3) | 20 |
+//! | `GRAPPE_TRACE_SYNC_POINTS` | clock samples per peer and phase (at least 3, which a fit needs; each the quietest of three exchanges after a warm-up one) | 20 |
 //! | `GRAPPE_TRACE_SYNC_SPACING_US` | pause between rounds of exchanges | 1000 |
 //! | `GRAPPE_TRACE_SIMULATE` | distort each rank's clock, e.g. `offset=2ms,drift=50ppm,amplitude=5us,period=10s,jitter=50ns,seed=7` (see `grappe_clock::sim::SimulationSpec`; implies the raw monotonic clock) | off |
 //!
 //! Simulated clocks let one host test global time: every rank's dates are
 //! distorted as a clock of another host would be, and the header of each
-//! file says how. Jitter is read noise: dates closer together than it may
-//! come out of order, and `grappe trace check` says so.
+//! file says how. A base offset common to every rank keeps the dates
+//! positive, so none is clamped. Jitter is read noise: dates closer
+//! together than it may come out of order, in events and clock samples
+//! alike, and nothing puts them back in order: `grappe trace check` says
+//! so, and the clock estimator takes such samples as noise.
 
 use std::sync::Arc;
 use std::time::Duration;
