@@ -163,6 +163,17 @@ fn dunigan_intervals_miss_the_truth_on_the_same_scenarios() {
     let rate = hits as f64 / SCENARIOS as f64;
     eprintln!("dunigan: {fitted} of {SCENARIOS} fitted, coverage {rate:.3}");
     assert!(rate < 0.8, "{rate}");
+    // The convex hull alone, for the record: hard bounds where it fits,
+    // nothing where clock noise exceeds the latency.
+    let hull = FitConfig { estimator: Estimator::ConvexHull, ..FitConfig::default() };
+    let (mut hits, mut fitted) = (0, 0);
+    for seed in 0..SCENARIOS {
+        let scenario = drawn(seed);
+        let Ok(fit) = fit(&scenario.samples(seed), &hull) else { continue };
+        fitted += 1;
+        hits += usize::from(covered(&fit, &scenario.truth(&fit)));
+    }
+    eprintln!("convex-hull: {fitted} of {SCENARIOS} fitted, {hits} of them covering the truth");
 }
 
 /// The reported dating bounds hold too: over the run, the converted date
@@ -352,6 +363,3 @@ fn jitter_above_the_round_trip_falls_back_with_a_warning() {
     let negative = warnings.as_bytes().windows(2).any(|w| w[0] == b'-' && w[1].is_ascii_digit());
     assert!(!negative, "a negative number in:\n{warnings}");
 }
-
-#[allow(dead_code)]
-fn unused(_: &dyn LocalClock) {}
