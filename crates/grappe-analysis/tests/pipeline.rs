@@ -7,7 +7,7 @@ use std::path::Path;
 use grappe_analysis::{
     Basis, CausalStream, GlobalOptions, GlobalTime, Layout, Message, TraceSet, check, merge_date, merge_to_file,
 };
-use grappe_clock::{Estimator, Strategy};
+use grappe_clock::{Estimator, Strategy, Warning};
 use grappe_testkit::synthetic::{SyntheticJob, T0, plain_header, write_events, write_job};
 use grappe_trace::{ANY, Body, CollectiveKind};
 
@@ -166,6 +166,20 @@ fn sb_extrapolation_makes_tachyons_on_a_long_run_where_sba_makes_none() {
     let (with_sb, with_sba) = (tachyons(&sb), tachyons(&sba));
     assert!(with_sb > 0, "SB extrapolated over 0.4 s should misdate some messages");
     assert_eq!(with_sba, 0);
+    // The clock report foresaw it: SB's predicted error at the end of the
+    // run exceeds the smallest latency, for every estimated rank, with a
+    // warning; SBA's stays within its samples and gets none.
+    let predicted = |options: &GlobalOptions| {
+        let (_, time) = open(&dir, options);
+        let report = time.report.expect("estimated ranks");
+        let warned = report.warnings.iter().filter(|w| matches!(w, Warning::DatingErrorAboveLatency { .. })).count();
+        let worst = report.trust.iter().map(|t| t.worst_ns).fold(0.0, f64::max);
+        (warned, worst)
+    };
+    let ((sb_warned, sb_worst), (sba_warned, sba_worst)) = (predicted(&sb), predicted(&sba));
+    eprintln!("predicted worst dating error: SB {sb_worst:.0} ns, SBA {sba_worst:.0} ns");
+    assert_eq!((sb_warned, sba_warned), (3, 0));
+    assert!(sb_worst > 10.0 * sba_worst, "SB {sb_worst} ns, SBA {sba_worst} ns");
 }
 
 #[test]
