@@ -17,7 +17,9 @@ pub enum Estimator {
     /// pings from the pongs (hard bounds, every sample respected); else, when
     /// clock noise (jitter, an oscillation) is larger than the latency of the
     /// sampling messages, OLS on Eq. 3.9 points of each phase's quietest
-    /// exchanges (the half with the shortest time on the wire), with Student
+    /// exchanges (at most the half with the shortest time on the wire, and
+    /// none far above the quietest: on a loaded host most may be delayed),
+    /// with Student
     /// intervals widened by the bias an asymmetric exchange can carry (half
     /// its time on the wire). Delayed exchanges (a peer woken from sleep, a
     /// loaded host) are inactive constraints for the hull and are dropped by
