@@ -780,3 +780,27 @@ fn clock_gives_each_rank_s_trust_and_fails_when_a_rank_stays_uncorrected() {
     assert!(err.contains("ranks 1-2 left on local time"), "{err}");
     assert!(err.contains("its dates are UNCORRECTED"), "{err}");
 }
+
+/// `check` with SB (dates extrapolated from the samples before the run)
+/// warns of the ranks whose predicted dating error exceeds the smallest
+/// message latency of the run; with SBA on the same trace it does not.
+#[test]
+fn check_warns_when_the_predicted_dating_error_exceeds_the_smallest_latency() {
+    let dir = scratch("check-predicted");
+    let traces = dir.join("traces");
+    let mut job = SyntheticJob::distorted(4, 20_000);
+    job.sample_points = 10;
+    write_job(&traces, &job).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("check", &["--strategy", "sb", traces]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rank in 1..4 {
+        let said = format!("grappe trace check: warning: rank {rank}: predicted dating error ");
+        assert!(err.contains(&said), "{err}");
+    }
+    assert!(err.contains("exceeds the smallest message latency of the run"), "{err}");
+    let out = trace("check", &[traces]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("predicted dating error"), "{err}");
+}
