@@ -140,7 +140,8 @@ fn hull_fit(
         return Err(ClockError::TooFewPoints { needed: MIN_POINTS, got: midpoints.len() });
     }
     let bounds = hull::bounds(&forward, &back)?;
-    let last_x = midpoints.iter().map(|p| p.x).fold(0.0, f64::max);
+    // The dating bounds' second anchor: the last pong, as for OLS fits.
+    let last_x = (i128::from(diagnostics.last_reference_ns) - i128::from(frame.x0)) as f64;
     let last = (last_x, hull::offset_range_at(&forward, &back, last_x)?);
     let diagnostics = diagnostics.with_points(midpoints.len(), midpoints.len());
     ClockFit::from_hull(frame, &midpoints, &bounds, last, config, diagnostics)
