@@ -188,7 +188,7 @@ impl fmt::Display for Warning {
             Warning::ContradictsSamples { label, by_ns } => write!(
                 f,
                 "{label}: the fitted line dates one of its own clock samples {:.1} us before its send: the \
-                 sampling delays were lopsided (a loaded host); use --estimator convex-hull or min-rtt, or sample \
+                 sampling delays were lopsided (a loaded host); use the robust estimator (the default) or convex-hull, or sample \
                  again",
                 by_ns / 1e3
             ),
