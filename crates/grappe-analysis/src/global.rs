@@ -10,7 +10,9 @@
 //! rank has no samples after the run (it was killed), and to uncorrected
 //! dates, with a note, when it has none at all.
 
-use grappe_clock::{ClockError, ClockModel, ClockReport, FitConfig, PeerClock, Phase, Sample, SampleSet, Strategy};
+use grappe_clock::{
+    ClockError, ClockModel, ClockReport, Estimator, FitConfig, PeerClock, Phase, Sample, SampleSet, Strategy,
+};
 use grappe_trace::{ClockSample, FileHeader, TscAnchor};
 use serde::Serialize;
 
@@ -190,8 +192,21 @@ impl GlobalTime {
             };
             ranks[rank as usize] = Some(time);
         }
-        let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
+        let report = match peers.is_empty() {
+            true => None,
+            false => Some(match run_span(reference, &samples)? {
+                Some((start, end)) => ClockReport::for_run(format!("rank {REFERENCE}"), peers, start, end),
+                None => ClockReport::new(format!("rank {REFERENCE}"), peers),
+            }),
+        };
         Ok(GlobalTime { ranks, report, notes, estimation, tachyon_repair })
+    }
+
+    /// The ranks whose dates stay local because no clock could be fitted
+    /// for them (what `grappe trace clock` exits non-zero for).
+    pub fn uncorrected(&self) -> Vec<u32> {
+        let stuck = |r: &&RankTime| matches!(r.basis, Basis::Uncorrected { .. });
+        self.ranks.iter().flatten().filter(stuck).map(|r| r.rank).collect()
     }
 
     /// The conversion of a rank (`None` for a missing rank).
@@ -242,7 +257,13 @@ fn merged_time(set: &TraceSet, options: &GlobalOptions) -> Result<GlobalTime> {
             "a merged file's dates are those the merge wrote: merge the rank files again to repair tachyons".to_owned(),
         );
     }
-    let report = (!peers.is_empty()).then(|| ClockReport::new(format!("rank {REFERENCE}"), peers));
+    let report = match peers.is_empty() {
+        true => None,
+        false => Some(match run_span(&set.files()[0], &samples)? {
+            Some((start, end)) => ClockReport::for_run(format!("rank {REFERENCE}"), peers, start, end),
+            None => ClockReport::new(format!("rank {REFERENCE}"), peers),
+        }),
+    };
     Ok(GlobalTime { ranks, report, notes, estimation: merged_with, tachyon_repair: None })
 }
 
@@ -256,8 +277,30 @@ fn describe_fit(fit: &FitConfig) -> String {
     format!("{} estimator, {}, {window}, reference rank {REFERENCE}", fit.estimator.name(), strategy_name(fit.strategy))
 }
 
-/// Fits one rank's clock, falling back from SBA to SB, then to local
-/// dates. An error only for a median window asked for and too wide.
+/// The run on the reference clock, for the clock report's trust: from the
+/// end of the sampling before the run to the start of the sampling after
+/// it; without samples after it (SB), to the reference rank's last date.
+/// `None` when the reference has no samples or no events.
+fn run_span(reference: &crate::set::SetFile, samples: &[ClockSample]) -> Result<Option<(i64, i64)>> {
+    let date = |ns: u64| ns.min(i64::MAX as u64) as i64;
+    let Some(start) = samples.iter().filter(|s| s.phase == 0).map(|s| date(s.t_recv_ref)).max() else {
+        return Ok(None);
+    };
+    if let Some(end) = samples.iter().filter(|s| s.phase != 0).map(|s| date(s.t_send_ref)).min() {
+        return Ok(Some((start, end.max(start))));
+    }
+    let mut file = reference.open()?;
+    let mut end = None;
+    while let Some(block) = file.next_events()? {
+        end = block.iter().map(|e| date(e.end.max(e.start))).max().max(end);
+    }
+    Ok(end.map(|end| (start, end.max(start))))
+}
+
+/// Fits one rank's clock, falling back from SBA to SB, from an estimator
+/// that fails to the robust one, then to local dates (said in a note that
+/// `grappe trace clock` turns into a failure). An error only for a median
+/// window asked for and too wide.
 fn estimate_rank(
     rank: u32,
     samples: &[ClockSample],
@@ -269,7 +312,8 @@ fn estimate_rank(
     let uncorrected = |reason: String| RankTime::exact(rank, ClockModel::identity(), Basis::Uncorrected { reason });
     if set.phase(Phase::Before).is_empty() {
         let reason = "no clock samples (rank 0 did not sample it)".to_owned();
-        notes.push(format!("rank {rank}: {reason}; its dates are uncorrected"));
+        notes
+            .push(format!("rank {rank}: {reason}; its dates are UNCORRECTED (local clock, not on rank {REFERENCE}'s)"));
         return Ok(uncorrected(reason));
     }
     let mut config = options.fit;
@@ -301,9 +345,19 @@ fn estimate_rank(
                 ));
                 config.median_window = (fits > 1).then_some(fits);
             }
+            Err(e) if config.estimator != Estimator::Robust => {
+                notes.push(format!(
+                    "rank {rank}: the {} estimator cannot fit its clock ({e}); the robust estimator is used instead",
+                    config.estimator.name()
+                ));
+                config.estimator = Estimator::Robust;
+            }
             Err(e) => {
                 let reason = e.to_string();
-                notes.push(format!("rank {rank}: clock fit failed ({reason}); its dates are uncorrected"));
+                notes.push(format!(
+                    "rank {rank}: clock fit failed ({reason}); its dates are UNCORRECTED (local clock, not on rank \
+                     {REFERENCE}'s)"
+                ));
                 return Ok(uncorrected(reason));
             }
         }

@@ -7,7 +7,7 @@ use std::path::Path;
 use grappe_analysis::{
     Basis, CausalStream, GlobalOptions, GlobalTime, Layout, Message, TraceSet, check, merge_date, merge_to_file,
 };
-use grappe_clock::Strategy;
+use grappe_clock::{Estimator, Strategy, Warning};
 use grappe_testkit::synthetic::{SyntheticJob, T0, plain_header, write_events, write_job};
 use grappe_trace::{ANY, Body, CollectiveKind};
 
@@ -87,16 +87,18 @@ fn distorted_clocks_are_recovered_within_their_confidence_intervals() {
     assert_eq!(check.messages, job.messages());
 }
 
-/// A job sampled with fewer points than the median window: the default
-/// window narrows to the samples (with a note) and the clocks are still
-/// estimated; the same window asked for is the caller's error, named.
+/// A job sampled with fewer points than the median window: Dunigan's
+/// default window narrows to the samples (with a note) and the clocks are
+/// still estimated; the same window asked for is the caller's error, named.
 #[test]
 fn a_median_window_wider_than_the_samples_narrows_by_default_and_is_refused_when_asked() {
     let dir = scratch("narrow-window");
     let mut job = distorted(3, 200);
     job.sample_points = 4;
     write_job(&dir, &job).unwrap();
-    let (_, time) = open(&dir, &GlobalOptions::default());
+    let mut dunigan = GlobalOptions::default();
+    dunigan.fit.estimator = Estimator::Dunigan;
+    let (_, time) = open(&dir, &dunigan);
     for rank in 1..3 {
         let basis = &time.rank(rank).unwrap().basis;
         assert_eq!(*basis, Basis::Estimated { strategy: Strategy::SampleBeforeAfter }, "rank {rank}");
@@ -104,10 +106,45 @@ fn a_median_window_wider_than_the_samples_narrows_by_default_and_is_refused_when
         assert!(time.notes.contains(&note), "{:?}", time.notes);
     }
     let set = TraceSet::open(&dir).unwrap();
-    let asked = GlobalOptions { window_asked: true, ..GlobalOptions::default() };
+    let asked = GlobalOptions { window_asked: true, ..dunigan };
     let err = GlobalTime::estimate(&set, &asked).unwrap_err().to_string();
     let expected = "median window 5 is larger than the 4 clock samples of rank 1's before phase (it can be at most 3)";
     assert_eq!(err, expected);
+}
+
+/// Three exchanges a phase, the fewest the runtime takes: the default
+/// estimator fits every rank, SBA and SB alike, its intervals holding the
+/// truth. Dunigan's median window, narrowed to 3, leaves one point a
+/// phase, too few for a line: the analysis says so and uses the robust
+/// estimator instead, rather than leave the dates on local clocks.
+#[test]
+fn three_exchanges_a_phase_are_enough_for_the_default_and_a_failing_estimator_falls_back() {
+    let dir = scratch("three-points");
+    let mut job = distorted(4, 200);
+    job.sample_points = 3;
+    write_job(&dir, &job).unwrap();
+    for strategy in [Strategy::SampleBeforeAfter, Strategy::SampleBefore] {
+        let mut options = GlobalOptions::default();
+        options.fit.strategy = strategy;
+        let (_, time) = open(&dir, &options);
+        assert!(time.uncorrected().is_empty() && time.notes.is_empty(), "{strategy}: {:?}", time.notes);
+        let report = time.report.as_ref().expect("three estimated peers");
+        for (peer, r) in report.peers.iter().zip(1u32..) {
+            let truth = job.clocks[r as usize];
+            let origin = peer.fit.model.origin_ns as f64;
+            let offset_at_origin = truth.offset_ns as f64 + truth.drift_ppm * 1e-6 * (origin - T0 as f64);
+            assert!(peer.fit.offset.contains(offset_at_origin), "{strategy} rank {r}: {:?}", peer.fit.offset);
+            assert!(peer.fit.drift.contains(truth.drift_ppm * 1e-6), "{strategy} rank {r}: {:?}", peer.fit.drift);
+        }
+    }
+    let mut dunigan = GlobalOptions::default();
+    dunigan.fit.estimator = Estimator::Dunigan;
+    let (_, time) = open(&dir, &dunigan);
+    assert!(time.uncorrected().is_empty(), "{:?}", time.notes);
+    for rank in 1..4 {
+        let said = format!("rank {rank}: the dunigan estimator cannot fit its clock (too few points");
+        assert!(time.notes.iter().any(|n| n.starts_with(&said)), "{:?}", time.notes);
+    }
 }
 
 #[test]
@@ -129,6 +166,20 @@ fn sb_extrapolation_makes_tachyons_on_a_long_run_where_sba_makes_none() {
     let (with_sb, with_sba) = (tachyons(&sb), tachyons(&sba));
     assert!(with_sb > 0, "SB extrapolated over 0.4 s should misdate some messages");
     assert_eq!(with_sba, 0);
+    // The clock report foresaw it: SB's predicted error at the end of the
+    // run exceeds the smallest latency, for every estimated rank, with a
+    // warning; SBA's stays within its samples and gets none.
+    let predicted = |options: &GlobalOptions| {
+        let (_, time) = open(&dir, options);
+        let report = time.report.expect("estimated ranks");
+        let warned = report.warnings.iter().filter(|w| matches!(w, Warning::DatingErrorAboveLatency { .. })).count();
+        let worst = report.trust.iter().map(|t| t.worst_ns).fold(0.0, f64::max);
+        (warned, worst)
+    };
+    let ((sb_warned, sb_worst), (sba_warned, sba_worst)) = (predicted(&sb), predicted(&sba));
+    eprintln!("predicted worst dating error: SB {sb_worst:.0} ns, SBA {sba_worst:.0} ns");
+    assert_eq!((sb_warned, sba_warned), (3, 0));
+    assert!(sb_worst > 10.0 * sba_worst, "SB {sb_worst} ns, SBA {sba_worst} ns");
 }
 
 #[test]
@@ -288,7 +339,7 @@ fn a_merged_file_gives_the_clock_statistics_of_the_ranks_the_merge_estimated() {
     assert!(merged_time.notes.is_empty(), "{:?}", merged_time.notes);
 
     let mut other = GlobalOptions::default();
-    other.fit.median_window = None;
+    other.fit.estimator = Estimator::Dunigan;
     let (_, recomputed) = open(&merged, &other);
     assert_eq!(recomputed.estimation, time.estimation, "the dates stay those of the merge");
     assert!(recomputed.notes.iter().any(|n| n.contains("computed again with")), "{:?}", recomputed.notes);

@@ -482,7 +482,7 @@ fn clock_on_a_merged_file_gives_the_statistics_the_merge_used() {
     };
     let (direct, from_merged) = (said(&traces), said(&merged));
     assert!(
-        from_merged.starts_with("a merged trace: its dates were made global by the merge (dunigan "),
+        from_merged.starts_with("a merged trace: its dates were made global by the merge (robust "),
         "{from_merged}"
     );
     assert!(from_merged.contains("\n  rank     2: global dates; at the merge: estimated (SBA)\n"), "{from_merged}");
@@ -741,4 +741,66 @@ fn clock_summarizes_and_gives_every_rank_on_request() {
     assert_eq!(every.lines().filter(|l| l.starts_with("  rank ")).count(), 12, "{every}");
     assert_eq!(rows(&every), 1 + 11, "{every}");
     assert!(!every.contains("--ranks"), "{every}");
+}
+
+/// `clock` reports how far each rank's dates can be trusted over the run,
+/// in text and JSON, and exits 0 when every rank is put on rank 0's clock;
+/// a rank that could not be (here: rank 0 took no clock samples) makes it
+/// say which and exit 1, as its dates stay on its own clock.
+#[test]
+fn clock_gives_each_rank_s_trust_and_fails_when_a_rank_stays_uncorrected() {
+    let dir = scratch("clock-trust");
+    let traces = dir.join("traces");
+    write_job(&traces, &SyntheticJob::distorted(3, 20)).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("clock", &[traces]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("Dating trust: half-width of the 95% interval"), "{said}");
+    let trust_rows: Vec<&str> = said.lines().filter(|l| l.starts_with("    rank ")).collect();
+    assert_eq!(trust_rows.len(), 2, "{said}");
+    for row in trust_rows {
+        let numbers: Vec<f64> = row.split_whitespace().skip(2).take(3).map(|n| n.parse().unwrap()).collect();
+        assert!(numbers.iter().all(|&us| us > 0.0 && us < 1_000.0), "{row}");
+    }
+    let out = trace("clock", &["--json", traces]);
+    assert_eq!(out.status.code(), Some(0));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trust = &json["report"]["trust"];
+    assert_eq!(trust.as_array().map(Vec::len), Some(2), "{json}");
+    assert!(trust[0]["worst_ns"].as_f64().unwrap() >= trust[0]["at_start_ns"].as_f64().unwrap());
+
+    let unsampled = dir.join("unsampled");
+    let mut job = SyntheticJob::distorted(3, 20);
+    job.sample_points = 0;
+    write_job(&unsampled, &job).unwrap();
+    let out = trace("clock", &[unsampled.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ranks 1-2 left on local time"), "{err}");
+    assert!(err.contains("its dates are UNCORRECTED"), "{err}");
+}
+
+/// `check` with SB (dates extrapolated from the samples before the run)
+/// warns of the ranks whose predicted dating error exceeds the smallest
+/// message latency of the run; with SBA on the same trace it does not.
+#[test]
+fn check_warns_when_the_predicted_dating_error_exceeds_the_smallest_latency() {
+    let dir = scratch("check-predicted");
+    let traces = dir.join("traces");
+    let mut job = SyntheticJob::distorted(4, 20_000);
+    job.sample_points = 10;
+    write_job(&traces, &job).unwrap();
+    let traces = traces.to_str().unwrap();
+    let out = trace("check", &["--strategy", "sb", traces]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rank in 1..4 {
+        let said = format!("grappe trace check: warning: rank {rank}: predicted dating error ");
+        assert!(err.contains(&said), "{err}");
+    }
+    assert!(err.contains("exceeds the smallest message latency of the run"), "{err}");
+    let out = trace("check", &[traces]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("predicted dating error"), "{err}");
 }

@@ -73,7 +73,7 @@ pub enum ClockError {
     #[error("no clock line is consistent with every message (convex hulls overlap)")]
     NoFeasibleLine,
     /// The estimator name is not one of [`crate::Estimator::NAMES`].
-    #[error("unknown estimator {0:?}; expected one of dunigan, haddad, min-rtt[=FRACTION], convex-hull")]
+    #[error("unknown estimator {0:?}; expected one of robust, dunigan, haddad, min-rtt[=FRACTION], convex-hull")]
     UnknownEstimator(String),
     /// The strategy name is not `sb` or `sba`.
     #[error("unknown strategy {0:?}; expected sb or sba")]

@@ -13,10 +13,23 @@ use crate::phase::Phase;
 /// How samples become a clock line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub enum Estimator {
+    /// The default: Duda's convex-hull bounds where a line separates the
+    /// pings from the pongs (hard bounds, every sample respected); else, when
+    /// clock noise (jitter, an oscillation) is larger than the latency of the
+    /// sampling messages, OLS on Eq. 3.9 points of each phase's quietest
+    /// exchanges (at most the half with the shortest time on the wire, and
+    /// none far above the quietest: on a loaded host most may be delayed),
+    /// with Student
+    /// intervals widened by the bias an asymmetric exchange can carry (half
+    /// its time on the wire). Delayed exchanges (a peer woken from sleep, a
+    /// loaded host) are inactive constraints for the hull and are dropped by
+    /// the regression, so they do not move the line. See [`crate::fit()`].
+    #[default]
+    Robust,
     /// Dunigan's communication-time estimator (§2.5): one point per
     /// exchange, the peer's clock at the pong's arrival by Eq. 3.9, then OLS.
-    /// Tape/PVM's default, and ours.
-    #[default]
+    /// Tape/PVM's default. Its Student intervals assume symmetric,
+    /// independent delays; one delayed exchange biases it.
     Dunigan,
     /// Haddad et al. (§2.4): OLS on the 2n raw points of Eq. 3.4–3.5. Same
     /// line in expectation, but the ±latency of each point inflates σ̂ and so
@@ -38,7 +51,7 @@ pub enum Estimator {
 impl Estimator {
     /// The names [`FromStr`] accepts; `min-rtt` takes an optional
     /// `=FRACTION` (default [`Estimator::DEFAULT_KEEP`]).
-    pub const NAMES: [&'static str; 4] = ["dunigan", "haddad", "min-rtt", "convex-hull"];
+    pub const NAMES: [&'static str; 5] = ["robust", "dunigan", "haddad", "min-rtt", "convex-hull"];
 
     /// Default fraction kept by `min-rtt`: NTP's filters keep the best
     /// 10–25 % of exchanges; a quarter leaves 5 points of a 20-point phase.
@@ -47,6 +60,7 @@ impl Estimator {
     /// The estimator's name, as parsed.
     pub fn name(&self) -> &'static str {
         match self {
+            Estimator::Robust => "robust",
             Estimator::Dunigan => "dunigan",
             Estimator::Haddad => "haddad",
             Estimator::MinRoundTrip { .. } => "min-rtt",
@@ -84,6 +98,7 @@ impl FromStr for Estimator {
             None => (s, None),
         };
         let estimator = match (name.trim().to_ascii_lowercase().as_str(), arg) {
+            ("robust", None) => Estimator::Robust,
             ("dunigan", None) => Estimator::Dunigan,
             ("haddad", None) => Estimator::Haddad,
             ("convex-hull", None) => Estimator::ConvexHull,
@@ -150,8 +165,9 @@ impl FromStr for Strategy {
     }
 }
 
-/// What to fit and how. The default is Tape/PVM's published setting:
-/// Dunigan, SBA, median window 5 (Fig. 6.1).
+/// What to fit and how. The default: the robust estimator, SBA; the median
+/// window 5 of Tape/PVM's published setting (Fig. 6.1) is kept for the
+/// estimators that use it (Dunigan, Haddad).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FitConfig {
     /// How samples become points and the line.
@@ -165,7 +181,7 @@ pub struct FitConfig {
 
 impl Default for FitConfig {
     fn default() -> Self {
-        FitConfig { estimator: Estimator::Dunigan, strategy: Strategy::SampleBeforeAfter, median_window: Some(5) }
+        FitConfig { estimator: Estimator::Robust, strategy: Strategy::SampleBeforeAfter, median_window: Some(5) }
     }
 }
 
@@ -173,10 +189,11 @@ impl FitConfig {
     /// The running median the estimator takes: none for the minimum
     /// round trips, which keep a few samples of each phase and are an
     /// outlier filter already (a window of 5 over the 5 kept of 20 left
-    /// one point), nor for the convex hulls.
+    /// one point), nor for the convex hulls and the robust estimator
+    /// (which keeps the quietest exchanges instead).
     pub fn median_window_used(&self) -> Option<usize> {
         match self.estimator {
-            Estimator::MinRoundTrip { .. } | Estimator::ConvexHull => None,
+            Estimator::MinRoundTrip { .. } | Estimator::ConvexHull | Estimator::Robust => None,
             Estimator::Dunigan | Estimator::Haddad => self.median_window,
         }
     }

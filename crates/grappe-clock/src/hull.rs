@@ -43,6 +43,14 @@ pub(crate) fn bounds(forward: &[Point], back: &[Point]) -> Result<HullBounds, Cl
     Ok(HullBounds { kappa_min, kappa_max, a_min, a_max, central })
 }
 
+/// The range of offsets at abscissa `x` over every line consistent with
+/// the points: the bounds of the offset at the origin of a frame moved to x.
+pub(crate) fn offset_range_at(forward: &[Point], back: &[Point], x: f64) -> Result<(f64, f64), ClockError> {
+    let shift = |points: &[Point]| points.iter().map(|p| Point { x: p.x - x, ..*p }).collect::<Vec<_>>();
+    let moved = bounds(&shift(forward), &shift(back))?;
+    Ok((moved.a_min, moved.a_max))
+}
+
 /// Andrew's monotone chain: `drop` says whether the middle of three vertices
 /// (by the sign of the cross product) is not on the wanted hull.
 fn hull(points: &[Point], drop: impl Fn(f64) -> bool) -> Vec<Point> {

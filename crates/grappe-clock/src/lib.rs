@@ -7,19 +7,26 @@
 //! before and after (SBA), four timestamps per exchange ([`Sample`]); this
 //! crate turns a [`SampleSet`] into a [`ClockFit`] with [`fit()`]:
 //!
-//! 1. an [`Estimator`] makes regression points: [`Estimator::Dunigan`]'s
-//!    Eq. 3.9 midpoints (the default), [`Estimator::Haddad`]'s 2n raw
-//!    points, [`Estimator::MinRoundTrip`]'s fastest exchanges, or
-//!    [`Estimator::ConvexHull`]'s hard bounds;
-//! 2. an optional running median per phase removes asymmetric exchanges
-//!    (§2.9);
+//! 1. an [`Estimator`] makes regression points or bounds: the default
+//!    [`Estimator::Robust`] takes [`Estimator::ConvexHull`]'s hard bounds
+//!    where a line respects every sample, else a regression on the quieter
+//!    half of each phase's exchanges with intervals widened by the bias an
+//!    asymmetric exchange can carry; [`Estimator::Dunigan`]'s Eq. 3.9
+//!    midpoints (Tape/PVM's), [`Estimator::Haddad`]'s 2n raw points and
+//!    [`Estimator::MinRoundTrip`]'s fastest exchanges are kept for
+//!    comparison;
+//! 2. for Dunigan and Haddad, an optional running median per phase removes
+//!    asymmetric exchanges (§2.9);
 //! 3. the [`Strategy`] fits the Before phase alone or both phases together;
 //! 4. OLS gives α̂, β̂, σ̂² and 95 % Student intervals (§2.6) with %Err.
 //!
 //! The fit's [`ClockModel`] converts local dates to global ones (Eq. 3.3),
+//! its [`DatingBounds`] say how far a converted date can be trusted at any
+//! date (growing away from the samples: SB's extrapolation),
 //! [`is_tachyon`] checks a message after conversion, and [`ClockReport`]
-//! prints the clock statistics of Fig. 6.1 with their warnings. [`sim`]
-//! simulates clocks and sampling so all of this runs on one host.
+//! prints the clock statistics of Fig. 6.1, each peer's [`Trust`] over the
+//! run, and their warnings. [`sim`] simulates clocks and sampling so all of
+//! this runs on one host.
 //!
 //! Dates are signed nanoseconds (`i64`); see [`Sample`] for why.
 //!
@@ -68,6 +75,6 @@ pub use estimator::{Estimator, FitConfig, Strategy};
 pub use fit::fit;
 pub use model::{ClockModel, causal_gap_ns, is_tachyon};
 pub use phase::Phase;
-pub use report::{ClockReport, OFFSET_ERR_RESYNC_PCT, OFFSET_ERR_WARN_PCT, PeerClock, Warning};
-pub use result::{CONFIDENCE, ClockFit, Diagnostics, Estimate, IntervalKind, Residual};
+pub use report::{ClockReport, OFFSET_ERR_RESYNC_PCT, OFFSET_ERR_WARN_PCT, PeerClock, Trust, Warning};
+pub use result::{CONFIDENCE, ClockFit, DatingBounds, Diagnostics, Estimate, IntervalKind, Residual};
 pub use sample::{Sample, SampleSet};

@@ -33,12 +33,21 @@ pub(crate) struct LineFit {
     pub var_kappa: f64,
     /// Residuals d_k − a − κ·x_k, in point order.
     pub residuals: Vec<f64>,
+    /// x̄, the mean abscissa.
+    pub x_mean: f64,
+    /// Sxx = Σ(x − x̄)².
+    pub sxx: f64,
 }
 
 impl LineFit {
     /// Degrees of freedom of the Student quantile, N − 2.
     pub fn dof(&self) -> usize {
         self.residuals.len() - 2
+    }
+
+    /// V̂ of the line's value at x: σ̂²·(1/N + (x − x̄)²/Sxx).
+    pub fn var_at(&self, x: f64) -> f64 {
+        self.sigma2 * (1.0 / self.residuals.len() as f64 + (x - self.x_mean).powi(2) / self.sxx)
     }
 }
 
@@ -68,7 +77,7 @@ pub(crate) fn ols(points: &[Point]) -> Result<LineFit, ClockError> {
     let residuals: Vec<f64> = points.iter().map(|p| p.d - line.at(p.x)).collect();
     let sigma2 = residuals.iter().map(|r| r * r).sum::<f64>() / (nf - 2.0);
     let var_a = sigma2 * (1.0 / nf + x_mean * x_mean / sxx);
-    Ok(LineFit { line, sigma2, var_a, var_kappa: sigma2 / sxx, residuals })
+    Ok(LineFit { line, sigma2, var_a, var_kappa: sigma2 / sxx, residuals, x_mean, sxx })
 }
 
 /// DW = Σ_{k≥2}(v_k − v_{k−1})² / Σ v_k²: 2 for independent residuals, below

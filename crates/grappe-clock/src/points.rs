@@ -107,6 +107,37 @@ pub(crate) fn shortest_round_trips(samples: &[Sample], keep: f64) -> Vec<Sample>
     order.into_iter().map(|i| samples[i]).collect()
 }
 
+/// A phase's quiet exchanges, in their original order: at most the
+/// quieter half by time on the wire, and of those only the ones within
+/// the usual spread of the quietest (below), but always the three
+/// quietest (or all, if fewer). An exchange delayed one way (the peer
+/// asleep when the ping came, a descheduled reference) has a long time on
+/// the wire, and its Eq. 3.9 midpoint is off by up to half of it; on a
+/// loaded host more than half of a phase may be delayed, by milliseconds.
+///
+/// The usual spread: the quietest time on the wire w₀ plus the larger of
+/// w₀ and three times the spread of the three quietest (w₂ − w₀). When w₀
+/// is not positive the clocks' read noise exceeds the latency and decides
+/// the times on the wire: then the quieter half is kept, as a choice
+/// narrower than the noise would favour the exchanges whose noise happens
+/// to shorten the wire, and bias their midpoints.
+pub(crate) fn quietest(samples: &[Sample]) -> Vec<Sample> {
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by_key(|&i| samples[i].wire_time());
+    if order.is_empty() {
+        return Vec::new();
+    }
+    let wire = |k: usize| samples[order[k]].wire_time();
+    let floor = 3.min(samples.len());
+    let w0 = wire(0);
+    let limit = if w0 > 0 { w0 + (3 * (wire(floor - 1) - w0)).max(w0) } else { i128::MAX };
+    let half = samples.len().div_ceil(2).max(floor);
+    let kept = (floor..half).take_while(|&k| wire(k) <= limit).count() + floor;
+    order.truncate(kept);
+    order.sort_unstable();
+    order.into_iter().map(|i| samples[i]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +170,27 @@ mod tests {
         let kept = shortest_round_trips(&samples, 0.5);
         assert_eq!(kept, vec![samples[1], samples[2]]);
         assert_eq!(shortest_round_trips(&samples, 0.01).len(), 1);
+    }
+
+    #[test]
+    fn quietest_keeps_half_and_at_least_three() {
+        let s = |rtt: i64, at: i64| Sample::new(at, at + 5, at + 5, at + rtt);
+        let eight: Vec<Sample> =
+            [90, 10, 30, 20, 500, 40, 15, 60].iter().zip(0..).map(|(&r, k)| s(r, 100 * k)).collect();
+        let kept = quietest(&eight);
+        assert_eq!(kept, vec![eight[1], eight[2], eight[3], eight[6]]);
+        assert_eq!(quietest(&eight[..4]).len(), 3);
+        assert_eq!(quietest(&eight[..2]).len(), 2);
+        assert!(quietest(&[]).is_empty());
+    }
+
+    #[test]
+    fn quietest_drops_a_delayed_majority() {
+        // 3 exchanges near 10 ns on the wire, 7 delayed by milliseconds.
+        let s = |rtt: i64, at: i64| Sample::new(at, at + 5, at + 5, at + rtt);
+        let wires = [3_000_000, 10, 4_000_000, 12, 2_000_000, 11, 5_000_000, 6_000_000, 13, 7_000_000];
+        let samples: Vec<Sample> = wires.iter().zip(0..).map(|(&w, k)| s(w, 100 * k)).collect();
+        let kept = quietest(&samples);
+        assert_eq!(kept, vec![samples[1], samples[3], samples[5], samples[8]]);
     }
 }

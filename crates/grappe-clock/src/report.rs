@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::estimator::Estimator;
 use crate::estimator::FitConfig;
-use crate::result::ClockFit;
+use crate::result::{ClockFit, IntervalKind};
 
 /// Offset %Err above which the sampling is suspect (§2.9).
 pub const OFFSET_ERR_WARN_PCT: f64 = 5.0;
@@ -54,7 +54,37 @@ pub enum Warning {
         label: String,
         /// ε estimated from the residual amplitude, ns.
         granularity_ns: f64,
-        /// µ estimated from the shortest exchange, ns.
+        /// µ estimated from the shortest exchange, ns (0 when not
+        /// measurable).
+        min_one_way_ns: f64,
+        /// False when the clocks' read noise exceeds the sampling
+        /// messages' time on the wire, so µ could not be measured.
+        latency_measured: bool,
+    },
+    /// No line respects every sample (read noise or an oscillation larger
+    /// than the sampling messages' latency), so the robust estimator fell
+    /// back from convex-hull bounds to a regression on the quietest
+    /// exchanges, with widened intervals. Dates are corrected, less surely.
+    Fallback {
+        /// The peer.
+        label: String,
+        /// How much the offset's interval was widened, ns.
+        widened_by_ns: f64,
+    },
+    /// The predicted dating error somewhere in the run (the half-width of
+    /// the offset's interval there, propagated from the intervals of offset
+    /// and drift) exceeds the smallest one-way latency µ of the samples,
+    /// and does so outside the sampled span: the fit extrapolates (SB, or
+    /// a run that goes on after the last samples), and a message of
+    /// latency µ there may be dated before its send.
+    DatingErrorAboveLatency {
+        /// The peer.
+        label: String,
+        /// The predicted error, ns.
+        predicted_ns: f64,
+        /// Where, s after the start of the run.
+        at_s: f64,
+        /// µ, ns (0 when not measurable).
         min_one_way_ns: f64,
     },
     /// The fitted line crosses the bounds of its own samples: it would date
@@ -70,8 +100,8 @@ pub enum Warning {
 }
 
 impl Warning {
-    /// The warnings one peer's fit deserves.
-    fn of(peer: &PeerClock) -> Vec<Warning> {
+    /// The warnings one peer's fit deserves, over the run `trust` is for.
+    fn of(peer: &PeerClock, trust: &Trust) -> Vec<Warning> {
         let (label, fit) = (peer.label.clone(), &peer.fit);
         let mut warnings = Vec::new();
         let pct_err = fit.offset.pct_err;
@@ -87,12 +117,27 @@ impl Warning {
             warnings.push(Warning::OffsetErrorAboveOnePercent { label: label.clone(), pct_err });
         }
         let (granularity_ns, min_one_way_ns) = (fit.granularity_ns, fit.diagnostics.min_one_way_ns);
+        let latency_measured = !fit.diagnostics.latency_below_noise;
         if granularity_ns >= min_one_way_ns {
-            warnings.push(Warning::CausalityAtRisk { label: label.clone(), granularity_ns, min_one_way_ns });
+            let label = label.clone();
+            warnings.push(Warning::CausalityAtRisk { label, granularity_ns, min_one_way_ns, latency_measured });
         }
-        // Half a nanosecond: below it, the crossing is rounding.
+        if let IntervalKind::Widened { systematic_ns, .. } = fit.interval {
+            warnings.push(Warning::Fallback { label: label.clone(), widened_by_ns: systematic_ns });
+        }
+        if trust.worst_ns > min_one_way_ns && !fit.dating.within_samples(trust.worst_at_ns) {
+            warnings.push(Warning::DatingErrorAboveLatency {
+                label: label.clone(),
+                predicted_ns: trust.worst_ns,
+                at_s: (trust.worst_at_ns - trust.start_ns) as f64 / 1e9,
+                min_one_way_ns,
+            });
+        }
+        // Half a nanosecond: below it, the crossing is rounding. After a
+        // fallback no line respects every sample, as its warning says.
         let by_ns = fit.diagnostics.contradiction_ns;
-        if by_ns > 0.5 {
+        let fell_back = matches!(fit.interval, IntervalKind::Widened { .. });
+        if by_ns > 0.5 && !fell_back {
             warnings.push(Warning::ContradictsSamples { label, by_ns });
         }
         warnings
@@ -112,17 +157,38 @@ impl fmt::Display for Warning {
                 "{label}: offset %Err {pct_err:.2}% > {OFFSET_ERR_RESYNC_PCT}%: if longer phases do not bring it \
                  below {OFFSET_ERR_RESYNC_PCT}%, a clock resynchronisation mechanism is present; disable it"
             ),
-            Warning::CausalityAtRisk { label, granularity_ns, min_one_way_ns } => write!(
+            Warning::CausalityAtRisk { label, granularity_ns, latency_measured: false, .. } => write!(
+                f,
+                "{label}: estimated granularity {:.1} us, and the clock samples' one-way latency is below the \
+                 clocks' read noise (not measurable): receives may be dated before their sends",
+                granularity_ns / 1e3,
+            ),
+            Warning::CausalityAtRisk { label, granularity_ns, min_one_way_ns, .. } => write!(
                 f,
                 "{label}: estimated granularity {:.1} us >= minimum one-way latency {:.1} us: receives may be \
                  dated before their sends (lengthen the phases or sample more points)",
                 granularity_ns / 1e3,
                 min_one_way_ns / 1e3
             ),
+            Warning::Fallback { label, widened_by_ns } => write!(
+                f,
+                "{label}: no clock line respects every sample (read noise or a clock oscillation larger than the \
+                 sampling messages' latency): fitted by regression on the quietest exchanges instead of convex-hull \
+                 bounds, intervals widened by {:.2} us",
+                widened_by_ns / 1e3
+            ),
+            Warning::DatingErrorAboveLatency { label, predicted_ns, at_s, min_one_way_ns } => write!(
+                f,
+                "{label}: predicted dating error {:.1} us at {at_s:.3} s into the run (extrapolated beyond the \
+                 clock samples) exceeds the smallest one-way latency {}: receives may be dated before their sends \
+                 (sample after the run too: strategy sba)",
+                predicted_ns / 1e3,
+                latency_text(*min_one_way_ns),
+            ),
             Warning::ContradictsSamples { label, by_ns } => write!(
                 f,
                 "{label}: the fitted line dates one of its own clock samples {:.1} us before its send: the \
-                 sampling delays were lopsided (a loaded host); use --estimator convex-hull or min-rtt, or sample \
+                 sampling delays were lopsided (a loaded host); use the robust estimator (the default) or convex-hull, or sample \
                  again",
                 by_ns / 1e3
             ),
@@ -130,14 +196,54 @@ impl fmt::Display for Warning {
     }
 }
 
-/// The clock statistics of one run: the reference, one row per peer, and
-/// the warnings.
+fn latency_text(ns: f64) -> String {
+    if ns > 0.0 { format!("{:.3} us", ns / 1e3) } else { "(below the clocks' read noise)".to_owned() }
+}
+
+/// How far one peer's dates can be trusted over a run: the half-width of
+/// the 95 % interval of its offset (the error a converted date may carry)
+/// at the run's start, at its end, and at its worst point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Trust {
+    /// The peer.
+    pub label: String,
+    /// Start of the run, reference clock, ns.
+    pub start_ns: i64,
+    /// End of the run, reference clock, ns.
+    pub end_ns: i64,
+    /// Half-width at the start, ns.
+    pub at_start_ns: f64,
+    /// Half-width at the end, ns.
+    pub at_end_ns: f64,
+    /// The largest half-width over the run, ns.
+    pub worst_ns: f64,
+    /// Where it is, reference clock, ns.
+    pub worst_at_ns: i64,
+}
+
+impl Trust {
+    /// The trust of `fit` over [start, end] (reference dates). The
+    /// half-width is convex in the date (see [`crate::DatingBounds`]), so
+    /// its largest value is at an end.
+    pub fn over(label: &str, fit: &ClockFit, start_ns: i64, end_ns: i64) -> Trust {
+        let (at_start_ns, at_end_ns) = (fit.dating.half_width_at(start_ns), fit.dating.half_width_at(end_ns));
+        let (worst_ns, worst_at_ns) =
+            if at_end_ns >= at_start_ns { (at_end_ns, end_ns) } else { (at_start_ns, start_ns) };
+        Trust { label: label.to_owned(), start_ns, end_ns, at_start_ns, at_end_ns, worst_ns, worst_at_ns }
+    }
+}
+
+/// The clock statistics of one run: the reference, one row per peer, how
+/// far each peer's dates can be trusted, and the warnings.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClockReport {
     /// The reference host or rank, printed as the identity row.
     pub reference: String,
     /// One row per peer, in the order given.
     pub peers: Vec<PeerClock>,
+    /// Per peer, in the same order: how far its dates can be trusted over
+    /// the run (over its sampled span when the run is not known).
+    pub trust: Vec<Trust>,
     /// Every warning, peer by peer.
     pub warnings: Vec<Warning>,
 }
@@ -152,8 +258,22 @@ impl ClockReport {
     /// sub-microsecond interval; for them [`Warning::CausalityAtRisk`], an
     /// absolute test, is the meaningful one.
     pub fn new(reference: impl Into<String>, peers: Vec<PeerClock>) -> Self {
-        let warnings = peers.iter().flat_map(Warning::of).collect();
-        ClockReport { reference: reference.into(), peers, warnings }
+        let trust =
+            peers.iter().map(|p| Trust::over(&p.label, &p.fit, p.fit.dating.first_ns, p.fit.dating.last_ns)).collect();
+        ClockReport::with_trust(reference, peers, trust)
+    }
+
+    /// [`ClockReport::new`] for a run between two reference dates: the
+    /// trust of each peer over it, and a warning for each whose predicted
+    /// error there exceeds the smallest latency.
+    pub fn for_run(reference: impl Into<String>, peers: Vec<PeerClock>, start_ns: i64, end_ns: i64) -> Self {
+        let trust = peers.iter().map(|p| Trust::over(&p.label, &p.fit, start_ns, end_ns)).collect();
+        ClockReport::with_trust(reference, peers, trust)
+    }
+
+    fn with_trust(reference: impl Into<String>, peers: Vec<PeerClock>, trust: Vec<Trust>) -> Self {
+        let warnings = peers.iter().zip(&trust).flat_map(|(p, t)| Warning::of(p, t)).collect();
+        ClockReport { reference: reference.into(), peers, trust, warnings }
     }
 
     /// The settings shared by every row, or `None` if rows differ.
@@ -166,6 +286,9 @@ impl ClockReport {
 fn settings(config: &FitConfig) -> String {
     let (window, intervals) = match (config.estimator, config.median_window_used()) {
         (Estimator::ConvexHull, _) => ("unused".to_owned(), "convex-hull bounds"),
+        (Estimator::Robust, _) => {
+            ("unused".to_owned(), "convex-hull bounds (hull), else 95% Student widened by the asymmetry (t+asym)")
+        }
         (Estimator::MinRoundTrip { .. }, _) => ("unused".to_owned(), "95% Student"),
         (_, None) => ("none".to_owned(), "95% Student"),
         (_, Some(k)) => (k.to_string(), "95% Student"),
@@ -176,8 +299,8 @@ fn settings(config: &FitConfig) -> String {
     )
 }
 
-const HEADER: &str =
-    "host               Slope      95% Conf   %Err      Offset (s)      95% Conf    %Err  %Err(b-1)     N      DW";
+const HEADER: &str = "host               Slope      95% Conf   %Err      Offset (s)      95% Conf    %Err  %Err(b-1)     N      DW  \
+     Interval";
 
 impl fmt::Display for ClockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -199,6 +322,19 @@ impl fmt::Display for ClockReport {
             }
             writeln!(f)?;
         }
+        writeln!(f, "Dating trust: half-width of the 95% interval of each peer's dates over the run, us")?;
+        writeln!(f, "    host           at start      at end       worst   (at, s into the run)")?;
+        for t in &self.trust {
+            writeln!(
+                f,
+                "    {:<12} {:>10.3} {:>11.3} {:>11.3}   ({:.3})",
+                t.label,
+                t.at_start_ns / 1e3,
+                t.at_end_ns / 1e3,
+                t.worst_ns / 1e3,
+                (t.worst_at_ns - t.start_ns) as f64 / 1e9
+            )?;
+        }
         if !self.warnings.is_empty() {
             writeln!(f, "Warnings:")?;
             for warning in &self.warnings {
@@ -214,7 +350,7 @@ fn write_row(f: &mut fmt::Formatter<'_>, peer: &PeerClock) -> fmt::Result {
     let dw = fit.durbin_watson.map_or("-".to_owned(), |dw| format!("{dw:.2}"));
     write!(
         f,
-        "{:<12} {:>12.10} {:>12.10} {:>6.2} {:>15.9} {:>13.9} {:>7.2} {:>10.4} {:>5} {:>7}",
+        "{:<12} {:>12.10} {:>12.10} {:>6.2} {:>15.9} {:>13.9} {:>7.2} {:>10.4} {:>5} {:>7}  {:>8}",
         peer.label,
         fit.slope.value,
         fit.drift.half_width(),
@@ -225,5 +361,6 @@ fn write_row(f: &mut fmt::Formatter<'_>, peer: &PeerClock) -> fmt::Result {
         fit.drift.pct_err,
         fit.diagnostics.points_used,
         dw,
+        fit.interval.short(),
     )
 }

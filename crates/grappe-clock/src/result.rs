@@ -72,6 +72,67 @@ pub enum IntervalKind {
     },
     /// Duda's hard bounds: every line consistent with positive latencies.
     HullBounds,
+    /// The robust estimator's fallback when no line respects every sample
+    /// (clock noise above the sampling latency): Student intervals on the
+    /// quietest exchanges, widened by the bias an asymmetric exchange can
+    /// carry (half its time on the wire), which the Student term ignores.
+    Widened {
+        /// Degrees of freedom N − 2.
+        dof: usize,
+        /// t_{0.975, dof}.
+        t_quantile: f64,
+        /// The widening of the offset's interval, ns.
+        systematic_ns: f64,
+    },
+}
+
+impl IntervalKind {
+    /// Short name for a report column.
+    pub fn short(&self) -> &'static str {
+        match self {
+            IntervalKind::Student { .. } => "t",
+            IntervalKind::HullBounds => "hull",
+            IntervalKind::Widened { .. } => "t+asym",
+        }
+    }
+}
+
+/// How far a fit's dates can be trusted: the half-width of the interval of
+/// the peer's offset at two reference dates (the first and the last
+/// sample), from which it follows anywhere. Every line the fit allows
+/// passes within these half-widths at both dates, so at a date a fraction
+/// s of the way from the first to the last (s < 0 or s > 1 outside the
+/// sampled span) it is within |1 − s|·first + |s|·last of the fitted line:
+/// constant-ish between SBA's phases, growing linearly with the distance
+/// for SB's extrapolation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DatingBounds {
+    /// Reference date of the first sample, ns.
+    pub first_ns: i64,
+    /// Reference date of the last sample, ns.
+    pub last_ns: i64,
+    /// Half-width of the offset's interval at `first_ns`, ns.
+    pub first_half_width_ns: f64,
+    /// Half-width of the offset's interval at `last_ns`, ns.
+    pub last_half_width_ns: f64,
+}
+
+impl DatingBounds {
+    /// Half-width of the offset's interval at a reference date, ns:
+    /// how far a date converted by the fit may be from the truth.
+    pub fn half_width_at(&self, reference_ns: i64) -> f64 {
+        let span = (i128::from(self.last_ns) - i128::from(self.first_ns)) as f64;
+        if span <= 0.0 {
+            return if reference_ns == self.first_ns { self.first_half_width_ns } else { f64::INFINITY };
+        }
+        let s = (i128::from(reference_ns) - i128::from(self.first_ns)) as f64 / span;
+        (1.0 - s).abs() * self.first_half_width_ns + s.abs() * self.last_half_width_ns
+    }
+
+    /// Whether a reference date lies between the first and last sample.
+    pub fn within_samples(&self, reference_ns: i64) -> bool {
+        (self.first_ns..=self.last_ns).contains(&reference_ns)
+    }
 }
 
 /// One residual of the fit, at its reference date.
@@ -95,8 +156,16 @@ pub struct Diagnostics {
     /// Shortest round trip seen by the reference, ns.
     pub min_round_trip_ns: i64,
     /// Half the shortest time on the wire (round trip − turnaround): the
-    /// minimum one-way latency µ if the links are symmetric, ns.
+    /// minimum one-way latency µ if the links are symmetric, ns. Never
+    /// negative: 0 when the clocks' read noise exceeds the time on the wire
+    /// (see `latency_below_noise`).
     pub min_one_way_ns: f64,
+    /// The shortest time on the wire came out negative: the clocks' read
+    /// noise (jitter) is larger than the sampling messages' latency, which
+    /// the samples cannot measure.
+    pub latency_below_noise: bool,
+    /// Reference date of the last pong, ns: the end of the sampled span.
+    pub last_reference_ns: i64,
     /// How far the fitted line crosses the bounds the samples themselves
     /// set (it must pass below every ping's offset and above every pong's,
     /// as latencies are positive), ns; 0 when it does not. Positive means
@@ -107,11 +176,12 @@ pub struct Diagnostics {
 
 impl Diagnostics {
     pub(crate) fn of<'a>(samples: impl Iterator<Item = &'a Sample>) -> Self {
-        let (mut count, mut rtt, mut wire) = (0, i128::MAX, i128::MAX);
+        let (mut count, mut rtt, mut wire, mut last) = (0, i128::MAX, i128::MAX, i64::MIN);
         for s in samples {
             count += 1;
             rtt = rtt.min(s.round_trip());
             wire = wire.min(s.wire_time());
+            last = last.max(s.t_recv_ref);
         }
         let min_round_trip_ns = i64::try_from(rtt).unwrap_or(i64::MAX);
         Diagnostics {
@@ -119,7 +189,9 @@ impl Diagnostics {
             points_total: 0,
             points_used: 0,
             min_round_trip_ns,
-            min_one_way_ns: wire as f64 / 2.0,
+            min_one_way_ns: (wire as f64 / 2.0).max(0.0),
+            latency_below_noise: wire < 0,
+            last_reference_ns: last,
             contradiction_ns: 0.0,
         }
     }
@@ -178,28 +250,58 @@ pub struct ClockFit {
     pub granularity_ns: f64,
     /// Counts and latencies.
     pub diagnostics: Diagnostics,
+    /// How far its dates can be trusted, anywhere.
+    pub dating: DatingBounds,
 }
 
 impl ClockFit {
+    /// An OLS fit with Student intervals, widened by `widening` when the
+    /// robust estimator fell back to it.
     pub(crate) fn from_ols(
         frame: &Frame,
         points: &[Point],
         fit: &LineFit,
         config: &FitConfig,
         diagnostics: Diagnostics,
+        widening: Option<Widening>,
     ) -> Result<Self, ClockError> {
         let dof = fit.dof();
         let t = student_t_quantile(0.5 + CONFIDENCE / 2.0, dof as f64)?;
-        let offset = Estimate::symmetric(frame.offset(fit.line.a), t * fit.var_a.sqrt());
-        let drift = Estimate::symmetric(fit.line.kappa, t * fit.var_kappa.sqrt());
-        let parts = Parts { line: fit.line, offset, drift, sigma2: fit.sigma2, residuals: &fit.residuals };
-        parts.build(frame, points, config, IntervalKind::Student { dof, t_quantile: t }, diagnostics)
+        let systematic = widening.as_ref().map_or(0.0, |w| w.offset_ns);
+        let (x_min, x_max) =
+            points.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(p.x), hi.max(p.x)));
+        // An exchange biased by b at one end of the points and −b at the
+        // other tilts the line by at most 2b over their span.
+        let drift_systematic = match systematic {
+            0.0 => 0.0,
+            _ if x_max > x_min => 2.0 * systematic / (x_max - x_min),
+            _ => f64::INFINITY,
+        };
+        let offset = Estimate::symmetric(frame.offset(fit.line.a), t * fit.var_a.sqrt() + systematic);
+        let drift = Estimate::symmetric(fit.line.kappa, t * fit.var_kappa.sqrt() + drift_systematic);
+        let half_width = |x: f64| t * fit.var_at(x).sqrt() + systematic;
+        let last_x = diagnostics_last_x(frame, &diagnostics);
+        let dating = DatingBounds {
+            first_ns: frame.x0,
+            last_ns: frame.reference_date(last_x),
+            first_half_width_ns: half_width(0.0),
+            last_half_width_ns: half_width(last_x),
+        };
+        let interval = match widening {
+            None => IntervalKind::Student { dof, t_quantile: t },
+            Some(w) => IntervalKind::Widened { dof, t_quantile: t, systematic_ns: w.offset_ns },
+        };
+        let parts = Parts { line: fit.line, offset, drift, sigma2: fit.sigma2, residuals: &fit.residuals, dating };
+        parts.build(frame, points, config, interval, diagnostics)
     }
 
+    /// A convex-hull fit; `last` is the offset range at the last sample's
+    /// abscissa `last_x`.
     pub(crate) fn from_hull(
         frame: &Frame,
         midpoints: &[Point],
         bounds: &HullBounds,
+        last: (f64, (f64, f64)),
         config: &FitConfig,
         diagnostics: Diagnostics,
     ) -> Result<Self, ClockError> {
@@ -207,10 +309,30 @@ impl ClockFit {
         let offset = Estimate::bounded(frame.offset(line.a), frame.offset(bounds.a_min), frame.offset(bounds.a_max));
         let drift = Estimate::bounded(line.kappa, bounds.kappa_min, bounds.kappa_max);
         let residuals: Vec<f64> = midpoints.iter().map(|p| p.d - line.at(p.x)).collect();
-        let sigma2 = residuals.iter().map(|r| r * r).sum::<f64>() / (residuals.len() - 2) as f64;
-        let parts = Parts { line, offset, drift, sigma2, residuals: &residuals };
+        let sigma2 = residuals.iter().map(|r| r * r).sum::<f64>() / (residuals.len().max(3) - 2) as f64;
+        let (last_x, (low, high)) = last;
+        let reach = |value: f64, low: f64, high: f64| (high - value).max(value - low).max(0.0);
+        let dating = DatingBounds {
+            first_ns: frame.x0,
+            last_ns: frame.reference_date(last_x),
+            first_half_width_ns: reach(line.a, bounds.a_min, bounds.a_max),
+            last_half_width_ns: reach(line.at(last_x), low, high),
+        };
+        let parts = Parts { line, offset, drift, sigma2, residuals: &residuals, dating };
         parts.build(frame, midpoints, config, IntervalKind::HullBounds, diagnostics)
     }
+}
+
+/// How the robust estimator's fallback widens the Student intervals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Widening {
+    /// Added to the offset's half-width everywhere, ns.
+    pub offset_ns: f64,
+}
+
+/// The abscissa of the last sample's pong, from the diagnostics.
+fn diagnostics_last_x(frame: &Frame, diagnostics: &Diagnostics) -> f64 {
+    (i128::from(diagnostics.last_reference_ns) - i128::from(frame.x0)) as f64
 }
 
 /// The estimator-specific numbers, before the common derived ones.
@@ -220,6 +342,7 @@ struct Parts<'a> {
     drift: Estimate,
     sigma2: f64,
     residuals: &'a [f64],
+    dating: DatingBounds,
 }
 
 impl Parts<'_> {
@@ -253,6 +376,7 @@ impl Parts<'_> {
             residual_amplitude_ns: amplitude,
             granularity_ns: config.strategy.granularity_factor() * amplitude,
             diagnostics,
+            dating: self.dating,
         })
     }
 }

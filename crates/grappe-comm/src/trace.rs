@@ -420,21 +420,33 @@ impl Communicator {
     /// rank 0 ping-pongs every other rank, one at a time, `points` times,
     /// `spacing` apart; four dates per exchange; rank 0 writes the samples
     /// to its trace. Collective over the world; a no-op without tracing.
+    ///
+    /// Each sample is the quietest of a short burst of exchanges with the
+    /// same peer, after a warm-up exchange that is discarded: a peer that
+    /// waited through rank 0's pause (or through its exchanges with the
+    /// other peers) may have gone to sleep in its receive, and the ping
+    /// that wakes it takes the wake-up time one way only, which puts that
+    /// exchange's midpoint off by half of it (tens to hundreds of µs for
+    /// the first peer after each pause). The warm-up takes that delay; of
+    /// the exchanges that follow, the one with the shortest time on the
+    /// wire (round trip minus turnaround) is kept, as a busy host delays
+    /// one of them now and then, one way.
+    ///
+    /// Dates are kept as read: a simulated clock's read noise may put a
+    /// pong before its ping, which the estimator takes as noise.
     pub fn sample_clocks(&self, phase: u8, points: usize, spacing: std::time::Duration) -> Result<()> {
         if !self.rank_context().tracing() || self.size() < 2 {
             return Ok(());
         }
         let ctx = self.coll_ctx();
         let now = || self.rank_context().recorder().now_ns();
+        let exchanges = points * EXCHANGES_PER_SAMPLE;
         if self.rank() != 0 {
-            for _ in 0..points {
+            for _ in 0..exchanges {
                 let mut ping = [0u64; 1];
                 self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut ping), Source::Rank(0), Tag::Is(SYNC_TAG))?;
                 let t_recv = now();
-                // A clock read after another never reads earlier; a
-                // simulated clock's jitter (read noise) could, and the
-                // turnaround would come out negative, which no fit takes.
-                let t_send = now().max(t_recv);
+                let t_send = now();
                 self.send_bytes(ctx, bytemuck::cast_slice(&[t_recv, t_send]), 0, SYNC_TAG)?;
             }
             return Ok(());
@@ -445,20 +457,24 @@ impl Communicator {
                 std::thread::sleep(spacing);
             }
             for peer in 1..self.size() {
-                let mut pong = [0u64; 2];
-                let t_send_ref = now();
-                self.send_bytes(ctx, bytemuck::cast_slice(&[point as u64]), peer, SYNC_TAG)?;
-                self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut pong), Source::Rank(peer), Tag::Is(SYNC_TAG))?;
-                let t_recv_ref = now().max(t_send_ref);
-                let [t_recv_peer, t_send_peer] = pong;
-                samples.push(ClockSample {
-                    peer: peer as u32,
-                    phase,
-                    t_send_ref,
-                    t_recv_peer,
-                    t_send_peer,
-                    t_recv_ref,
-                });
+                let exchange = || -> Result<ClockSample> {
+                    let mut pong = [0u64; 2];
+                    let t_send_ref = now();
+                    self.send_bytes(ctx, bytemuck::cast_slice(&[point as u64]), peer, SYNC_TAG)?;
+                    self.recv_bytes(ctx, bytemuck::cast_slice_mut(&mut pong), Source::Rank(peer), Tag::Is(SYNC_TAG))?;
+                    let t_recv_ref = now();
+                    let [t_recv_peer, t_send_peer] = pong;
+                    Ok(ClockSample { peer: peer as u32, phase, t_send_ref, t_recv_peer, t_send_peer, t_recv_ref })
+                };
+                exchange()?;
+                let mut best = exchange()?;
+                for _ in 2..EXCHANGES_PER_SAMPLE {
+                    let next = exchange()?;
+                    if wire_time(&next) < wire_time(&best) {
+                        best = next;
+                    }
+                }
+                samples.push(best);
             }
         }
         let mut recorder = self.rank_context().recorder();
@@ -466,6 +482,18 @@ impl Communicator {
         let action = "write clock samples into";
         recorder.write_samples(samples).map_err(|source| Error::Trace { rank, action, source })
     }
+}
+
+/// Exchanges with a peer for each sample kept: a warm-up, discarded, then
+/// three of which the quietest is kept (see [`Communicator::sample_clocks`]).
+const EXCHANGES_PER_SAMPLE: usize = 4;
+
+/// Round trip minus turnaround, ns (signed: a simulated clock's read noise
+/// can make it negative).
+fn wire_time(s: &ClockSample) -> i128 {
+    let (round_trip, hold) =
+        (i128::from(s.t_recv_ref) - i128::from(s.t_send_ref), i128::from(s.t_send_peer) - i128::from(s.t_recv_peer));
+    round_trip - hold
 }
 
 /// Tag of clock-sampling messages on the world's collective context.

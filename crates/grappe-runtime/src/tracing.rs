@@ -11,14 +11,17 @@
 //! | `GRAPPE_TRACE_FLUSH` | `end`, `full` or `thread` (see `grappe_trace::FlushPolicy`) | `full` |
 //! | `GRAPPE_TRACE_BUFFER` | events per rank buffer | 65536 |
 //! | `GRAPPE_TRACE_SYNC` | `sba` (before and after) or `sb` (before only) | `sba` |
-//! | `GRAPPE_TRACE_SYNC_POINTS` | exchanges per peer and phase (at least 3) | 20 |
+//! | `GRAPPE_TRACE_SYNC_POINTS` | clock samples per peer and phase (at least 3, which a fit needs; each the quietest of three exchanges after a warm-up one) | 20 |
 //! | `GRAPPE_TRACE_SYNC_SPACING_US` | pause between rounds of exchanges | 1000 |
 //! | `GRAPPE_TRACE_SIMULATE` | distort each rank's clock, e.g. `offset=2ms,drift=50ppm,amplitude=5us,period=10s,jitter=50ns,seed=7` (see `grappe_clock::sim::SimulationSpec`; implies the raw monotonic clock) | off |
 //!
 //! Simulated clocks let one host test global time: every rank's dates are
 //! distorted as a clock of another host would be, and the header of each
-//! file says how. Jitter is read noise: dates closer together than it may
-//! come out of order, and `grappe trace check` says so.
+//! file says how. A base offset common to every rank keeps the dates
+//! positive, so none is clamped. Jitter is read noise: dates closer
+//! together than it may come out of order, in events and clock samples
+//! alike, and nothing puts them back in order: `grappe trace check` says
+//! so, and the clock estimator takes such samples as noise.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,8 +157,13 @@ pub(crate) fn end(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_
 struct SimulatedTime(SimulatedClock);
 
 impl TimeMap for SimulatedTime {
+    /// The simulated reading. The spec's base offset keeps it at 0 or more
+    /// (see `SimulationSpec::base_ns`), so the conversion to the format's
+    /// unsigned dates loses nothing; the read noise is kept, unordered.
     fn map(&self, local_ns: u64) -> u64 {
-        self.0.read(local_ns.min(i64::MAX as u64) as i64).max(0) as u64
+        let reading = self.0.read(local_ns.min(i64::MAX as u64) as i64);
+        debug_assert!(reading >= 0, "a simulated clock read {reading} despite its base offset");
+        reading.max(0) as u64
     }
 
     fn describe(&self) -> String {
@@ -204,6 +212,24 @@ mod tests {
             let error = read(&[("GRAPPE_TRACE", "/t"), (var, value)]).unwrap_err();
             assert_eq!(error.to_string(), said);
         }
+    }
+
+    /// A rank whose simulated clock is seconds behind, read just after
+    /// boot: its dates used to be clamped at 0 (every early date of the
+    /// rank the same, its offset to the others lost); they now keep the
+    /// offset between ranks.
+    #[test]
+    fn simulated_dates_are_not_clamped_at_zero() {
+        let spec: SimulationSpec = "offset=3s,drift=10ppm,seed=2".parse().unwrap();
+        let behind = (0..64).find(|&r| spec.clock_for(r).offset_ns < spec.base_ns() - 1_000_000_000).unwrap();
+        let ahead = (0..64).find(|&r| spec.clock_for(r).offset_ns > spec.base_ns() + 1_000_000_000).unwrap();
+        let (slow, fast) = (SimulatedTime(spec.clock_for(behind)), SimulatedTime(spec.clock_for(ahead)));
+        for local in [0_u64, 1_000_000, 500_000_000] {
+            let apart = fast.map(local) as i64 - slow.map(local) as i64;
+            let offsets = spec.clock_for(ahead).offset_ns - spec.clock_for(behind).offset_ns;
+            assert!((apart - offsets).abs() <= 10_000, "at {local}: {apart} ns apart, offsets {offsets} apart");
+        }
+        assert!(slow.map(1_000) > slow.map(0), "dates move on");
     }
 
     #[test]

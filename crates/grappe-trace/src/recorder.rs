@@ -16,7 +16,6 @@
 //! for single-host tests of global time, distorted by a simulated clock)
 //! when written.
 
-use std::cell::Cell;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -173,11 +172,6 @@ struct Codec {
     clock: TraceClock,
     alpha: [u32; 32],
     time_map: Option<Arc<dyn TimeMap>>,
-    /// The last start date a simulated clock gave: its read noise must not
-    /// make the rank's clock run backwards (a real clock's reads keep
-    /// their order), so a start is never dated before the one before it.
-    /// One encoder uses it (the recorder, or the writer thread's copy).
-    last_simulated_start: Cell<u64>,
 }
 
 impl Codec {
@@ -186,15 +180,14 @@ impl Codec {
         self.time_map.as_ref().map_or(ns, |m| m.map(ns))
     }
 
-    /// An event's dates: with a simulated clock, in the order they were
-    /// read (records come in start order, each end after its start).
+    /// An event's dates, as the clock (real or simulated) gives them. A
+    /// simulated clock's read noise may date a record before the one
+    /// before it: that is what it simulates (clocks of other hosts read
+    /// with noise), and `grappe trace check` must see it, so nothing puts
+    /// them back in order. Only an end before its own start is raised to
+    /// the start: the format stores a record's duration, unsigned.
     fn dates(&self, raw: &RawEvent) -> (u64, u64) {
         let (start, end) = (self.date(raw.start), self.date(raw.end.max(raw.start)));
-        if self.time_map.is_none() {
-            return (start, end);
-        }
-        let start = start.max(self.last_simulated_start.get());
-        self.last_simulated_start.set(start);
         (start, end.max(start))
     }
 
@@ -249,7 +242,7 @@ impl Recorder {
         let alpha = alpha::with_extra_cost(measured, config.extra_cost_ns);
         let header = header(config, &who, clock, &alpha, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
-        let codec = Codec { rank: who.rank, clock, alpha, time_map, last_simulated_start: Cell::new(0) };
+        let codec = Codec { rank: who.rank, clock, alpha, time_map };
         let sink = match config.policy {
             FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
             _ => Sink::File(writer),
@@ -266,7 +259,7 @@ impl Recorder {
     /// recorder exists.
     pub fn scratch(rank: u32, world_size: u32, capacity: usize) -> Recorder {
         let clock = TraceClock::shared();
-        let codec = Codec { rank, clock, alpha: [0; 32], time_map: None, last_simulated_start: Cell::new(0) };
+        let codec = Codec { rank, clock, alpha: [0; 32], time_map: None };
         Recorder::assemble(rank, world_size, capacity, FlushPolicy::End, Sink::Closed, codec)
     }
 

@@ -579,11 +579,13 @@ impl grappe_trace::TimeMap for Noisy {
     }
 }
 
-/// A simulated clock's noise never dates a record before the one before
-/// it, nor an end before its start: a clock's reads keep their order, and
-/// its jitter made `check` report thousands of records out of order.
+/// A simulated clock's noise is kept as read: records of one rank may be
+/// dated before the one before them (what `check` reports as records out
+/// of order, the reordering read noise makes), where the recorder used to
+/// force them in order and hid it. Within a record, the end is never
+/// before the start (the format stores the duration).
 #[test]
-fn a_noisy_simulated_clock_keeps_each_rank_s_records_in_order() {
+fn a_noisy_simulated_clock_s_reordering_is_kept_for_check_to_see() {
     let d = dir("noisy-clock");
     let config =
         RecorderConfig { dir: d.to_path_buf(), policy: FlushPolicy::Full, buffer_events: 64, extra_cost_ns: 0 };
@@ -597,8 +599,7 @@ fn a_noisy_simulated_clock_keeps_each_rank_s_records_in_order() {
     recorder.finish().unwrap();
     let events: Vec<_> = TraceFile::open(&d.join("rank-00000.gtrace")).unwrap().events().map(Result::unwrap).collect();
     assert!(events.len() >= 1000);
-    for pair in events.windows(2) {
-        assert!(pair[1].start >= pair[0].start, "{:?} before {:?}", pair[1], pair[0]);
-    }
+    let reversed = events.windows(2).filter(|pair| pair[1].start < pair[0].start).count();
+    assert!(reversed > 100, "±5 µs of noise on reads ns apart reverses about half the pairs, got {reversed}");
     assert!(events.iter().all(|e| e.end >= e.start));
 }

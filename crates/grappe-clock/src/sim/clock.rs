@@ -85,6 +85,34 @@ impl SimulatedClock {
         }
     }
 
+    /// The true date at which `reference` reads `reference_ns`, ignoring its
+    /// periodic noise and read noise (off by at most A·drift, far below a
+    /// nanosecond).
+    pub fn true_date_of(&self, reference_ns: i64) -> i64 {
+        let since_offset = (i128::from(reference_ns) - i128::from(self.offset_ns)) as f64;
+        (since_offset / (1.0 + self.drift_ppm * 1e-6)).round() as i64
+    }
+
+    /// The true offset of this clock to `reference` (this reading minus the
+    /// reference's, read noise left out, periodic noise in) when the
+    /// reference reads `reference_ns`, ns.
+    pub fn offset_at_reference(&self, reference: &SimulatedClock, reference_ns: i64) -> f64 {
+        let t = reference.true_date_of(reference_ns);
+        let smooth = |c: &SimulatedClock| c.offset_ns as f64 + t as f64 * c.drift_ppm * 1e-6 + c.periodic_ns(t);
+        smooth(self) - smooth(reference)
+    }
+
+    /// The straight line through the true offsets to `reference` at two
+    /// reference dates: what a linear fit of samples taken around those
+    /// dates should find when the periodic noise is too slow to show
+    /// within a sampling phase (the truth a fit's intervals are judged
+    /// against; with no periodic noise it is [`SimulatedClock::linear_model`]).
+    pub fn chord_model(&self, reference: &SimulatedClock, from_ns: i64, to_ns: i64) -> ClockModel {
+        let (from, to) = (self.offset_at_reference(reference, from_ns), self.offset_at_reference(reference, to_ns));
+        let drift = if to_ns == from_ns { 0.0 } else { (to - from) / (to_ns - from_ns) as f64 };
+        ClockModel { origin_ns: from_ns, offset_ns: from, drift }
+    }
+
     /// The periodic noise at a true date, ns.
     pub fn periodic_ns(&self, true_ns: i64) -> f64 {
         if self.amplitude_ns == 0.0 {
@@ -151,6 +179,21 @@ mod tests {
             let global = truth.to_global(peer.read(t));
             assert!((global - reference.read(t)).abs() <= 1, "t={t}");
         }
+    }
+
+    #[test]
+    fn chord_of_a_linear_clock_is_its_linear_model() {
+        let reference = SimulatedClock::linear(-3_000_000, 5.0);
+        let peer = SimulatedClock::linear(2_000_000_000, -12.0);
+        let (truth, chord) =
+            (peer.linear_model(&reference), peer.chord_model(&reference, 10_000_000_000, 90_000_000_000));
+        for date in [0_i64, 50_000_000_000, 120_000_000_000] {
+            assert!((truth.offset_at(date) - chord.offset_at(date)).abs() < 1.0, "{date}");
+        }
+        let wavy = SimulatedClock { amplitude_ns: 1_000.0, period_s: 4.0, ..peer };
+        let at = reference.read(1_000_000_000);
+        let expected = peer.linear_model(&reference).offset_at(at) + 1_000.0;
+        assert!((wavy.offset_at_reference(&reference, at) - expected).abs() < 1.0);
     }
 
     #[test]

@@ -8,6 +8,13 @@
 //! phase, the jitter is the spec's. Rank 0's clock is distorted too: global
 //! time is its clock, so the truth to compare estimates with is
 //! [`SimulatedClock::linear_model`] of a rank against rank 0.
+//!
+//! Every rank's offset also has a base added, the same for all:
+//! [`SimulationSpec::base_ns`], the largest amount by which a clock can
+//! read below true time. So no rank reads a negative date, however early
+//! (a real clock since boot may read milliseconds when a rank starts),
+//! and no date has to be clamped at 0, which would hide the offsets and the
+//! noise the simulation is for. The base cancels between ranks.
 
 use std::str::FromStr;
 
@@ -39,11 +46,19 @@ impl Default for SimulationSpec {
 }
 
 impl SimulationSpec {
+    /// The offset every rank's clock has on top of its own: the spec's
+    /// largest offset, amplitude and jitter (rounded up), so that a clock
+    /// reads 0 or more at every true date from 0 (its drift, above −1,
+    /// cannot take it lower).
+    pub fn base_ns(&self) -> i64 {
+        (self.offset_ns + self.amplitude_ns + self.jitter_ns).ceil() as i64 + 1
+    }
+
     /// The clock of `rank`.
     pub fn clock_for(&self, rank: u32) -> SimulatedClock {
         let draw = |what: u64| 2.0 * unit(mix(self.seed ^ mix(u64::from(rank) << 8 | what))) - 1.0;
         SimulatedClock {
-            offset_ns: (self.offset_ns * draw(1)).round() as i64,
+            offset_ns: (self.offset_ns * draw(1)).round() as i64 + self.base_ns(),
             drift_ppm: self.drift_ppm * draw(2),
             amplitude_ns: self.amplitude_ns,
             period_s: self.period_s,
@@ -266,12 +281,30 @@ mod tests {
         }
     }
 
+    /// Offsets of seconds either way, an oscillation and jitter: no rank
+    /// reads a negative date from true date 0 on, so none is clamped, and
+    /// the ranks' readings differ by their drawn offsets (the base cancels).
+    #[test]
+    fn no_rank_reads_a_negative_date_and_the_base_cancels() {
+        let spec: SimulationSpec = "offset=5s,drift=300ppm,amplitude=5us,period=2s,jitter=3us,seed=4".parse().unwrap();
+        let clocks: Vec<SimulatedClock> = (0..32).map(|r| spec.clock_for(r)).collect();
+        assert!(clocks.iter().any(|c| c.offset_ns < spec.base_ns() - 1_000_000_000), "some rank 1 s behind");
+        for c in &clocks {
+            for t in [0_i64, 1, 1_000, 1_000_000, 1_000_000_000] {
+                assert!(c.read(t) >= 0, "{c:?} reads {} at {t}", c.read(t));
+            }
+        }
+        let (a, b) = (clocks[3], clocks[7]);
+        let apart = (a.read(0) - b.read(0)) as f64;
+        assert!((apart - (a.offset_ns - b.offset_ns) as f64).abs() <= 2.0 * (5_000.0 + 3_000.0), "{apart}");
+    }
+
     #[test]
     fn ranks_get_distinct_clocks_within_the_spec() {
         let spec: SimulationSpec = "offset=1ms,drift=20ppm,seed=3".parse().unwrap();
         let clocks: Vec<SimulatedClock> = (0..16).map(|r| spec.clock_for(r)).collect();
         for c in &clocks {
-            assert!(c.offset_ns.abs() <= 1_000_000 && c.drift_ppm.abs() <= 20.0);
+            assert!((c.offset_ns - spec.base_ns()).abs() <= 1_000_000 && c.drift_ppm.abs() <= 20.0);
         }
         assert!(clocks.windows(2).all(|w| w[0] != w[1]));
         assert_eq!(spec.clock_for(5), clocks[5], "deterministic");

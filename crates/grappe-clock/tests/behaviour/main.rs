@@ -8,4 +8,5 @@ mod filter;
 mod hull;
 mod recovery;
 mod report;
+mod robust;
 mod strategy;

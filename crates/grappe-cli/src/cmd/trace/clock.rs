@@ -12,9 +12,11 @@ use super::common::{EstimationArgs, TraceInput, open, print_json};
 
 /// The clock statistics: how each rank's dates are put on rank 0's clock, and for
 /// estimated clocks the slope, offset, 95% confidence intervals and %Err per rank
-/// (laid out like Tape/PVM's report), with its warnings. By default the ranks that
-/// are put on it alike are named together, and the statistics are those of the
-/// least sure ranks; --ranks gives every rank.
+/// (laid out like Tape/PVM's report), how far each rank's dates can be trusted over
+/// the run (the half-width of their 95% interval at its start, its end and its worst
+/// point), with its warnings. By default the ranks that are put on it alike are named
+/// together, and the statistics are those of the least sure ranks; --ranks gives every
+/// rank. Exits 1 when a rank's dates could not be put on rank 0's clock.
 #[derive(Debug, Args)]
 pub struct ClockArgs {
     #[command(flatten)]
@@ -33,6 +35,9 @@ pub struct ClockArgs {
 /// is least sure (the widest confidence interval).
 const LEAST_SURE_SHOWN: usize = 5;
 
+/// Exits 1 when a rank's dates stay on its own clock (no fit), after
+/// saying which on stderr: its dates are wrong by its clock's offset, and
+/// a script must not take them for global ones.
 pub fn execute(args: ClockArgs) -> Result<i32> {
     let (set, time) = open(&args.input.trace, &args.estimation)?;
     if args.json {
@@ -40,7 +45,17 @@ pub fn execute(args: ClockArgs) -> Result<i32> {
     } else {
         print_text(&time, set.layout() == Layout::Merged, args.ranks, &args.input.trace);
     }
-    Ok(0)
+    let uncorrected = time.uncorrected();
+    if uncorrected.is_empty() {
+        return Ok(0);
+    }
+    let s = if uncorrected.len() == 1 { "" } else { "s" };
+    eprintln!(
+        "grappe trace clock: error: rank{s} {} left on local time (no clock fit, see the notes above): their dates \
+         are not on rank 0's clock",
+        list_ranks(&uncorrected)
+    );
+    Ok(1)
 }
 
 fn print_text(time: &GlobalTime, merged: bool, every_rank: bool, trace: &Path) {
@@ -107,5 +122,8 @@ fn least_sure(report: &ClockReport, shown: usize) -> ClockReport {
     let mut peers = report.peers.clone();
     peers.sort_by(|a, b| b.fit.offset.half_width().total_cmp(&a.fit.offset.half_width()));
     peers.truncate(shown);
-    ClockReport::new(report.reference.clone(), peers)
+    match report.trust.first() {
+        Some(run) => ClockReport::for_run(report.reference.clone(), peers, run.start_ns, run.end_ns),
+        None => ClockReport::new(report.reference.clone(), peers),
+    }
 }

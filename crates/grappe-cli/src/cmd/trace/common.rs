@@ -57,8 +57,10 @@ const DEFAULT_MEDIAN_WINDOW: usize = 5;
 /// How global time is estimated.
 #[derive(Debug, Clone, Args)]
 pub struct EstimationArgs {
-    /// Clock estimator: dunigan (Tape/PVM's), haddad, min-rtt[=FRACTION] or convex-hull.
-    #[arg(long, value_name = "NAME", default_value = "dunigan")]
+    /// Clock estimator: robust (convex-hull bounds where every sample allows a line, else a
+    /// regression on the quietest exchanges with widened intervals), dunigan (Tape/PVM's),
+    /// haddad, min-rtt[=FRACTION] or convex-hull.
+    #[arg(long, value_name = "NAME", default_value = "robust")]
     estimator: Estimator,
     /// Sampling strategy: sba (samples before and after the run, interpolated) or sb
     /// (samples before, extrapolated).
