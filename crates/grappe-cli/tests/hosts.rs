@@ -247,7 +247,7 @@ fn a_program_missing_on_a_host_or_an_unreachable_host_is_a_clear_error() {
         (&["-n", "2", "--hosts", "a:x", "p"][..], "--hosts: host entry `a:x`: the slot count is not a number"),
         (
             &["-n", "2", "--ppn", "2", "p"],
-            "--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts or --hostfile",
+            "--ppn, --launcher-exec, --agent, --no-autofork and --spare-hosts need --hosts, --hostfile or a Slurm allocation",
         ),
         (&["-n", "2", "--hostfile", "/nonexistent/hosts", "p"], "/nonexistent/hosts"),
     ] {
