@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn recv(src: u32, sendrecv: bool, failed: bool) -> Body {
-        Body::Recv { src, tag: 1, comm: 0, bytes: 0, arrived: false, sendrecv, failed }
+        Body::Recv { src, tag: 1, comm: 0, bytes: 0, arrived: false, sendrecv, failed, any_source: false }
     }
 
     #[test]

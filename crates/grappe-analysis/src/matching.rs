@@ -310,7 +310,16 @@ mod tests {
         assert!(matches!(m.observe(&ev(0, 1, send(7, 10, 0))), Message::Sent { id: 0, .. }));
         assert!(matches!(m.observe(&ev(0, 2, send(8, 20, 1))), Message::Sent { id: 1, .. }));
         assert!(matches!(m.observe(&ev(0, 3, send(7, 30, 2))), Message::Sent { id: 2, .. }));
-        let recv = |tag| Body::Recv { src: 0, tag, comm: 3, bytes: 0, arrived: false, sendrecv: false, failed: false };
+        let recv = |tag| Body::Recv {
+            src: 0,
+            tag,
+            comm: 3,
+            bytes: 0,
+            arrived: false,
+            sendrecv: false,
+            failed: false,
+            any_source: false,
+        };
         let got = |m: &mut Matcher, tag| match m.observe(&ev(1, 9, recv(tag))) {
             Message::Received { send, .. } => send.bytes,
             other => panic!("expected a match, got {other:?}"),
@@ -345,7 +354,16 @@ mod tests {
     fn failed_calls_are_never_matched() {
         let mut m = Matcher::new();
         let send = |failed| Body::Send { dest: 1, tag: 7, comm: 3, bytes: 8, seq: 1, failed };
-        let recv = |failed| Body::Recv { src: 0, tag: 7, comm: 3, bytes: 0, arrived: false, sendrecv: false, failed };
+        let recv = |failed| Body::Recv {
+            src: 0,
+            tag: 7,
+            comm: 3,
+            bytes: 0,
+            arrived: false,
+            sendrecv: false,
+            failed,
+            any_source: false,
+        };
         let waited_for = Completion { is_recv: true, src: 0, tag: 7, bytes: 0, arrived: false };
         let failed = [
             recv(true),

@@ -273,7 +273,16 @@ fn a_merged_file_reads_back_as_the_same_causal_stream() {
 fn check_lists_failed_calls_as_information_and_a_merge_keeps_them() {
     let dir = scratch("failed");
     let t = 5_000_000_000;
-    let recv = |src, tag, failed| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed };
+    let recv = |src, tag, failed| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv: false,
+        failed,
+        any_source: false,
+    };
     let send = |dest, failed| Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 1, failed };
     let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
     let ranks = [

@@ -153,7 +153,16 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
     let leave = |name: &str| Body::RegionLeave { name: name.into() };
     let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8, failed: false };
     let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv = |src| Body::Recv { src, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
+    let recv = |src| Body::Recv {
+        src,
+        tag: 0,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv: false,
+        failed: false,
+        any_source: false,
+    };
     let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
     let events = [
         linked(0, 0, 0, Body::Init, Message::None),
@@ -208,8 +217,16 @@ fn a_sendrecv_is_one_call_timed_once() {
     // the receive marked as its second half, with the same dates. Rank 0
     // then sends alone, and rank 1 receives alone.
     let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0, failed: false };
-    let recv =
-        |src, bytes, sendrecv| Body::Recv { src, tag: 0, comm: 0, bytes, arrived: false, sendrecv, failed: false };
+    let recv = |src, bytes, sendrecv| Body::Recv {
+        src,
+        tag: 0,
+        comm: 0,
+        bytes,
+        arrived: false,
+        sendrecv,
+        failed: false,
+        any_source: false,
+    };
     let sent = |src, dst| Message::Sent { id: 0, channel: Channel { src, dst, comm: 0, tag: 0 } };
     let events = [
         linked(0, 100, 500, send(1, 8), sent(0, 1)),
@@ -243,7 +260,16 @@ fn a_sendrecv_is_one_call_timed_once() {
 #[test]
 fn failed_calls_count_as_waiting_and_are_noted() {
     let send = |failed| Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed };
-    let recv = |sendrecv| Body::Recv { src: 2, tag: 5, comm: 0, bytes: 0, arrived: false, sendrecv, failed: true };
+    let recv = |sendrecv| Body::Recv {
+        src: 2,
+        tag: 5,
+        comm: 0,
+        bytes: 0,
+        arrived: false,
+        sendrecv,
+        failed: true,
+        any_source: false,
+    };
     let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
     let sent = Message::Sent { id: 0, channel: Channel { src: 0, dst: 1, comm: 0, tag: 0 } };
     let events = [

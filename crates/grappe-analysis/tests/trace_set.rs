@@ -108,7 +108,16 @@ fn another_world_size_and_a_rank_traced_twice_are_refused() {
 fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
     let dir = scratch("untraced");
     let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv = |src, tag| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
+    let recv = |src, tag| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv: false,
+        failed: false,
+        any_source: false,
+    };
     let rank0 = [(10, 10, Body::Init), (20, 25, send(1, 1)), (30, 35, send(2, 2)), (90, 90, Body::Finalize)];
     let rank2 = [(10, 10, Body::Init), (40, 50, recv(0, 2)), (55, 60, recv(1, 3)), (65, 70, recv(0, 9))];
     write_events(&file_for(&dir, 0), &header(0, 3, "job"), &rank0).unwrap();

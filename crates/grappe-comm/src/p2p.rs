@@ -312,7 +312,7 @@ impl Communicator {
         received: Result<(OwnedBytes, Status)>,
     ) -> Result<(OwnedBytes, Status)> {
         match &received {
-            Ok((_, status)) => self.trace_recv(span, &Ok(*status), false),
+            Ok((_, status)) => self.trace_recv(span, src, &Ok(*status), false),
             Err(e) if crate::trace::failed_call(e) => self.trace_failed_recv(span, src, tag),
             Err(_) => {}
         }

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 use grappe_proto::{Completion, ErrorClass, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
-use grappe_trace::raw::{ARRIVED, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
+use grappe_trace::raw::{ARRIVED, ASKED_ANY_SOURCE, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 
 use crate::Communicator;
@@ -224,8 +224,8 @@ impl Communicator {
     fn recv_slots(&self, done: &Result<Completion>, src: Source, tag: Tag) -> Option<(u16, u32, u32, u64)> {
         match (received(done), done) {
             (Some((status, arrived)), _) => {
-                let arrived = if arrived { ARRIVED } else { 0 };
-                Some((arrived, self.trace_rank(status.source), status.tag as u32, status.bytes as u64))
+                let flags = if arrived { ARRIVED } else { 0 } | asked_any(src);
+                Some((flags, self.trace_rank(status.source), status.tag as u32, status.bytes as u64))
             }
             (None, Err(e)) if failed_call(e) => Some((FAILED, selector_rank(self, src), selector_tag(tag), 0)),
             (None, _) => None,
@@ -243,11 +243,11 @@ impl Communicator {
         }
     }
 
-    pub(crate) fn trace_recv(&self, span: Span, status: &Result<Status>, arrived: bool) {
+    pub(crate) fn trace_recv(&self, span: Span, src: Source, status: &Result<Status>, arrived: bool) {
         let Some(status) = delivered(status.as_ref()) else { return };
         self.trace_end(span, EventKind::Recv, |_, raw| {
             (raw.a, raw.b, raw.d) = (self.trace_rank(status.source), status.tag as u32, status.bytes as u64);
-            raw.flags = if arrived { ARRIVED } else { 0 };
+            raw.flags = if arrived { ARRIVED } else { 0 } | asked_any(src);
         });
     }
 
@@ -498,6 +498,14 @@ fn wire_time(s: &ClockSample) -> i128 {
 
 /// Tag of clock-sampling messages on the world's collective context.
 const SYNC_TAG: i32 = crate::selectors::TAG_UB - 1;
+
+/// [`ASKED_ANY_SOURCE`] for a receive that asked for any source.
+fn asked_any(src: Source) -> u16 {
+    match src {
+        Source::Any => ASKED_ANY_SOURCE,
+        Source::Rank(_) => 0,
+    }
+}
 
 fn selector_rank(comm: &Communicator, src: Source) -> u32 {
     match src {
@@ -757,7 +765,7 @@ impl BlockingCall {
             }
             Blocking::Recv { src, tag, arrived } => match outcome {
                 Err(e) if delivered(Err(e)).is_none() && failed_call(e) => comm.trace_failed_recv(span, src, tag),
-                _ => comm.trace_recv(span, outcome, arrived),
+                _ => comm.trace_recv(span, src, outcome, arrived),
             },
         }
     }

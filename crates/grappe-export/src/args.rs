@@ -60,7 +60,7 @@ pub(crate) fn call_args(a: &mut impl Args, body: &Body, message: &Message, site:
                 a.uint(key!("request"), request);
             }
         }
-        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed, any_source } => {
             a.uint(COMM, comm as u64);
             peer(a, src);
             received_tag(a, key!("tag"), tag, failed);
@@ -70,6 +70,9 @@ pub(crate) fn call_args(a: &mut impl Args, body: &Body, message: &Message, site:
             }
             if sendrecv {
                 a.flag(key!("sendrecv"), true);
+            }
+            if any_source {
+                a.flag(key!("any_source"), true);
             }
         }
         Body::Irecv { src, tag, comm, request } => {

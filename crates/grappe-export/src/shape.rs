@@ -174,7 +174,16 @@ mod tests {
         let done = Completion { is_recv: true, src: 0, tag: 0, bytes: 0, arrived: false };
         let mut calls = vec![
             Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, failed: false },
-            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 0,
+                comm: 0,
+                bytes: 0,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
             Body::Isend { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, request: 0 },
             Body::Irecv { src: 0, tag: 0, comm: 0, request: 0 },
             Body::Wait { request: 0, comm: 0, completion: done, failed: false },

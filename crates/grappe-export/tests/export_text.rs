@@ -625,7 +625,16 @@ const T: u64 = 5_000_000_000;
 /// leaves a region it never entered, rank 1 receives one nobody sent.
 fn corners() -> Vec<Vec<(u64, u64, Body)>> {
     let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv = |src| Body::Recv { src, tag: 3, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
+    let recv = |src| Body::Recv {
+        src,
+        tag: 3,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv: false,
+        failed: false,
+        any_source: false,
+    };
     let region = |enter: bool| {
         let name: grappe_trace::Text = "odd \"region\"\n".into();
         if enter { Body::RegionEnter { name, location: "here".into() } } else { Body::RegionLeave { name } }
@@ -648,7 +657,16 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
             (
                 T + 900,
                 T + 1_900,
-                Body::Recv { src: 0, tag: 4, comm: 0, bytes: 2, arrived: false, sendrecv: false, failed: false },
+                Body::Recv {
+                    src: 0,
+                    tag: 4,
+                    comm: 0,
+                    bytes: 2,
+                    arrived: false,
+                    sendrecv: false,
+                    failed: false,
+                    any_source: false,
+                },
             ),
             (T + 1_950, T + 1_950, Body::Counter { name: "depth".into(), value: -3 }),
         ],
@@ -776,7 +794,16 @@ fn paje_holds_later_records_while_a_send_waits_for_the_next_call() {
             .chain([(
                 T + 150,
                 T + 250,
-                Body::Recv { src: 0, tag: 1, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false },
+                Body::Recv {
+                    src: 0,
+                    tag: 1,
+                    comm: 0,
+                    bytes: 8,
+                    arrived: false,
+                    sendrecv: false,
+                    failed: false,
+                    any_source: false,
+                },
             )])
             .chain(counters)
             .collect(),
@@ -914,8 +941,16 @@ fn a_wait_for_a_receive_carries_the_message_in_every_format() {
 fn failed_calls_are_drawn_failed_with_no_message_in_every_text_format() {
     let dir = scratch("failed");
     let send = Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 1, failed: false };
-    let recv =
-        |src, tag, bytes, sendrecv, failed| Body::Recv { src, tag, comm: 0, bytes, arrived: false, sendrecv, failed };
+    let recv = |src, tag, bytes, sendrecv, failed| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes,
+        arrived: false,
+        sendrecv,
+        failed,
+        any_source: false,
+    };
     let waited_for = Completion { is_recv: true, src: 1, tag: 5, bytes: 0, arrived: false };
     write_handmade(
         &dir,

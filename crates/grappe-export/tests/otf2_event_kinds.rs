@@ -28,7 +28,16 @@ fn rank0() -> Vec<(u64, u64, Body)> {
         (
             130,
             160,
-            Body::Recv { src: 1, tag: 6, comm: SWAPPED, bytes: 16, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 1,
+                tag: 6,
+                comm: SWAPPED,
+                bytes: 16,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         (170, 170, region("inner", "src/main.rs:20")),
         (175, 175, Body::Point { name: "checkpoint".into(), location: "src/main.rs:21".into() }),
@@ -58,11 +67,33 @@ fn rank1() -> Vec<(u64, u64, Body)> {
         (
             125,
             145,
-            Body::Recv { src: 0, tag: 5, comm: SWAPPED, bytes: 8, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 5,
+                comm: SWAPPED,
+                bytes: 8,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0, failed: false }),
         (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8, failed: false }),
-        (300, 330, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 4, arrived: false, sendrecv: false, failed: false }),
+        (
+            300,
+            330,
+            Body::Recv {
+                src: 0,
+                tag: 7,
+                comm: 0,
+                bytes: 4,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
+        ),
         (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0, failed: false }),
         (420, 420, Body::Finalize),
     ]
@@ -133,8 +164,16 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
 #[test]
 fn a_marked_sendrecv_is_one_region_with_its_send_at_the_enter_and_its_receive_at_the_leave() {
     let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv =
-        |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 16, arrived: false, sendrecv, failed: false };
+    let recv = |src, tag, sendrecv| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes: 16,
+        arrived: false,
+        sendrecv,
+        failed: false,
+        any_source: false,
+    };
     let rank0 = vec![
         (100, 100, Body::Init),
         (130, 160, send(1, 5)),
@@ -233,16 +272,55 @@ fn failed_calls_keep_their_region_and_none_of_their_records() {
     let rank0 = [
         (100, 100, Body::Init),
         (110, 150, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 1, failed: false }),
-        (110, 150, Body::Recv { src: 1, tag: 6, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true }),
+        (
+            110,
+            150,
+            Body::Recv {
+                src: 1,
+                tag: 6,
+                comm: 0,
+                bytes: 0,
+                arrived: false,
+                sendrecv: true,
+                failed: true,
+                any_source: false,
+            },
+        ),
         (160, 165, Body::Irecv { src: 1, tag: 9, comm: 0, request: 3 }),
         (170, 400, Body::Wait { request: 3, comm: 0, completion: waited_for, failed: true }),
     ];
     let rank1 = [
         (100, 100, Body::Init),
-        (120, 130, Body::Recv { src: 0, tag: 5, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false }),
+        (
+            120,
+            130,
+            Body::Recv {
+                src: 0,
+                tag: 5,
+                comm: 0,
+                bytes: 8,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
+        ),
         // A sendrecv whose two halves failed.
         (131, 135, Body::Send { dest: 0, tag: 7, comm: 0, bytes: 8, seq: 0, failed: true }),
-        (131, 135, Body::Recv { src: 0, tag: 7, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true }),
+        (
+            131,
+            135,
+            Body::Recv {
+                src: 0,
+                tag: 7,
+                comm: 0,
+                bytes: 0,
+                arrived: false,
+                sendrecv: true,
+                failed: true,
+                any_source: false,
+            },
+        ),
         (140, 390, barrier(true)),
     ];
     write_rank(&dir.join("traces"), 0, &rank0);

@@ -416,7 +416,16 @@ fn a_receive_posted_before_an_interval_keeps_its_record_without_a_request() {
         (
             t + 300,
             t + 400,
-            Body::Recv { src: 0, tag: 6, comm: 0, bytes: 8, arrived: true, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 6,
+                comm: 0,
+                bytes: 8,
+                arrived: true,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         (t + 1_900, t + 2_200, Body::Wait { request: 7, comm: 0, completion: got, failed: false }),
         (t + 3_000, t + 3_000, Body::Finalize),

@@ -484,7 +484,20 @@ fn a_receive_ending_as_its_waiting_send_starts_keeps_its_flow() {
         ],
         vec![
             (10, 10, Body::Init),
-            (50, 100, Body::Recv { src: 0, tag: 3, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false }),
+            (
+                50,
+                100,
+                Body::Recv {
+                    src: 0,
+                    tag: 3,
+                    comm: 0,
+                    bytes: 8,
+                    arrived: false,
+                    sendrecv: false,
+                    failed: false,
+                    any_source: false,
+                },
+            ),
             (
                 100,
                 150,
@@ -515,8 +528,16 @@ fn a_receive_ending_as_its_waiting_send_starts_keeps_its_flow() {
 #[test]
 fn failed_calls_are_named_failed_and_have_no_flow() {
     let dir = scratch("failed");
-    let recv =
-        |src, tag, bytes, failed| Body::Recv { src, tag, comm: 0, bytes, arrived: false, sendrecv: false, failed };
+    let recv = |src, tag, bytes, failed| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes,
+        arrived: false,
+        sendrecv: false,
+        failed,
+        any_source: false,
+    };
     let ranks = [
         vec![
             (10, 10, Body::Init),

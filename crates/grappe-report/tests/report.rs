@@ -328,8 +328,16 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
 fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     const T0: u64 = 5_000_000_000;
     let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0, failed: false };
-    let recv =
-        |src, bytes, sendrecv| Body::Recv { src, tag: 1, comm: 0, bytes, arrived: false, sendrecv, failed: false };
+    let recv = |src, bytes, sendrecv| Body::Recv {
+        src,
+        tag: 1,
+        comm: 0,
+        bytes,
+        arrived: false,
+        sendrecv,
+        failed: false,
+        any_source: false,
+    };
     let ranks = [
         vec![(T0, T0, Body::Init), (T0 + 100, T0 + 400, send(1, 8)), (T0 + 100, T0 + 400, recv(2, 24, true))],
         vec![(T0, T0, Body::Init), (T0 + 200, T0 + 450, recv(0, 8, false))],
@@ -407,7 +415,16 @@ fn init_and_finalize_are_drawn_as_calls() {
     let dir = scratch("lifecycle");
     let t0 = 5_000_000_000;
     let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv = Body::Recv { src: 0, tag: 0, comm: 0, bytes: 8, arrived: false, sendrecv: false, failed: false };
+    let recv = Body::Recv {
+        src: 0,
+        tag: 0,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv: false,
+        failed: false,
+        any_source: false,
+    };
     let ranks = [
         vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_100, send), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
         vec![(t0, t0 + 3_000, Body::Init), (t0 + 3_000, t0 + 3_200, recv), (t0 + 8_000, t0 + 10_000, Body::Finalize)],
@@ -441,7 +458,16 @@ fn init_and_finalize_are_drawn_as_calls() {
 #[test]
 fn a_failed_call_is_drawn_as_such_all_waiting() {
     const T0: u64 = 5_000_000_000;
-    let recv = |failed| Body::Recv { src: 1, tag: 1, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed };
+    let recv = |failed| Body::Recv {
+        src: 1,
+        tag: 1,
+        comm: 0,
+        bytes: 0,
+        arrived: false,
+        sendrecv: false,
+        failed,
+        any_source: false,
+    };
     let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
     let ranks = [
         vec![(T0, T0, Body::Init), (T0 + 100, T0 + 900_000, recv(true))],

@@ -207,12 +207,15 @@ impl Program {
     }
 }
 
-/// Whether `event` completes a receive posted from any source.
+/// Whether `event` completes a receive posted from any source: a wait or
+/// a test of an irecv from any source, or a blocking receive that asked
+/// for any source.
 fn completes_wildcard(event: &Event, wildcard_requests: &FxHashMap<(u32, u64), ()>) -> bool {
     match event.body {
         Body::Wait { request, .. } | Body::Test { request, .. } => {
             wildcard_requests.contains_key(&(event.rank, request))
         }
+        Body::Recv { any_source, .. } => any_source,
         _ => false,
     }
 }

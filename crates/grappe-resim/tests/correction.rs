@@ -116,7 +116,16 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
             };
             events.push(ev(s, t_s, send_end, a.call, send));
             now[s as usize] = send_end + a.call;
-            let recv = Body::Recv { src: s, tag: 0, comm: 0, bytes, arrived, sendrecv: false, failed: false };
+            let recv = Body::Recv {
+                src: s,
+                tag: 0,
+                comm: 0,
+                bytes,
+                arrived,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            };
             receives.push(ev(d, t_r, recv_end, a.call, recv));
             now[d as usize] = recv_end + a.call;
         }

@@ -129,13 +129,53 @@ fn a_wildcard_order_the_correction_would_change_is_kept_with_a_warning() {
     assert_eq!(outcome.summary.causality_violations_after, 0);
 }
 
+/// The same with blocking receives that asked for any source (the trace's
+/// `any_source` bit): the order is kept with a warning too.
+#[test]
+fn a_wildcard_order_of_blocking_receives_is_kept_with_a_warning() {
+    let recv = |src| Body::Recv {
+        src,
+        tag: 5,
+        comm: 0,
+        bytes: 64,
+        arrived: false,
+        sendrecv: false,
+        failed: false,
+        any_source: true,
+    };
+    let mut events = vec![
+        ev(0, 0, 1_000, 0, Body::Init),
+        ev(1, 0, 1_000, 0, Body::Init),
+        ev(2, 0, 1_000, 0, Body::Init),
+        ev(1, 1_000, 1_000, 50_000, Body::Point { name: text(), location: text() }),
+        isend(2, 20_000, 0, 0, 1),
+        ev(0, 1_100, 20_600, 0, recv(2)),
+        isend(1, 51_000, 0, 0, 1),
+        ev(0, 20_700, 51_600, 0, recv(1)),
+    ];
+    for rank in 0..3 {
+        events.push(ev(rank, 60_000, 60_000, 0, Body::Finalize));
+    }
+    let (_, outcome) = run(events, Placement::one_host(3), CostModel::Correct(Mode::MinSim));
+    assert_eq!(outcome.summary.wildcard_orders_imposed, 1, "{:?}", outcome.warnings);
+    assert_eq!(outcome.summary.causality_violations_after, 0);
+}
+
 /// A sendrecv exchange between two ranks: neither half waits for the
 /// other rank's whole call, and the send half ends with the receive half.
 #[test]
 fn a_sendrecv_exchange_goes_through_and_its_halves_end_together() {
     let send = |_rank: u32, dest: u32| Body::Send { dest, tag: 0, comm: 0, bytes: 512, seq: 1, failed: false };
-    let recv =
-        |src: u32, arrived| Body::Recv { src, tag: 0, comm: 0, bytes: 512, arrived, sendrecv: true, failed: false };
+    let recv = |src: u32, arrived| Body::Recv {
+        src,
+        tag: 0,
+        comm: 0,
+        bytes: 512,
+        arrived,
+        sendrecv: true,
+        failed: false,
+        any_source: false,
+    };
     // Rank 1's message is there when rank 0, late by its 3 µs of
     // recording, starts; rank 1 waits for rank 0's (transit 700, copy 100).
     let events = vec![
@@ -178,14 +218,32 @@ fn prediction_gives_messages_between_hosts_the_network_s_transit() {
             1_000,
             2_000,
             0,
-            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 1_000, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 0,
+                comm: 0,
+                bytes: 1_000,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         ev(
             2,
             1_000,
             2_000,
             0,
-            Body::Recv { src: 0, tag: 0, comm: 0, bytes: 1_000, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 0,
+                comm: 0,
+                bytes: 1_000,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         ev(0, 3_000, 3_000, 0, Body::Finalize),
         ev(1, 3_000, 3_000, 0, Body::Finalize),
@@ -223,14 +281,32 @@ fn ranks_waiting_for_each_other_in_a_cycle_are_an_error_that_names_them() {
             2_000,
             3_000,
             0,
-            Body::Recv { src: 1, tag: 0, comm: 0, bytes: big, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 1,
+                tag: 0,
+                comm: 0,
+                bytes: big,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
         ev(
             1,
             2_000,
             3_000,
             0,
-            Body::Recv { src: 0, tag: 0, comm: 0, bytes: big, arrived: false, sendrecv: false, failed: false },
+            Body::Recv {
+                src: 0,
+                tag: 0,
+                comm: 0,
+                bytes: big,
+                arrived: false,
+                sendrecv: false,
+                failed: false,
+                any_source: false,
+            },
         ),
     ];
     let program = Program::link(events, Placement::one_host(2)).expect("linked");

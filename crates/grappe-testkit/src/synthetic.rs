@@ -276,7 +276,16 @@ fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Resul
             s[1] += 1;
             Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1, failed: false }
         };
-        let recv = Body::Recv { src: partner, tag: 2, comm: 0, bytes, arrived: false, sendrecv: false, failed: false };
+        let recv = Body::Recv {
+            src: partner,
+            tag: 2,
+            comm: 0,
+            bytes,
+            arrived: false,
+            sendrecv: false,
+            failed: false,
+            any_source: false,
+        };
         if rank % 2 == 0 {
             out.push(t + 8_000, t + 8_500, send(seq))?;
             out.push(t + 9_000, t + 11_000, recv)?;
@@ -388,7 +397,16 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
 ///   that nobody receives. Four messages are matched.
 pub fn sendrecv_exchange(t0: u64) -> [Vec<(u64, u64, Body)>; 2] {
     let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
-    let recv = |src, tag, sendrecv| Body::Recv { src, tag, comm: 0, bytes: 8, arrived: false, sendrecv, failed: false };
+    let recv = |src, tag, sendrecv| Body::Recv {
+        src,
+        tag,
+        comm: 0,
+        bytes: 8,
+        arrived: false,
+        sendrecv,
+        failed: false,
+        any_source: false,
+    };
     let rank0 = vec![
         (t0, t0, Body::Init),
         (t0 + 100, t0 + 400, send(1, 1)),

@@ -251,6 +251,7 @@ pub enum Body {
     /// `arrived`: the message was already there when the receive started.
     /// `sendrecv`: this receive is the second half of a `sendrecv`, whose
     /// first half is the rank's send just before it, with the same dates.
+    /// `any_source`: it asked for any source (`src` is the one it got).
     Recv {
         src: u32,
         tag: i32,
@@ -259,6 +260,7 @@ pub enum Body {
         arrived: bool,
         sendrecv: bool,
         failed: bool,
+        any_source: bool,
     },
     Isend {
         dest: u32,

@@ -19,8 +19,9 @@
 //! deltas from the previous start date, with only the slots their kind uses
 //! (see [`crate::raw::slots_of`], published in the header's schema). The
 //! bits within a slot are [`crate::raw`]'s: `ARRIVED` (4),
-//! `RECV_OF_SENDRECV` (8) and, from version 3, `FAILED` (0x100) in
-//! `flags`; `SEND_FAILED` (2^63) in a send's `seq`.
+//! `RECV_OF_SENDRECV` (8), `ASKED_ANY_SOURCE` (16, which older readers
+//! ignore) and, from version 3, `FAILED` (0x100) in `flags`; `SEND_FAILED`
+//! (2^63) in a send's `seq`.
 
 use serde::{Deserialize, Serialize};
 

@@ -128,6 +128,12 @@ pub const ARRIVED: u16 = 4;
 /// read as a send and a receive.)
 pub const RECV_OF_SENDRECV: u16 = 8;
 
+/// Bit of a receive's `arrived` slot: the receive asked for any source
+/// (a wildcard), so the message it got was one of those that could have
+/// matched it. (Older files never set it: their wildcard blocking
+/// receives read as receives from the source they got.)
+pub const ASKED_ANY_SOURCE: u16 = 16;
+
 /// Bit of `flags` of receives, waits, tests, probes and collectives: the
 /// call failed because a peer died or the job was stopped (see
 /// [`Body`]). Above the low byte, which holds a collective's operation.
@@ -249,7 +255,8 @@ impl RawEvent {
             }
             EventKind::Recv => {
                 let (arrived, sendrecv) = (self.flags & ARRIVED != 0, self.flags & RECV_OF_SENDRECV != 0);
-                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived, sendrecv, failed }
+                let any_source = self.flags & ASKED_ANY_SOURCE != 0;
+                Body::Recv { src: self.a, tag, comm: self.c, bytes: self.d, arrived, sendrecv, failed, any_source }
             }
             EventKind::Isend => Body::Isend {
                 dest: self.a,
@@ -343,10 +350,10 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
             (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);
             r.e = seq | if *failed { SEND_FAILED } else { 0 };
         }
-        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed } => {
+        Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed, any_source } => {
             (r.a, r.b, r.c, r.d) = (*src, *tag as u32, *comm, *bytes);
             r.flags = if *arrived { ARRIVED } else { 0 } | if *sendrecv { RECV_OF_SENDRECV } else { 0 };
-            r.flags |= failed_flag(*failed);
+            r.flags |= failed_flag(*failed) | if *any_source { ASKED_ANY_SOURCE } else { 0 };
         }
         Body::Isend { dest, tag, comm, bytes, seq, request } => {
             (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);

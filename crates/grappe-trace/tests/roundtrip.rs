@@ -42,15 +42,16 @@ fn body() -> impl Strategy<Value = Body> {
         // is the top one).
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 63, any::<bool>())
             .prop_map(|(dest, tag, comm, bytes, seq, failed)| Body::Send { dest, tag, comm, bytes, seq, failed }),
-        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-            |(src, tag, comm, bytes, arrived, sendrecv, failed)| Body::Recv {
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<[bool; 4]>()).prop_map(
+            |(src, tag, comm, bytes, [arrived, sendrecv, failed, any_source])| Body::Recv {
                 src,
                 tag,
                 comm,
                 bytes,
                 arrived,
                 sendrecv,
-                failed
+                failed,
+                any_source
             }
         ),
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 31, 0u64..1 << 32)
@@ -438,7 +439,16 @@ fn non_traces_and_bad_headers_are_named() {
 fn version_2_files_read_and_unknown_versions_are_refused() {
     let d = dir("versions");
     let mut rec = recorder(&d, FlushPolicy::Full, 32);
-    let recv = Body::Recv { src: 1, tag: 7, comm: 0, bytes: 8, arrived: true, sendrecv: false, failed: false };
+    let recv = Body::Recv {
+        src: 1,
+        tag: 7,
+        comm: 0,
+        bytes: 8,
+        arrived: true,
+        sendrecv: false,
+        failed: false,
+        any_source: false,
+    };
     let barrier =
         Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: grappe_trace::ANY, bytes: 0, failed: false };
     let sent = record_all(&mut rec, &[(recv, 10), (barrier, 20)]);

@@ -68,10 +68,28 @@ fn survivors_finished(dir: &Path) -> bool {
 /// what it asked for.
 fn assert_recorded(case: &str, dir: &Path) {
     let recv = failed_call_of(dir, 0);
-    let asked = Body::Recv { src: 2, tag: 99, comm: 0, bytes: 0, arrived: false, sendrecv: false, failed: true };
+    let asked = Body::Recv {
+        src: 2,
+        tag: 99,
+        comm: 0,
+        bytes: 0,
+        arrived: false,
+        sendrecv: false,
+        failed: true,
+        any_source: false,
+    };
     assert_eq!(recv, asked, "{case}: rank 0");
     let half = failed_call_of(dir, 1);
-    let asked = Body::Recv { src: 2, tag: 98, comm: 0, bytes: 0, arrived: false, sendrecv: true, failed: true };
+    let asked = Body::Recv {
+        src: 2,
+        tag: 98,
+        comm: 0,
+        bytes: 0,
+        arrived: false,
+        sendrecv: true,
+        failed: true,
+        any_source: false,
+    };
     assert_eq!(half, asked, "{case}: rank 1, a sendrecv's receive");
     let send = read(&file_for(dir, 1)).into_iter().find(|e| e.body.failed()).map(|e| e.body);
     let asked = Body::Send { dest: 2, tag: 98, comm: 0, bytes: 1 << 16, seq: 0, failed: true };

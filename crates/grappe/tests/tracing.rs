@@ -98,7 +98,9 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::Point { name, .. } if &**name == "checkpoint")));
     assert!(rank0.iter().any(|e| matches!(&e.body, Body::Probe { found: Some(c), .. } if c.src == 2 && c.bytes == 1)));
     // The probe came first, so the message had arrived when the receive began.
-    assert!(rank0.iter().any(|e| matches!(e.body, Body::Recv { src: 2, tag: 3, arrived: true, .. })));
+    // It asked for any source, and says so; a receive from a named rank does not.
+    assert!(rank0.iter().any(|e| matches!(e.body, Body::Recv { src: 2, tag: 3, arrived: true, any_source: true, .. })));
+    assert!(rank1.iter().any(|e| matches!(e.body, Body::Recv { src: 0, tag: 7, any_source: false, .. })));
 
     // Rank 0, the reference, holds the clock samples of both phases.
     let samples = trace0.clock_samples();
