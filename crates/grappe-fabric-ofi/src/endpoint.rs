@@ -318,6 +318,13 @@ impl Endpoint {
     }
 }
 
+/// The providers libfabric offers for an endpoint bound to `node` (any
+/// local address if `None`), each named once, libfabric's preferred
+/// first: what to name when the one asked for is not there.
+pub fn providers(node: Option<&str>) -> Vec<String> {
+    sys::providers(node)
+}
+
 impl Shared {
     /// Locks the endpoint's state (see [`CoreGuard`]).
     pub fn lock(&self) -> CoreGuard<'_> {
