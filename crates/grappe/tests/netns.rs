@@ -222,6 +222,28 @@ fn grappe_run_hosts_runs_the_suite_and_the_collectives_across_namespaces() {
     }
 }
 
+/// The same over libfabric (`GRAPPE_FABRIC=ofi:tcp;ofi_rxm`): each
+/// process's endpoint bound to its host's own address, two hosts of two
+/// processes, and three hosts of processes of two thread ranks.
+#[cfg(feature = "libfabric")]
+#[test]
+fn grappe_run_hosts_runs_the_suite_and_the_collectives_over_libfabric_across_namespaces() {
+    let cluster = Cluster::start('o', 3);
+    let over_ofi = |mut cmd: Command| {
+        cmd.env("GRAPPE_FABRIC", "ofi:tcp;ofi_rxm");
+        cmd
+    };
+    let suite = example("p2p_suite");
+    let two = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let output = run_bounded(over_ofi(cluster.grappe_run(&two, &["-n", "4"], &[suite.as_os_str()])), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let options = ["-n", "12", "--threads-per-process", "2"];
+    let program = [collectives.as_os_str(), "2".as_ref(), "13".as_ref()];
+    let output = run_bounded(over_ofi(cluster.grappe_run(&cluster.host_list(3), &options, &program)), LIMIT);
+    passes(&output, "collectives passed on 12 ranks (2 loops, 6 random cases of seed 13)");
+}
+
 /// The agent of a host killed (the host lost): `grappe run` ends the job
 /// within 2 s with a line naming the host and a rank of it, and no process
 /// is left on any host.
