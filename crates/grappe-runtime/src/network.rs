@@ -2,6 +2,10 @@
 //! every rank and every rank of another host, made at start-up through the
 //! process manager's key-value space, and the watcher that wakes a
 //! sleeping rank when one of its connections has something for it.
+//! `GRAPPE_FABRIC` ([`choice`]) may put libfabric in TCP's place (`ofi`,
+//! in a build with the cargo feature `libfabric`): one endpoint per
+//! process and a link over it to every rank of another host, set up the
+//! same way (see the `ofi` module), watched by the same watcher.
 //!
 //! Set-up (between the fences of [`crate::job`]):
 //!
@@ -17,7 +21,7 @@
 //! emulated hosts (`GRAPPE_EMULATED_HOSTS`), and otherwise the first IPv4
 //! address of an interface that is up and not the loopback.
 //!
-//! The links may emulate a slower or failing network ([`faults`]:
+//! The TCP links may emulate a slower or failing network ([`faults`]:
 //! `GRAPPE_NET_DELAY_US`, `GRAPPE_NET_BANDWIDTH`, `GRAPPE_NET_DROP_AFTER_MS`).
 
 mod choice;
