@@ -81,6 +81,22 @@ proptest::proptest! {
     }
 }
 
+/// Ranks that sleep as soon as they wait (no spinning, no yielding) and
+/// whose sleeps last ten minutes: every wait ends only when the endpoint's
+/// descriptor, its arrival hook or a peer of the host wakes the rank, so a
+/// lost wake-up leaves the job asleep past the test's limit. Four thread
+/// ranks share each host's endpoint (one process per host), then four
+/// processes have one each.
+#[test]
+fn ranks_asleep_on_the_endpoint_are_woken_for_every_message() {
+    for layout in [&["-n", "8", "--threads-per-process", "4"][..], &["-n", "8"][..]] {
+        let mut cmd = grappe_run(layout, "collectives_check", &["5", "21"]);
+        cmd.env("GRAPPE_SPIN_ITERS", "0").env("GRAPPE_YIELD_US", "0").env("GRAPPE_SLEEP_MS", "600000");
+        let output = across(2, cmd);
+        passes(&output, "collectives passed on 8 ranks (5 loops, 6 random cases of seed 21)");
+    }
+}
+
 #[test]
 fn large_messages_cross_hosts_whole() {
     // 1 MiB and 16 MiB messages: many fragments each, past the link's
