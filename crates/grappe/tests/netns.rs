@@ -399,6 +399,20 @@ fn a_host_lost_mid_job_ends_it_at_once_and_says_so() {
 
 #[test]
 fn a_host_whose_link_goes_down_is_named_lost_within_seconds() {
+    link_down_names_the_lost_host('d', None);
+}
+
+/// The same over libfabric: `tcp;ofi_rxm` never fails a send to a peer it
+/// cannot reach, and the link's loss timeout (the same setting) names it.
+#[cfg(feature = "libfabric")]
+#[test]
+fn a_host_whose_link_goes_down_over_libfabric_is_named_lost_within_seconds() {
+    link_down_names_the_lost_host('l', Some("ofi:tcp;ofi_rxm"));
+}
+
+/// Takes host 1's link down mid-job (`fabric`: `GRAPPE_FABRIC`, the
+/// default if `None`) and waits for a rank to name a rank of host 1 lost.
+fn link_down_names_the_lost_host(tag: char, fabric: Option<&str>) {
     // The host's processes live on but its network is gone (a cut cable):
     // nothing closes the connections, and only grappe's loss timeout
     // (`GRAPPE_NET_TIMEOUT_MS`, 2 s here) can tell the ranks of host 0. Its line
@@ -406,12 +420,15 @@ fn a_host_whose_link_goes_down_is_named_lost_within_seconds() {
     // off too, may then wait forever, so the job is stopped by the test.
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let cluster = Cluster::start('d', 2);
+    let cluster = Cluster::start(tag, 2);
     let collectives = example("collectives_check");
     // A process of two thread ranks (two workers) per host: ranks 0 and 1
     // on host 0, 2 and 3 on host 1.
     let mut cmd = cluster.mpiexec(2, 2, &[collectives.as_os_str(), "1000000000".as_ref()]);
     cmd.env("GRAPPE_RANKS_PER_PROCESS", "2").env("GRAPPE_WORKERS", "2").env("GRAPPE_NET_TIMEOUT_MS", "2000");
+    if let Some(fabric) = fabric {
+        cmd.env("GRAPPE_FABRIC", fabric);
+    }
     cmd.stderr(Stdio::piped()).stdout(Stdio::null());
     let mut job = cmd.spawn().expect("mpiexec starts");
     let (lines, said) = std::sync::mpsc::channel();

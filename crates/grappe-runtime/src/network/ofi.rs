@@ -37,6 +37,10 @@ const PROOF_META: [u32; 4] = [0x474f_4650, 0, 0, 0];
 /// Links by (rank of this process, rank of another host).
 pub(crate) type ByPair = HashMap<(usize, usize), Link>;
 
+/// How often the endpoint is driven when no rank drives it: a quarter of
+/// its keepalive period (one second).
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
 /// This process's endpoint, its name published.
 pub(crate) struct Opened {
     endpoint: Endpoint,
@@ -108,6 +112,10 @@ impl Opened {
         let peer_name = |q: usize| names[&placement.process_of(q)].as_slice();
         authenticate(&mut links, secret, &job, &my_name, peer_name, Instant::now() + SET_UP)?;
         let links = links.into_iter().map(|a| ((a.rank, a.peer), a.link)).collect();
+        // Keepalives and loss detection go on while the ranks compute.
+        self.endpoint.keep_progressing(PROGRESS_EVERY).map_err(|e| {
+            StartError::NetworkSetUp(format!("cannot start the libfabric endpoint's progress thread: {e}"))
+        })?;
         Ok((self.endpoint, links))
     }
 }
