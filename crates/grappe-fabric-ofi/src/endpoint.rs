@@ -50,7 +50,8 @@
 //! receives has a message to watch. Sends may also complete while the
 //! peer is unreachable (`tcp;ofi_rxm` completes them into the socket of a
 //! peer whose network went down): with keepalives, a link from whose
-//! peer nothing came for [`Config::lost_after`] breaks too
+//! peer nothing came for [`Config::lost_after`] since its last message
+//! breaks too
 //! ([`LinkError::Unheard`]), so a peer must drive its provider (an owner
 //! computing for long drives it from another thread). The price: a live peer that reads nothing (does not drive
 //! its provider) for that long while messages wait for it counts as lost,
@@ -405,8 +406,9 @@ struct LinkState {
     last_send: Instant,
     /// Since when posted sends wait, none completing.
     stalled_since: Option<Instant>,
-    /// When the peer's last message came (the link's making, before any).
-    last_heard: Instant,
+    /// When the peer's last message came; none before its first (a peer
+    /// still starting is waited for by whoever made the link).
+    last_heard: Option<Instant>,
     // Receiving.
     recvs_posted: usize,
     /// Buffers the provider refused for now, to post again.
@@ -546,7 +548,7 @@ impl Core {
             owed: 0,
             last_send: Instant::now(),
             stalled_since: None,
-            last_heard: Instant::now(),
+            last_heard: None,
             recvs_posted: 0,
             unposted: Vec::new(),
             inbound: Inbound::new(self.fragment, self.depth),
@@ -697,7 +699,7 @@ impl Core {
     /// A message of link `id`, its buffer to keep or post again.
     fn arrive(&mut self, id: usize, header: Header, buf: Box<[u8]>, len: usize) {
         let Some(link) = self.links[id].as_mut() else { return };
-        link.last_heard = Instant::now();
+        link.last_heard = Some(Instant::now());
         if self.announce && header.credits > 0 && !link.backlog.is_empty() {
             self.news.push(link.ends);
         }
@@ -889,12 +891,15 @@ impl Core {
             // silence that long (with keepalives) means it is gone, even
             // if our own sends still complete (tcp;ofi_rxm completes them
             // into the socket of a peer whose network is down).
-            if self.keepalive.is_some() && now.duration_since(link.last_heard) >= self.lost_after {
+            if let Some(heard) = link.last_heard
+                && self.keepalive.is_some()
+                && now.duration_since(heard) >= self.lost_after
+            {
                 let error = LinkError::Unheard {
                     provider: self.fabric.provider().to_owned(),
                     peer: link.peer_text.clone(),
                     ends: link.ends,
-                    after: now.duration_since(link.last_heard),
+                    after: now.duration_since(heard),
                 };
                 self.break_link(id, error);
                 continue;
