@@ -8,8 +8,8 @@
 //!
 //! The default is the fastest fabric that works everywhere: between hosts
 //! joined by Ethernet, the TCP links beat libfabric's `tcp;ofi_rxm` (a
-//! half round trip of 8 bytes in about half the time, see BENCHMARKS.md),
-//! and they need nothing installed. libfabric is the way to networks
+//! half round trip of 8 bytes in a third to a half of the time, twice the
+//! bandwidth, see BENCHMARKS.md), and they need nothing installed. libfabric is the way to networks
 //! that TCP does not reach at full speed (InfiniBand, Slingshot, EFA).
 
 use grappe_settings::{SettingError, Vars};
