@@ -45,9 +45,15 @@
 //! sends of a peer whose connection broke, trying to connect again every
 //! two seconds, refused each time, and completes nothing. So a link whose
 //! posted messages see no completion for [`Config::lost_after`] breaks
-//! ([`LinkError::Silent`]), and an idle link sends a `Ping` every
-//! [`Config::keepalive`], so that a link that only receives has a message
-//! to watch. The price: a live peer that reads nothing (does not drive
+//! ([`LinkError::Silent`]), and a link that sent nothing for a
+//! [`Config::keepalive`] period sends a `Ping`, so that a link that only
+//! receives has a message to watch. Sends may also complete while the
+//! peer is unreachable (`tcp;ofi_rxm` completes them into the socket of a
+//! peer whose network went down): with keepalives, a link from whose
+//! peer nothing came for [`Config::lost_after`] since its last message
+//! breaks too
+//! ([`LinkError::Unheard`]), so a peer must drive its provider (an owner
+//! computing for long drives it from another thread). The price: a live peer that reads nothing (does not drive
 //! its provider) for that long while messages wait for it counts as lost,
 //! as a TCP peer does under `TCP_USER_TIMEOUT`; with `udp;ofi_rxd`, whose
 //! sends complete when the peer acknowledges them, a peer that does not
@@ -302,6 +308,25 @@ impl Endpoint {
         self.shared.lock().progress();
     }
 
+    /// Starts a thread that drives the endpoint ([`Endpoint::progress`])
+    /// every `every` for as long as the endpoint or one of its links
+    /// exists: its links ping their peers and notice a lost one while
+    /// their owners compute without calling them (a peer hears from a
+    /// live process whatever its ranks do, see [`LinkError::Unheard`]).
+    pub fn keep_progressing(&self, every: Duration) -> std::io::Result<()> {
+        let shared = Arc::downgrade(&self.shared);
+        std::thread::Builder::new().name("grappe-ofi-progress".into()).spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                match shared.upgrade() {
+                    Some(shared) => shared.lock().progress(),
+                    None => return,
+                }
+            }
+        })?;
+        Ok(())
+    }
+
     /// Calls `hook` with the ends of a link for which a progress call
     /// brought records (the first since its owner took them all), credits
     /// that let its backlog go, or its end. Any caller's progress reads
@@ -316,6 +341,13 @@ impl Endpoint {
         }
         set
     }
+}
+
+/// The providers libfabric offers for an endpoint bound to `node` (any
+/// local address if `None`), each named once, libfabric's preferred
+/// first: what to name when the one asked for is not there.
+pub fn providers(node: Option<&str>) -> Vec<String> {
+    sys::providers(node)
 }
 
 impl Shared {
@@ -374,6 +406,9 @@ struct LinkState {
     last_send: Instant,
     /// Since when posted sends wait, none completing.
     stalled_since: Option<Instant>,
+    /// When the peer's last message came; none before its first (a peer
+    /// still starting is waited for by whoever made the link).
+    last_heard: Option<Instant>,
     // Receiving.
     recvs_posted: usize,
     /// Buffers the provider refused for now, to post again.
@@ -513,6 +548,7 @@ impl Core {
             owed: 0,
             last_send: Instant::now(),
             stalled_since: None,
+            last_heard: None,
             recvs_posted: 0,
             unposted: Vec::new(),
             inbound: Inbound::new(self.fragment, self.depth),
@@ -663,6 +699,7 @@ impl Core {
     /// A message of link `id`, its buffer to keep or post again.
     fn arrive(&mut self, id: usize, header: Header, buf: Box<[u8]>, len: usize) {
         let Some(link) = self.links[id].as_mut() else { return };
+        link.last_heard = Some(Instant::now());
         if self.announce && header.credits > 0 && !link.backlog.is_empty() {
             self.news.push(link.ends);
         }
@@ -850,6 +887,23 @@ impl Core {
             if link.dead() {
                 continue;
             }
+            // A live peer's link pings at least every keepalive period:
+            // silence that long (with keepalives) means it is gone, even
+            // if our own sends still complete (tcp;ofi_rxm completes them
+            // into the socket of a peer whose network is down).
+            if let Some(heard) = link.last_heard
+                && self.keepalive.is_some()
+                && now.duration_since(heard) >= self.lost_after
+            {
+                let error = LinkError::Unheard {
+                    provider: self.fabric.provider().to_owned(),
+                    peer: link.peer_text.clone(),
+                    ends: link.ends,
+                    after: now.duration_since(heard),
+                };
+                self.break_link(id, error);
+                continue;
+            }
             if let Some(since) = link.stalled_since
                 && now.duration_since(since) >= self.lost_after
             {
@@ -867,9 +921,9 @@ impl Core {
                 self.pump(id);
                 continue;
             }
-            let idle = link.sends_posted == 0 && link.backlog.is_empty();
+            // Pings go whenever nothing went for a period, also while
+            // records wait for credits: the peer hears from us either way.
             if let Some(period) = self.keepalive
-                && idle
                 && now.duration_since(link.last_send) >= period
             {
                 let message = control_message(Kind::Ping, link.ends, 0);

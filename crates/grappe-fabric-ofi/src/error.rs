@@ -86,6 +86,24 @@ pub enum LinkError {
         /// How long none completed.
         after: Duration,
     },
+    /// Nothing came from the peer for too long, although a live peer
+    /// pings every keepalive period: its process or host is gone, or its
+    /// network is (a provider may complete sends into the socket of an
+    /// unreachable peer).
+    #[error(
+        "libfabric provider {provider}: nothing came from peer {peer} (link {ends}) for {after:?}: \
+         its process, host or network is gone, or it stopped driving its endpoint"
+    )]
+    Unheard {
+        /// The provider.
+        provider: String,
+        /// The peer's address.
+        peer: String,
+        /// The link's ends.
+        ends: Ends,
+        /// How long nothing came.
+        after: Duration,
+    },
     /// The peer closed the link after its last record, which has been read.
     #[error("libfabric provider {provider}: peer {peer} closed the link ({ends}) after {records} messages")]
     Closed {

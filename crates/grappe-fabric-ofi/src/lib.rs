@@ -57,7 +57,7 @@ mod sys;
 mod wire;
 
 #[cfg(feature = "libfabric")]
-pub use endpoint::{ArrivalFn, CONTROL_DEPTH, Config, Endpoint, MAX_END, Matching};
+pub use endpoint::{ArrivalFn, CONTROL_DEPTH, Config, Endpoint, MAX_END, Matching, providers};
 #[cfg(feature = "libfabric")]
 pub use error::{Ends, LinkError};
 #[cfg(feature = "libfabric")]

@@ -464,8 +464,8 @@ impl Drop for Fabric {
     }
 }
 
-/// `fi_getinfo`'s first answer for `wanted`.
-fn get_info(wanted: Wanted<'_>) -> Result<*mut fi::fi_info, CallFailed> {
+/// `fi_getinfo`'s answers for `wanted`, a non-null list.
+fn get_infos(wanted: Wanted<'_>) -> Result<*mut fi::fi_info, CallFailed> {
     let provider = wanted.provider.map(c_string).transpose()?;
     let node = wanted.node.map(c_string).transpose()?;
     // SAFETY: fi_allocinfo gives a zeroed fi_info with its attribute
@@ -504,14 +504,47 @@ fn get_info(wanted: Wanted<'_>) -> Result<*mut fi::fi_info, CallFailed> {
         if info.is_null() {
             return Err(CallFailed { op: "fi_getinfo", code: fi::FI_ENODATA as i32, text: strerror(61) });
         }
-        // Keep the first answer only.
+        Ok(info)
+    }
+}
+
+/// `fi_getinfo`'s first answer for `wanted`.
+fn get_info(wanted: Wanted<'_>) -> Result<*mut fi::fi_info, CallFailed> {
+    let info = get_infos(wanted)?;
+    // SAFETY: `info` is fi_getinfo's non-null list, ours to free: its
+    // first entry is kept, the rest freed once.
+    unsafe {
         let rest = (*info).next;
         (*info).next = ptr::null_mut();
         if !rest.is_null() {
             fi::fi_freeinfo(rest);
         }
-        Ok(info)
     }
+    Ok(info)
+}
+
+/// The providers that offer reliable datagram endpoints as
+/// [`Fabric::open`] asks for them (tagged or plain messages), each
+/// named once, in libfabric's order of preference.
+pub fn providers(node: Option<&str>) -> Vec<String> {
+    let mut names = Vec::new();
+    for tagged in [true, false] {
+        let Ok(list) = get_infos(Wanted { provider: None, node, tagged }) else { continue };
+        // SAFETY: `list` is fi_getinfo's non-null list, walked through its
+        // `next` pointers, read only, then freed once.
+        unsafe {
+            let mut entry = list;
+            while !entry.is_null() {
+                let name = text((*(*entry).fabric_attr).prov_name);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+                entry = (*entry).next;
+            }
+            fi::fi_freeinfo(list);
+        }
+    }
+    names
 }
 
 /// libfabric's text for error code `code` (positive).

@@ -122,7 +122,8 @@ fn a_killed_peer_breaks_the_link_within_bounded_time() {
                 assert!(killed.elapsed() < PATIENCE, "{provider}: the lost peer went unnoticed for 60 s");
             };
             eprintln!("{provider}: lost peer noticed after {:?}: {error}", killed.elapsed());
-            assert!(matches!(error, LinkError::Failed { .. } | LinkError::Silent { .. }), "{provider}: {error:?}");
+            let lost = matches!(error, LinkError::Failed { .. } | LinkError::Silent { .. } | LinkError::Unheard { .. });
+            assert!(lost, "{provider}: {error:?}");
             assert!(error.to_string().contains(&provider), "{error}");
             assert!(error.to_string().contains("127.0.0.1"), "{error}");
             // The sending half refuses, with the same error.

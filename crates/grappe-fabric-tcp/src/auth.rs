@@ -36,7 +36,8 @@ const PROOF_MAGIC: [u8; 4] = *b"GPTP";
 const VERDICT_MAGIC: [u8; 4] = *b"GPTV";
 
 const NONCE_BYTES: usize = 32;
-const MAC_BYTES: usize = 32;
+/// Bytes of a proof ([`Secret::prove`]).
+pub const MAC_BYTES: usize = 32;
 const HELLO_BYTES: usize = 16 + NONCE_BYTES;
 const NONCE_MSG_BYTES: usize = 8 + NONCE_BYTES;
 const PROOF_BYTES: usize = 4 + MAC_BYTES;
@@ -85,15 +86,29 @@ impl Secret {
         Ok(Secret(std::array::from_fn(|i| digit(2 * i) << 4 | digit(2 * i + 1))))
     }
 
-    /// A 16-byte token that names the job to its processes without giving
-    /// the secret away: the secret's MAC over `label`. For traffic that
-    /// only has to be told apart from other jobs' (heartbeats), not kept
-    /// from a listener who could replay it.
-    pub fn token(&self, label: &[u8]) -> [u8; 16] {
+    /// A proof of holding the secret, bound to `parts` (each one
+    /// length-prefixed after `label`, so that no two lists of parts give
+    /// the same bytes): HMAC-SHA-256 with the secret as key. For links
+    /// that authenticate with a message of their own rather than this
+    /// module's handshake (the libfabric link's first record).
+    pub fn prove(&self, label: &[u8], parts: &[&[u8]]) -> [u8; MAC_BYTES] {
+        self.parts_mac(label, parts).finalize().into_bytes().into()
+    }
+
+    /// True if `proof` is [`Secret::prove`]`(label, parts)`, compared in
+    /// constant time.
+    pub fn verify(&self, label: &[u8], parts: &[&[u8]], proof: &[u8]) -> bool {
+        self.parts_mac(label, parts).verify_slice(proof).is_ok()
+    }
+
+    fn parts_mac(&self, label: &[u8], parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
         mac.update(label);
-        let full = mac.finalize().into_bytes();
-        std::array::from_fn(|i| full[i])
+        for part in parts {
+            mac.update(&(part.len() as u64).to_le_bytes());
+            mac.update(part);
+        }
+        mac
     }
 
     /// This secret's MAC over the handshake's words.
@@ -397,6 +412,18 @@ mod tests {
         let secret = Secret::generate();
         assert_eq!(Secret::from_hex(&secret.to_hex()), Ok(secret.clone()));
         assert_eq!(Secret::from_hex(&secret.to_hex().to_uppercase()), Ok(secret));
+    }
+
+    #[test]
+    fn a_proof_holds_for_its_secret_and_parts_only() {
+        let (secret, other) = (Secret::generate(), Secret::generate());
+        let proof = secret.prove(b"label", &[b"job", b"ab"]);
+        assert!(secret.verify(b"label", &[b"job", b"ab"], &proof));
+        assert!(!other.verify(b"label", &[b"job", b"ab"], &proof), "another secret");
+        assert!(!secret.verify(b"other", &[b"job", b"ab"], &proof), "another label");
+        // The same bytes cut differently are other parts.
+        assert!(!secret.verify(b"label", &[b"joba", b"b"], &proof), "parts cut elsewhere");
+        assert!(!secret.verify(b"label", &[b"job", b"ab"], &proof[..31]), "a cut proof");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub mod shape;
 mod split;
 mod watch;
 
-pub use auth::{Hello, Listener, Secret, connect};
+pub use auth::{Hello, Listener, MAC_BYTES, Secret, connect};
 pub use error::{Cut, LinkError, Phase, SecretError};
 pub use frame::{FrameError, FrameHeader, HEADER_BYTES, decode_header, encode_header};
 pub use link::{Cutter, Incoming, Link};

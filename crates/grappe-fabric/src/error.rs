@@ -115,3 +115,13 @@ impl From<grappe_fabric_tcp::LinkError> for FabricError {
         }
     }
 }
+
+#[cfg(feature = "libfabric")]
+impl From<grappe_fabric_ofi::LinkError> for FabricError {
+    fn from(error: grappe_fabric_ofi::LinkError) -> FabricError {
+        match error.is_clean_close() {
+            true => FabricError::LinkClosed(error.to_string()),
+            false => FabricError::Link(error.to_string()),
+        }
+    }
+}

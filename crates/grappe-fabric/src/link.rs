@@ -9,7 +9,10 @@
 //! * [`Outbox::Ring`] / [`Inbox::Ring`]: the mailbox rings of a rank of the
 //!   same host, in the host segment ([`crate::ring`]);
 //! * [`Outbox::Tcp`] / [`Inbox::Tcp`]: the two directions of one TCP
-//!   connection to a rank of another host ([`grappe_fabric_tcp`]).
+//!   connection to a rank of another host ([`grappe_fabric_tcp`]);
+//! * `Outbox::Ofi` / `Inbox::Ofi` (cargo feature `libfabric`): a link over
+//!   the process's libfabric endpoint to a rank of another host
+//!   (`grappe_fabric_ofi`).
 //!
 //! Native remote reads and writes (cross-memory attach, single-copy
 //! rendezvous) exist on the shared-memory link only; the engine moves large
@@ -20,8 +23,10 @@ use grappe_fabric_tcp::{LinkIn, LinkOut};
 use crate::FabricError;
 use crate::ring::{self, Consumer, Meta, Producer, Record};
 
-/// Largest payload of one record on a TCP link: large messages go in
-/// fragments of this size, which keeps several in flight.
+/// Largest payload of one record on a network link (TCP or libfabric):
+/// large messages go in fragments of this size, which keeps several in
+/// flight (the libfabric link's default fragment is the same, so that a
+/// record is one message).
 pub const TCP_FRAGMENT: usize = 256 << 10;
 
 /// The sending side of a link.
@@ -32,7 +37,13 @@ pub enum Outbox {
     /// A connection to a rank of another host (boxed: a ring's producer
     /// is a few words, a connection's state much more).
     Tcp(Box<LinkOut>),
+    /// A libfabric link to a rank of another host (boxed, as a connection).
+    #[cfg(feature = "libfabric")]
+    Ofi(Box<grappe_fabric_ofi::LinkOut>),
 }
+
+/// Why a network link takes nothing any more: its fabric's error.
+pub type LinkFailure = dyn std::error::Error + Send + Sync + 'static;
 
 impl Outbox {
     /// Appends a record, or returns false if the link takes nothing more
@@ -43,6 +54,8 @@ impl Outbox {
         match self {
             Outbox::Ring(ring) => ring.try_push(meta, payload),
             Outbox::Tcp(link) => link.try_push(meta, payload),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.try_push(meta, payload),
         }
     }
 
@@ -52,6 +65,8 @@ impl Outbox {
         match self {
             Outbox::Ring(ring) => ring.try_push_with(meta, len, fill),
             Outbox::Tcp(link) => link.try_push_with(meta, len, fill),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.try_push_with(meta, len, fill),
         }
     }
 
@@ -60,31 +75,42 @@ impl Outbox {
         match self {
             Outbox::Ring(ring) => ring::max_payload(ring.capacity()),
             Outbox::Tcp(_) => TCP_FRAGMENT,
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(_) => TCP_FRAGMENT,
         }
     }
 
-    /// Writes what the link holds back (a socket's backlog); true if
-    /// anything went out.
+    /// Writes what the link holds back (a socket's backlog, a libfabric
+    /// link's messages waiting for credits); true if anything went out.
     pub fn flush(&mut self) -> bool {
         match self {
             Outbox::Ring(_) => false,
             Outbox::Tcp(link) => link.flush(),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.flush(),
         }
     }
 
-    /// True if the link holds bytes it has not written yet.
+    /// True if the link holds bytes it has not written yet (a libfabric
+    /// link: or messages posted and not completed, which move only while
+    /// someone reads the endpoint's completions, so the rank keeps
+    /// flushing).
     pub fn backlogged(&self) -> bool {
         match self {
             Outbox::Ring(_) => false,
             Outbox::Tcp(link) => link.backlogged(),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.backlogged(),
         }
     }
 
     /// Why the link takes nothing any more, if it broke.
-    pub fn failure(&self) -> Option<&grappe_fabric_tcp::LinkError> {
+    pub fn failure(&self) -> Option<&LinkFailure> {
         match self {
             Outbox::Ring(_) => None,
-            Outbox::Tcp(link) => link.failure(),
+            Outbox::Tcp(link) => link.failure().map(|e| e as &LinkFailure),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.failure().map(|e| e as &LinkFailure),
         }
     }
 }
@@ -96,6 +122,9 @@ pub enum Inbox {
     Ring(Consumer),
     /// A connection to a rank of another host (boxed, as for [`Outbox`]).
     Tcp(Box<LinkIn>),
+    /// A libfabric link to a rank of another host (boxed, as for [`Outbox`]).
+    #[cfg(feature = "libfabric")]
+    Ofi(Box<grappe_fabric_ofi::LinkIn>),
 }
 
 /// A record at the head of an [`Inbox`].
@@ -105,6 +134,9 @@ pub enum Incoming<'a> {
     Ring(Record<'a>),
     /// A record read from a socket.
     Tcp(grappe_fabric_tcp::Received<'a>),
+    /// A record read from a libfabric link.
+    #[cfg(feature = "libfabric")]
+    Ofi(grappe_fabric_ofi::Received<'a>),
 }
 
 impl Inbox {
@@ -115,6 +147,8 @@ impl Inbox {
         match self {
             Inbox::Ring(ring) => Ok(ring.peek().map(Incoming::Ring)),
             Inbox::Tcp(link) => Ok(link.peek()?.map(Incoming::Tcp)),
+            #[cfg(feature = "libfabric")]
+            Inbox::Ofi(link) => Ok(link.peek()?.map(Incoming::Ofi)),
         }
     }
 }
@@ -126,6 +160,8 @@ impl Incoming<'_> {
         match self {
             Incoming::Ring(record) => record.meta(),
             Incoming::Tcp(record) => record.meta(),
+            #[cfg(feature = "libfabric")]
+            Incoming::Ofi(record) => record.meta(),
         }
     }
 
@@ -135,6 +171,8 @@ impl Incoming<'_> {
         match self {
             Incoming::Ring(record) => record.payload(),
             Incoming::Tcp(record) => record.payload(),
+            #[cfg(feature = "libfabric")]
+            Incoming::Ofi(record) => record.payload(),
         }
     }
 
@@ -146,6 +184,11 @@ impl Incoming<'_> {
         match self {
             Incoming::Ring(record) => record.consume(),
             Incoming::Tcp(record) => {
+                record.consume();
+                false
+            }
+            #[cfg(feature = "libfabric")]
+            Incoming::Ofi(record) => {
                 record.consume();
                 false
             }

@@ -136,7 +136,10 @@ impl Job {
         let mine = first..first + per_process;
         let links = match listening {
             Some(listening) => listening.connect_all(pmi, &placement, mine.clone())?,
-            None => crate::network::Links::none(),
+            None => {
+                crate::network::check_setting()?;
+                crate::network::Links::none()
+            }
         };
         let registered = doorbell::register_asymmetric();
         host.vote_asymmetric(registered);

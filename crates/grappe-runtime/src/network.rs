@@ -2,6 +2,10 @@
 //! every rank and every rank of another host, made at start-up through the
 //! process manager's key-value space, and the watcher that wakes a
 //! sleeping rank when one of its connections has something for it.
+//! `GRAPPE_FABRIC` ([`choice`]) may put libfabric in TCP's place (`ofi`,
+//! in a build with the cargo feature `libfabric`): one endpoint per
+//! process and a link over it to every rank of another host, set up the
+//! same way (see the `ofi` module), watched by the same watcher.
 //!
 //! Set-up (between the fences of [`crate::job`]):
 //!
@@ -18,16 +22,19 @@
 //! address of an interface that is up and not the loopback.
 //!
 //! A host cut off is found by heartbeats between hosts ([`heartbeat`]),
-//! within about a second.
+//! within about a second, whatever the fabric.
 //!
-//! The links may emulate a slower or failing network ([`faults`]:
+//! The TCP links may emulate a slower or failing network ([`faults`]:
 //! `GRAPPE_NET_DELAY_US`, `GRAPPE_NET_BANDWIDTH`, `GRAPPE_NET_DROP_AFTER_MS`).
 
+mod choice;
 mod faults;
 mod heartbeat;
+#[cfg(feature = "libfabric")]
+mod ofi;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::ops::Range;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,6 +47,7 @@ use grappe_launch::Pmi;
 use grappe_proto::RemoteLink;
 use grappe_settings::{SettingError, Vars};
 
+pub(crate) use self::choice::FabricChoice;
 use self::faults::NetFaults;
 use self::heartbeat::{Heartbeats, Ring, Silence};
 use crate::StartError;
@@ -53,97 +61,80 @@ const SET_UP: Duration = Duration::from_secs(60);
 /// How long one authentication may take.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
-/// A process listening for its peers' connections, its address published.
+/// A process ready for its peers' links, its addresses published: its
+/// fabric's, and its heartbeats' socket.
 pub(crate) struct Listening {
-    listener: Listener,
+    fabric: Fabric,
+    beats: UdpSocket,
+}
+
+/// A TCP listener, or a libfabric endpoint.
+enum Fabric {
+    /// Listening for TCP connections.
+    Tcp(Listener),
+    /// A libfabric endpoint (`GRAPPE_FABRIC=ofi`).
+    #[cfg(feature = "libfabric")]
+    Ofi(ofi::Opened),
+}
+
+/// Checks the fabric setting of a job on one host, which needs none: a
+/// setting that cannot work fails there as it would across hosts.
+pub(crate) fn check_setting() -> Result<()> {
+    FabricChoice::read(Vars::process())?;
+    Ok(())
 }
 
 impl Listening {
-    /// Listens and publishes the address (and, on process 0, the secret).
+    /// Listens (or opens the endpoint) and publishes the address (and, on
+    /// process 0, the secret). Every process reads the same settings, so a
+    /// setting that cannot work fails every one here, before any waits.
     pub fn start(pmi: &mut dyn Pmi, me: usize) -> Result<Listening> {
-        let ip = local_address(Vars::process())?;
-        let listener = Listener::bind(SocketAddr::new(ip, 0))
-            .map_err(|source| StartError::Network { what: format!("listening on {ip}"), source })?;
-        pmi.put(&format!("grappe-tcp-{me}"), &listener.local_addr().to_string())?;
+        let vars = Vars::process();
+        let choice = FabricChoice::read(vars)?;
+        let ip = local_address(vars)?;
+        let fabric = match choice {
+            FabricChoice::Tcp => {
+                let listener = Listener::bind(SocketAddr::new(ip, 0))
+                    .map_err(|source| StartError::Network { what: format!("listening on {ip}"), source })?;
+                pmi.put(&format!("grappe-tcp-{me}"), &listener.local_addr().to_string())?;
+                Fabric::Tcp(listener)
+            }
+            #[cfg(feature = "libfabric")]
+            FabricChoice::Ofi { provider } => {
+                if let Some(var) = NetFaults::read(vars)?.setting_name() {
+                    return Err(SettingError::new(
+                        var,
+                        vars.text(var)?.unwrap_or_default(),
+                        "nothing with GRAPPE_FABRIC=ofi: faults are emulated in grappe's TCP links only",
+                    )
+                    .into());
+                }
+                Fabric::Ofi(ofi::open(pmi, me, provider, ip, loss_timeout(vars)?)?)
+            }
+        };
+        let beats = UdpSocket::bind(SocketAddr::new(ip, 0))
+            .and_then(|socket| socket.local_addr().map(|addr| (socket, addr)))
+            .map_err(|e| StartError::NetworkSetUp(format!("cannot bind the heartbeats' socket on {ip}: {e}")))?;
+        pmi.put(&format!("grappe-beat-{me}"), &beats.1.to_string())?;
         if me == 0 {
             pmi.put("grappe-secret", &Secret::generate().to_hex())?;
         }
-        Ok(Listening { listener })
+        Ok(Listening { fabric, beats: beats.0 })
     }
 
-    /// Connects every rank of `mine` to every rank of the other hosts (the
-    /// lower rank of each pair connects, the higher one accepts).
+    /// Links every rank of `mine` to every rank of the other hosts.
     pub fn connect_all(self, pmi: &mut dyn Pmi, placement: &Placement, mine: Range<usize>) -> Result<Links> {
-        let loss = loss_timeout(Vars::process())?;
-        let faults = NetFaults::read(Vars::process())?;
-        faults.check(placement)?;
-        let secret = Secret::from_hex(&pmi.get("grappe-secret")?)
-            .map_err(|e| StartError::NetworkSetUp(format!("process 0 published a job secret that is not one: {e}")))?;
-        let secret = Arc::new(secret);
-        let here = placement.rank_host[mine.start];
-        let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
-        let expected = mine.clone().map(|r| remote.iter().filter(|&&q| q < r).count()).sum();
-        let local = self.listener.local_addr();
-        let accepting = {
-            let secret = secret.clone();
-            let listener = self.listener;
-            std::thread::Builder::new()
-                .name("grappe-accept".into())
-                .spawn(move || accept_all(&listener, &secret, expected))
-                .map_err(|e| {
-                    StartError::NetworkSetUp(format!("cannot start the thread that accepts connections: {e}"))
-                })?
+        let me = placement.process_of(mine.start);
+        let mut links = match self.fabric {
+            Fabric::Tcp(listener) => connect_all_tcp(listener, pmi, placement, mine)?,
+            #[cfg(feature = "libfabric")]
+            Fabric::Ofi(opened) => {
+                let secret = job_secret(pmi)?;
+                let (endpoint, links) = opened.connect_all(pmi, &secret, placement, mine.clone())?;
+                Links::over_ofi(mine, placement, endpoint, links)?
+            }
         };
-        let mut addresses = HashMap::new();
-        let mut links = HashMap::new();
-        for r in mine.clone() {
-            for &q in remote.iter().filter(|&&q| q > r) {
-                let process = placement.process_of(q);
-                let addr = match addresses.get(&process) {
-                    Some(&addr) => addr,
-                    None => {
-                        let addr = published_address(pmi, process)?;
-                        addresses.insert(process, addr);
-                        addr
-                    }
-                };
-                let link = connect_with_retries(addr, Hello { from: r as u32, to: q as u32 }, &secret)
-                    .map_err(|e| network_error(&format!("rank {r} connecting to rank {q} at {addr}"), e))?;
-                links.insert((r, q), link);
-            }
-        }
-        let accepted = accepting
-            .join()
-            .map_err(|_| StartError::NetworkSetUp("the thread that accepts connections panicked".into()))?;
-        for (hello, link) in accepted.map_err(|e| network_error("accepting the connections of other hosts", e))? {
-            let (from, to) = (hello.from as usize, hello.to as usize);
-            let known = mine.contains(&to) && remote.contains(&from) && from < to;
-            if !known || links.contains_key(&(to, from)) {
-                return Err(StartError::NetworkSetUp(format!(
-                    "{} connected as rank {from} asking for rank {to}, which this process does not expect",
-                    link.peer_addr()
-                )));
-            }
-            links.insert((to, from), link);
-        }
-        let mut cutters = Vec::new();
-        for (&(r, q), link) in &mut links {
-            let failed = |e| network_error(&format!("rank {r} with rank {q}"), e);
-            link.detect_loss_after(loss).map_err(failed)?;
-            if let Some(shaping) = faults.shaping {
-                link.shape(shaping).map_err(failed)?;
-            }
-            if faults.cuts(r, q) {
-                cutters.push((r, q, link.cutter()));
-            }
-        }
-        if let Some(drop) = faults.drop {
-            cutters.sort_by_key(|&(r, q, _)| (r, q));
-            faults::cut_after(drop.after, cutters)?;
-        }
-        let heartbeats = start_heartbeats(pmi, placement, placement.process_of(mine.start), local, &secret)?;
-        let mut links = Links::new(mine, placement, links)?;
-        links.heartbeats = Mutex::new(heartbeats);
+        links.heartbeats = Mutex::new(start_heartbeats(pmi, placement, me, self.beats)?);
         Ok(links)
     }
 }
@@ -157,8 +148,7 @@ fn start_heartbeats(
     pmi: &mut dyn Pmi,
     placement: &Placement,
     me: usize,
-    local: SocketAddr,
-    secret: &Secret,
+    socket: UdpSocket,
 ) -> Result<Option<Heartbeats>> {
     let hosts = placement.hosts();
     let here = placement.process_host[me];
@@ -171,8 +161,12 @@ fn start_heartbeats(
         return Ok(None);
     }
     let silence = silence_limit(Vars::process())?;
+    let secret = job_secret(pmi)?;
     let (next, watched) = ((here + 1) % hosts, (here + hosts - 1) % hosts);
-    let ring = Ring { next: published_address(pmi, first_of(next))?, watched: watched as u32, me: here as u32 };
+    let next_process = first_of(next);
+    let value = pmi.get(&format!("grappe-beat-{next_process}"))?;
+    let next_addr = value.parse().map_err(|_| StartError::NetworkAddress { process: next_process, value })?;
+    let ring = Ring { next: next_addr, watched: watched as u32, me: here as u32 };
     let (label, here_label) = (placement.host_label(watched), placement.host_label(here));
     let ranks: Vec<usize> = (0..placement.rank_host.len()).filter(|&r| placement.rank_host[r] == watched).collect();
     let on_silence = Box::new(move |silence: Silence| {
@@ -190,13 +184,9 @@ fn start_heartbeats(
         });
         std::process::exit(1);
     });
-    match Heartbeats::start(local, ring, secret, silence, on_silence) {
-        Ok(beats) => Ok(Some(beats)),
-        Err(e) => {
-            crate::say(&format!("warning: no heartbeats from {local} ({e}): a host cut off is found by TCP's timeout"));
-            Ok(None)
-        }
-    }
+    Heartbeats::start(socket, ring, &secret, silence, on_silence)
+        .map(Some)
+        .map_err(|e| StartError::NetworkSetUp(format!("cannot start the heartbeats between hosts: {e}")))
 }
 
 /// `rank 3`, `ranks 2-5`, or `ranks 1, 4, 7`.
@@ -219,6 +209,79 @@ fn silence_limit(vars: Vars<'_>) -> Result<Duration> {
         true => Ok(Duration::from_millis(millis)),
         false => Err(SettingError::new("GRAPPE_NET_SILENCE_MS", millis.to_string(), expected).into()),
     }
+}
+
+/// The job's secret, which process 0 published.
+fn job_secret(pmi: &mut dyn Pmi) -> Result<Secret> {
+    Secret::from_hex(&pmi.get("grappe-secret")?)
+        .map_err(|e| StartError::NetworkSetUp(format!("process 0 published a job secret that is not one: {e}")))
+}
+
+/// Connects every rank of `mine` to every rank of the other hosts over
+/// TCP (the lower rank of each pair connects, the higher one accepts).
+fn connect_all_tcp(listener: Listener, pmi: &mut dyn Pmi, placement: &Placement, mine: Range<usize>) -> Result<Links> {
+    let loss = loss_timeout(Vars::process())?;
+    let faults = NetFaults::read(Vars::process())?;
+    faults.check(placement)?;
+    let secret = Arc::new(job_secret(pmi)?);
+    let here = placement.rank_host[mine.start];
+    let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
+    let expected = mine.clone().map(|r| remote.iter().filter(|&&q| q < r).count()).sum();
+    let accepting = {
+        let secret = secret.clone();
+        std::thread::Builder::new()
+            .name("grappe-accept".into())
+            .spawn(move || accept_all(&listener, &secret, expected))
+            .map_err(|e| StartError::NetworkSetUp(format!("cannot start the thread that accepts connections: {e}")))?
+    };
+    let mut addresses = HashMap::new();
+    let mut links = HashMap::new();
+    for r in mine.clone() {
+        for &q in remote.iter().filter(|&&q| q > r) {
+            let process = placement.process_of(q);
+            let addr = match addresses.get(&process) {
+                Some(&addr) => addr,
+                None => {
+                    let addr = published_address(pmi, process)?;
+                    addresses.insert(process, addr);
+                    addr
+                }
+            };
+            let link = connect_with_retries(addr, Hello { from: r as u32, to: q as u32 }, &secret)
+                .map_err(|e| network_error(&format!("rank {r} connecting to rank {q} at {addr}"), e))?;
+            links.insert((r, q), link);
+        }
+    }
+    let accepted = accepting
+        .join()
+        .map_err(|_| StartError::NetworkSetUp("the thread that accepts connections panicked".into()))?;
+    for (hello, link) in accepted.map_err(|e| network_error("accepting the connections of other hosts", e))? {
+        let (from, to) = (hello.from as usize, hello.to as usize);
+        let known = mine.contains(&to) && remote.contains(&from) && from < to;
+        if !known || links.contains_key(&(to, from)) {
+            return Err(StartError::NetworkSetUp(format!(
+                "{} connected as rank {from} asking for rank {to}, which this process does not expect",
+                link.peer_addr()
+            )));
+        }
+        links.insert((to, from), link);
+    }
+    let mut cutters = Vec::new();
+    for (&(r, q), link) in &mut links {
+        let failed = |e| network_error(&format!("rank {r} with rank {q}"), e);
+        link.detect_loss_after(loss).map_err(failed)?;
+        if let Some(shaping) = faults.shaping {
+            link.shape(shaping).map_err(failed)?;
+        }
+        if faults.cuts(r, q) {
+            cutters.push((r, q, link.cutter()));
+        }
+    }
+    if let Some(drop) = faults.drop {
+        cutters.sort_by_key(|&(r, q, _)| (r, q));
+        faults::cut_after(drop.after, cutters)?;
+    }
+    Links::new(mine, placement, links)
 }
 
 /// Accepts `expected` authenticated connections, within [`SET_UP`]. A
@@ -304,6 +367,9 @@ pub(crate) struct Links {
     first: usize,
     /// What to watch of each link.
     sockets: Vec<Watched>,
+    /// The libfabric endpoint the links share, if they are libfabric's.
+    #[cfg(feature = "libfabric")]
+    endpoint: Option<grappe_fabric_ofi::Endpoint>,
     /// This process's heartbeats, if it is its host's first.
     heartbeats: Mutex<Option<Heartbeats>>,
 }
@@ -319,6 +385,18 @@ struct Watched {
 }
 
 impl Links {
+    /// No links: a job on one host.
+    pub fn none() -> Links {
+        Links {
+            per_rank: Mutex::new(Vec::new()),
+            first: 0,
+            sockets: Vec::new(),
+            #[cfg(feature = "libfabric")]
+            endpoint: None,
+            heartbeats: Mutex::new(None),
+        }
+    }
+
     /// Stops this process's heartbeats, saying goodbye to the next host:
     /// the process ends normally.
     pub fn finish_heartbeats(&self) {
@@ -327,9 +405,33 @@ impl Links {
         }
     }
 
-    /// No links: a job on one host.
-    pub fn none() -> Links {
-        Links { per_rank: Mutex::new(Vec::new()), first: 0, sockets: Vec::new(), heartbeats: Mutex::new(None) }
+    /// The libfabric links of the ranks of `mine`, over `endpoint`.
+    #[cfg(feature = "libfabric")]
+    fn over_ofi(
+        mine: Range<usize>,
+        placement: &Placement,
+        endpoint: grappe_fabric_ofi::Endpoint,
+        mut links: ofi::ByPair,
+    ) -> Result<Links> {
+        let world = placement.rank_host.len();
+        let per_rank = mine
+            .clone()
+            .map(|r| {
+                let row = (0..world).map(|q| {
+                    let link = links.remove(&(r, q))?;
+                    let host = placement.rank_host[q];
+                    Some(ofi::remote_link(link, placement.host_label(host), host))
+                });
+                Some(row.collect())
+            })
+            .collect();
+        Ok(Links {
+            per_rank: Mutex::new(per_rank),
+            first: mine.start,
+            sockets: Vec::new(),
+            endpoint: Some(endpoint),
+            heartbeats: Mutex::new(None),
+        })
     }
 
     fn new(mine: Range<usize>, placement: &Placement, mut links: HashMap<(usize, usize), Link>) -> Result<Links> {
@@ -360,7 +462,14 @@ impl Links {
             }
             per_rank.push(Some(row));
         }
-        Ok(Links { per_rank: Mutex::new(per_rank), first: mine.start, sockets, heartbeats: Mutex::new(None) })
+        Ok(Links {
+            per_rank: Mutex::new(per_rank),
+            first: mine.start,
+            sockets,
+            #[cfg(feature = "libfabric")]
+            endpoint: None,
+            heartbeats: Mutex::new(None),
+        })
     }
 
     /// The links of world rank `rank`, by world rank (none for a rank of
@@ -385,15 +494,39 @@ impl Links {
     /// while a held frame is due, so a rank that goes to sleep with one
     /// wakes at once to send it, and one with frames held wakes when the
     /// first is due.
+    ///
+    /// A libfabric endpoint has one descriptor for all its links (and the
+    /// ranks of the process that share it): it is armed, once the
+    /// endpoint says nothing is left to read (`fi_trywait`), when a worker
+    /// owning links goes to sleep, and its readiness rings every such
+    /// worker. A worker whose endpoint still has news (or has no
+    /// descriptor to sleep on) is rung at once, so it polls on. A rank's
+    /// progress reads the completions of every link of the endpoint:
+    /// the owners of links it brought records, credits or an end for are
+    /// rung (the endpoint's arrival hook).
     pub fn wake_on_arrival(&self, job: &Job) -> Result<()> {
-        if self.sockets.is_empty() {
+        if !self.networked() {
             return Ok(());
         }
         let bell_of: HashMap<usize, usize> =
             job.worker_plan().iter().flat_map(|p| p.ranks.iter().map(|&r| (r, job.local(p.ranks[0])))).collect();
+        // Workers owning links of the endpoint, by their doorbell's index.
+        let endpoint_bells: Vec<usize> = match self.has_endpoint() {
+            true => {
+                let mut bells: Vec<usize> = bell_of.values().copied().collect();
+                bells.sort_unstable();
+                bells.dedup();
+                bells
+            }
+            false => Vec::new(),
+        };
         let host = job.host.clone();
-        let watch = Watch::start(Box::new(move |bell| host.doorbell(bell as usize).ring()))
-            .map_err(|e| network_error("starting the watcher of the network links", e))?;
+        let ringing = endpoint_bells.clone();
+        let watch = Watch::start(Box::new(move |token| match token {
+            ENDPOINT_TOKEN => ringing.iter().for_each(|&bell| host.doorbell(bell).ring()),
+            bell => host.doorbell(bell as usize).ring(),
+        }))
+        .map_err(|e| network_error("starting the watcher of the network links", e))?;
         let mut by_bell: HashMap<usize, Vec<(RawFd, u64)>> = HashMap::new();
         for &Watched { receiving, sending, timer, rank } in &self.sockets {
             let token = bell_of[&rank] as u64;
@@ -407,11 +540,16 @@ impl Links {
                 by_bell.entry(bell).or_default().push((timer, token));
             }
         }
+        let endpoint = self.endpoint_waker(job, &watch, &bell_of, &endpoint_bells)?;
         let armed = doorbell::set_prepare_hook(Box::new(move |bell| {
-            for &(fd, token) in by_bell.get(&(bell as *const Doorbell as usize)).into_iter().flatten() {
+            let key = bell as *const Doorbell as usize;
+            for &(fd, token) in by_bell.get(&key).into_iter().flatten() {
                 // A socket already closed (its rank ended) is out of the
                 // set: nothing to arm.
                 let _ = watch.rearm(fd, token);
+            }
+            if let Some(waker) = &endpoint {
+                waker.prepare(bell, key, &watch);
             }
         }));
         match armed {
@@ -419,6 +557,94 @@ impl Links {
             false => Err(StartError::NetworkSetUp("the doorbells' prepare hook was set already".into())),
         }
     }
+
+    /// True if the process has links to other hosts.
+    fn networked(&self) -> bool {
+        !self.sockets.is_empty() || self.has_endpoint()
+    }
+
+    #[cfg(feature = "libfabric")]
+    fn has_endpoint(&self) -> bool {
+        self.endpoint.is_some()
+    }
+
+    #[cfg(not(feature = "libfabric"))]
+    fn has_endpoint(&self) -> bool {
+        false
+    }
+
+    /// What wakes the owners of the endpoint's links (see
+    /// [`Links::wake_on_arrival`]).
+    #[cfg(feature = "libfabric")]
+    fn endpoint_waker(
+        &self,
+        job: &Job,
+        watch: &Watch,
+        bell_of: &HashMap<usize, usize>,
+        bells: &[usize],
+    ) -> Result<Option<EndpointWaker>> {
+        let Some(endpoint) = &self.endpoint else { return Ok(None) };
+        let host = job.host.clone();
+        let owners = bell_of.clone();
+        endpoint.on_arrival(Box::new(move |ends| {
+            if let Some(&bell) = owners.get(&(ends.local as usize)) {
+                host.doorbell(bell).ring();
+            }
+        }));
+        if let Some(fd) = endpoint.raw_fd() {
+            watch
+                .add_interest(fd, ENDPOINT_TOKEN, Interest::ReadableOnce)
+                .map_err(|e| network_error("watching the libfabric endpoint", e))?;
+        }
+        let owners = bells.iter().map(|&bell| job.host.doorbell(bell) as *const Doorbell as usize).collect();
+        Ok(Some(EndpointWaker { endpoint: endpoint.clone(), owners }))
+    }
+
+    #[cfg(not(feature = "libfabric"))]
+    fn endpoint_waker(
+        &self,
+        _job: &Job,
+        _watch: &Watch,
+        _bell_of: &HashMap<usize, usize>,
+        _bells: &[usize],
+    ) -> Result<Option<EndpointWaker>> {
+        Ok(None)
+    }
+}
+
+/// The watcher's token for the libfabric endpoint's descriptor (a
+/// doorbell's index is any other).
+const ENDPOINT_TOKEN: u64 = u64::MAX - 1;
+
+/// Wakes the workers owning libfabric links.
+struct EndpointWaker {
+    #[cfg(feature = "libfabric")]
+    endpoint: grappe_fabric_ofi::Endpoint,
+    /// The doorbells of the workers owning links (their addresses).
+    #[cfg(feature = "libfabric")]
+    owners: Vec<usize>,
+}
+
+impl EndpointWaker {
+    /// At `bell`'s prepare: if it owns links, arms the descriptor when the
+    /// endpoint lets its owners sleep, or rings `bell` (its worker polls
+    /// once more instead of sleeping).
+    #[cfg(feature = "libfabric")]
+    fn prepare(&self, bell: &Doorbell, key: usize, watch: &Watch) {
+        if !self.owners.contains(&key) {
+            return;
+        }
+        let sleep = match (self.endpoint.try_wait(), self.endpoint.raw_fd()) {
+            (Ok(true), Some(fd)) => watch.rearm(fd, ENDPOINT_TOKEN).is_ok(),
+            _ => false,
+        };
+        if !sleep {
+            bell.ring();
+        }
+    }
+
+    #[cfg(not(feature = "libfabric"))]
+    fn prepare(&self, _bell: &Doorbell, _key: usize, _watch: &Watch) {}
 }
 
 #[cfg(test)]

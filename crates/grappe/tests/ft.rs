@@ -721,12 +721,26 @@ fn agents(dir: &Path) -> Vec<(String, i32)> {
 /// from the wave without b (on `spare` if given, else on a alone) and end
 /// with the fault-free result.
 fn survives_a_lost_host(spare: Option<&str>, kill_agent: bool) -> (String, Vec<(String, i32)>) {
+    survives_a_lost_host_over(None, spare, kill_agent)
+}
+
+/// As [`survives_a_lost_host`], the hosts joined by `fabric`
+/// (`GRAPPE_FABRIC`; the default if `None`).
+fn survives_a_lost_host_over(
+    fabric: Option<&str>,
+    spare: Option<&str>,
+    kill_agent: bool,
+) -> (String, Vec<(String, i32)>) {
     let expected = reference(RING);
-    let base = scratch(&format!("lost-host-{}-{kill_agent}", spare.unwrap_or("none")));
+    let over = fabric.map_or("default".to_owned(), |f| f.replace([':', ';'], "-"));
+    let base = scratch(&format!("lost-host-{}-{kill_agent}-{over}", spare.unwrap_or("none")));
     let shell_dir = base.join("shell");
     std::fs::create_dir_all(&shell_dir).unwrap();
     let dir = base.join("ckpt");
     let mut cmd = Command::new(util::grappe());
+    if let Some(fabric) = fabric {
+        cmd.env("GRAPPE_FABRIC", fabric);
+    }
     cmd.env("GRAPPE_FT_HOLD", gate_of(&dir))
         .args(["run", "-n", "4", "--hosts", "a:2,b:2", "--launcher-exec"])
         .arg(fork_shell(&shell_dir))
@@ -770,6 +784,17 @@ fn a_job_across_hosts_restarts_on_a_spare_host_when_one_is_lost() {
     assert!(stderr.contains("on spare host c in its place"), "{stderr}");
     assert!(agents.iter().skip(2).any(|(host, _)| host == "c"), "no agent on the spare: {agents:?}");
     assert!(agents.iter().skip(2).all(|(host, _)| host != "b"), "b used after its loss: {agents:?}");
+}
+
+/// The same over libfabric: the checkpointed job loses host b (its agent
+/// killed) and restarts on a from the committed wave, same result.
+#[cfg(feature = "libfabric")]
+#[test]
+fn a_job_across_hosts_over_libfabric_restarts_on_the_remaining_hosts_when_one_is_lost() {
+    let (stderr, agents) = survives_a_lost_host_over(Some("ofi:tcp;ofi_rxm"), None, true);
+    assert!(stderr.contains("on the remaining hosts (a)"), "{stderr}");
+    let after: Vec<&str> = agents.iter().skip(2).map(|(host, _)| host.as_str()).collect();
+    assert!(!after.is_empty() && after.iter().all(|&host| host == "a"), "agents after the loss: {agents:?}");
 }
 
 #[test]

@@ -184,6 +184,18 @@ fn links_cut_mid_job_make_it_fail_naming_a_lost_rank_and_its_host() {
     }
 }
 
+#[cfg(not(feature = "libfabric"))]
+#[test]
+fn libfabric_in_a_build_without_it_is_a_clear_start_up_error() {
+    let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_FABRIC", "ofi:tcp;ofi_rxm");
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let named = "GRAPPE_FABRIC=\"ofi:tcp;ofi_rxm\": expected tcp (the only fabric of this build";
+    assert!(!output.status.success() && stderr.contains(named), "{stderr}");
+    assert!(stderr.contains("cargo feature `libfabric`"), "{stderr}");
+}
+
 #[test]
 fn a_bad_network_fault_setting_is_a_clear_start_up_error() {
     for (var, value) in

@@ -240,13 +240,35 @@ fn grappe_run_hosts_runs_the_suite_and_the_collectives_across_namespaces() {
     }
 }
 
+/// The same over libfabric (`GRAPPE_FABRIC=ofi:tcp;ofi_rxm`): each
+/// process's endpoint bound to its host's own address, two hosts of two
+/// processes, and three hosts of processes of two thread ranks.
+#[cfg(feature = "libfabric")]
+#[test]
+fn grappe_run_hosts_runs_the_suite_and_the_collectives_over_libfabric_across_namespaces() {
+    let cluster = Cluster::start('o', 3);
+    let over_ofi = |mut cmd: Command| {
+        cmd.env("GRAPPE_FABRIC", "ofi:tcp;ofi_rxm");
+        cmd
+    };
+    let suite = example("p2p_suite");
+    let two = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let output = run_bounded(over_ofi(cluster.grappe_run(&two, &["-n", "4"], &[suite.as_os_str()])), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let options = ["-n", "12", "--threads-per-process", "2"];
+    let program = [collectives.as_os_str(), "2".as_ref(), "13".as_ref()];
+    let output = run_bounded(over_ofi(cluster.grappe_run(&cluster.host_list(3), &options, &program)), LIMIT);
+    passes(&output, "collectives passed on 12 ranks (2 loops, 6 random cases of seed 13)");
+}
+
 /// A host lost, its agent killed or its link taken down (its processes
 /// alive but cut off, which only the heartbeats between hosts reveal):
 /// `grappe run` ends the job within 2 s with a line naming the host and its
 /// ranks, and no process is left on any host.
 #[test]
 fn grappe_run_hosts_ends_the_job_within_2s_when_a_host_is_lost() {
-    for (name, link_down) in [('h', false), ('l', true)] {
+    for (name, link_down) in [('h', false), ('k', true)] {
         let cluster = Cluster::start(name, 2);
         let (delay, stderr) = lose_host_1(&cluster, link_down);
         let host = cluster.host(1);
@@ -422,6 +444,20 @@ fn a_host_lost_mid_job_ends_it_at_once_and_says_so() {
 
 #[test]
 fn a_host_whose_link_goes_down_is_named_lost_within_2s_under_hydra() {
+    link_down_names_the_lost_host('d', None);
+}
+
+/// The same over libfabric: the heartbeats between hosts do not depend on
+/// the fabric.
+#[cfg(feature = "libfabric")]
+#[test]
+fn a_host_whose_link_goes_down_over_libfabric_is_named_lost_within_2s() {
+    link_down_names_the_lost_host('l', Some("ofi:tcp;ofi_rxm"));
+}
+
+/// Takes host 1's link down mid-job (`fabric`: `GRAPPE_FABRIC`, the
+/// default if `None`) and waits for a rank to name a rank of host 1 lost.
+fn link_down_names_the_lost_host(tag: char, fabric: Option<&str>) {
     // The host's processes live on but its network is gone (a cut cable):
     // nothing closes the connections, and only the heartbeats between hosts
     // (a second of silence by default) tell host 0. Its line is awaited on
@@ -429,12 +465,15 @@ fn a_host_whose_link_goes_down_is_named_lost_within_2s_under_hydra() {
     // then wait forever, so the job is stopped by the test.
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let cluster = Cluster::start('d', 2);
+    let cluster = Cluster::start(tag, 2);
     let collectives = example("collectives_check");
     // A process of two thread ranks (two workers) per host: ranks 0 and 1
     // on host 0, 2 and 3 on host 1.
     let mut cmd = cluster.mpiexec(2, 2, &[collectives.as_os_str(), "1000000000".as_ref()]);
     cmd.env("GRAPPE_RANKS_PER_PROCESS", "2").env("GRAPPE_WORKERS", "2");
+    if let Some(fabric) = fabric {
+        cmd.env("GRAPPE_FABRIC", fabric);
+    }
     cmd.stderr(Stdio::piped()).stdout(Stdio::null());
     let mut job = cmd.spawn().expect("mpiexec starts");
     let (lines, said) = std::sync::mpsc::channel();

@@ -86,6 +86,18 @@ impl NetFaults {
         Ok(NetFaults { shaping, drop })
     }
 
+    /// The name of a fault setting that is set, if one is: for a fabric
+    /// that does not emulate faults, to refuse it by name.
+    #[cfg_attr(not(feature = "libfabric"), allow(dead_code))]
+    pub fn setting_name(&self) -> Option<&'static str> {
+        match (self.shaping, self.drop) {
+            (Some(Shaping { delay, .. }), _) if delay > Duration::ZERO => Some("GRAPPE_NET_DELAY_US"),
+            (Some(_), _) => Some("GRAPPE_NET_BANDWIDTH"),
+            (None, Some(_)) => Some("GRAPPE_NET_DROP_AFTER_MS"),
+            (None, None) => None,
+        }
+    }
+
     /// Refuses a link to cut that the job does not have.
     pub fn check(&self, placement: &Placement) -> Result<(), SettingError> {
         let Some(LinkDrop { between: Some((a, b)), .. }) = self.drop else { return Ok(()) };

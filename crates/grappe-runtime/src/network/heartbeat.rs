@@ -15,11 +15,10 @@
 //! 100 ms a beat, a second of silence is ten datagrams lost in a row: one
 //! chance in ten million with a fifth of the packets lost.
 //!
-//! The datagrams go over UDP from and to the port number of each process's
-//! TCP listener (UDP and TCP ports are separate spaces), so nothing more is
-//! published at start-up. A datagram carries a token of the job's secret
-//! ([`Secret::token`]) and the sender's host: datagrams of other jobs are
-//! ignored. A process that ends normally says goodbye (a few times, in case
+//! The datagrams go over UDP: every process binds a socket at start-up and
+//! publishes its address (`grappe-beat-P`), whatever the fabric. A
+//! datagram carries a token of the job's secret and the sender's host:
+//! datagrams of other jobs are ignored. A process that ends normally says goodbye (a few times, in case
 //! some are lost) so that the next host stops watching it.
 //!
 //! A watcher that was not running itself (the machine paused, the thread
@@ -76,19 +75,18 @@ pub(crate) struct Silence {
 }
 
 impl Heartbeats {
-    /// Starts beating from `local` (the address of this process's TCP
-    /// listener) to `ring.next`, and watching `ring.watched`; calls
-    /// `on_silence` if it stays silent for `silence` once heard from.
+    /// Starts beating from `socket` to `ring.next`, and watching
+    /// `ring.watched`; calls `on_silence` if it stays silent for `silence`
+    /// once heard from.
     pub fn start(
-        local: SocketAddr,
+        socket: UdpSocket,
         ring: Ring,
         secret: &Secret,
         silence: Duration,
         on_silence: OnSilence,
     ) -> std::io::Result<Heartbeats> {
-        let socket = UdpSocket::bind(local)?;
         socket.set_read_timeout(Some(PERIOD / 4))?;
-        let token = secret.token(b"grappe heartbeat");
+        let token = token_of(secret);
         let stop = Arc::new(AtomicBool::new(false));
         let beating = Beating { socket, ring, token, silence, stop: stop.clone() };
         let thread =
@@ -161,6 +159,15 @@ impl Beating {
         let (host, kind) = parse(&buf[..len], &self.token)?;
         (host == self.ring.watched).then_some(kind)
     }
+}
+
+/// The job's token in its heartbeats: part of a proof of its secret
+/// ([`Secret::prove`]), which tells the job's datagrams from other jobs'
+/// without giving the secret away (not from a listener who could replay
+/// it: heartbeats carry no data).
+fn token_of(secret: &Secret) -> [u8; 16] {
+    let proof = secret.prove(b"grappe heartbeat", &[]);
+    std::array::from_fn(|i| proof[i])
 }
 
 fn datagram(token: &[u8; 16], host: u32, kind: u8) -> [u8; DATAGRAM_BYTES] {
@@ -271,9 +278,9 @@ mod tests {
     #[test]
     fn datagrams_of_another_job_or_malformed_are_ignored() {
         let (mine, theirs) = (Secret::generate(), Secret::generate());
-        let token = mine.token(b"grappe heartbeat");
+        let token = token_of(&mine);
         assert_eq!(parse(&datagram(&token, 3, BEAT), &token), Some((3, BEAT)));
-        let other = theirs.token(b"grappe heartbeat");
+        let other = token_of(&theirs);
         assert_eq!(parse(&datagram(&other, 3, BEAT), &token), None);
         assert_eq!(parse(&datagram(&token, 3, BEAT)[..20], &token), None);
     }
@@ -285,16 +292,17 @@ mod tests {
     #[test]
     fn silence_on_a_real_socket_is_called_out_and_a_goodbye_is_not() {
         let secret = Secret::generate();
-        let token = secret.token(b"grappe heartbeat");
+        let token = token_of(&secret);
         // Long beside the period: a test thread late by a second still beats in time.
         let silence = Duration::from_millis(1500);
         for says_goodbye in [false, true] {
             let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-            let watcher = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+            let watching_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let watcher = watching_socket.local_addr().unwrap();
             let (said, heard) = std::sync::mpsc::channel();
             let ring = Ring { next: peer.local_addr().unwrap(), watched: 7, me: 1 };
             let on_silence = Box::new(move |silence: Silence| said.send(silence.silent).unwrap());
-            let _watching = Heartbeats::start(watcher, ring, &secret, silence, on_silence).unwrap();
+            let _watching = Heartbeats::start(watching_socket, ring, &secret, silence, on_silence).unwrap();
             for _ in 0..10 {
                 peer.send_to(&datagram(&token, 7, BEAT), watcher).unwrap();
                 std::thread::sleep(PERIOD);

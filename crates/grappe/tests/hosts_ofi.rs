@@ -1,0 +1,169 @@
+//! Jobs across hosts over libfabric (`GRAPPE_FABRIC=ofi:tcp;ofi_rxm`),
+//! emulated on this machine (`GRAPPE_EMULATED_HOSTS`: each group of
+//! processes is a host with its own shared-memory segment, the hosts
+//! joined by libfabric over the loopback interface): the point-to-point
+//! suite and the collectives with shared memory inside a host, a rank
+//! killed on one host stopping the job within two seconds, and the
+//! settings that cannot work refused at start-up on every rank.
+//!
+//! Built with the cargo feature `libfabric` only (`scripts/test` runs it).
+
+mod util;
+
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+const FABRIC: &str = "ofi:tcp;ofi_rxm";
+
+fn across(hosts: usize, mut cmd: Command) -> std::process::Output {
+    cmd.env("GRAPPE_EMULATED_HOSTS", hosts.to_string()).env("GRAPPE_FABRIC", FABRIC);
+    util::run_bounded(cmd, LIMIT)
+}
+
+fn grappe_run(args: &[&str], program: &str, program_args: &[&str]) -> Command {
+    let mut cmd = Command::new(util::grappe());
+    cmd.arg("run").args(args).arg(util::example(program)).args(program_args);
+    cmd
+}
+
+fn passes(output: &std::process::Output, line: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && stdout.contains(line), "{}", util::describe(output));
+}
+
+#[test]
+fn the_suite_runs_on_two_hosts_of_two_processes() {
+    let output = across(2, grappe_run(&["-n", "4"], "p2p_suite", &[]));
+    passes(&output, "p2p suite passed on 4 ranks");
+}
+
+#[test]
+fn the_suite_runs_on_three_hosts_of_hybrid_processes() {
+    // Thread ranks sharing their process's endpoint, processes on a host,
+    // hosts: every kind of link in one job.
+    let output = across(3, grappe_run(&["-n", "6", "--threads-per-process", "2"], "p2p_suite", &[]));
+    passes(&output, "p2p suite passed on 6 ranks");
+}
+
+#[test]
+fn collectives_split_across_hosts_give_the_right_results() {
+    for (hosts, ranks) in [(2, "5"), (4, "8")] {
+        let output = across(hosts, grappe_run(&["-n", ranks], "collectives_check", &["2"]));
+        passes(&output, &format!("collectives passed on {ranks} ranks"));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 6, ..Default::default() })]
+
+    /// Random splits of the world with every collective on each part
+    /// (`collectives_check`'s seeded cases), on 2 to 4 hosts of 1 to 4
+    /// ranks, as processes or as processes of two thread ranks.
+    #[test]
+    fn random_splits_across_hosts_give_the_right_results(
+        seed in 0u64..1 << 32,
+        hosts in 2usize..=4,
+        per_host in 1usize..=4,
+        threads in proptest::bool::ANY,
+    ) {
+        let ranks = hosts * per_host;
+        let layout: Vec<String> = match threads && per_host % 2 == 0 {
+            true => vec!["-n".into(), ranks.to_string(), "--threads-per-process".into(), "2".into()],
+            false => vec!["-n".into(), ranks.to_string()],
+        };
+        let layout: Vec<&str> = layout.iter().map(String::as_str).collect();
+        let seed_arg = seed.to_string();
+        let output = across(hosts, grappe_run(&layout, "collectives_check", &["1", &seed_arg]));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let expected = format!("collectives passed on {ranks} ranks (1 loops, 6 random cases of seed {seed})");
+        proptest::prop_assert!(output.status.success() && stdout.contains(&expected), "{}", util::describe(&output));
+    }
+}
+
+/// Ranks that sleep as soon as they wait (no spinning, no yielding) and
+/// whose sleeps last ten minutes: every wait ends only when the endpoint's
+/// descriptor, its arrival hook or a peer of the host wakes the rank, so a
+/// lost wake-up leaves the job asleep past the test's limit. Four thread
+/// ranks share each host's endpoint (one process per host), then four
+/// processes have one each.
+#[test]
+fn ranks_asleep_on_the_endpoint_are_woken_for_every_message() {
+    for layout in [&["-n", "8", "--threads-per-process", "4"][..], &["-n", "8"][..]] {
+        let mut cmd = grappe_run(layout, "collectives_check", &["5", "21"]);
+        cmd.env("GRAPPE_SPIN_ITERS", "0").env("GRAPPE_YIELD_US", "0").env("GRAPPE_SLEEP_MS", "600000");
+        let output = across(2, cmd);
+        passes(&output, "collectives passed on 8 ranks (5 loops, 6 random cases of seed 21)");
+    }
+}
+
+#[test]
+fn large_messages_cross_hosts_whole() {
+    // 1 MiB and 16 MiB messages: many fragments each, past the link's
+    // credits, both ways.
+    let mut cmd = grappe_run(&["-n", "2"], "pingpong", &[]);
+    cmd.env("PINGPONG_SIZES", "8,1048576,16777216").env("PINGPONG_ITERS", "5");
+    let output = across(2, cmd);
+    passes(&output, "pingpong bytes=16777216");
+}
+
+#[test]
+fn mpich_hydra_launches_a_job_across_hosts() {
+    let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));
+    cmd.args(["-n", "4"]).arg(util::example("p2p_suite"));
+    let output = across(2, cmd);
+    passes(&output, "p2p suite passed on 4 ranks");
+}
+
+#[test]
+fn a_rank_killed_on_one_host_stops_the_job_within_two_seconds() {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "4"]).env("GRAPPE_EMULATED_HOSTS", "2").env("GRAPPE_FABRIC", FABRIC);
+    let (stderr, delay) = util::run_faulty(cmd, "kill:3");
+    assert!(delay < 2.0, "job stopped {delay:.2} s after the death");
+    assert!(stderr.contains("rank 3") && stderr.contains("signal 9"), "{stderr}");
+}
+
+/// The lines of `stderr` in which a process says it cannot start. Each
+/// process finds the setting wrong before it waits for any other, but the
+/// launcher stops the job at the first report: how many others report
+/// first depends on the machine, so a test asks for one and checks all.
+fn start_failures(stderr: &str, processes: usize) -> Vec<String> {
+    (0..processes)
+        .filter_map(|p| {
+            let prefix = format!("grappe: process {p} cannot start the job: ");
+            stderr.lines().find(|l| l.starts_with(&prefix)).map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn a_provider_that_is_not_there_fails_every_process_naming_the_setting_and_the_providers() {
+    let mut cmd = grappe_run(&["-n", "4"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_EMULATED_HOSTS", "2").env("GRAPPE_FABRIC", "ofi:no-such-provider");
+    let output = util::run_bounded(cmd, LIMIT);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    let failures = start_failures(&stderr, 4);
+    assert!(!failures.is_empty(), "no process said why:\n{stderr}");
+    for line in failures {
+        assert!(line.contains("GRAPPE_FABRIC=ofi with provider \"no-such-provider\""), "{line}");
+        assert!(
+            line.contains("providers of reliable datagram endpoints here: ") && line.contains("tcp;ofi_rxm"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn faults_emulated_in_the_tcp_links_are_refused_with_libfabric() {
+    let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_NET_DELAY_US", "2000");
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    let failures = start_failures(&stderr, 2);
+    assert!(!failures.is_empty(), "no process said why:\n{stderr}");
+    let named = "GRAPPE_NET_DELAY_US=\"2000\": expected nothing with GRAPPE_FABRIC=ofi";
+    assert!(failures.iter().all(|l| l.contains(named)), "{failures:?}");
+}
