@@ -23,6 +23,7 @@ mod common;
 mod export;
 mod info;
 mod merge;
+mod model_test;
 mod profile;
 mod report;
 
@@ -48,6 +49,7 @@ enum TraceCommand {
     Check(check::CheckArgs),
     Clock(clock::ClockArgs),
     Merge(merge::MergeArgs),
+    ModelTest(model_test::ModelTestArgs),
     Profile(profile::ProfileArgs),
     Export(export::ExportArgs),
     Report(report::ReportArgs),
@@ -60,6 +62,7 @@ pub fn execute(args: TraceArgs) -> i32 {
         TraceCommand::Check(a) => check::execute(a),
         TraceCommand::Clock(a) => clock::execute(a),
         TraceCommand::Merge(a) => merge::execute(a),
+        TraceCommand::ModelTest(a) => model_test::execute(a),
         TraceCommand::Profile(a) => profile::execute(a),
         TraceCommand::Export(a) => export::execute(a),
         TraceCommand::Report(a) => report::execute(a),
