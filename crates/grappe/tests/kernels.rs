@@ -51,7 +51,8 @@ fn every_kernel_s_checksum_is_the_same_traced_and_with_injected_tracing_cost() {
         let mut cmd = Command::new(util::grappe());
         let costly = grappe_testkit::scratch(&format!("kernel-{kernel}-costly"));
         cmd.env("GRAPPE_TRACE_EXTRA_COST_NS", "2000").args(["run", "-n", "4", "--trace"]).arg(&*costly);
-        let output = util::run_bounded(cmd.arg(util::example(kernel)).args(args), LIMIT);
+        cmd.arg(util::example(kernel)).args(args);
+        let output = util::run_bounded(cmd, LIMIT);
         assert!(output.status.success(), "{kernel} with extra cost: {}", util::describe(&output));
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(stdout.contains(&format!("checksum={untraced}")), "{kernel} with extra cost: {stdout}");
