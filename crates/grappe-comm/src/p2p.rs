@@ -387,7 +387,7 @@ impl Communicator {
         };
         if first.tag != logged {
             let detail = format!(
-                "the log says source {source} tag {logged}, but the next message from {source} has tag {})",
+                "the log says source {source} tag {logged}, but the next message from {source} has tag {}",
                 first.tag
             );
             return Err(self.rank_context().replay_diverged(index, detail));
