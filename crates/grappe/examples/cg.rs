@@ -68,17 +68,16 @@ impl Cg {
             let p_owned = self.p[self.m..(self.rows + 1) * self.m].to_vec();
             let pq = self.dot(world, &p_owned, &self.q.clone())?;
             let alpha = if pq == 0.0 { 0.0 } else { rr / pq };
-            for k in 0..self.rows * self.m {
-                self.x[k] += alpha * p_owned[k];
-                self.r[k] -= alpha * self.q[k];
+            for ((x, r), (p, q)) in self.x.iter_mut().zip(self.r.iter_mut()).zip(p_owned.iter().zip(&self.q)) {
+                *x += alpha * p;
+                *r -= alpha * q;
             }
             let r = self.r.clone();
             let next = self.dot(world, &r, &r)?;
             let beta = if rr == 0.0 { 0.0 } else { next / rr };
             rr = next;
-            let m = self.m;
-            for k in 0..self.rows * m {
-                self.p[m + k] = self.r[k] + beta * self.p[m + k];
+            for (p, r) in self.p[self.m..].iter_mut().zip(&self.r) {
+                *p = r + beta * *p;
             }
         }
         Ok(rr)

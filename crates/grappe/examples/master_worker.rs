@@ -53,10 +53,10 @@ fn master(world: &Communicator, tasks: u64, work: u64) -> grappe::Result<(Vec<u6
     }
     let mut next = 0u64;
     let mut busy = 0usize;
-    for w in 1..size {
+    for (w, share) in handed.iter_mut().enumerate().skip(1) {
         if next < tasks {
             world.send(&next, w, TASK)?;
-            handed[w] += 1;
+            *share += 1;
             next += 1;
             busy += 1;
         }
@@ -94,7 +94,7 @@ fn worker(world: &Communicator, work: u64) -> grappe::Result<()> {
 /// The result of task `t`: uneven integer work.
 fn compute(t: u64, work: u64) -> u64 {
     let rounds = work * (1 + t % 5);
-    (0..rounds).fold(t.wrapping_add(1), |acc, round| mix(acc, round))
+    (0..rounds).fold(t.wrapping_add(1), mix)
 }
 
 fn mix(a: u64, b: u64) -> u64 {
