@@ -17,7 +17,13 @@
 //! call against its line: another communicator, or another selector,
 //! means the program took another path, and the call fails naming the
 //! rank and the call's index rather than waiting for a message that may
-//! never come.
+//! never come. A blocking receive or probe also checks, before it takes
+//! its message, that the first message of the logged source its own
+//! selector accepts has the logged tag (a source's messages arrive in the
+//! order it sent them, so the recorded run took that one), and fails when
+//! no message of that source comes for a while (the ranks wait for each
+//! other on another path). Non-blocking receives and sendrecv's receive
+//! are steered but not checked so: a replay that diverges there waits.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
