@@ -32,6 +32,7 @@ pub mod global;
 pub mod info;
 pub mod matching;
 pub mod merge;
+pub mod model_test;
 pub mod profile;
 pub mod set;
 pub mod stream;

@@ -16,7 +16,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
     Trace(cmd::trace::TraceArgs),
     CheckpointServer(cmd::checkpoint_server::CheckpointServerArgs),
     /// The per-host agent of `grappe run --hosts`, started by the launcher's remote shell; it
@@ -29,7 +29,7 @@ fn main() {
     let cli = Cli::parse();
     cmd::open_files::raise_limit();
     let status = match cli.command {
-        Command::Run(args) => cmd::run::execute(args),
+        Command::Run(args) => cmd::run::execute(*args),
         Command::Trace(args) => cmd::trace::execute(args),
         Command::CheckpointServer(args) => cmd::checkpoint_server::execute(args),
         Command::Agent => grappe_launch::hosts::agent::serve(std::io::stdin().lock(), std::io::stdout()),

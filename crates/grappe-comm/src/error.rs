@@ -197,6 +197,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Under `--replay-matches`, a wildcard call the match log cannot
+    /// steer: the program took another path than the recorded run.
+    #[error("rank {rank}: wildcard call #{index} cannot follow the match log {}: {detail}", log.display())]
+    ReplayDiverged {
+        /// The rank (world numbering).
+        rank: usize,
+        /// The call's index among the rank's wildcard calls, from 0.
+        index: usize,
+        /// The log file.
+        log: std::path::PathBuf,
+        /// How the call differs from the log.
+        detail: String,
+    },
 }
 
 /// What is wrong with the buffers or counts of a call, with the numbers.
@@ -300,7 +313,8 @@ impl Error {
             | Error::Corrupt { .. }
             | Error::Fabric(_)
             | Error::NotAnnounced { .. }
-            | Error::Trace { .. } => ErrorClass::Other,
+            | Error::Trace { .. }
+            | Error::ReplayDiverged { .. } => ErrorClass::Other,
         }
     }
 
@@ -339,6 +353,9 @@ impl Error {
             Error::NotAnnounced { rank } => Error::NotAnnounced { rank: *rank },
             Error::Engine(e) => Error::Engine(e.repeat()),
             Error::Trace { rank, action, source } => Error::Trace { rank: *rank, action, source: io_again(source) },
+            Error::ReplayDiverged { rank, index, log, detail } => {
+                Error::ReplayDiverged { rank: *rank, index: *index, log: log.clone(), detail: detail.clone() }
+            }
         }
     }
 }

@@ -17,6 +17,7 @@ mod handlers;
 mod intercomm;
 mod internal;
 mod matched;
+pub mod matches;
 mod p2p;
 mod rank;
 mod scope;

@@ -27,13 +27,20 @@ impl Message {
     }
 }
 
+impl crate::p2p::Matched for Message {
+    fn matched_status(&self) -> &Status {
+        &self.status
+    }
+}
+
 impl Communicator {
     /// Waits for a matching message and claims it.
     #[track_caller]
     pub fn mprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Message> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let message = self.check_recv(source, selector).and_then(|(src, tag)| {
+        let message = self.steered(source, selector, |asked, tag| {
+            let (src, tag) = self.check_recv(asked, tag)?;
             let inner = self.live()?;
             let claim = inner.rank_ctx.next_claim();
             let status = inner.rank_ctx.engine().claim_blocking(src, self.p2p_ctx(), tag, claim).map_err(Error::from);
@@ -48,7 +55,8 @@ impl Communicator {
     pub fn improbe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Message>> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let message = self.check_recv(source, selector).and_then(|(src, tag)| {
+        let message = self.probe_steered(source, selector, |asked, tag| {
+            let (src, tag) = self.check_recv(asked, tag)?;
             let inner = self.live()?;
             let claim = inner.rank_ctx.next_claim();
             let status = inner.rank_ctx.engine().claim(src, self.p2p_ctx(), tag, claim).map_err(Error::from);

@@ -50,7 +50,7 @@ impl Communicator {
         let span = self.span();
         let elem = buf.elem_size();
         let (src, tag) = (src.into(), tag.into());
-        let done = self.recv_done(self.p2p_ctx(), buf.bytes_mut(), src, tag);
+        let done = self.steered(src, tag, |asked, tag| self.recv_done(self.p2p_ctx(), buf.bytes_mut(), asked, tag));
         self.trace_done(span, src, tag, &done);
         self.handled("recv", done.and_then(|done| check_elements(done.status, elem)))
     }
@@ -74,7 +74,14 @@ impl Communicator {
         let span = self.span();
         let elem = recv.elem_size();
         let (ctx, bytes, src, recv_tag) = (self.p2p_ctx(), send.bytes(), src.into(), recv_tag.into());
-        let halves = self.sendrecv_halves(ctx, bytes, dest, send_tag, recv.bytes_mut(), src, recv_tag);
+        let halves = self.steer(src, recv_tag).and_then(|steered| {
+            let halves =
+                self.sendrecv_halves(ctx, bytes, dest, send_tag, recv.bytes_mut(), steered.source, steered.tag);
+            if let Ok((_, Ok(done))) = &halves {
+                self.rank_context().matched(steered.slot, &done.status);
+            }
+            halves
+        });
         self.trace_sendrecv(span, dest, send_tag, bytes.len(), src, recv_tag, &halves);
         let status = halves.and_then(|(sent, received)| {
             sent?;
@@ -110,7 +117,8 @@ impl Communicator {
     pub fn recv_vec<T: Pod>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(Vec<T>, Status)> {
         let span = self.span();
         let (src, tag) = (src.into(), tag.into());
-        let received = self.recv_owned(self.p2p_ctx(), std::mem::align_of::<T>(), src, tag);
+        let align = std::mem::align_of::<T>();
+        let received = self.steered(src, tag, |asked, tag| self.recv_owned(self.p2p_ctx(), align, asked, tag));
         let received = self.trace_owned(span, src, tag, received);
         let elements = received.and_then(|(owned, status)| {
             let type_size = std::mem::size_of::<T>();
@@ -140,7 +148,7 @@ impl Communicator {
     pub fn recv_obj<T: DeserializeOwned>(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<(T, Status)> {
         let span = self.span();
         let (src, tag) = (src.into(), tag.into());
-        let received = self.recv_owned(self.p2p_ctx(), 8, src, tag);
+        let received = self.steered(src, tag, |asked, tag| self.recv_owned(self.p2p_ctx(), 8, asked, tag));
         let value = self.trace_owned(span, src, tag, received).and_then(|(owned, status)| {
             let value = bincode::deserialize(owned.as_slice()).map_err(|e| Error::Deserialize {
                 source_rank: status.source,
@@ -159,7 +167,8 @@ impl Communicator {
     pub fn probe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Status> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let status = self.check_recv(source, selector).and_then(|(src, tag)| {
+        let status = self.steered(source, selector, |asked, tag| {
+            let (src, tag) = self.check_recv(asked, tag)?;
             let inner = self.live()?;
             let status = inner.rank_ctx.engine().probe(src, self.p2p_ctx(), tag).map_err(Error::from);
             self.trace_probed(span, EventKind::Probe, source, selector, status.as_ref().map(|s| Some(*s)));
@@ -173,7 +182,8 @@ impl Communicator {
     pub fn iprobe(&self, src: impl Into<Source>, tag: impl Into<Tag>) -> Result<Option<Status>> {
         let span = self.span();
         let (source, selector) = (src.into(), tag.into());
-        let status = self.check_recv(source, selector).and_then(|(src, tag)| {
+        let status = self.probe_steered(source, selector, |asked, tag| {
+            let (src, tag) = self.check_recv(asked, tag)?;
             let inner = self.live()?;
             let status = inner.rank_ctx.engine().iprobe(src, self.p2p_ctx(), tag).map_err(Error::from);
             self.trace_probed(span, EventKind::Iprobe, source, selector, status.as_ref().copied());
@@ -297,6 +307,117 @@ impl Communicator {
             Tag::Any => None,
         };
         Ok((src, tag))
+    }
+}
+
+/// What a completed call reports of the message it matched.
+pub(crate) trait Matched {
+    fn matched_status(&self) -> &Status;
+}
+
+impl Matched for Completion {
+    fn matched_status(&self) -> &Status {
+        &self.status
+    }
+}
+
+impl Matched for Status {
+    fn matched_status(&self) -> &Status {
+        self
+    }
+}
+
+impl Matched for (OwnedBytes, Status) {
+    fn matched_status(&self) -> &Status {
+        &self.1
+    }
+}
+
+impl Communicator {
+    /// Runs a receive or blocking probe asking for (`source`, `tag`) as
+    /// the rank's match log steers it (`--record-matches`,
+    /// `--replay-matches`): `call` gets what to ask for; what it matched
+    /// is logged. Explicit calls, and every call without a log, cost one
+    /// test.
+    #[inline(always)]
+    pub(crate) fn steered<T: Matched>(
+        &self,
+        source: Source,
+        tag: Tag,
+        call: impl FnOnce(Source, Tag) -> Result<T>,
+    ) -> Result<T> {
+        if !matches!(source, Source::Any) && !matches!(tag, Tag::Any) {
+            return call(source, tag);
+        }
+        let steered = self.steer(source, tag)?;
+        if let Some(index) = steered.replayed {
+            self.await_replayed(index, tag, steered)?;
+        }
+        let done = call(steered.source, steered.tag);
+        if let Ok(done) = &done {
+            self.rank_context().matched(steered.slot, done.matched_status());
+        }
+        done
+    }
+
+    /// Before a blocking call forced to the logged source and tag, waits
+    /// for the first message from that source that the call's own tag
+    /// selector `asked_tag` accepts: the one the recorded run matched,
+    /// since a source's messages arrive in the order it sent them. Another
+    /// tag means the program took another path than the recorded run,
+    /// and the call fails rather than waiting for a message that may
+    /// never come.
+    fn await_replayed(&self, index: usize, asked_tag: Tag, steered: crate::matches::Steered) -> Result<()> {
+        let (Source::Rank(source), Tag::Is(logged)) = (steered.source, steered.tag) else { return Ok(()) };
+        let (src, tag) = self.check_recv(steered.source, asked_tag)?;
+        let ctx = self.p2p_ctx();
+        let patience = self.rank_context().replay_patience();
+        let deadline = std::time::Instant::now() + patience;
+        let mut first = None;
+        self.live()?.rank_ctx.engine().block_until(|engine| {
+            first = engine.first_arrived(src, ctx, tag);
+            first.is_some() || std::time::Instant::now() > deadline
+        })?;
+        let Some(first) = first else {
+            let detail = format!(
+                "no message from source {source} came in {patience:?} (GRAPPE_REPLAY_PATIENCE_S): the ranks took \
+                 another path than the recorded run"
+            );
+            return Err(self.rank_context().replay_diverged(index, detail));
+        };
+        if first.tag != logged {
+            let detail = format!(
+                "the log says source {source} tag {logged}, but the next message from {source} has tag {}",
+                first.tag
+            );
+            return Err(self.rank_context().replay_diverged(index, detail));
+        }
+        Ok(())
+    }
+
+    /// The match log's steering of a wildcard call on this communicator.
+    pub(crate) fn steer(&self, source: Source, tag: Tag) -> Result<crate::matches::Steered> {
+        self.rank_context().steer(self.p2p_ctx(), source, tag)
+    }
+
+    /// As [`steered`](Self::steered), for a non-blocking probe (see
+    /// [`crate::matches::MatchLog::steer_probe`]).
+    pub(crate) fn probe_steered<T: Matched>(
+        &self,
+        source: Source,
+        tag: Tag,
+        call: impl FnOnce(Source, Tag) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        if !matches!(source, Source::Any) && !matches!(tag, Tag::Any) {
+            return call(source, tag);
+        }
+        let (ctx, rank_ctx) = (self.p2p_ctx(), self.rank_context());
+        let steered = rank_ctx.steer_probe(ctx, source, tag)?;
+        let found = call(steered.source, steered.tag);
+        if let Ok(Some(found)) = &found {
+            rank_ctx.probed(ctx, source, tag, found.matched_status());
+        }
+        found
     }
 }
 

@@ -4,7 +4,11 @@ use std::cell::{Cell, RefCell, RefMut};
 use std::sync::Arc;
 
 use grappe_proto::Engine;
+use grappe_proto::Status;
 use grappe_trace::{Recorder, TraceClock};
+
+use crate::matches::{MatchLog, Steered};
+use crate::selectors::{Source, Tag};
 
 /// How a rank ends its whole job, provided by the runtime that runs the
 /// ranks (`grappe::run` speaks to the process manager). Each method ends
@@ -60,6 +64,9 @@ pub struct RankContext {
     job: Arc<dyn JobControl>,
     /// The next claim of a matched probe (see `Communicator::mprobe`).
     next_claim: Cell<i32>,
+    /// The log of wildcard matches recorded or replayed, if any
+    /// (`grappe run --record-matches`, `--replay-matches`).
+    matches: RefCell<Option<MatchLog>>,
 }
 
 impl RankContext {
@@ -82,6 +89,7 @@ impl RankContext {
             clock: Cell::new(TraceClock::monotonic_raw()),
             recorder: RefCell::new(None),
             next_claim: Cell::new(0),
+            matches: RefCell::new(None),
         }
     }
 
@@ -165,6 +173,62 @@ impl RankContext {
         match self.engine_if_free() {
             Some(mut engine) => engine.mark_failed(),
             None => grappe_proto::Failure::First,
+        }
+    }
+
+    /// Records or replays the matches of wildcard calls with `log`.
+    pub fn install_match_log(&self, log: MatchLog) {
+        *self.matches.borrow_mut() = Some(log);
+    }
+
+    /// Takes the match log out (to save it at the end of the run).
+    pub fn take_match_log(&self) -> Option<MatchLog> {
+        self.matches.borrow_mut().take()
+    }
+
+    /// What a receive or blocking probe on `ctx` posts (see [`MatchLog::steer`]).
+    #[inline]
+    pub(crate) fn steer(&self, ctx: u32, source: Source, tag: Tag) -> crate::Result<Steered> {
+        match &mut *self.matches.borrow_mut() {
+            None => Ok(Steered { source, tag, slot: None, replayed: None }),
+            Some(log) => log.steer(ctx, source, tag),
+        }
+    }
+
+    /// What a non-blocking probe looks for (see [`MatchLog::steer_probe`]).
+    #[inline]
+    pub(crate) fn steer_probe(&self, ctx: u32, source: Source, tag: Tag) -> crate::Result<Steered> {
+        match &mut *self.matches.borrow_mut() {
+            None => Ok(Steered { source, tag, slot: None, replayed: None }),
+            Some(log) => log.steer_probe(ctx, source, tag),
+        }
+    }
+
+    /// How long a replayed call waits (see [`MatchLog::with_patience`]).
+    pub(crate) fn replay_patience(&self) -> std::time::Duration {
+        self.matches.borrow().as_ref().map_or(crate::matches::DEFAULT_PATIENCE, MatchLog::patience)
+    }
+
+    /// The error of replayed call `index` (see [`MatchLog::diverged`]).
+    pub(crate) fn replay_diverged(&self, index: usize, detail: String) -> crate::Error {
+        let log = self.matches.borrow();
+        log.as_ref().expect("a replayed call has a log").diverged(index, detail)
+    }
+
+    /// A non-blocking probe found `status` (see [`MatchLog::probed`]).
+    pub(crate) fn probed(&self, ctx: u32, source: Source, tag: Tag, status: &Status) {
+        if let Some(log) = &mut *self.matches.borrow_mut() {
+            log.probed(ctx, source, tag, status);
+        }
+    }
+
+    /// The call of `slot` matched `status` (see [`MatchLog::matched`]).
+    #[inline]
+    pub(crate) fn matched(&self, slot: Option<usize>, status: &Status) {
+        if let Some(slot) = slot
+            && let Some(log) = &mut *self.matches.borrow_mut()
+        {
+            log.matched(slot, status);
         }
     }
 

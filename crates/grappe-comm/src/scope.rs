@@ -72,6 +72,9 @@ pub struct Request<'scope> {
     /// The tag the status reports, for a claimed message (see
     /// [`Communicator::imrecv`]), whose receive matched it by its claim.
     tag: Option<i32>,
+    /// The slot of the rank's match log its match fills, for a wildcard
+    /// receive under `--record-matches`.
+    match_slot: Option<usize>,
 }
 
 enum State {
@@ -261,7 +264,11 @@ impl Communicator {
         selector: Tag,
         blocking: bool,
     ) -> Result<Request<'scope>> {
-        let (src, tag) = self.check_recv(source, selector)?;
+        let steered = match (source, selector) {
+            (Source::Any, _) | (_, Tag::Any) => self.steer(source, selector)?,
+            _ => crate::matches::Steered { source, tag: selector, slot: None, replayed: None },
+        };
+        let (src, tag) = self.check_recv(steered.source, steered.tag)?;
         self.live()?;
         let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
         // SAFETY: as for `start_send`.
@@ -280,10 +287,11 @@ impl Communicator {
                 _ => true,
             };
             let call = BlockingCall::recv(self, span, source, selector, arrived);
-            return Ok(scope.track(started, elem, self.error_handler(), None).record_as(call));
+            let request = scope.track(started, elem, self.error_handler(), None).record_as(call);
+            return Ok(request.filling(steered.slot));
         }
         let traced = self.trace_irecv(span, source, selector);
-        Ok(scope.track(started, elem, self.error_handler(), traced))
+        Ok(scope.track(started, elem, self.error_handler(), traced).filling(steered.slot))
     }
 }
 
@@ -331,6 +339,7 @@ impl<'scope> Scope<'scope, '_> {
             traced,
             collective: None,
             tag: None,
+            match_slot: None,
         }
     }
 
@@ -489,7 +498,14 @@ impl Request<'_> {
         if let Some(tag) = self.tag {
             status.tag = tag;
         }
+        self.rank_ctx.matched(self.match_slot, &status);
         status
+    }
+
+    /// Fills `slot` of the rank's match log when the request completes.
+    pub(crate) fn filling(mut self, slot: Option<usize>) -> Self {
+        self.match_slot = slot;
+        self
     }
 
     /// Cancels a receive that has not matched a message yet (MPI's

@@ -90,6 +90,17 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    /// A rank could not read the match log it replays.
+    #[error("rank {rank} cannot replay the match log {}: {source}", path.display())]
+    MatchLog {
+        /// The rank (world numbering).
+        rank: usize,
+        /// Its log file.
+        path: PathBuf,
+        /// The system's answer, or what is wrong in the file.
+        #[source]
+        source: std::io::Error,
+    },
     /// An API whose ranks are processes (MPI's C library: a C program's
     /// globals belong to its process) was started in a process that
     /// hosts several ranks.

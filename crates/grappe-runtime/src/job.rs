@@ -57,6 +57,9 @@ pub(crate) struct Job {
     pub id: String,
     /// Worker threads asked for (`GRAPPE_WORKERS`), if any.
     pub workers: Option<usize>,
+    /// Whether wildcard matches are recorded or replayed
+    /// (`GRAPPE_RECORD_MATCHES`, `GRAPPE_REPLAY_MATCHES`).
+    pub matches: Option<crate::matches::MatchSettings>,
 }
 
 impl Job {
@@ -173,7 +176,8 @@ impl Job {
         let wait = WaitSettings::from_env(machine_ranks > cpus)?;
         let trace = crate::tracing::TraceSettings::from_env()?;
         let workers = workers_setting(Vars::process())?;
-        Ok(Job { host, mine, locals, on_machine, links, proto, wait, trace, id: id.to_owned(), workers })
+        let matches = crate::matches::MatchSettings::from_env()?;
+        Ok(Job { host, mine, locals, on_machine, links, proto, wait, trace, id: id.to_owned(), workers, matches })
     }
 
     /// The host-local index of world rank `rank` of this process.

@@ -14,6 +14,7 @@
 
 mod error;
 mod job;
+mod matches;
 mod network;
 mod process;
 mod settings;

@@ -154,6 +154,7 @@ impl Runtime {
             Err(e) => return Err(RankFailure::Start(StartError::Connect { rank, source: e.into() })),
         };
         let ctx = Rc::new(RankContext::with_job_control(engine, self.end.clone()));
+        crate::matches::install(&job.matches, rank, &ctx).map_err(RankFailure::Start)?;
         let mut started = Rank { rank, world: Communicator::world(ctx.clone()), ctx, started: Instant::now() };
         crate::tracing::start_recorder(job, rank, &self.plan, &started.world).map_err(RankFailure::Start)?;
         if let Err(e) = crate::tracing::begin(job, &started.world) {
@@ -465,6 +466,10 @@ fn stop_on_sigterm(job: &Job) {
 /// others before leaving, so no process exits while a peer still reads its
 /// memory.
 pub(crate) fn finalize(job: &Job, world: &Communicator, ctx: &RankContext) -> grappe_comm::Result<()> {
+    let rank = world.rank();
+    if let Err(e) = crate::matches::finish(rank, ctx) {
+        eprintln!("grappe: rank {rank}: cannot save its match log: {e}");
+    }
     crate::tracing::end(job, world, ctx)?;
     world.barrier()?;
     Ok(ctx.engine().finalize()?)

@@ -649,6 +649,15 @@ impl Engine {
         Some(status)
     }
 
+    /// The status of the first message matching (src, ctx, tag) that has
+    /// arrived, without receiving it or making progress.
+    pub fn first_arrived(&self, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Option<Status> {
+        self.book.unexpected.find(ctx, src, tag).map(|slot| {
+            let arrival = self.book.unexpected.get(slot);
+            Status { source: arrival.src_comm as usize, tag: arrival.tag, bytes: arrival.body.len() }
+        })
+    }
+
     /// Blocks until a matching message has arrived; returns its status.
     pub fn probe(&mut self, src: Option<usize>, ctx: u32, tag: Option<i32>) -> Result<Status> {
         let mut found = None;

@@ -74,6 +74,21 @@ pub struct RunArgs {
     #[arg(long)]
     report_time: bool,
 
+    /// Log what each wildcard receive or probe of the program matched
+    /// (source and tag, in each rank's order) in FILE.RANK, one file per
+    /// rank, for a later run to replay with --replay-matches. Sets
+    /// GRAPPE_RECORD_MATCHES for the ranks.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay_matches")]
+    record_matches: Option<std::path::PathBuf>,
+
+    /// Force each wildcard receive or probe to match what it matched in the
+    /// run that recorded FILE.RANK (--record-matches), so that both runs
+    /// follow the same path. A call the log cannot steer (another
+    /// selector, or the log ran out) fails naming its rank and index. Sets
+    /// GRAPPE_REPLAY_MATCHES for the ranks.
+    #[arg(long, value_name = "FILE")]
+    replay_matches: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     checkpoint: checkpoint::CheckpointArgs,
 
@@ -112,6 +127,13 @@ impl RunArgs {
         if let Some(dir) = trace {
             spec.env.push(("GRAPPE_TRACE".into(), dir.clone().into_os_string()));
             spec.gather = Some(GatherSpec { dir, file_of_rank: trace_file_name });
+        }
+        let absolute = |path: &std::path::PathBuf| std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        if let Some(base) = &self.record_matches {
+            spec.env.push(("GRAPPE_RECORD_MATCHES".into(), absolute(base).into_os_string()));
+        }
+        if let Some(base) = &self.replay_matches {
+            spec.env.push(("GRAPPE_REPLAY_MATCHES".into(), absolute(base).into_os_string()));
         }
         spec.env.extend(self.checkpoint.env());
         spec.hosts = self.hosts.spec()?;

@@ -24,6 +24,7 @@ mod correct;
 mod export;
 mod info;
 mod merge;
+mod model_test;
 mod predict;
 mod profile;
 mod report;
@@ -51,6 +52,7 @@ enum TraceCommand {
     Check(check::CheckArgs),
     Clock(clock::ClockArgs),
     Merge(merge::MergeArgs),
+    ModelTest(model_test::ModelTestArgs),
     Profile(profile::ProfileArgs),
     Export(export::ExportArgs),
     Report(report::ReportArgs),
@@ -65,6 +67,7 @@ pub fn execute(args: TraceArgs) -> i32 {
         TraceCommand::Check(a) => check::execute(a),
         TraceCommand::Clock(a) => clock::execute(a),
         TraceCommand::Merge(a) => merge::execute(a),
+        TraceCommand::ModelTest(a) => model_test::execute(a),
         TraceCommand::Profile(a) => profile::execute(a),
         TraceCommand::Export(a) => export::execute(a),
         TraceCommand::Report(a) => report::execute(a),

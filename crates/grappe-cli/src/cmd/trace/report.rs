@@ -66,7 +66,7 @@ pub fn execute(args: ReportArgs) -> Result<i32> {
 }
 
 /// Bytes from `30MB`, `500kB`, `1.5GB`, `64MiB` or a bare number of bytes.
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     const EXAMPLES: &str = "a size like 30MB, 500kB, 1.5GB or 64MiB (bare numbers are bytes)";
     let at = text.find(|c: char| c.is_alphabetic()).unwrap_or(text.len());
     let (number, unit) = text.split_at(at);
