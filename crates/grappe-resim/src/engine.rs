@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use grappe_trace::{Body, EventKind};
+use grappe_trace::{Body, CollectiveKind, EventKind};
 use rustc_hash::FxHashMap;
 
 use crate::error::{ResimError, Result};
@@ -409,9 +409,13 @@ impl<'p> Traversal<'p> {
         exit
     }
 
-    /// A prediction adds, to a collective spanning hosts, ⌈log₂ P⌉ rounds
-    /// of the network's message time for this rank's contribution (the
-    /// trees and recursive doubling of the collectives); none otherwise.
+    /// A prediction adds, to a collective spanning hosts, the network's
+    /// time for this rank's part (none otherwise): for an all-to-all, whose
+    /// recorded bytes are the whole send buffer, P − 1 pairwise rounds of
+    /// one block each; for an allgather, whose bytes are one rank's
+    /// contribution, ⌈log₂ P⌉ latencies and the other P − 1 contributions
+    /// on the wire; for the others (trees, recursive doubling), ⌈log₂ P⌉
+    /// rounds of the message.
     fn collective_network_cost(&self, instance: usize) -> i64 {
         let CostModel::Predict(net) = self.options.model else { return 0 };
         let parts = &self.program.instances[instance].parts;
@@ -419,12 +423,20 @@ impl<'p> Traversal<'p> {
         if parts.iter().all(|&(r, _)| self.program.placement.same_host(first, r)) {
             return 0;
         }
-        let bytes = match self.program.step(parts[0]).event.body {
-            Body::Collective { bytes, .. } => bytes,
-            _ => 0,
+        let (op, bytes) = match self.program.step(parts[0]).event.body {
+            Body::Collective { op, bytes, .. } => (Some(op), bytes),
+            _ => (None, 0),
         };
-        let rounds = (parts.len() as f64).log2().ceil() as i64;
-        rounds * net.between_hosts.at(bytes)
+        let p = parts.len() as u64;
+        let rounds = (p as f64).log2().ceil() as i64;
+        let link = net.between_hosts;
+        match op {
+            Some(CollectiveKind::Alltoall | CollectiveKind::Alltoallv) => (p as i64 - 1) * link.at(bytes / p),
+            Some(CollectiveKind::Allgather | CollectiveKind::Allgatherv) => {
+                rounds * link.at(0) + (link.ns_per_byte * ((p - 1) * bytes) as f64).round() as i64
+            }
+            _ => rounds * link.at(bytes),
+        }
     }
 
     fn describe_waiting(&self) -> String {

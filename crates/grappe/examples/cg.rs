@@ -22,7 +22,8 @@ fn main() {
     grappe::run(|world| -> grappe::Result<()> {
         let mut cg = Cg::new(world, m);
         let residual = cg.solve(world, iterations)?;
-        let checksum = cg.row_sums(world, &cg.x.clone())?;
+        // The sum of x, in row order (each x times 1.0 is x exactly).
+        let checksum = cg.dot(world, &cg.x, &vec![1.0; cg.x.len()])?;
         if world.rank() == 0 {
             println!(
                 "cg m={m} ranks={} iterations={iterations} residual={residual:.9e} checksum={checksum:.12e} bits={:016x}",
@@ -60,20 +61,21 @@ impl Cg {
 
     /// Runs `iterations` CG steps; returns the last squared residual norm.
     fn solve(&mut self, world: &Communicator, iterations: usize) -> grappe::Result<f64> {
-        let r = self.r.clone();
-        let mut rr = self.dot(world, &r, &r)?;
+        // No allocation in the loop: a kernel that allocated and freed its
+        // vectors every iteration would time the allocator (glibc trims
+        // and grows its heap around them) as much as the computation.
+        let owned = self.m..(self.rows + 1) * self.m;
+        let mut rr = self.dot(world, &self.r, &self.r)?;
         for _ in 0..iterations {
             self.exchange_halos(world)?;
             self.multiply();
-            let p_owned = self.p[self.m..(self.rows + 1) * self.m].to_vec();
-            let pq = self.dot(world, &p_owned, &self.q.clone())?;
+            let pq = self.dot(world, &self.p[owned.clone()], &self.q)?;
             let alpha = if pq == 0.0 { 0.0 } else { rr / pq };
-            for ((x, r), (p, q)) in self.x.iter_mut().zip(self.r.iter_mut()).zip(p_owned.iter().zip(&self.q)) {
+            for ((x, r), (p, q)) in self.x.iter_mut().zip(self.r.iter_mut()).zip(self.p[owned.clone()].iter().zip(&self.q)) {
                 *x += alpha * p;
                 *r -= alpha * q;
             }
-            let r = self.r.clone();
-            let next = self.dot(world, &r, &r)?;
+            let next = self.dot(world, &self.r, &self.r)?;
             let beta = if rr == 0.0 { 0.0 } else { next / rr };
             rr = next;
             for (p, r) in self.p[self.m..].iter_mut().zip(&self.r) {
@@ -114,18 +116,14 @@ impl Cg {
     }
 
     /// The dot product of two owned vectors, the same bits on any number
-    /// of ranks (see the module's documentation).
+    /// of ranks (see the module's documentation): per grid row here, then
+    /// in row order.
     fn dot(&self, world: &Communicator, a: &[f64], b: &[f64]) -> grappe::Result<f64> {
-        let products: Vec<f64> = a.iter().zip(b).map(|(x, y)| x * y).collect();
-        self.row_sums(world, &products)
-    }
-
-    /// Sum of an owned vector: per grid row here, then in row order.
-    fn row_sums(&self, world: &Communicator, v: &[f64]) -> grappe::Result<f64> {
         let m = self.m;
         let mut sums = vec![0.0; m];
         for row in 0..self.rows {
-            sums[self.first + row] = v[row * m..(row + 1) * m].iter().sum();
+            let (a, b) = (&a[row * m..(row + 1) * m], &b[row * m..(row + 1) * m]);
+            sums[self.first + row] = a.iter().zip(b).map(|(x, y)| x * y).sum();
         }
         let mut all = vec![0.0; m];
         world.allreduce(&sums[..], &mut all[..], Sum)?;
