@@ -264,6 +264,32 @@ fn prediction_gives_messages_between_hosts_the_network_s_transit() {
     assert!(outcome.summary.new_run_time_s.unwrap() > outcome.summary.traced_run_time_s.unwrap() + 0.0009);
 }
 
+/// Prediction of collectives between hosts: an all-to-all, whose
+/// recorded bytes are the whole send buffer, costs P − 1 pairwise rounds
+/// of one block; a broadcast ⌈log₂ P⌉ rounds of the whole message.
+#[test]
+fn prediction_gives_an_all_to_all_one_block_per_peer_and_a_bcast_the_whole_message() {
+    let collective = |op, root| Body::Collective { op, comm: 0, root, bytes: 200_000, failed: false };
+    let exit_of = |op, root| {
+        let mut events = Vec::new();
+        for rank in 0..4 {
+            events.push(ev(rank, 0, 1_000, 0, Body::Init));
+            events.push(ev(rank, 1_000, 2_000, 0, collective(op, root)));
+            events.push(ev(rank, 3_000, 3_000, 0, Body::Finalize));
+        }
+        let placement = Placement { host: (0..4).map(|h| format!("h{h}")).collect(), process: vec![1, 2, 3, 4] };
+        // 10 µs + 1 ns a byte (1 GB/s).
+        let network = Network { between_hosts: LinkCost::new(10_000.0, 1e9), within_host: None };
+        let (_, outcome) = run(events, placement, CostModel::Predict(network));
+        outcome.dates.of[0][1].1
+    };
+    let alltoall = grappe_trace::CollectiveKind::Alltoall;
+    // 3 rounds of 10 µs + 50 000 B: 180 µs after the measured exit.
+    assert_eq!(exit_of(alltoall, 0), 2_000 + 3 * (10_000 + 50_000));
+    // 2 rounds of 10 µs + 200 000 B.
+    assert_eq!(exit_of(grappe_trace::CollectiveKind::Bcast, 0), 2_000 + 2 * (10_000 + 200_000));
+}
+
 /// Two blocking rendezvous sends towards each other before their
 /// receives: no real run ends like that (each waits for the other's
 /// receive). The traversal says which ranks wait for what instead of

@@ -71,7 +71,9 @@ impl Cg {
             self.multiply();
             let pq = self.dot(world, &self.p[owned.clone()], &self.q)?;
             let alpha = if pq == 0.0 { 0.0 } else { rr / pq };
-            for ((x, r), (p, q)) in self.x.iter_mut().zip(self.r.iter_mut()).zip(self.p[owned.clone()].iter().zip(&self.q)) {
+            for ((x, r), (p, q)) in
+                self.x.iter_mut().zip(self.r.iter_mut()).zip(self.p[owned.clone()].iter().zip(&self.q))
+            {
                 *x += alpha * p;
                 *r -= alpha * q;
             }
