@@ -8,58 +8,40 @@
 //!
 //! Built with the cargo feature `libfabric` only (`scripts/test` runs it).
 
+mod across_hosts;
 mod util;
 
 use std::process::Command;
-use std::time::Duration;
 
-const LIMIT: Duration = Duration::from_secs(120);
+use across_hosts::{Fabric, LIMIT, grappe_run, passes};
+
 const FABRIC: &str = "ofi:tcp;ofi_rxm";
+const OFI: Fabric = Fabric(Some(FABRIC));
 
-fn across(hosts: usize, mut cmd: Command) -> std::process::Output {
-    cmd.env("GRAPPE_EMULATED_HOSTS", hosts.to_string()).env("GRAPPE_FABRIC", FABRIC);
-    util::run_bounded(cmd, LIMIT)
-}
-
-fn grappe_run(args: &[&str], program: &str, program_args: &[&str]) -> Command {
-    let mut cmd = Command::new(util::grappe());
-    cmd.arg("run").args(args).arg(util::example(program)).args(program_args);
-    cmd
-}
-
-fn passes(output: &std::process::Output, line: &str) {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success() && stdout.contains(line), "{}", util::describe(output));
+fn across(hosts: usize, cmd: Command) -> std::process::Output {
+    OFI.across(hosts, cmd)
 }
 
 #[test]
 fn the_suite_runs_on_two_hosts_of_two_processes() {
-    let output = across(2, grappe_run(&["-n", "4"], "p2p_suite", &[]));
-    passes(&output, "p2p suite passed on 4 ranks");
+    across_hosts::the_suite_runs_on_two_hosts_of_two_processes(OFI);
 }
 
+/// Thread ranks share their process's endpoint.
 #[test]
 fn the_suite_runs_on_three_hosts_of_hybrid_processes() {
-    // Thread ranks sharing their process's endpoint, processes on a host,
-    // hosts: every kind of link in one job.
-    let output = across(3, grappe_run(&["-n", "6", "--threads-per-process", "2"], "p2p_suite", &[]));
-    passes(&output, "p2p suite passed on 6 ranks");
+    across_hosts::the_suite_runs_on_three_hosts_of_hybrid_processes(OFI);
 }
 
 #[test]
 fn collectives_split_across_hosts_give_the_right_results() {
-    for (hosts, ranks) in [(2, "5"), (4, "8")] {
-        let output = across(hosts, grappe_run(&["-n", ranks], "collectives_check", &["2"]));
-        passes(&output, &format!("collectives passed on {ranks} ranks"));
-    }
+    across_hosts::collectives_split_across_hosts_give_the_right_results(OFI, &[(2, "5"), (4, "8")]);
 }
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 6, ..Default::default() })]
 
-    /// Random splits of the world with every collective on each part
-    /// (`collectives_check`'s seeded cases), on 2 to 4 hosts of 1 to 4
-    /// ranks, as processes or as processes of two thread ranks.
+    /// See [`across_hosts::random_splits_across_hosts_give_the_right_results`].
     #[test]
     fn random_splits_across_hosts_give_the_right_results(
         seed in 0u64..1 << 32,
@@ -67,17 +49,7 @@ proptest::proptest! {
         per_host in 1usize..=4,
         threads in proptest::bool::ANY,
     ) {
-        let ranks = hosts * per_host;
-        let layout: Vec<String> = match threads && per_host % 2 == 0 {
-            true => vec!["-n".into(), ranks.to_string(), "--threads-per-process".into(), "2".into()],
-            false => vec!["-n".into(), ranks.to_string()],
-        };
-        let layout: Vec<&str> = layout.iter().map(String::as_str).collect();
-        let seed_arg = seed.to_string();
-        let output = across(hosts, grappe_run(&layout, "collectives_check", &["1", &seed_arg]));
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let expected = format!("collectives passed on {ranks} ranks (1 loops, 6 random cases of seed {seed})");
-        proptest::prop_assert!(output.status.success() && stdout.contains(&expected), "{}", util::describe(&output));
+        across_hosts::random_splits_across_hosts_give_the_right_results(OFI, seed, hosts, per_host, threads)?;
     }
 }
 
@@ -109,19 +81,12 @@ fn large_messages_cross_hosts_whole() {
 
 #[test]
 fn mpich_hydra_launches_a_job_across_hosts() {
-    let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));
-    cmd.args(["-n", "4"]).arg(util::example("p2p_suite"));
-    let output = across(2, cmd);
-    passes(&output, "p2p suite passed on 4 ranks");
+    across_hosts::mpich_hydra_launches_a_job_across_hosts(OFI);
 }
 
 #[test]
 fn a_rank_killed_on_one_host_stops_the_job_within_two_seconds() {
-    let mut cmd = Command::new(util::grappe());
-    cmd.args(["run", "-n", "4"]).env("GRAPPE_EMULATED_HOSTS", "2").env("GRAPPE_FABRIC", FABRIC);
-    let (stderr, delay) = util::run_faulty(cmd, "kill:3");
-    assert!(delay < 2.0, "job stopped {delay:.2} s after the death");
-    assert!(stderr.contains("rank 3") && stderr.contains("signal 9"), "{stderr}");
+    across_hosts::a_rank_killed_on_one_host_stops_the_job_within_two_seconds(OFI);
 }
 
 /// The lines of `stderr` in which a process says it cannot start. Each
