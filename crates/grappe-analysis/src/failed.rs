@@ -197,7 +197,7 @@ mod tests {
     }
 
     fn send(dest: u32, failed: bool) -> Body {
-        Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 0, failed }
+        Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 0, failed, sync: false }
     }
 
     fn recv(src: u32, sendrecv: bool, failed: bool) -> Body {

@@ -94,7 +94,8 @@ pub enum Message {
 /// (none for a failed send).
 pub fn send_of(event: &Event) -> Option<(Channel, u64, u64)> {
     match event.body {
-        Body::Send { dest, tag, comm, bytes, seq, failed: false } | Body::Isend { dest, tag, comm, bytes, seq, .. } => {
+        Body::Send { dest, tag, comm, bytes, seq, failed: false, .. }
+        | Body::Isend { dest, tag, comm, bytes, seq, .. } => {
             Some((Channel { src: event.rank, dst: dest, comm, tag }, bytes, seq))
         }
         _ => None,
@@ -306,7 +307,7 @@ mod tests {
     #[test]
     fn messages_of_a_channel_match_in_order_and_channels_are_apart() {
         let mut m = Matcher::new();
-        let send = |tag, bytes, seq| Body::Send { dest: 1, tag, comm: 3, bytes, seq, failed: false };
+        let send = |tag, bytes, seq| Body::Send { dest: 1, tag, comm: 3, bytes, seq, failed: false, sync: false };
         assert!(matches!(m.observe(&ev(0, 1, send(7, 10, 0))), Message::Sent { id: 0, .. }));
         assert!(matches!(m.observe(&ev(0, 2, send(8, 20, 1))), Message::Sent { id: 1, .. }));
         assert!(matches!(m.observe(&ev(0, 3, send(7, 30, 2))), Message::Sent { id: 2, .. }));
@@ -353,7 +354,7 @@ mod tests {
     #[test]
     fn failed_calls_are_never_matched() {
         let mut m = Matcher::new();
-        let send = |failed| Body::Send { dest: 1, tag: 7, comm: 3, bytes: 8, seq: 1, failed };
+        let send = |failed| Body::Send { dest: 1, tag: 7, comm: 3, bytes: 8, seq: 1, failed, sync: false };
         let recv = |failed| Body::Recv {
             src: 0,
             tag: 7,

@@ -283,7 +283,7 @@ fn check_lists_failed_calls_as_information_and_a_merge_keeps_them() {
         failed,
         any_source: false,
     };
-    let send = |dest, failed| Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 1, failed };
+    let send = |dest, failed| Body::Send { dest, tag: 1, comm: 0, bytes: 8, seq: 1, failed, sync: false };
     let barrier = Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: true };
     let ranks = [
         // Rank 0's send is received; its receive from rank 1 fails.

@@ -152,7 +152,7 @@ fn collective_entry_waits_and_a_sendrecvs_late_sender_are_counted_exactly() {
     let region = |name: &str| Body::RegionEnter { name: name.into(), location: "app.rs:7".into() };
     let leave = |name: &str| Body::RegionLeave { name: name.into() };
     let allreduce = Body::Collective { op: CollectiveKind::Allreduce, comm: 0, root: ANY, bytes: 8, failed: false };
-    let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = |dest| Body::Send { dest, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = |src| Body::Recv {
         src,
         tag: 0,
@@ -216,7 +216,7 @@ fn a_sendrecv_is_one_call_timed_once() {
     // Ranks 0 and 1 swap 8 and 16 bytes with sendrecv: each a send and
     // the receive marked as its second half, with the same dates. Rank 0
     // then sends alone, and rank 1 receives alone.
-    let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0, failed: false };
+    let send = |dest, bytes| Body::Send { dest, tag: 0, comm: 0, bytes, seq: 0, failed: false, sync: false };
     let recv = |src, bytes, sendrecv| Body::Recv {
         src,
         tag: 0,
@@ -259,7 +259,7 @@ fn a_sendrecv_is_one_call_timed_once() {
 /// message. A note names them.
 #[test]
 fn failed_calls_count_as_waiting_and_are_noted() {
-    let send = |failed| Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed };
+    let send = |failed| Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed, sync: false };
     let recv = |sendrecv| Body::Recv {
         src: 2,
         tag: 5,

@@ -107,7 +107,7 @@ fn another_world_size_and_a_rank_traced_twice_are_refused() {
 #[test]
 fn messages_of_an_untraced_rank_are_not_problems_of_the_trace() {
     let dir = scratch("untraced");
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = |src, tag| Body::Recv {
         src,
         tag,

@@ -21,7 +21,7 @@ impl Communicator {
     pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         let sent = self.send_bytes(self.p2p_ctx(), buf.bytes(), dest, tag);
-        self.trace_sent(span, dest, tag, buf.bytes().len(), &sent);
+        self.trace_sent(span, dest, tag, buf.bytes().len(), false, &sent);
         self.handled("send", sent)
     }
 
@@ -32,7 +32,7 @@ impl Communicator {
     pub fn ssend<B: Buffer + ?Sized>(&self, buf: &B, dest: usize, tag: i32) -> Result<()> {
         let span = self.span();
         let sent = self.send_bytes_as(self.p2p_ctx(), buf.bytes(), dest, tag, true);
-        self.trace_sent(span, dest, tag, buf.bytes().len(), &sent);
+        self.trace_sent(span, dest, tag, buf.bytes().len(), true, &sent);
         self.handled("ssend", sent)
     }
 
@@ -97,7 +97,7 @@ impl Communicator {
         let span = self.span();
         let bytes = std::mem::size_of_val(&data[..]);
         let sent = self.send_owned(data, dest, tag);
-        self.trace_sent(span, dest, tag, bytes, &sent);
+        self.trace_sent(span, dest, tag, bytes, false, &sent);
         self.handled("send_vec", sent)
     }
 
@@ -137,7 +137,7 @@ impl Communicator {
             .map_err(|e| Error::Serialize { type_name: std::any::type_name::<T>(), reason: e.to_string() })
             .and_then(|bytes| {
                 let sent = self.send_bytes(self.p2p_ctx(), &bytes, dest, tag);
-                self.trace_sent(span, dest, tag, bytes.len(), &sent);
+                self.trace_sent(span, dest, tag, bytes.len(), false, &sent);
                 sent
             });
         self.handled("send_obj", sent)

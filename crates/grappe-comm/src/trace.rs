@@ -20,7 +20,7 @@ use crate::{Error, Result};
 use grappe_proto::{Completion, ErrorClass, Status};
 use grappe_trace::alpha::{Recording, recording_of};
 use grappe_trace::format::ClockSample;
-use grappe_trace::raw::{ARRIVED, ASKED_ANY_SOURCE, FAILED, RECV_OF_SENDRECV, SEND_FAILED};
+use grappe_trace::raw::{ARRIVED, ASKED_ANY_SOURCE, FAILED, RECV_OF_SENDRECV, SEND_FAILED, SEND_SYNC};
 use grappe_trace::{ANY, CollectiveKind, EventKind, RawEvent, Recorder};
 
 use crate::Communicator;
@@ -139,14 +139,15 @@ impl Communicator {
     /// A send that returned `sent`: recorded if it succeeded (`dest` is
     /// then a valid rank) or failed (see [`failed_call`]).
     #[inline]
-    pub(crate) fn trace_sent(&self, span: Span, dest: usize, tag: i32, bytes: usize, sent: &Result<()>) {
+    pub(crate) fn trace_sent(&self, span: Span, dest: usize, tag: i32, bytes: usize, sync: bool, sent: &Result<()>) {
         if !span.is_on() {
             return;
         }
         match sent {
             Ok(()) => self.trace_end(span, EventKind::Send, |rec, raw| {
                 let world = self.trace_rank(dest);
-                (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, rec.next_send_seq(world));
+                let seq = rec.next_send_seq(world) | if sync { SEND_SYNC } else { 0 };
+                (raw.a, raw.b, raw.d, raw.e) = (world, tag as u32, bytes as u64, seq);
             }),
             Err(e) if failed_call(e) => self.trace_failed_send(span, dest, tag, bytes),
             Err(_) => {}

@@ -173,7 +173,7 @@ mod tests {
     fn every_call_is_drawn_under_a_declared_name() {
         let done = Completion { is_recv: true, src: 0, tag: 0, bytes: 0, arrived: false };
         let mut calls = vec![
-            Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, failed: false },
+            Body::Send { dest: 0, tag: 0, comm: 0, bytes: 0, seq: 0, failed: false, sync: false },
             Body::Recv {
                 src: 0,
                 tag: 0,

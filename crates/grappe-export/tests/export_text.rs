@@ -624,7 +624,7 @@ const T: u64 = 5_000_000_000;
 /// the same start); rank 0 also sends one message nobody receives and
 /// leaves a region it never entered, rank 1 receives one nobody sent.
 fn corners() -> Vec<Vec<(u64, u64, Body)>> {
-    let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = |dest| Body::Send { dest, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = |src| Body::Recv {
         src,
         tag: 3,
@@ -646,7 +646,11 @@ fn corners() -> Vec<Vec<(u64, u64, Body)>> {
             (T + 10, T + 10, region(true)),
             (T + 100, T + 300, send(1)),
             (T + 100, T + 900, recv(1)),
-            (T + 1_000, T + 1_200, Body::Send { dest: 1, tag: 9, comm: 0, bytes: 1, seq: 1, failed: false }),
+            (
+                T + 1_000,
+                T + 1_200,
+                Body::Send { dest: 1, tag: 9, comm: 0, bytes: 1, seq: 1, failed: false, sync: false },
+            ),
             (T + 1_500, T + 1_500, Body::Point { name: "checkpoint".into(), location: "here".into() }),
             (T + 2_000, T + 2_000, Body::Finalize),
         ],
@@ -787,7 +791,7 @@ fn paje_holds_later_records_while_a_send_waits_for_the_next_call() {
     let ranks = vec![
         vec![
             (T, T, Body::Init),
-            (T + 100, T + 200, Body::Send { dest: 1, tag: 1, comm: 0, bytes: 8, seq: 0, failed: false }),
+            (T + 100, T + 200, Body::Send { dest: 1, tag: 1, comm: 0, bytes: 8, seq: 0, failed: false, sync: false }),
             (T + 10_000, T + 10_000, Body::Finalize),
         ],
         std::iter::once((T, T, Body::Init))
@@ -940,7 +944,7 @@ fn a_wait_for_a_receive_carries_the_message_in_every_format() {
 #[test]
 fn failed_calls_are_drawn_failed_with_no_message_in_every_text_format() {
     let dir = scratch("failed");
-    let send = Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 1, failed: false };
+    let send = Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 1, failed: false, sync: false };
     let recv = |src, tag, bytes, sendrecv, failed| Body::Recv {
         src,
         tag,

@@ -24,7 +24,7 @@ fn rank0() -> Vec<(u64, u64, Body)> {
         (110, 110, region("outer", "src/main.rs:10:5")),
         (120, 120, Body::CommCreate { comm: SWAPPED, parent: 0, members: vec![1, 0].into() }),
         // A sendrecv: both halves start together, the send ends first.
-        (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0, failed: false }),
+        (130, 140, Body::Send { dest: 1, tag: 5, comm: SWAPPED, bytes: 8, seq: 0, failed: false, sync: false }),
         (
             130,
             160,
@@ -78,7 +78,7 @@ fn rank1() -> Vec<(u64, u64, Body)> {
                 any_source: false,
             },
         ),
-        (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0, failed: false }),
+        (150, 155, Body::Send { dest: 0, tag: 6, comm: SWAPPED, bytes: 16, seq: 0, failed: false, sync: false }),
         (255, 300, Body::Collective { op: CollectiveKind::Bcast, comm: SWAPPED, root: 0, bytes: 8, failed: false }),
         (
             300,
@@ -94,7 +94,7 @@ fn rank1() -> Vec<(u64, u64, Body)> {
                 any_source: false,
             },
         ),
-        (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0, failed: false }),
+        (350, 355, Body::Send { dest: 0, tag: 8, comm: 0, bytes: 4, seq: 0, failed: false, sync: false }),
         (420, 420, Body::Finalize),
     ]
 }
@@ -163,7 +163,7 @@ fn every_kind_of_event_is_written_in_order_and_nested() {
 /// other dates stay two calls, and a send left last is still written.
 #[test]
 fn a_marked_sendrecv_is_one_region_with_its_send_at_the_enter_and_its_receive_at_the_leave() {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = |src, tag, sendrecv| Body::Recv {
         src,
         tag,
@@ -271,7 +271,7 @@ fn failed_calls_keep_their_region_and_none_of_their_records() {
     let barrier = |failed| Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed };
     let rank0 = [
         (100, 100, Body::Init),
-        (110, 150, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 1, failed: false }),
+        (110, 150, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 1, failed: false, sync: false }),
         (
             110,
             150,
@@ -306,7 +306,7 @@ fn failed_calls_keep_their_region_and_none_of_their_records() {
             },
         ),
         // A sendrecv whose two halves failed.
-        (131, 135, Body::Send { dest: 0, tag: 7, comm: 0, bytes: 8, seq: 0, failed: true }),
+        (131, 135, Body::Send { dest: 0, tag: 7, comm: 0, bytes: 8, seq: 0, failed: true, sync: false }),
         (
             131,
             135,

@@ -406,7 +406,7 @@ fn a_receive_posted_before_an_interval_keeps_its_record_without_a_request() {
     let rank0 = [
         (t, t, Body::Init),
         (t + 100, t + 200, Body::Isend { dest: 1, tag: 6, comm: 0, bytes: 8, seq: 0, request: 3 }),
-        (t + 2_000, t + 2_100, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 0, failed: false }),
+        (t + 2_000, t + 2_100, Body::Send { dest: 1, tag: 5, comm: 0, bytes: 8, seq: 0, failed: false, sync: false }),
         (t + 2_200, t + 2_300, Body::Wait { request: 3, comm: 0, completion: sent, failed: false }),
         (t + 3_000, t + 3_000, Body::Finalize),
     ];

@@ -479,7 +479,7 @@ fn a_receive_ending_as_its_waiting_send_starts_keeps_its_flow() {
     let ranks = [
         vec![
             (10, 10, Body::Init),
-            (100, 200, Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false }),
+            (100, 200, Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false, sync: false }),
             (5_000, 5_000, Body::Finalize),
         ],
         vec![
@@ -541,8 +541,8 @@ fn failed_calls_are_named_failed_and_have_no_flow() {
     let ranks = [
         vec![
             (10, 10, Body::Init),
-            (100, 200, Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false }),
-            (300, 900, Body::Send { dest: 1, tag: 4, comm: 0, bytes: 8, seq: 1, failed: true }),
+            (100, 200, Body::Send { dest: 1, tag: 3, comm: 0, bytes: 8, seq: 0, failed: false, sync: false }),
+            (300, 900, Body::Send { dest: 1, tag: 4, comm: 0, bytes: 8, seq: 1, failed: true, sync: false }),
         ],
         vec![
             (10, 10, Body::Init),

@@ -327,7 +327,7 @@ fn a_cut_file_and_a_missing_rank_still_give_a_report_that_says_so() {
 #[test]
 fn a_sendrecv_s_tooltip_names_both_peers_and_both_sizes() {
     const T0: u64 = 5_000_000_000;
-    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0, failed: false };
+    let send = |dest, bytes| Body::Send { dest, tag: 1, comm: 0, bytes, seq: 0, failed: false, sync: false };
     let recv = |src, bytes, sendrecv| Body::Recv {
         src,
         tag: 1,
@@ -414,7 +414,7 @@ fn a_marked_sendrecv_is_one_call_of_the_diagram_in_its_own_colour() {
 fn init_and_finalize_are_drawn_as_calls() {
     let dir = scratch("lifecycle");
     let t0 = 5_000_000_000;
-    let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = Body::Recv {
         src: 0,
         tag: 0,

@@ -285,7 +285,9 @@ impl<'p> Traversal<'p> {
         } else {
             self.options.eager.between_processes
         };
-        blocking_send && blocking_recv && info.bytes > limit
+        // A synchronous send waits for its receive whatever its size.
+        let sync = matches!(send.event.body, Body::Send { sync: true, .. });
+        blocking_send && blocking_recv && (sync || info.bytes > limit)
     }
 
     fn same_host(&self, msg: usize) -> bool {

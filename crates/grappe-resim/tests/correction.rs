@@ -106,7 +106,7 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
         for &(s, d, bytes) in &round.messages {
             let (t_s, t_r) = (now[s as usize], now[d as usize]);
             seq[s as usize] += 1;
-            let send = Body::Send { dest: d, tag: 0, comm: 0, bytes, seq: seq[s as usize], failed: false };
+            let send = Body::Send { dest: d, tag: 0, comm: 0, bytes, seq: seq[s as usize], failed: false, sync: false };
             let (send_end, recv_end, arrived) = if bytes > EAGER {
                 let end = t_s.max(t_r) + TRANSIT + COPY;
                 (end, end, false)

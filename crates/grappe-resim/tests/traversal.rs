@@ -165,7 +165,8 @@ fn a_wildcard_order_of_blocking_receives_is_kept_with_a_warning() {
 /// other rank's whole call, and the send half ends with the receive half.
 #[test]
 fn a_sendrecv_exchange_goes_through_and_its_halves_end_together() {
-    let send = |_rank: u32, dest: u32| Body::Send { dest, tag: 0, comm: 0, bytes: 512, seq: 1, failed: false };
+    let send =
+        |_rank: u32, dest: u32| Body::Send { dest, tag: 0, comm: 0, bytes: 512, seq: 1, failed: false, sync: false };
     let recv = |src: u32, arrived| Body::Recv {
         src,
         tag: 0,
@@ -211,8 +212,20 @@ fn prediction_gives_messages_between_hosts_the_network_s_transit() {
         ev(0, 0, 1_000, 0, Body::Init),
         ev(1, 0, 1_000, 0, Body::Init),
         ev(2, 0, 1_000, 0, Body::Init),
-        ev(0, 1_000, 1_200, 0, Body::Send { dest: 1, tag: 0, comm: 0, bytes: 1_000, seq: 1, failed: false }),
-        ev(0, 1_200, 1_400, 0, Body::Send { dest: 2, tag: 0, comm: 0, bytes: 1_000, seq: 1, failed: false }),
+        ev(
+            0,
+            1_000,
+            1_200,
+            0,
+            Body::Send { dest: 1, tag: 0, comm: 0, bytes: 1_000, seq: 1, failed: false, sync: false },
+        ),
+        ev(
+            0,
+            1_200,
+            1_400,
+            0,
+            Body::Send { dest: 2, tag: 0, comm: 0, bytes: 1_000, seq: 1, failed: false, sync: false },
+        ),
         ev(
             1,
             1_000,
@@ -290,6 +303,42 @@ fn prediction_gives_an_all_to_all_one_block_per_peer_and_a_bcast_the_whole_messa
     assert_eq!(exit_of(grappe_trace::CollectiveKind::Bcast, 0), 2_000 + 2 * (10_000 + 200_000));
 }
 
+/// A synchronous send (`ssend`) of 8 bytes waits for its receive: the
+/// rendezvous model dates it, where a standard send of the same size is
+/// an asynchronous one.
+#[test]
+fn a_small_synchronous_send_is_a_rendezvous() {
+    let cases = |sync| {
+        let events = vec![
+            ev(0, 0, 1_000, 0, Body::Init),
+            ev(1, 0, 1_000, 0, Body::Init),
+            ev(0, 1_000, 5_000, 0, Body::Send { dest: 1, tag: 0, comm: 0, bytes: 8, seq: 1, failed: false, sync }),
+            ev(
+                1,
+                4_000,
+                5_000,
+                0,
+                Body::Recv {
+                    src: 0,
+                    tag: 0,
+                    comm: 0,
+                    bytes: 8,
+                    arrived: true,
+                    sendrecv: false,
+                    failed: false,
+                    any_source: false,
+                },
+            ),
+            ev(0, 6_000, 6_000, 0, Body::Finalize),
+            ev(1, 6_000, 6_000, 0, Body::Finalize),
+        ];
+        let (_, outcome) = run(events, Placement::one_host(2), CostModel::Correct(Mode::MinSim));
+        outcome.summary.cases.get("rendezvous").copied()
+    };
+    assert_eq!(cases(true), Some(1), "ssend: the rendezvous model");
+    assert_eq!(cases(false), None, "a standard send of 8 bytes is eager");
+}
+
 /// Two blocking rendezvous sends towards each other before their
 /// receives: no real run ends like that (each waits for the other's
 /// receive). The traversal says which ranks wait for what instead of
@@ -300,8 +349,8 @@ fn ranks_waiting_for_each_other_in_a_cycle_are_an_error_that_names_them() {
     let events = vec![
         ev(0, 0, 1_000, 0, Body::Init),
         ev(1, 0, 1_000, 0, Body::Init),
-        ev(0, 1_000, 2_000, 0, Body::Send { dest: 1, tag: 0, comm: 0, bytes: big, seq: 1, failed: false }),
-        ev(1, 1_000, 2_000, 0, Body::Send { dest: 0, tag: 0, comm: 0, bytes: big, seq: 1, failed: false }),
+        ev(0, 1_000, 2_000, 0, Body::Send { dest: 1, tag: 0, comm: 0, bytes: big, seq: 1, failed: false, sync: false }),
+        ev(1, 1_000, 2_000, 0, Body::Send { dest: 0, tag: 0, comm: 0, bytes: big, seq: 1, failed: false, sync: false }),
         ev(
             0,
             2_000,

@@ -274,7 +274,7 @@ fn iteration(out: &mut RankWriter, i: u64, seq: &mut [u64; 2]) -> std::io::Resul
         let bytes = 1024 + 8 * (i % 16);
         let send = |s: &mut [u64; 2]| {
             s[1] += 1;
-            Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1, failed: false }
+            Body::Send { dest: partner, tag: 2, comm: 0, bytes, seq: s[1] - 1, failed: false, sync: false }
         };
         let recv = Body::Recv {
             src: partner,
@@ -396,7 +396,7 @@ pub fn plain_header(rank: u32, world_size: u32, host: &str) -> FileHeader {
 /// - rank 1 receives and sends plain, and leaves a send last (900–950 ns)
 ///   that nobody receives. Four messages are matched.
 pub fn sendrecv_exchange(t0: u64) -> [Vec<(u64, u64, Body)>; 2] {
-    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false };
+    let send = |dest, tag| Body::Send { dest, tag, comm: 0, bytes: 8, seq: 0, failed: false, sync: false };
     let recv = |src, tag, sendrecv| Body::Recv {
         src,
         tag,

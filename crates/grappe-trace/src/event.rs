@@ -240,6 +240,8 @@ pub enum Body {
     Init,
     Finalize,
     /// `seq` numbers the sends of this rank to `dest` (all communicators).
+    /// `sync`: a synchronous send (`ssend`), which ended once its receive
+    /// had matched it.
     Send {
         dest: u32,
         tag: i32,
@@ -247,6 +249,7 @@ pub enum Body {
         bytes: u64,
         seq: u64,
         failed: bool,
+        sync: bool,
     },
     /// `arrived`: the message was already there when the receive started.
     /// `sendrecv`: this receive is the second half of a `sendrecv`, whose

@@ -21,7 +21,8 @@
 //! bits within a slot are [`crate::raw`]'s: `ARRIVED` (4),
 //! `RECV_OF_SENDRECV` (8), `ASKED_ANY_SOURCE` (16, which older readers
 //! ignore) and, from version 3, `FAILED` (0x100) in `flags`; `SEND_FAILED`
-//! (2^63) in a send's `seq`.
+//! (2^63) and `SEND_SYNC` (2^62; a reader older than it would take it
+//! for part of a synchronous send's sequence number) in a send's `seq`.
 
 use serde::{Deserialize, Serialize};
 

@@ -146,6 +146,11 @@ pub const FAILED: u16 = 0x100;
 /// nothing for it, where a flags slot would cost every send a byte.
 pub const SEND_FAILED: u64 = 1 << 63;
 
+/// Bit of a send's `seq` slot: the send was synchronous (`ssend`, MPI's
+/// `MPI_Ssend`): it ended once its receive had matched it. (Older files
+/// never set it: their synchronous sends read as standard ones.)
+pub const SEND_SYNC: u64 = 1 << 62;
+
 /// `FAILED` if `failed`.
 #[inline(always)]
 fn failed_flag(failed: bool) -> u16 {
@@ -250,8 +255,9 @@ impl RawEvent {
             EventKind::FlushBegin => Body::FlushBegin,
             EventKind::FlushEnd => Body::FlushEnd,
             EventKind::Send => {
-                let (seq, failed) = (self.e & !SEND_FAILED, self.e & SEND_FAILED != 0);
-                Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq, failed }
+                let (seq, failed) = (self.e & !(SEND_FAILED | SEND_SYNC), self.e & SEND_FAILED != 0);
+                let sync = self.e & SEND_SYNC != 0;
+                Body::Send { dest: self.a, tag, comm: self.c, bytes: self.d, seq, failed, sync }
             }
             EventKind::Recv => {
                 let (arrived, sendrecv) = (self.flags & ARRIVED != 0, self.flags & RECV_OF_SENDRECV != 0);
@@ -346,9 +352,9 @@ pub fn raw_of(body: &Body, interner: &mut dyn Interner) -> RawEvent {
     let mut r = RawEvent { kind: body.kind().id(), ..RawEvent::default() };
     match body {
         Body::Init | Body::Finalize | Body::FlushBegin | Body::FlushEnd => {}
-        Body::Send { dest, tag, comm, bytes, seq, failed } => {
+        Body::Send { dest, tag, comm, bytes, seq, failed, sync } => {
             (r.a, r.b, r.c, r.d) = (*dest, *tag as u32, *comm, *bytes);
-            r.e = seq | if *failed { SEND_FAILED } else { 0 };
+            r.e = seq | if *failed { SEND_FAILED } else { 0 } | if *sync { SEND_SYNC } else { 0 };
         }
         Body::Recv { src, tag, comm, bytes, arrived, sendrecv, failed, any_source } => {
             (r.a, r.b, r.c, r.d) = (*src, *tag as u32, *comm, *bytes);

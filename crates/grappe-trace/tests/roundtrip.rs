@@ -38,10 +38,11 @@ fn body() -> impl Strategy<Value = Body> {
     prop_oneof![
         Just(Body::Init),
         Just(Body::Finalize),
-        // Sequence numbers below 2^63, as a recorder's (a failed send's bit
-        // is the top one).
-        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 63, any::<bool>())
-            .prop_map(|(dest, tag, comm, bytes, seq, failed)| Body::Send { dest, tag, comm, bytes, seq, failed }),
+        // Sequence numbers below 2^62, as a recorder's (a failed send's bit
+        // is the top one, a synchronous send's the next).
+        (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), 0u64..1 << 62, any::<bool>(), any::<bool>()).prop_map(
+            |(dest, tag, comm, bytes, seq, failed, sync)| Body::Send { dest, tag, comm, bytes, seq, failed, sync }
+        ),
         (0u32..8, any::<i32>(), any::<u32>(), any::<u64>(), any::<[bool; 4]>()).prop_map(
             |(src, tag, comm, bytes, [arrived, sendrecv, failed, any_source])| Body::Recv {
                 src,

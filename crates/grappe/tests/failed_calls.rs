@@ -92,7 +92,7 @@ fn assert_recorded(case: &str, dir: &Path) {
     };
     assert_eq!(half, asked, "{case}: rank 1, a sendrecv's receive");
     let send = read(&file_for(dir, 1)).into_iter().find(|e| e.body.failed()).map(|e| e.body);
-    let asked = Body::Send { dest: 2, tag: 98, comm: 0, bytes: 1 << 16, seq: 0, failed: true };
+    let asked = Body::Send { dest: 2, tag: 98, comm: 0, bytes: 1 << 16, seq: 0, failed: true, sync: false };
     assert_eq!(send, Some(asked), "{case}: rank 1, a sendrecv's send");
     let waited_for = Completion { is_recv: true, src: 2, tag: 97, bytes: 0, arrived: false };
     assert!(

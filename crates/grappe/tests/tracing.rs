@@ -33,9 +33,11 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
         let _solve = world.region("solve");
         if me == 0 {
             world.send(&[1u64, 2, 3], 1, 7).unwrap();
+            world.ssend(&[4u64], 1, 8).unwrap();
         } else if me == 1 {
             let mut buf = [0u64; 3];
             world.recv(&mut buf, 0, 7).unwrap();
+            world.recv(&mut buf[..1], 0, 8).unwrap();
         }
         let out = [me as u32; 4];
         let mut incoming = [0u32; 4];
@@ -81,6 +83,9 @@ fn every_kind_of_call_is_recorded_with_its_attributes() {
         _ => None,
     });
     assert_eq!(send, Some((24, 1)), "the send to rank 1, first of its channel");
+    // The synchronous send says so, with the next sequence number; the standard one does not.
+    assert!(rank0.iter().any(|e| matches!(e.body, Body::Send { dest: 1, tag: 8, seq: 2, sync: true, .. })));
+    assert!(rank0.iter().any(|e| matches!(e.body, Body::Send { dest: 1, tag: 7, sync: false, .. })));
     let recv = rank1.iter().find_map(|e| match &e.body {
         Body::Recv { src: 0, tag: 7, bytes, .. } => Some(*bytes),
         _ => None,
