@@ -65,7 +65,7 @@ impl Communicator {
     /// `result`, unless it is an error and this communicator's errors are
     /// fatal: then the job ends (see [`ErrorHandler::Fatal`]). `op` names
     /// the call in the diagnostic.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn handled<T>(&self, op: &'static str, result: Result<T>) -> Result<T> {
         if let Err(error) = &result {
             if self.inner.errors.get() == ErrorHandler::Fatal {

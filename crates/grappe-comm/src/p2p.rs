@@ -192,6 +192,51 @@ impl Communicator {
         self.handled("iprobe", status)
     }
 
+    /// A standard send of `bytes` that completes at once (an eager message
+    /// with room in the peer's mailbox), or is not started: `None`, and the
+    /// caller sends the general way. For a library whose other threads may
+    /// need the engine while this one would wait in it (MPI's
+    /// `MPI_THREAD_MULTIPLE`): what completes at once never waits.
+    #[track_caller]
+    #[inline]
+    pub fn send_if_immediate(&self, bytes: &[u8], dest: usize, tag: i32) -> Option<Result<()>> {
+        let inner = self.live().ok()?;
+        let world = self.check_dest(dest, tag).ok()?;
+        let span = self.span();
+        let (data, len, me) = (bytes.as_ptr(), bytes.len(), inner.rank as u32);
+        // SAFETY: `bytes` is borrowed for the call, which is all a send
+        // that completes at once needs.
+        unsafe { inner.rank_ctx.engine().send_if_immediate(data, len, world, self.p2p_ctx(), tag, me) }?;
+        let sent = Ok(());
+        self.trace_sent(span, dest, tag, len, false, &sent);
+        Some(sent)
+    }
+
+    /// A blocking receive into `buf` from `src` with `tag` (both named) of
+    /// a message already here, or `None`, and nothing is started: as
+    /// [`send_if_immediate`](Self::send_if_immediate), for callers that
+    /// poll between pauses of their own. `first` says this is the
+    /// receive's first look (a message found then arrived before it).
+    #[track_caller]
+    #[inline]
+    pub fn recv_if_here(&self, buf: &mut [u8], src: usize, tag: i32, first: bool) -> Option<Result<Status>> {
+        let (source, tag) = (Source::Rank(src), Tag::Is(tag));
+        let (world, tag_word) = match self.check_recv(source, tag).ok()? {
+            (Some(world), Some(tag_word)) => (world, tag_word),
+            _ => return None,
+        };
+        let inner = self.live().ok()?;
+        let span = self.span();
+        let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+        // SAFETY: `buf` is borrowed for the call, which completes the
+        // receive or starts nothing.
+        let done =
+            unsafe { inner.rank_ctx.engine().recv_if_here(target, world, self.p2p_ctx(), Some(tag_word), first) }?;
+        let done = done.map_err(Error::from);
+        self.trace_done(span, source, tag, &done);
+        Some(self.handled("recv", done.map(|done| done.status)))
+    }
+
     // ---- byte-level paths, shared with the collectives ----
 
     #[inline(always)]

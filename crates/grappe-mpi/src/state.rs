@@ -392,6 +392,16 @@ pub fn enter_short() -> Option<Locked> {
     Some(Locked { locked: false, quiet: false, _not_send: PhantomData })
 }
 
+/// The state for a call on the short path at `MPI_THREAD_MULTIPLE`: the
+/// lock, in a running library; `None` before init and after finalize (the
+/// general path names the problem).
+#[inline]
+pub fn lock_short() -> Option<Locked> {
+    LOCK.lock();
+    let locked = Locked { locked: true, quiet: false, _not_send: PhantomData };
+    locked.shared().0.is_some().then_some(locked)
+}
+
 /// The state of a running library, for one call; an error if MPI is not
 /// initialised or was finalized.
 pub fn lock(call: &str) -> Result<Locked> {

@@ -323,3 +323,47 @@ fn senders_blocked_on_a_full_mailbox_are_woken_by_the_receiver() {
         );
     }
 }
+
+#[test]
+fn a_send_or_receive_that_must_not_wait_completes_at_once_or_starts_nothing() {
+    // The calls a thread-safe library makes under its lock: a send too big
+    // to go eager is refused and never sent; a small one completes at once;
+    // the receiver takes it from its mailbox by polling, the `arrived` flag
+    // telling whether the message was there at the first look.
+    for settings in modes() {
+        run(2, settings, |e| {
+            let big = pattern(1, 1 << 20);
+            if e.world_rank() == 0 {
+                // SAFETY: the buffers outlive the calls, which start nothing
+                // or complete.
+                let refused = unsafe { e.send_if_immediate(big.as_ptr(), big.len(), 1, 0, 7, 0) };
+                assert!(refused.is_none(), "a message above the eager limit must not go at once");
+                let small = pattern(2, 8);
+                let sent = unsafe { e.send_if_immediate(small.as_ptr(), small.len(), 1, 0, 1, 0) };
+                assert_eq!(sent.map(|done| done.status), Some(Status { source: 0, tag: 1, bytes: 8 }));
+                send(e, &pattern(3, 16), 1, 2);
+            } else {
+                let mut buf = [0u8; 8];
+                let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                let done = loop {
+                    // SAFETY: `buf` outlives the call, which completes or starts nothing.
+                    if let Some(done) = unsafe { e.recv_if_here(target, 0, 0, Some(1), false) } {
+                        break done.unwrap();
+                    }
+                    assert!(std::time::Instant::now() < deadline, "the small message never arrived");
+                    std::thread::yield_now();
+                };
+                assert_eq!(done.status, Status { source: 0, tag: 1, bytes: 8 });
+                assert!(!done.arrived, "a message found after the first look was not there before the receive");
+                assert_eq!(buf.to_vec(), pattern(2, 8));
+                // The next message from rank 0, whatever its tag, is the one
+                // sent after: the refused one never left.
+                let mut next = vec![0u8; 1 << 20];
+                let status = recv(e, &mut next, Some(0), None).unwrap();
+                assert_eq!(status, Status { source: 0, tag: 2, bytes: 16 });
+                assert_eq!(next[..16], pattern(3, 16)[..]);
+            }
+        });
+    }
+}

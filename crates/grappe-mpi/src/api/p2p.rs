@@ -84,14 +84,30 @@ unsafe fn short_send(
     if tag < 0 || dest < 0 || (buf.is_null() && len > 0) {
         return None;
     }
+    // SAFETY: `len` bytes of elements lying end to end, as the caller promised.
+    let data = unsafe { bytes_at(buf, len) };
+    if waiting::multiple() {
+        return short_send_multiple(data, dest as usize, tag, comm);
+    }
     let state = state::enter_short()?;
     let entry = state.comm_if_valid(comm)?;
     if dest as usize >= entry.comm.size() {
         return None;
     }
-    // SAFETY: `len` bytes of elements lying end to end, as the caller promised.
-    let data = unsafe { bytes_at(buf, len) };
     Some(entry.comm.send(data, dest as usize, tag).map_err(|e| MpiError::from(e).on(comm)))
+}
+
+/// [`short_send`] at `MPI_THREAD_MULTIPLE`: under the lock, a send that
+/// completes at once (an eager message with room in the mailbox); any
+/// other goes the general way, which waits with the lock let go.
+#[inline(never)]
+fn short_send_multiple(data: &[u8], dest: usize, tag: c_int, comm: c_int) -> Option<Result<()>> {
+    let state = state::lock_short()?;
+    let entry = state.comm_if_valid(comm)?;
+    if dest >= entry.comm.size() {
+        return None;
+    }
+    entry.comm.send_if_immediate(data, dest, tag).map(|sent| sent.map_err(|e| MpiError::from(e).on(comm)))
 }
 
 /// The `len` bytes at `buf` (which may be NULL if `len` is 0).
@@ -223,14 +239,26 @@ unsafe fn short_recv(
     status: *mut abi::Status,
 ) -> Option<Result<()>> {
     let len = crate::datatype::dense_len(datatype, count)?;
+    if buf.is_null() && len > 0 {
+        return None;
+    }
+    let into: &mut [u8] = match len {
+        0 => &mut [],
+        // SAFETY: room for `len` bytes, as the caller promised.
+        _ => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
+    };
+    if waiting::multiple() {
+        if tag < 0 || source < 0 {
+            return None;
+        }
+        // SAFETY: as the caller promised.
+        return unsafe { short_recv_multiple(into, source, tag, comm, status) };
+    }
     let tag = match tag {
         abi::ANY_TAG => Tag::Any,
         t if t >= 0 => Tag::Is(t),
         _ => return None,
     };
-    if buf.is_null() && len > 0 {
-        return None;
-    }
     let state = state::enter_short()?;
     let entry = state.comm_if_valid(comm)?;
     let source = match source {
@@ -238,14 +266,75 @@ unsafe fn short_recv(
         s if s >= 0 && (s as usize) < entry.comm.size() => Source::Rank(s as usize),
         _ => return None,
     };
-    let into: &mut [u8] = match len {
-        0 => &mut [],
-        // SAFETY: room for `len` bytes, as the caller promised.
-        _ => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
-    };
     let got = entry.comm.recv(into, source, tag).map_err(|e| MpiError::from(e).on(comm));
     // SAFETY: as the caller promised.
     Some(unsafe { status_on_error(status, got) }.map(|got| unsafe { write_status(status, status_of(got)) }))
+}
+
+/// Looks of [`short_recv_multiple`] after the first, the lock let go
+/// between two: about the time a small message takes to come back, so
+/// that a receive that waits longer goes the general way soon.
+const MULTIPLE_SHORT_LOOKS: u32 = 256;
+
+/// [`short_recv`] at `MPI_THREAD_MULTIPLE`, from a named rank with a named
+/// tag: takes the message if it is at the head of its mailbox with nothing
+/// else in flight, looking again for a short while (not when ranks
+/// outnumber cores, nor when traced: the receive's record starts at its
+/// first look) with the lock let go between looks, as the general path's
+/// wait does; `None` sends the receive the general way.
+///
+/// # Safety
+/// As [`short_recv`].
+#[inline(never)]
+unsafe fn short_recv_multiple(
+    into: &mut [u8],
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Option<Result<()>> {
+    let source = usize::try_from(source).ok()?;
+    let looks = {
+        let mut state = state::lock_short()?;
+        let entry = state.comm_if_valid(comm)?;
+        if source >= entry.comm.size() {
+            return None;
+        }
+        if let Some(got) = entry.comm.recv_if_here(into, source, tag, true) {
+            // SAFETY: as the caller promised.
+            return Some(unsafe { received_short(got, comm, status) });
+        }
+        let looks = match entry.comm.rank_context().tracing() {
+            true => 0,
+            false => state.bell.spins().min(MULTIPLE_SHORT_LOOKS),
+        };
+        state.quiet = true;
+        looks
+    };
+    for _ in 0..looks {
+        std::hint::spin_loop();
+        let mut state = state::lock_short()?;
+        if let Some(got) = state.comm_if_valid(comm)?.comm.recv_if_here(into, source, tag, false) {
+            // SAFETY: as the caller promised.
+            return Some(unsafe { received_short(got, comm, status) });
+        }
+        state.quiet = true;
+    }
+    None
+}
+
+/// The outcome of a receive of a short path, its status written.
+///
+/// # Safety
+/// `status` is `MPI_STATUS_IGNORE`, NULL or a writable status.
+unsafe fn received_short(
+    got: grappe_comm::Result<grappe_comm::Status>,
+    comm: c_int,
+    status: *mut abi::Status,
+) -> Result<()> {
+    let got = got.map_err(|e| MpiError::from(e).on(comm));
+    // SAFETY: as the caller promised.
+    unsafe { status_on_error(status, got) }.map(|got| unsafe { write_status(status, status_of(got)) })
 }
 
 /// A send and a receive that cannot deadlock each other.

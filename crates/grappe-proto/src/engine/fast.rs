@@ -59,6 +59,34 @@ impl Engine {
         }
     }
 
+    /// Receives a message only if it is already at the head of `src`'s
+    /// mailbox and nothing else is in flight (as the fast path of
+    /// [`Engine::recv`]); `None` starts nothing. For callers that must not
+    /// wait inside the engine (a library whose other threads need it
+    /// meanwhile) and poll this between their own pauses instead.
+    /// `first` says this is the receive's first look: its message was
+    /// then here before the receive (the `arrived` flag).
+    ///
+    /// # Safety
+    /// As for [`Engine::recv`].
+    #[inline]
+    pub unsafe fn recv_if_here(
+        &mut self,
+        target: RecvTarget,
+        src: usize,
+        ctx: u32,
+        tag: Option<i32>,
+        first: bool,
+    ) -> Option<Result<Completion>> {
+        if self.book.revoked_error(ctx).is_some() || !self.nothing_in_flight() {
+            return None;
+        }
+        match self.take_head(src, ctx, tag, target) {
+            Head::Taken(done) => Some(done.map(|c| Completion { arrived: first, ..c })),
+            Head::Empty | Head::Other => None,
+        }
+    }
+
     /// Spins on the head of `src`'s mailbox; `None` to fall back.
     #[inline(never)]
     fn poll_head(&mut self, src: usize, ctx: u32, tag: Option<i32>, target: RecvTarget) -> Option<Result<Completion>> {

@@ -24,6 +24,9 @@ impl Engine {
         src_comm: u32,
     ) -> Result<Started> {
         let env = self.envelope(ctx, tag, src_comm)?;
+        // The eager push written out here rather than shared with
+        // `send_if_immediate`: shared, the compiler no longer inlines the
+        // mailbox's push into this, the hottest send path.
         if len <= self.net.peers[dest].eager_max && self.book.queued[dest].is_empty() {
             // SAFETY: the caller guarantees `data` is valid for `len` bytes.
             let bytes = unsafe { std::slice::from_raw_parts(data, len) };
@@ -34,6 +37,36 @@ impl Engine {
         }
         let send = SendReq { dest, env, data, len, owned: None, state: SendState::Queued, sync: false };
         self.queue_send(send)
+    }
+
+    /// Sends `len` bytes at `data` only if the send completes at once (an
+    /// eager message with room in `dest`'s mailbox and no send queued
+    /// before it); `None` starts nothing. For callers that must not wait
+    /// inside the engine (see [`Engine::recv_if_here`]).
+    ///
+    /// # Safety
+    /// `data` must be valid for `len` bytes for the call.
+    #[inline]
+    pub unsafe fn send_if_immediate(
+        &mut self,
+        data: *const u8,
+        len: usize,
+        dest: usize,
+        ctx: u32,
+        tag: i32,
+        src_comm: u32,
+    ) -> Option<crate::Completion> {
+        let env = self.envelope(ctx, tag, src_comm).ok()?;
+        if len > self.net.peers[dest].eager_max || !self.book.queued[dest].is_empty() {
+            return None;
+        }
+        // SAFETY: the caller guarantees `data` is valid for `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        if !self.net.peers[dest].out.try_push(env.encode(), bytes) {
+            return None;
+        }
+        self.net.ring(dest);
+        Some(sent(&env, len))
     }
 
     /// Starts a synchronous send (MPI's `MPI_Issend`) of `len` bytes at
