@@ -51,6 +51,45 @@ fn every_event_costs_the_extra_time_and_its_alpha_says_so() {
     }
 }
 
+/// The α of an event counts what its busy wait really took, measured as
+/// it ran, not its nominal length: at least the length, and no more than
+/// the time between the event's end and the next event's start, in which
+/// the wait ran (a wait that overshoots, or that the scheduler interrupts,
+/// is counted whole; the header keeps the nominal figure).
+#[test]
+fn each_event_s_alpha_is_its_wait_as_measured_in_place() {
+    const EXTRA: u32 = 20_000;
+    let dir = grappe_testkit::scratch("extra-cost-measured");
+    let mut rec = recorder(&dir, EXTRA);
+    let (name, site) = (rec.intern("step"), rec.intern("here:1"));
+    let point = |rec: &Recorder| {
+        let now = rec.now();
+        RawEvent { kind: EventKind::Point.id(), start: now, end: now, a: name, b: site, ..RawEvent::default() }
+    };
+    for i in 0..200 {
+        let event = point(&rec);
+        rec.record(event);
+        if i % 2 == 0 {
+            // Time the program spends between events: not the wait's.
+            let until = Instant::now() + std::time::Duration::from_micros(30);
+            while Instant::now() < until {}
+        }
+    }
+    rec.finish().unwrap();
+
+    let trace = TraceFile::open(&grappe_trace::file_for(&dir, 0)).unwrap();
+    let nominal = trace.header().calibration.iter().find(|c| c.kind == "point").expect("a point's α").alpha_ns;
+    let recording = u64::from(nominal - EXTRA);
+    let events = trace.events().collect::<Result<Vec<_>, _>>().unwrap();
+    let points: Vec<_> = events.iter().filter(|e| matches!(e.body, grappe_trace::Body::Point { .. })).collect();
+    assert_eq!(points.len(), 200);
+    for pair in points.windows(2) {
+        let waited = u64::from(pair[0].alpha_ns) - recording;
+        assert!(waited >= u64::from(EXTRA), "a wait counted shorter than its length: {pair:?}");
+        assert!(waited <= pair[1].start - pair[0].end, "a wait counted longer than it could have run: {pair:?}");
+    }
+}
+
 #[test]
 fn the_setting_is_read_and_nonsense_is_refused() {
     let lookup = |value: &'static str| {
