@@ -241,6 +241,13 @@ proptest! {
         let untraced = truth_outcome.summary.traced_run_time_s.unwrap();
         prop_assert!(call + point + spread <= 1 || traced_time > untraced);
         prop_assert!((corrected - untraced).abs() <= 4e-9, "corrected {} untraced {} traced {}", corrected, untraced, traced_time);
+        // Rank by rank too; the untraced run recorded no α.
+        prop_assert_eq!(outcome.summary.ranks.len(), ranks as usize);
+        for (want, got) in truth_outcome.summary.ranks.iter().zip(&outcome.summary.ranks) {
+            prop_assert_eq!((want.rank, want.alpha_s), (got.rank, 0.0));
+            prop_assert!((got.new_s - want.traced_s).abs() <= 4e-9, "rank {}: {:?} against {:?}", got.rank, got, want);
+            prop_assert!(call + point == 0 || got.alpha_s > 0.0, "{:?}", got);
+        }
     }
 
     /// With no recording cost, correction changes nothing, whichever model.
@@ -257,6 +264,9 @@ proptest! {
             }
         }
         prop_assert_eq!(outcome.summary.traced_run_time_s, outcome.summary.new_run_time_s);
+        for rank in &outcome.summary.ranks {
+            prop_assert_eq!((rank.traced_s, rank.alpha_s), (rank.new_s, 0.0));
+        }
     }
 
     /// FULLSIM and Sarukkai–Malony leave no receive before its send either.
