@@ -75,6 +75,15 @@ fn correction_moves_jacobi_s_run_time_toward_the_untraced_run() {
         assert!(c <= t, "corrected {c} s > traced {t} s");
         let events_per_rank = json["events"].as_f64().unwrap() / 2.0;
         let injected = events_per_rank * extra as f64 * 1e-9;
+        // Rank by rank: the slowest rank's span is the run time, and the
+        // α each rank recorded holds the injected cost, timed in place.
+        let ranks = json["ranks"].as_array().unwrap_or_else(|| panic!("no ranks in {json}"));
+        assert_eq!(ranks.len(), 2, "{json}");
+        let slowest = ranks.iter().map(|r| seconds(r, "corrected_s")).fold(f64::MIN, f64::max);
+        assert!((slowest - c).abs() < 1e-9, "slowest rank {slowest} s, corrected run time {c} s");
+        for rank in ranks {
+            assert!(seconds(rank, "alpha_s") >= 0.9 * injected, "{rank}: less α than the {injected} s injected");
+        }
         if extra > 0 {
             assert!(t - c >= 0.5 * injected, "corrected {c} s, traced {t} s: less than half the {injected} s injected");
             assert!((c - untraced).abs() < (t - untraced).abs(), "corrected {c}, traced {t}, untraced {untraced}");

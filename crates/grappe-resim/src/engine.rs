@@ -467,5 +467,6 @@ impl<'p> Traversal<'p> {
         self.summary.events_corrected = corrected;
         self.summary.traced_run_time_s = crate::run_time::measured(self.program);
         self.summary.new_run_time_s = crate::run_time::of(self.program, &self.dates);
+        self.summary.ranks = crate::run_time::by_rank(self.program, &self.dates);
     }
 }

@@ -39,6 +39,8 @@ pub struct Summary {
     pub traced_run_time_s: Option<f64>,
     /// Run time after the traversal, s.
     pub new_run_time_s: Option<f64>,
+    /// Each rank's run time, traced and after, and its α.
+    pub ranks: Vec<crate::run_time::RankRunTime>,
 }
 
 impl Summary {
@@ -57,6 +59,7 @@ impl Summary {
             causality_violations_after: 0,
             traced_run_time_s: None,
             new_run_time_s: None,
+            ranks: Vec::new(),
         }
     }
 

@@ -42,14 +42,19 @@ fn rounds(ranks: u32) -> impl Strategy<Value = Vec<Round>> {
                 .collect();
             Round { compute, messages, barrier, flushes }
         });
-    // Two first rounds: in the first every receive waits (the ranks leave
-    // their init together), in the second every message is there before
-    // its receive (the receivers compute long): the trace then measures the
-    // transit and the copy MINSIM needs (with no such receives, it has
-    // nothing to fit them on, and its dates are off by as much).
+    // Two first rounds: in the first every receive waits (the senders
+    // compute long), in the second every message is there before its
+    // receive (the receivers compute long), whatever the recording costs:
+    // the trace then measures the transit and the copy MINSIM needs (with
+    // no such receives, it has nothing to fit them on, and its dates are
+    // off by as much).
     let pairs: Vec<(u32, u32, u64)> = (0..ranks / 2).map(|i| (2 * i, 2 * i + 1, 512)).collect();
-    let waiting =
-        Round { compute: vec![0; ranks as usize], messages: pairs.clone(), barrier: false, flushes: Vec::new() };
+    let waiting = Round {
+        compute: (0..ranks).map(|r| if r % 2 == 0 { 200_000 } else { 0 }).collect(),
+        messages: pairs.clone(),
+        barrier: false,
+        flushes: Vec::new(),
+    };
     let arrived = Round {
         compute: (0..ranks).map(|r| if r % 2 == 1 { 200_000 } else { 0 }).collect(),
         messages: pairs,
@@ -60,17 +65,39 @@ fn rounds(ranks: u32) -> impl Strategy<Value = Vec<Round>> {
     prop::collection::vec(round, 1..30).prop_map(move |rest| calibration.iter().cloned().chain(rest).collect())
 }
 
-/// The recording cost of each kind (the same for every rank).
+/// The recording cost of each kind (the same for every rank), and a
+/// part that differs from event to event, as the recorder measures it in
+/// place (a busy wait that overshoots, or that the scheduler interrupts).
 #[derive(Debug, Clone, Copy)]
 struct Alphas {
     call: i64,
     point: i64,
+    /// Each event costs up to this much more, drawn from `seed`.
+    spread: i64,
+    seed: u64,
+}
+
+impl Alphas {
+    const NONE: Alphas = Alphas { call: 0, point: 0, spread: 0, seed: 0 };
+
+    /// The α of the next event of base cost `base`.
+    fn next(&mut self, base: i64) -> i64 {
+        if self.spread == 0 {
+            return base;
+        }
+        // splitmix64: a fixed draw per event.
+        self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        base + ((z ^ (z >> 31)) % self.spread as u64) as i64
+    }
 }
 
 /// Runs the program; returns its events in causal order.
 #[allow(clippy::needless_range_loop)] // ranks index several tables
 fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> {
-    let a = alpha.unwrap_or(Alphas { call: 0, point: 0 });
+    let mut a = alpha.unwrap_or(Alphas::NONE);
     let mut now = vec![0i64; ranks as usize];
     let mut events = Vec::new();
     let mut seq = vec![0u64; ranks as usize];
@@ -83,16 +110,18 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
         body,
     };
     for r in 0..ranks {
-        events.push(ev(r, 0, 1_000, a.call, Body::Init));
-        now[r as usize] = 1_000 + a.call;
+        let cost = a.next(a.call);
+        events.push(ev(r, 0, 1_000, cost, Body::Init));
+        now[r as usize] = 1_000 + cost;
     }
     for round in program {
         for r in 0..ranks as usize {
             now[r] += round.compute[r];
             let text = grappe_trace::Text::of("compute").expect("a name");
             let point = Body::Point { name: text, location: text };
-            events.push(ev(r as u32, now[r], now[r], a.point, point));
-            now[r] += a.point;
+            let cost = a.next(a.point);
+            events.push(ev(r as u32, now[r], now[r], cost, point));
+            now[r] += cost;
         }
         if alpha.is_some() {
             for &(r, length) in &round.flushes {
@@ -114,8 +143,9 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
                 let available = t_s + TRANSIT;
                 (t_s + SEND_CALL, t_r.max(available) + COPY, available <= t_r)
             };
-            events.push(ev(s, t_s, send_end, a.call, send));
-            now[s as usize] = send_end + a.call;
+            let cost = a.next(a.call);
+            events.push(ev(s, t_s, send_end, cost, send));
+            now[s as usize] = send_end + cost;
             let recv = Body::Recv {
                 src: s,
                 tag: 0,
@@ -126,8 +156,9 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
                 failed: false,
                 any_source: false,
             };
-            receives.push(ev(d, t_r, recv_end, a.call, recv));
-            now[d as usize] = recv_end + a.call;
+            let cost = a.next(a.call);
+            receives.push(ev(d, t_r, recv_end, cost, recv));
+            now[d as usize] = recv_end + cost;
         }
         events.extend(receives);
         if round.barrier {
@@ -135,13 +166,15 @@ fn simulate(ranks: u32, program: &[Round], alpha: Option<Alphas>) -> Vec<Event> 
             for r in 0..ranks as usize {
                 let body =
                     Body::Collective { op: CollectiveKind::Barrier, comm: 0, root: ANY, bytes: 0, failed: false };
-                events.push(ev(r as u32, now[r], last + BARRIER, a.call, body));
-                now[r] = last + BARRIER + a.call;
+                let cost = a.next(a.call);
+                events.push(ev(r as u32, now[r], last + BARRIER, cost, body));
+                now[r] = last + BARRIER + cost;
             }
         }
     }
     for r in 0..ranks as usize {
-        events.push(ev(r as u32, now[r], now[r] + 1_000, a.call, Body::Finalize));
+        let cost = a.next(a.call);
+        events.push(ev(r as u32, now[r], now[r] + 1_000, cost, Body::Finalize));
     }
     events
 }
@@ -177,15 +210,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     /// MINSIM recovers the dates of the run without recording cost, and
-    /// leaves no receive before its send.
+    /// leaves no receive before its send, whether α is the same for every
+    /// event of a kind or measured event by event.
     #[test]
     fn minsim_recovers_the_uninstrumented_dates(
         (ranks, program_rounds) in (2u32..6).prop_flat_map(|n| (Just(n), rounds(n))),
         call in 0i64..20_000,
         point in 0i64..5_000,
+        spread in prop::sample::select(vec![0i64, 1, 3_000, 40_000]),
+        seed in any::<u64>(),
     ) {
         let truth_events = simulate(ranks, &program_rounds, None);
-        let traced = simulate(ranks, &program_rounds, Some(Alphas { call, point }));
+        let traced = simulate(ranks, &program_rounds, Some(Alphas { call, point, spread, seed }));
         let (truth, truth_outcome) = correct(ranks, truth_events, Mode::MinSim);
         let (program, outcome) = correct(ranks, traced, Mode::MinSim);
         let want = dates_without_flushes(&truth, |r, i| {
@@ -203,8 +239,15 @@ proptest! {
         prop_assert_eq!(outcome.summary.causality_violations_after, 0);
         let (traced_time, corrected) = (outcome.summary.traced_run_time_s.unwrap(), outcome.summary.new_run_time_s.unwrap());
         let untraced = truth_outcome.summary.traced_run_time_s.unwrap();
-        prop_assert!(call + point == 0 || traced_time > untraced);
+        prop_assert!(call + point + spread <= 1 || traced_time > untraced);
         prop_assert!((corrected - untraced).abs() <= 4e-9, "corrected {} untraced {} traced {}", corrected, untraced, traced_time);
+        // Rank by rank too; the untraced run recorded no α.
+        prop_assert_eq!(outcome.summary.ranks.len(), ranks as usize);
+        for (want, got) in truth_outcome.summary.ranks.iter().zip(&outcome.summary.ranks) {
+            prop_assert_eq!((want.rank, want.alpha_s), (got.rank, 0.0));
+            prop_assert!((got.new_s - want.traced_s).abs() <= 4e-9, "rank {}: {:?} against {:?}", got.rank, got, want);
+            prop_assert!(call + point == 0 || got.alpha_s > 0.0, "{:?}", got);
+        }
     }
 
     /// With no recording cost, correction changes nothing, whichever model.
@@ -221,6 +264,9 @@ proptest! {
             }
         }
         prop_assert_eq!(outcome.summary.traced_run_time_s, outcome.summary.new_run_time_s);
+        for rank in &outcome.summary.ranks {
+            prop_assert_eq!((rank.traced_s, rank.alpha_s), (rank.new_s, 0.0));
+        }
     }
 
     /// FULLSIM and Sarukkai–Malony leave no receive before its send either.
@@ -230,7 +276,7 @@ proptest! {
         call in 0i64..20_000,
         mode in prop::sample::select(vec![Mode::MinSim, Mode::FullSim, Mode::SarukkaiMalony]),
     ) {
-        let traced = simulate(4, &program_rounds, Some(Alphas { call, point: call / 2 }));
+        let traced = simulate(4, &program_rounds, Some(Alphas { call, point: call / 2, spread: call / 4 + 1, seed: call as u64 }));
         let (program, outcome) = correct(4, traced, mode);
         prop_assert_eq!(outcome.summary.causality_violations_after, 0);
         for info in &program.messages {

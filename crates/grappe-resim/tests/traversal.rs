@@ -203,6 +203,49 @@ fn a_sendrecv_exchange_goes_through_and_its_halves_end_together() {
     assert_eq!(outcome.summary.causality_violations_after, 0);
 }
 
+/// A sendrecv's recording cost is one wait after both halves, which the
+/// recorder measures once and shares between the two records: however
+/// it is shared, the correction takes out the sum, after the exchange.
+#[test]
+fn a_sendrecv_s_cost_shared_between_its_halves_counts_whole() {
+    let send = |dest: u32| Body::Send { dest, tag: 0, comm: 0, bytes: 512, seq: 1, failed: false, sync: false };
+    let recv = |src: u32| Body::Recv {
+        src,
+        tag: 0,
+        comm: 0,
+        bytes: 512,
+        arrived: false,
+        sendrecv: true,
+        failed: false,
+        any_source: false,
+    };
+    let corrected = |share: u32| {
+        // Both ranks exchange from 1000 to 1800, then wait 2000 ns of
+        // recording: `share` of it in the send's record, the rest in the
+        // receive's.
+        let mut events = Vec::new();
+        for rank in 0..2 {
+            events.push(ev(rank, 0, 1_000, 0, Body::Init));
+        }
+        for rank in 0..2 {
+            events.push(ev(rank, 1_000, 1_800, share, send(1 - rank)));
+        }
+        for rank in 0..2 {
+            events.push(ev(rank, 1_000, 1_800, 2_000 - share, recv(1 - rank)));
+            events.push(ev(rank, 3_800, 3_800, 0, Body::Point { name: text(), location: text() }));
+            events.push(ev(rank, 3_800, 3_800, 0, Body::Finalize));
+        }
+        run(events, Placement::one_host(2), CostModel::Correct(Mode::MinSim)).1
+    };
+    let whole = corrected(2_000);
+    for rank in 0..2 {
+        assert_eq!(whole.dates.of[rank][3], (1_800, 1_800), "rank {rank}: the wait is gone: {:?}", whole.dates.of);
+    }
+    for share in [0, 1, 1_000, 1_999] {
+        assert_eq!(corrected(share).dates, whole.dates, "{share} ns of 2000 in the send's record");
+    }
+}
+
 /// Prediction: a message between hosts takes the given latency plus its
 /// size over the bandwidth after its corrected send; ranks of one host
 /// keep what was measured.

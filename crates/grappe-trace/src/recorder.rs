@@ -75,8 +75,9 @@ pub struct RecorderConfig {
     /// Events per buffer.
     pub buffer_events: usize,
     /// A busy wait of this many nanoseconds added to the recording of
-    /// every event and counted in its α (`GRAPPE_TRACE_EXTRA_COST_NS`):
-    /// heavy instrumentation emulated, to try probe-effect compensation on.
+    /// every event (`GRAPPE_TRACE_EXTRA_COST_NS`): heavy instrumentation
+    /// emulated, to try probe-effect compensation on. What each wait
+    /// really took, measured as it runs, is counted in its event's α.
     pub extra_cost_ns: u32,
 }
 
@@ -163,6 +164,12 @@ pub struct Recorder {
     footer: Footer,
     /// See [`RecorderConfig::extra_cost_ns`].
     extra_cost_ns: u32,
+    /// With an extra cost, what the busy wait of each event in `buf`
+    /// really took (ns, same index; empty without): a wait overshoots its
+    /// length by a clock read or more, and one the scheduler interrupts
+    /// lasts until the rank runs again, so the nominal length
+    /// under-counts what the run spent.
+    spent: Vec<u32>,
 }
 
 /// What turns raw records into encoded ones (shared with the writer thread).
@@ -170,6 +177,8 @@ pub struct Recorder {
 struct Codec {
     rank: u32,
     clock: TraceClock,
+    /// α per kind, the cost of recording alone (an extra cost's busy
+    /// wait, measured per event, is added to it by [`Codec::encode`]).
     alpha: [u32; 32],
     time_map: Option<Arc<dyn TimeMap>>,
 }
@@ -191,12 +200,14 @@ impl Codec {
         (start, end.max(start))
     }
 
-    fn encode(&self, raw: &RawEvent) -> Encoded {
+    /// The record of `raw`, whose recording spent `spent` ns more than
+    /// recording costs (the measured busy wait of an extra cost).
+    fn encode(&self, raw: &RawEvent, spent: u32) -> Encoded {
         let (start, end) = self.dates(raw);
         let alpha_ns = match EventKind::from_id(raw.kind) {
             // A flush's cost is its own duration, measured.
             Some(EventKind::FlushEnd) => end.saturating_sub(start).min(u32::MAX as u64) as u32,
-            _ => self.alpha[raw.kind as usize % 32],
+            _ => self.alpha[raw.kind as usize % 32].saturating_add(spent),
         };
         Encoded { rank: self.rank, start, end, alpha_ns, raw: *raw }
     }
@@ -209,7 +220,8 @@ enum Sink {
 }
 
 enum Job {
-    Events(Vec<RawEvent>, Vec<Definition>),
+    /// Events, the extra cost each spent (empty: none), definitions.
+    Events(Vec<RawEvent>, Vec<u32>, Vec<Definition>),
     Samples(Vec<ClockSample>),
 }
 
@@ -239,10 +251,12 @@ impl Recorder {
         let clock = TraceClock::shared();
         let loop_alpha = alpha::calibrate(clock);
         let measured = calls.map_or(loop_alpha, |calls| alpha::with_calls_measured(loop_alpha, &calls));
-        let alpha = alpha::with_extra_cost(measured, config.extra_cost_ns);
-        let header = header(config, &who, clock, &alpha, time_map.as_deref());
+        // The header gives the nominal α (the extra cost at its length);
+        // each record, what its event really spent.
+        let nominal = alpha::with_extra_cost(measured, config.extra_cost_ns);
+        let header = header(config, &who, clock, &nominal, time_map.as_deref());
         let writer = TraceWriter::create(&file_for(&config.dir, who.rank), &header)?;
-        let codec = Codec { rank: who.rank, clock, alpha, time_map };
+        let codec = Codec { rank: who.rank, clock, alpha: measured, time_map };
         let sink = match config.policy {
             FlushPolicy::Thread => spawn_writer(writer, codec.clone(), config.buffer_events),
             _ => Sink::File(writer),
@@ -250,6 +264,9 @@ impl Recorder {
         let mut recorder =
             Recorder::assemble(who.rank, who.world_size, config.buffer_events, config.policy, sink, codec);
         recorder.extra_cost_ns = config.extra_cost_ns;
+        if config.extra_cost_ns > 0 {
+            recorder.spent = Vec::with_capacity(config.buffer_events);
+        }
         Ok(recorder)
     }
 
@@ -293,6 +310,7 @@ impl Recorder {
             codec,
             footer: Footer::default(),
             extra_cost_ns: 0,
+            spent: Vec::new(),
         }
     }
 
@@ -325,7 +343,8 @@ impl Recorder {
     #[inline]
     pub fn record(&mut self, raw: RawEvent) {
         if self.extra_cost_ns > 0 {
-            self.spend_extra_cost(1);
+            self.record_with_extra_cost(raw);
+            return;
         }
         if self.buf.len() < self.capacity {
             prefetch_for_write(self.buf.as_ptr().wrapping_add(self.buf.len() + PREFETCH_AHEAD));
@@ -343,10 +362,12 @@ impl Recorder {
     /// there would be dated after their start yet written before the
     /// second, and the file would go back in time.
     pub fn record_pair(&mut self, first: RawEvent, second: RawEvent) {
-        if self.extra_cost_ns > 0 {
-            self.spend_extra_cost(2);
-        }
+        let spent = if self.extra_cost_ns > 0 { self.spend_extra_cost(2) } else { 0 };
         if self.buf.len() + 2 <= self.capacity {
+            if self.extra_cost_ns > 0 {
+                // The pair's wait, shared: correction adds the two α.
+                self.spent.extend([spent / 2, spent - spent / 2]);
+            }
             prefetch_for_write(self.buf.as_ptr().wrapping_add(self.buf.len() + PREFETCH_AHEAD));
             self.buf.push(first);
             self.buf.push(second);
@@ -487,13 +508,36 @@ impl Recorder {
         }
     }
 
-    /// The emulated instrumentation cost of `events` events: a busy wait
-    /// (a sleep would let the core go, which heavy instrumentation does not).
+    /// [`Recorder::record`] with an extra cost: the busy wait, then the
+    /// event with what the wait took.
     #[cold]
-    fn spend_extra_cost(&self, events: u32) {
-        let until = std::time::Instant::now()
-            + std::time::Duration::from_nanos(u64::from(self.extra_cost_ns) * u64::from(events));
-        while std::time::Instant::now() < until {
+    fn record_with_extra_cost(&mut self, raw: RawEvent) {
+        let spent = self.spend_extra_cost(1);
+        if self.buf.len() < self.capacity {
+            self.buf.push(raw);
+            self.spent.push(spent);
+            if self.buf.len() >= self.flush_at {
+                self.buffer_full();
+            }
+        } else {
+            self.footer.dropped += 1; // policy `end` only
+        }
+    }
+
+    /// The emulated instrumentation cost of `events` events: a busy wait
+    /// (a sleep would let the core go, which heavy instrumentation does
+    /// not) on the trace's clock, from its first read to its last. Returns
+    /// what it took, ns: at least its length, more by the last clock
+    /// read's overshoot and by any time the scheduler took the core away.
+    #[cold]
+    fn spend_extra_cost(&self, events: u32) -> u32 {
+        let length = u64::from(self.extra_cost_ns) * u64::from(events);
+        let from = self.clock.to_ns(self.clock.now());
+        loop {
+            let spent = self.clock.to_ns(self.clock.now()).saturating_sub(from);
+            if spent >= length {
+                return spent.min(u64::from(u32::MAX)) as u32;
+            }
             std::hint::spin_loop();
         }
     }
@@ -537,6 +581,10 @@ impl Recorder {
         self.footer.flushes += 1;
         self.buf.push(RawEvent { start: begin, end: begin, kind: EventKind::FlushBegin.id(), ..RawEvent::default() });
         self.buf.push(RawEvent { start: begin, end, kind: EventKind::FlushEnd.id(), ..RawEvent::default() });
+        if self.extra_cost_ns > 0 {
+            // The flush's events spend no extra cost: their writes are it.
+            self.spent.extend([0, 0]);
+        }
         if let Err(e) = written {
             // Recording must not kill the program: say it once, then drop.
             eprintln!("grappe: rank {}: cannot write its trace ({e}); further events are dropped", self.rank);
@@ -551,15 +599,17 @@ impl Recorder {
         match &mut self.sink {
             Sink::File(writer) => {
                 writer.write_definitions(&defs)?;
-                let codec = &self.codec;
-                let written = writer.write_event_blocks(&self.buf, |raw| codec.encode(raw));
+                let written = write_events(writer, &self.codec, &self.buf, &self.spent);
                 self.buf.clear();
+                self.spent.clear();
                 written
             }
             Sink::Thread { jobs, spares, .. } => {
                 let spare = spares.recv().map_err(|_| writer_gone())?;
                 let full = std::mem::replace(&mut self.buf, spare);
-                jobs.send(Job::Events(full, defs)).map_err(|_| writer_gone())
+                let room = self.spent.capacity();
+                let spent = std::mem::replace(&mut self.spent, Vec::with_capacity(room));
+                jobs.send(Job::Events(full, spent, defs)).map_err(|_| writer_gone())
             }
             Sink::Closed => Err(writer_gone()),
         }
@@ -588,9 +638,9 @@ fn spawn_writer(mut writer: TraceWriter, codec: Codec, buffer_events: usize) -> 
         .spawn(move || {
             for job in inbox {
                 match job {
-                    Job::Events(mut events, defs) => {
+                    Job::Events(mut events, spent, defs) => {
                         writer.write_definitions(&defs)?;
-                        writer.write_event_blocks(&events, |raw| codec.encode(raw))?;
+                        write_events(&mut writer, &codec, &events, &spent)?;
                         events.clear();
                         let _ = give_back.send(events);
                     }
@@ -601,6 +651,13 @@ fn spawn_writer(mut writer: TraceWriter, codec: Codec, buffer_events: usize) -> 
         })
         .expect("cannot start the trace writer thread");
     Sink::Thread { jobs, spares, writer: handle }
+}
+
+/// Writes `events`, each with the extra cost `spent` gives it at its
+/// index (none if `spent` is empty).
+fn write_events(writer: &mut TraceWriter, codec: &Codec, events: &[RawEvent], spent: &[u32]) -> std::io::Result<()> {
+    debug_assert!(spent.is_empty() || spent.len() == events.len());
+    writer.write_indexed_event_blocks(events.len(), |i| codec.encode(&events[i], spent.get(i).copied().unwrap_or(0)))
 }
 
 /// The file of rank `rank` in `dir`.

@@ -75,9 +75,20 @@ impl TraceWriter {
     /// Writes a recorder's buffer as events blocks of at most
     /// [`RECORDER_BLOCK_EVENTS`] each, in a single write.
     pub fn write_event_blocks<T>(&mut self, events: &[T], encode: impl Fn(&T) -> Encoded) -> std::io::Result<()> {
+        self.write_indexed_event_blocks(events.len(), |i| encode(&events[i]))
+    }
+
+    /// [`TraceWriter::write_event_blocks`] of `count` events, the i-th
+    /// given by `encode(i)`.
+    pub fn write_indexed_event_blocks(
+        &mut self,
+        count: usize,
+        encode: impl Fn(usize) -> Encoded,
+    ) -> std::io::Result<()> {
         self.write_blocks(|buf| {
-            for part in events.chunks(RECORDER_BLOCK_EVENTS) {
-                append_block(buf, BlockKind::Events, |out| encode_events(part.iter().map(&encode), out));
+            for from in (0..count).step_by(RECORDER_BLOCK_EVENTS) {
+                let part = from..count.min(from + RECORDER_BLOCK_EVENTS);
+                append_block(buf, BlockKind::Events, |out| encode_events(part.map(&encode), out));
             }
         })
     }

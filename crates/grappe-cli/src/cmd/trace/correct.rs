@@ -57,6 +57,14 @@ pub fn execute(args: CorrectArgs) -> Result<i32> {
             "wildcard_orders_imposed": s.wildcard_orders_imposed,
             "causality_violations_after": s.causality_violations_after,
             "fits": s.fits,
+            // Per rank: traced_s, corrected_s, and the α its events
+            // recorded in that span (what a full correction takes out).
+            "ranks": s.ranks.iter().map(|r| json!({
+                "rank": r.rank,
+                "traced_s": r.traced_s,
+                "corrected_s": r.new_s,
+                "alpha_s": r.alpha_s,
+            })).collect::<Vec<_>>(),
         });
         write_json(path, &value)?;
     }
