@@ -308,6 +308,8 @@ typedef struct {
 
 /* MPI_Comm_split_type: ranks that can share memory */
 #define MPI_COMM_TYPE_SHARED 1
+#define MPI_COMM_TYPE_HW_GUIDED 2
+#define MPI_COMM_TYPE_HW_UNGUIDED 3
 
 /* ======================================================================================== */
 /* Predefined attribute keys                                                                */

@@ -56,6 +56,19 @@ fn mpich_built_c_tests_pass_under_grappe_run_at_thread_multiple() {
     conformance_with(&env, &["--cc", "mpicc.mpich", "--launcher", &launcher, "--lib", &lib(&prefix), "--ranks", "2 4"]);
 }
 
+/// The point-to-point, collective and communicator tests on hosts
+/// emulated by grappe (ranks of different hosts joined by TCP): among
+/// them, `MPI_COMM_TYPE_SHARED` splits by host, each part a shared-memory
+/// window's domain.
+#[test]
+fn mpich_built_c_tests_pass_across_emulated_hosts() {
+    let prefix = installed();
+    let launcher = format!("grappe:{}", grappe().display());
+    let env = [("GRAPPE_EMULATED_HOSTS", "2")];
+    let args = ["--cc", "mpicc.mpich", "--launcher", &launcher, "--lib", &lib(&prefix), "--ranks", "2 3 4"];
+    conformance_with(&env, &[&args[..], &["comm", "p2p", "coll"]].concat());
+}
+
 #[test]
 fn c_tests_built_with_grappe_s_mpicc_pass_under_grappe_run() {
     let prefix = installed();

@@ -32,6 +32,30 @@ impl Communicator {
     }
 }
 
+impl Communicator {
+    /// A number shared by the ranks of this communicator that run on this
+    /// rank's host, and by no other: the lowest world rank among them. The
+    /// color of a split by host (MPI's `MPI_COMM_TYPE_SHARED`).
+    pub fn host_color(&self) -> u32 {
+        if let Some(local) = &self.inner.local {
+            // An intercommunicator: its local group's ranks.
+            return local.host_color();
+        }
+        let engine = self.rank_context().engine();
+        let here = self.inner.group.iter().copied().filter(|&world| engine.host_of(world).is_none());
+        here.min().expect("a rank runs on its own host") as u32
+    }
+
+    /// True if the communicator's ranks run on more than one host.
+    pub fn spans_hosts(&self) -> bool {
+        if let Some(local) = &self.inner.local {
+            return local.spans_hosts();
+        }
+        let engine = self.rank_context().engine();
+        self.inner.group.iter().any(|&world| engine.host_of(world).is_some())
+    }
+}
+
 /// A communicator's ranks grouped by host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HostGroups {

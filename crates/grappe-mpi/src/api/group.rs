@@ -350,14 +350,40 @@ mpi_fn! {
     }
 }
 
+/// The info key naming a hardware resource (MPI 4), and the one resource
+/// grappe knows: the memory its ranks on one host share.
+const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+const SHARED_MEMORY: &str = "mpi_shared_memory";
+
 mpi_fn! {
     /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the ranks that
-    /// share memory, which are every rank of a job on one host.
-    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
-        let color = match split_type {
-            abi::UNDEFINED => None,
-            abi::COMM_TYPE_SHARED => Some(0),
-            other => return Err(MpiError::new(class::ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED or MPI_UNDEFINED")).on(comm)),
+    /// share memory, those of one host. MPI 4's `MPI_COMM_TYPE_HW_GUIDED`
+    /// does too when the info's `mpi_hw_resource_type` is
+    /// `mpi_shared_memory`, the one resource grappe knows (any other value,
+    /// or none, gives `MPI_COMM_NULL`); `MPI_COMM_TYPE_HW_UNGUIDED` splits a
+    /// communicator that spans hosts by host, naming the resource in the
+    /// info, and gives `MPI_COMM_NULL` to one inside a host (no smaller
+    /// resource is known).
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) {
+        let color = {
+            let mut state = state::lock("MPI_Comm_split_type")?;
+            let on_host = |state: &Locked| state.comm(comm).map(|entry| Some(entry.comm.host_color()));
+            match split_type {
+                abi::UNDEFINED => None,
+                abi::COMM_TYPE_SHARED => on_host(&state)?,
+                abi::COMM_TYPE_HW_GUIDED => match crate::api::info::value(&state, info, HW_RESOURCE_TYPE).map_err(|e| e.on(comm))? {
+                    Some(resource) if resource == SHARED_MEMORY => on_host(&state)?,
+                    _ => None,
+                },
+                abi::COMM_TYPE_HW_UNGUIDED if state.comm(comm)?.comm.spans_hosts() => {
+                    if info != abi::INFO_NULL {
+                        crate::api::info::set(&mut state, info, HW_RESOURCE_TYPE, SHARED_MEMORY).map_err(|e| e.on(comm))?;
+                    }
+                    on_host(&state)?
+                }
+                abi::COMM_TYPE_HW_UNGUIDED => None,
+                other => return Err(MpiError::new(class::ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED or MPI_UNDEFINED")).on(comm)),
+            }
         };
         if state::lock("MPI_Comm_split_type")?.comm(comm)?.comm.is_inter() {
             let handle = crate::api::intercomm::split("MPI_Comm_split_type", comm, color, key)?;

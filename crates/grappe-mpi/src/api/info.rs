@@ -40,6 +40,27 @@ unsafe fn key_of(key: *const c_char) -> Result<String> {
     Ok(key)
 }
 
+/// The value of `key` in info `handle` (`MPI_INFO_NULL` holds none).
+pub(super) fn value(state: &Locked, handle: c_int, key: &str) -> Result<Option<String>> {
+    if handle == abi::INFO_NULL {
+        return Ok(None);
+    }
+    Ok(entries(state, handle)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+}
+
+/// Sets `key` to `value` in info `handle`.
+pub(super) fn set(state: &mut Locked, handle: c_int, key: &str, value: &str) -> Result<()> {
+    let Some(slot) = slot_of(state, handle)? else {
+        return Err(MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"));
+    };
+    let entries = state.infos.get_mut(slot).expect("checked by slot_of");
+    match entries.iter_mut().find(|(k, _)| k == key) {
+        Some(entry) => entry.1 = value.to_owned(),
+        None => entries.push((key.to_owned(), value.to_owned())),
+    }
+    Ok(())
+}
+
 pub(super) fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut c_int) -> Result<()> {
     let handle = abi::direct_handle(kind::INFO, state.infos.insert(entries));
     // SAFETY: the caller's output argument.
@@ -67,16 +88,7 @@ mpi_fn! {
     fn MPI_Info_set / PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) {
         // SAFETY: NUL-terminated strings, as MPI requires.
         let (key, value) = unsafe { (key_of(key)?, read_string(value, "value")?) };
-        let mut state = state::lock("MPI_Info_set")?;
-        let Some(slot) = slot_of(&state, info)? else {
-            return Err(MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"));
-        };
-        let entries = state.infos.get_mut(slot).expect("checked by slot_of");
-        match entries.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => entries.push((key, value)),
-        }
-        Ok(())
+        set(&mut state::lock("MPI_Info_set")?, info, &key, &value)
     }
 }
 

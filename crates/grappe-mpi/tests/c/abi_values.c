@@ -308,6 +308,8 @@ static void special_values(void)
     INT(MPI_CART);
     INT(MPI_DIST_GRAPH);
     INT(MPI_COMM_TYPE_SHARED);
+    INT(MPI_COMM_TYPE_HW_GUIDED);
+    INT(MPI_COMM_TYPE_HW_UNGUIDED);
 }
 
 static void attribute_keys(void)

@@ -176,6 +176,104 @@ static void split(void)
     }
 }
 
+/* The hosts the job runs on: grappe's emulated hosts (GRAPPE_EMULATED_HOSTS,
+ * ranks on different hosts joined by TCP), else one. */
+static int hosts_used(void)
+{
+    const char *emulated = getenv("GRAPPE_EMULATED_HOSTS");
+    int hosts = emulated ? atoi(emulated) : 1;
+    return hosts < 1 ? 1 : hosts < size ? hosts : size;
+}
+
+/* Whether the library is grappe's (MPICH splits a host further, by NUMA
+ * node, socket, core...). */
+static int on_grappe(void)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    return strstr(version, "grappe") != NULL;
+}
+
+/* The ranks of a host's part share memory: each writes its slot of a
+ * shared window, and reads every other slot of the part directly. */
+static void shared_window_works(MPI_Comm node, int node_rank, int node_size)
+{
+    MPI_Win win;
+    int *mine = NULL;
+    CHECK_MPI(MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &mine, &win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    *mine = 1000 + rank;
+    CHECK_MPI(MPI_Win_fence(0, win));
+    int *world = members(node, node_size);
+    for (int r = 0; r < node_size; r++) {
+        MPI_Aint bytes = 0;
+        int disp = 0, *theirs = NULL;
+        CHECK_MPI(MPI_Win_shared_query(win, r, &bytes, &disp, &theirs));
+        CHECK_INT(1000 + world[r], theirs ? *theirs : -1, "shared window of part rank %d, read by part rank %d", r, node_rank);
+    }
+    free(world);
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
+static void split_by_host(void)
+{
+    /* MPI_COMM_TYPE_SHARED: one part per host, each a shared-memory domain. */
+    MPI_Comm node = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    int node_rank = -1, node_size = -1;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &node_size);
+    int leaders = 0, leader = node_rank == 0;
+    CHECK_MPI(MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK_INT(hosts_used(), leaders, "MPI_COMM_TYPE_SHARED: parts (one per host)");
+    shared_window_works(node, node_rank, node_size);
+
+    /* MPI 4's guided split: only the shared-memory resource is known. */
+    MPI_Info info;
+    MPI_Comm guided = MPI_COMM_WORLD;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, MPI_INFO_NULL, &guided));
+    CHECK_INT(MPI_COMM_NULL, guided, "MPI_COMM_TYPE_HW_GUIDED without a resource type gives MPI_COMM_NULL");
+    CHECK_MPI(MPI_Info_create(&info));
+    CHECK_MPI(MPI_Info_set(info, "mpi_hw_resource_type", "no-such-resource"));
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &guided));
+    CHECK_INT(MPI_COMM_NULL, guided, "MPI_COMM_TYPE_HW_GUIDED with an unknown resource type gives MPI_COMM_NULL");
+    CHECK_MPI(MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory"));
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &guided));
+    int result = -1;
+    if (guided != MPI_COMM_NULL)
+        CHECK_MPI(MPI_Comm_compare(node, guided, &result));
+    CHECK_INT(MPI_CONGRUENT, result, "MPI_COMM_TYPE_HW_GUIDED on mpi_shared_memory is MPI_COMM_TYPE_SHARED's split");
+    if (guided != MPI_COMM_NULL)
+        CHECK_MPI(MPI_Comm_free(&guided));
+    CHECK_MPI(MPI_Info_free(&info));
+
+    /* The unguided split gives a strictly smaller part, naming its
+     * resource, or MPI_COMM_NULL when there is none. */
+    CHECK_MPI(MPI_Info_create(&info));
+    MPI_Comm unguided = MPI_COMM_WORLD;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, rank, info, &unguided));
+    if (hosts_used() > 1) {
+        char value[MPI_MAX_INFO_VAL + 1] = "";
+        int flag = 0;
+        CHECK_MPI(MPI_Info_get(info, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, value, &flag));
+        CHECK_INT(1, flag, "MPI_COMM_TYPE_HW_UNGUIDED across hosts names its resource");
+        result = -1;
+        if (unguided != MPI_COMM_NULL)
+            CHECK_MPI(MPI_Comm_compare(node, unguided, &result));
+        CHECK_INT(MPI_CONGRUENT, result, "MPI_COMM_TYPE_HW_UNGUIDED across hosts splits by host");
+        if (unguided != MPI_COMM_NULL)
+            CHECK_MPI(MPI_Comm_free(&unguided));
+    } else if (on_grappe()) {
+        CHECK_INT(MPI_COMM_NULL, unguided, "MPI_COMM_TYPE_HW_UNGUIDED inside one host gives MPI_COMM_NULL");
+    } else if (unguided != MPI_COMM_NULL) {
+        CHECK_MPI(MPI_Comm_free(&unguided));
+    }
+    CHECK_MPI(MPI_Info_free(&info));
+    CHECK_MPI(MPI_Comm_free(&node));
+}
+
 static void compare(void)
 {
     int result = -1;
@@ -451,6 +549,7 @@ int main(int argc, char **argv)
     dup_is_independent();
     idup_and_dup_with_info();
     split();
+    split_by_host();
     compare();
     groups();
     create_disjoint();
