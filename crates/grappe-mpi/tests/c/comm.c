@@ -229,6 +229,17 @@ static void split_by_host(void)
     CHECK_MPI(MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK_INT(hosts_used(), leaders, "MPI_COMM_TYPE_SHARED: parts (one per host)");
     shared_window_works(node, node_rank, node_size);
+    if (hosts_used() > 1) {
+        /* A shared window over ranks of several hosts is an error, on every rank. */
+        MPI_Win win = MPI_WIN_NULL;
+        int *base = NULL, class = MPI_SUCCESS;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        MPI_Error_class(rc, &class);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        CHECK_INT(MPI_ERR_RMA_SHARED, class, "MPI_Win_allocate_shared across hosts: error class");
+        CHECK_INT(MPI_WIN_NULL, win, "MPI_Win_allocate_shared across hosts: no window");
+    }
 
     /* MPI 4's guided split: only the shared-memory resource is known. */
     MPI_Info info;

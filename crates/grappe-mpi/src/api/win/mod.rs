@@ -1827,6 +1827,15 @@ mpi_fn! {
         let (rank, nranks) = {
             let state = state::lock("MPI_Win_allocate_shared")?;
             let entry = state.intra(comm)?;
+            // Every rank sees the same hosts: all fail alike, none waits.
+            if entry.comm.spans_hosts() {
+                return Err(MpiError::new(
+                    class::RMA_SHARED,
+                    "the communicator's ranks run on more than one host, which share no memory \
+                     (split it with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) first)",
+                )
+                .on(comm));
+            }
             (entry.comm.rank(), entry.comm.size())
         };
         let sizes = collective::allgather(comm, &[size as i64], nranks).map_err(|e| e.on(comm))?;
