@@ -1,5 +1,8 @@
-//! Which connections a process holds: ranks 0 and 2 exchange one message,
-//! the other ranks talk to nobody, then every rank prints how many TCP
+//! Which connections a process holds: ranks 0 and 2 exchange two round
+//! trips of 8 bytes (rank 0 prints how long each took, `exchange
+//! first_us=T1 second_us=T2`: with connections made on demand, the first
+//! makes the connection), the other ranks talk to nobody, then every rank
+//! prints how many TCP
 //! connections its process holds (`rank R tcp_connections=N`), read from
 //! the kernel: the established TCP sockets (`/proc/self/net/tcp`, `tcp6`)
 //! among the process's descriptors.
@@ -13,20 +16,29 @@
 //! counts, not their values. Run one rank per process.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 fn main() {
     grappe::run(|world| -> grappe::Result<()> {
         let mut word = [world.rank() as u64];
-        match world.rank() {
-            0 => {
-                world.send(&word, 2, 0)?;
-                world.recv(&mut word, 2, 1)?;
+        let mut took = [0.0; 2];
+        for round_trip in &mut took {
+            let start = Instant::now();
+            match world.rank() {
+                0 => {
+                    world.send(&word, 2, 0)?;
+                    world.recv(&mut word, 2, 1)?;
+                }
+                2 => {
+                    world.recv(&mut word, 0, 0)?;
+                    world.send(&word, 0, 1)?;
+                }
+                _ => {}
             }
-            2 => {
-                world.recv(&mut word, 0, 0)?;
-                world.send(&word, 0, 1)?;
-            }
-            _ => {}
+            *round_trip = start.elapsed().as_secs_f64() * 1e6;
+        }
+        if world.rank() == 0 {
+            println!("exchange first_us={:.1} second_us={:.1}", took[0], took[1]);
         }
         println!("rank {} tcp_connections={}", world.rank(), established_tcp_sockets());
         Ok(())
