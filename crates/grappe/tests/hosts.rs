@@ -268,4 +268,13 @@ fn a_bad_connection_setting_is_a_clear_start_up_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let named = "GRAPPE_NET_DROP_AFTER_MS=\"100000\": expected nothing with GRAPPE_TCP_CONNECT=lazy";
     assert!(!output.status.success() && stderr.contains(named), "{stderr}");
+    // Processes that connect differently would wait for each other: the
+    // job stops at start-up instead (hydra gives each block its settings).
+    let suite = util::example("p2p_suite");
+    let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));
+    cmd.args(["-n", "2"]).arg(&suite).args([":", "-n", "2", "-env", "GRAPPE_TCP_CONNECT", "lazy"]).arg(&suite);
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let named = "GRAPPE_TCP_CONNECT=\"lazy\": expected eager, as on process 0";
+    assert!(!output.status.success() && stderr.contains(named), "{stderr}");
 }

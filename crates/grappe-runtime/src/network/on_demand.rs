@@ -42,6 +42,14 @@ pub(crate) enum ConnectWhen {
 }
 
 impl ConnectWhen {
+    /// The setting's value for this.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectWhen::Eager => "eager",
+            ConnectWhen::Lazy => "lazy",
+        }
+    }
+
     /// Reads `GRAPPE_TCP_CONNECT`.
     pub fn read(vars: Vars<'_>) -> Result<ConnectWhen, SettingError> {
         match vars.text("GRAPPE_TCP_CONNECT")? {
