@@ -17,6 +17,7 @@ pub struct Fabric(pub Option<&'static str>);
 
 /// A fabric with one more setting of its own (`GRAPPE_TCP_CONNECT`...).
 #[derive(Clone, Copy)]
+#[allow(dead_code)] // used by the TCP fabric's tests only
 pub struct Configured {
     fabric: Fabric,
     var: (&'static str, &'static str),
