@@ -7,7 +7,8 @@
 //! slows every round trip and changes no result, and links cut mid-job
 //! that make the job fail, naming a rank lost and its host. Connections
 //! made on demand (`GRAPPE_TCP_CONNECT=lazy`): the same jobs pass, and a
-//! rank that talks to nobody holds no connection.
+//! rank that talks to nobody holds no connection, and a killed rank still
+//! stops the job within two seconds.
 
 mod across_hosts;
 mod util;
@@ -208,6 +209,15 @@ proptest::proptest! {
         let lazy_tcp = across_hosts::Fabric(None).with_env("GRAPPE_TCP_CONNECT", "lazy");
         across_hosts::random_splits_across_hosts_give_the_right_results(lazy_tcp, seed, hosts, per_host, threads)?;
     }
+}
+
+#[test]
+fn a_rank_killed_on_one_host_stops_the_job_within_two_seconds_with_connections_made_on_demand() {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "4"]).env("GRAPPE_EMULATED_HOSTS", "2").env("GRAPPE_TCP_CONNECT", "lazy");
+    let (stderr, delay) = util::run_faulty(cmd, "kill:3");
+    assert!(delay < 2.0, "job stopped {delay:.2} s after the death");
+    assert!(stderr.contains("rank 3") && stderr.contains("signal 9"), "{stderr}");
 }
 
 /// `rank R tcp_connections=N` lines of `tcp_links`, by rank.
