@@ -96,7 +96,7 @@ impl Listening {
     pub fn start(pmi: &mut dyn Pmi, me: usize) -> Result<Listening> {
         let vars = Vars::process();
         let choice = FabricChoice::read(vars)?;
-        // Read here so that a bad value fails every process before any waits.
+        #[cfg_attr(not(feature = "libfabric"), allow(unused_variables))]
         let when = ConnectWhen::read(vars)?;
         let ip = local_address(vars)?;
         let fabric = match choice {
@@ -133,7 +133,6 @@ impl Listening {
         pmi.put(&format!("grappe-beat-{me}"), &beats.1.to_string())?;
         if me == 0 {
             pmi.put("grappe-secret", &Secret::generate().to_hex())?;
-            pmi.put(CONNECT_KEY, when.name())?;
         }
         Ok(Listening { fabric, beats: beats.0 })
     }
@@ -227,24 +226,12 @@ fn silence_limit(vars: Vars<'_>) -> Result<Duration> {
     }
 }
 
-/// What process 0 published of `GRAPPE_TCP_CONNECT`.
-const CONNECT_KEY: &str = "grappe-tcp-connect";
-
-/// This process's `GRAPPE_TCP_CONNECT`, which must be process 0's: a
-/// process that connects at start-up would wait for connections that
-/// processes connecting on demand never make.
-fn job_connect_when(pmi: &mut dyn Pmi) -> Result<ConnectWhen> {
-    let mine = ConnectWhen::read(Vars::process())?;
-    let first = pmi.get(CONNECT_KEY)?;
-    match first == mine.name() {
-        true => Ok(mine),
-        false => Err(SettingError::new(
-            "GRAPPE_TCP_CONNECT",
-            mine.name(),
-            format!("{first}, as on process 0: every process of a job connects the same way"),
-        )
-        .into()),
-    }
+/// This process's `GRAPPE_TCP_CONNECT` (`eager` or `lazy`), which every
+/// process publishes with its entry at start-up: a process that connects
+/// at start-up would wait for connections that processes connecting on
+/// demand never make, so processes that differ stop the start.
+pub(crate) fn connect_setting() -> Result<&'static str> {
+    Ok(ConnectWhen::read(Vars::process())?.name())
 }
 
 /// The job's secret, which process 0 published.
@@ -262,7 +249,7 @@ fn connect_all_tcp(listener: Listener, pmi: &mut dyn Pmi, placement: &Placement,
     let secret = Arc::new(job_secret(pmi)?);
     let here = placement.rank_host[mine.start];
     let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
-    if job_connect_when(pmi)? == ConnectWhen::Lazy {
+    if ConnectWhen::read(Vars::process())? == ConnectWhen::Lazy {
         if faults.drop.is_some() {
             let value = Vars::process().text("GRAPPE_NET_DROP_AFTER_MS")?.unwrap_or_default();
             let expected = "nothing with GRAPPE_TCP_CONNECT=lazy: it cuts the links made at start-up";
