@@ -6,8 +6,15 @@
 //! 1. connecting → accepting: `GPTH`, version, the [`Hello`] (from, to), nonce C;
 //! 2. accepting → connecting: `GPTN`, version, nonce S;
 //! 3. connecting → accepting: `GPTP`, MAC(secret, connecting label, version, hello, C, S);
-//! 4. accepting → connecting: `GPTV`, verdict (1 accepted, 0 refused),
-//!    MAC(secret, accepting label, version, hello, C, S) when accepted.
+//! 4. accepting → connecting: `GPTV`, verdict (1 accepted, 0 refused, 2
+//!    declined), MAC(secret, accepting label, version, hello, C, S, verdict)
+//!    when accepted or declined.
+//!
+//! A declined connection is one the accepting side does not need: with
+//! connections made on demand ([`crate::pairing`]), both ranks of a pair
+//! may connect at once, and the accepting side keeps one connection of the
+//! two. The verdict is covered by the proof, so nobody but a holder of the
+//! secret can decline a connection.
 //!
 //! The connecting side proves first, so a stranger learns nothing but a
 //! random nonce and a refusal. Each proof covers both nonces (neither
@@ -28,7 +35,7 @@ use crate::error::{LinkError, Phase, SecretError};
 use crate::link::Link;
 
 /// Version of the handshake and of the frame format after it.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 const HELLO_MAGIC: [u8; 4] = *b"GPTH";
 const NONCE_MAGIC: [u8; 4] = *b"GPTN";
@@ -48,6 +55,7 @@ const ACCEPTING_LABEL: &[u8] = b"grappe-tcp accepting side";
 
 const ACCEPTED: u32 = 1;
 const REFUSED: u32 = 0;
+const DECLINED: u32 = 2;
 
 type Nonce = [u8; NONCE_BYTES];
 
@@ -111,7 +119,8 @@ impl Secret {
         mac
     }
 
-    /// This secret's MAC over the handshake's words.
+    /// This secret's MAC over the handshake's words (and, for the
+    /// accepting side's, the verdict it proves).
     fn mac(&self, label: &[u8], hello: Hello, client: &Nonce, server: &Nonce) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
         mac.update(label);
@@ -173,6 +182,20 @@ impl Listener {
     /// fails is disconnected and named in the error; the listener stays
     /// usable.
     pub fn accept(&self, secret: &Secret, timeout: Duration) -> Result<(Hello, Link), LinkError> {
+        let (hello, link) = self.accept_deciding(secret, timeout, |_| true)?;
+        Ok((hello, link.expect("a connection always wanted is never declined")))
+    }
+
+    /// As [`Listener::accept`], asking `wanted` once the peer proved it
+    /// holds the secret (never before: a stranger is refused whatever
+    /// `wanted` would say) whether this side wants the connection: if not,
+    /// the peer is told it is declined, and the link is `None`.
+    pub fn accept_deciding(
+        &self,
+        secret: &Secret,
+        timeout: Duration,
+        wanted: impl FnOnce(Hello) -> bool,
+    ) -> Result<(Hello, Option<Link>), LinkError> {
         let (stream, peer) = loop {
             match self.inner.accept() {
                 Ok(accepted) => break accepted,
@@ -181,8 +204,11 @@ impl Listener {
             }
         };
         let handshake = Handshake::new(&stream, peer, timeout)?;
-        let hello = handshake.accepting(secret)?;
-        Ok((hello, Link::new(stream)?))
+        let (hello, accepted) = handshake.accepting(secret, wanted)?;
+        match accepted {
+            true => Ok((hello, Some(Link::new(stream)?))),
+            false => Ok((hello, None)),
+        }
     }
 
     /// Bounds the wait of [`Listener::accept`] for a connection (Linux
@@ -205,6 +231,21 @@ impl Listener {
 
 /// Connects to `addr` and authenticates both sides, all within `timeout`.
 pub fn connect(addr: SocketAddr, hello: Hello, secret: &Secret, timeout: Duration) -> Result<Link, LinkError> {
+    connect_offering(addr, hello, secret, timeout)?.ok_or_else(|| LinkError::Auth {
+        peer: addr,
+        detail: format!("the accepting side declined the connection ({hello}): it has one for that pair already"),
+    })
+}
+
+/// As [`connect`], to a side that may decline the connection (see
+/// [`Listener::accept_deciding`]): `None` then, once it proved that it
+/// holds the secret.
+pub fn connect_offering(
+    addr: SocketAddr,
+    hello: Hello,
+    secret: &Secret,
+    timeout: Duration,
+) -> Result<Option<Link>, LinkError> {
     let started = Instant::now();
     let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|source| match source.kind() {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
@@ -213,8 +254,10 @@ pub fn connect(addr: SocketAddr, hello: Hello, secret: &Secret, timeout: Duratio
         _ => LinkError::Io { op: "connect to", addr, source },
     })?;
     let handshake = Handshake::new(&stream, addr, timeout.saturating_sub(started.elapsed()))?;
-    handshake.connecting(hello, secret)?;
-    Link::new(stream)
+    match handshake.connecting(hello, secret)? {
+        true => Ok(Some(Link::new(stream)?)),
+        false => Ok(None),
+    }
 }
 
 /// One handshake on a blocking stream, against a deadline.
@@ -236,8 +279,9 @@ impl<'a> Handshake<'a> {
         Ok(Handshake { stream, peer, deadline: Instant::now() + timeout, timeout })
     }
 
-    /// The accepting side: the peer's hello once it proved it holds `secret`.
-    fn accepting(&self, secret: &Secret) -> Result<Hello, LinkError> {
+    /// The accepting side: the peer's hello once it proved it holds
+    /// `secret`, and whether `wanted` kept the connection.
+    fn accepting(&self, secret: &Secret, wanted: impl FnOnce(Hello) -> bool) -> Result<(Hello, bool), LinkError> {
         let message: [u8; HELLO_BYTES] = self.receive(HELLO_MAGIC, Phase::WaitingHello)?;
         self.expect_version(word(&message, 4), Phase::WaitingHello)?;
         let hello = Hello { from: word(&message, 8), to: word(&message, 12) };
@@ -258,13 +302,19 @@ impl<'a> Handshake<'a> {
                 ),
             });
         }
-        let mine = secret.mac(ACCEPTING_LABEL, hello, &client, &server).finalize().into_bytes();
-        self.send(&[&VERDICT_MAGIC, &ACCEPTED.to_le_bytes(), &mine], Phase::SendingVerdict)?;
-        Ok(hello)
+        let accepted = wanted(hello);
+        let verdict = if accepted { ACCEPTED } else { DECLINED };
+        let mut mac = secret.mac(ACCEPTING_LABEL, hello, &client, &server);
+        mac.update(&verdict.to_le_bytes());
+        let mine = mac.finalize().into_bytes();
+        self.send(&[&VERDICT_MAGIC, &verdict.to_le_bytes(), &mine], Phase::SendingVerdict)?;
+        Ok((hello, accepted))
     }
 
-    /// The connecting side: Ok once both sides proved they hold `secret`.
-    fn connecting(&self, hello: Hello, secret: &Secret) -> Result<(), LinkError> {
+    /// The connecting side: once both sides proved they hold `secret`,
+    /// true if the accepting side kept the connection, false if it
+    /// declined it.
+    fn connecting(&self, hello: Hello, secret: &Secret) -> Result<bool, LinkError> {
         let client: Nonce = random();
         let words = [VERSION.to_le_bytes(), hello.from.to_le_bytes(), hello.to.to_le_bytes()];
         self.send(&[&HELLO_MAGIC, &words[0], &words[1], &words[2], &client], Phase::SendingHello)?;
@@ -277,19 +327,22 @@ impl<'a> Handshake<'a> {
 
         let verdict: [u8; VERDICT_BYTES] = self.receive(VERDICT_MAGIC, Phase::WaitingVerdict)?;
         let auth = |detail: &str| LinkError::Auth { peer: self.peer, detail: format!("{detail} (as {hello})") };
-        match word(&verdict, 4) {
-            ACCEPTED => {}
+        let kept = match word(&verdict, 4) {
+            ACCEPTED => true,
+            DECLINED => false,
             REFUSED => {
                 return Err(auth("the accepting side refused our proof: the two sides hold different job secrets"));
             }
             other => {
-                return Err(self.malformed(Phase::WaitingVerdict, format!("verdict {other}, neither 1 nor 0")));
+                return Err(self.malformed(Phase::WaitingVerdict, format!("verdict {other}, neither 0, 1 nor 2")));
             }
-        }
-        if secret.mac(ACCEPTING_LABEL, hello, &client, &server).verify_slice(&verdict[8..]).is_err() {
+        };
+        let mut mac = secret.mac(ACCEPTING_LABEL, hello, &client, &server);
+        mac.update(&verdict[4..8]);
+        if mac.verify_slice(&verdict[8..]).is_err() {
             return Err(auth("the accepting side did not prove that it holds the job's secret; connection closed"));
         }
-        Ok(())
+        Ok(kept)
     }
 
     fn send(&self, pieces: &[&[u8]], phase: Phase) -> Result<(), LinkError> {

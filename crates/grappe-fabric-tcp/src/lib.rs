@@ -12,6 +12,8 @@
 //! * [`inbound`]: the receiving buffer that cuts the stream into records;
 //! * [`Listener`] and [`connect`]: connection set-up, in which both sides
 //!   prove that they hold the job's [`Secret`];
+//! * [`pairing`]: connections made on demand, on a rank's first record to
+//!   a peer, whichever side starts;
 //! * [`Watch`]: a thread that turns socket readiness into a callback, so a
 //!   rank asleep on its futex wakes when a socket has data;
 //! * [`shape`]: a slower network emulated inside a link (added latency, a
@@ -27,14 +29,17 @@ pub mod error;
 pub mod frame;
 pub mod inbound;
 mod link;
+pub mod pairing;
 pub mod shape;
 mod split;
 mod watch;
 
+pub use auth::connect_offering;
 pub use auth::{Hello, Listener, MAC_BYTES, Secret, connect};
 pub use error::{Cut, LinkError, Phase, SecretError};
 pub use frame::{FrameError, FrameHeader, HEADER_BYTES, decode_header, encode_header};
 pub use link::{Cutter, Incoming, Link};
+pub use pairing::{PairState, Pairing, Step};
 pub use shape::Shaping;
 pub use split::{LinkIn, LinkOut, Received};
 pub use watch::{Interest, ReadyFn, STOP_TOKEN, Watch};

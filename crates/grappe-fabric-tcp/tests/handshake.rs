@@ -9,7 +9,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::next_event;
-use grappe_fabric_tcp::{Hello, Link, LinkError, Listener, Phase, Secret, connect};
+use grappe_fabric_tcp::{Hello, Link, LinkError, Listener, Phase, Secret, connect, connect_offering};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -65,7 +65,7 @@ fn a_stranger_learns_only_a_refusal_and_is_disconnected() {
     let (addr, server) = accept_in_background(secret);
     let mut stranger = TcpStream::connect(addr).unwrap();
     let mut hello = b"GPTH".to_vec();
-    hello.extend_from_slice(&1u32.to_le_bytes());
+    hello.extend_from_slice(&2u32.to_le_bytes());
     hello.extend_from_slice(&7u32.to_le_bytes());
     hello.extend_from_slice(&0u32.to_le_bytes());
     hello.extend_from_slice(&[0x55; 32]);
@@ -94,7 +94,7 @@ fn an_accepting_side_without_the_secret_is_refused_by_the_connecting_side() {
         let (mut stream, _) = listener.accept().unwrap();
         stream.read_exact(&mut [0; 48]).unwrap();
         let mut nonce = b"GPTN".to_vec();
-        nonce.extend_from_slice(&1u32.to_le_bytes());
+        nonce.extend_from_slice(&2u32.to_le_bytes());
         nonce.extend_from_slice(&[9; 32]);
         stream.write_all(&nonce).unwrap();
         stream.read_exact(&mut [0; 36]).unwrap();
@@ -145,11 +145,11 @@ fn another_version_is_refused_naming_both() {
     let listener = Listener::bind(localhost()).unwrap();
     let mut old = TcpStream::connect(listener.local_addr()).unwrap();
     let mut hello = b"GPTH".to_vec();
-    hello.extend_from_slice(&2u32.to_le_bytes());
+    hello.extend_from_slice(&3u32.to_le_bytes());
     hello.extend_from_slice(&[0; 40]);
     old.write_all(&hello).unwrap();
     let error = listener.accept(&Secret::generate(), TIMEOUT).unwrap_err();
-    assert!(error.to_string().contains("version 2 of the link protocol, this side 1"), "{error}");
+    assert!(error.to_string().contains("version 3 of the link protocol, this side 2"), "{error}");
 }
 
 #[test]
@@ -165,4 +165,49 @@ fn a_refused_connection_leaves_the_listener_usable() {
     let (hello, _link) = listener.accept(&secret, TIMEOUT).unwrap();
     assert_eq!(hello, Hello { from: 1, to: 0 });
     friend.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_connection_declined_by_a_holder_of_the_secret_is_none_on_both_sides() {
+    let secret = Secret::generate();
+    let listener = Listener::bind(localhost()).unwrap();
+    let addr = listener.local_addr();
+    let accepting = {
+        let secret = secret.clone();
+        thread::spawn(move || listener.accept_deciding(&secret, TIMEOUT, |hello| hello.from < hello.to))
+    };
+    let declined = connect_offering(addr, Hello { from: 4, to: 2 }, &secret, TIMEOUT).unwrap();
+    assert!(declined.is_none(), "the accepting side declined it");
+    let (hello, link) = accepting.join().unwrap().unwrap();
+    assert_eq!(hello, Hello { from: 4, to: 2 });
+    assert!(link.is_none());
+    // The plain connect names a declined connection as an error.
+    let listener = Listener::bind(localhost()).unwrap();
+    let addr = listener.local_addr();
+    let accepting = {
+        let secret = secret.clone();
+        thread::spawn(move || listener.accept_deciding(&secret, TIMEOUT, |_| false))
+    };
+    let error = connect(addr, Hello { from: 1, to: 2 }, &secret, TIMEOUT).unwrap_err();
+    assert!(error.to_string().contains("declined"), "{error}");
+    accepting.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_wrong_secret_is_refused_before_the_accepting_side_decides() {
+    let listener = Listener::bind(localhost()).unwrap();
+    let addr = listener.local_addr();
+    let accepting = thread::spawn(move || {
+        let mut asked = false;
+        let outcome = listener.accept_deciding(&Secret::generate(), TIMEOUT, |_| {
+            asked = true;
+            true
+        });
+        (outcome.map(|(hello, link)| (hello, link.is_some())), asked)
+    });
+    let error = connect_offering(addr, Hello { from: 0, to: 1 }, &Secret::generate(), TIMEOUT).unwrap_err();
+    assert!(matches!(error, LinkError::Auth { .. }), "{error:?}");
+    let (outcome, asked) = accepting.join().unwrap();
+    assert!(matches!(outcome, Err(LinkError::Auth { .. })), "{outcome:?}");
+    assert!(!asked, "a stranger's connection never reaches the decision");
 }

@@ -158,7 +158,7 @@ fn a_cut_link_fails_on_both_sides_and_says_it_was_cut() {
     assert_eq!(next_event(&mut far).unwrap(), ([3; 4], b"before the cut".to_vec()));
     let (near_out, mut near_in) = near.split().unwrap();
     let (watch, tokens) = watch();
-    watch.add_interest(near_in.raw_fd(), 8, Interest::ReadableOnce).unwrap();
+    watch.add_interest(near_in.raw_fd().unwrap(), 8, Interest::ReadableOnce).unwrap();
 
     cutter.cut().unwrap();
     // A sleeper watching the receiving side wakes.

@@ -104,6 +104,19 @@ impl Outbox {
         }
     }
 
+    /// True if the link is connected (even if it broke since): false for
+    /// a network link made on demand that was not made (no record asked
+    /// for it and the peer did not connect, or connecting failed). Takes
+    /// the connection if it is made.
+    pub fn is_connected(&mut self) -> bool {
+        match self {
+            Outbox::Ring(_) => true,
+            Outbox::Tcp(link) => link.is_connected(),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(_) => true,
+        }
+    }
+
     /// Why the link takes nothing any more, if it broke.
     pub fn failure(&self) -> Option<&LinkFailure> {
         match self {

@@ -106,11 +106,20 @@ impl Job {
     fn join(pmi: &mut dyn Pmi, per_process: usize) -> Result<Job> {
         let me = pmi.rank();
         let host_id = host_identity(me, pmi.size(), Vars::process())?;
-        pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{host_id}"))?;
+        let connect = crate::network::connect_setting()?;
+        pmi.put(&format!("grappe-proc-{me}"), &format!("{per_process},{connect},{host_id}"))?;
         pmi.fence()?;
-        let entries = (0..pmi.size())
-            .map(|p| parse_process_entry(p, &pmi.get(&format!("grappe-proc-{p}"))?))
-            .collect::<Result<Vec<_>>>()?;
+        let mut entries = Vec::with_capacity(pmi.size());
+        for p in 0..pmi.size() {
+            let (count, connects, host) = parse_process_entry(p, &pmi.get(&format!("grappe-proc-{p}"))?)?;
+            // Every process sees every entry: all stop here alike, none
+            // waits for connections another will not make.
+            if connects != connect {
+                let expected = format!("{connects}, as on process {p}: every process of a job connects the same way");
+                return Err(SettingError::new("GRAPPE_TCP_CONNECT", connect, expected).into());
+            }
+            entries.push((count, host));
+        }
         let placement = Placement::of(&entries);
         let my_host = placement.process_host[me];
         let first_of_host = placement.process_host.iter().position(|&h| h == my_host) == Some(me);
@@ -390,11 +399,12 @@ impl Placement {
 }
 
 /// The `ranks,host` entry of process `process`.
-fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String)> {
+fn parse_process_entry(process: usize, value: &str) -> Result<(usize, String, String)> {
     let refuse = |expected| StartError::ProcessEntry { process, value: value.to_owned(), expected };
-    let (count, host) = value.split_once(',').ok_or_else(|| refuse("`ranks,host`"))?;
-    let count = count.parse().map_err(|_| refuse("`ranks,host` with a number of ranks"))?;
-    Ok((count, host.to_owned()))
+    let (count, rest) = value.split_once(',').ok_or_else(|| refuse("`ranks,connections,host`"))?;
+    let (connect, host) = rest.split_once(',').ok_or_else(|| refuse("`ranks,connections,host`"))?;
+    let count = count.parse().map_err(|_| refuse("`ranks,connections,host` with a number of ranks"))?;
+    Ok((count, connect.to_owned(), host.to_owned()))
 }
 
 /// The machine of a host identity: its boot id (hosts emulated on one
@@ -500,9 +510,13 @@ mod tests {
     }
 
     #[test]
-    fn a_process_entry_is_ranks_then_host_and_a_bad_one_is_named() {
-        assert_eq!(parse_process_entry(1, "4,h/b").unwrap(), (4, "h/b".to_owned()));
-        for (value, expected) in [("4", "`ranks,host`"), ("four,h/b", "`ranks,host` with a number of ranks")] {
+    fn a_process_entry_is_ranks_connections_then_host_and_a_bad_one_is_named() {
+        assert_eq!(parse_process_entry(1, "4,lazy,h/b,c").unwrap(), (4, "lazy".to_owned(), "h/b,c".to_owned()));
+        for (value, expected) in [
+            ("4", "`ranks,connections,host`"),
+            ("4,h/b", "`ranks,connections,host`"),
+            ("four,eager,h/b", "`ranks,connections,host` with a number of ranks"),
+        ] {
             let error = parse_process_entry(3, value).unwrap_err();
             let StartError::ProcessEntry { process: 3, value: shown, expected: said } = &error else {
                 panic!("{error:?}")

@@ -15,7 +15,9 @@
 //! 2. after the fence, for each pair of ranks on different hosts the lower
 //!    rank connects to the higher one's process, naming both ranks, and the
 //!    two prove to each other that they hold the secret: a stranger cannot
-//!    join the job, nor pass for one of its ranks.
+//!    join the job, nor pass for one of its ranks. With
+//!    `GRAPPE_TCP_CONNECT=lazy` ([`on_demand`]), each pair connects the
+//!    same way on its first message instead, whichever rank sends first.
 //!
 //! The address is `GRAPPE_NET_ADDR` if set, the loopback address for
 //! emulated hosts (`GRAPPE_EMULATED_HOSTS`), and otherwise the first IPv4
@@ -32,6 +34,7 @@ mod faults;
 mod heartbeat;
 #[cfg(feature = "libfabric")]
 mod ofi;
+mod on_demand;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -42,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use grappe_fabric::link::{Inbox, Outbox};
 use grappe_fabric::{Doorbell, doorbell};
-use grappe_fabric_tcp::{Hello, Interest, Link, LinkError, Listener, Secret, Watch};
+use grappe_fabric_tcp::{Hello, Interest, Link, LinkError, LinkIn, LinkOut, Listener, Secret, Watch};
 use grappe_launch::Pmi;
 use grappe_proto::RemoteLink;
 use grappe_settings::{SettingError, Vars};
@@ -50,6 +53,7 @@ use grappe_settings::{SettingError, Vars};
 pub(crate) use self::choice::FabricChoice;
 use self::faults::NetFaults;
 use self::heartbeat::{Heartbeats, Ring, Silence};
+use self::on_demand::{ConnectWhen, Hooks, LinkSetup, OnDemand};
 use crate::StartError;
 use crate::job::{Job, Placement};
 
@@ -59,7 +63,7 @@ type Result<T, E = StartError> = std::result::Result<T, E>;
 /// started by then, or something is wrong.
 const SET_UP: Duration = Duration::from_secs(60);
 /// How long one authentication may take.
-const HANDSHAKE: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// A process ready for its peers' links, its addresses published: its
 /// fabric's, and its heartbeats' socket.
@@ -81,6 +85,7 @@ enum Fabric {
 /// setting that cannot work fails there as it would across hosts.
 pub(crate) fn check_setting() -> Result<()> {
     FabricChoice::read(Vars::process())?;
+    ConnectWhen::read(Vars::process())?;
     Ok(())
 }
 
@@ -91,6 +96,8 @@ impl Listening {
     pub fn start(pmi: &mut dyn Pmi, me: usize) -> Result<Listening> {
         let vars = Vars::process();
         let choice = FabricChoice::read(vars)?;
+        #[cfg_attr(not(feature = "libfabric"), allow(unused_variables))]
+        let when = ConnectWhen::read(vars)?;
         let ip = local_address(vars)?;
         let fabric = match choice {
             FabricChoice::Tcp => {
@@ -106,6 +113,14 @@ impl Listening {
                         var,
                         vars.text(var)?.unwrap_or_default(),
                         "nothing with GRAPPE_FABRIC=ofi: faults are emulated in grappe's TCP links only",
+                    )
+                    .into());
+                }
+                if when == ConnectWhen::Lazy {
+                    return Err(SettingError::new(
+                        "GRAPPE_TCP_CONNECT",
+                        "lazy",
+                        "eager with GRAPPE_FABRIC=ofi: libfabric's links are made at start-up",
                     )
                     .into());
                 }
@@ -211,6 +226,14 @@ fn silence_limit(vars: Vars<'_>) -> Result<Duration> {
     }
 }
 
+/// This process's `GRAPPE_TCP_CONNECT` (`eager` or `lazy`), which every
+/// process publishes with its entry at start-up: a process that connects
+/// at start-up would wait for connections that processes connecting on
+/// demand never make, so processes that differ stop the start.
+pub(crate) fn connect_setting() -> Result<&'static str> {
+    Ok(ConnectWhen::read(Vars::process())?.name())
+}
+
 /// The job's secret, which process 0 published.
 fn job_secret(pmi: &mut dyn Pmi) -> Result<Secret> {
     Secret::from_hex(&pmi.get("grappe-secret")?)
@@ -226,6 +249,15 @@ fn connect_all_tcp(listener: Listener, pmi: &mut dyn Pmi, placement: &Placement,
     let secret = Arc::new(job_secret(pmi)?);
     let here = placement.rank_host[mine.start];
     let remote: Vec<usize> = (0..placement.rank_host.len()).filter(|&q| placement.rank_host[q] != here).collect();
+    if ConnectWhen::read(Vars::process())? == ConnectWhen::Lazy {
+        if faults.drop.is_some() {
+            let value = Vars::process().text("GRAPPE_NET_DROP_AFTER_MS")?.unwrap_or_default();
+            let expected = "nothing with GRAPPE_TCP_CONNECT=lazy: it cuts the links made at start-up";
+            return Err(SettingError::new("GRAPPE_NET_DROP_AFTER_MS", value, expected).into());
+        }
+        let setup = LinkSetup { loss, shaping: faults.shaping };
+        return Links::on_demand(listener, pmi, placement, mine, &remote, secret, setup);
+    }
     let expected = mine.clone().map(|r| remote.iter().filter(|&&q| q < r).count()).sum();
     let accepting = {
         let secret = secret.clone();
@@ -362,6 +394,8 @@ fn first_interface_address() -> Option<IpAddr> {
 /// The links of a process's ranks, until each rank takes its own, and the
 /// watcher that wakes the ranks' workers when a link has news.
 pub(crate) struct Links {
+    /// The connections made on demand, until the watcher starts them.
+    on_demand: Mutex<Option<OnDemand>>,
     /// Index: rank - `first`; each entry by world rank.
     per_rank: Mutex<Vec<Option<Vec<Option<RemoteLink>>>>>,
     first: usize,
@@ -374,6 +408,56 @@ pub(crate) struct Links {
     heartbeats: Mutex<Option<Heartbeats>>,
 }
 
+/// A TCP link to world rank `q`, of another host.
+fn tcp_link(placement: &Placement, q: usize, out: LinkOut, inbox: LinkIn) -> RemoteLink {
+    RemoteLink {
+        out: Outbox::Tcp(Box::new(out)),
+        inbox: Inbox::Tcp(Box::new(inbox)),
+        host: placement.host_label(placement.rank_host[q]),
+        host_index: placement.rank_host[q],
+    }
+}
+
+/// Descriptors and their watcher's token, by the address of a doorbell.
+type ByBell = HashMap<usize, Vec<(RawFd, u64)>>;
+
+/// Watches links for the workers of the ranks that own them: what
+/// [`Links::wake_on_arrival`] sets up, shared with the threads that make
+/// connections on demand.
+struct Watcher {
+    watch: Arc<Watch>,
+    /// The descriptors to re-arm when a worker goes to sleep, by the
+    /// address of its doorbell.
+    by_bell: Arc<Mutex<ByBell>>,
+    /// The doorbell of each rank of this process (its index).
+    bell_of: HashMap<usize, usize>,
+    host: Arc<grappe_fabric::HostMemory>,
+}
+
+impl Watcher {
+    /// Watches one link: its receiving socket armed when the owner's
+    /// worker goes to sleep, its sending socket for room all the time.
+    fn add(&self, watched: &Watched) -> Result<(), LinkError> {
+        let &Watched { receiving, sending, timer, rank } = watched;
+        let token = self.bell_of[&rank] as u64;
+        self.watch.add_interest(receiving, token, Interest::ReadableOnce)?;
+        self.watch.add_interest(sending, token, Interest::Writable)?;
+        let bell = self.host.doorbell(token as usize) as *const Doorbell as usize;
+        let mut by_bell = self.by_bell.lock().unwrap_or_else(PoisonError::into_inner);
+        by_bell.entry(bell).or_default().push((receiving, token));
+        if let Some(timer) = timer {
+            self.watch.add_interest(timer, token, Interest::ReadableOnce)?;
+            by_bell.entry(bell).or_default().push((timer, token));
+        }
+        Ok(())
+    }
+
+    /// Wakes the worker of world rank `rank`.
+    fn wake(&self, rank: usize) {
+        self.host.doorbell(self.bell_of[&rank]).ring();
+    }
+}
+
 /// The descriptors of one link to watch, and the rank that owns it.
 struct Watched {
     receiving: RawFd,
@@ -384,10 +468,19 @@ struct Watched {
     rank: usize,
 }
 
+impl Watched {
+    /// What to watch of a connected link of `rank`; `None` for halves
+    /// whose connection is not made.
+    fn of(rank: usize, out: &LinkOut, inbox: &LinkIn) -> Option<Watched> {
+        Some(Watched { receiving: inbox.raw_fd()?, sending: out.raw_fd()?, timer: out.release_timer_fd(), rank })
+    }
+}
+
 impl Links {
     /// No links: a job on one host.
     pub fn none() -> Links {
         Links {
+            on_demand: Mutex::new(None),
             per_rank: Mutex::new(Vec::new()),
             first: 0,
             sockets: Vec::new(),
@@ -426,6 +519,7 @@ impl Links {
             })
             .collect();
         Ok(Links {
+            on_demand: Mutex::new(None),
             per_rank: Mutex::new(per_rank),
             first: mine.start,
             sockets: Vec::new(),
@@ -446,26 +540,56 @@ impl Links {
                     continue;
                 };
                 let (out, inbox) = link.split().map_err(|e| network_error(&format!("rank {r} with rank {q}"), e))?;
-                sockets.push(Watched {
-                    receiving: inbox.raw_fd(),
-                    sending: out.raw_fd(),
-                    timer: out.release_timer_fd(),
-                    rank: r,
-                });
-                let host = placement.host_label(placement.rank_host[q]);
-                row.push(Some(RemoteLink {
-                    out: Outbox::Tcp(Box::new(out)),
-                    inbox: Inbox::Tcp(Box::new(inbox)),
-                    host,
-                    host_index: placement.rank_host[q],
-                }));
+                sockets.extend(Watched::of(r, &out, &inbox));
+                row.push(Some(tcp_link(placement, q, out, inbox)));
             }
             per_rank.push(Some(row));
         }
         Ok(Links {
+            on_demand: Mutex::new(None),
             per_rank: Mutex::new(per_rank),
             first: mine.start,
             sockets,
+            #[cfg(feature = "libfabric")]
+            endpoint: None,
+            heartbeats: Mutex::new(None),
+        })
+    }
+
+    /// Links of the ranks of `mine` to the ranks of `remote` made on
+    /// demand (see [`on_demand`]): each process publishes its address
+    /// before the fence, so every address is read now.
+    fn on_demand(
+        listener: Listener,
+        pmi: &mut dyn Pmi,
+        placement: &Placement,
+        mine: Range<usize>,
+        remote: &[usize],
+        secret: Arc<Secret>,
+        setup: LinkSetup,
+    ) -> Result<Links> {
+        let mut by_process = HashMap::new();
+        let mut addresses = HashMap::new();
+        for &q in remote {
+            let process = placement.process_of(q);
+            let addr = match by_process.get(&process) {
+                Some(&addr) => addr,
+                None => *by_process.entry(process).or_insert(published_address(pmi, process)?),
+            };
+            addresses.insert(q, addr);
+        }
+        let world = placement.rank_host.len();
+        let mut per_rank: Vec<Vec<Option<RemoteLink>>> =
+            mine.clone().map(|_| (0..world).map(|_| None).collect()).collect();
+        let pairs = mine.clone().flat_map(|r| remote.iter().map(move |&q| (r, q)));
+        let on_demand = OnDemand::new(listener, secret, addresses, pairs, setup, |(r, q), out, inbox| {
+            per_rank[r - mine.start][q] = Some(tcp_link(placement, q, out, inbox));
+        });
+        Ok(Links {
+            on_demand: Mutex::new(Some(on_demand)),
+            per_rank: Mutex::new(per_rank.into_iter().map(Some).collect()),
+            first: mine.start,
+            sockets: Vec::new(),
             #[cfg(feature = "libfabric")]
             endpoint: None,
             heartbeats: Mutex::new(None),
@@ -527,22 +651,20 @@ impl Links {
             bell => host.doorbell(bell as usize).ring(),
         }))
         .map_err(|e| network_error("starting the watcher of the network links", e))?;
-        let mut by_bell: HashMap<usize, Vec<(RawFd, u64)>> = HashMap::new();
-        for &Watched { receiving, sending, timer, rank } in &self.sockets {
-            let token = bell_of[&rank] as u64;
-            let watching = |e| network_error(&format!("watching the links of rank {rank}"), e);
-            watch.add_interest(receiving, token, Interest::ReadableOnce).map_err(watching)?;
-            watch.add_interest(sending, token, Interest::Writable).map_err(watching)?;
-            let bell = job.host.doorbell(token as usize) as *const Doorbell as usize;
-            by_bell.entry(bell).or_default().push((receiving, token));
-            if let Some(timer) = timer {
-                watch.add_interest(timer, token, Interest::ReadableOnce).map_err(watching)?;
-                by_bell.entry(bell).or_default().push((timer, token));
-            }
+        let watch = Arc::new(watch);
+        let watcher =
+            Watcher { watch: watch.clone(), by_bell: Arc::default(), bell_of: bell_of.clone(), host: job.host.clone() };
+        for watched in &self.sockets {
+            watcher
+                .add(watched)
+                .map_err(|e| network_error(&format!("watching the links of rank {}", watched.rank), e))?;
         }
+        let by_bell = watcher.by_bell.clone();
+        self.start_on_demand(watcher)?;
         let endpoint = self.endpoint_waker(job, &watch, &bell_of, &endpoint_bells)?;
         let armed = doorbell::set_prepare_hook(Box::new(move |bell| {
             let key = bell as *const Doorbell as usize;
+            let by_bell = by_bell.lock().unwrap_or_else(PoisonError::into_inner);
             for &(fd, token) in by_bell.get(&key).into_iter().flatten() {
                 // A socket already closed (its rank ended) is out of the
                 // set: nothing to arm.
@@ -558,9 +680,31 @@ impl Links {
         }
     }
 
+    /// Starts making the connections made on demand, if they are: each
+    /// one made is watched by `watcher`, then its rank's worker woken.
+    fn start_on_demand(&self, watcher: Watcher) -> Result<()> {
+        let Some(on_demand) = self.on_demand.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return Ok(());
+        };
+        let watcher = Arc::new(watcher);
+        let waker = watcher.clone();
+        let hooks = Hooks {
+            watch: Box::new(move |rank, out, inbox| match Watched::of(rank, out, inbox) {
+                Some(watched) => watcher.add(&watched),
+                None => Ok(()),
+            }),
+            wake: Box::new(move |rank| waker.wake(rank)),
+        };
+        on_demand
+            .start(hooks)
+            .map_err(|e| StartError::NetworkSetUp(format!("cannot start the threads that make connections: {e}")))
+    }
+
     /// True if the process has links to other hosts.
     fn networked(&self) -> bool {
-        !self.sockets.is_empty() || self.has_endpoint()
+        !self.sockets.is_empty()
+            || self.has_endpoint()
+            || self.on_demand.lock().unwrap_or_else(PoisonError::into_inner).is_some()
     }
 
     #[cfg(feature = "libfabric")]

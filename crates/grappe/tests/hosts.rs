@@ -5,7 +5,10 @@
 //! process and hybrid ranks, and a rank killed on one host stopping the
 //! job within two seconds. Faults injected in the links: a delay that
 //! slows every round trip and changes no result, and links cut mid-job
-//! that make the job fail, naming a rank lost and its host.
+//! that make the job fail, naming a rank lost and its host. Connections
+//! made on demand (`GRAPPE_TCP_CONNECT=lazy`): the same jobs pass, and a
+//! rank that talks to nobody holds no connection, and a killed rank still
+//! stops the job within two seconds.
 
 mod across_hosts;
 mod util;
@@ -171,4 +174,122 @@ fn a_bad_network_fault_setting_is_a_clear_start_up_error() {
         let named = format!("{var}=\"{value}\": expected");
         assert!(!output.status.success() && stderr.contains(&named), "{var}={value}: {stderr}");
     }
+}
+
+/// `cmd` with its connections between hosts made on demand.
+fn lazy(mut cmd: Command) -> Command {
+    cmd.env("GRAPPE_TCP_CONNECT", "lazy");
+    cmd
+}
+
+#[test]
+fn connections_made_on_demand_run_the_suite_and_the_collectives() {
+    let output = across(2, lazy(grappe_run(&["-n", "4"], "p2p_suite", &[])));
+    passes(&output, "p2p suite passed on 4 ranks");
+    let output = across(3, lazy(grappe_run(&["-n", "6", "--threads-per-process", "2"], "p2p_suite", &[])));
+    passes(&output, "p2p suite passed on 6 ranks");
+    for (hosts, ranks) in [(2, "5"), (3, "6")] {
+        let output = across(hosts, lazy(grappe_run(&["-n", ranks], "collectives_check", &["2"])));
+        passes(&output, &format!("collectives passed on {ranks} ranks"));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4, ..Default::default() })]
+
+    /// Random splits with every collective, connections made on demand:
+    /// pairs connect in every order, often both ranks at once.
+    #[test]
+    fn random_splits_with_connections_made_on_demand_give_the_right_results(
+        seed in 0u64..1 << 32,
+        hosts in 2usize..=4,
+        per_host in 1usize..=4,
+        threads in proptest::bool::ANY,
+    ) {
+        let lazy_tcp = across_hosts::Fabric(None).with_env("GRAPPE_TCP_CONNECT", "lazy");
+        across_hosts::random_splits_across_hosts_give_the_right_results(lazy_tcp, seed, hosts, per_host, threads)?;
+    }
+}
+
+#[test]
+fn a_rank_killed_on_one_host_stops_the_job_within_two_seconds_with_connections_made_on_demand() {
+    let mut cmd = Command::new(util::grappe());
+    cmd.args(["run", "-n", "4"]).env("GRAPPE_EMULATED_HOSTS", "2").env("GRAPPE_TCP_CONNECT", "lazy");
+    let (stderr, delay) = util::run_faulty(cmd, "kill:3");
+    assert!(delay < 2.0, "job stopped {delay:.2} s after the death");
+    assert!(stderr.contains("rank 3") && stderr.contains("signal 9"), "{stderr}");
+}
+
+/// `rank R tcp_connections=N` lines of `tcp_links`, by rank.
+fn connections_by_rank(output: &std::process::Output) -> Vec<usize> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut counts: Vec<(usize, usize)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let (rank, count) = line.strip_prefix("rank ")?.split_once(" tcp_connections=")?;
+            Some((rank.parse().ok()?, count.trim().parse().ok()?))
+        })
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(counts.len(), 4, "{}", util::describe(output));
+    counts.into_iter().map(|(_, count)| count).collect()
+}
+
+#[test]
+fn a_rank_that_talks_to_nobody_holds_no_connection_when_they_are_made_on_demand() {
+    // Ranks 0, 1 on one host, 2, 3 on the other; only 0 and 2 talk. At
+    // start-up every rank connects to both ranks of the other host; on
+    // demand, only 0 and 2 connect, to each other.
+    let eager = across(2, grappe_run(&["-n", "4"], "tcp_links", &[]));
+    let on_demand = across(2, lazy(grappe_run(&["-n", "4"], "tcp_links", &[])));
+    assert!(eager.status.success() && on_demand.status.success(), "{}", util::describe(&on_demand));
+    let (eager, on_demand) = (connections_by_rank(&eager), connections_by_rank(&on_demand));
+    let unused = [1, 2, 1, 2];
+    for rank in 0..4 {
+        assert_eq!(
+            eager[rank] - on_demand[rank],
+            unused[rank],
+            "rank {rank}: {} connections at start-up, {} on demand",
+            eager[rank],
+            on_demand[rank]
+        );
+    }
+}
+
+#[test]
+fn a_bad_connection_setting_is_a_clear_start_up_error() {
+    let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_TCP_CONNECT", "sometimes");
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("GRAPPE_TCP_CONNECT=\"sometimes\": expected eager"),
+        "{stderr}"
+    );
+    // On one host too, where nothing connects: the setting is the job's.
+    let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_TCP_CONNECT", "sometimes");
+    let output = util::run_bounded(cmd, LIMIT);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    // Cutting the links made at start-up needs them made then.
+    let mut cmd = lazy(grappe_run(&["-n", "2"], "p2p_suite", &[]));
+    cmd.env("GRAPPE_NET_DROP_AFTER_MS", "100000");
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let named = "GRAPPE_NET_DROP_AFTER_MS=\"100000\": expected nothing with GRAPPE_TCP_CONNECT=lazy";
+    assert!(!output.status.success() && stderr.contains(named), "{stderr}");
+    // Processes that connect differently would wait for each other: the
+    // job stops at start-up instead (hydra gives each block its settings).
+    let suite = util::example("p2p_suite");
+    let mut cmd = Command::new(util::system_command("mpiexec.mpich", "mpich"));
+    cmd.args(["-n", "2"]).arg(&suite).args([":", "-n", "2", "-env", "GRAPPE_TCP_CONNECT", "lazy"]).arg(&suite);
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Every process sees every other's setting, and the first to say so
+    // names its own against another's.
+    let named = [
+        "GRAPPE_TCP_CONNECT=\"lazy\": expected eager, as on process 0",
+        "GRAPPE_TCP_CONNECT=\"eager\": expected lazy, as on process 2",
+    ];
+    assert!(!output.status.success() && named.iter().any(|n| stderr.contains(n)), "{stderr}");
 }

@@ -132,3 +132,18 @@ fn faults_emulated_in_the_tcp_links_are_refused_with_libfabric() {
     let named = "GRAPPE_NET_DELAY_US=\"2000\": expected nothing with GRAPPE_FABRIC=ofi";
     assert!(failures.iter().all(|l| l.contains(named)), "{failures:?}");
 }
+
+/// libfabric's links are made at start-up: connections on demand are
+/// TCP's, and asking for them with libfabric stops the start on every rank.
+#[test]
+fn connections_on_demand_are_refused_with_libfabric() {
+    let mut cmd = grappe_run(&["-n", "2"], "p2p_suite", &[]);
+    cmd.env("GRAPPE_TCP_CONNECT", "lazy");
+    let output = across(2, cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{}", util::describe(&output));
+    let failures = start_failures(&stderr, 2);
+    assert!(!failures.is_empty(), "no process said why:\n{stderr}");
+    let named = "GRAPPE_TCP_CONNECT=\"lazy\": expected eager with GRAPPE_FABRIC=ofi";
+    assert!(failures.iter().all(|l| l.contains(named)), "{failures:?}");
+}

@@ -240,6 +240,33 @@ fn grappe_run_hosts_runs_the_suite_and_the_collectives_across_namespaces() {
     }
 }
 
+/// The same with the connections between hosts made on demand
+/// (`GRAPPE_TCP_CONNECT=lazy`), and a host lost mid-job still ends it
+/// within 2 s, naming it.
+#[test]
+fn connections_made_on_demand_run_jobs_and_a_lost_host_ends_them_across_namespaces() {
+    let cluster = Cluster::start('l', 3);
+    let on_demand = |mut cmd: Command| {
+        cmd.env("GRAPPE_TCP_CONNECT", "lazy");
+        cmd
+    };
+    let suite = example("p2p_suite");
+    let two = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
+    let output = run_bounded(on_demand(cluster.grappe_run(&two, &["-n", "4"], &[suite.as_os_str()])), LIMIT);
+    passes(&output, "p2p suite passed on 4 ranks");
+    let collectives = example("collectives_check");
+    let options = ["-n", "12", "--threads-per-process", "2"];
+    let program = [collectives.as_os_str(), "2".as_ref(), "14".as_ref()];
+    let output = run_bounded(on_demand(cluster.grappe_run(&cluster.host_list(3), &options, &program)), LIMIT);
+    passes(&output, "collectives passed on 12 ranks (2 loops, 6 random cases of seed 14)");
+    drop(cluster);
+    let cluster = Cluster::start('m', 2);
+    let (delay, stderr) = lose_host_1_with(&cluster, false, &[("GRAPPE_TCP_CONNECT", "lazy")]);
+    let host = cluster.host(1);
+    assert!(stderr.contains(&format!("on host {host}")), "nobody named the lost host:\n{stderr}");
+    assert!(delay < Duration::from_secs(2), "the job ended {delay:?} after\n{stderr}");
+}
+
 /// The same over libfabric (`GRAPPE_FABRIC=ofi:tcp;ofi_rxm`): each
 /// process's endpoint bound to its host's own address, two hosts of two
 /// processes, and three hosts of processes of two thread ranks.
@@ -293,13 +320,18 @@ fn grappe_run_hosts_ends_the_job_within_2s_when_a_host_is_lost() {
 /// then loses host 1: its agent killed, or its link down. Returns how long
 /// the job took to end after that, and its stderr; the job must fail.
 fn lose_host_1(cluster: &Cluster, link_down: bool) -> (Duration, String) {
+    lose_host_1_with(cluster, link_down, &[])
+}
+
+/// [`lose_host_1`], the job run with the settings `env`.
+fn lose_host_1_with(cluster: &Cluster, link_down: bool, env: &[(&str, &str)]) -> (Duration, String) {
     let collectives = example("collectives_check");
     let hosts = format!("{}:2,{}:2", cluster.host(0), cluster.host(1));
     // Two processes of two thread ranks (two workers) per host: ranks 0-3
     // on host 0, 4-7 on host 1.
     let options = ["-n", "8", "--threads-per-process", "2"];
     let mut cmd = cluster.grappe_run(&hosts, &options, &[collectives.as_os_str(), "1000000000".as_ref()]);
-    cmd.env("GRAPPE_WORKERS", "2");
+    cmd.env("GRAPPE_WORKERS", "2").envs(env.iter().copied());
     let job = std::thread::spawn(move || {
         let output = run_bounded(cmd, LIMIT);
         (output, Instant::now())

@@ -843,9 +843,16 @@ impl Engine {
 
 impl Engine {
     /// Tells the ranks of other hosts that this rank is now in `state`
-    /// (ranks of this host read it in the segment).
+    /// (ranks of this host read it in the segment). A rank that finalizes
+    /// says so only over the links it has: a link made on demand that was
+    /// never made carried nothing, and its peer waits for nothing from it.
+    /// A failure is said to every rank, connecting if need be, lest one
+    /// wait for this rank for ever.
     fn announce_state(&mut self, state: u32) {
         for dest in self.net.remote.clone() {
+            if state == STATE_FINALIZED && !self.net.peers[dest].out.is_connected() {
+                continue;
+            }
             let env = crate::wire::Envelope { kind: crate::wire::Kind::State, ctx: 0, tag: 0, src: 0 };
             self.send_control(dest, env, state.to_le_bytes().to_vec());
         }

@@ -15,7 +15,27 @@ pub const LIMIT: Duration = Duration::from_secs(120);
 #[derive(Clone, Copy)]
 pub struct Fabric(pub Option<&'static str>);
 
+/// A fabric with one more setting of its own (`GRAPPE_TCP_CONNECT`...).
+#[derive(Clone, Copy)]
+#[allow(dead_code)] // used by the TCP fabric's tests only
+pub struct Configured {
+    fabric: Fabric,
+    var: (&'static str, &'static str),
+}
+
+/// Runs commands across emulated hosts.
+pub trait Across: Copy {
+    /// `cmd` run on `hosts` emulated hosts.
+    fn across(self, hosts: usize, cmd: Command) -> Output;
+}
+
 impl Fabric {
+    /// This fabric with `var` set to `value`.
+    #[allow(dead_code)]
+    pub fn with_env(self, var: &'static str, value: &'static str) -> Configured {
+        Configured { fabric: self, var: (var, value) }
+    }
+
     /// `cmd` run on `hosts` emulated hosts over this fabric.
     pub fn across(self, hosts: usize, mut cmd: Command) -> Output {
         cmd.env("GRAPPE_EMULATED_HOSTS", hosts.to_string());
@@ -23,6 +43,19 @@ impl Fabric {
             cmd.env("GRAPPE_FABRIC", fabric);
         }
         util::run_bounded(cmd, LIMIT)
+    }
+}
+
+impl Across for Fabric {
+    fn across(self, hosts: usize, cmd: Command) -> Output {
+        Fabric::across(self, hosts, cmd)
+    }
+}
+
+impl Across for Configured {
+    fn across(self, hosts: usize, mut cmd: Command) -> Output {
+        cmd.env(self.var.0, self.var.1);
+        self.fabric.across(hosts, cmd)
     }
 }
 
@@ -64,7 +97,7 @@ pub fn collectives_split_across_hosts_give_the_right_results(fabric: Fabric, lay
 /// ranks, as processes or as processes of two thread ranks: the members of
 /// a communicator on hosts in every mix.
 pub fn random_splits_across_hosts_give_the_right_results(
-    fabric: Fabric,
+    fabric: impl Across,
     seed: u64,
     hosts: usize,
     per_host: usize,
