@@ -727,9 +727,12 @@ fn elements_in(datatype: &Type, bytes: u64) -> c_int {
     let whole = bytes / size * datatype.elements() as u64;
     let rest = bytes % size;
     let partial = match datatype.base() {
-        Some((base, _)) if base.size > 0 => rest / base.size as u64,
+        Some((base, _)) if base.size > 0 && !matches!(base.kind, crate::datatype::Kind::Pair(_)) => {
+            rest / base.size as u64
+        }
         _ => {
-            // Mixed parts (a struct): count the whole predefined elements of
+            // Mixed parts (a struct, or pairs whose value may have come
+            // without its index): count the whole predefined elements of
             // the type map that the last partial element's bytes cover.
             let (mut budget, mut partial) = (rest as usize, 0u64);
             elements_within(datatype, &mut budget, &mut partial);
