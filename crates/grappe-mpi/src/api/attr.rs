@@ -113,9 +113,12 @@ impl Object {
     }
 }
 
+/// The slot of a key: one the program has not freed, or a freed one that
+/// attributes still use (a program that kept the handle's value may still
+/// get or delete them with it, as MPICH lets it).
 fn keyval_slot(state: &Locked, keyval: c_int) -> Result<usize> {
     abi::direct_index(KEYVAL_KIND, keyval)
-        .filter(|&slot| state.keyvals.get(slot).is_some_and(|key| !key.freed))
+        .filter(|&slot| state.keyvals.get(slot).is_some())
         .ok_or_else(|| MpiError::new(class::KEYVAL, format!("{keyval:#x} is not an attribute key (or was freed)")))
 }
 
@@ -194,6 +197,9 @@ fn free_keyval(call: &str, keyval: *mut c_int) -> Result<()> {
     // Attributes set with it keep their key until deleted, as MPI says: the
     // key stays (unnamed) until its last attribute goes.
     let key = state.keyvals.get_mut(slot).expect("checked");
+    if key.freed {
+        return Err(MpiError::new(class::KEYVAL, format!("attribute key {handle:#x} was freed already")));
+    }
     key.freed = true;
     if key.attached == 0 {
         state.keyvals.remove(slot);
@@ -305,7 +311,17 @@ fn delete_attr(call: &str, object: Object, keyval: c_int) -> Result<()> {
         detach(&mut state, keyval);
         (key, value)
     };
-    run_delete(object, keyval, key, value)
+    let deleted = run_delete(object, keyval, key, value);
+    if deleted.is_err() {
+        // The callback refused: the attribute stays (as under MPICH; the
+        // call is erroneous, MPI says).
+        let mut state = state::lock(call)?;
+        if let Ok(attrs) = object.attrs_mut(&mut state) {
+            attrs.push((keyval, value));
+            attach(&mut state, keyval, 1);
+        }
+    }
+    deleted
 }
 
 mpi_fn! {

@@ -3,7 +3,12 @@
  * MPI_Comm_dup and deleted, through its key's delete callback, by
  * MPI_Comm_free and by MPI_Finalize (attributes on MPI_COMM_SELF are deleted
  * first thing in MPI_Finalize, 11.2.2); a key created after a freed one
- * never takes over its callbacks. Runs on any number of ranks. */
+ * never takes over its callbacks, and a program that kept a freed key's
+ * handle may still delete its attribute with it (as MPICH lets it). A
+ * failing delete callback makes the call fail and leaves the attribute; a
+ * failing copy callback makes MPI_Comm_dup fail with MPI_COMM_NULL (both
+ * erroneous per MPI, both what MPICH does). MPI_LASTUSEDCODE is at least
+ * MPI_ERR_LASTCODE (MPI-4.0 9.5). Runs on any number of ranks. */
 #include "check.h"
 
 static int copies, deletes, other_deletes, self_deletes, self_deleted_after_finalize;
@@ -70,11 +75,75 @@ static void freed_key_still_copies_and_deletes(void)
     CHECK_MPI(MPI_Comm_free_keyval(&other));
 }
 
+static int refuse_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 1;
+    return MPI_ERR_OTHER;
+}
+
+static int refuse_delete_once(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)attr;
+    int *refusals = extra;
+    if (*refusals > 0) {
+        --*refusals;
+        return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
+}
+
+static void failing_callbacks(void)
+{
+    MPI_Comm comm = MPI_COMM_NULL, dup = MPI_COMM_WORLD;
+    int refusals = 1, key = MPI_KEYVAL_INVALID, flag = 0;
+    void *got = NULL;
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    CHECK_MPI(MPI_Comm_create_keyval(refuse_copy, refuse_delete_once, &key, &refusals));
+    CHECK_MPI(MPI_Comm_set_attr(comm, key, &value));
+    CHECK(MPI_Comm_delete_attr(comm, key) != MPI_SUCCESS, "MPI_Comm_delete_attr whose delete callback fails");
+    CHECK_MPI(MPI_Comm_get_attr(comm, key, &got, &flag));
+    CHECK_INT(1, flag, "the attribute after its delete callback failed");
+    CHECK(MPI_Comm_dup(comm, &dup) != MPI_SUCCESS, "MPI_Comm_dup whose copy callback fails");
+    CHECK(dup == MPI_COMM_NULL, "the new communicator of a failed MPI_Comm_dup is MPI_COMM_NULL");
+    CHECK_MPI(MPI_Comm_free(&comm));
+    CHECK_MPI(MPI_Comm_free_keyval(&key));
+}
+
+static void kept_handle_of_a_freed_key(void)
+{
+    MPI_Comm comm = MPI_COMM_NULL;
+    int key = MPI_KEYVAL_INVALID, kept;
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_delete, &key, NULL));
+    kept = key;
+    CHECK_MPI(MPI_Comm_set_attr(comm, key, &value));
+    CHECK_MPI(MPI_Comm_free_keyval(&key));
+    int before = deletes;
+    CHECK_MPI(MPI_Comm_delete_attr(comm, kept));
+    CHECK_INT(before + 1, deletes, "delete callbacks run by deleting through a freed key's kept handle");
+    CHECK_MPI(MPI_Comm_free(&comm));
+    CHECK_INT(before + 1, deletes, "delete callbacks run by freeing the communicator afterwards");
+}
+
+static void last_used_code(void)
+{
+    int *last = NULL, flag = 0;
+    CHECK_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag));
+    CHECK_INT(1, flag, "MPI_LASTUSEDCODE is set");
+    if (flag)
+        CHECK(*last >= MPI_ERR_LASTCODE, "MPI_LASTUSEDCODE (%d) >= MPI_ERR_LASTCODE (%d)", *last, MPI_ERR_LASTCODE);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     check_start("attributes");
     freed_key_still_copies_and_deletes();
+    failing_callbacks();
+    kept_handle_of_a_freed_key();
+    last_used_code();
 
     int self_key = MPI_KEYVAL_INVALID;
     CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &self_key, NULL));
