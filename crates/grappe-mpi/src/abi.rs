@@ -82,6 +82,9 @@ pub const MESSAGE_NO_PROC: c_int = 0x6c00_0000;
 /// carry this bit, which request slots never reach.
 pub const MESSAGE_SLOT_BIT: usize = 1 << 25;
 pub const DATATYPE_NULL: c_int = 0x0c00_0000;
+/// `MPI_LB` and `MPI_UB`: MPI-1's bound markers, for `MPI_Type_struct`.
+pub const LB: c_int = 0x4c00_0010;
+pub const UB: c_int = 0x4c00_0011;
 pub const OP_NULL: c_int = 0x1800_0000;
 pub const ERRHANDLER_NULL: c_int = 0x1400_0000;
 pub const GROUP_NULL: c_int = 0x0800_0000;

@@ -91,6 +91,8 @@ predefined! {
     "MPI_LONG_LONG_INT" 0x4c000809 I64, 8, 8;
     "MPI_UNSIGNED_LONG_LONG" 0x4c000819 U64, 8, 8;
     "MPI_PACKED" 0x4c00010f Byte, 1, 1;
+    "MPI_LB" 0x4c000010 Byte, 0, 0;
+    "MPI_UB" 0x4c000011 Byte, 0, 0;
     "MPI_FLOAT_INT" 0x8c000000 Pair(FloatInt), 8, 8;
     "MPI_DOUBLE_INT" 0x8c000001 Pair(DoubleInt), 12, 16;
     "MPI_LONG_INT" 0x8c000002 Pair(LongInt), 12, 16;

@@ -160,7 +160,7 @@ struct Added {
 static ADDED: Mutex<Vec<Added>> = Mutex::new(Vec::new());
 
 /// The largest class, the program's included (`MPI_LASTUSEDCODE`).
-pub static LAST_USED_CODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(class::LAST);
+pub static LAST_USED_CODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(LAST_PREDEFINED_CODE);
 
 /// A new error class of the program's, with an empty string.
 pub fn add_class() -> c_int {

@@ -85,6 +85,12 @@ pub struct Keyval {
     /// The binding library's proxies through which the callbacks are
     /// called (Fortran keys, see `api::fortran_binding`).
     pub proxies: (Option<crate::api::CopyProxy>, Option<crate::api::DeleteProxy>),
+    /// How many attributes set with this key exist now: a freed key lives
+    /// on until the last of them is deleted (MPI_Comm_free_keyval), so that
+    /// their copy and delete callbacks still run.
+    pub attached: usize,
+    /// Whether the program freed the key (it can no longer name it).
+    pub freed: bool,
 }
 
 /// A request known to C: what is under way now (`None`: an inactive

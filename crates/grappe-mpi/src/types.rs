@@ -56,6 +56,11 @@ pub struct Layout {
     pub committed: bool,
     pub envelope: Envelope,
     pub name: String,
+    /// Whether the lower and upper bounds are markers (`MPI_LB`/`MPI_UB`
+    /// in a struct, or `MPI_Type_create_resized`): they stick to types
+    /// built from this one, and in a struct they override the bounds of
+    /// parts without markers (MPI-1's `MPI_LB`/`MPI_UB` rules).
+    pub marked: (bool, bool),
 }
 
 /// A datatype: predefined, or derived (shared with the table).
@@ -164,6 +169,14 @@ impl Type {
         match self {
             Type::Predefined(d) => d.extent as isize,
             Type::Derived(l) => l.extent,
+        }
+    }
+
+    /// Whether the lower and upper bounds are markers (see `Layout::marked`).
+    pub fn marked(&self) -> (bool, bool) {
+        match self {
+            Type::Predefined(_) => (false, false),
+            Type::Derived(l) => l.marked,
         }
     }
 
@@ -330,6 +343,7 @@ impl Layout {
             committed: false,
             envelope,
             name: String::new(),
+            marked: old.marked(),
         }
     }
 
@@ -338,31 +352,55 @@ impl Layout {
         let mut layout = Layout::from_blocks(&Type::Predefined(crate::datatype::BYTE), &[], envelope.clone());
         let mut base: Option<Option<(&'static Datatype, usize)>> = None;
         let (mut lb, mut ub, mut true_lb, mut true_ub) = (None::<isize>, None::<isize>, None::<isize>, None::<isize>);
+        // Bounds set by markers: MPI_LB/MPI_UB parts, and parts whose own
+        // bounds are markers. Where there are any, they are the bounds.
+        let (mut marked_lb, mut marked_ub) = (None::<isize>, None::<isize>);
+        let min = |a: Option<isize>, b: isize| Some(a.map_or(b, |a| a.min(b)));
+        let max = |a: Option<isize>, b: isize| Some(a.map_or(b, |a| a.max(b)));
         for (offset, n, old) in parts {
+            if *n == 0 {
+                continue;
+            }
+            match old {
+                Type::Predefined(d) if d.handle == abi::LB => {
+                    marked_lb = min(marked_lb, *offset);
+                    continue;
+                }
+                Type::Predefined(d) if d.handle == abi::UB => {
+                    marked_ub = max(marked_ub, *offset);
+                    continue;
+                }
+                _ => {}
+            }
             let one = Layout::from_blocks(old, &[(*offset, *n)], Envelope::default());
             for b in &one.blocks {
                 push_block(&mut layout.blocks, *b);
             }
             layout.elements += one.elements;
-            if *n > 0 {
-                lb = Some(lb.map_or(one.lb, |l| l.min(one.lb)));
-                ub = Some(ub.map_or(one.lb + one.extent, |u| u.max(one.lb + one.extent)));
-                true_lb = Some(true_lb.map_or(one.true_lb, |l| l.min(one.true_lb)));
-                let tu = one.true_lb + one.true_extent;
-                true_ub = Some(true_ub.map_or(tu, |u| u.max(tu)));
-                base = Some(match (base, one.base) {
-                    (None, b) => b,
-                    (Some(Some((a, na))), Some((b, nb))) if a.handle == b.handle => Some((a, na + nb)),
-                    _ => None,
-                });
+            let (lb_marked, ub_marked) = old.marked();
+            if lb_marked {
+                marked_lb = min(marked_lb, one.lb);
             }
+            if ub_marked {
+                marked_ub = max(marked_ub, one.lb + one.extent);
+            }
+            lb = min(lb, one.lb);
+            ub = max(ub, one.lb + one.extent);
+            true_lb = min(true_lb, one.true_lb);
+            true_ub = max(true_ub, one.true_lb + one.true_extent);
+            base = Some(match (base, one.base) {
+                (None, b) => b,
+                (Some(Some((a, na))), Some((b, nb))) if a.handle == b.handle => Some((a, na + nb)),
+                _ => None,
+            });
         }
         layout.size = layout.blocks.iter().map(|b| b.len).sum();
-        layout.lb = lb.unwrap_or(0);
-        layout.extent = ub.unwrap_or(0) - layout.lb;
+        layout.lb = marked_lb.or(lb).unwrap_or(0);
+        layout.extent = marked_ub.or(ub).unwrap_or(0) - layout.lb;
         layout.true_lb = true_lb.unwrap_or(0);
         layout.true_extent = true_ub.unwrap_or(0) - layout.true_lb;
         layout.base = base.flatten();
+        layout.marked = (marked_lb.is_some(), marked_ub.is_some());
         layout
     }
 }

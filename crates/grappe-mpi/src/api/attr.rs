@@ -113,10 +113,36 @@ impl Object {
     }
 }
 
+/// The slot of a key: one the program has not freed, or a freed one that
+/// attributes still use (a program that kept the handle's value may still
+/// get or delete them with it, as MPICH lets it).
 fn keyval_slot(state: &Locked, keyval: c_int) -> Result<usize> {
     abi::direct_index(KEYVAL_KIND, keyval)
         .filter(|&slot| state.keyvals.get(slot).is_some())
         .ok_or_else(|| MpiError::new(class::KEYVAL, format!("{keyval:#x} is not an attribute key (or was freed)")))
+}
+
+/// The key of an attribute that exists, freed by the program or not.
+fn attached_key(state: &Locked, keyval: c_int) -> Option<Keyval> {
+    abi::direct_index(KEYVAL_KIND, keyval).and_then(|slot| state.keyvals.get(slot).copied())
+}
+
+/// Counts `n` more attributes set with `keyval`.
+fn attach(state: &mut Locked, keyval: c_int, n: usize) {
+    if let Some(key) = abi::direct_index(KEYVAL_KIND, keyval).and_then(|slot| state.keyvals.get_mut(slot)) {
+        key.attached += n;
+    }
+}
+
+/// Counts one attribute set with `keyval` fewer; a freed key goes with its
+/// last attribute.
+fn detach(state: &mut Locked, keyval: c_int) {
+    let Some(slot) = abi::direct_index(KEYVAL_KIND, keyval) else { return };
+    let Some(key) = state.keyvals.get_mut(slot) else { return };
+    key.attached = key.attached.saturating_sub(1);
+    if key.freed && key.attached == 0 {
+        state.keyvals.remove(slot);
+    }
 }
 
 fn create_keyval(
@@ -127,7 +153,14 @@ fn create_keyval(
     extra: *mut c_void,
 ) -> Result<()> {
     let mut state = state::lock(call)?;
-    let slot = state.keyvals.insert(Keyval { copy, delete, extra_state: extra as usize, proxies: (None, None) });
+    let slot = state.keyvals.insert(Keyval {
+        copy,
+        delete,
+        extra_state: extra as usize,
+        proxies: (None, None),
+        attached: 0,
+        freed: false,
+    });
     // SAFETY: the caller's output argument.
     unsafe { put(keyval, abi::direct_handle(KEYVAL_KIND, slot), "keyval") }
 }
@@ -161,9 +194,16 @@ fn free_keyval(call: &str, keyval: *mut c_int) -> Result<()> {
     let handle = unsafe { get(keyval, "keyval")? };
     let mut state = state::lock(call)?;
     let slot = keyval_slot(&state, handle)?;
-    // Attributes set with it keep their key until deleted, as MPI says;
-    // their callbacks are the key's, copied at set time, so the slot may go.
-    state.keyvals.remove(slot);
+    // Attributes set with it keep their key until deleted, as MPI says: the
+    // key stays (unnamed) until its last attribute goes.
+    let key = state.keyvals.get_mut(slot).expect("checked");
+    if key.freed {
+        return Err(MpiError::new(class::KEYVAL, format!("attribute key {handle:#x} was freed already")));
+    }
+    key.freed = true;
+    if key.attached == 0 {
+        state.keyvals.remove(slot);
+    }
     // SAFETY: the caller's in-out argument.
     unsafe { put(keyval, abi::KEYVAL_INVALID, "keyval") }
 }
@@ -204,6 +244,9 @@ pub(super) fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_
         let attrs = object.attrs_mut(&mut state)?;
         let old = attrs.iter().position(|a| a.0 == keyval).map(|i| attrs.remove(i));
         attrs.push((keyval, value as usize));
+        if old.is_none() {
+            attach(&mut state, keyval, 1);
+        }
         old.map(|(_, v)| (key, v))
     };
     match replaced {
@@ -264,9 +307,21 @@ fn delete_attr(call: &str, object: Object, keyval: c_int) -> Result<()> {
             let error = MpiError::new(class::KEYVAL, format!("attribute key {keyval:#x} is not set on this {noun}"));
             return Err(object.blame(error));
         };
-        (key, attrs.remove(i).1)
+        let value = attrs.remove(i).1;
+        detach(&mut state, keyval);
+        (key, value)
     };
-    run_delete(object, keyval, key, value)
+    let deleted = run_delete(object, keyval, key, value);
+    if deleted.is_err() {
+        // The callback refused: the attribute stays (as under MPICH; the
+        // call is erroneous, MPI says).
+        let mut state = state::lock(call)?;
+        if let Ok(attrs) = object.attrs_mut(&mut state) {
+            attrs.push((keyval, value));
+            attach(&mut state, keyval, 1);
+        }
+    }
+    deleted
 }
 
 mpi_fn! {
@@ -289,10 +344,7 @@ mpi_fn! {
 pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
     let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
         let state = state::lock("a duplication")?;
-        old.attrs(&state)?
-            .iter()
-            .map(|&(k, v)| (k, v, abi::direct_index(KEYVAL_KIND, k).and_then(|s| state.keyvals.get(s).copied())))
-            .collect()
+        old.attrs(&state)?.iter().map(|&(k, v)| (k, v, attached_key(&state, k))).collect()
     };
     let mut copied = Vec::new();
     for (keyval, value, key) in attrs {
@@ -319,6 +371,9 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
         }
     }
     let mut state = state::lock("a duplication")?;
+    for &(keyval, _) in &copied {
+        attach(&mut state, keyval, 1);
+    }
     *new.attrs_mut(&mut state)? = copied;
     Ok(())
 }
@@ -334,10 +389,11 @@ pub(super) fn delete_all(object: Object) -> Result<()> {
             Object::Win(handle) => drop(state.win_attrs.remove(&handle)),
             Object::Comm(_) => {}
         }
+        let attrs: Vec<_> = attrs.into_iter().map(|(k, v)| (k, v, attached_key(&state, k))).collect();
+        for &(keyval, _, _) in &attrs {
+            detach(&mut state, keyval);
+        }
         attrs
-            .into_iter()
-            .map(|(k, v)| (k, v, abi::direct_index(KEYVAL_KIND, k).and_then(|s| state.keyvals.get(s).copied())))
-            .collect()
     };
     for (keyval, value, key) in attrs.into_iter().rev() {
         if let Some(key) = key {

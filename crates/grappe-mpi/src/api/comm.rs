@@ -34,6 +34,8 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_dup`: same group, new context; keeps the error handler.
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) {
+        // SAFETY: the caller's output argument: MPI_COMM_NULL if the dup fails.
+        unsafe { put(newcomm, abi::COMM_NULL, "newcomm")? };
         let handle = duplicate("MPI_Comm_dup", comm)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
@@ -56,8 +58,31 @@ pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int>
         state.comms.get_mut(slot).expect("just added").topology = topology;
         handle
     };
-    crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(comm), crate::api::attr::Object::Comm(handle))?;
+    let copied =
+        crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(comm), crate::api::attr::Object::Comm(handle));
+    if let Err(e) = copied {
+        // A copy callback failed: the duplicate goes (as under MPICH, the
+        // program gets MPI_COMM_NULL with the error).
+        discard(handle)?;
+        return Err(e.on(comm));
+    }
     Ok(handle)
+}
+
+/// Frees a communicator the library made but the program never got: it
+/// holds no attributes.
+fn discard(handle: c_int) -> crate::errors::Result<()> {
+    let mut state = state::lock("a discarded duplicate")?;
+    let slot = state.comm_slot(handle)?;
+    let entry = state.comms.remove(slot).expect("checked by comm_slot");
+    entry.comm.free();
+    if let Some(private) = entry.neighbours {
+        private.free();
+    }
+    if let Some(parts) = entry.inter {
+        crate::api::intercomm::unregister(&mut state, parts);
+    }
+    Ok(())
 }
 
 /// `MPI_Comm_idup(_with_info)`: the duplicate is made at the call, as
@@ -69,6 +94,8 @@ fn duplicate_now(call: &str, comm: c_int, newcomm: *mut c_int, request: *mut c_i
     if request.is_null() {
         return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
     }
+    // SAFETY: the caller's output argument: MPI_COMM_NULL if the dup fails.
+    unsafe { put(newcomm, abi::COMM_NULL, "newcomm")? };
     let handle = duplicate(call, comm)?;
     // SAFETY: the caller's output argument.
     unsafe { put(newcomm, handle, "newcomm")? };

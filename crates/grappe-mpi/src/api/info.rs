@@ -182,6 +182,8 @@ mpi_fn! {
     /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`, attributes and
     /// topology included (grappe takes no hints yet).
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int) {
+        // SAFETY: the caller's output argument: MPI_COMM_NULL if the dup fails.
+        unsafe { put(newcomm, crate::abi::COMM_NULL, "newcomm")? };
         let handle = crate::api::comm::duplicate("MPI_Comm_dup_with_info", comm)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }

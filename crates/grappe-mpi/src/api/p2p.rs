@@ -816,11 +816,54 @@ fn elements_in(datatype: &Type, bytes: u64) -> c_int {
     let whole = bytes / size * datatype.elements() as u64;
     let rest = bytes % size;
     let partial = match datatype.base() {
-        Some((base, _)) if base.size > 0 => rest / base.size as u64,
-        _ if rest == 0 => 0,
-        _ => return abi::UNDEFINED,
+        Some((base, _)) if base.size > 0 && !matches!(base.kind, crate::datatype::Kind::Pair(_)) => {
+            rest / base.size as u64
+        }
+        _ => {
+            // Mixed parts (a struct, or pairs whose value may have come
+            // without its index): count the whole predefined elements of
+            // the type map that the last partial element's bytes cover.
+            let (mut budget, mut partial) = (rest as usize, 0u64);
+            elements_within(datatype, &mut budget, &mut partial);
+            partial
+        }
     };
     c_int::try_from(whole + partial).unwrap_or(abi::UNDEFINED)
+}
+
+/// Walks `datatype`'s type map in order, counting into `elements` the
+/// predefined elements that fit whole in `budget` bytes of packed data
+/// (taken from it); false once the budget ends inside an element.
+fn elements_within(datatype: &Type, budget: &mut usize, elements: &mut u64) -> bool {
+    let size = datatype.size();
+    if size == 0 {
+        return true;
+    }
+    if *budget >= size {
+        *budget -= size;
+        *elements += datatype.elements() as u64;
+        return true;
+    }
+    match datatype {
+        // A pair's value comes first, then its int index.
+        Type::Predefined(d) if matches!(d.kind, crate::datatype::Kind::Pair(_)) => {
+            *elements += (*budget >= d.size - std::mem::size_of::<c_int>()) as u64;
+            false
+        }
+        Type::Predefined(_) => false,
+        Type::Derived(layout) => {
+            let env = &layout.envelope;
+            match &env.datatypes[..] {
+                // One constituent type: the element is size / its size of them.
+                [old] => (0..size / old.size().max(1)).all(|_| elements_within(old, budget, elements)),
+                // A struct: counts, then block lengths, in its integers.
+                parts => parts.iter().enumerate().all(|(i, part)| {
+                    let len = env.integers.get(i + 1).copied().unwrap_or(0).max(0);
+                    (0..len).all(|_| elements_within(part, budget, elements))
+                }),
+            }
+        }
+    }
 }
 
 mpi_fn! {

@@ -324,6 +324,7 @@ mpi_fn! {
         let mut layout = Layout::from_blocks(&old, &[(0, 1)], env);
         layout.lb = lb as isize;
         layout.extent = extent as isize;
+        layout.marked = (true, true);
         give(layout, newtype)
     }
 }

@@ -185,13 +185,34 @@ struct Making {
 }
 
 /// Makes a window over `comm` (collective): its handle.
+/// The window hints MPI defines (MPI-4.0 12.2): the ones a window keeps
+/// and `MPI_Win_get_info` gives back; any other key is ignored, as MPI
+/// says unknown hints are.
+const WINDOW_HINTS: [&str; 7] = [
+    "no_locks",
+    "accumulate_ordering",
+    "accumulate_ops",
+    "mpi_accumulate_granularity",
+    "same_size",
+    "same_disp_unit",
+    "alloc_shared_noncontig",
+];
+
+/// The hints of info object `info` that windows know.
+fn window_hints(state: &state::Locked, info: c_int) -> Result<Vec<(String, String)>> {
+    Ok(match info {
+        abi::INFO_NULL => Vec::new(),
+        other => crate::api::info::entries(state, other)?
+            .into_iter()
+            .filter(|(key, _)| WINDOW_HINTS.contains(&key.as_str()))
+            .collect(),
+    })
+}
+
 fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int> {
     let (private, rank, size, hints) = {
         let mut state = state::lock(call)?;
-        let hints = match info {
-            abi::INFO_NULL => Vec::new(),
-            other => crate::api::info::entries(&state, other)?,
-        };
+        let hints = window_hints(&state, info)?;
         let entry = state.intra(comm)?;
         let (rank, size) = (entry.comm.rank(), entry.comm.size());
         let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
@@ -464,10 +485,7 @@ mpi_fn! {
     /// `MPI_Win_set_info`: hints, kept and given back by `MPI_Win_get_info`.
     fn MPI_Win_set_info / PMPI_Win_set_info(win: c_int, info: c_int) {
         let w = window("MPI_Win_set_info", win)?;
-        let hints = match info {
-            abi::INFO_NULL => Vec::new(),
-            other => crate::api::info::entries(&state::lock("MPI_Win_set_info")?, other).map_err(|e| e.on_win(win))?,
-        };
+        let hints = window_hints(&state::lock("MPI_Win_set_info")?, info).map_err(|e| e.on_win(win))?;
         let mut state = w.state.lock();
         for (key, value) in hints {
             match state.info.iter_mut().find(|(k, _)| *k == key) {
