@@ -41,7 +41,7 @@ impl Communicator {
     /// rank prints `grappe: rank R aborts the job with exit code CODE`,
     /// finishes its trace (when it records one), and asks the process
     /// manager to stop every process of the job, which then exits with
-    /// `code`: `grappe run`, MPICH's `mpiexec` (PMI-1 `abort`) and Slurm's
+    /// `code` (0 included; see `JobFailure::exit_code`): `grappe run`, MPICH's `mpiexec` (PMI-1 `abort`) and Slurm's
     /// `srun` (PMI-2 `abort`; Slurm kills the step and reports the tasks
     /// killed). Without a process manager the process exits with `code`.
     /// Every rank of the job ends, whatever the communicator.

@@ -309,28 +309,48 @@ impl Layout {
     /// `lens[i]` elements of `old` (each `old`'s extent after the previous).
     pub fn from_blocks(old: &Type, parts: &[(isize, usize)], envelope: Envelope) -> Layout {
         let (old_blocks, old_extent) = (old.blocks(), old.extent());
+        // An element of `old` that is one block filling its extent (a
+        // predefined type, a contiguous one): a run of them is one block,
+        // laid out without a step per element (subarrays and strided
+        // sends of large rows, made and freed per transfer by ARMCI-MPI,
+        // cost their rows, not their elements).
+        let dense = match old_blocks[..] {
+            [only] => only.len as isize == old_extent,
+            _ => false,
+        };
         let mut blocks: Vec<Block> = Vec::new();
-        let mut elements = 0;
         let (mut lb, mut ub) = (None::<isize>, None::<isize>);
         let (mut true_lb, mut true_ub) = (None::<isize>, None::<isize>);
         for &(offset, n) in parts {
+            if n == 0 {
+                continue;
+            }
+            // The elements lie at offset + k * extent, k < n: the lowest
+            // and highest of them bound the run.
+            let last = offset + (n as isize - 1) * old_extent;
+            let (low, high) = (offset.min(last), offset.max(last));
+            lb = Some(lb.map_or(low + old.lb(), |l| l.min(low + old.lb())));
+            ub = Some(ub.map_or(high + old.lb() + old_extent, |u| u.max(high + old.lb() + old_extent)));
+            let (tl, tu) = (low + old.true_lb(), high + old.true_lb() + old.true_extent());
+            true_lb = Some(true_lb.map_or(tl, |l| l.min(tl)));
+            true_ub = Some(true_ub.map_or(tu, |u| u.max(tu)));
+            if dense {
+                let only = old_blocks[0];
+                push_block(&mut blocks, Block { offset: offset + only.offset, len: only.len * n });
+                continue;
+            }
             for k in 0..n as isize {
                 let at = offset + k * old_extent;
-                lb = Some(lb.map_or(at + old.lb(), |l| l.min(at + old.lb())));
-                ub = Some(ub.map_or(at + old.lb() + old_extent, |u| u.max(at + old.lb() + old_extent)));
-                let (tl, tu) = (at + old.true_lb(), at + old.true_lb() + old.true_extent());
-                true_lb = Some(true_lb.map_or(tl, |l| l.min(tl)));
-                true_ub = Some(true_ub.map_or(tu, |u| u.max(tu)));
                 for b in &old_blocks {
                     push_block(&mut blocks, Block { offset: at + b.offset, len: b.len });
                 }
-                elements += old.elements();
             }
         }
+        let count: usize = parts.iter().map(|p| p.1).sum();
+        let elements = old.elements() * count;
         let size = blocks.iter().map(|b| b.len).sum();
         let (lb, ub) = (lb.unwrap_or(0), ub.unwrap_or(0));
         let (true_lb, true_ub) = (true_lb.unwrap_or(0), true_ub.unwrap_or(0));
-        let count: usize = parts.iter().map(|p| p.1).sum();
         Layout {
             blocks,
             size,

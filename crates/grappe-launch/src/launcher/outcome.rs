@@ -97,11 +97,16 @@ pub enum JobFailure {
 impl JobFailure {
     /// The launcher's exit status for this failure: the failing process's status, 128+signal
     /// for a signal, the abort code, 124 for a timeout (as `timeout(1)`), 1 otherwise.
+    ///
+    /// An abort with code 0 exits 0: the program chose it, as `MPI_Abort(comm, 0)` does where
+    /// one image's `STOP` ends a coarray Fortran job (OpenCoarrays), and MPICH's `mpiexec`
+    /// returns it too. Any other code that would read as success once truncated to 8 bits is 1.
     pub fn exit_code(&self) -> i32 {
         match self {
             JobFailure::Process { failure, .. } => match failure {
                 ProcessFailure::Exited(code) => nonzero_status(*code),
                 ProcessFailure::Killed(signal) => 128 + signal,
+                ProcessFailure::Aborted { code: 0, .. } => 0,
                 ProcessFailure::Aborted { code, .. } => nonzero_status(*code),
                 ProcessFailure::NoFinalize
                 | ProcessFailure::NeverSpoke
@@ -233,13 +238,14 @@ mod tests {
     }
 
     #[test]
-    fn exit_codes_are_never_zero_for_a_failure() {
+    fn exit_codes_are_never_zero_for_a_failure_but_an_abort_with_code_0() {
         let aborted = |code| JobFailure::Process {
             process: process(0, 1),
             failure: ProcessFailure::Aborted { code, message: String::new() },
         };
-        assert_eq!(aborted(0).exit_code(), 1);
+        assert_eq!(aborted(0).exit_code(), 0);
         assert_eq!(aborted(256).exit_code(), 1);
+        assert_eq!(aborted(-256).exit_code(), 1);
         assert_eq!(aborted(5).exit_code(), 5);
         let timeout = JobFailure::Timeout { after: Duration::from_millis(1500) };
         assert_eq!(timeout.exit_code(), 124);

@@ -1818,7 +1818,7 @@ fn shared_segment(comm: c_int, rank: usize, size: usize, len: usize) -> Result<p
     }
     let mut id = [std::process::id() as i64 ^ (super::file::unique_id() << 16)];
     collective::bcast(comm, &mut id, 0)?;
-    let path = format!("/dev/shm/grappe-shared-win-{:x}", id[0]);
+    let path = passive::segment_path("shared-win", id[0]);
     let made = (rank == 0).then(|| passive::Segment::map_bytes(&path, len, true));
     collective::barrier(comm)?;
     let mapped = made.unwrap_or_else(|| passive::Segment::map_bytes(&path, len, false));

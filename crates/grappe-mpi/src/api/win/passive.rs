@@ -113,6 +113,18 @@ impl Drop for Segment {
     }
 }
 
+/// The path of a window's segment in `/dev/shm`, `what` and `id` naming
+/// it. Under `grappe run` the name starts with the job's id
+/// (`grappe-<GRAPPE_JOB_ID>-...`, which the launcher removes after the job):
+/// a rank that dies between the segment's creation and its unlinking (a
+/// coarray image that fails while the others make a window) leaves no file.
+pub(super) fn segment_path(what: &str, id: i64) -> String {
+    match std::env::var("GRAPPE_JOB_ID") {
+        Ok(job) if !job.is_empty() && !job.contains('/') => format!("/dev/shm/grappe-{job}-{what}-{id:x}"),
+        _ => format!("/dev/shm/grappe-{what}-{id:x}"),
+    }
+}
+
 /// A number naming this host: its name and boot (processes of one host
 /// with different pid namespaces would still differ in the pid the
 /// others see, so the launcher's ranks of one machine are what counts).
@@ -143,7 +155,7 @@ pub(super) fn reach(comm: c_int, rank: usize, size: usize, base: usize) -> Resul
     }
     let mut id = [std::process::id() as i64 ^ (unique() << 20)];
     super::collective::bcast(comm, &mut id, 0)?;
-    let path = format!("/dev/shm/grappe-win-{:x}", id[0]);
+    let path = segment_path("win", id[0]);
     // Rank 0 makes the file; the others open it once it exists.
     let made = (rank == 0).then(|| Segment::map(&path, size, true));
     super::collective::barrier(comm)?;
