@@ -63,16 +63,16 @@ pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int>
     if let Err(e) = copied {
         // A copy callback failed: the duplicate goes (as under MPICH, the
         // program gets MPI_COMM_NULL with the error).
-        discard(handle)?;
+        release(handle)?;
         return Err(e.on(comm));
     }
     Ok(handle)
 }
 
-/// Frees a communicator the library made but the program never got: it
-/// holds no attributes.
-fn discard(handle: c_int) -> crate::errors::Result<()> {
-    let mut state = state::lock("a discarded duplicate")?;
+/// Frees communicator `handle` and its slot: one whose attributes were
+/// deleted, or one the library made but the program never got.
+fn release(handle: c_int) -> crate::errors::Result<()> {
+    let mut state = state::lock("MPI_Comm_free")?;
     let slot = state.comm_slot(handle)?;
     let entry = state.comms.remove(slot).expect("checked by comm_slot");
     entry.comm.free();
@@ -157,16 +157,7 @@ mpi_fn! {
             return Err(MpiError::new(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
         }
         crate::api::attr::delete_all(crate::api::attr::Object::Comm(handle))?;
-        let mut state = state::lock("MPI_Comm_free")?;
-        let slot = state.comm_slot(handle)?;
-        let entry = state.comms.remove(slot).expect("checked by comm_slot");
-        entry.comm.free();
-        if let Some(private) = entry.neighbours {
-            private.free();
-        }
-        if let Some(parts) = entry.inter {
-            crate::api::intercomm::unregister(&mut state, parts);
-        }
+        release(handle)?;
         // SAFETY: the caller's in-out argument.
         unsafe { put(comm, abi::COMM_NULL, "comm") }
     }
