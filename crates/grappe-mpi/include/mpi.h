@@ -65,6 +65,7 @@ typedef int MPI_Request;
 typedef int MPI_Message;
 typedef int MPI_Info;
 typedef int MPI_Win;
+typedef int MPI_Session; /* MPI 4 */
 /* MPI-IO files are pointers to an opaque structure (ROMIO's, in MPICH). The structure name is
    part of C++ name mangling of functions taking an MPI_File outside extern "C", so it is kept. */
 typedef struct ADIOI_FileD *MPI_File;
@@ -87,6 +88,7 @@ typedef struct ADIOI_FileD *MPI_File;
 #define MPI_OP_NULL         ((MPI_Op)0x18000000)
 #define MPI_INFO_NULL       ((MPI_Info)0x1c000000)
 #define MPI_WIN_NULL        ((MPI_Win)0x20000000)
+#define MPI_SESSION_NULL    ((MPI_Session)0x38000000)
 #define MPI_REQUEST_NULL    ((MPI_Request)0x2c000000)
 #define MPI_MESSAGE_NULL    ((MPI_Message)0x2c000000)
 #define MPI_FILE_NULL       ((MPI_File)0)
@@ -281,6 +283,8 @@ typedef struct {
 #define MPI_MAX_ERROR_STRING           512
 #define MPI_MAX_PORT_NAME              256
 #define MPI_MAX_OBJECT_NAME            128
+#define MPI_MAX_PSET_NAME_LEN          256 /* MPI 4: a process set's name */
+#define MPI_MAX_STRINGTAG_LEN          256 /* MPI 4: MPI_Comm_create_from_group's tag */
 #define MPI_MAX_INFO_KEY               255
 #define MPI_MAX_INFO_VAL               1024
 #define MPI_MAX_DATAREP_STRING         128
@@ -496,6 +500,8 @@ typedef struct {
 #define MPI_T_ERR_PVAR_NO_ATOMIC      72
 #define MPI_T_ERR_INVALID_NAME        73
 #define MPI_T_ERR_INVALID             74
+/* MPI 4 */
+#define MPI_ERR_SESSION               75 /* invalid session */
 
 /* No predefined error code is larger (an error code carries its class in its low bits and
    details above them). Classes and codes made by MPI_Add_error_class and MPI_Add_error_code are
@@ -535,6 +541,7 @@ typedef int (MPI_Delete_function)(MPI_Comm comm, int keyval, void *attribute_val
 typedef void (MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
 typedef void (MPI_Win_errhandler_function)(MPI_Win *win, int *error_code, ...);
 typedef void (MPI_File_errhandler_function)(MPI_File *file, int *error_code, ...);
+typedef void (MPI_Session_errhandler_function)(MPI_Session *session, int *error_code, ...);
 /* Names MPI-2.0 gave them, deprecated by MPI-2.2 */
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
@@ -1162,6 +1169,23 @@ int MPI_Finalize(void);
 int MPI_Initialized(int *flag);
 int MPI_Abort(MPI_Comm comm, int errorcode);
 int MPI_Finalized(int *flag);
+
+/* MPI 4's sessions: process sets mpi://WORLD and mpi://SELF, within MPI_Init and MPI_Finalize */
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
+int MPI_Session_finalize(MPI_Session *session);
+int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used);
+int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names);
+int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name);
+int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info);
+int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup);
+int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
+                              MPI_Errhandler errhandler, MPI_Comm *newcomm);
+int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
+                                 MPI_Errhandler *errhandler);
+int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
+int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler);
+int MPI_Session_call_errhandler(MPI_Session session, int errorcode);
+int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
 
 /* ---- Info objects (chapter 9) ---- */
 
@@ -1933,6 +1957,23 @@ int PMPI_Finalize(void);
 int PMPI_Initialized(int *flag);
 int PMPI_Abort(MPI_Comm comm, int errorcode);
 int PMPI_Finalized(int *flag);
+
+/* MPI 4's sessions */
+int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session);
+int PMPI_Session_finalize(MPI_Session *session);
+int PMPI_Session_get_info(MPI_Session session, MPI_Info *info_used);
+int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names);
+int PMPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name);
+int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info);
+int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup);
+int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
+                              MPI_Errhandler errhandler, MPI_Comm *newcomm);
+int PMPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
+                                 MPI_Errhandler *errhandler);
+int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
+int PMPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler);
+int PMPI_Session_call_errhandler(MPI_Session session, int errorcode);
+int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info);
 
 /* Info objects (chapter 9) */
 int PMPI_Info_create(MPI_Info *info);

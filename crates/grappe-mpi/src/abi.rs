@@ -37,6 +37,8 @@ pub mod class {
     pub const FILE_EXISTS: c_int = 25;
     pub const FILE: c_int = 27;
     pub const INFO: c_int = 28;
+    pub const INFO_KEY: c_int = 29;
+    pub const INFO_NOKEY: c_int = 31;
     pub const IO: c_int = 32;
     pub const NO_MEM: c_int = 34;
     pub const NOT_SAME: c_int = 35;
@@ -53,6 +55,7 @@ pub mod class {
     pub const RMA_ATTACH: c_int = 56;
     pub const RMA_SHARED: c_int = 57;
     pub const RMA_FLAVOR: c_int = 58;
+    pub const SESSION: c_int = 75;
     /// `MPIX_ERR_PROC_FAILED`.
     pub const PROC_FAILED: c_int = 101;
     /// The largest class: codes above it carry a message (see `errors`).
@@ -69,6 +72,7 @@ pub mod kind {
     pub const OP: u32 = 0x6;
     pub const REQUEST: u32 = 0xb;
     pub const WIN: u32 = 0x8;
+    pub const SESSION: u32 = 0xe;
 }
 
 /// Built-in handles and constants.
@@ -89,6 +93,9 @@ pub const OP_NULL: c_int = 0x1800_0000;
 pub const ERRHANDLER_NULL: c_int = 0x1400_0000;
 pub const GROUP_NULL: c_int = 0x0800_0000;
 pub const GROUP_EMPTY: c_int = 0x4800_0000;
+pub const SESSION_NULL: c_int = 0x3800_0000;
+/// MPI 4: the longest process set name, with its NUL.
+pub const MAX_PSET_NAME_LEN: usize = 256;
 pub const WIN_NULL: c_int = 0x2000_0000;
 pub const INFO_NULL: c_int = 0x1c00_0000;
 pub const INFO_ENV: c_int = 0x5c00_0001;

@@ -43,6 +43,11 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
             return code;
         }
     }
+    if let Some(session) = error.session {
+        if let Some(code) = raise_on_session(name, message, &error, session) {
+            return code;
+        }
+    }
     let Ok(state) = state::lock(name) else {
         // Before MPI_Init or after MPI_Finalize there is no handler, and no
         // job to stop: as MPICH does, the process ends.
@@ -50,8 +55,9 @@ pub fn raise(name: &'static str, error: MpiError) -> c_int {
         std::process::exit(1);
     };
     let window_handler = error.win.and_then(crate::api::win::errhandler_of);
-    let (handler, comm) = match (error.file, window_handler) {
-        // A file's or a window's fatal handler ends the job as the world's does.
+    let session_handler = error.session.and_then(crate::api::session::errhandler_of);
+    let (handler, comm) = match (error.file, window_handler.or(session_handler)) {
+        // A file's, a window's or a session's fatal handler ends the job as the world's does.
         (Some(_), _) | (_, Some(_)) => (abi::ERRORS_ARE_FATAL, state.comms.get(0).map(|world| &world.comm)),
         _ => state.errhandler_for(&error),
     };
@@ -103,6 +109,24 @@ fn raise_on_win(name: &str, message: &str, error: &MpiError, win: c_int) -> Opti
     let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
     if let Some(function) = function {
         let (mut handle, mut passed) = (win, code);
+        // SAFETY: the program's handler, with the arguments MPI defines.
+        unsafe { function(&mut handle, &mut passed) };
+    }
+    Some(code)
+}
+
+/// The code of an error that session `session`'s handler returns, after
+/// calling it if it is the program's; `None` if the handler is fatal (or
+/// the session is gone).
+fn raise_on_session(name: &str, message: &str, error: &MpiError, session: c_int) -> Option<c_int> {
+    let handler = crate::api::session::errhandler_of(session)?;
+    let function = crate::api::user_handler(handler);
+    if handler != abi::ERRORS_RETURN && function.is_none() {
+        return None;
+    }
+    let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
+    if let Some(function) = function {
+        let (mut handle, mut passed) = (session, code);
         // SAFETY: the program's handler, with the arguments MPI defines.
         unsafe { function(&mut handle, &mut passed) };
     }

@@ -36,6 +36,9 @@ pub struct Failure {
     /// The window whose error handler applies instead (`MPI_Win_*` calls
     /// on a window that exists).
     pub win: Option<c_int>,
+    /// The session whose error handler applies instead (MPI 4's
+    /// `MPI_Session_*` calls on a session that exists).
+    pub session: Option<c_int>,
     /// What a receive that failed says of its message (a truncated
     /// message's source, tag and the bytes delivered), for its status.
     pub status: Option<crate::abi::Status>,
@@ -59,7 +62,15 @@ pub type Result<T, E = MpiError> = std::result::Result<T, E>;
 impl MpiError {
     #[cold]
     pub fn new(class: c_int, message: impl Into<String>) -> MpiError {
-        MpiError(Box::new(Failure { class, message: message.into(), comm: None, file: None, win: None, status: None }))
+        MpiError(Box::new(Failure {
+            class,
+            message: message.into(),
+            comm: None,
+            file: None,
+            win: None,
+            session: None,
+            status: None,
+        }))
     }
 
     /// The same error, handled by communicator `comm`'s handler.
@@ -73,6 +84,13 @@ impl MpiError {
     #[cold]
     pub fn on_win(mut self, win: c_int) -> MpiError {
         self.win.get_or_insert(win);
+        self
+    }
+
+    /// The same error, handled by session `session`'s error handler.
+    #[cold]
+    pub fn on_session(mut self, session: c_int) -> MpiError {
+        self.session.get_or_insert(session);
         self
     }
 
@@ -262,6 +280,8 @@ pub fn describe_class(class: c_int) -> &'static str {
         class::FILE_EXISTS => "file exists",
         class::FILE => "invalid file handle",
         class::INFO => "invalid info object",
+        class::INFO_KEY => "info key too long",
+        class::INFO_NOKEY => "info key not defined",
         class::IO => "input/output error",
         class::NOT_SAME => "collective arguments differ between ranks",
         class::NO_SPACE => "no space left on device",
@@ -273,6 +293,7 @@ pub fn describe_class(class: c_int) -> &'static str {
         class::UNSUPPORTED_OPERATION => "operation not supported",
         class::KEYVAL => "invalid attribute key",
         class::PROC_FAILED => "a process of the job failed",
+        class::SESSION => "invalid session",
         _ => "unknown error class",
     }
 }

@@ -164,6 +164,29 @@ mpi_fn! {
 }
 
 mpi_fn! {
+    /// `MPI_Comm_disconnect`: once every rank of the communicator called
+    /// it (its messages, sent by blocking calls or completed requests, are
+    /// then all received), frees it. Collective.
+    fn MPI_Comm_disconnect / PMPI_Comm_disconnect(comm: *mut c_int) {
+        // SAFETY: the caller's in-out argument.
+        let handle = unsafe { get(comm, "comm")? };
+        if state::lock("MPI_Comm_disconnect")?.comm_slot(handle)? < 2 {
+            return Err(MpiError::new(class::COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected"));
+        }
+        // SAFETY: plain values, as MPI_Barrier takes them.
+        let rc = unsafe { crate::api::coll::PMPI_Barrier::body(handle) };
+        if rc != abi::SUCCESS {
+            return Err(MpiError::new(crate::errors::class_of_code(rc).unwrap_or(class::OTHER), format!("the barrier before the disconnection failed: {}", crate::errors::string_of_code(rc).unwrap_or_default())).on(handle));
+        }
+        // SAFETY: the caller's in-out argument, as MPI_Comm_free takes it.
+        match unsafe { PMPI_Comm_free::body(comm) } {
+            abi::SUCCESS => Ok(()),
+            rc => Err(MpiError::new(crate::errors::class_of_code(rc).unwrap_or(class::OTHER), crate::errors::string_of_code(rc).unwrap_or_default()).on(handle)),
+        }
+    }
+}
+
+mpi_fn! {
     /// `MPI_Comm_compare`.
     fn MPI_Comm_compare / PMPI_Comm_compare(comm1: c_int, comm2: c_int, result: *mut c_int) {
         let state = state::lock("MPI_Comm_compare")?;

@@ -12,7 +12,7 @@ use super::{get, put};
 
 /// A handler for communicators: a predefined one or one of
 /// `MPI_Comm_create_errhandler`.
-fn check_handler(handler: c_int) -> Result<(), MpiError> {
+pub(crate) fn check_handler(handler: c_int) -> Result<(), MpiError> {
     match handler {
         user if crate::api::misc::is_user_handler(user) && crate::api::user_handler(user).is_none() => {
             Err(MpiError::new(

@@ -103,7 +103,7 @@ mpi_fn! {
         let before = entries.len();
         entries.retain(|(k, _)| *k != key);
         if entries.len() == before {
-            return Err(MpiError::new(29, format!("info key {key:?} is not set")));
+            return Err(MpiError::new(class::INFO_NOKEY, format!("info key {key:?} is not set")));
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ mod misc;
 mod p2p;
 mod persistent;
 mod request;
+pub(crate) mod session;
 mod topology;
 mod types;
 pub(crate) mod win;

@@ -185,16 +185,6 @@ static int hosts_used(void)
     return hosts < 1 ? 1 : hosts < size ? hosts : size;
 }
 
-/* Whether the library is grappe's (MPICH splits a host further, by NUMA
- * node, socket, core...). */
-static int on_grappe(void)
-{
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    return strstr(version, "grappe") != NULL;
-}
-
 /* The ranks of a host's part share memory: each writes its slot of a
  * shared window, and reads every other slot of the part directly. */
 static void shared_window_works(MPI_Comm node, int node_rank, int node_size)
@@ -276,7 +266,7 @@ static void split_by_host(void)
         CHECK_INT(MPI_CONGRUENT, result, "MPI_COMM_TYPE_HW_UNGUIDED across hosts splits by host");
         if (unguided != MPI_COMM_NULL)
             CHECK_MPI(MPI_Comm_free(&unguided));
-    } else if (on_grappe()) {
+    } else if (check_on_grappe()) { /* MPICH splits a host further: NUMA node, socket, core... */
         CHECK_INT(MPI_COMM_NULL, unguided, "MPI_COMM_TYPE_HW_UNGUIDED inside one host gives MPI_COMM_NULL");
     } else if (unguided != MPI_COMM_NULL) {
         CHECK_MPI(MPI_Comm_free(&unguided));

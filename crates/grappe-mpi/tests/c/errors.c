@@ -207,6 +207,24 @@ static void collective_arguments(void)
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier((MPI_Comm)0x12345), "MPI_Barrier on the communicator 0x12345");
 }
 
+/* An info key that is not set, and MPI_Comm_disconnect: of a null
+ * communicator an error, of a duplicate the end of it (collective). */
+static void info_and_disconnect(void)
+{
+    MPI_Info info;
+    CHECK_MPI(MPI_Info_create(&info));
+    CHECK_ERROR(MPI_ERR_INFO_NOKEY, MPI_Info_delete(info, "no-such-key"), "MPI_Info_delete of a key not set");
+    CHECK_MPI(MPI_Info_free(&info));
+    MPI_Comm null = MPI_COMM_NULL, dup = MPI_COMM_NULL;
+    CHECK_ERROR(MPI_ERR_COMM, MPI_Comm_disconnect(&null), "MPI_Comm_disconnect(MPI_COMM_NULL)");
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    int token = rank, got = -1;
+    CHECK_MPI(MPI_Sendrecv(&token, 1, MPI_INT, right, 5, &got, 1, MPI_INT, left, 5, dup, MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Comm_disconnect(&dup));
+    CHECK_INT(MPI_COMM_NULL, dup, "MPI_Comm_disconnect sets the handle to MPI_COMM_NULL");
+    CHECK_INT(left, got, "a message on the communicator before MPI_Comm_disconnect");
+}
+
 /* Every error class: MPI_Error_class of a class is itself, strings are
  * not empty, classes are at most MPI_ERR_LASTCODE. */
 static void classes(void)
@@ -277,6 +295,7 @@ int main(int argc, char **argv)
     point_to_point_arguments();
     truncation();
     collective_arguments();
+    info_and_disconnect();
     classes();
     added_errors();
     still_works();
