@@ -101,32 +101,25 @@ fn raise_on_file(name: &str, message: &str, error: &MpiError, file: usize) -> Op
 /// calling it if it is the program's; `None` if the handler is fatal (or
 /// the window is gone).
 fn raise_on_win(name: &str, message: &str, error: &MpiError, win: c_int) -> Option<c_int> {
-    let handler = crate::api::win::errhandler_of(win)?;
-    let function = crate::api::user_handler(handler);
-    if handler != abi::ERRORS_RETURN && function.is_none() {
-        return None;
-    }
-    let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
-    if let Some(function) = function {
-        let (mut handle, mut passed) = (win, code);
-        // SAFETY: the program's handler, with the arguments MPI defines.
-        unsafe { function(&mut handle, &mut passed) };
-    }
-    Some(code)
+    raise_to(name, message, error, win, crate::api::win::errhandler_of(win)?)
 }
 
-/// The code of an error that session `session`'s handler returns, after
-/// calling it if it is the program's; `None` if the handler is fatal (or
-/// the session is gone).
+/// As [`raise_on_win`], for session `session`.
 fn raise_on_session(name: &str, message: &str, error: &MpiError, session: c_int) -> Option<c_int> {
-    let handler = crate::api::session::errhandler_of(session)?;
+    raise_to(name, message, error, session, crate::api::session::errhandler_of(session)?)
+}
+
+/// The code of an error that `handler`, the handler of the object
+/// `handle` names, returns, after calling it if it is the program's;
+/// `None` if it is fatal.
+fn raise_to(name: &str, message: &str, error: &MpiError, handle: c_int, handler: c_int) -> Option<c_int> {
     let function = crate::api::user_handler(handler);
     if handler != abi::ERRORS_RETURN && function.is_none() {
         return None;
     }
     let code = code_for(&MpiError::new(error.class, format!("{name}: {message}")));
     if let Some(function) = function {
-        let (mut handle, mut passed) = (session, code);
+        let (mut handle, mut passed) = (handle, code);
         // SAFETY: the program's handler, with the arguments MPI defines.
         unsafe { function(&mut handle, &mut passed) };
     }
