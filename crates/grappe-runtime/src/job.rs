@@ -81,7 +81,8 @@ impl Job {
         }
         let host = Arc::new(HostMemory::anonymous(layout_params(n)?)?);
         let locals: Vec<Option<usize>> = (0..n).map(Some).collect();
-        let job = Job::assemble(host, 0..n, locals.clone(), locals, n, crate::network::Links::none(), id)?;
+        let shape = Shape { mine: 0..n, locals: locals.clone(), on_machine: locals, machine_ranks: n };
+        let job = Job::assemble(host, shape, crate::network::Links::none(), id, JobSettings::from_env()?)?;
         job.announce();
         Ok(job)
     }
@@ -104,6 +105,11 @@ impl Job {
     }
 
     fn join(pmi: &mut dyn Pmi, per_process: usize) -> Result<Job> {
+        // Settings read alike by every process are checked before the
+        // job's shared state exists: a bad one fails every process on its
+        // own, naming it, rather than a peer on a segment that a process
+        // failing first removed.
+        let settings = JobSettings::from_env()?;
         let me = pmi.rank();
         let host_id = host_identity(me, pmi.size(), Vars::process())?;
         let connect = crate::network::connect_setting()?;
@@ -158,7 +164,8 @@ impl Job {
         let locals = placement.locals_seen_from(my_host);
         let on_machine = placement.machine_indexes_seen_from(my_host);
         let machine_ranks = placement.machine_ranks(my_host);
-        let job = Job::assemble(Arc::new(host), mine, locals, on_machine, machine_ranks, links, pmi.job_id())?;
+        let shape = Shape { mine, locals, on_machine, machine_ranks };
+        let job = Job::assemble(Arc::new(host), shape, links, pmi.job_id(), settings)?;
         job.announce();
         job.links.wake_on_arrival(&job)?;
         pmi.barrier()?;
@@ -173,19 +180,16 @@ impl Job {
 
     fn assemble(
         host: Arc<HostMemory>,
-        mine: Range<usize>,
-        locals: Vec<Option<usize>>,
-        on_machine: Vec<Option<usize>>,
-        machine_ranks: usize,
+        shape: Shape,
         links: crate::network::Links,
         id: &str,
+        settings: JobSettings,
     ) -> Result<Job> {
+        let Shape { mine, locals, on_machine, machine_ranks } = shape;
         let cpus = allowed_cpus().len().max(1);
         let proto = ProtoSettings::from_env(host.params().ring_bytes)?;
         let wait = WaitSettings::from_env(machine_ranks > cpus)?;
-        let trace = crate::tracing::TraceSettings::from_env()?;
-        let workers = workers_setting(Vars::process())?;
-        let matches = crate::matches::MatchSettings::from_env()?;
+        let JobSettings { trace, workers, matches } = settings;
         Ok(Job { host, mine, locals, on_machine, links, proto, wait, trace, id: id.to_owned(), workers, matches })
     }
 
@@ -258,6 +262,35 @@ pub(crate) struct WorkerPlan {
 
 /// `GRAPPE_WORKERS`: worker threads per process (one per core by
 /// default; never more than ranks, nor fewer than one).
+/// Where a process's ranks are among the job's: its own, each world
+/// rank's index on this host and on this machine, the machine's ranks.
+struct Shape {
+    mine: Range<usize>,
+    locals: Vec<Option<usize>>,
+    on_machine: Vec<Option<usize>>,
+    machine_ranks: usize,
+}
+
+/// The settings of a job that do not depend on its shape.
+struct JobSettings {
+    trace: Option<crate::tracing::TraceSettings>,
+    workers: Option<usize>,
+    matches: Option<crate::matches::MatchSettings>,
+}
+
+impl JobSettings {
+    fn from_env() -> Result<JobSettings> {
+        // The waiting settings too are checked here, though what they
+        // give depends on the job's shape (see `assemble`).
+        WaitSettings::from_env(false)?;
+        Ok(JobSettings {
+            trace: crate::tracing::TraceSettings::from_env()?,
+            workers: workers_setting(Vars::process())?,
+            matches: crate::matches::MatchSettings::from_env()?,
+        })
+    }
+}
+
 fn workers_setting(vars: Vars<'_>) -> Result<Option<usize>> {
     let Some(text) = vars.text("GRAPPE_WORKERS")? else { return Ok(None) };
     match text.trim().parse() {
