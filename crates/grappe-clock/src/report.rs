@@ -129,7 +129,7 @@ impl Warning {
             warnings.push(Warning::DatingErrorAboveLatency {
                 label: label.clone(),
                 predicted_ns: trust.worst_ns,
-                at_s: (trust.worst_at_ns - trust.start_ns) as f64 / 1e9,
+                at_s: trust.worst_after_start_s(),
                 min_one_way_ns,
             });
         }
@@ -222,6 +222,12 @@ pub struct Trust {
 }
 
 impl Trust {
+    /// Seconds from the run's start to the worst point (in i128: dates
+    /// of wild samples may lie further apart than an i64 holds).
+    pub fn worst_after_start_s(&self) -> f64 {
+        (i128::from(self.worst_at_ns) - i128::from(self.start_ns)) as f64 / 1e9
+    }
+
     /// The trust of `fit` over [start, end] (reference dates). The
     /// half-width is convex in the date (see [`crate::DatingBounds`]), so
     /// its largest value is at an end.
@@ -332,7 +338,7 @@ impl fmt::Display for ClockReport {
                 t.at_start_ns / 1e3,
                 t.at_end_ns / 1e3,
                 t.worst_ns / 1e3,
-                (t.worst_at_ns - t.start_ns) as f64 / 1e9
+                t.worst_after_start_s()
             )?;
         }
         if !self.warnings.is_empty() {
