@@ -55,7 +55,7 @@ fn warn_of_dating_errors(time: &grappe_analysis::GlobalTime, min_gap_ns: Option<
              smallest message latency of the run {smallest}: its messages may be dated out of order",
             trust.label,
             trust.worst_ns / 1e3,
-            (trust.worst_at_ns - trust.start_ns) as f64 / 1e9
+            trust.worst_after_start_s()
         );
     }
 }
