@@ -223,9 +223,9 @@ fn a_program_missing_on_a_host_or_an_unreachable_host_is_a_clear_error() {
     let stderr = stderr_of(&output);
     // Both hosts miss the program; whichever agent reports first ends the job.
     assert!(
-        ["a", "b"]
-            .iter()
-            .any(|host| stderr.contains(&format!("grappe: host {host}: cannot execute ./no-such-program: no such file"))),
+        ["a", "b"].iter().any(
+            |host| stderr.contains(&format!("grappe: host {host}: cannot execute ./no-such-program: no such file"))
+        ),
         "{stderr}"
     );
 

@@ -78,7 +78,7 @@ impl Drop for Inner {
 }
 
 /// "No arena" in the words exchanged when creating a communicator.
-const NO_ARENA: u64 = u64::MAX;
+pub(crate) const NO_ARENA: u64 = u64::MAX;
 
 impl std::fmt::Debug for Communicator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -165,7 +165,7 @@ impl Communicator {
 
     /// Rank 0's part in creating communicators: claim one arena per new
     /// group (when this communicator could have one), for `groups` groups.
-    fn claim_arenas(&self, groups: usize) -> Vec<u64> {
+    pub(crate) fn claim_arenas(&self, groups: usize) -> Vec<u64> {
         let engine = self.inner.rank_ctx.engine();
         (0..groups)
             .map(|_| match self.inner.arena {
@@ -253,7 +253,7 @@ impl Communicator {
             return self.dup_inter();
         }
         let inner = self.live()?;
-        let next = inner.rank_ctx.next_ctx() as u64;
+        let next = inner.rank_ctx.next_ctx()? as u64;
         let table = crate::internal::allgather_words(self, &[next, NO_ARENA], |table| {
             let arena = self.claim_arenas(1)[0];
             table.iter_mut().for_each(|entry| entry[1] = arena);
@@ -296,7 +296,7 @@ impl Communicator {
 
     fn split_from(&self, span: crate::trace::Span, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
         let inner = self.live()?;
-        let next = inner.rank_ctx.next_ctx();
+        let next = inner.rank_ctx.next_ctx()?;
         let mine = SplitEntry { color: color.map_or(u32::MAX, |c| c), key, next_ctx: next, arena: NO_ARENA };
         let all = crate::internal::allgather_words(self, &mine.words(), |table| self.assign_split_arenas(table))?;
         let entries: Vec<SplitEntry> = all.iter().map(|w| SplitEntry::from_words(w)).collect();
@@ -332,7 +332,7 @@ impl Communicator {
         let group = members.iter().map(|&m| self.world_rank_of(m)).collect::<Result<Vec<usize>>>()?;
         let Some(rank) = members.iter().position(|&m| m == inner.rank) else { return Ok(None) };
         let (ctx, tag) = (self.coll_ctx(), crate::internal::MANAGEMENT_TAG);
-        let mut word = (inner.rank_ctx.next_ctx() as u64).to_ne_bytes();
+        let mut word = (inner.rank_ctx.next_ctx()? as u64).to_ne_bytes();
         if rank == 0 {
             let mut agreed = u64::from_ne_bytes(word);
             for &member in &members[1..] {
@@ -371,7 +371,7 @@ impl Communicator {
     }
 }
 
-fn arena_of(word: u64) -> Option<usize> {
+pub(crate) fn arena_of(word: u64) -> Option<usize> {
     (word != NO_ARENA).then_some(word as usize)
 }
 

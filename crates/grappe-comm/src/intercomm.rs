@@ -139,7 +139,7 @@ impl Communicator {
         Ok(dup)
     }
 
-    fn new_inter(local: Communicator, ctx: u64, remote: Vec<usize>) -> Communicator {
+    pub(crate) fn new_inter(local: Communicator, ctx: u64, remote: Vec<usize>) -> Communicator {
         let (rank_ctx, rank, errors) = (local.inner.rank_ctx.clone(), local.rank(), local.error_handler());
         let inter = Communicator::build(rank_ctx, ctx as u32, rank, remote, None, Some(local));
         inter.set_error_handler(errors);
@@ -149,7 +149,7 @@ impl Communicator {
     /// The context every member of this communicator can take: the
     /// largest of their lowest unused ones. Collective.
     fn proposed_ctx(&self) -> Result<u64> {
-        let next = self.inner.rank_ctx.next_ctx() as u64;
+        let next = self.inner.rank_ctx.next_ctx()? as u64;
         let table = allgather_words(self, &[next], |_| {})?;
         Ok(table.iter().map(|w| w[0]).max().expect("a communicator has members"))
     }

@@ -2,6 +2,7 @@
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use grappe_proto::Engine;
 use grappe_proto::Status;
@@ -50,8 +51,14 @@ impl JobControl for ExitProcess {
 /// borrows never outlive one call.
 pub struct RankContext {
     engine: RefCell<Engine>,
-    /// Next context id this rank has not used (see `Communicator::dup`).
-    next_ctx: Cell<u32>,
+    /// Next context id this rank has not used (see `Communicator::dup`);
+    /// shared with the schedules of pending `idup` agreements, which
+    /// claim contexts while the engine progresses (see `crate::idup`).
+    next_ctx: Arc<AtomicU32>,
+    /// The engine requests of this rank's pending `idup` agreements, by
+    /// token: a blocking communicator creation sees them through first.
+    agreements: RefCell<Vec<(u64, grappe_proto::RequestId)>>,
+    next_agreement: Cell<u64>,
     /// The rank's trace recorder, when tracing is on.
     recorder: RefCell<Option<Recorder>>,
     /// `recorder.is_some()`, readable without a borrow: the one branch
@@ -82,7 +89,9 @@ impl RankContext {
         RankContext {
             job,
             engine: RefCell::new(engine),
-            next_ctx: Cell::new(crate::communicator::FIRST_FREE_CTX),
+            next_ctx: Arc::new(AtomicU32::new(crate::communicator::FIRST_FREE_CTX)),
+            agreements: RefCell::new(Vec::new()),
+            next_agreement: Cell::new(0),
             tracing: Cell::new(false),
             // Replaced by the recorder's at installation; reading the raw
             // clock here needs no calibration of the counter.
@@ -232,12 +241,44 @@ impl RankContext {
         }
     }
 
-    pub(crate) fn next_ctx(&self) -> u32 {
-        self.next_ctx.get()
+    /// The lowest context this rank never used: its proposal when a
+    /// communicator is created. Pending `idup` agreements, which claim
+    /// contexts as the engine progresses, are seen through first, so that
+    /// none claims one between this proposal and the creation.
+    pub(crate) fn next_ctx(&self) -> Result<u32, crate::Error> {
+        self.settle_agreements()?;
+        Ok(self.next_ctx.load(Ordering::Relaxed))
     }
 
     pub(crate) fn used_ctx(&self, ctx: u32) {
-        self.next_ctx.set(self.next_ctx.get().max(ctx + crate::communicator::CTX_STRIDE));
+        self.next_ctx.fetch_max(ctx + crate::communicator::CTX_STRIDE, Ordering::Relaxed);
+    }
+
+    /// The counter of unused contexts, for the schedules of `idup`.
+    pub(crate) fn ctx_counter(&self) -> Arc<AtomicU32> {
+        self.next_ctx.clone()
+    }
+
+    /// Registers the engine request of a pending `idup` agreement: its
+    /// token, for [`Self::agreement_done`].
+    pub(crate) fn agreement_started(&self, id: grappe_proto::RequestId) -> u64 {
+        let token = self.next_agreement.get();
+        self.next_agreement.set(token + 1);
+        self.agreements.borrow_mut().push((token, id));
+        token
+    }
+
+    /// The agreement of `token` finished or was given up.
+    pub(crate) fn agreement_done(&self, token: u64) {
+        self.agreements.borrow_mut().retain(|&(t, _)| t != token);
+    }
+
+    fn settle_agreements(&self) -> Result<(), crate::Error> {
+        let pending: Vec<grappe_proto::RequestId> = self.agreements.borrow().iter().map(|&(_, id)| id).collect();
+        for id in pending {
+            self.engine().settle(id)?;
+        }
+        Ok(())
     }
 }
 

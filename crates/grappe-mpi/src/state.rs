@@ -60,6 +60,9 @@ pub struct CommEntry {
     pub neighbours: Option<Communicator>,
     /// The library's communicators beside an intercommunicator.
     pub inter: Option<crate::api::Inter>,
+    /// The handle of an `MPI_Comm_idup` not complete yet: no call may use
+    /// it (`comm` is the communicator duplicated, a placeholder).
+    pub pending: bool,
 }
 
 impl CommEntry {
@@ -72,6 +75,7 @@ impl CommEntry {
             topology: None,
             neighbours: None,
             inter: None,
+            pending: false,
         }
     }
 }
@@ -147,6 +151,8 @@ pub enum RequestEntry {
     Done { status: abi::Status },
     /// The program's own operation (`MPI_Grequest_start`).
     Generalized(Box<Generalized>),
+    /// `MPI_Comm_idup`, whose communicator is made when it completes.
+    Dup(Box<crate::api::DupUnderWay>),
 }
 
 /// A generalized request: the program's callbacks and whether it called
@@ -474,6 +480,10 @@ impl State {
         match self.live_comm_slot(handle) {
             Some(slot) => Ok(slot),
             None if handle == abi::COMM_NULL => Err(MpiError::new(class::COMM, "MPI_COMM_NULL is not a communicator")),
+            None if self.pending_comm_slot(handle).is_some() => Err(MpiError::new(
+                class::COMM,
+                format!("communicator {handle:#x} comes from an MPI_Comm_idup whose request has not completed"),
+            )),
             None => Err(MpiError::new(class::COMM, format!("{handle:#x} is not a communicator handle (or was freed)"))),
         }
     }
@@ -486,7 +496,14 @@ impl State {
             abi::COMM_SELF => 1,
             _ => abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2)?,
         };
-        self.comms.get(slot).is_some().then_some(slot)
+        self.comms.get(slot).is_some_and(|entry| !entry.pending).then_some(slot)
+    }
+
+    /// The slot of `handle` if it names the communicator of an
+    /// `MPI_Comm_idup` under way.
+    pub fn pending_comm_slot(&self, handle: c_int) -> Option<usize> {
+        let slot = abi::direct_index(kind::COMM, handle).filter(|&slot| slot >= 2)?;
+        self.comms.get(slot).is_some_and(|entry| entry.pending).then_some(slot)
     }
 
     /// The intracommunicator of `handle`: an intercommunicator is refused,

@@ -28,6 +28,12 @@ use crate::{Call, Error, Mismatch};
 /// buffers (see [`Schedule::buffer`]). `Send`, like the engine that holds it.
 pub type LocalStep = Box<dyn FnMut(&mut [Vec<u8>]) + Send>;
 
+/// A step that decides at run time what the schedule does next: it may
+/// rewrite the buffers and add rounds after its own (an agreement that
+/// starts over when it failed, as the context agreement of
+/// `MPI_Comm_idup` does). `Send`, like [`LocalStep`].
+pub type ExtendStep = Box<dyn FnOnce(&mut Schedule) + Send>;
+
 /// Names one buffer of a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferId(pub(crate) usize);
@@ -43,6 +49,7 @@ pub(crate) enum Step {
     Send { dest: usize, buf: usize, range: Range<usize> },
     Recv { src: usize, src_comm: usize, buf: usize, range: Range<usize> },
     Local(LocalStep),
+    Extend(ExtendStep),
 }
 
 /// A receive of the round under way, and the size it must have.
@@ -128,6 +135,20 @@ impl Schedule {
     /// touch a buffer that a send or receive of its own round uses.
     pub fn local(&mut self, step: impl FnMut(&mut [Vec<u8>]) + Send + 'static) -> &mut Schedule {
         self.push(Step::Local(Box::new(step)))
+    }
+
+    /// Runs `step` on the schedule itself when the round starts: it may
+    /// rewrite the buffers and add rounds (with [`round`](Self::round) and
+    /// the others), which run after the round under way. It must be the
+    /// round's only step, so that it touches no buffer a send or receive
+    /// of the round uses.
+    pub fn extend(&mut self, step: impl FnOnce(&mut Schedule) + Send + 'static) -> &mut Schedule {
+        self.push(Step::Extend(Box::new(step)))
+    }
+
+    /// The buffers, for a step of [`extend`](Self::extend).
+    pub fn buffers_mut(&mut self) -> &mut [Vec<u8>] {
+        &mut self.buffers
     }
 
     fn push(&mut self, step: Step) -> &mut Schedule {

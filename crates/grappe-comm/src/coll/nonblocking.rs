@@ -188,18 +188,30 @@ impl Communicator {
     }
 
     fn schedule_of(&self, caller: Caller, what: NonBlocking, deliver: Deliver) -> Result<Schedule> {
-        let inner = self.live()?;
-        let counter = match caller {
-            Caller::NonBlocking => &inner.nbc_seq,
-            Caller::Blocking => &inner.blocking_nbc_seq,
-        };
-        let seq = counter.get().wrapping_add(1);
-        counter.set(seq);
-        let tag = caller as i32 | (seq & TAG_SEQ_MASK) as i32;
+        self.live()?;
+        let tag = self.next_tag_of(caller);
         let schedule = Schedule::new(what.name(), self.nbc_ctx(), tag, self.rank());
         let mut plan = Plan { comm: self, s: schedule, p: self.size(), me: self.rank() };
         plan.build(what, deliver)?;
         Ok(plan.s)
+    }
+}
+
+impl Communicator {
+    /// The tag of the next non-blocking collective on the communicator
+    /// (see the module's documentation).
+    pub(crate) fn next_nbc_tag(&self) -> i32 {
+        self.next_tag_of(Caller::NonBlocking)
+    }
+
+    fn next_tag_of(&self, caller: Caller) -> i32 {
+        let counter = match caller {
+            Caller::NonBlocking => &self.inner.nbc_seq,
+            Caller::Blocking => &self.inner.blocking_nbc_seq,
+        };
+        let seq = counter.get().wrapping_add(1);
+        counter.set(seq);
+        caller as i32 | (seq & TAG_SEQ_MASK) as i32
     }
 }
 

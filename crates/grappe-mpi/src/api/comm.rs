@@ -85,38 +85,91 @@ fn release(handle: c_int) -> crate::errors::Result<()> {
     Ok(())
 }
 
-/// `MPI_Comm_idup(_with_info)`: the duplicate is made at the call, as
-/// `MPI_Comm_dup` makes it, and the request handed out is complete. A
-/// program whose ranks all reach the call before they block on one
-/// another (the usual use) sees no difference; one whose ranks first wait
-/// for a rank still inside it waits forever.
-fn duplicate_now(call: &str, comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> crate::errors::Result<()> {
+/// An `MPI_Comm_idup` under way: the agreement on the duplicate's
+/// contexts (see `grappe_comm::PendingDup`), and the handle it takes.
+pub struct DupUnderWay {
+    /// The agreement's request; `None` once a wait for any of several
+    /// requests completed it.
+    pub request: Option<grappe_comm::Request<'static>>,
+    /// The communicator duplicated.
+    pub parent: c_int,
+    /// The duplicate's handle, given to the program at the call (as MPICH
+    /// does), usable once the request completed.
+    pub handle: c_int,
+    pub pending: grappe_comm::PendingDup,
+}
+
+/// `MPI_Comm_idup(_with_info)`: starts the agreement on the duplicate's
+/// contexts, which the rank's progress moves on in any later call; the
+/// handle is the program's at once, the communicator behind it is made
+/// when the request completes (see [`finish_dup`]).
+fn duplicate_later(call: &str, comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> crate::errors::Result<()> {
     if request.is_null() {
         return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
     }
-    // SAFETY: the caller's output argument: MPI_COMM_NULL if the dup fails.
+    // SAFETY: the caller's output argument: MPI_COMM_NULL if the idup fails.
     unsafe { put(newcomm, abi::COMM_NULL, "newcomm")? };
-    let handle = duplicate(call, comm)?;
-    // SAFETY: the caller's output argument.
-    unsafe { put(newcomm, handle, "newcomm")? };
     let mut state = state::lock(call)?;
-    let done = state::RequestEntry::Done { status: super::empty_status() };
-    let handle = state.add_request(state::RequestSlot { now: Some(done), persistent: None });
-    // SAFETY: the caller's output argument, checked non-NULL.
-    unsafe { put(request, handle, "request") }
+    let entry = state.comm(comm)?;
+    let (handler, topology, parent) = (entry.errhandler, entry.topology.clone(), entry.comm.clone());
+    // An intercommunicator's duplicate comes with the library's channel
+    // beside it (see `intercomm::register`).
+    let copies = if parent.is_inter() { 2 } else { 1 };
+    let (started, pending) = parent.start_dup(state.scope, copies).map_err(|e| MpiError::from(e).on(comm))?;
+    let handle = state.add_comm(parent, handler);
+    let slot = state.comm_slot(handle)?;
+    let entry = state.comms.get_mut(slot).expect("just added");
+    (entry.topology, entry.pending) = (topology, true);
+    let under_way = DupUnderWay { request: Some(started), parent: comm, handle, pending };
+    let now = Some(state::RequestEntry::Dup(Box::new(under_way)));
+    let request_handle = state.add_request(state::RequestSlot { now, persistent: None });
+    // SAFETY: the caller's output arguments, `request` checked non-NULL.
+    unsafe {
+        put(newcomm, handle, "newcomm")?;
+        put(request, request_handle, "request")
+    }
+}
+
+/// Completes an `MPI_Comm_idup`: waits for its agreement, makes the
+/// communicator behind its handle and copies the attributes (their
+/// callbacks run without the lock). The handle goes if the agreement
+/// failed.
+pub(super) fn finish_dup(state: &mut state::Locked, dup: DupUnderWay) -> crate::errors::Result<abi::Status> {
+    let DupUnderWay { request, parent, handle, pending } = dup;
+    let slot = state.pending_comm_slot(handle).expect("an idup's handle stays pending until it completes");
+    if let Some(Err(e)) = request.map(grappe_comm::Request::wait) {
+        state.comms.remove(slot);
+        return Err(MpiError::from(e).on(parent));
+    }
+    let Some(made) = pending.finish() else {
+        state.comms.remove(slot);
+        let message = "the context agreement of the duplicate did not complete";
+        return Err(MpiError::new(class::INTERN, message).on(parent));
+    };
+    let mut made = made.into_iter();
+    let dup = made.next().expect("one duplicate at least");
+    if let Some(channel) = made.next() {
+        crate::api::intercomm::attach_parts(state, slot, &dup, channel);
+    }
+    let entry = state.comms.get_mut(slot).expect("pending");
+    (entry.comm, entry.pending) = (dup, false);
+    let copied = state.let_go_during(|| {
+        crate::api::attr::copy_attrs(crate::api::attr::Object::Comm(parent), crate::api::attr::Object::Comm(handle))
+    });
+    copied.map(|()| super::empty_status())
 }
 
 mpi_fn! {
-    /// `MPI_Comm_idup` (see `duplicate_now`).
+    /// `MPI_Comm_idup` (see `duplicate_later`).
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
-        duplicate_now("MPI_Comm_idup", comm, newcomm, request)
+        duplicate_later("MPI_Comm_idup", comm, newcomm, request)
     }
 }
 
 mpi_fn! {
     /// `MPI_Comm_idup_with_info` (grappe takes no hints yet).
     fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int, request: *mut c_int) {
-        duplicate_now("MPI_Comm_idup_with_info", comm, newcomm, request)
+        duplicate_later("MPI_Comm_idup_with_info", comm, newcomm, request)
     }
 }
 

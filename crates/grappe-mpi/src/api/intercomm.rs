@@ -45,17 +45,23 @@ const CHANNEL_TAG: c_int = 0;
 /// Registers a new intercommunicator and the communicators beside it
 /// (making the channel is collective over both groups): its handle.
 pub(super) fn register(state: &mut Locked, inter: Communicator, errhandler: c_int) -> Result<c_int> {
-    ANY.store(true, Ordering::Relaxed);
     let channel = inter.dup()?;
+    let handle = state.add_comm(inter.clone(), errhandler);
+    let slot = state.comm_slot(handle)?;
+    attach_parts(state, slot, &inter, channel);
+    Ok(handle)
+}
+
+/// Gives the intercommunicator in `slot`, `inter`, the library's
+/// communicators beside it: its local group and `channel`, a duplicate.
+pub(super) fn attach_parts(state: &mut Locked, slot: usize, inter: &Communicator, channel: Communicator) {
+    ANY.store(true, Ordering::Relaxed);
     let local = inter.local_comm().expect("an intercommunicator has a local group").clone();
     let parts = Inter {
         local: state.add_comm(local, abi::ERRORS_RETURN),
         channel: state.add_comm(channel, abi::ERRORS_RETURN),
     };
-    let handle = state.add_comm(inter, errhandler);
-    let slot = state.comm_slot(handle)?;
-    state.comms.get_mut(slot).expect("just added").inter = Some(parts);
-    Ok(handle)
+    state.comms.get_mut(slot).expect("a live slot").inter = Some(parts);
 }
 
 /// Frees the communicators beside an intercommunicator being freed.

@@ -35,6 +35,7 @@ use crate::errors::{MpiError, Result};
 use crate::types::Type;
 
 pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
+pub(crate) use comm::DupUnderWay;
 pub(crate) use intercomm::{Inter, unsupported as not_on_intercomm};
 pub(crate) use misc::{user_file_handler, user_handler};
 pub(crate) use persistent::Starter;

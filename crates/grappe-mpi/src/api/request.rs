@@ -60,6 +60,7 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
             RequestEntry::Active { request, .. } => request.is_complete(),
             RequestEntry::Done { .. } => true,
             RequestEntry::Generalized(found) => found.complete,
+            RequestEntry::Dup(dup) => dup.request.as_ref().is_none_or(Request::is_complete),
         });
         Ok(done.then_some(()))
     };
@@ -73,7 +74,7 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
                     status
                 }
                 // A blocking call's own operations are the library's.
-                RequestEntry::Generalized(_) => Ok(empty_status()),
+                RequestEntry::Generalized(_) | RequestEntry::Dup(_) => Ok(empty_status()),
             });
             let statuses = statuses.collect();
             drop(state);
@@ -119,6 +120,7 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
             status
         }
         RequestEntry::Generalized(found) => super::grequest::status_of(state, &found, true),
+        RequestEntry::Dup(dup) => super::comm::finish_dup(state, *dup),
     };
     (status, freed)
 }
@@ -128,6 +130,7 @@ fn complete(state: &Locked, slot: usize) -> bool {
     match now(state, slot) {
         Some(RequestEntry::Active { request, .. }) => request.is_complete(),
         Some(RequestEntry::Generalized(found)) => found.complete,
+        Some(RequestEntry::Dup(dup)) => dup.request.as_ref().is_none_or(Request::is_complete),
         _ => true,
     }
 }
@@ -250,6 +253,8 @@ fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
     let request = match now_mut(state, slot) {
         Some(RequestEntry::Active { request, comm, .. }) => (request, comm),
         Some(RequestEntry::Generalized(found)) => return Ok(found.complete),
+        // Completed by the wait or test that frees it (`finish_dup`).
+        Some(RequestEntry::Dup(dup)) => return test_dup(dup),
         _ => return Ok(true),
     };
     let (request, comm) = request;
@@ -271,6 +276,17 @@ fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
         // The request's own failure: complete (its wait reports it).
         Err(_) if request.is_complete() => Ok(true),
         Err(e) => Err(MpiError::from(e).on(comm)),
+    }
+}
+
+/// Whether the agreement of an `MPI_Comm_idup` is over (making progress).
+fn test_dup(dup: &mut super::DupUnderWay) -> Result<bool> {
+    let Some(request) = &mut dup.request else { return Ok(true) };
+    match request.test() {
+        Ok(done) => Ok(done.is_some()),
+        // The request's own failure: complete (its wait reports it).
+        Err(_) if request.is_complete() => Ok(true),
+        Err(e) => Err(MpiError::from(e).on(dup.parent)),
     }
 }
 
@@ -383,6 +399,13 @@ mpi_fn! {
     }
 }
 
+/// What a request lent to `grappe_comm::wait_any` leaves in its slot's
+/// place meanwhile.
+enum Lent {
+    Active { keep: Option<Box<[u8]>>, incoming: Option<Incoming<'static>> },
+    Dup(Box<super::DupUnderWay>),
+}
+
 /// Waits until one of the requests in `slots` completes (or none is
 /// active): its index in `slots`.
 fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>> {
@@ -399,9 +422,18 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     let mut origins = Vec::with_capacity(active.len());
     for &(i, slot) in &active {
         let entry = state.requests.get_mut(slot).expect("active");
-        if let Some(RequestEntry::Active { request, comm, keep, incoming }) = entry.now.take() {
-            lent.push(request);
-            origins.push((i, slot, comm, keep, incoming));
+        match entry.now.take() {
+            Some(RequestEntry::Active { request, comm, keep, incoming }) => {
+                lent.push(request);
+                origins.push((i, slot, comm, Lent::Active { keep, incoming }));
+            }
+            Some(RequestEntry::Dup(mut dup)) => {
+                let comm = dup.parent;
+                lent.push(dup.request.take().expect("not complete, so still under way"));
+                origins.push((i, slot, comm, Lent::Dup(dup)));
+            }
+            // Generalized requests stay: their program completes them.
+            other => entry.now = other,
         }
     }
     if lent.is_empty() {
@@ -416,19 +448,29 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
     let mut put_back = lent.into_iter();
     let mut chosen = None;
     let first_comm = origins.first().map_or(abi::COMM_WORLD, |o| o.2);
-    for (k, (i, slot, comm, keep, incoming)) in origins.into_iter().enumerate() {
-        if Some(k) == index {
-            let got = *done.as_ref().expect("completed");
-            if let Some(incoming) = incoming {
-                incoming.finish(got.bytes);
+    for (k, (i, slot, comm, lent)) in origins.into_iter().enumerate() {
+        let back = match lent {
+            Lent::Active { keep, incoming } if Some(k) == index => {
+                let got = *done.as_ref().expect("completed");
+                if let Some(incoming) = incoming {
+                    incoming.finish(got.bytes);
+                }
+                drop(keep);
+                RequestEntry::Done { status: status_of(got) }
             }
-            drop(keep);
-            state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Done { status: status_of(got) });
-            chosen = Some(i);
-            continue;
-        }
-        let request = put_back.next().expect("one per request not completed");
-        state.requests.get_mut(slot).expect("lent").now = Some(RequestEntry::Active { request, comm, keep, incoming });
+            // Completed: its communicator is made by the wait that frees it.
+            Lent::Dup(dup) if Some(k) == index => RequestEntry::Dup(dup),
+            Lent::Active { keep, incoming } => {
+                let request = put_back.next().expect("one per request not completed");
+                RequestEntry::Active { request, comm, keep, incoming }
+            }
+            Lent::Dup(mut dup) => {
+                dup.request = Some(put_back.next().expect("one per request not completed"));
+                RequestEntry::Dup(dup)
+            }
+        };
+        chosen = chosen.or((Some(k) == index).then_some(i));
+        state.requests.get_mut(slot).expect("lent").now = Some(back);
     }
     match done {
         Ok(_) => Ok(chosen),
@@ -604,6 +646,17 @@ mpi_fn! {
             found.freed = true;
             // SAFETY: the caller's request handle.
             return unsafe { put(request, abi::REQUEST_NULL, "request") };
+        }
+        if let Some(RequestEntry::Dup(dup)) = now(&state, slot) {
+            let parent = dup.parent;
+            return Err(MpiError::new(
+                class::REQUEST,
+                format!(
+                    "request {handle:#x} is an MPI_Comm_idup's, a non-blocking collective's, which MPI forbids \
+                     freeing: complete it with MPI_Wait or MPI_Test"
+                ),
+            )
+            .on(parent));
         }
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
         if let Some(RequestEntry::Generalized(found)) = &entry.now {

@@ -92,6 +92,10 @@ impl Engine {
                 local(&mut schedule.buffers);
                 return Ok(());
             }
+            Step::Extend(extend) => {
+                extend(schedule);
+                return Ok(());
+            }
             Step::Send { dest, buf, range } => {
                 let bytes = &schedule.buffers[buf][range];
                 // SAFETY: the schedule owns the buffer and neither frees,

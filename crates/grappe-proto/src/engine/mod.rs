@@ -425,6 +425,32 @@ impl Engine {
         }
     }
 
+    /// Makes progress until request `id` has finished (or no longer
+    /// exists), leaving its completion for whoever waits for it: a rank
+    /// that must see one of its operations through before starting
+    /// another (the context agreement of a pending `MPI_Comm_idup`
+    /// before a blocking communicator creation).
+    pub fn settle(&mut self, id: RequestId) -> Result<()> {
+        let wait = self.wait;
+        // SAFETY: the bell lives in `self.net.host`, alive as long as self.
+        let bell = unsafe { &*self.bell };
+        let mut backoff = Backoff::new(bell, &wait);
+        loop {
+            if !self.book.reqs.contains(id.0) || self.book.is_finished(id.0) {
+                return Ok(());
+            }
+            self.progress()?;
+            if !self.book.reqs.contains(id.0) || self.book.is_finished(id.0) {
+                return Ok(());
+            }
+            let snooze = backoff.snooze();
+            if snooze == Snooze::TimedOut {
+                self.probe_stalled_peers();
+            }
+            self.snoozed(snooze)?;
+        }
+    }
+
     /// Gives up request `id` without waiting for its peer: on return,
     /// neither this engine nor any peer reads or writes its buffer again,
     /// and the request no longer exists for its poster. What the peer sees:
