@@ -229,8 +229,11 @@ fn a_coarray_fortran_program_runs_on_opencoarrays_mpich_library() {
 /// slowest (`alloc_comp_multidim_shape`, `get_array`, `send_array`:
 /// hundreds of thousands of element-wise lock, get, unlock; they pass,
 /// in 5 to 50 s on 2 to 4 images, where MPICH's library takes over 60 s),
-/// and `coarray_burgers_pde`, which once gave a wrong profile on 4 images
-/// (not yet explained: a race of the program's or a defect of grappe's).
+/// and `coarray_burgers_pde` (its images read their neighbours' halo
+/// values across the periodic boundary, image 1 from the last image and
+/// back, but synchronise only with images `me-1` and `me+1`, never across
+/// that boundary: a race of the program's, which gives a wrong profile
+/// about one run in twenty).
 fn opencoarrays_tests_at(images: usize) -> Vec<String> {
     const LEFT_OUT: [&str; 6] = [
         "issue-488-multi-dim-cobounds",
