@@ -285,8 +285,19 @@ mpi_fn! {
                 color = color * dims[d] as u32 + me[d] as u32;
             }
         }
+        // Keeping no dimension makes a zero-dimensional grid, which has
+        // one process, as `MPI_Cart_create` with no dimension makes it:
+        // rank 0's, the others get MPI_COMM_NULL (MPICH does the same).
+        let zero_dimensional = !keep.contains(&true);
+        let color = match zero_dimensional {
+            true => (entry.comm.rank() == 0).then_some(0),
+            false => Some(color),
+        };
         let handler = entry.errhandler;
-        let sub = entry.comm.split(Some(color), key).map_err(|e| MpiError::from(e).on(comm))?.expect("every rank has a color");
+        let Some(sub) = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))? else {
+            // SAFETY: the caller's output argument.
+            return unsafe { put(newcomm, abi::COMM_NULL, "newcomm") };
+        };
         let handle = state.add_comm(sub, handler);
         let slot = state.comm_slot(handle)?;
         let (sub_dims, sub_periods) = dims.iter().zip(&periods).zip(&keep).filter(|(_, k)| **k).map(|((d, p), _)| (*d, *p)).unzip();
