@@ -251,15 +251,22 @@ impl PendingDup {
             .into()
     }
 
+    /// A duplicate on context `ctx`, recorded as a blocking duplicate is
+    /// (traces name the members of every communicator their messages use).
     fn make(&self, ctx: u32, arena: Option<usize>) -> Communicator {
         let parent = &self.parent;
         let rank_ctx = parent.rank_context().clone();
         match parent.local_comm() {
-            None => Communicator::new(rank_ctx, ctx, parent.rank(), parent.inner.group.clone(), arena),
+            None => {
+                let dup = Communicator::new(rank_ctx, ctx, parent.rank(), parent.inner.group.clone(), arena);
+                parent.trace_comm_create(parent.span_without_site(), &dup);
+                dup
+            }
             Some(local) => {
                 let group = local.inner.group.clone();
                 let local_dup = Communicator::new(rank_ctx, ctx + CTX_STRIDE, local.rank(), group, arena);
                 local_dup.set_error_handler(local.error_handler());
+                local.trace_comm_create(local.span_without_site(), &local_dup);
                 Communicator::new_inter(local_dup, ctx as u64, parent.inner.group.clone())
             }
         }
