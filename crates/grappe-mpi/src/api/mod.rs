@@ -20,6 +20,7 @@ mod p2p;
 mod persistent;
 mod request;
 pub(crate) mod session;
+mod tools;
 mod topology;
 mod types;
 pub(crate) mod win;
