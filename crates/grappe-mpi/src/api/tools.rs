@@ -219,7 +219,8 @@ fn cvar_value(cvar: &Cvar) -> std::result::Result<u64, c_int> {
 /// callable before `MPI_T_init_thread`; the body gets the interface's
 /// state and returns an [`Outcome`].
 macro_rules! tool_fn {
-    ($(#[$doc:meta])* fn $name:ident / $pname:ident ($($arg:ident : $ty:ty),* $(,)?) $(any $any:ident)? |$tools:ident| $body:block) => {
+    ($(#[$doc:meta])* fn $name:ident / $pname:ident ($($arg:ident : $ty:ty),* $(,)?)
+     $(any $any:ident)? |$tools:ident| $body:block) => {
         $(#[$doc])*
         #[unsafe(no_mangle)]
         #[allow(clippy::missing_safety_doc, unused_variables)]
@@ -268,14 +269,25 @@ tool_fn! {
 
 tool_fn! {
     /// `MPI_T_enum_get_info`: no enumeration exists.
-    fn MPI_T_enum_get_info / PMPI_T_enum_get_info(enumtype: *mut c_void, num: *mut c_int, name: *mut c_char, name_len: *mut c_int) |tools| {
+    fn MPI_T_enum_get_info / PMPI_T_enum_get_info(
+        enumtype: *mut c_void,
+        num: *mut c_int,
+        name: *mut c_char,
+        name_len: *mut c_int,
+    ) |tools| {
         Err(code::INVALID_HANDLE)
     }
 }
 
 tool_fn! {
     /// `MPI_T_enum_get_item`: no enumeration exists.
-    fn MPI_T_enum_get_item / PMPI_T_enum_get_item(enumtype: *mut c_void, index: c_int, value: *mut c_int, name: *mut c_char, name_len: *mut c_int) |tools| {
+    fn MPI_T_enum_get_item / PMPI_T_enum_get_item(
+        enumtype: *mut c_void,
+        index: c_int,
+        value: *mut c_int,
+        name: *mut c_char,
+        name_len: *mut c_int,
+    ) |tools| {
         Err(code::INVALID_HANDLE)
     }
 }
@@ -332,7 +344,12 @@ tool_fn! {
 
 tool_fn! {
     /// `MPI_T_cvar_handle_alloc`: one value per variable, bound to no object.
-    fn MPI_T_cvar_handle_alloc / PMPI_T_cvar_handle_alloc(index: c_int, obj_handle: *mut c_void, handle: *mut *mut CvarHandle, count: *mut c_int) |tools| {
+    fn MPI_T_cvar_handle_alloc / PMPI_T_cvar_handle_alloc(
+        index: c_int,
+        obj_handle: *mut c_void,
+        handle: *mut *mut CvarHandle,
+        count: *mut c_int,
+    ) |tools| {
         cvar(index)?;
         if handle.is_null() || count.is_null() {
             return Err(code::ARG);
@@ -492,7 +509,13 @@ fn all_handles(handle: *mut c_void) -> bool {
 
 tool_fn! {
     /// `MPI_T_pvar_handle_alloc`: no index is valid.
-    fn MPI_T_pvar_handle_alloc / PMPI_T_pvar_handle_alloc(s: *mut Session, index: c_int, obj_handle: *mut c_void, handle: *mut *mut c_void, count: *mut c_int) |tools| {
+    fn MPI_T_pvar_handle_alloc / PMPI_T_pvar_handle_alloc(
+        s: *mut Session,
+        index: c_int,
+        obj_handle: *mut c_void,
+        handle: *mut *mut c_void,
+        count: *mut c_int,
+    ) |tools| {
         session(tools, s)?;
         Err(code::INVALID_INDEX)
     }
@@ -647,7 +670,11 @@ tool_fn! {
 
 tool_fn! {
     /// `MPI_T_category_get_categories`: the category has none.
-    fn MPI_T_category_get_categories / PMPI_T_category_get_categories(index: c_int, len: c_int, indices: *mut c_int) |tools| {
+    fn MPI_T_category_get_categories / PMPI_T_category_get_categories(
+        index: c_int,
+        len: c_int,
+        indices: *mut c_int,
+    ) |tools| {
         category(index)
     }
 }
@@ -717,7 +744,12 @@ tool_fn! {
 
 tool_fn! {
     /// `MPI_T_event_handle_alloc`: no index is valid.
-    fn MPI_T_event_handle_alloc / PMPI_T_event_handle_alloc(index: c_int, obj_handle: *mut c_void, info: c_int, registration: *mut *mut c_void) |tools| {
+    fn MPI_T_event_handle_alloc / PMPI_T_event_handle_alloc(
+        index: c_int,
+        obj_handle: *mut c_void,
+        info: c_int,
+        registration: *mut *mut c_void,
+    ) |tools| {
         Err(code::INVALID_INDEX)
     }
 }
@@ -725,7 +757,7 @@ tool_fn! {
 /// Defines event functions whose first argument is a registration or an
 /// event instance: none can exist, so each is `MPI_T_ERR_INVALID_HANDLE`.
 macro_rules! no_event_handle {
-    ($($(#[$doc:meta])* fn $name:ident / $pname:ident ($($arg:ident : $ty:ty),*);)*) => {
+    ($($(#[$doc:meta])* fn $name:ident / $pname:ident ($($arg:ident : $ty:ty),* $(,)?);)*) => {
         $(tool_fn! {
             $(#[$doc])*
             fn $name / $pname($($arg: $ty),*) |tools| {
@@ -737,19 +769,40 @@ macro_rules! no_event_handle {
 
 no_event_handle! {
     /// `MPI_T_event_handle_free`.
-    fn MPI_T_event_handle_free / PMPI_T_event_handle_free(registration: *mut c_void, user_data: *mut c_void, free_cb: *mut c_void);
+    fn MPI_T_event_handle_free / PMPI_T_event_handle_free(
+        registration: *mut c_void,
+        user_data: *mut c_void,
+        free_cb: *mut c_void,
+    );
     /// `MPI_T_event_handle_get_info`.
     fn MPI_T_event_handle_get_info / PMPI_T_event_handle_get_info(registration: *mut c_void, info_used: *mut c_int);
     /// `MPI_T_event_handle_set_info`.
     fn MPI_T_event_handle_set_info / PMPI_T_event_handle_set_info(registration: *mut c_void, info: c_int);
     /// `MPI_T_event_register_callback`.
-    fn MPI_T_event_register_callback / PMPI_T_event_register_callback(registration: *mut c_void, safety: c_int, info: c_int, user_data: *mut c_void, callback: *mut c_void);
+    fn MPI_T_event_register_callback / PMPI_T_event_register_callback(
+        registration: *mut c_void,
+        safety: c_int,
+        info: c_int,
+        user_data: *mut c_void,
+        callback: *mut c_void,
+    );
     /// `MPI_T_event_callback_get_info`.
-    fn MPI_T_event_callback_get_info / PMPI_T_event_callback_get_info(registration: *mut c_void, safety: c_int, info_used: *mut c_int);
+    fn MPI_T_event_callback_get_info / PMPI_T_event_callback_get_info(
+        registration: *mut c_void,
+        safety: c_int,
+        info_used: *mut c_int,
+    );
     /// `MPI_T_event_callback_set_info`.
-    fn MPI_T_event_callback_set_info / PMPI_T_event_callback_set_info(registration: *mut c_void, safety: c_int, info: c_int);
+    fn MPI_T_event_callback_set_info / PMPI_T_event_callback_set_info(
+        registration: *mut c_void,
+        safety: c_int,
+        info: c_int,
+    );
     /// `MPI_T_event_set_dropped_handler`.
-    fn MPI_T_event_set_dropped_handler / PMPI_T_event_set_dropped_handler(registration: *mut c_void, handler: *mut c_void);
+    fn MPI_T_event_set_dropped_handler / PMPI_T_event_set_dropped_handler(
+        registration: *mut c_void,
+        handler: *mut c_void,
+    );
     /// `MPI_T_event_read` (an event instance exists only inside a callback).
     fn MPI_T_event_read / PMPI_T_event_read(instance: *mut c_void, element: c_int, buffer: *mut c_void);
     /// `MPI_T_event_copy`.
