@@ -108,6 +108,8 @@ pub enum Persistent {
     P2p(PersistentP2p),
     /// A collective (MPI 4's `MPI_Bcast_init`...).
     Collective(crate::api::Starter),
+    /// A partitioned send or receive (MPI 4's `MPI_Psend_init`...).
+    Partitioned(crate::api::PartitionedShared),
 }
 
 /// The arguments of `MPI_Send_init` or `MPI_Recv_init`.
@@ -147,6 +149,9 @@ pub enum RequestEntry {
     Done { status: abi::Status },
     /// The program's own operation (`MPI_Grequest_start`).
     Generalized(Box<Generalized>),
+    /// A round of a partitioned send whose partitions are not all marked
+    /// ready yet (`MPI_Pready`): its data is not sent yet.
+    Unready,
 }
 
 /// A generalized request: the program's callbacks and whether it called

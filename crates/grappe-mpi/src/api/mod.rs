@@ -17,6 +17,7 @@ pub(crate) mod info;
 mod intercomm;
 mod misc;
 mod p2p;
+mod partitioned;
 mod persistent;
 mod request;
 pub(crate) mod session;
@@ -38,6 +39,7 @@ use crate::types::Type;
 pub(crate) use attr::{CopyFunction, CopyProxy, DeleteFunction, DeleteProxy};
 pub(crate) use intercomm::{Inter, unsupported as not_on_intercomm};
 pub(crate) use misc::{user_file_handler, user_handler};
+pub(crate) use partitioned::Shared as PartitionedShared;
 pub(crate) use persistent::Starter;
 pub(crate) use topology::Topology;
 
