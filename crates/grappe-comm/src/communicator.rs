@@ -1,10 +1,12 @@
 //! Communicators: a group of ranks and a private matching context.
 //!
-//! Each communicator owns three contexts: `ctx` for point-to-point
-//! traffic, `ctx + 1` for its collectives and `ctx + 2` for its
-//! non-blocking collectives, so a user's `recv(ANY_SOURCE, ANY_TAG)` can
+//! Each communicator owns four contexts: `ctx` for point-to-point
+//! traffic, `ctx + 1` for its collectives, `ctx + 2` for its
+//! non-blocking collectives and `ctx + 3` for MPI's partitioned
+//! communication, so a user's `recv(ANY_SOURCE, ANY_TAG)` can
 //! never swallow a message of a broadcast, nor a blocking collective one
-//! of a non-blocking collective still running. A new
+//! of a non-blocking collective still running, nor an ordinary receive a
+//! partitioned send's message. A new
 //! communicator's context is agreed on collectively: every member proposes
 //! the lowest context it has never used and all take the maximum, which is
 //! then unused by every member (the MPICH approach, with a max instead of
@@ -22,9 +24,9 @@ use crate::coll::board::Board;
 
 /// Context of the world communicator.
 pub(crate) const WORLD_CTX: u32 = 0;
-/// Contexts come in threes: point-to-point, collectives, non-blocking
-/// collectives.
-pub(crate) const CTX_STRIDE: u32 = 3;
+/// Contexts come in fours: point-to-point, collectives, non-blocking
+/// collectives, partitioned point-to-point.
+pub(crate) const CTX_STRIDE: u32 = 4;
 /// First context free for new communicators.
 pub(crate) const FIRST_FREE_CTX: u32 = WORLD_CTX + CTX_STRIDE;
 
@@ -229,6 +231,11 @@ impl Communicator {
     /// Context of the communicator's point-to-point traffic.
     pub(crate) fn p2p_ctx(&self) -> u32 {
         self.inner.ctx
+    }
+
+    /// Context of the communicator's partitioned point-to-point traffic.
+    pub(crate) fn partitioned_ctx(&self) -> u32 {
+        self.inner.ctx + 3
     }
 
     /// A new communicator with the same ranks and a new context, like

@@ -203,6 +203,55 @@ impl Communicator {
         self.handled("issend", request)
     }
 
+    /// Starts the message of a round of MPI's partitioned communication
+    /// (`MPI_Psend_init`): on the communicator's partitioned context, which
+    /// only [`irecv_partitioned`](Self::irecv_partitioned) matches. Not
+    /// traced: the trace has no record for partitioned rounds.
+    pub fn isend_partitioned<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope [u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let start = || {
+            let world = self.check_dest(dest, tag)?;
+            let me = self.live()?.rank as u32;
+            let mut engine = scope.rank_ctx.engine();
+            // SAFETY: as in `start_send`.
+            let started = unsafe { engine.isend(buf.as_ptr(), buf.len(), world, self.partitioned_ctx(), tag, me) }?;
+            drop(engine);
+            Ok(scope.track(Ok(started), 0, self.error_handler(), None))
+        };
+        self.handled("isend_partitioned", start())
+    }
+
+    /// Starts the receive of a round of MPI's partitioned communication
+    /// (`MPI_Precv_init`) from rank `src` with `tag` (no wildcards, as MPI
+    /// says), on the partitioned context.
+    pub fn irecv_partitioned<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope mut [u8],
+        src: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let mut start = move || {
+            let (world, tag) = self.check_recv(Source::Rank(src), Tag::Is(tag))?;
+            self.live()?;
+            let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+            // SAFETY: as in `start_recv`.
+            let started = match unsafe { scope.rank_ctx.engine().irecv(target, world, self.partitioned_ctx(), tag) } {
+                Ok(started) => Ok(started),
+                // A message already here and too long: as in `start_recv`.
+                Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
+                Err(e) => return Err(e.into()),
+            };
+            Ok(scope.track(started, 1, self.error_handler(), None))
+        };
+        self.handled("irecv_partitioned", start())
+    }
+
     /// `blocking`: for a blocking call (see `isend_for_blocking_call`).
     #[allow(clippy::too_many_arguments)]
     fn start_send<'scope>(

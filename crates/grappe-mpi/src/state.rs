@@ -112,6 +112,8 @@ pub enum Persistent {
     P2p(PersistentP2p),
     /// A collective (MPI 4's `MPI_Bcast_init`...).
     Collective(crate::api::Starter),
+    /// A partitioned send or receive (MPI 4's `MPI_Psend_init`...).
+    Partitioned(crate::api::PartitionedShared),
 }
 
 /// The arguments of `MPI_Send_init` or `MPI_Recv_init`.
@@ -153,6 +155,9 @@ pub enum RequestEntry {
     Generalized(Box<Generalized>),
     /// `MPI_Comm_idup`, whose communicator is made when it completes.
     Dup(Box<crate::api::DupUnderWay>),
+    /// A round of a partitioned send whose partitions are not all marked
+    /// ready yet (`MPI_Pready`): its data is not sent yet.
+    Unready,
 }
 
 /// A generalized request: the program's callbacks and whether it called

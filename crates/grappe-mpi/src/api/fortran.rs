@@ -70,7 +70,7 @@ mpi_fn! {
 /// A pointer that C reads from a data symbol: MPICH's header declares
 /// these as `int *const` objects compared by address.
 #[repr(transparent)]
-pub struct Address(*const c_void);
+pub struct Address(pub(crate) *const c_void);
 
 // SAFETY: the pointers are never written, and point at statics.
 unsafe impl Sync for Address {}
@@ -113,7 +113,7 @@ pub static MPI_F08_STATUS_IGNORE: Address = Address(&F_STATUS_IGNORE_TARGET as *
 /// `MPI_F08_STATUSES_IGNORE`.
 #[unsafe(no_mangle)]
 pub static MPI_F08_STATUSES_IGNORE: Address = Address(&F_STATUSES_IGNORE_TARGET as *const [c_int; 5] as *const c_void);
-/// `MPI_T_PVAR_ALL_HANDLES` (the tool interface is not supported).
+/// `MPI_T_PVAR_ALL_HANDLES`: a value no handle takes (see `api::tools`).
 #[unsafe(no_mangle)]
 pub static MPI_T_PVAR_ALL_HANDLES: Address = Address(std::ptr::null::<c_void>().wrapping_sub(1));
 

@@ -476,6 +476,9 @@ pub(super) enum Posted {
     /// A blocking call that waits for it (see [`crate::waiting`]): traced
     /// as the blocking call.
     ForBlockingCall,
+    /// A round of a partitioned request, on the communicator's partitioned
+    /// context (see `api::partitioned`).
+    Partitioned,
 }
 
 /// Starts a send; the handle of its request.
@@ -519,6 +522,7 @@ pub(super) unsafe fn isend(
                 (Posted::ForBlockingCall, _) => entry.comm.isend_for_blocking_call(state.scope, bytes, dest, tag, sync),
                 (Posted::AsRequest, true) => entry.comm.issend(state.scope, bytes, dest, tag),
                 (Posted::AsRequest, false) => entry.comm.isend(state.scope, bytes, dest, tag),
+                (Posted::Partitioned, _) => entry.comm.isend_partitioned(state.scope, bytes, dest, tag),
             };
             let request = request.map_err(|e| MpiError::from(e).on(comm))?;
             RequestEntry::Active { request, comm, keep, incoming: None }
@@ -559,6 +563,18 @@ pub(super) unsafe fn irecv(
             let request = match how {
                 Posted::ForBlockingCall => entry.comm.irecv_for_blocking_call(state.scope, bytes, source, tag),
                 Posted::AsRequest => entry.comm.irecv(state.scope, bytes, source, tag),
+                Posted::Partitioned => match (source, tag) {
+                    (Source::Rank(source), Tag::Is(tag)) => {
+                        entry.comm.irecv_partitioned(state.scope, bytes, source, tag)
+                    }
+                    _ => {
+                        return Err(MpiError::new(
+                            class::ARG,
+                            format!("{call}: a partitioned receive takes no wildcards"),
+                        )
+                        .on(comm));
+                    }
+                },
             };
             let request = request.map_err(|e| MpiError::from(e).on(comm))?;
             RequestEntry::Active { request, comm, keep: None, incoming: Some(into) }
@@ -1000,6 +1016,7 @@ fn start(state: &mut Locked, handle: c_int) -> Result<()> {
     let p = match p.clone() {
         Persistent::P2p(p) => p,
         Persistent::Collective(start) => return start_collective(state, slot, &start),
+        Persistent::Partitioned(round) => return super::partitioned::start(state, slot, &round),
     };
     if p.buffered {
         crate::api::misc::bsend_in(state, "MPI_Start", p.buf, p.count, p.datatype, p.peer, p.tag, p.comm)?;

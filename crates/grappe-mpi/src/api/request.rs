@@ -8,7 +8,7 @@ use grappe_comm::Request;
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result, code_for};
 use crate::mpi_fn;
-use crate::state::{self, Locked, RequestEntry, RequestSlot};
+use crate::state::{self, Locked, Persistent, RequestEntry, RequestSlot};
 use crate::waiting;
 
 use super::p2p::not_a_request;
@@ -61,6 +61,8 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
             RequestEntry::Done { .. } => true,
             RequestEntry::Generalized(found) => found.complete,
             RequestEntry::Dup(dup) => dup.request.as_ref().is_none_or(Request::is_complete),
+            // Blocking calls start no partitioned rounds.
+            RequestEntry::Unready => true,
         });
         Ok(done.then_some(()))
     };
@@ -74,7 +76,7 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
                     status
                 }
                 // A blocking call's own operations are the library's.
-                RequestEntry::Generalized(_) | RequestEntry::Dup(_) => Ok(empty_status()),
+                RequestEntry::Generalized(_) | RequestEntry::Dup(_) | RequestEntry::Unready => Ok(empty_status()),
             });
             let statuses = statuses.collect();
             drop(state);
@@ -107,6 +109,13 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
     {
         return (Err(super::grequest::not_complete()), false);
     }
+    if let Some(RequestEntry::Unready) = &entry.now {
+        return (Err(super::partitioned::unready(state, slot)), false);
+    }
+    let partitioned = match &entry.persistent {
+        Some(Persistent::Partitioned(round)) => Some(round.clone()),
+        _ => None,
+    };
     let now = entry.now.take().expect("an active request");
     let freed = entry.persistent.is_none();
     if freed {
@@ -121,8 +130,12 @@ fn wait_slot(state: &mut Locked, slot: usize) -> (Result<abi::Status>, bool) {
         }
         RequestEntry::Generalized(found) => super::grequest::status_of(state, &found, true),
         RequestEntry::Dup(dup) => super::comm::finish_dup(state, *dup),
+        RequestEntry::Unready => Err(super::partitioned::unready(state, slot)),
     };
-    (status, freed)
+    match partitioned {
+        Some(round) => (super::partitioned::finish_round(&round, status), freed),
+        None => (status, freed),
+    }
 }
 
 /// Whether the request in `slot` has completed (without waiting).
@@ -131,6 +144,7 @@ fn complete(state: &Locked, slot: usize) -> bool {
         Some(RequestEntry::Active { request, .. }) => request.is_complete(),
         Some(RequestEntry::Generalized(found)) => found.complete,
         Some(RequestEntry::Dup(dup)) => dup.request.as_ref().is_none_or(Request::is_complete),
+        Some(RequestEntry::Unready) => false,
         _ => true,
     }
 }
@@ -249,12 +263,13 @@ mpi_fn! {
 /// Tests the request in `slot` (making progress): true if it completed,
 /// and then its entry holds its status (or, if it failed, the request that
 /// reports the failure when waited for).
-fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
+pub(super) fn test_progress(state: &mut Locked, slot: usize) -> Result<bool> {
     let request = match now_mut(state, slot) {
         Some(RequestEntry::Active { request, comm, .. }) => (request, comm),
         Some(RequestEntry::Generalized(found)) => return Ok(found.complete),
         // Completed by the wait or test that frees it (`finish_dup`).
         Some(RequestEntry::Dup(dup)) => return test_dup(dup),
+        Some(RequestEntry::Unready) => return Ok(false),
         _ => return Ok(true),
     };
     let (request, comm) = request;
@@ -432,13 +447,18 @@ fn wait_any(state: &mut Locked, slots: &[Option<usize>]) -> Result<Option<usize>
                 lent.push(dup.request.take().expect("not complete, so still under way"));
                 origins.push((i, slot, comm, Lent::Dup(dup)));
             }
-            // Generalized requests stay: their program completes them.
+            // Only operations in the engine are lent: generalized
+            // requests and partitioned sends not ready stay.
             other => entry.now = other,
         }
     }
     if lent.is_empty() {
-        // Only generalized requests, none complete.
-        return Err(super::grequest::not_complete());
+        // Only generalized requests and partitioned sends not ready, none complete.
+        let unready = active.iter().find(|&&(_, slot)| matches!(now(state, slot), Some(RequestEntry::Unready)));
+        return Err(match unready {
+            Some(&(_, slot)) => super::partitioned::unready(state, slot),
+            None => super::grequest::not_complete(),
+        });
     }
     let outcome = grappe_comm::wait_any(&mut lent);
     let (index, done) = match outcome {
@@ -659,6 +679,9 @@ mpi_fn! {
             .on(parent));
         }
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
+        if let Some(Persistent::Partitioned(round)) = &entry.persistent {
+            crate::api::partitioned::release(&mut state, round);
+        }
         if let Some(RequestEntry::Generalized(found)) = &entry.now {
             // SAFETY: the caller's request handle.
             unsafe { put(request, abi::REQUEST_NULL, "request")? };
@@ -682,7 +705,11 @@ mpi_fn! {
         let Some(slot) = slot_of(&state, handle)? else {
             return Err(MpiError::new(class::REQUEST, "MPI_REQUEST_NULL cannot be cancelled"));
         };
+        let persistent = state.requests.get(slot).and_then(|r| r.persistent.as_ref());
+        let partitioned = matches!(persistent, Some(Persistent::Partitioned(_)));
         let cancelled = match now_mut(&mut state, slot) {
+            // A partitioned round is two messages: it completes as usual.
+            Some(RequestEntry::Active { .. }) if partitioned => false,
             Some(RequestEntry::Active { request, .. }) => request.cancel(),
             Some(RequestEntry::Generalized(found)) => {
                 let found = **found;
