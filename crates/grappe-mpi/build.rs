@@ -53,6 +53,12 @@ fn collect_implemented(dir: &Path, names: &mut BTreeSet<String>) {
             };
             if let Some(name) = name {
                 names.insert(name.trim_end_matches(['(', ',']).to_owned());
+                // A `counted_fn!`'s second function, the `_c` form: `fn MPI_x / PMPI_x, MPI_x_c / PMPI_x_c(`.
+                for pair in line.split(", MPI_").skip(1) {
+                    if let Some((n, _)) = pair.split_once(" / PMPI_") {
+                        names.insert(format!("MPI_{n}"));
+                    }
+                }
             }
         }
     }

@@ -120,7 +120,7 @@ pub struct PersistentP2p {
     pub buffered: bool,
     /// The buffer, which MPI says stays valid until the request is freed.
     pub buf: *mut std::ffi::c_void,
-    pub count: c_int,
+    pub count: i64,
     pub datatype: c_int,
     /// Destination or source.
     pub peer: c_int,
