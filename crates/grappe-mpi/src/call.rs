@@ -203,17 +203,23 @@ macro_rules! mpi_fn {
 /// `int`, or `MPI_Count` in the `_c` form) and `Disp` (a displacement of
 /// a v-collective or a window's unit: `int`, or `MPI_Aint`); `NAME` is
 /// the function's name, for messages. The body converts counts with
-/// `CountArg::wide` for the functions the two share.
+/// `CountArg::wide` (or `widen!`) for the functions the two share; a
+/// `calling Alias = int_path, c_path;` clause names, as `Alias`, a
+/// function of each form (e.g. the non-blocking collective that a
+/// persistent one starts).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! counted_fn {
     (
         $(#[$doc:meta])*
-        fn $name:ident / $pname:ident, $cname:ident / $pcname:ident ($($arg:ident : $ty:ty),* $(,)?) $body:block
+        fn $name:ident / $pname:ident, $cname:ident / $pcname:ident ($($arg:ident : $ty:ty),* $(,)?)
+        $(calling $alias:ident = $ipath:path, $cpath:path;)?
+        $body:block
     ) => {
         #[allow(non_snake_case, dead_code, unused_imports)]
         mod $name {
             use super::*;
+            $(use $ipath as $alias;)?
             type Int = std::ffi::c_int;
             type Disp = std::ffi::c_int;
             const NAME: &str = stringify!($name);
@@ -222,6 +228,7 @@ macro_rules! counted_fn {
         #[allow(non_snake_case, dead_code, unused_imports)]
         mod $cname {
             use super::*;
+            $(use $cpath as $alias;)?
             type Int = i64;
             type Disp = i64;
             const NAME: &str = stringify!($cname);

@@ -230,7 +230,7 @@ pub struct State {
     /// Attributes set on windows, by window handle.
     pub win_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
     /// User operations (`MPI_Op_create`): their function and whether it commutes.
-    pub ops: Table<(crate::reduce::UserFunction, bool)>,
+    pub ops: Table<(crate::reduce::UserFn, bool)>,
     /// Messages claimed by matched probes, with their communicator.
     pub messages: Table<(grappe_comm::Message, c_int)>,
     /// Groups: the world ranks of their members, in group order.

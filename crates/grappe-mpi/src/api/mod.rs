@@ -91,6 +91,76 @@ impl CountArg for Count {
     }
 }
 
+/// A C array of counts or displacements as an MPI function was given it:
+/// `int`s, or `MPI_Count`s/`MPI_Aint`s in its `_c` form. Collectives
+/// read it once they know how many entries it has.
+#[derive(Clone, Copy)]
+pub(crate) enum CountArray {
+    Int(*const c_int),
+    Large(*const Count),
+}
+
+impl CountArray {
+    /// Its `n` values (NULL allowed when `n` is 0).
+    ///
+    /// # Safety
+    /// The array holds `n` values.
+    pub(crate) unsafe fn values(self, n: usize, what: &str) -> Result<Vec<Count>> {
+        // SAFETY: as the caller promised.
+        unsafe {
+            match self {
+                CountArray::Int(array) => wide_array(array, n, what),
+                CountArray::Large(array) => wide_array(array, n, what),
+            }
+        }
+    }
+}
+
+/// The form the functions shared by an MPI function and its `_c` form
+/// take an argument in: [`Count`] for a count, [`CountArray`] for an
+/// array of counts or displacements (see [`widen!`]).
+pub(crate) trait Widen {
+    type Wide;
+    fn widen(self) -> Self::Wide;
+}
+
+impl Widen for c_int {
+    type Wide = Count;
+    fn widen(self) -> Count {
+        self.into()
+    }
+}
+
+impl Widen for Count {
+    type Wide = Count;
+    fn widen(self) -> Count {
+        self
+    }
+}
+
+impl Widen for *const c_int {
+    type Wide = CountArray;
+    fn widen(self) -> CountArray {
+        CountArray::Int(self)
+    }
+}
+
+impl Widen for *const Count {
+    type Wide = CountArray;
+    fn widen(self) -> CountArray {
+        CountArray::Large(self)
+    }
+}
+
+/// Rebinds the count arguments of a `counted_fn!` body in their wide
+/// form ([`Widen`]), so that one body serves both forms.
+macro_rules! widen {
+    ($($arg:ident),* $(,)?) => {
+        $(let $arg = $crate::api::Widen::widen($arg);)*
+    };
+}
+pub(crate) use widen;
+
 /// A count, checked.
 fn count_of(count: impl CountArg, what: &str) -> Result<usize> {
     let count = count.wide();
