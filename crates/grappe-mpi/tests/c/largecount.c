@@ -8,7 +8,9 @@
  * Allgatherv with MPI_Count counts and MPI_Aint displacements, Alltoallv,
  * Reduce_scatter_block, a non-blocking Iallreduce); the datatype
  * constructors with their sizes and extents; MPI_Pack_c, MPI_Unpack_c and
- * MPI_Pack_size_c; counts beyond 2^31 where they cost no memory (a
+ * MPI_Pack_size_c; one-sided access and file I/O (MPI_Win_create_c,
+ * MPI_Put_c, MPI_Accumulate_c, MPI_Get_c, MPI_Win_allocate_c,
+ * MPI_File_write_at_all_c, MPI_File_read_at_c); counts beyond 2^31 where they cost no memory (a
  * datatype of 2^35 bytes, a status of 3 x 2^31 bytes), which the int
  * forms give as MPI_UNDEFINED; and a negative count refused with
  * MPI_ERR_COUNT under MPI_ERRORS_RETURN.
@@ -17,6 +19,8 @@
  * (to itself on one rank, from rank 0 to rank 1 on more): 2 GiB for each
  * buffer, so it is run on its own rather than in every conformance run. */
 #include "check.h"
+
+#include <unistd.h>
 
 #define BIG_BYTES (((MPI_Count)1 << 31) + 16)
 
@@ -299,6 +303,57 @@ static void errors(int rank)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* One-sided access through a window of 4 ints per rank, and a file each
+ * rank writes 3 ints of and reads its neighbour's from. */
+static void rma_and_io(int rank, int size)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int window[4] = {-1, -1, -1, -1}, mine[2] = {10 * rank, 10 * rank + 1}, one = 1, fetched = -5;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create_c(window, sizeof window, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put_c(mine, 2, MPI_INT, next, 1, 2, MPI_INT, win));
+    CHECK_MPI(MPI_Accumulate_c(&one, 1, MPI_INT, next, 3, 1, MPI_INT, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_INT(10 * prev, window[1], "MPI_Put_c: first int from rank %d", prev);
+    CHECK_INT(10 * prev + 1, window[2], "MPI_Put_c: second int from rank %d", prev);
+    CHECK_INT(0, window[3], "MPI_Accumulate_c of 1 onto -1");
+    CHECK_MPI(MPI_Get_c(&fetched, 1, MPI_INT, next, 1, 1, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_INT(10 * rank, fetched, "MPI_Get_c of what this rank put at rank %d", next);
+    CHECK_MPI(MPI_Win_free(&win));
+
+    void *base = NULL;
+    CHECK_MPI(MPI_Win_allocate_c(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    int *unit = NULL, found = 0;
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &unit, &found));
+    CHECK(found && unit && *unit == (int)sizeof(int), "MPI_Win_allocate_c's MPI_WIN_DISP_UNIT is sizeof(int)");
+    CHECK_MPI(MPI_Win_free(&win));
+
+    char name[512];
+    const char *dir = getenv("TMPDIR");
+    int pid = rank == 0 ? (int)getpid() : 0;
+    CHECK_MPI(MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    snprintf(name, sizeof name, "%s/largecount-%d.dat", dir && *dir ? dir : "/tmp", pid);
+    MPI_File fh;
+    int amode = MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE;
+    CHECK_MPI(MPI_File_open(MPI_COMM_WORLD, name, amode, MPI_INFO_NULL, &fh));
+    int three[3] = {rank, 2 * rank, 3 * rank}, theirs[3] = {-1, -1, -1};
+    MPI_Status status;
+    CHECK_MPI(MPI_File_write_at_all_c(fh, (MPI_Offset)rank * sizeof three, three, 3, MPI_INT, &status));
+    CHECK_MPI(MPI_File_sync(fh));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_File_sync(fh));
+    check_preset_status(&status);
+    CHECK_MPI(MPI_File_read_at_c(fh, (MPI_Offset)next * sizeof three, theirs, 3, MPI_INT, &status));
+    MPI_Count count = -1;
+    CHECK_MPI(MPI_Get_count_c(&status, MPI_INT, &count));
+    CHECK_INT(3, count, "MPI_File_read_at_c: MPI_Get_count_c");
+    for (int i = 0; i < 3; i++)
+        CHECK_INT((i + 1) * next, theirs[i], "MPI_File_read_at_c: rank %d's int %d", next, i);
+    CHECK_MPI(MPI_File_close(&fh));
+}
+
 /* 2^31 + 16 bytes in one message: its count is no int. */
 static void big_message(int rank, int size)
 {
@@ -361,6 +416,7 @@ int main(int argc, char **argv)
     datatypes();
     large_status();
     packing();
+    rma_and_io(rank, size);
     errors(rank);
     if (argc > 1 && strcmp(argv[1], "big") == 0)
         big_message(rank, size);
