@@ -223,8 +223,7 @@ pair!(TwoInt, i32, { value: i32, index: i32 });
 pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut c_int);
 
 /// `MPI_User_function_c` (`MPI_Op_create_c`): the count is an `MPI_Count`.
-pub type LargeUserFunction =
-    unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i64, *mut c_int);
+pub type LargeUserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i64, *mut c_int);
 
 /// The program's function of an operation, of either form.
 #[derive(Debug, Clone, Copy)]

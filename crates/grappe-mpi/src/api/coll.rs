@@ -13,11 +13,11 @@ use grappe_comm::{Deliver, Operation};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::reduce::{Element, OpCode, Predefined, Typed, UserFn, UserOp, typed, with_type, with_typed_mut};
 use crate::state;
 use crate::types::{self, Type};
 use crate::waiting;
+use crate::{counted_fn, mpi_fn};
 
 use super::icoll::{self, Start};
 use super::{Count, CountArray, Incoming, count_of, incoming, outgoing, widen};
@@ -66,8 +66,8 @@ pub(super) fn packed_counts(counts: &[Count], datatype: &Type) -> Vec<usize> {
 fn end_to_end(counts: &[Count], displs: &[Count]) -> bool {
     let mut next = 0i64;
     counts.iter().zip(displs).all(|(&c, &d)| {
-        let ok = d as i64 == next || c == 0;
-        next = d as i64 + c as i64;
+        let ok = d == next || c == 0;
+        next = d + c;
         ok
     })
 }

@@ -16,9 +16,9 @@
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 use crate::abi::class;
+use crate::counted_fn;
 use crate::datatype::{Datatype, Kind, PairKind};
 use crate::errors::{MpiError, Result};
-use crate::counted_fn;
 use crate::types::{self, Type};
 
 use super::env::read_string;

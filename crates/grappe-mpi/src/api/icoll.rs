@@ -15,10 +15,10 @@ use grappe_comm::{CollectiveKind, Combine, Communicator, NonBlocking};
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::reduce::{OpCode, UserOp, combine_laid_out, with_type};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::coll::{
     Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,

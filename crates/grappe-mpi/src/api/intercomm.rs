@@ -26,8 +26,8 @@ use crate::types;
 
 use super::coll::{PMPI_Barrier, PMPI_Bcast_c, PMPI_Gather_c, PMPI_Reduce_c, PMPI_Scatter_c};
 use super::p2p::{PMPI_Irecv_c, PMPI_Isend_c, PMPI_Recv_c, PMPI_Send_c, PMPI_Sendrecv_c};
-use super::{Count, CountArray, put};
 use super::request::PMPI_Waitall;
+use super::{Count, CountArray, put};
 
 /// The library's communicators beside an intercommunicator.
 #[derive(Debug, Clone, Copy)]
@@ -402,9 +402,14 @@ pub(super) unsafe fn reduce(
                 let mut reduced = Scratch::new(datatype, if parts.leads() { count.max(0) as usize } else { 0 })?;
                 step(PMPI_Reduce_c::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
                 match parts.leads() {
-                    true => {
-                        step(PMPI_Send_c::body(reduced.ptr(), count, datatype, root as c_int, CHANNEL_TAG, parts.channel))
-                    }
+                    true => step(PMPI_Send_c::body(
+                        reduced.ptr(),
+                        count,
+                        datatype,
+                        root as c_int,
+                        CHANNEL_TAG,
+                        parts.channel,
+                    )),
                     false => Ok(()),
                 }
             }
@@ -580,7 +585,15 @@ pub(super) unsafe fn alltoall(
             let (to, from) = (at(sendbuf, sendcount, send_extent), at(recvbuf, recvcount, recv_extent).cast_mut());
             let (recv_request, send_request) = requests[2 * peer..].split_at_mut(1);
             let peer = peer as c_int;
-            step(PMPI_Irecv_c::body(from, recvcount, recvtype, peer, CHANNEL_TAG, parts.channel, &mut recv_request[0]))?;
+            step(PMPI_Irecv_c::body(
+                from,
+                recvcount,
+                recvtype,
+                peer,
+                CHANNEL_TAG,
+                parts.channel,
+                &mut recv_request[0],
+            ))?;
             step(PMPI_Isend_c::body(to, sendcount, sendtype, peer, CHANNEL_TAG, parts.channel, &mut send_request[0]))?;
         }
         let statuses = abi::STATUS_IGNORE as *mut abi::Status;

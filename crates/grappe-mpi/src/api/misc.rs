@@ -6,9 +6,9 @@ use std::ffi::{c_int, c_long, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types;
+use crate::{counted_fn, mpi_fn};
 
 use super::{Count, CountArg, outgoing, put};
 

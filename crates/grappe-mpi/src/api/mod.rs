@@ -63,6 +63,9 @@ pub(crate) type Count = i64;
 /// The type of a count argument: `int` in the MPI functions, `MPI_Count`
 /// in their `_c` forms (see `counted_fn!`).
 pub(crate) trait CountArg: Copy + std::fmt::Display {
+    /// `MPI_UNDEFINED` as this type.
+    const UNDEFINED: Self;
+
     /// The count as an `MPI_Count`.
     fn wide(self) -> Count;
 
@@ -72,22 +75,26 @@ pub(crate) trait CountArg: Copy + std::fmt::Display {
 }
 
 impl CountArg for c_int {
+    const UNDEFINED: Self = abi::UNDEFINED;
+
     fn wide(self) -> Count {
         Count::from(self)
     }
 
     fn or_undefined(full: u64) -> Self {
-        c_int::try_from(full).unwrap_or(abi::UNDEFINED)
+        c_int::try_from(full).unwrap_or(Self::UNDEFINED)
     }
 }
 
 impl CountArg for Count {
+    const UNDEFINED: Self = abi::UNDEFINED as Count;
+
     fn wide(self) -> Count {
         self
     }
 
     fn or_undefined(full: u64) -> Self {
-        Count::try_from(full).unwrap_or(abi::UNDEFINED.into())
+        Count::try_from(full).unwrap_or(Self::UNDEFINED)
     }
 }
 
@@ -181,7 +188,10 @@ unsafe fn wide_array<T: CountArg>(array: *const T, n: usize, what: &str) -> Resu
 /// than a process can address.
 fn buffer_len(datatype: &Type, count: usize, what: &str) -> Result<usize> {
     count.checked_mul(datatype.size()).filter(|&len| len <= isize::MAX as usize).ok_or_else(|| {
-        MpiError::new(class::COUNT, format!("{what}: count {count} of {} bytes each is more than memory can hold", datatype.size()))
+        MpiError::new(
+            class::COUNT,
+            format!("{what}: count {count} of {} bytes each is more than memory can hold", datatype.size()),
+        )
     })
 }
 
@@ -191,12 +201,7 @@ fn buffer_len(datatype: &Type, count: usize, what: &str) -> Result<usize> {
 /// # Safety
 /// `buf` must hold `count` elements of `datatype`, readable while the
 /// result lives (MPI's rule for a send buffer).
-unsafe fn outgoing<'a>(
-    buf: *const c_void,
-    count: impl CountArg,
-    datatype: &Type,
-    what: &str,
-) -> Result<Cow<'a, [u8]>> {
+unsafe fn outgoing<'a>(buf: *const c_void, count: impl CountArg, datatype: &Type, what: &str) -> Result<Cow<'a, [u8]>> {
     let count = count_of(count, what)?;
     let len = buffer_len(datatype, count, what)?;
     if len == 0 {

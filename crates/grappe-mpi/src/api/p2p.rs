@@ -11,16 +11,16 @@ use grappe_comm::{Source, Tag};
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::state::{self, Locked, Persistent, PersistentP2p, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
 use crate::waiting;
+use crate::{counted_fn, mpi_fn};
 
 use super::request::complete_outside;
 
 use super::{
-    Count, CountArg, Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
-    status_of, status_on_error, write_status,
+    Count, CountArg, Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag,
+    send_tag, source_rank, status_of, status_on_error, write_status,
 };
 
 /// A blocking send in standard mode.
@@ -177,6 +177,7 @@ counted_fn! {
 ///
 /// # Safety
 /// As [`short_recv`].
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 unsafe fn recv(
     call: &str,
@@ -786,7 +787,7 @@ counted_fn! {
         let size = datatype.size() as u64;
         let elements = match size {
             0 => 0,
-            size if status.bytes() % size != 0 => abi::UNDEFINED.into(),
+            size if status.bytes() % size != 0 => Int::UNDEFINED,
             size => Int::or_undefined(status.bytes() / size),
         };
         // SAFETY: the caller's output argument.

@@ -6,9 +6,9 @@ use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::state::{self, Locked, RequestEntry, RequestSlot};
 use crate::types;
+use crate::{counted_fn, mpi_fn};
 use grappe_comm::NonBlocking;
 
 use super::coll::Landing;

@@ -5,8 +5,8 @@ use std::ffi::{c_char, c_int, c_long, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::types::{self, Envelope, Layout, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::env::{copy_string, read_string};
 use super::{Count, CountArg, buffer_len, c_array, count_of, get, put, wide_array};
@@ -123,10 +123,22 @@ counted_fn! {
 }
 
 /// `MPI_Type_create_hvector` and `MPI_Type_hvector`: a stride in bytes.
-fn hvector(call: &str, n: Count, blocklength: Count, stride: c_long, oldtype: c_int, newtype: *mut c_int) -> Result<()> {
+fn hvector(
+    call: &str,
+    n: Count,
+    blocklength: Count,
+    stride: c_long,
+    oldtype: c_int,
+    newtype: *mut c_int,
+) -> Result<()> {
     let old = types::lookup(oldtype)?;
     let (n, len) = (count_of(n, call)?, count_of(blocklength, call)?);
-    let env = envelope(combiner::HVECTOR, all_enveloped(&[n as Count, len as Count], call)?, vec![stride as isize], vec![oldtype]);
+    let env = envelope(
+        combiner::HVECTOR,
+        all_enveloped(&[n as Count, len as Count], call)?,
+        vec![stride as isize],
+        vec![oldtype],
+    );
     give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
 }
 
@@ -658,7 +670,10 @@ unsafe fn contents(
     datatypes: *mut c_int,
 ) -> Result<()> {
     let Type::Derived(layout) = types::lookup(datatype)? else {
-        return Err(MpiError::new(class::ARG, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+        return Err(MpiError::new(
+            class::ARG,
+            "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)",
+        ));
     };
     let env = &layout.envelope;
     let lens = [env.integers.len(), env.addresses.len(), env.datatypes.len()];

@@ -16,9 +16,9 @@ use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::io::posix::{self, AccessError, RangeLock, mode};
 use crate::io::{OpenFile, View};
-use crate::{counted_fn, mpi_fn};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::super::{Count, CountArg, buffer_len, count_of, empty_status, incoming, outgoing, put, write_status};
 use super::view::{explicit_offset, not_sequential};

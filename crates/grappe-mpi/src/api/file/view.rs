@@ -11,8 +11,8 @@ use crate::abi::class;
 use crate::errors::{MpiError, Result};
 use crate::io::view::Tiling;
 use crate::io::{OpenFile, View};
-use crate::{counted_fn, mpi_fn};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::super::env::{copy_string, read_string};
 use super::super::put;

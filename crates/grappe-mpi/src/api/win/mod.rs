@@ -31,10 +31,10 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
-use crate::{counted_fn, mpi_fn};
 use crate::reduce::OpCode;
 use crate::state::{self, Table};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 mod passive;
 
@@ -255,8 +255,9 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
 /// the `int` the window keeps (`MPI_WIN_DISP_UNIT`).
 fn window_unit(unit: impl CountArg) -> Result<c_int> {
     let unit = unit.wide();
-    c_int::try_from(unit)
-        .map_err(|_| MpiError::new(class::ARG, format!("the displacement unit {unit} is beyond the int range of grappe's windows")))
+    c_int::try_from(unit).map_err(|_| {
+        MpiError::new(class::ARG, format!("the displacement unit {unit} is beyond the int range of grappe's windows"))
+    })
 }
 
 fn check_size(size: isize, disp_unit: c_int) -> Result<()> {
