@@ -858,7 +858,7 @@ fn elements_within(datatype: &Type, budget: &mut usize, elements: &mut u64) -> b
                 [old] => (0..size / old.size().max(1)).all(|_| elements_within(old, budget, elements)),
                 // A struct: counts, then block lengths, in its integers.
                 parts => parts.iter().enumerate().all(|(i, part)| {
-                    let len = env.integers.get(i + 1).copied().unwrap_or(0).max(0);
+                    let len = env.count(i + 1).unwrap_or(0).max(0);
                     (0..len).all(|_| elements_within(part, budget, elements))
                 }),
             }

@@ -80,20 +80,28 @@ fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
 /// up: a handle that is not one was refused before).
 fn envelope(combiner: c_int, integers: Vec<c_int>, addresses: Vec<isize>, datatypes: Vec<c_int>) -> Envelope {
     let datatypes = datatypes.into_iter().filter_map(|h| types::lookup(h).ok()).collect();
-    Envelope { combiner, integers, addresses, datatypes }
+    Envelope { combiner, integers, addresses, large_counts: Vec::new(), datatypes }
 }
 
-/// `value`, a count or displacement of a datatype's constructor, as the
-/// `int` a datatype's envelope (`MPI_Type_get_contents`) keeps it in.
-fn enveloped(value: Count, call: &str) -> Result<c_int> {
-    c_int::try_from(value).map_err(|_| {
-        MpiError::new(class::COUNT, format!("{call}: {value} is beyond the int range of grappe's datatype envelopes"))
-    })
-}
-
-/// [`enveloped`] for each of `values`.
-fn all_enveloped(values: &[Count], call: &str) -> Result<Vec<c_int>> {
-    values.iter().map(|&value| enveloped(value, call)).collect()
+/// The envelope of a constructor whose integers are `before`, its
+/// `counts` and `after`: as the `int` form keeps them if every count fits
+/// an `int`; else, as MPI 4 keeps a `_c` constructor's, the counts and
+/// then the addresses as large counts, the other integers as integers.
+fn counted_envelope(
+    combiner: c_int,
+    (before, counts, after): (&[c_int], &[Count], &[c_int]),
+    addresses: Vec<isize>,
+    datatypes: Vec<c_int>,
+) -> Envelope {
+    let small: Option<Vec<c_int>> = counts.iter().map(|&n| c_int::try_from(n).ok()).collect();
+    match small {
+        Some(small) => envelope(combiner, [before, &small, after].concat(), addresses, datatypes),
+        None => {
+            let mut env = envelope(combiner, [before, after].concat(), vec![], datatypes);
+            env.large_counts = counts.iter().copied().chain(addresses.iter().map(|&a| a as Count)).collect();
+            env
+        }
+    }
 }
 
 counted_fn! {
@@ -101,7 +109,7 @@ counted_fn! {
     fn MPI_Type_contiguous / PMPI_Type_contiguous, MPI_Type_contiguous_c / PMPI_Type_contiguous_c(n: Int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
         let n = count_of(n, NAME)?;
-        let env = envelope(combiner::CONTIGUOUS, vec![enveloped(n as Count, NAME)?], vec![], vec![oldtype]);
+        let env = counted_envelope(combiner::CONTIGUOUS, (&[], &[n as Count], &[]), vec![], vec![oldtype]);
         give(Layout::from_blocks(&old, &[(0, n)], env), newtype)
     }
 }
@@ -116,8 +124,7 @@ counted_fn! {
     fn MPI_Type_vector / PMPI_Type_vector, MPI_Type_vector_c / PMPI_Type_vector_c(n: Int, blocklength: Int, stride: Int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
         let (n, len) = (count_of(n, NAME)?, count_of(blocklength, NAME)?);
-        let integers = all_enveloped(&[n as Count, len as Count, stride.wide()], NAME)?;
-        let env = envelope(combiner::VECTOR, integers, vec![], vec![oldtype]);
+        let env = counted_envelope(combiner::VECTOR, (&[], &[n as Count, len as Count, stride.wide()], &[]), vec![], vec![oldtype]);
         give(Layout::from_blocks(&old, &strided(n, len, stride.wide() as isize * old.extent()), env), newtype)
     }
 }
@@ -133,12 +140,8 @@ fn hvector(
 ) -> Result<()> {
     let old = types::lookup(oldtype)?;
     let (n, len) = (count_of(n, call)?, count_of(blocklength, call)?);
-    let env = envelope(
-        combiner::HVECTOR,
-        all_enveloped(&[n as Count, len as Count], call)?,
-        vec![stride as isize],
-        vec![oldtype],
-    );
+    let counts = [n as Count, len as Count];
+    let env = counted_envelope(combiner::HVECTOR, (&[], &counts, &[]), vec![stride as isize], vec![oldtype]);
     give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
 }
 
@@ -170,8 +173,9 @@ counted_fn! {
         // SAFETY: `n` entries each, as MPI requires.
         let (lens, displs) = unsafe { (wide_array(blocklengths, n, "blocklengths")?, wide_array(displacements, n, "displacements")?) };
         let parts = blocks(&lens, displs.iter().map(|&d| d as isize * old.extent()), NAME)?;
-        let integers = all_enveloped(&[&[n as Count][..], &lens, &displs].concat(), NAME)?;
-        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED, integers, vec![], vec![oldtype])), newtype)
+        let counts = [&[n as Count][..], &lens, &displs].concat();
+        let env = counted_envelope(combiner::INDEXED, (&[], &counts, &[]), vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
 
@@ -184,12 +188,9 @@ fn blocks(lens: &[Count], offsets: impl Iterator<Item = isize>, what: &str) -> R
 fn hindexed(call: &str, lens: &[Count], displs: &[c_long], oldtype: c_int, newtype: *mut c_int) -> Result<()> {
     let old = types::lookup(oldtype)?;
     let parts = blocks(lens, displs.iter().map(|&d| d as isize), call)?;
-    let env = envelope(
-        combiner::HINDEXED,
-        all_enveloped(&[&[lens.len() as Count][..], lens].concat(), call)?,
-        displs.iter().map(|&d| d as isize).collect(),
-        vec![oldtype],
-    );
+    let counts = [&[lens.len() as Count][..], lens].concat();
+    let addresses = displs.iter().map(|&d| d as isize).collect();
+    let env = counted_envelope(combiner::HINDEXED, (&[], &counts, &[]), addresses, vec![oldtype]);
     give(Layout::from_blocks(&old, &parts, env), newtype)
 }
 
@@ -239,8 +240,9 @@ counted_fn! {
         // SAFETY: `n` entries, as MPI requires.
         let displs = unsafe { wide_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize * old.extent(), len)).collect();
-        let integers = all_enveloped(&[&[n as Count, len as Count][..], &displs].concat(), NAME)?;
-        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED_BLOCK, integers, vec![], vec![oldtype])), newtype)
+        let counts = [&[n as Count, len as Count][..], &displs].concat();
+        let env = counted_envelope(combiner::INDEXED_BLOCK, (&[], &counts, &[]), vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
 
@@ -258,8 +260,8 @@ counted_fn! {
         // SAFETY: `n` entries, as MPI requires.
         let displs = unsafe { c_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize, len)).collect();
-        let integers = all_enveloped(&[n as Count, len as Count], NAME)?;
-        let env = envelope(combiner::HINDEXED_BLOCK, integers, displs.iter().map(|&d| d as isize).collect(), vec![oldtype]);
+        let addresses = displs.iter().map(|&d| d as isize).collect();
+        let env = counted_envelope(combiner::HINDEXED_BLOCK, (&[], &[n as Count, len as Count], &[]), addresses, vec![oldtype]);
         give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
@@ -270,12 +272,9 @@ fn structure(call: &str, lens: &[Count], displs: &[c_long], olds: &[c_int], newt
     for i in 0..lens.len() {
         parts.push((displs[i] as isize, count_of(lens[i], call)?, types::lookup(olds[i])?));
     }
-    let env = envelope(
-        combiner::STRUCT,
-        all_enveloped(&[&[lens.len() as Count][..], lens].concat(), call)?,
-        displs.iter().map(|&d| d as isize).collect(),
-        olds.to_vec(),
-    );
+    let counts = [&[lens.len() as Count][..], lens].concat();
+    let addresses = displs.iter().map(|&d| d as isize).collect();
+    let env = counted_envelope(combiner::STRUCT, (&[], &counts, &[]), addresses, olds.to_vec());
     give(Layout::from_struct(&parts, env), newtype)
 }
 
@@ -375,8 +374,9 @@ counted_fn! {
                 index[k] = 0;
             }
         }
-        let integers = [&[enveloped(n as Count, call)?][..], &all_enveloped(&[&sizes[..], &subsizes, &starts].concat(), call)?, &[order][..]].concat();
-        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::SUBARRAY, integers, vec![], vec![oldtype]));
+        let counts = [&sizes[..], &subsizes, &starts].concat();
+        let env = counted_envelope(combiner::SUBARRAY, (&[n as c_int], &counts, &[order]), vec![], vec![oldtype]);
+        let mut layout = Layout::from_blocks(&old, &parts, env);
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
@@ -486,8 +486,9 @@ counted_fn! {
                 break;
             }
         }
-        let integers = [&[size, rank, ndims][..], &all_enveloped(&gsizes, call)?, distribs, dargs, psizes, &[order][..]].concat();
-        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::DARRAY, integers, vec![], vec![oldtype]));
+        let after = [distribs, dargs, psizes, &[order][..]].concat();
+        let env = counted_envelope(combiner::DARRAY, (&[size, rank, ndims], &gsizes, &after), vec![], vec![oldtype]);
+        let mut layout = Layout::from_blocks(&old, &parts, env);
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
@@ -612,6 +613,19 @@ fn envelope_of(datatype: c_int) -> Result<Envelope> {
     })
 }
 
+/// [`envelope_of`] for the `int` forms (`MPI_Type_get_envelope`,
+/// `MPI_Type_get_contents`), which cannot give large counts.
+fn int_envelope_of(call: &str, datatype: c_int) -> Result<Envelope> {
+    let env = envelope_of(datatype)?;
+    if !env.large_counts.is_empty() {
+        return Err(MpiError::new(
+            class::TYPE,
+            format!("{call}: the datatype was made with counts beyond int (its {} large counts need the _c form)", env.large_counts.len()),
+        ));
+    }
+    Ok(env)
+}
+
 mpi_fn! {
     /// `MPI_Type_get_envelope`.
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(
@@ -621,7 +635,7 @@ mpi_fn! {
         num_datatypes: *mut c_int,
         combiner_out: *mut c_int,
     ) {
-        let env = envelope_of(datatype)?;
+        let env = int_envelope_of("MPI_Type_get_envelope", datatype)?;
         // SAFETY: the caller's output arguments.
         unsafe {
             put(num_integers, env.integers.len() as c_int, "num_integers")?;
@@ -633,9 +647,8 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Type_get_envelope_c`: as `MPI_Type_get_envelope`; grappe's
-    /// envelopes keep every count as an `int` (the `_c` constructors
-    /// refuse one beyond), so there are no large counts.
+    /// `MPI_Type_get_envelope_c`: as `MPI_Type_get_envelope`, with the
+    /// large counts of a datatype made with counts beyond `int`.
     fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(
         datatype: c_int,
         num_integers: *mut Count,
@@ -649,34 +662,29 @@ mpi_fn! {
         unsafe {
             put(num_integers, env.integers.len() as Count, "num_integers")?;
             put(num_addresses, env.addresses.len() as Count, "num_addresses")?;
-            put(num_large_counts, 0, "num_large_counts")?;
+            put(num_large_counts, env.large_counts.len() as Count, "num_large_counts")?;
             put(num_datatypes, env.datatypes.len() as Count, "num_datatypes")?;
             put(combiner_out, env.combiner, "combiner")
         }
     }
 }
 
-/// `MPI_Type_get_contents`: the envelope's arrays, into arrays of at
-/// least `max` (integers, addresses, datatypes) entries.
+/// Where `MPI_Type_get_contents` writes an envelope's arrays, each of
+/// at least its `max` entries (`large` only for the `_c` form).
+struct ContentsOut {
+    integers: (*mut c_int, Count),
+    addresses: (*mut c_long, Count),
+    large_counts: (*mut Count, Count),
+    datatypes: (*mut c_int, Count),
+}
+
+/// `MPI_Type_get_contents`: the envelope `env`'s arrays into `out`.
 ///
 /// # Safety
 /// The arrays hold their `max` entries.
-unsafe fn contents(
-    call: &str,
-    datatype: c_int,
-    max: [Count; 3],
-    integers: *mut c_int,
-    addresses: *mut c_long,
-    datatypes: *mut c_int,
-) -> Result<()> {
-    let Type::Derived(layout) = types::lookup(datatype)? else {
-        return Err(MpiError::new(
-            class::ARG,
-            "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)",
-        ));
-    };
-    let env = &layout.envelope;
-    let lens = [env.integers.len(), env.addresses.len(), env.datatypes.len()];
+unsafe fn contents(call: &str, env: &Envelope, out: ContentsOut) -> Result<()> {
+    let lens = [env.integers.len(), env.addresses.len(), env.large_counts.len(), env.datatypes.len()];
+    let max = [out.integers.1, out.addresses.1, out.large_counts.1, out.datatypes.1];
     if max.iter().zip(lens).any(|(&max, len)| max < len as Count) {
         return Err(MpiError::new(class::ARG, format!("{call}: the arrays are shorter than the envelope says")));
     }
@@ -685,11 +693,23 @@ unsafe fn contents(
     let handed: Vec<c_int> = env.datatypes.iter().map(handed_out).collect();
     // SAFETY: arrays of at least the envelope's lengths, as checked.
     unsafe {
-        copy_out(&env.integers, integers);
-        copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), addresses);
-        copy_out(&handed, datatypes);
+        copy_out(&env.integers, out.integers.0);
+        copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), out.addresses.0);
+        copy_out(&env.large_counts, out.large_counts.0);
+        copy_out(&handed, out.datatypes.0);
     }
     Ok(())
+}
+
+/// The contents of a derived datatype's envelope.
+fn derived_envelope(call: &str, datatype: c_int, int_form: bool) -> Result<Envelope> {
+    if let Type::Predefined(_) = types::lookup(datatype)? {
+        return Err(MpiError::new(class::ARG, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+    }
+    match int_form {
+        true => int_envelope_of(call, datatype),
+        false => envelope_of(datatype),
+    }
 }
 
 mpi_fn! {
@@ -703,29 +723,43 @@ mpi_fn! {
         addresses: *mut c_long,
         datatypes: *mut c_int,
     ) {
-        let max = [max_integers.wide(), max_addresses.wide(), max_datatypes.wide()];
+        let call = "MPI_Type_get_contents";
+        let env = derived_envelope(call, datatype, true)?;
+        let out = ContentsOut {
+            integers: (integers, max_integers.wide()),
+            addresses: (addresses, max_addresses.wide()),
+            large_counts: (std::ptr::null_mut(), 0),
+            datatypes: (datatypes, max_datatypes.wide()),
+        };
         // SAFETY: arrays of their `max` entries, as MPI requires.
-        unsafe { contents("MPI_Type_get_contents", datatype, max, integers, addresses, datatypes) }
+        unsafe { contents(call, &env, out) }
     }
 }
 
 mpi_fn! {
-    /// `MPI_Type_get_contents_c`: as `MPI_Type_get_contents`, with no
-    /// large counts (see `MPI_Type_get_envelope_c`).
+    /// `MPI_Type_get_contents_c`: as `MPI_Type_get_contents`, with the
+    /// large counts.
     fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(
         datatype: c_int,
         max_integers: Count,
         max_addresses: Count,
-        _max_large_counts: Count,
+        max_large_counts: Count,
         max_datatypes: Count,
         integers: *mut c_int,
         addresses: *mut c_long,
-        _large_counts: *mut Count,
+        large_counts: *mut Count,
         datatypes: *mut c_int,
     ) {
-        let max = [max_integers, max_addresses, max_datatypes];
+        let call = "MPI_Type_get_contents_c";
+        let env = derived_envelope(call, datatype, false)?;
+        let out = ContentsOut {
+            integers: (integers, max_integers),
+            addresses: (addresses, max_addresses),
+            large_counts: (large_counts, max_large_counts),
+            datatypes: (datatypes, max_datatypes),
+        };
         // SAFETY: arrays of their `max` entries, as MPI requires.
-        unsafe { contents("MPI_Type_get_contents_c", datatype, max, integers, addresses, datatypes) }
+        unsafe { contents(call, &env, out) }
     }
 }
 

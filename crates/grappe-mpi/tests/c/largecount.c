@@ -230,7 +230,34 @@ static void datatypes(void)
     CHECK_MPI(MPI_Pack_size_c(2, huge, MPI_COMM_WORLD, &pack_size));
     CHECK(pack_size >= 2 * two35, "MPI_Pack_size_c of 2 x 2^35 bytes: %lld", (long long)pack_size);
 
-    MPI_Datatype all[] = {vector, hvector, indexed, hindexed, block, structure, resized, sub, mib8, huge};
+    /* A count beyond int: the envelope keeps it as a large count. */
+    MPI_Datatype wide;
+    MPI_Count wide_count = (MPI_Count)3 << 30;
+    CHECK_MPI(MPI_Type_contiguous_c(wide_count, MPI_BYTE, &wide));
+    check_type(wide, wide_count, 0, wide_count, 0, wide_count, "MPI_Type_contiguous_c(3 x 2^30, MPI_BYTE)");
+    MPI_Count nints = -1, naddrs = -1, nlarge = -1, ntypes = -1;
+    int combiner = -1;
+    CHECK_MPI(MPI_Type_get_envelope_c(wide, &nints, &naddrs, &nlarge, &ntypes, &combiner));
+    CHECK_INT(MPI_COMBINER_CONTIGUOUS, combiner, "MPI_Type_get_envelope_c: combiner");
+    CHECK_INT(0, nints, "MPI_Type_get_envelope_c: integers");
+    CHECK_INT(0, naddrs, "MPI_Type_get_envelope_c: addresses");
+    CHECK_INT(1, nlarge, "MPI_Type_get_envelope_c: large counts");
+    CHECK_INT(1, ntypes, "MPI_Type_get_envelope_c: datatypes");
+    MPI_Count large[1] = {-1};
+    MPI_Datatype inner[1] = {MPI_DATATYPE_NULL};
+    CHECK_MPI(MPI_Type_get_contents_c(wide, 0, 0, 1, 1, NULL, NULL, large, inner));
+    CHECK_INT(wide_count, large[0], "MPI_Type_get_contents_c: the count");
+    CHECK(inner[0] == MPI_BYTE, "MPI_Type_get_contents_c: the datatype is MPI_BYTE");
+    if (check_on_grappe()) {
+        /* The int form cannot give the count (MPI leaves what it does to the library). */
+        int ni = -1, na = -1, nd = -1;
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        CHECK_CLASS(MPI_ERR_TYPE, MPI_Type_get_envelope(wide, &ni, &na, &nd, &combiner),
+                    "MPI_Type_get_envelope of a count beyond int");
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
+
+    MPI_Datatype all[] = {vector, hvector, indexed, hindexed, block, structure, resized, sub, mib8, huge, wide};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         CHECK_MPI(MPI_Type_free(&all[i]));
 }
