@@ -620,7 +620,10 @@ fn int_envelope_of(call: &str, datatype: c_int) -> Result<Envelope> {
     if !env.large_counts.is_empty() {
         return Err(MpiError::new(
             class::TYPE,
-            format!("{call}: the datatype was made with counts beyond int (its {} large counts need the _c form)", env.large_counts.len()),
+            format!(
+                "{call}: the datatype was made with counts beyond int (its {} large counts need the _c form)",
+                env.large_counts.len()
+            ),
         ));
     }
     Ok(env)
@@ -704,7 +707,10 @@ unsafe fn contents(call: &str, env: &Envelope, out: ContentsOut) -> Result<()> {
 /// The contents of a derived datatype's envelope.
 fn derived_envelope(call: &str, datatype: c_int, int_form: bool) -> Result<Envelope> {
     if let Type::Predefined(_) = types::lookup(datatype)? {
-        return Err(MpiError::new(class::ARG, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+        return Err(MpiError::new(
+            class::ARG,
+            "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)",
+        ));
     }
     match int_form {
         true => int_envelope_of(call, datatype),
