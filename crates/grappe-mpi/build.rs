@@ -1,6 +1,7 @@
 //! Generates the functions of MPICH's interface (abi/functions.txt) that
 //! this library does not implement: every `MPI_name` that no source file
-//! defines with `mpi_fn!` (`fn MPI_name / PMPI_name`) or `weak_alias!`
+//! defines with `mpi_fn!` (`fn MPI_name / PMPI_name`), `counted_fn!`
+//! (`fn MPI_name / PMPI_name, MPI_name_c / PMPI_name_c`) or `weak_alias!`
 //! gets a stub that fails with `MPI_ERR_UNSUPPORTED_OPERATION`, so that
 //! programs and mpi4py link and load, and learn at the call which
 //! function is missing.
