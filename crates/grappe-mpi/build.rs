@@ -1,6 +1,7 @@
 //! Generates the functions of MPICH's interface (abi/functions.txt) that
 //! this library does not implement: every `MPI_name` that no source file
-//! defines with `mpi_fn!` (`fn MPI_name / PMPI_name`) or `weak_alias!`
+//! defines with `mpi_fn!` (`fn MPI_name / PMPI_name`), `counted_fn!`
+//! (`fn MPI_name / PMPI_name, MPI_name_c / PMPI_name_c`) or `weak_alias!`
 //! gets a stub that fails with `MPI_ERR_UNSUPPORTED_OPERATION`, so that
 //! programs and mpi4py link and load, and learn at the call which
 //! function is missing.
@@ -53,6 +54,12 @@ fn collect_implemented(dir: &Path, names: &mut BTreeSet<String>) {
             };
             if let Some(name) = name {
                 names.insert(name.trim_end_matches(['(', ',']).to_owned());
+                // A `counted_fn!`'s second function, the `_c` form: `fn MPI_x / PMPI_x, MPI_x_c / PMPI_x_c(`.
+                for pair in line.split(", MPI_").skip(1) {
+                    if let Some((n, _)) = pair.split_once(" / PMPI_") {
+                        names.insert(format!("MPI_{n}"));
+                    }
+                }
             }
         }
     }

@@ -197,6 +197,53 @@ macro_rules! mpi_fn {
     };
 }
 
+/// Defines MPI function `MPI_name` and its large-count form `MPI_name_c`
+/// (MPI 4) from one body, as two [`mpi_fn!`]s. The arguments whose type
+/// the two forms differ in are written with the types `Int` (a count:
+/// `int`, or `MPI_Count` in the `_c` form) and `Disp` (a displacement of
+/// a v-collective or a window's unit: `int`, or `MPI_Aint`); `NAME` is
+/// the function's name, for messages. The body converts counts with
+/// `CountArg::wide` (or `widen!`) for the functions the two share; a
+/// `calling Alias = int_path, c_path;` clause names, as `Alias`, a
+/// function of each form (e.g. the non-blocking collective that a
+/// persistent one starts).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! counted_fn {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident / $pname:ident, $cname:ident / $pcname:ident ($($arg:ident : $ty:ty),* $(,)?)
+        $(calling $alias:ident = $ipath:path, $cpath:path;)?
+        $body:block
+    ) => {
+        #[allow(non_snake_case, dead_code, unused_imports)]
+        mod $name {
+            use super::*;
+            $(use $ipath as $alias;)?
+            type Int = std::ffi::c_int;
+            type Disp = std::ffi::c_int;
+            const NAME: &str = stringify!($name);
+            $crate::mpi_fn! { $(#[$doc])* fn $name / $pname ($($arg: $ty),*) $body }
+        }
+        #[allow(non_snake_case, dead_code, unused_imports)]
+        mod $cname {
+            use super::*;
+            $(use $cpath as $alias;)?
+            type Int = i64;
+            type Disp = i64;
+            const NAME: &str = stringify!($cname);
+            $crate::mpi_fn! {
+                /// The large-count form (MPI 4): see the `int` form.
+                fn $cname / $pcname ($($arg: $ty),*) $body
+            }
+        }
+        #[allow(unused_imports)]
+        pub(crate) use self::$name::$pname;
+        #[allow(unused_imports)]
+        pub(crate) use self::$cname::$pcname;
+    };
+}
+
 /// The exported `PMPI_name`, which notes its caller for traces, then
 /// jumps to `PMPI_name::body`, and the weak alias `MPI_name`.
 #[cfg(target_arch = "x86_64")]

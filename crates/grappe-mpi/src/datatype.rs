@@ -159,9 +159,12 @@ pub fn predefined(handle: c_int) -> Option<&'static Datatype> {
 /// the pair types go the general way), for the short path of sends and
 /// receives.
 #[inline]
-pub fn dense_len(handle: c_int, count: c_int) -> Option<usize> {
+pub fn dense_len(handle: c_int, count: i64) -> Option<usize> {
     let (known, size) = DENSE_BY_LOW_BYTE[(handle as u32 & 0xff) as usize];
-    (known == handle && size > 0 && count >= 0).then(|| size as usize * count as usize)
+    if known != handle || size == 0 {
+        return None;
+    }
+    usize::try_from(count).ok()?.checked_mul(size as usize).filter(|&len| len <= isize::MAX as usize)
 }
 
 /// The built-in (non-pair) predefined types whose elements lie end to

@@ -222,27 +222,58 @@ pair!(TwoInt, i32, { value: i32, index: i32 });
 /// inoutvec[i]` for `*len` elements of `*datatype`.
 pub type UserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut c_int, *mut c_int);
 
-/// An operation of `MPI_Op_create`, as the program gave it.
+/// `MPI_User_function_c` (`MPI_Op_create_c`): the count is an `MPI_Count`.
+pub type LargeUserFunction = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut i64, *mut c_int);
+
+/// The program's function of an operation, of either form.
+#[derive(Debug, Clone, Copy)]
+pub enum UserFn {
+    Int(UserFunction),
+    Large(LargeUserFunction),
+}
+
+/// An operation of `MPI_Op_create` or `MPI_Op_create_c`, as the program gave it.
 #[derive(Debug, Clone, Copy)]
 pub struct UserOp {
-    pub function: UserFunction,
+    pub function: UserFn,
     pub commute: bool,
 }
 
 impl UserOp {
     /// `inout[i] = input[i] ∘ inout[i]` for `count` elements of the
     /// program's `datatype`: MPI's function takes the earlier ranks'
-    /// operand first and leaves the result in its second.
+    /// operand first and leaves the result in its second. An `int`
+    /// function gets more than `INT_MAX` elements in several calls.
     ///
     /// # Safety
     /// Both point to `count` elements of `datatype`, laid out as in a
     /// program's buffer (the function reads them where the datatype says).
     pub unsafe fn apply(&self, input: *mut u8, inout: *mut u8, count: usize, datatype: c_int) {
-        let mut len = c_int::try_from(count).unwrap_or(c_int::MAX);
-        let mut datatype = datatype;
-        // SAFETY: a C function of MPI_User_function's type, as the program
-        // gave it, on buffers as the caller promised.
-        unsafe { (self.function)(input.cast(), inout.cast(), &mut len, &mut datatype) }
+        let mut handle = datatype;
+        match self.function {
+            UserFn::Large(function) => {
+                let mut len = count as i64;
+                // SAFETY: a C function of MPI_User_function_c's type, as
+                // the program gave it, on buffers as the caller promised.
+                unsafe { function(input.cast(), inout.cast(), &mut len, &mut handle) }
+            }
+            UserFn::Int(function) => {
+                let extent = crate::types::lookup(datatype).map_or(0, |t| t.extent());
+                let mut done = 0;
+                while done < count {
+                    let n = (count - done).min(c_int::MAX as usize);
+                    let offset = done as isize * extent;
+                    let mut len = n as c_int;
+                    // SAFETY: a C function of MPI_User_function's type, as
+                    // the program gave it, on the elements from `done` on,
+                    // within the buffers the caller promised.
+                    unsafe {
+                        function(input.offset(offset).cast(), inout.offset(offset).cast(), &mut len, &mut handle)
+                    };
+                    done += n;
+                }
+            }
+        }
     }
 }
 

@@ -126,7 +126,7 @@ pub struct PersistentP2p {
     pub buffered: bool,
     /// The buffer, which MPI says stays valid until the request is freed.
     pub buf: *mut std::ffi::c_void,
-    pub count: c_int,
+    pub count: i64,
     pub datatype: c_int,
     /// Destination or source.
     pub peer: c_int,
@@ -241,7 +241,7 @@ pub struct State {
     /// Attributes set on windows, by window handle.
     pub win_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
     /// User operations (`MPI_Op_create`): their function and whether it commutes.
-    pub ops: Table<(crate::reduce::UserFunction, bool)>,
+    pub ops: Table<(crate::reduce::UserFn, bool)>,
     /// Messages claimed by matched probes, with their communicator.
     pub messages: Table<(grappe_comm::Message, c_int)>,
     /// Groups: the world ranks of their members, in group order.

@@ -31,9 +31,24 @@ pub struct Envelope {
     pub combiner: c_int,
     pub integers: Vec<c_int>,
     pub addresses: Vec<isize>,
+    /// MPI 4's large counts (`MPI_Type_get_contents_c`): the counts and
+    /// addresses of a `_c` constructor given a count beyond `int`, which
+    /// then are not in `integers` and `addresses`.
+    pub large_counts: Vec<i64>,
     /// The datatypes it was made of, held: the program may free their
     /// handles, and `MPI_Type_get_contents` still gives them.
     pub datatypes: Vec<Type>,
+}
+
+impl Envelope {
+    /// Integer `i` of the envelope's counts as the int form lays them out
+    /// (for a large-count envelope, the same position in its large counts).
+    pub fn count(&self, i: usize) -> Option<i64> {
+        match self.large_counts.is_empty() {
+            true => self.integers.get(i).map(|&n| n.into()),
+            false => self.large_counts.get(i).copied(),
+        }
+    }
 }
 
 /// A derived datatype.

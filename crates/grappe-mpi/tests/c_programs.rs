@@ -89,6 +89,21 @@ fn mpich_built_c_tests_pass_on_grappe_s_library_under_srun() {
     conformance(&["--cc", "mpicc.mpich", "--launcher", "srun", "--lib", &lib(&prefix), "--ranks", "1 4"]);
 }
 
+/// A message of 2^31 + 16 bytes of `MPI_BYTE` (a count no `int` holds)
+/// from rank 0 to rank 1 by `MPI_Send_c`/`MPI_Recv_c`, with the rest of
+/// `largecount.c`'s checks: 2 GiB for each buffer, so once here rather
+/// than in every conformance run.
+#[test]
+fn a_message_of_more_than_2_31_bytes_goes_through_the_large_count_functions() {
+    let prefix = installed();
+    let dir = scratch("largecount-big");
+    let binary = compile_with_mpich("largecount", dir.path());
+    let output = run_on_grappe(&prefix, 2, &[binary.to_str().unwrap(), "big"], &[]);
+    let text = describe(&output);
+    assert!(output.status.success(), "largecount big on 2 ranks:\n{text}");
+    assert!(text.contains("largecount: all checks passed on 2 ranks"), "largecount big on 2 ranks:\n{text}");
+}
+
 /// Compiles `tests/c/NAME.c` with `mpicc.mpich` into `dir`.
 fn compile_with_mpich(name: &str, dir: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));

@@ -13,14 +13,14 @@ use grappe_comm::{Deliver, Operation};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
-use crate::reduce::{Element, OpCode, Predefined, Typed, UserOp, typed, with_type, with_typed_mut};
+use crate::reduce::{Element, OpCode, Predefined, Typed, UserFn, UserOp, typed, with_type, with_typed_mut};
 use crate::state;
 use crate::types::{self, Type};
 use crate::waiting;
+use crate::{counted_fn, mpi_fn};
 
 use super::icoll::{self, Start};
-use super::{Incoming, c_array, count_of, incoming, outgoing};
+use super::{Count, CountArray, Incoming, count_of, incoming, outgoing, widen};
 
 /// `MPI_IN_PLACE`?
 pub(super) fn in_place(buf: *const c_void) -> bool {
@@ -41,10 +41,10 @@ pub(super) fn root_rank(root: c_int, comm: &Communicator) -> Result<usize> {
 /// `n` counts (or displacements) of a C array, each checked non-negative.
 ///
 /// # Safety
-/// `array` points to `n` ints.
-pub(super) unsafe fn ints<'a>(array: *const c_int, n: usize, what: &str) -> Result<&'a [c_int]> {
-    // SAFETY: `n` ints, as the caller promised (MPI: one per rank).
-    let values = unsafe { c_array(array, n, what)? };
+/// `array` holds `n` values.
+pub(super) unsafe fn ints(array: CountArray, n: usize, what: &str) -> Result<Vec<Count>> {
+    // SAFETY: `n` values, as the caller promised (MPI: one per rank).
+    let values = unsafe { array.values(n, what)? };
     if let Some((rank, value)) = values.iter().enumerate().find(|(_, v)| **v < 0) {
         return Err(MpiError::new(class::COUNT, format!("{what}[{rank}] is negative: {value}")));
     }
@@ -57,17 +57,17 @@ pub(super) fn element(buf: *const c_void, index: usize, datatype: &Type) -> *con
 }
 
 /// Packed lengths of blocks of `counts` elements of `datatype`.
-pub(super) fn packed_counts(counts: &[c_int], datatype: &Type) -> Vec<usize> {
+pub(super) fn packed_counts(counts: &[Count], datatype: &Type) -> Vec<usize> {
     counts.iter().map(|&c| datatype.packed_len(c as usize)).collect()
 }
 
 /// Whether blocks of `counts` elements at `displs` lie end to end, so that
 /// the buffer from its start is their elements in order.
-fn end_to_end(counts: &[c_int], displs: &[c_int]) -> bool {
+fn end_to_end(counts: &[Count], displs: &[Count]) -> bool {
     let mut next = 0i64;
     counts.iter().zip(displs).all(|(&c, &d)| {
-        let ok = d as i64 == next || c == 0;
-        next = d as i64 + c as i64;
+        let ok = d == next || c == 0;
+        next = d + c;
         ok
     })
 }
@@ -76,7 +76,7 @@ fn end_to_end(counts: &[c_int], displs: &[c_int]) -> bool {
 ///
 /// # Safety
 /// `buf` holds every block, readable.
-pub(super) unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Vec<u8> {
+pub(super) unsafe fn pack_blocks(buf: *const c_void, counts: &[Count], displs: &[Count], datatype: &Type) -> Vec<u8> {
     let mut packed = Vec::with_capacity(packed_counts(counts, datatype).iter().sum());
     for (&count, &displ) in counts.iter().zip(displs) {
         // SAFETY: the block is in the caller's buffer, as MPI requires.
@@ -89,7 +89,7 @@ pub(super) unsafe fn pack_blocks(buf: *const c_void, counts: &[c_int], displs: &
 ///
 /// # Safety
 /// `buf` holds every block, writable.
-unsafe fn unpack_blocks(packed: &[u8], buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) {
+unsafe fn unpack_blocks(packed: &[u8], buf: *mut c_void, counts: &[Count], displs: &[Count], datatype: &Type) {
     let mut at = 0;
     for (&count, &displ) in counts.iter().zip(displs) {
         let len = datatype.packed_len(count as usize);
@@ -120,11 +120,11 @@ pub(super) fn engine(e: grappe_comm::Error) -> MpiError {
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn contribution<'a>(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *const c_void,
     at: usize,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: &Type,
     call: &str,
 ) -> Result<Cow<'a, [u8]>> {
@@ -151,24 +151,25 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Bcast`.
-    fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Bcast", comm)? {
+    fn MPI_Bcast / PMPI_Bcast, MPI_Bcast_c / PMPI_Bcast_c(buffer: *mut c_void, count: Int, datatype: c_int, root: c_int, comm: c_int) {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rule for the buffer.
             return unsafe { crate::api::intercomm::bcast(parts, buffer, count, datatype, root) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_bcast("MPI_Bcast", buffer, count, datatype, root, comm, Start::Blocking(CollectiveKind::Bcast));
+            return icoll::start_bcast(NAME, buffer, count, datatype, root, comm, Start::Blocking(CollectiveKind::Bcast));
         }
-        on_comm("MPI_Bcast", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let datatype = types::committed(datatype)?;
             let root = root_rank(root, c)?;
             // SAFETY: MPI's rule for the buffer.
-            let mut data = unsafe { incoming(buffer, count, &datatype, "MPI_Bcast")? };
+            let mut data = unsafe { incoming(buffer, count, &datatype, NAME)? };
             if c.rank() == root && data.is_packed() {
                 // SAFETY: the root's elements, read before they are sent.
-                let own = unsafe { outgoing(buffer, count, &datatype, "MPI_Bcast")? };
+                let own = unsafe { outgoing(buffer, count, &datatype, NAME)? };
                 data.bytes().copy_from_slice(&own);
             }
             let len = data.bytes().len();
@@ -181,43 +182,44 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Gather`; `MPI_IN_PLACE` as the root's send buffer.
-    fn MPI_Gather / PMPI_Gather(
+    fn MPI_Gather / PMPI_Gather, MPI_Gather_c / PMPI_Gather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Gather", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::gather(parts, send, recv, root) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Gather));
+            return icoll::start_gather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Gather));
         }
-        on_comm("MPI_Gather", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
                 let sendtype = types::committed(sendtype)?;
                 // SAFETY: MPI's rule for the send buffer.
-                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gather")? };
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, NAME)? };
                 return c.gather(&send[..], &mut [][..], root).map_err(engine);
             }
             let recvtype = types::committed(recvtype)?;
-            let all = count_of(recvcount, "MPI_Gather")? * c.size();
+            let all = count_of(recvcount, NAME)? * c.size();
             // SAFETY: MPI's rules for the buffers at the root.
             let send = unsafe {
                 let at = root * recvcount as usize;
-                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Gather")?
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, NAME)?
             };
             // SAFETY: the root's receive buffer holds a block per rank.
-            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Gather")? };
+            let mut recv = unsafe { incoming(recvbuf, all as Count, &recvtype, NAME)? };
             c.gather(&send[..], recv.bytes(), root).map_err(engine)?;
             recv.finish_all();
             Ok(())
@@ -225,32 +227,33 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Gatherv`.
-    fn MPI_Gatherv / PMPI_Gatherv(
+    fn MPI_Gatherv / PMPI_Gatherv, MPI_Gatherv_c / PMPI_Gatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Gatherv", comm)? {
+        widen!(sendcount, recvcounts, displs);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::gatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), root) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_gatherv("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking(CollectiveKind::Gatherv));
+            return icoll::start_gatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Blocking(CollectiveKind::Gatherv));
         }
-        on_comm("MPI_Gatherv", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
                 let sendtype = types::committed(sendtype)?;
                 // SAFETY: MPI's rule for the send buffer.
-                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, "MPI_Gatherv")? };
+                let send = unsafe { outgoing(sendbuf, sendcount, &sendtype, NAME)? };
                 return c.gatherv(&send[..], &mut [][..], &[], root).map_err(engine);
             }
             let recvtype = types::committed(recvtype)?;
@@ -259,47 +262,48 @@ mpi_fn! {
             // SAFETY: MPI's rules for the buffers at the root.
             let send = unsafe {
                 let at = displs[root] as usize;
-                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, "MPI_Gatherv")?
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, NAME)?
             };
-            let lens = packed_counts(counts, &recvtype);
+            let lens = packed_counts(&counts, &recvtype);
             let mut packed = vec![0u8; lens.iter().sum()];
             c.gatherv(&send[..], &mut packed[..], &lens, root).map_err(engine)?;
             // SAFETY: the root's receive buffer holds every block.
-            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            unsafe { unpack_blocks(&packed, recvbuf, &counts, &displs, &recvtype) };
             Ok(())
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Scatter`; `MPI_IN_PLACE` as the root's receive buffer.
-    fn MPI_Scatter / PMPI_Scatter(
+    fn MPI_Scatter / PMPI_Scatter, MPI_Scatter_c / PMPI_Scatter_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Scatter", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::scatter(parts, send, recv, root) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_scatter("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatter));
+            return icoll::start_scatter(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatter));
         }
-        on_comm("MPI_Scatter", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
             let send: Cow<[u8]> = match is_root {
                 true => {
                     let sendtype = types::committed(sendtype)?;
-                    let all = count_of(sendcount, "MPI_Scatter")? * c.size();
+                    let all = count_of(sendcount, NAME)? * c.size();
                     // SAFETY: the root's send buffer holds a block per rank.
-                    unsafe { outgoing(sendbuf, all as c_int, &sendtype, "MPI_Scatter")? }
+                    unsafe { outgoing(sendbuf, all as Count, &sendtype, NAME)? }
                 }
                 false => Cow::Borrowed(&[]),
             };
@@ -309,7 +313,7 @@ mpi_fn! {
             }
             let recvtype = types::committed(recvtype)?;
             // SAFETY: MPI's rule for the receive buffer.
-            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatter")? };
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, NAME)? };
             c.scatter(&send[..], recv.bytes(), root).map_err(engine)?;
             recv.finish_all();
             Ok(())
@@ -317,32 +321,33 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Scatterv`.
-    fn MPI_Scatterv / PMPI_Scatterv(
+    fn MPI_Scatterv / PMPI_Scatterv, MPI_Scatterv_c / PMPI_Scatterv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        displs: *const c_int,
+        sendcounts: *const Int,
+        displs: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Scatterv", comm)? {
+        widen!(sendcounts, displs, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::scatterv(parts, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount, recvtype), root) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_scatterv("MPI_Scatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatterv));
+            return icoll::start_scatterv(NAME, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Blocking(CollectiveKind::Scatterv));
         }
-        on_comm("MPI_Scatterv", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let root = root_rank(root, c)?;
             if c.rank() != root {
                 let recvtype = types::committed(recvtype)?;
                 // SAFETY: MPI's rule for the receive buffer.
-                let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+                let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, NAME)? };
                 c.scatterv(&[][..], &[], recv.bytes(), root).map_err(engine)?;
                 recv.finish_all();
                 return Ok(());
@@ -350,16 +355,16 @@ mpi_fn! {
             let sendtype = types::committed(sendtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires at the root.
             let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
-            let lens = packed_counts(counts, &sendtype);
+            let lens = packed_counts(&counts, &sendtype);
             // SAFETY: the root's send buffer holds every block.
-            let packed = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
+            let packed = unsafe { pack_blocks(sendbuf, &counts, &displs, &sendtype) };
             if in_place(recvbuf) {
                 let mut own = vec![0u8; lens[root]];
                 return c.scatterv(&packed[..], &lens, &mut own[..], root).map_err(engine);
             }
             let recvtype = types::committed(recvtype)?;
             // SAFETY: MPI's rule for the receive buffer.
-            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, "MPI_Scatterv")? };
+            let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, NAME)? };
             c.scatterv(&packed[..], &lens, recv.bytes(), root).map_err(engine)?;
             recv.finish_all();
             Ok(())
@@ -367,35 +372,36 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Allgather`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Allgather / PMPI_Allgather(
+    fn MPI_Allgather / PMPI_Allgather, MPI_Allgather_c / PMPI_Allgather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Allgather", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::allgather(parts, send, recv) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Allgather));
+            return icoll::start_allgather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Allgather));
         }
-        on_comm("MPI_Allgather", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let recvtype = types::committed(recvtype)?;
-            let all = count_of(recvcount, "MPI_Allgather")? * c.size();
+            let all = count_of(recvcount, NAME)? * c.size();
             // SAFETY: MPI's rules for the buffers.
             let send = unsafe {
                 let at = c.rank() * recvcount as usize;
-                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, "MPI_Allgather")?
+                contribution(sendbuf, sendcount, sendtype, recvbuf, at, recvcount, &recvtype, NAME)?
             };
             // SAFETY: the receive buffer holds a block per rank.
-            let mut recv = unsafe { incoming(recvbuf, all as c_int, &recvtype, "MPI_Allgather")? };
+            let mut recv = unsafe { incoming(recvbuf, all as Count, &recvtype, NAME)? };
             c.allgather(&send[..], recv.bytes()).map_err(engine)?;
             recv.finish_all();
             Ok(())
@@ -403,83 +409,85 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Allgatherv`.
-    fn MPI_Allgatherv / PMPI_Allgatherv(
+    fn MPI_Allgatherv / PMPI_Allgatherv, MPI_Allgatherv_c / PMPI_Allgatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Allgatherv", comm)? {
+        widen!(sendcount, recvcounts, displs);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::allgatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype)) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_allgatherv("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking(CollectiveKind::Allgatherv));
+            return icoll::start_allgatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Blocking(CollectiveKind::Allgatherv));
         }
-        on_comm("MPI_Allgatherv", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires.
             let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
             let me = c.rank();
             // SAFETY: MPI's rules for the buffers.
             let send = unsafe {
-                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, "MPI_Allgatherv")?
+                contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, NAME)?
             };
-            let lens = packed_counts(counts, &recvtype);
-            if recvtype.contiguous(2).is_some() && end_to_end(counts, displs) {
-                let total: c_int = counts.iter().sum();
+            let lens = packed_counts(&counts, &recvtype);
+            if recvtype.contiguous(2).is_some() && end_to_end(&counts, &displs) {
+                let total: Count = counts.iter().sum();
                 // SAFETY: the receive buffer holds every block, end to end.
-                let mut recv = unsafe { incoming(recvbuf, total, &recvtype, "MPI_Allgatherv")? };
+                let mut recv = unsafe { incoming(recvbuf, total, &recvtype, NAME)? };
                 return c.allgatherv(&send[..], recv.bytes(), &lens).map_err(engine);
             }
             let mut packed = vec![0u8; lens.iter().sum()];
             c.allgatherv(&send[..], &mut packed[..], &lens).map_err(engine)?;
             // SAFETY: the receive buffer holds every block.
-            unsafe { unpack_blocks(&packed, recvbuf, counts, displs, &recvtype) };
+            unsafe { unpack_blocks(&packed, recvbuf, &counts, &displs, &recvtype) };
             Ok(())
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Alltoall`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Alltoall / PMPI_Alltoall(
+    fn MPI_Alltoall / PMPI_Alltoall, MPI_Alltoall_c / PMPI_Alltoall_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoall", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             let (send, recv) = ((sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype));
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::alltoall(parts, send, recv) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Alltoall));
+            return icoll::start_alltoall(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Blocking(CollectiveKind::Alltoall));
         }
-        on_comm("MPI_Alltoall", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let recvtype = types::committed(recvtype)?;
-            let all = (count_of(recvcount, "MPI_Alltoall")? * c.size()) as c_int;
+            let all = (count_of(recvcount, NAME)? * c.size()) as Count;
             let send: Cow<[u8]> = if in_place(sendbuf) {
                 // SAFETY: the receive buffer holds the data to send.
-                Cow::Owned(unsafe { outgoing(recvbuf, all, &recvtype, "MPI_Alltoall")? }.into_owned())
+                Cow::Owned(unsafe { outgoing(recvbuf, all, &recvtype, NAME)? }.into_owned())
             } else {
                 let sendtype = types::committed(sendtype)?;
-                let n = (count_of(sendcount, "MPI_Alltoall")? * c.size()) as c_int;
+                let n = (count_of(sendcount, NAME)? * c.size()) as Count;
                 // SAFETY: the send buffer holds a block per rank.
-                unsafe { outgoing(sendbuf, n, &sendtype, "MPI_Alltoall")? }
+                unsafe { outgoing(sendbuf, n, &sendtype, NAME)? }
             };
             // SAFETY: the receive buffer holds a block per rank.
-            let mut recv = unsafe { incoming(recvbuf, all, &recvtype, "MPI_Alltoall")? };
+            let mut recv = unsafe { incoming(recvbuf, all, &recvtype, NAME)? };
             c.alltoall(&send[..], recv.bytes()).map_err(engine)?;
             recv.finish_all();
             Ok(())
@@ -487,27 +495,28 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Alltoallv`.
-    fn MPI_Alltoallv / PMPI_Alltoallv(
+    fn MPI_Alltoallv / PMPI_Alltoallv, MPI_Alltoallv_c / PMPI_Alltoallv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoallv", comm)? {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::alltoallv(parts, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking(CollectiveKind::Alltoallv));
+            return icoll::start_alltoallv(NAME, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
-        on_comm("MPI_Alltoallv", comm, |c| {
+        on_comm(NAME, comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
             let exchange = unsafe {
                 alltoallv_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype)?
@@ -555,7 +564,7 @@ impl Landing {
     }
 
     /// Blocks of `counts[r]` elements at element `displs[r]`.
-    pub(super) fn blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatype: &Type) -> Landing {
+    pub(super) fn blocks(buf: *mut c_void, counts: &[Count], displs: &[Count], datatype: &Type) -> Landing {
         let extent = datatype.extent();
         let blocks = counts.iter().zip(displs).map(|(&c, &d)| (d as isize * extent, c as usize, datatype.clone()));
         Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
@@ -567,7 +576,7 @@ impl Landing {
     }
 
     /// Blocks of `counts[r]` elements of `datatypes[r]` at byte `displs[r]`.
-    pub(super) fn typed_blocks(buf: *mut c_void, counts: &[c_int], displs: &[c_int], datatypes: Vec<Type>) -> Landing {
+    pub(super) fn typed_blocks(buf: *mut c_void, counts: &[Count], displs: &[Count], datatypes: Vec<Type>) -> Landing {
         let blocks = counts.iter().zip(displs).zip(datatypes).map(|((&c, &d), t)| (d as isize, c as usize, t));
         Landing { buf: UserBuffer(buf.cast()), blocks: blocks.collect() }
     }
@@ -616,29 +625,29 @@ pub(super) struct Exchange {
 pub(super) unsafe fn alltoallv_exchange(
     n: usize,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: CountArray,
+    sdispls: CountArray,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: CountArray,
+    rdispls: CountArray,
     recvtype: c_int,
 ) -> Result<Exchange> {
     let recvtype = types::committed(recvtype)?;
     // SAFETY: as the caller promised.
     let (rcounts, rdispls) = unsafe { (ints(recvcounts, n, "recvcounts")?, ints(rdispls, n, "rdispls")?) };
-    let recv_counts = packed_counts(rcounts, &recvtype);
+    let recv_counts = packed_counts(&rcounts, &recvtype);
     let (send, send_counts) = if in_place(sendbuf) {
         // SAFETY: as the caller promised.
-        (unsafe { pack_blocks(recvbuf, rcounts, rdispls, &recvtype) }, recv_counts.clone())
+        (unsafe { pack_blocks(recvbuf, &rcounts, &rdispls, &recvtype) }, recv_counts.clone())
     } else {
         let sendtype = types::committed(sendtype)?;
         // SAFETY: as the caller promised.
         let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
         // SAFETY: as the caller promised.
-        (unsafe { pack_blocks(sendbuf, scounts, sdispls, &sendtype) }, packed_counts(scounts, &sendtype))
+        (unsafe { pack_blocks(sendbuf, &scounts, &sdispls, &sendtype) }, packed_counts(&scounts, &sendtype))
     };
-    let landing = Landing::blocks(recvbuf, rcounts, rdispls, &recvtype);
+    let landing = Landing::blocks(recvbuf, &rcounts, &rdispls, &recvtype);
     Ok(Exchange { send, send_counts, recv_counts, landing })
 }
 
@@ -650,12 +659,12 @@ pub(super) unsafe fn alltoallv_exchange(
 pub(super) unsafe fn alltoallw_exchange(
     n: usize,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: CountArray,
+    sdispls: CountArray,
     sendtypes: *const c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: CountArray,
+    rdispls: CountArray,
     recvtypes: *const c_int,
 ) -> Result<Exchange> {
     // SAFETY: as the caller promised.
@@ -665,7 +674,7 @@ pub(super) unsafe fn alltoallw_exchange(
     let recv_counts: Vec<usize> = rcounts.iter().zip(&rtypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
     let (send, send_counts) = if in_place(sendbuf) {
         // SAFETY: as the caller promised.
-        (unsafe { pack_typed_blocks(recvbuf, rcounts, rdispls, &rtypes) }, recv_counts.clone())
+        (unsafe { pack_typed_blocks(recvbuf, &rcounts, &rdispls, &rtypes) }, recv_counts.clone())
     } else {
         // SAFETY: as the caller promised.
         let (scounts, sdispls, stypes) = unsafe {
@@ -673,9 +682,9 @@ pub(super) unsafe fn alltoallw_exchange(
         };
         let lens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
         // SAFETY: as the caller promised.
-        (unsafe { pack_typed_blocks(sendbuf, scounts, sdispls, &stypes) }, lens)
+        (unsafe { pack_typed_blocks(sendbuf, &scounts, &sdispls, &stypes) }, lens)
     };
-    let landing = Landing::typed_blocks(recvbuf, rcounts, rdispls, rtypes);
+    let landing = Landing::typed_blocks(recvbuf, &rcounts, &rdispls, rtypes);
     Ok(Exchange { send, send_counts, recv_counts, landing })
 }
 
@@ -695,8 +704,8 @@ fn alltoall_blocks(c: &Communicator, exchange: Exchange) -> Result<()> {
 /// `buf` holds every block, readable.
 pub(super) unsafe fn pack_typed_blocks(
     buf: *const c_void,
-    counts: &[c_int],
-    displs: &[c_int],
+    counts: &[Count],
+    displs: &[Count],
     datatypes: &[Type],
 ) -> Vec<u8> {
     let mut packed = Vec::new();
@@ -720,27 +729,28 @@ pub(super) unsafe fn datatypes(handles: *const c_int, n: usize, what: &str) -> R
     unsafe { std::slice::from_raw_parts(handles, n) }.iter().map(|&h| types::committed(h)).collect()
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Alltoallw`: a datatype per peer, displacements in bytes.
-    fn MPI_Alltoallw / PMPI_Alltoallw(
+    fn MPI_Alltoallw / PMPI_Alltoallw, MPI_Alltoallw_c / PMPI_Alltoallw_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtypes: *const c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Alltoallw", comm)? {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::alltoallw(parts, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) }.map_err(|e| e.on(comm));
         }
         if waiting::collectives_as_requests() {
-            return icoll::start_alltoallw("MPI_Alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking(CollectiveKind::Alltoallv));
+            return icoll::start_alltoallw(NAME, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Blocking(CollectiveKind::Alltoallv));
         }
-        on_comm("MPI_Alltoallw", comm, |c| {
+        on_comm(NAME, comm, |c| {
             // SAFETY: MPI's rules for the arrays and buffers.
             let exchange = unsafe {
                 alltoallw_exchange(c.size(), sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes)?
@@ -803,9 +813,9 @@ fn reduction(
     call: &str,
     what: Reduction,
     sendbuf: *const c_void,
-    send_count: c_int,
+    send_count: Count,
     recvbuf: *mut c_void,
-    recv_count: c_int,
+    recv_count: Count,
     datatype: c_int,
     op: c_int,
 ) -> Result<()> {
@@ -837,13 +847,13 @@ fn reduction(
     // are the predefined ones end to end.
     let send: Cow<[u8]> = if in_place(sendbuf) {
         // SAFETY: MPI's rule: the receive buffer holds the input.
-        Cow::Owned(unsafe { outgoing(recvbuf, send_count as c_int, &datatype, call)? }.into_owned())
+        Cow::Owned(unsafe { outgoing(recvbuf, send_count as Count, &datatype, call)? }.into_owned())
     } else {
         // SAFETY: MPI's rule for the send buffer.
-        unsafe { outgoing(sendbuf, send_count as c_int, &datatype, call)? }
+        unsafe { outgoing(sendbuf, send_count as Count, &datatype, call)? }
     };
     // SAFETY: MPI's rule for the receive buffer.
-    let mut recv: Incoming = unsafe { incoming(recvbuf, recv_count as c_int, &datatype, call)? };
+    let mut recv: Incoming = unsafe { incoming(recvbuf, recv_count as Count, &datatype, call)? };
     with_type(base, Reduce { comm: c, what, send: &send, recv: recv.bytes(), op }).map_err(engine)?;
     recv.finish_all();
     Ok(())
@@ -899,25 +909,26 @@ unsafe fn raw_mut<'a>(buf: *mut c_void, len: usize, what: &str) -> Result<&'a mu
     Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast(), len) })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Reduce`; `MPI_IN_PLACE` as the root's send buffer.
-    fn MPI_Reduce / PMPI_Reduce(
+    fn MPI_Reduce / PMPI_Reduce, MPI_Reduce_c / PMPI_Reduce_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         root: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce", comm)? {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::reduce(parts, sendbuf, recvbuf, count, datatype, op, root) }.map_err(|e| e.on(comm));
         }
         if as_schedule(op) {
-            return icoll::start_reduce("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking(CollectiveKind::Reduce));
+            return icoll::start_reduce(NAME, sendbuf, recvbuf, count, datatype, op, root, comm, Start::Blocking(CollectiveKind::Reduce));
         }
-        on_comm("MPI_Reduce", comm, |c| {
+        on_comm(NAME, comm, |c| {
             let root = root_rank(root, c)?;
             let is_root = c.rank() == root;
             let recv_count = if is_root { count } else { 0 };
@@ -925,124 +936,129 @@ mpi_fn! {
                 return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
             }
             let what = Reduction::Reduce { root, is_root };
-            reduction(c, "MPI_Reduce", what, sendbuf, count, recvbuf, recv_count, datatype, op)
+            reduction(c, NAME, what, sendbuf, count, recvbuf, recv_count, datatype, op)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Allreduce`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Allreduce / PMPI_Allreduce(
+    fn MPI_Allreduce / PMPI_Allreduce, MPI_Allreduce_c / PMPI_Allreduce_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Allreduce", comm)? {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers.
             return unsafe { crate::api::intercomm::allreduce(parts, sendbuf, recvbuf, count, datatype, op) }.map_err(|e| e.on(comm));
         }
         if as_schedule(op) {
-            return icoll::start_allreduce("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Allreduce));
+            return icoll::start_allreduce(NAME, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Allreduce));
         }
-        on_comm("MPI_Allreduce", comm, |c| {
-            reduction(c, "MPI_Allreduce", Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, op)
+        on_comm(NAME, comm, |c| {
+            reduction(c, NAME, Reduction::Allreduce, sendbuf, count, recvbuf, count, datatype, op)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Scan`.
-    fn MPI_Scan / PMPI_Scan(
+    fn MPI_Scan / PMPI_Scan, MPI_Scan_c / PMPI_Scan_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
     ) {
+        widen!(count);
         if as_schedule(op) {
-            return icoll::scan("MPI_Scan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Scan));
+            return icoll::scan(NAME, false, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Scan));
         }
-        on_comm("MPI_Scan", comm, |c| reduction(c, "MPI_Scan", Reduction::Scan, sendbuf, count, recvbuf, count, datatype, op))
+        on_comm(NAME, comm, |c| reduction(c, NAME, Reduction::Scan, sendbuf, count, recvbuf, count, datatype, op))
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Exscan`: rank 0's receive buffer is left as it was.
-    fn MPI_Exscan / PMPI_Exscan(
+    fn MPI_Exscan / PMPI_Exscan, MPI_Exscan_c / PMPI_Exscan_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
     ) {
+        widen!(count);
         if as_schedule(op) {
-            return icoll::scan("MPI_Exscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Exscan));
+            return icoll::scan(NAME, true, sendbuf, recvbuf, count, datatype, op, comm, Start::Blocking(CollectiveKind::Exscan));
         }
-        on_comm("MPI_Exscan", comm, |c| {
-            reduction(c, "MPI_Exscan", Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, op)
+        on_comm(NAME, comm, |c| {
+            reduction(c, NAME, Reduction::Exscan, sendbuf, count, recvbuf, count, datatype, op)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Reduce_scatter_block`.
-    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(
+    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce_scatter_block", comm)? {
+        widen!(recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, None, recvcount, datatype, op) }.map_err(|e| e.on(comm));
         }
         if as_schedule(op) {
-            let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Reduce_scatter_block")? as c_int; c.size()]);
-            let call = "MPI_Reduce_scatter_block";
+            let counts = |c: &Communicator| Ok(vec![count_of(recvcount, NAME)? as Count; c.size()]);
+            let call = NAME;
             return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatterBlock));
         }
-        on_comm("MPI_Reduce_scatter_block", comm, |c| {
-            let n = c.size() as c_int;
+        on_comm(NAME, comm, |c| {
+            let n = c.size() as Count;
             let total = recvcount.checked_mul(n).ok_or_else(|| MpiError::new(class::COUNT, "count overflows"))?;
-            reduction(c, "MPI_Reduce_scatter_block", Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, op)
+            reduction(c, NAME, Reduction::ReduceScatterBlock, sendbuf, total, recvbuf, recvcount, datatype, op)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Reduce_scatter`.
-    fn MPI_Reduce_scatter / PMPI_Reduce_scatter(
+    fn MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Reduce_scatter", comm)? {
+        widen!(recvcounts);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays.
             return unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op) }.map_err(|e| e.on(comm));
         }
         if as_schedule(op) {
             // SAFETY: one count per rank, as MPI requires.
-            let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
-            let call = "MPI_Reduce_scatter";
+            let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") };
+            let call = NAME;
             return icoll::reduce_scatter(call, counts, sendbuf, recvbuf, datatype, op, comm, Start::Blocking(CollectiveKind::ReduceScatter));
         }
-        on_comm("MPI_Reduce_scatter", comm, |c| {
+        on_comm(NAME, comm, |c| {
             // SAFETY: one count per rank, as MPI requires.
             let counts = unsafe { ints(recvcounts, c.size(), "recvcounts")? };
-            let total: c_int = counts.iter().sum();
+            let total: Count = counts.iter().sum();
             let mine = counts[c.rank()];
             let what = Reduction::ReduceScatter(counts.iter().map(|&n| n as usize).collect());
-            reduction(c, "MPI_Reduce_scatter", what, sendbuf, total, recvbuf, mine, datatype, op)
+            reduction(c, NAME, what, sendbuf, total, recvbuf, mine, datatype, op)
         })
     }
 }
@@ -1067,15 +1083,27 @@ fn as_schedule(op: c_int) -> bool {
     waiting::collectives_as_requests() || abi::direct_index(abi::kind::OP, op).is_some()
 }
 
+/// Registers the program's operation; its handle in `op`.
+fn op_create(call: &str, function: Option<UserFn>, commute: c_int, op: *mut c_int) -> Result<()> {
+    let function = function.ok_or_else(|| MpiError::new(class::ARG, "the user function is NULL"))?;
+    let mut state = state::lock(call)?;
+    let handle = abi::direct_handle(abi::kind::OP, state.ops.insert((function, commute != 0)));
+    // SAFETY: the caller's output argument.
+    unsafe { crate::api::put(op, handle, "op") }
+}
+
 mpi_fn! {
     /// `MPI_Op_create`: a reduction by the program's function. A
     /// non-commutative one combines contributions in rank order.
     fn MPI_Op_create / PMPI_Op_create(function: Option<crate::reduce::UserFunction>, commute: c_int, op: *mut c_int) {
-        let function = function.ok_or_else(|| MpiError::new(class::ARG, "the user function is NULL"))?;
-        let mut state = state::lock("MPI_Op_create")?;
-        let handle = abi::direct_handle(abi::kind::OP, state.ops.insert((function, commute != 0)));
-        // SAFETY: the caller's output argument.
-        unsafe { crate::api::put(op, handle, "op") }
+        op_create("MPI_Op_create", function.map(UserFn::Int), commute, op)
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Op_create_c`: as `MPI_Op_create`, the function taking an `MPI_Count`.
+    fn MPI_Op_create_c / PMPI_Op_create_c(function: Option<crate::reduce::LargeUserFunction>, commute: c_int, op: *mut c_int) {
+        op_create("MPI_Op_create_c", function.map(UserFn::Large), commute, op)
     }
 }
 
@@ -1110,13 +1138,14 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Reduce_local`: `inoutbuf = inbuf ∘ inoutbuf`, on this rank alone.
-    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+    fn MPI_Reduce_local / PMPI_Reduce_local, MPI_Reduce_local_c / PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: Int, datatype: c_int, op: c_int) {
+        widen!(count);
         let user = user_op(op)?;
         let handle = datatype;
         let datatype = types::committed(datatype)?;
-        let count = count_of(count, "MPI_Reduce_local")?;
+        let count = count_of(count, NAME)?;
         if let Some(user) = user {
             // SAFETY: MPI's rules for the two buffers of `count` elements,
             // which the program's function reads as the datatype says.
@@ -1135,8 +1164,8 @@ mpi_fn! {
         }
         // SAFETY: MPI's rules for the two buffers of `count` elements.
         let (input, mut inout) = unsafe {
-            let input = outgoing(inbuf, count as c_int, &datatype, "inbuf")?;
-            (input, outgoing(inoutbuf, count as c_int, &datatype, "inoutbuf")?.into_owned())
+            let input = outgoing(inbuf, count as Count, &datatype, "inbuf")?;
+            (input, outgoing(inoutbuf, count as Count, &datatype, "inoutbuf")?.into_owned())
         };
         with_type(base, Local { input: &input, inout: &mut inout, op });
         // SAFETY: the in-out buffer holds `count` elements, as MPI requires.

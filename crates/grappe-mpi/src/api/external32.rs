@@ -16,9 +16,9 @@
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 use crate::abi::class;
+use crate::counted_fn;
 use crate::datatype::{Datatype, Kind, PairKind};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::types::{self, Type};
 
 use super::env::read_string;
@@ -172,23 +172,23 @@ unsafe fn external32(datarep: *const c_char) -> Result<()> {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Pack_external_size`.
-    fn MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: c_int, size: *mut c_long) {
+    fn MPI_Pack_external_size / PMPI_Pack_external_size, MPI_Pack_external_size_c / PMPI_Pack_external_size_c(datarep: *const c_char, incount: Int, datatype: c_int, size: *mut c_long) {
         // SAFETY: the caller's string.
         unsafe { external32(datarep)? };
-        let n = external_size(&types::lookup(datatype)?, count_of(incount, "MPI_Pack_external_size")?)?;
+        let n = external_size(&types::lookup(datatype)?, count_of(incount, NAME)?)?;
         // SAFETY: the caller's output argument.
         unsafe { put(size, n as c_long, "size") }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Pack_external`: appends the elements at `*position` of `outbuf`.
-    fn MPI_Pack_external / PMPI_Pack_external(
+    fn MPI_Pack_external / PMPI_Pack_external, MPI_Pack_external_c / PMPI_Pack_external_c(
         datarep: *const c_char,
         inbuf: *const c_void,
-        incount: c_int,
+        incount: Int,
         datatype: c_int,
         outbuf: *mut c_void,
         outsize: c_long,
@@ -198,7 +198,7 @@ mpi_fn! {
         unsafe { external32(datarep)? };
         let found = types::committed(datatype)?;
         let (base, _, format) = layout(&found)?;
-        let n = count_of(incount, "MPI_Pack_external")?;
+        let n = count_of(incount, NAME)?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
         let mut native = Vec::new();
@@ -208,7 +208,7 @@ mpi_fn! {
         to_external(&native, base, format, &mut packed)?;
         let end = at + packed.len() as c_long;
         if at < 0 || end > outsize.max(0) {
-            let message = format!("MPI_Pack_external: {} bytes at position {at} do not fit in {outsize}", packed.len());
+            let message = format!("{NAME}: {} bytes at position {at} do not fit in {outsize}", packed.len());
             return Err(MpiError::new(class::TRUNCATE, message));
         }
         // SAFETY: `outbuf` holds `outsize` bytes, and the data fits, as checked.
@@ -219,27 +219,27 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Unpack_external`: takes the elements from `*position` of `inbuf`.
-    fn MPI_Unpack_external / PMPI_Unpack_external(
+    fn MPI_Unpack_external / PMPI_Unpack_external, MPI_Unpack_external_c / PMPI_Unpack_external_c(
         datarep: *const c_char,
         inbuf: *const c_void,
         insize: c_long,
         position: *mut c_long,
         outbuf: *mut c_void,
-        outcount: c_int,
+        outcount: Int,
         datatype: c_int,
     ) {
         // SAFETY: the caller's string.
         unsafe { external32(datarep)? };
         let found = types::committed(datatype)?;
         let (base, _, format) = layout(&found)?;
-        let len = external_size(&found, count_of(outcount, "MPI_Unpack_external")?)?;
+        let len = external_size(&found, count_of(outcount, NAME)?)?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
         let end = at + len as c_long;
         if at < 0 || end > insize.max(0) {
-            let message = format!("MPI_Unpack_external: {len} bytes at position {at} are beyond the {insize} bytes of the buffer");
+            let message = format!("{NAME}: {len} bytes at position {at} are beyond the {insize} bytes of the buffer");
             return Err(MpiError::new(class::TRUNCATE, message));
         }
         let mut native = Vec::with_capacity(len);

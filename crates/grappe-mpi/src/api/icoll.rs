@@ -15,17 +15,17 @@ use grappe_comm::{CollectiveKind, Combine, Communicator, NonBlocking};
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::reduce::{OpCode, UserOp, combine_laid_out, with_type};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::coll::{
     Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,
     reduction_base, root_rank, user_op,
 };
 use super::request::complete_outside;
-use super::{count_of, outgoing, put};
+use super::{Count, CountArray, count_of, outgoing, put, widen};
 
 /// Where a collective started here goes: to a request the program holds
 /// (`MPI_Iallreduce`...), or to its completion before the call returns
@@ -115,7 +115,7 @@ pub(super) fn combine_of(op: c_int, user: Option<UserOp>, handle: c_int, datatyp
 unsafe fn reduction_input(
     sendbuf: *const c_void,
     recvbuf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: &Type,
     call: &str,
 ) -> Result<Vec<u8>> {
@@ -146,7 +146,7 @@ mpi_fn! {
 pub(super) fn start_bcast(
     call: &str,
     buffer: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     root: c_int,
     comm: c_int,
@@ -166,16 +166,17 @@ pub(super) fn start_bcast(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ibcast`.
-    fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ibcast", comm)? {
+    fn MPI_Ibcast / PMPI_Ibcast, MPI_Ibcast_c / PMPI_Ibcast_c(buffer: *mut c_void, count: Int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::bcast(parts, buffer, count, datatype, root) };
-            return crate::api::intercomm::done_at_once("MPI_Ibcast", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_bcast("MPI_Ibcast", buffer, count, datatype, root, comm, Start::Request(request))
+        start_bcast(NAME, buffer, count, datatype, root, comm, Start::Request(request))
     }
 }
 
@@ -185,7 +186,7 @@ pub(super) fn start_reduce(
     call: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
     root: c_int,
@@ -212,25 +213,26 @@ pub(super) fn start_reduce(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ireduce`; `MPI_IN_PLACE` as the root's send buffer.
-    fn MPI_Ireduce / PMPI_Ireduce(
+    fn MPI_Ireduce / PMPI_Ireduce, MPI_Ireduce_c / PMPI_Ireduce_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         root: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce", comm)? {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::reduce(parts, sendbuf, recvbuf, count, datatype, op, root) };
-            return crate::api::intercomm::done_at_once("MPI_Ireduce", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_reduce("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm, Start::Request(request))
+        start_reduce(NAME, sendbuf, recvbuf, count, datatype, op, root, comm, Start::Request(request))
     }
 }
 
@@ -242,7 +244,7 @@ fn whole_reduction(
     call: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
     comm: c_int,
@@ -267,7 +269,7 @@ pub(super) fn start_allreduce(
     call: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
     comm: c_int,
@@ -277,24 +279,25 @@ pub(super) fn start_allreduce(
     whole_reduction(call, sendbuf, recvbuf, count, datatype, op, comm, to, what)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iallreduce`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Iallreduce / PMPI_Iallreduce(
+    fn MPI_Iallreduce / PMPI_Iallreduce, MPI_Iallreduce_c / PMPI_Iallreduce_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallreduce", comm)? {
+        widen!(count);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::allreduce(parts, sendbuf, recvbuf, count, datatype, op) };
-            return crate::api::intercomm::done_at_once("MPI_Iallreduce", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_allreduce("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
+        start_allreduce(NAME, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
@@ -305,7 +308,7 @@ pub(super) fn scan(
     exclusive: bool,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
     comm: c_int,
@@ -315,17 +318,19 @@ pub(super) fn scan(
     whole_reduction(call, sendbuf, recvbuf, count, datatype, op, comm, to, what)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iscan`.
-    fn MPI_Iscan / PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        scan("MPI_Iscan", false, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
+    fn MPI_Iscan / PMPI_Iscan, MPI_Iscan_c / PMPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        widen!(count);
+        scan(NAME, false, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iexscan`: rank 0's receive buffer is left as it was.
-    fn MPI_Iexscan / PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
-        scan("MPI_Iexscan", true, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
+    fn MPI_Iexscan / PMPI_Iexscan, MPI_Iexscan_c / PMPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) {
+        widen!(count);
+        scan(NAME, true, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
 }
 
@@ -333,7 +338,7 @@ mpi_fn! {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn reduce_scatter(
     call: &str,
-    counts: impl FnOnce(&Communicator) -> Result<Vec<c_int>>,
+    counts: impl FnOnce(&Communicator) -> Result<Vec<Count>>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     datatype: c_int,
@@ -346,7 +351,7 @@ pub(super) fn reduce_scatter(
         let handle = datatype;
         let datatype = types::committed(datatype)?;
         let counts = counts(c)?;
-        let total = counts.iter().try_fold(0 as c_int, |sum, &n| sum.checked_add(n));
+        let total = counts.iter().try_fold(0 as Count, |sum, &n| sum.checked_add(n));
         let total = total.ok_or_else(|| MpiError::new(class::COUNT, format!("{call}: the counts overflow")))?;
         let (combine, _) = combine_of(op, user, handle, &datatype)?;
         // SAFETY: MPI's rules for the buffers (in place, the receive buffer holds the input).
@@ -357,48 +362,50 @@ pub(super) fn reduce_scatter(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ireduce_scatter`.
-    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter(
+    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce_scatter", comm)? {
+        widen!(recvcounts);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op) };
-            return crate::api::intercomm::done_at_once("MPI_Ireduce_scatter", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
         // SAFETY: one count per rank, as MPI requires.
-        let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") }.map(<[c_int]>::to_vec);
-        reduce_scatter("MPI_Ireduce_scatter", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
+        let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") };
+        reduce_scatter(NAME, counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ireduce_scatter_block`.
-    fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(
+    fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ireduce_scatter_block", comm)? {
+        widen!(recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, None, recvcount, datatype, op) };
-            return crate::api::intercomm::done_at_once("MPI_Ireduce_scatter_block", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        let counts = |c: &Communicator| Ok(vec![count_of(recvcount, "MPI_Ireduce_scatter_block")? as c_int; c.size()]);
-        reduce_scatter("MPI_Ireduce_scatter_block", counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
+        let counts = |c: &Communicator| Ok(vec![count_of(recvcount, NAME)? as Count; c.size()]);
+        reduce_scatter(NAME, counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
     }
 }
 
@@ -407,10 +414,10 @@ mpi_fn! {
 pub(super) fn start_gather(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     root: c_int,
     comm: c_int,
@@ -435,26 +442,27 @@ pub(super) fn start_gather(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Igather`; `MPI_IN_PLACE` as the root's send buffer.
-    fn MPI_Igather / PMPI_Igather(
+    fn MPI_Igather / PMPI_Igather, MPI_Igather_c / PMPI_Igather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Igather", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::gather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once("MPI_Igather", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
+        start_gather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
 
@@ -463,11 +471,11 @@ mpi_fn! {
 pub(super) fn start_gatherv(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: CountArray,
+    displs: CountArray,
     recvtype: c_int,
     root: c_int,
     comm: c_int,
@@ -491,32 +499,33 @@ pub(super) fn start_gatherv(
             contribution(sendbuf, sendcount, sendtype, recvbuf, at, counts[root], &recvtype, call)?
         }
         .into_owned();
-        let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
-        Ok((NonBlocking::Gather { root, data, counts: packed_counts(counts, &recvtype) }, landing))
+        let landing = Landing::blocks(recvbuf, &counts, &displs, &recvtype);
+        Ok((NonBlocking::Gather { root, data, counts: packed_counts(&counts, &recvtype) }, landing))
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Igatherv`.
-    fn MPI_Igatherv / PMPI_Igatherv(
+    fn MPI_Igatherv / PMPI_Igatherv, MPI_Igatherv_c / PMPI_Igatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Igatherv", comm)? {
+        widen!(sendcount, recvcounts, displs);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::gatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), root) };
-            return crate::api::intercomm::done_at_once("MPI_Igatherv", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_gatherv("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Request(request))
+        start_gatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Request(request))
     }
 }
 
@@ -524,7 +533,7 @@ mpi_fn! {
 /// (nowhere for the root's `MPI_IN_PLACE`).
 fn scatter_target(
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     root_block: Option<usize>,
     call: &str,
@@ -542,10 +551,10 @@ fn scatter_target(
 pub(super) fn start_scatter(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     root: c_int,
     comm: c_int,
@@ -559,7 +568,7 @@ pub(super) fn start_scatter(
         }
         let sendtype = types::committed(sendtype)?;
         let n = count_of(sendcount, call)?;
-        let all = (n * c.size()) as c_int;
+        let all = (n * c.size()) as Count;
         // SAFETY: the root's send buffer holds a block per rank.
         let data = unsafe { outgoing(sendbuf, all, &sendtype, call)? }.into_owned();
         let block = sendtype.packed_len(n);
@@ -568,26 +577,27 @@ pub(super) fn start_scatter(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iscatter`; `MPI_IN_PLACE` as the root's receive buffer.
-    fn MPI_Iscatter / PMPI_Iscatter(
+    fn MPI_Iscatter / PMPI_Iscatter, MPI_Iscatter_c / PMPI_Iscatter_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Iscatter", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::scatter(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once("MPI_Iscatter", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_scatter("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
+        start_scatter(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
 
@@ -596,11 +606,11 @@ mpi_fn! {
 pub(super) fn start_scatterv(
     call: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: CountArray,
+    displs: CountArray,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     root: c_int,
     comm: c_int,
@@ -617,34 +627,35 @@ pub(super) fn start_scatterv(
         let (counts, displs) =
             unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
         // SAFETY: the root's send buffer holds every block.
-        let data = unsafe { pack_blocks(sendbuf, counts, displs, &sendtype) };
-        let counts = packed_counts(counts, &sendtype);
+        let data = unsafe { pack_blocks(sendbuf, &counts, &displs, &sendtype) };
+        let counts = packed_counts(&counts, &sendtype);
         let (mine, landing) = scatter_target(recvbuf, recvcount, recvtype, Some(counts[root]), call)?;
         Ok((NonBlocking::Scatter { root, data, counts, mine }, landing))
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iscatterv`.
-    fn MPI_Iscatterv / PMPI_Iscatterv(
+    fn MPI_Iscatterv / PMPI_Iscatterv, MPI_Iscatterv_c / PMPI_Iscatterv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        displs: *const c_int,
+        sendcounts: *const Int,
+        displs: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Iscatterv", comm)? {
+        widen!(sendcounts, displs, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::scatterv(parts, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once("MPI_Iscatterv", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_scatterv("MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
+        start_scatterv(NAME, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
 }
 
@@ -653,10 +664,10 @@ mpi_fn! {
 pub(super) fn start_allgather(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     comm: c_int,
     to: Start,
@@ -673,25 +684,26 @@ pub(super) fn start_allgather(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iallgather`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Iallgather / PMPI_Iallgather(
+    fn MPI_Iallgather / PMPI_Iallgather, MPI_Iallgather_c / PMPI_Iallgather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallgather", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::allgather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
-            return crate::api::intercomm::done_at_once("MPI_Iallgather", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_allgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
+        start_allgather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
 }
 
@@ -700,11 +712,11 @@ mpi_fn! {
 pub(super) fn start_allgatherv(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: CountArray,
+    displs: CountArray,
     recvtype: c_int,
     comm: c_int,
     to: Start,
@@ -720,31 +732,32 @@ pub(super) fn start_allgatherv(
             contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, call)?
         }
         .into_owned();
-        let landing = Landing::blocks(recvbuf, counts, displs, &recvtype);
-        Ok((NonBlocking::Allgather { data, counts: packed_counts(counts, &recvtype) }, landing))
+        let landing = Landing::blocks(recvbuf, &counts, &displs, &recvtype);
+        Ok((NonBlocking::Allgather { data, counts: packed_counts(&counts, &recvtype) }, landing))
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Iallgatherv`.
-    fn MPI_Iallgatherv / PMPI_Iallgatherv(
+    fn MPI_Iallgatherv / PMPI_Iallgatherv, MPI_Iallgatherv_c / PMPI_Iallgatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Iallgatherv", comm)? {
+        widen!(sendcount, recvcounts, displs);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::allgatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype)) };
-            return crate::api::intercomm::done_at_once("MPI_Iallgatherv", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_allgatherv("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Request(request))
+        start_allgatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Request(request))
     }
 }
 
@@ -753,10 +766,10 @@ mpi_fn! {
 pub(super) fn start_alltoall(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     comm: c_int,
     to: Start,
@@ -767,13 +780,13 @@ pub(super) fn start_alltoall(
         let n = count_of(recvcount, call)?;
         let (data, block) = if in_place(sendbuf) {
             // SAFETY: the receive buffer holds the data to send.
-            let data = unsafe { outgoing(recvbuf, (n * p) as c_int, &recvtype, call)? }.into_owned();
+            let data = unsafe { outgoing(recvbuf, (n * p) as Count, &recvtype, call)? }.into_owned();
             (data, recvtype.packed_len(n))
         } else {
             let sendtype = types::committed(sendtype)?;
             let m = count_of(sendcount, call)?;
             // SAFETY: the send buffer holds a block per rank.
-            let data = unsafe { outgoing(sendbuf, (m * p) as c_int, &sendtype, call)? }.into_owned();
+            let data = unsafe { outgoing(sendbuf, (m * p) as Count, &sendtype, call)? }.into_owned();
             (data, sendtype.packed_len(m))
         };
         let what =
@@ -782,25 +795,26 @@ pub(super) fn start_alltoall(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ialltoall`; `MPI_IN_PLACE` as the send buffer.
-    fn MPI_Ialltoall / PMPI_Ialltoall(
+    fn MPI_Ialltoall / PMPI_Ialltoall, MPI_Ialltoall_c / PMPI_Ialltoall_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoall", comm)? {
+        widen!(sendcount, recvcount);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::alltoall(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
-            return crate::api::intercomm::done_at_once("MPI_Ialltoall", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
+        start_alltoall(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
 }
 
@@ -809,12 +823,12 @@ mpi_fn! {
 pub(super) fn start_alltoallv(
     call: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: CountArray,
+    sdispls: CountArray,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: CountArray,
+    rdispls: CountArray,
     recvtype: c_int,
     comm: c_int,
     to: Start,
@@ -838,27 +852,28 @@ pub(super) fn start_alltoallv(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ialltoallv`.
-    fn MPI_Ialltoallv / PMPI_Ialltoallv(
+    fn MPI_Ialltoallv / PMPI_Ialltoallv, MPI_Ialltoallv_c / PMPI_Ialltoallv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoallv", comm)? {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::alltoallv(parts, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) };
-            return crate::api::intercomm::done_at_once("MPI_Ialltoallv", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_alltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Request(request))
+        start_alltoallv(NAME, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Request(request))
     }
 }
 
@@ -867,12 +882,12 @@ mpi_fn! {
 pub(super) fn start_alltoallw(
     call: &str,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: CountArray,
+    sdispls: CountArray,
     sendtypes: *const c_int,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: CountArray,
+    rdispls: CountArray,
     recvtypes: *const c_int,
     comm: c_int,
     to: Start,
@@ -896,26 +911,27 @@ pub(super) fn start_alltoallw(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ialltoallw`: a datatype per peer, displacements in bytes.
-    fn MPI_Ialltoallw / PMPI_Ialltoallw(
+    fn MPI_Ialltoallw / PMPI_Ialltoallw, MPI_Ialltoallw_c / PMPI_Ialltoallw_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtypes: *const c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ialltoallw", comm)? {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
+        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
             // SAFETY: MPI's rules for the buffers and arrays, which the
             // collective is done with when it returns.
             let done = unsafe { crate::api::intercomm::alltoallw(parts, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) };
-            return crate::api::intercomm::done_at_once("MPI_Ialltoallw", done.map_err(|e| e.on(comm)), request);
+            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
         }
-        start_alltoallw("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Request(request))
+        start_alltoallw(NAME, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Request(request))
     }
 }

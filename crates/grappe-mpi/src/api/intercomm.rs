@@ -24,10 +24,10 @@ use crate::mpi_fn;
 use crate::state::{self, Locked};
 use crate::types;
 
-use super::coll::{PMPI_Barrier, PMPI_Bcast, PMPI_Gather, PMPI_Reduce, PMPI_Scatter};
-use super::p2p::{PMPI_Irecv, PMPI_Isend, PMPI_Recv, PMPI_Send, PMPI_Sendrecv};
-use super::put;
+use super::coll::{PMPI_Barrier, PMPI_Bcast_c, PMPI_Gather_c, PMPI_Reduce_c, PMPI_Scatter_c};
+use super::p2p::{PMPI_Irecv_c, PMPI_Isend_c, PMPI_Recv_c, PMPI_Send_c, PMPI_Sendrecv_c};
 use super::request::PMPI_Waitall;
+use super::{Count, CountArray, put};
 
 /// The library's communicators beside an intercommunicator.
 #[derive(Debug, Clone, Copy)]
@@ -286,10 +286,11 @@ fn not_in_place(buf: *const c_void) -> Result<()> {
     }
 }
 
-/// `count × n` as a C count, or an error naming the overflow.
-fn times(count: c_int, n: usize) -> Result<c_int> {
-    c_int::try_from(count as i64 * n as i64)
-        .map_err(|_| MpiError::new(class::COUNT, format!("{count} elements for each of {n} ranks exceed a C int")))
+/// `count × n`, or an error naming the overflow.
+fn times(count: Count, n: usize) -> Result<Count> {
+    count
+        .checked_mul(n as Count)
+        .ok_or_else(|| MpiError::new(class::COUNT, format!("{count} elements for each of {n} ranks overflow a count")))
 }
 
 /// Room for `n` elements of `datatype` laid out as the datatype says,
@@ -325,7 +326,7 @@ pub(super) fn barrier(parts: Parts) -> Result<()> {
         step(PMPI_Barrier::body(parts.local))?;
         if parts.leads() {
             let none = std::ptr::null_mut::<c_void>();
-            step(PMPI_Sendrecv::body(
+            step(PMPI_Sendrecv_c::body(
                 none,
                 0,
                 crate::datatype::BYTE.handle,
@@ -351,18 +352,18 @@ pub(super) fn barrier(parts: Parts) -> Result<()> {
 pub(super) unsafe fn bcast(
     parts: Parts,
     buffer: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     root: c_int,
 ) -> Result<()> {
     // SAFETY: the caller's buffer, as MPI_Bcast's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => step(PMPI_Send::body(buffer, count, datatype, 0, CHANNEL_TAG, parts.channel)),
+            Side::Root => step(PMPI_Send_c::body(buffer, count, datatype, 0, CHANNEL_TAG, parts.channel)),
             Side::Idle => Ok(()),
             Side::Remote(root) => {
                 if parts.leads() {
-                    step(PMPI_Recv::body(
+                    step(PMPI_Recv_c::body(
                         buffer,
                         count,
                         datatype,
@@ -372,7 +373,7 @@ pub(super) unsafe fn bcast(
                         ignore(),
                     ))?;
                 }
-                step(PMPI_Bcast::body(buffer, count, datatype, 0, parts.local))
+                step(PMPI_Bcast_c::body(buffer, count, datatype, 0, parts.local))
             }
         }
     }
@@ -392,7 +393,7 @@ pub(super) unsafe fn reduce(
     parts: Parts,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
     root: c_int,
@@ -400,16 +401,21 @@ pub(super) unsafe fn reduce(
     // SAFETY: the caller's buffers, as MPI_Reduce's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => step(PMPI_Recv::body(recvbuf, count, datatype, 0, CHANNEL_TAG, parts.channel, ignore())),
+            Side::Root => step(PMPI_Recv_c::body(recvbuf, count, datatype, 0, CHANNEL_TAG, parts.channel, ignore())),
             Side::Idle => Ok(()),
             Side::Remote(root) => {
                 not_in_place(sendbuf)?;
                 let mut reduced = Scratch::new(datatype, if parts.leads() { count.max(0) as usize } else { 0 })?;
-                step(PMPI_Reduce::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
+                step(PMPI_Reduce_c::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
                 match parts.leads() {
-                    true => {
-                        step(PMPI_Send::body(reduced.ptr(), count, datatype, root as c_int, CHANNEL_TAG, parts.channel))
-                    }
+                    true => step(PMPI_Send_c::body(
+                        reduced.ptr(),
+                        count,
+                        datatype,
+                        root as c_int,
+                        CHANNEL_TAG,
+                        parts.channel,
+                    )),
                     false => Ok(()),
                 }
             }
@@ -426,7 +432,7 @@ pub(super) unsafe fn allreduce(
     parts: Parts,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     op: c_int,
 ) -> Result<()> {
@@ -435,10 +441,10 @@ pub(super) unsafe fn allreduce(
     // SAFETY: the caller's buffers, as MPI_Allreduce's; the scratch holds
     // `count` elements at the leader.
     unsafe {
-        step(PMPI_Reduce::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
+        step(PMPI_Reduce_c::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
         if parts.leads() {
             let (to, from) = (reduced.ptr(), recvbuf);
-            step(PMPI_Sendrecv::body(
+            step(PMPI_Sendrecv_c::body(
                 to,
                 count,
                 datatype,
@@ -453,7 +459,7 @@ pub(super) unsafe fn allreduce(
                 ignore(),
             ))?;
         }
-        step(PMPI_Bcast::body(recvbuf, count, datatype, 0, parts.local))
+        step(PMPI_Bcast_c::body(recvbuf, count, datatype, 0, parts.local))
     }
 }
 
@@ -464,8 +470,8 @@ pub(super) unsafe fn allreduce(
 /// As `MPI_Gather`'s buffers.
 pub(super) unsafe fn gather(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, c_int),
     root: c_int,
 ) -> Result<()> {
     // SAFETY: the caller's buffers, as MPI_Gather's.
@@ -473,7 +479,7 @@ pub(super) unsafe fn gather(
         match side(root, &parts)? {
             Side::Root => {
                 let all = times(recvcount, parts.remote_size)?;
-                step(PMPI_Recv::body(recvbuf, all, recvtype, 0, CHANNEL_TAG, parts.channel, ignore()))
+                step(PMPI_Recv_c::body(recvbuf, all, recvtype, 0, CHANNEL_TAG, parts.channel, ignore()))
             }
             Side::Idle => Ok(()),
             Side::Remote(root) => {
@@ -481,9 +487,9 @@ pub(super) unsafe fn gather(
                 let all = times(sendcount, parts.local_size)?;
                 let mut gathered = Scratch::new(sendtype, if parts.leads() { all.max(0) as usize } else { 0 })?;
                 let to = gathered.ptr();
-                step(PMPI_Gather::body(sendbuf, sendcount, sendtype, to, sendcount, sendtype, 0, parts.local))?;
+                step(PMPI_Gather_c::body(sendbuf, sendcount, sendtype, to, sendcount, sendtype, 0, parts.local))?;
                 match parts.leads() {
-                    true => step(PMPI_Send::body(to, all, sendtype, root as c_int, CHANNEL_TAG, parts.channel)),
+                    true => step(PMPI_Send_c::body(to, all, sendtype, root as c_int, CHANNEL_TAG, parts.channel)),
                     false => Ok(()),
                 }
             }
@@ -498,8 +504,8 @@ pub(super) unsafe fn gather(
 /// As `MPI_Scatter`'s buffers.
 pub(super) unsafe fn scatter(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, c_int),
     root: c_int,
 ) -> Result<()> {
     // SAFETY: the caller's buffers, as MPI_Scatter's.
@@ -507,7 +513,7 @@ pub(super) unsafe fn scatter(
         match side(root, &parts)? {
             Side::Root => {
                 let all = times(sendcount, parts.remote_size)?;
-                step(PMPI_Send::body(sendbuf, all, sendtype, 0, CHANNEL_TAG, parts.channel))
+                step(PMPI_Send_c::body(sendbuf, all, sendtype, 0, CHANNEL_TAG, parts.channel))
             }
             Side::Idle => Ok(()),
             Side::Remote(root) => {
@@ -516,9 +522,9 @@ pub(super) unsafe fn scatter(
                 let mut blocks = Scratch::new(recvtype, if parts.leads() { all.max(0) as usize } else { 0 })?;
                 let from = blocks.ptr();
                 if parts.leads() {
-                    step(PMPI_Recv::body(from, all, recvtype, root as c_int, CHANNEL_TAG, parts.channel, ignore()))?;
+                    step(PMPI_Recv_c::body(from, all, recvtype, root as c_int, CHANNEL_TAG, parts.channel, ignore()))?;
                 }
-                step(PMPI_Scatter::body(from, recvcount, recvtype, recvbuf, recvcount, recvtype, 0, parts.local))
+                step(PMPI_Scatter_c::body(from, recvcount, recvtype, recvbuf, recvcount, recvtype, 0, parts.local))
             }
         }
     }
@@ -531,8 +537,8 @@ pub(super) unsafe fn scatter(
 /// As `MPI_Allgather`'s buffers.
 pub(super) unsafe fn allgather(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, c_int),
 ) -> Result<()> {
     not_in_place(sendbuf)?;
     let (mine, theirs) = (times(sendcount, parts.local_size)?, times(recvcount, parts.remote_size)?);
@@ -541,9 +547,9 @@ pub(super) unsafe fn allgather(
     // SAFETY: the caller's buffers, as MPI_Allgather's; the scratch holds
     // the group's blocks at the leader.
     unsafe {
-        step(PMPI_Gather::body(sendbuf, sendcount, sendtype, to, sendcount, sendtype, 0, parts.local))?;
+        step(PMPI_Gather_c::body(sendbuf, sendcount, sendtype, to, sendcount, sendtype, 0, parts.local))?;
         if parts.leads() {
-            step(PMPI_Sendrecv::body(
+            step(PMPI_Sendrecv_c::body(
                 to,
                 mine,
                 sendtype,
@@ -558,7 +564,7 @@ pub(super) unsafe fn allgather(
                 ignore(),
             ))?;
         }
-        step(PMPI_Bcast::body(recvbuf, theirs, recvtype, 0, parts.local))
+        step(PMPI_Bcast_c::body(recvbuf, theirs, recvtype, 0, parts.local))
     }
 }
 
@@ -569,8 +575,8 @@ pub(super) unsafe fn allgather(
 /// As `MPI_Alltoall`'s buffers.
 pub(super) unsafe fn alltoall(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, c_int),
 ) -> Result<()> {
     not_in_place(sendbuf)?;
     let (send_extent, recv_extent) = (types::committed(sendtype)?.extent(), types::committed(recvtype)?.extent());
@@ -579,14 +585,22 @@ pub(super) unsafe fn alltoall(
     // group, as MPI_Alltoall's; every request completes below.
     unsafe {
         for peer in 0..parts.remote_size {
-            let at = |buf: *const c_void, count: c_int, extent: isize| {
+            let at = |buf: *const c_void, count: Count, extent: isize| {
                 buf.cast::<u8>().wrapping_offset(peer as isize * count as isize * extent).cast::<c_void>()
             };
             let (to, from) = (at(sendbuf, sendcount, send_extent), at(recvbuf, recvcount, recv_extent).cast_mut());
             let (recv_request, send_request) = requests[2 * peer..].split_at_mut(1);
             let peer = peer as c_int;
-            step(PMPI_Irecv::body(from, recvcount, recvtype, peer, CHANNEL_TAG, parts.channel, &mut recv_request[0]))?;
-            step(PMPI_Isend::body(to, sendcount, sendtype, peer, CHANNEL_TAG, parts.channel, &mut send_request[0]))?;
+            step(PMPI_Irecv_c::body(
+                from,
+                recvcount,
+                recvtype,
+                peer,
+                CHANNEL_TAG,
+                parts.channel,
+                &mut recv_request[0],
+            ))?;
+            step(PMPI_Isend_c::body(to, sendcount, sendtype, peer, CHANNEL_TAG, parts.channel, &mut send_request[0]))?;
         }
         let statuses = abi::STATUS_IGNORE as *mut abi::Status;
         step(PMPI_Waitall::body(requests.len() as c_int, requests.as_mut_ptr(), statuses))
@@ -630,7 +644,7 @@ pub(crate) fn unsupported(comm: c_int) -> MpiError {
 #[derive(Clone, Copy)]
 struct Block {
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     peer: usize,
 }
@@ -649,11 +663,11 @@ unsafe fn exchange(parts: &Parts, sends: &[Block], recvs: &[Block]) -> Result<()
     unsafe {
         for (block, request) in recvs.iter().zip(recv_requests) {
             let (peer, channel) = (block.peer as c_int, parts.channel);
-            step(PMPI_Irecv::body(block.buf, block.count, block.datatype, peer, CHANNEL_TAG, channel, request))?;
+            step(PMPI_Irecv_c::body(block.buf, block.count, block.datatype, peer, CHANNEL_TAG, channel, request))?;
         }
         for (block, request) in sends.iter().zip(send_requests) {
             let (peer, channel) = (block.peer as c_int, parts.channel);
-            step(PMPI_Isend::body(block.buf, block.count, block.datatype, peer, CHANNEL_TAG, channel, request))?;
+            step(PMPI_Isend_c::body(block.buf, block.count, block.datatype, peer, CHANNEL_TAG, channel, request))?;
         }
         step(PMPI_Waitall::body(requests.len() as c_int, requests.as_mut_ptr(), ignore()))
     }
@@ -667,13 +681,13 @@ unsafe fn exchange(parts: &Parts, sends: &[Block], recvs: &[Block]) -> Result<()
 unsafe fn blocks(
     parts: &Parts,
     buf: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: CountArray,
+    displs: CountArray,
     datatype: c_int,
 ) -> Result<Vec<Block>> {
     let n = parts.remote_size;
     // SAFETY: one count and one displacement per remote rank, as the caller promised.
-    let (counts, displs) = unsafe { (super::coll::ints(counts, n, "counts")?, super::c_array(displs, n, "displs")?) };
+    let (counts, displs) = unsafe { (super::coll::ints(counts, n, "counts")?, displs.values(n, "displs")?) };
     let extent = types::committed(datatype)?.extent();
     Ok((0..n)
         .map(|peer| Block {
@@ -686,7 +700,7 @@ unsafe fn blocks(
 }
 
 /// The same block for every rank of the remote group.
-fn to_everyone(parts: &Parts, buf: *const c_void, count: c_int, datatype: c_int) -> Vec<Block> {
+fn to_everyone(parts: &Parts, buf: *const c_void, count: Count, datatype: c_int) -> Vec<Block> {
     (0..parts.remote_size).map(|peer| Block { buf: buf.cast_mut(), count, datatype, peer }).collect()
 }
 
@@ -697,8 +711,8 @@ fn to_everyone(parts: &Parts, buf: *const c_void, count: c_int, datatype: c_int)
 /// As `MPI_Gatherv`'s buffers and arrays.
 pub(super) unsafe fn gatherv(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const c_int, *const c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, CountArray, CountArray, c_int),
     root: c_int,
 ) -> Result<()> {
     // SAFETY: the caller's buffers and arrays, as MPI_Gatherv's.
@@ -722,8 +736,8 @@ pub(super) unsafe fn gatherv(
 /// As `MPI_Scatterv`'s buffers and arrays.
 pub(super) unsafe fn scatterv(
     parts: Parts,
-    (sendbuf, sendcounts, displs, sendtype): (*const c_void, *const c_int, *const c_int, c_int),
-    (recvbuf, recvcount, recvtype): (*mut c_void, c_int, c_int),
+    (sendbuf, sendcounts, displs, sendtype): (*const c_void, CountArray, CountArray, c_int),
+    (recvbuf, recvcount, recvtype): (*mut c_void, Count, c_int),
     root: c_int,
 ) -> Result<()> {
     // SAFETY: the caller's buffers and arrays, as MPI_Scatterv's.
@@ -747,8 +761,8 @@ pub(super) unsafe fn scatterv(
 /// As `MPI_Allgatherv`'s buffers and arrays.
 pub(super) unsafe fn allgatherv(
     parts: Parts,
-    (sendbuf, sendcount, sendtype): (*const c_void, c_int, c_int),
-    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const c_int, *const c_int, c_int),
+    (sendbuf, sendcount, sendtype): (*const c_void, Count, c_int),
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, CountArray, CountArray, c_int),
 ) -> Result<()> {
     not_in_place(sendbuf)?;
     // SAFETY: the caller's buffers and arrays, as MPI_Allgatherv's.
@@ -764,8 +778,8 @@ pub(super) unsafe fn allgatherv(
 /// As `MPI_Alltoallv`'s buffers and arrays.
 pub(super) unsafe fn alltoallv(
     parts: Parts,
-    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const c_int, *const c_int, c_int),
-    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, c_int),
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, CountArray, CountArray, c_int),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, CountArray, CountArray, c_int),
 ) -> Result<()> {
     not_in_place(sendbuf)?;
     // SAFETY: the caller's buffers and arrays, as MPI_Alltoallv's.
@@ -782,18 +796,18 @@ pub(super) unsafe fn alltoallv(
 /// As `MPI_Alltoallw`'s buffers and arrays.
 pub(super) unsafe fn alltoallw(
     parts: Parts,
-    (sendbuf, sendcounts, sdispls, sendtypes): (*const c_void, *const c_int, *const c_int, *const c_int),
-    (recvbuf, recvcounts, rdispls, recvtypes): (*mut c_void, *const c_int, *const c_int, *const c_int),
+    (sendbuf, sendcounts, sdispls, sendtypes): (*const c_void, CountArray, CountArray, *const c_int),
+    (recvbuf, recvcounts, rdispls, recvtypes): (*mut c_void, CountArray, CountArray, *const c_int),
 ) -> Result<()> {
     not_in_place(sendbuf)?;
     let n = parts.remote_size;
-    let byte_blocks = |buf: *const c_void, counts: *const c_int, displs: *const c_int, datatypes: *const c_int| {
+    let byte_blocks = |buf: *const c_void, counts: CountArray, displs: CountArray, datatypes: *const c_int| {
         // SAFETY: one count, displacement and datatype per remote rank, as
         // MPI_Alltoallw's caller promised.
         let (counts, displs, datatypes) = unsafe {
             (
                 super::coll::ints(counts, n, "counts")?,
-                super::c_array(displs, n, "displs")?,
+                displs.values(n, "displs")?,
                 super::c_array(datatypes, n, "types")?,
             )
         };
@@ -827,30 +841,30 @@ pub(super) unsafe fn reduce_scatter(
     parts: Parts,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    counts: Option<*const c_int>,
-    recvcount: c_int,
+    counts: Option<CountArray>,
+    recvcount: Count,
     datatype: c_int,
     op: c_int,
 ) -> Result<()> {
     not_in_place(sendbuf)?;
-    let counts: Vec<c_int> = match counts {
+    let counts: Vec<Count> = match counts {
         // SAFETY: one count per local rank, as the caller promised.
-        Some(counts) => unsafe { super::coll::ints(counts, parts.local_size, "recvcounts")? }.to_vec(),
+        Some(counts) => unsafe { super::coll::ints(counts, parts.local_size, "recvcounts")? },
         None => vec![recvcount; parts.local_size],
     };
-    let total = counts.iter().map(|&c| c as i64).sum::<i64>();
-    let total = c_int::try_from(total).map_err(|_| MpiError::new(class::COUNT, "the counts' sum exceeds a C int"))?;
-    let displs: Vec<c_int> = counts.iter().scan(0, |at, &c| Some(std::mem::replace(at, *at + c))).collect();
+    let total = counts.iter().try_fold(0 as Count, |sum, &c| sum.checked_add(c));
+    let total = total.ok_or_else(|| MpiError::new(class::COUNT, "the counts' sum overflows a count"))?;
+    let displs: Vec<Count> = counts.iter().scan(0, |at, &c| Some(std::mem::replace(at, *at + c))).collect();
     let room = if parts.leads() { total as usize } else { 0 };
     let (mut reduced, mut theirs) = (Scratch::new(datatype, room)?, Scratch::new(datatype, room)?);
     let (mine_at, theirs_at) = (reduced.ptr(), theirs.ptr());
     // SAFETY: the caller's buffers, as MPI_Reduce_scatter's; the scratches
     // hold `total` elements at the leader.
     unsafe {
-        step(PMPI_Reduce::body(sendbuf, mine_at, total, datatype, op, 0, parts.local))?;
+        step(PMPI_Reduce_c::body(sendbuf, mine_at, total, datatype, op, 0, parts.local))?;
         if parts.leads() {
             let (channel, tag) = (parts.channel, CHANNEL_TAG);
-            step(PMPI_Sendrecv::body(
+            step(PMPI_Sendrecv_c::body(
                 mine_at,
                 total,
                 datatype,
@@ -866,7 +880,7 @@ pub(super) unsafe fn reduce_scatter(
             ))?;
         }
         let mine = counts[parts.rank];
-        step(super::coll::PMPI_Scatterv::body(
+        step(super::coll::PMPI_Scatterv_c::body(
             theirs_at,
             counts.as_ptr(),
             displs.as_ptr(),
@@ -892,7 +906,7 @@ pub(super) fn split(call: &str, comm: c_int, color: Option<u32>, key: c_int) -> 
     let mine = [color.map_or(-1, |c| c as c_int), key];
     let mut local = vec![0 as c_int; 2 * parts.local_size];
     let mut remote = vec![0 as c_int; 2 * parts.remote_size];
-    let (ln, rn) = (local.len() as c_int, remote.len() as c_int);
+    let (ln, rn) = (local.len() as Count, remote.len() as Count);
     let int = MPI_INT;
     // SAFETY: the library's functions on its own communicators, with
     // buffers of the lengths given.
@@ -901,7 +915,7 @@ pub(super) fn split(call: &str, comm: c_int, color: Option<u32>, key: c_int) -> 
         step(super::coll::PMPI_Allgather::body(mine.as_ptr().cast(), 2, int, at, 2, int, parts.local))?;
         if parts.leads() {
             let theirs = remote.as_mut_ptr().cast();
-            step(PMPI_Sendrecv::body(
+            step(PMPI_Sendrecv_c::body(
                 at,
                 ln,
                 int,
@@ -916,7 +930,7 @@ pub(super) fn split(call: &str, comm: c_int, color: Option<u32>, key: c_int) -> 
                 ignore(),
             ))?;
         }
-        step(PMPI_Bcast::body(remote.as_mut_ptr().cast(), rn, int, 0, parts.local))?;
+        step(PMPI_Bcast_c::body(remote.as_mut_ptr().cast(), rn, int, 0, parts.local))?;
     }
     let mut state = state::lock(call)?;
     let handler = state.comm(comm)?.errhandler;

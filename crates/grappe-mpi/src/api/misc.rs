@@ -6,11 +6,11 @@ use std::ffi::{c_int, c_long, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types;
+use crate::{counted_fn, mpi_fn};
 
-use super::{outgoing, put};
+use super::{Count, CountArg, outgoing, put};
 
 mpi_fn! {
     /// `MPI_Comm_get_parent`: `MPI_COMM_NULL`, since no grappe process is
@@ -57,28 +57,28 @@ struct Attached {
 
 static ATTACHED: parking_lot::Mutex<Option<Attached>> = parking_lot::Mutex::new(None);
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Buffer_attach`.
-    fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
+    fn MPI_Buffer_attach / PMPI_Buffer_attach, MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buffer: *mut c_void, size: Int) {
         let mut attached = ATTACHED.lock();
         if attached.is_some() {
             return Err(MpiError::new(class::BUFFER, "a buffer is attached already (MPI_Buffer_detach it first)"));
         }
-        *attached = Some(Attached { at: buffer as usize, size: size.max(0) as usize });
+        *attached = Some(Attached { at: buffer as usize, size: size.wide().max(0) as usize });
         Ok(())
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Buffer_detach`: waits until every buffered send has gone.
-    fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer: *mut c_void, size: *mut c_int) {
+    fn MPI_Buffer_detach / PMPI_Buffer_detach, MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer: *mut c_void, size: *mut Int) {
         let Some(attached) = ATTACHED.lock().take() else {
             return Err(MpiError::new(class::BUFFER, "no buffer is attached"));
         };
-        let mut state = state::lock("MPI_Buffer_detach")?;
+        let mut state = state::lock(NAME)?;
         if crate::waiting::multiple() {
             let gone = |state: &mut crate::state::Locked| Ok(state.buffered.iter().all(|b| b.0.is_complete()).then_some(()));
-            state = crate::waiting::until("MPI_Buffer_detach", state, gone)?.0;
+            state = crate::waiting::until(NAME, state, gone)?.0;
         }
         for (request, keep, _) in std::mem::take(&mut state.buffered) {
             request.wait().map_err(MpiError::from)?;
@@ -87,7 +87,7 @@ mpi_fn! {
         // SAFETY: the caller's output arguments (`buffer` holds a pointer).
         unsafe {
             put(buffer.cast::<usize>(), attached.at, "buffer")?;
-            put(size, attached.size as c_int, "size")
+            put(size, Int::or_undefined(attached.size as u64), "size")
         }
     }
 }
@@ -98,7 +98,7 @@ mpi_fn! {
 fn bsend(
     call: &str,
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -115,7 +115,7 @@ pub(super) fn bsend_in(
     state: &mut crate::state::Locked,
     call: &str,
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -160,26 +160,26 @@ pub(super) fn bsend_in(
     Ok(())
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Bsend`.
-    fn MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
-        bsend("MPI_Bsend", buf, count, datatype, dest, tag, comm)
+    fn MPI_Bsend / PMPI_Bsend, MPI_Bsend_c / PMPI_Bsend_c(buf: *const c_void, count: Int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+        bsend(NAME, buf, count.wide(), datatype, dest, tag, comm)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ibsend`: the copy is made at the call, so the request is complete at once.
-    fn MPI_Ibsend / PMPI_Ibsend(
+    fn MPI_Ibsend / PMPI_Ibsend, MPI_Ibsend_c / PMPI_Ibsend_c(
         buf: *const c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         dest: c_int,
         tag: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        bsend("MPI_Ibsend", buf, count, datatype, dest, tag, comm)?;
-        let mut state = state::lock("MPI_Ibsend")?;
+        bsend(NAME, buf, count.wide(), datatype, dest, tag, comm)?;
+        let mut state = state::lock(NAME)?;
         let status = abi::Status { source: abi::ANY_SOURCE, tag: abi::ANY_TAG, ..Default::default() };
         let handle = state.add_request(RequestSlot { now: Some(RequestEntry::Done { status }), persistent: None });
         // SAFETY: the caller's output argument.

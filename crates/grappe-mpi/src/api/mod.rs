@@ -59,9 +59,144 @@ unsafe fn c_array<'a, T>(array: *const T, n: usize, what: &str) -> Result<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(array, n) })
 }
 
+/// `MPI_Count` (and `MPI_Aint`): a C `long`, 64 bits wide on the
+/// platforms of MPICH's binary interface. Functions shared by an MPI
+/// function and its large-count `_c` form take their counts as this.
+pub(crate) type Count = i64;
+
+/// The type of a count argument: `int` in the MPI functions, `MPI_Count`
+/// in their `_c` forms (see `counted_fn!`).
+pub(crate) trait CountArg: Copy + std::fmt::Display {
+    /// `MPI_UNDEFINED` as this type.
+    const UNDEFINED: Self;
+
+    /// The count as an `MPI_Count`.
+    fn wide(self) -> Count;
+
+    /// An output count of `full`: itself, or `MPI_UNDEFINED` where this
+    /// type cannot hold it (as MPI says for the `int` forms).
+    fn or_undefined(full: u64) -> Self;
+}
+
+impl CountArg for c_int {
+    const UNDEFINED: Self = abi::UNDEFINED;
+
+    fn wide(self) -> Count {
+        Count::from(self)
+    }
+
+    fn or_undefined(full: u64) -> Self {
+        c_int::try_from(full).unwrap_or(Self::UNDEFINED)
+    }
+}
+
+impl CountArg for Count {
+    const UNDEFINED: Self = abi::UNDEFINED as Count;
+
+    fn wide(self) -> Count {
+        self
+    }
+
+    fn or_undefined(full: u64) -> Self {
+        Count::try_from(full).unwrap_or(Self::UNDEFINED)
+    }
+}
+
+/// A C array of counts or displacements as an MPI function was given it:
+/// `int`s, or `MPI_Count`s/`MPI_Aint`s in its `_c` form. Collectives
+/// read it once they know how many entries it has.
+#[derive(Clone, Copy)]
+pub(crate) enum CountArray {
+    Int(*const c_int),
+    Large(*const Count),
+}
+
+impl CountArray {
+    /// Its `n` values (NULL allowed when `n` is 0).
+    ///
+    /// # Safety
+    /// The array holds `n` values.
+    pub(crate) unsafe fn values(self, n: usize, what: &str) -> Result<Vec<Count>> {
+        // SAFETY: as the caller promised.
+        unsafe {
+            match self {
+                CountArray::Int(array) => wide_array(array, n, what),
+                CountArray::Large(array) => wide_array(array, n, what),
+            }
+        }
+    }
+}
+
+/// The form the functions shared by an MPI function and its `_c` form
+/// take an argument in: [`Count`] for a count, [`CountArray`] for an
+/// array of counts or displacements (see [`widen!`]).
+pub(crate) trait Widen {
+    type Wide;
+    fn widen(self) -> Self::Wide;
+}
+
+impl Widen for c_int {
+    type Wide = Count;
+    fn widen(self) -> Count {
+        self.into()
+    }
+}
+
+impl Widen for Count {
+    type Wide = Count;
+    fn widen(self) -> Count {
+        self
+    }
+}
+
+impl Widen for *const c_int {
+    type Wide = CountArray;
+    fn widen(self) -> CountArray {
+        CountArray::Int(self)
+    }
+}
+
+impl Widen for *const Count {
+    type Wide = CountArray;
+    fn widen(self) -> CountArray {
+        CountArray::Large(self)
+    }
+}
+
+/// Rebinds the count arguments of a `counted_fn!` body in their wide
+/// form ([`Widen`]), so that one body serves both forms.
+macro_rules! widen {
+    ($($arg:ident),* $(,)?) => {
+        $(let $arg = $crate::api::Widen::widen($arg);)*
+    };
+}
+pub(crate) use widen;
+
 /// A count, checked.
-fn count_of(count: c_int, what: &str) -> Result<usize> {
+fn count_of(count: impl CountArg, what: &str) -> Result<usize> {
+    let count = count.wide();
     usize::try_from(count).map_err(|_| MpiError::new(class::COUNT, format!("{what}: negative count {count}")))
+}
+
+/// The values of a C array of counts or displacements (`int` or
+/// `MPI_Count`/`MPI_Aint`), as `MPI_Count`s.
+///
+/// # Safety
+/// As [`c_array`].
+unsafe fn wide_array<T: CountArg>(array: *const T, n: usize, what: &str) -> Result<Vec<Count>> {
+    // SAFETY: as the caller promised.
+    Ok(unsafe { c_array(array, n, what) }?.iter().map(|value| value.wide()).collect())
+}
+
+/// The bytes of `count` elements of `datatype`, refused if they are more
+/// than a process can address.
+fn buffer_len(datatype: &Type, count: usize, what: &str) -> Result<usize> {
+    count.checked_mul(datatype.size()).filter(|&len| len <= isize::MAX as usize).ok_or_else(|| {
+        MpiError::new(
+            class::COUNT,
+            format!("{what}: count {count} of {} bytes each is more than memory can hold", datatype.size()),
+        )
+    })
 }
 
 /// The data of `count` elements of `datatype` at `buf`, to send: the
@@ -70,9 +205,9 @@ fn count_of(count: c_int, what: &str) -> Result<usize> {
 /// # Safety
 /// `buf` must hold `count` elements of `datatype`, readable while the
 /// result lives (MPI's rule for a send buffer).
-unsafe fn outgoing<'a>(buf: *const c_void, count: c_int, datatype: &Type, what: &str) -> Result<Cow<'a, [u8]>> {
+unsafe fn outgoing<'a>(buf: *const c_void, count: impl CountArg, datatype: &Type, what: &str) -> Result<Cow<'a, [u8]>> {
     let count = count_of(count, what)?;
-    let len = datatype.packed_len(count);
+    let len = buffer_len(datatype, count, what)?;
     if len == 0 {
         return Ok(Cow::Borrowed(&[]));
     }
@@ -105,9 +240,9 @@ pub(crate) struct Incoming<'a> {
 /// # Safety
 /// `buf` must hold `count` elements of `datatype`, writable and untouched
 /// by the caller while the result lives (MPI's rule for a receive buffer).
-unsafe fn incoming<'a>(buf: *mut c_void, count: c_int, datatype: &Type, what: &str) -> Result<Incoming<'a>> {
+unsafe fn incoming<'a>(buf: *mut c_void, count: impl CountArg, datatype: &Type, what: &str) -> Result<Incoming<'a>> {
     let count = count_of(count, what)?;
-    let len = datatype.packed_len(count);
+    let len = buffer_len(datatype, count, what)?;
     let target = buf.cast::<u8>();
     let mut incoming = Incoming { direct: None, packed: Vec::new(), target, datatype: datatype.clone() };
     if len == 0 {

@@ -11,16 +11,16 @@ use grappe_comm::{Source, Tag};
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::state::{self, Locked, Persistent, PersistentP2p, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
 use crate::waiting;
+use crate::{counted_fn, mpi_fn};
 
 use super::request::complete_outside;
 
 use super::{
-    Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag, send_tag, source_rank,
-    status_of, status_on_error, write_status,
+    Count, CountArg, Incoming, dest_rank, empty_status, get, incoming, outgoing, proc_null_status, put, recv_tag,
+    send_tag, source_rank, status_of, status_on_error, write_status,
 };
 
 /// A blocking send in standard mode.
@@ -33,7 +33,7 @@ unsafe fn send(
     call: &str,
     sync: bool,
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -74,7 +74,7 @@ unsafe fn send(
 #[inline]
 unsafe fn short_send(
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -123,40 +123,40 @@ unsafe fn bytes_at<'a>(buf: *const c_void, len: usize) -> &'a [u8] {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Send`.
-    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+    fn MPI_Send / PMPI_Send, MPI_Send_c / PMPI_Send_c(buf: *const c_void, count: Int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        if let Some(sent) = unsafe { short_send(buf, count, datatype, dest, tag, comm) } {
+        if let Some(sent) = unsafe { short_send(buf, count.wide(), datatype, dest, tag, comm) } {
             return sent;
         }
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Send", false, buf, count, datatype, dest, tag, comm) }
+        unsafe { send(NAME, false, buf, count.wide(), datatype, dest, tag, comm) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ssend`: returns once the receiver matched the message.
-    fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+    fn MPI_Ssend / PMPI_Ssend, MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, count: Int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Ssend", true, buf, count, datatype, dest, tag, comm) }
+        unsafe { send(NAME, true, buf, count.wide(), datatype, dest, tag, comm) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Rsend`: a ready send is a standard send whose receive is
     /// known to be posted.
-    fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
+    fn MPI_Rsend / PMPI_Rsend, MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         // SAFETY: MPI's rule for a send buffer.
-        unsafe { send("MPI_Rsend", false, buf, count, datatype, dest, tag, comm) }
+        unsafe { send(NAME, false, buf, count.wide(), datatype, dest, tag, comm) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Recv`.
-    fn MPI_Recv / PMPI_Recv(
+    fn MPI_Recv / PMPI_Recv, MPI_Recv_c / PMPI_Recv_c(
         buf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         source: c_int,
         tag: c_int,
@@ -164,11 +164,11 @@ mpi_fn! {
         status: *mut abi::Status,
     ) {
         // SAFETY: MPI's rules for a receive buffer and a status.
-        if let Some(received) = unsafe { short_recv(buf, count, datatype, source, tag, comm, status) } {
+        if let Some(received) = unsafe { short_recv(buf, count.wide(), datatype, source, tag, comm, status) } {
             return received;
         }
         // SAFETY: as above.
-        unsafe { recv(buf, count, datatype, source, tag, comm, status) }
+        unsafe { recv(NAME, buf, count.wide(), datatype, source, tag, comm, status) }
     }
 }
 
@@ -177,23 +177,25 @@ mpi_fn! {
 ///
 /// # Safety
 /// As [`short_recv`].
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 unsafe fn recv(
+    call: &str,
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     source: c_int,
     tag: c_int,
     comm: c_int,
     status: *mut abi::Status,
 ) -> Result<()> {
-    let mut state = state::lock("MPI_Recv")?;
+    let mut state = state::lock(call)?;
     if waiting::multiple() {
         // SAFETY: MPI's rule for a receive buffer; it is used until
         // the request completes, before this returns.
         let started =
-            unsafe { irecv(&mut state, "MPI_Recv", Posted::ForBlockingCall, buf, count, datatype, source, tag, comm)? };
-        let got = complete_outside("MPI_Recv", state, vec![started]).map(|mut got| got.remove(0));
+            unsafe { irecv(&mut state, call, Posted::ForBlockingCall, buf, count, datatype, source, tag, comm)? };
+        let got = complete_outside(call, state, vec![started]).map(|mut got| got.remove(0));
         // SAFETY: the caller's status or MPI_STATUS_IGNORE.
         let got = unsafe { status_on_error(status, got)? };
         // SAFETY: as above.
@@ -204,7 +206,7 @@ unsafe fn recv(
     let on = |e: MpiError| e.on(comm);
     let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: MPI's rule for a receive buffer.
-    let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Recv") }.map_err(on)?;
+    let mut into = unsafe { incoming(buf, count, &datatype, call) }.map_err(on)?;
     let tag = recv_tag(tag).map_err(on)?;
     let received = match source_rank(source, &entry.comm).map_err(on)? {
         None => proc_null_status(),
@@ -231,7 +233,7 @@ unsafe fn recv(
 #[inline]
 unsafe fn short_recv(
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     source: c_int,
     tag: c_int,
@@ -344,8 +346,8 @@ unsafe fn received_short(
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv(
     call: &str,
-    (sendbuf, sendcount, sendtype, dest, sendtag): (*const c_void, c_int, c_int, c_int, c_int),
-    (recvbuf, recvcount, recvtype, source, recvtag): (*mut c_void, c_int, c_int, c_int, c_int),
+    (sendbuf, sendcount, sendtype, dest, sendtag): (*const c_void, Count, c_int, c_int, c_int),
+    (recvbuf, recvcount, recvtype, source, recvtag): (*mut c_void, Count, c_int, c_int, c_int),
     comm: c_int,
     status: *mut abi::Status,
 ) -> Result<()> {
@@ -417,34 +419,34 @@ unsafe fn sendrecv(
     Ok(())
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Sendrecv`.
-    fn MPI_Sendrecv / PMPI_Sendrecv(
+    fn MPI_Sendrecv / PMPI_Sendrecv, MPI_Sendrecv_c / PMPI_Sendrecv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         dest: c_int,
         sendtag: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         source: c_int,
         recvtag: c_int,
         comm: c_int,
         status: *mut abi::Status,
     ) {
-        let send = (sendbuf, sendcount, sendtype, dest, sendtag);
-        let recv = (recvbuf, recvcount, recvtype, source, recvtag);
+        let send = (sendbuf, sendcount.wide(), sendtype, dest, sendtag);
+        let recv = (recvbuf, recvcount.wide(), recvtype, source, recvtag);
         // SAFETY: MPI's rules for the buffers.
-        unsafe { sendrecv("MPI_Sendrecv", send, recv, comm, status) }
+        unsafe { sendrecv(NAME, send, recv, comm, status) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Sendrecv_replace`: the message sent is copied first.
-    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace, MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
         buf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         dest: c_int,
         sendtag: c_int,
@@ -457,14 +459,14 @@ mpi_fn! {
             let on = |e: MpiError| e.on(comm);
             let sendtype = types::committed(datatype).map_err(on)?;
             // SAFETY: MPI's rule for the buffer, read before it is written.
-            let data = unsafe { outgoing(buf, count, &sendtype, "MPI_Sendrecv_replace") }.map_err(on)?;
-            (data.into_owned(), sendtype.packed_len(count.max(0) as usize) as c_int)
+            let data = unsafe { outgoing(buf, count, &sendtype, NAME) }.map_err(on)?;
+            (data.into_owned(), sendtype.packed_len(count.wide().max(0) as usize) as Count)
         };
         // The copy goes as bytes: its elements are packed already.
         let send = (packed.as_ptr().cast::<c_void>(), sent_count, crate::datatype::BYTE.handle, dest, sendtag);
-        let recv = (buf, count, datatype, source, recvtag);
+        let recv = (buf, count.wide(), datatype, source, recvtag);
         // SAFETY: `outgoing` holds the `count` elements; `buf` as the caller promised.
-        unsafe { sendrecv("MPI_Sendrecv_replace", send, recv, comm, status) }
+        unsafe { sendrecv(NAME, send, recv, comm, status) }
     }
 }
 
@@ -492,7 +494,7 @@ pub(super) unsafe fn isend(
     how: Posted,
     sync: bool,
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -541,7 +543,7 @@ pub(super) unsafe fn irecv(
     call: &str,
     how: Posted,
     buf: *mut c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     source: c_int,
     tag: c_int,
@@ -584,21 +586,21 @@ pub(super) unsafe fn irecv(
 }
 
 macro_rules! isend_fn {
-    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr) => {
-        mpi_fn! {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident, $sync:expr) => {
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(
+            fn $name / $pname, $cname / $pcname(
                 buf: *const c_void,
-                count: c_int,
+                count: Int,
                 datatype: c_int,
                 dest: c_int,
                 tag: c_int,
                 comm: c_int,
                 request: *mut c_int,
             ) {
-                let mut state = state::lock(stringify!($name))?;
+                let mut state = state::lock(NAME)?;
                 // SAFETY: MPI's rule for a non-blocking send buffer.
-                let started = unsafe { isend(&mut state, stringify!($name), Posted::AsRequest, $sync, buf, count, datatype, dest, tag, comm)? };
+                let started = unsafe { isend(&mut state, NAME, Posted::AsRequest, $sync, buf, count.wide(), datatype, dest, tag, comm)? };
                 let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
                 // SAFETY: the caller's output argument.
                 unsafe { put(request, handle, "request") }
@@ -609,17 +611,17 @@ macro_rules! isend_fn {
 
 isend_fn!(
     /// `MPI_Isend`.
-    MPI_Isend / PMPI_Isend,
+    MPI_Isend / PMPI_Isend, MPI_Isend_c / PMPI_Isend_c,
     false
 );
 isend_fn!(
     /// `MPI_Issend`: completes once the receiver matched the message.
-    MPI_Issend / PMPI_Issend,
+    MPI_Issend / PMPI_Issend, MPI_Issend_c / PMPI_Issend_c,
     true
 );
 isend_fn!(
     /// `MPI_Irsend`.
-    MPI_Irsend / PMPI_Irsend,
+    MPI_Irsend / PMPI_Irsend, MPI_Irsend_c / PMPI_Irsend_c,
     false
 );
 
@@ -651,7 +653,7 @@ unsafe fn detached_send_of_copy(
     state: &mut Locked,
     call: &str,
     buf: *const c_void,
-    count: c_int,
+    count: Count,
     datatype: c_int,
     dest: c_int,
     tag: c_int,
@@ -662,9 +664,7 @@ unsafe fn detached_send_of_copy(
     // SAFETY: as the caller promised.
     let copy: Box<[u8]> =
         unsafe { outgoing(buf, count, &committed, call) }.map_err(on)?.into_owned().into_boxed_slice();
-    let len = c_int::try_from(copy.len()).map_err(|_| {
-        MpiError::new(class::COUNT, format!("{call}: {} bytes to send is too many", copy.len())).on(comm)
-    })?;
+    let len = copy.len() as Count;
     let byte = crate::datatype::BYTE.handle;
     // SAFETY: the copy is on the heap and goes to the detached request
     // with it, which keeps it until the send is over.
@@ -676,39 +676,39 @@ unsafe fn detached_send_of_copy(
     Ok(())
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Isendrecv` (MPI 4): a send and a receive as one request, which
     /// completes with the receive (the send goes on from a copy).
-    fn MPI_Isendrecv / PMPI_Isendrecv(
+    fn MPI_Isendrecv / PMPI_Isendrecv, MPI_Isendrecv_c / PMPI_Isendrecv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         dest: c_int,
         sendtag: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         source: c_int,
         recvtag: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        let call = "MPI_Isendrecv";
+        let call = NAME;
         // SAFETY: MPI's rules for the two buffers (the receive buffer stays
         // valid and untouched until the request completes).
         started_as_request(call, request, |state| unsafe {
-            detached_send_of_copy(state, call, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
-            irecv(state, call, Posted::AsRequest, recvbuf, recvcount, recvtype, source, recvtag, comm)
+            detached_send_of_copy(state, call, sendbuf, sendcount.wide(), sendtype, dest, sendtag, comm)?;
+            irecv(state, call, Posted::AsRequest, recvbuf, recvcount.wide(), recvtype, source, recvtag, comm)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Isendrecv_replace` (MPI 4): the buffer's data goes out (from a
     /// copy taken now) and the message received takes its place.
-    fn MPI_Isendrecv_replace / PMPI_Isendrecv_replace(
+    fn MPI_Isendrecv_replace / PMPI_Isendrecv_replace, MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(
         buf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         dest: c_int,
         sendtag: c_int,
@@ -717,30 +717,30 @@ mpi_fn! {
         comm: c_int,
         request: *mut c_int,
     ) {
-        let call = "MPI_Isendrecv_replace";
+        let call = NAME;
         // SAFETY: MPI's rule for the buffer; the send reads it now, before
         // the receive is posted into it.
         started_as_request(call, request, |state| unsafe {
-            detached_send_of_copy(state, call, buf, count, datatype, dest, sendtag, comm)?;
-            irecv(state, call, Posted::AsRequest, buf, count, datatype, source, recvtag, comm)
+            detached_send_of_copy(state, call, buf, count.wide(), datatype, dest, sendtag, comm)?;
+            irecv(state, call, Posted::AsRequest, buf, count.wide(), datatype, source, recvtag, comm)
         })
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Irecv`.
-    fn MPI_Irecv / PMPI_Irecv(
+    fn MPI_Irecv / PMPI_Irecv, MPI_Irecv_c / PMPI_Irecv_c(
         buf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         source: c_int,
         tag: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
-        let mut state = state::lock("MPI_Irecv")?;
+        let mut state = state::lock(NAME)?;
         // SAFETY: MPI's rule for a non-blocking receive buffer.
-        let started = unsafe { irecv(&mut state, "MPI_Irecv", Posted::AsRequest, buf, count, datatype, source, tag, comm)? };
+        let started = unsafe { irecv(&mut state, NAME, Posted::AsRequest, buf, count.wide(), datatype, source, tag, comm)? };
         let handle = state.add_request(RequestSlot { now: Some(started), persistent: None });
         // SAFETY: the caller's output argument.
         unsafe { put(request, handle, "request") }
@@ -793,38 +793,38 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Get_count`: `MPI_UNDEFINED` if the message is not a whole
     /// number of elements.
-    fn MPI_Get_count / PMPI_Get_count(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+    fn MPI_Get_count / PMPI_Get_count, MPI_Get_count_c / PMPI_Get_count_c(status: *const abi::Status, datatype: c_int, count: *mut Int) {
         // SAFETY: the caller's status.
         let status = unsafe { get(status, "status")? };
         let datatype = types::lookup(datatype)?;
         let size = datatype.size() as u64;
         let elements = match size {
             0 => 0,
-            size if status.bytes() % size != 0 || status.bytes() / size > c_int::MAX as u64 => abi::UNDEFINED,
-            size => (status.bytes() / size) as c_int,
+            size if status.bytes() % size != 0 => Int::UNDEFINED,
+            size => Int::or_undefined(status.bytes() / size),
         };
         // SAFETY: the caller's output argument.
         unsafe { put(count, elements, "count") }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Get_elements`: the predefined elements received, whole
     /// elements of the datatype or not.
-    fn MPI_Get_elements / PMPI_Get_elements(status: *const abi::Status, datatype: c_int, count: *mut c_int) {
+    fn MPI_Get_elements / PMPI_Get_elements, MPI_Get_elements_c / PMPI_Get_elements_c(status: *const abi::Status, datatype: c_int, count: *mut Int) {
         // SAFETY: the caller's status.
         let status = unsafe { get(status, "status")? };
         let datatype = types::lookup(datatype)?;
         // SAFETY: the caller's output argument.
-        unsafe { put(count, elements_in(&datatype, status.bytes()), "count") }
+        unsafe { put(count, Int::or_undefined(elements_in(&datatype, status.bytes())), "count") }
     }
 }
 
 /// The predefined elements in `bytes` of packed `datatype` elements.
-fn elements_in(datatype: &Type, bytes: u64) -> c_int {
+fn elements_in(datatype: &Type, bytes: u64) -> u64 {
     let size = datatype.size() as u64;
     if size == 0 {
         return 0;
@@ -844,7 +844,7 @@ fn elements_in(datatype: &Type, bytes: u64) -> c_int {
             partial
         }
     };
-    c_int::try_from(whole + partial).unwrap_or(abi::UNDEFINED)
+    whole + partial
 }
 
 /// Walks `datatype`'s type map in order, counting into `elements` the
@@ -874,7 +874,7 @@ fn elements_within(datatype: &Type, budget: &mut usize, elements: &mut u64) -> b
                 [old] => (0..size / old.size().max(1)).all(|_| elements_within(old, budget, elements)),
                 // A struct: counts, then block lengths, in its integers.
                 parts => parts.iter().enumerate().all(|(i, part)| {
-                    let len = env.integers.get(i + 1).copied().unwrap_or(0).max(0);
+                    let len = env.count(i + 1).unwrap_or(0).max(0);
                     (0..len).all(|_| elements_within(part, budget, elements))
                 }),
             }
@@ -882,12 +882,12 @@ fn elements_within(datatype: &Type, budget: &mut usize, elements: &mut u64) -> b
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_size`.
-    fn MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) {
+    fn MPI_Type_size / PMPI_Type_size, MPI_Type_size_c / PMPI_Type_size_c(datatype: c_int, size: *mut Int) {
         let datatype = types::lookup(datatype)?;
         // SAFETY: the caller's output argument.
-        unsafe { put(size, datatype.size() as c_int, "size") }
+        unsafe { put(size, Int::or_undefined(datatype.size() as u64), "size") }
     }
 }
 
@@ -922,12 +922,12 @@ fn init_persistent(call: &str, persistent: PersistentP2p, request: *mut c_int) -
 }
 
 macro_rules! send_init_fn {
-    ($(#[$doc:meta])* $name:ident / $pname:ident, $sync:expr, $buffered:expr) => {
-        mpi_fn! {
+    ($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident, $sync:expr, $buffered:expr) => {
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(
+            fn $name / $pname, $cname / $pcname(
                 buf: *const c_void,
-                count: c_int,
+                count: Int,
                 datatype: c_int,
                 dest: c_int,
                 tag: c_int,
@@ -940,13 +940,13 @@ macro_rules! send_init_fn {
                     sync: $sync,
                     buffered: $buffered,
                     buf: buf.cast_mut(),
-                    count,
+                    count: count.wide(),
                     datatype,
                     peer: dest,
                     tag,
                     comm,
                 };
-                init_persistent(stringify!($name), persistent, request)
+                init_persistent(NAME, persistent, request)
             }
         }
     };
@@ -954,34 +954,34 @@ macro_rules! send_init_fn {
 
 send_init_fn!(
     /// `MPI_Send_init`.
-    MPI_Send_init / PMPI_Send_init,
+    MPI_Send_init / PMPI_Send_init, MPI_Send_init_c / PMPI_Send_init_c,
     false,
     false
 );
 send_init_fn!(
     /// `MPI_Ssend_init`.
-    MPI_Ssend_init / PMPI_Ssend_init,
+    MPI_Ssend_init / PMPI_Ssend_init, MPI_Ssend_init_c / PMPI_Ssend_init_c,
     true,
     false
 );
 send_init_fn!(
     /// `MPI_Rsend_init`.
-    MPI_Rsend_init / PMPI_Rsend_init,
+    MPI_Rsend_init / PMPI_Rsend_init, MPI_Rsend_init_c / PMPI_Rsend_init_c,
     false,
     false
 );
 send_init_fn!(
     /// `MPI_Bsend_init`: each start copies into the attached buffer's room.
-    MPI_Bsend_init / PMPI_Bsend_init,
+    MPI_Bsend_init / PMPI_Bsend_init, MPI_Bsend_init_c / PMPI_Bsend_init_c,
     false,
     true
 );
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Recv_init`.
-    fn MPI_Recv_init / PMPI_Recv_init(
+    fn MPI_Recv_init / PMPI_Recv_init, MPI_Recv_init_c / PMPI_Recv_init_c(
         buf: *mut c_void,
-        count: c_int,
+        count: Int,
         datatype: c_int,
         source: c_int,
         tag: c_int,
@@ -994,13 +994,13 @@ mpi_fn! {
             sync: false,
             buffered: false,
             buf,
-            count,
+            count: count.wide(),
             datatype,
             peer: source,
             tag,
             comm,
         };
-        init_persistent("MPI_Recv_init", persistent, request)
+        init_persistent(NAME, persistent, request)
     }
 }
 
@@ -1186,15 +1186,15 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Mrecv`: receives a claimed message; the handle becomes `MPI_MESSAGE_NULL`.
-    fn MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut abi::Status) {
+    fn MPI_Mrecv / PMPI_Mrecv, MPI_Mrecv_c / PMPI_Mrecv_c(buf: *mut c_void, count: Int, datatype: c_int, message: *mut c_int, status: *mut abi::Status) {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
-        let mut state = state::lock("MPI_Mrecv")?;
+        let mut state = state::lock(NAME)?;
         let datatype = types::committed(datatype)?;
         // SAFETY: MPI's rule for a receive buffer.
-        let mut into = unsafe { incoming(buf, count, &datatype, "MPI_Mrecv")? };
+        let mut into = unsafe { incoming(buf, count, &datatype, NAME)? };
         let received = match take_message(&mut state, handle)? {
             None => proc_null_status(),
             Some((claimed, comm)) if waiting::multiple() => {
@@ -1204,7 +1204,7 @@ mpi_fn! {
                 let bytes: &'static mut [u8] = unsafe { &mut *(into.bytes() as *mut [u8]) };
                 let request = entry.comm.imrecv(state.scope, claimed, bytes).map_err(|e| MpiError::from(e).on(comm))?;
                 let started = RequestEntry::Active { request, comm, keep: None, incoming: Some(into) };
-                complete_outside("MPI_Mrecv", state, vec![started])?[0]
+                complete_outside(NAME, state, vec![started])?[0]
             }
             Some((claimed, comm)) => {
                 let entry = state.comm(comm)?;
@@ -1222,15 +1222,15 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Imrecv`.
-    fn MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
+    fn MPI_Imrecv / PMPI_Imrecv, MPI_Imrecv_c / PMPI_Imrecv_c(buf: *mut c_void, count: Int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
-        let mut state = state::lock("MPI_Imrecv")?;
+        let mut state = state::lock(NAME)?;
         let datatype = types::committed(datatype)?;
         // SAFETY: MPI's rule: the buffer stays valid, untouched, until the request completes.
-        let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, "MPI_Imrecv")? };
+        let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, NAME)? };
         let started = match take_message(&mut state, handle)? {
             None => RequestEntry::Done { status: proc_null_status() },
             Some((claimed, comm)) => {
@@ -1254,7 +1254,7 @@ mpi_fn! {
 ///
 /// # Safety
 /// As [`outgoing`]: `buf` holds `count` elements of `datatype`.
-unsafe fn data_borrowed<'a>(buf: *const c_void, count: c_int, datatype: &Type) -> &'a [u8] {
+unsafe fn data_borrowed<'a>(buf: *const c_void, count: Count, datatype: &Type) -> &'a [u8] {
     let count = count.max(0) as usize;
     let len = datatype.packed_len(count);
     if len == 0 {

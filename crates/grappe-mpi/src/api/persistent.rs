@@ -36,6 +36,26 @@ fn persistent(call: &str, comm: c_int, request: *mut c_int, start: Starter) -> R
 /// Defines `MPI_X_init` from the non-blocking collective `started` and
 /// its arguments (all but the request; `comm` among them).
 macro_rules! init_fn {
+    (
+        $(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident => $started:path, $cstarted:path,
+        ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident
+    ) => {
+        #[allow(non_snake_case, dead_code)]
+        mod $name {
+            use super::*;
+            type Int = c_int;
+            init_fn!($(#[$doc])* $name / $pname => $started, ($($arg: $ty),*), on $comm);
+        }
+        #[allow(non_snake_case, dead_code)]
+        mod $cname {
+            use super::*;
+            type Int = i64;
+            init_fn!(
+                /// The large-count form (MPI 4): see the `int` form.
+                $cname / $pcname => $cstarted, ($($arg: $ty),*), on $comm
+            );
+        }
+    };
     ($(#[$doc:meta])* $name:ident / $pname:ident => $started:path, ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident) => {
         $crate::mpi_fn! {
             $(#[$doc])*
@@ -60,73 +80,73 @@ init_fn!(
 
 init_fn!(
     /// `MPI_Bcast_init`.
-    MPI_Bcast_init / PMPI_Bcast_init => crate::api::icoll::PMPI_Ibcast::body, (buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int),
+    MPI_Bcast_init / PMPI_Bcast_init, MPI_Bcast_init_c / PMPI_Bcast_init_c => crate::api::icoll::PMPI_Ibcast::body, crate::api::icoll::PMPI_Ibcast_c::body, (buffer: *mut c_void, count: Int, datatype: c_int, root: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Gather_init`.
-    MPI_Gather_init / PMPI_Gather_init => crate::api::icoll::PMPI_Igather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int),
+    MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c => crate::api::icoll::PMPI_Igather::body, crate::api::icoll::PMPI_Igather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, root: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Scatter_init`.
-    MPI_Scatter_init / PMPI_Scatter_init => crate::api::icoll::PMPI_Iscatter::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int),
+    MPI_Scatter_init / PMPI_Scatter_init, MPI_Scatter_init_c / PMPI_Scatter_init_c => crate::api::icoll::PMPI_Iscatter::body, crate::api::icoll::PMPI_Iscatter_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, root: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Allgather_init`.
-    MPI_Allgather_init / PMPI_Allgather_init => crate::api::icoll::PMPI_Iallgather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    MPI_Allgather_init / PMPI_Allgather_init, MPI_Allgather_init_c / PMPI_Allgather_init_c => crate::api::icoll::PMPI_Iallgather::body, crate::api::icoll::PMPI_Iallgather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Alltoall_init`.
-    MPI_Alltoall_init / PMPI_Alltoall_init => crate::api::icoll::PMPI_Ialltoall::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    MPI_Alltoall_init / PMPI_Alltoall_init, MPI_Alltoall_init_c / PMPI_Alltoall_init_c => crate::api::icoll::PMPI_Ialltoall::body, crate::api::icoll::PMPI_Ialltoall_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Reduce_init`.
-    MPI_Reduce_init / PMPI_Reduce_init => crate::api::icoll::PMPI_Ireduce::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int),
+    MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c => crate::api::icoll::PMPI_Ireduce::body, crate::api::icoll::PMPI_Ireduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, root: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Allreduce_init`.
-    MPI_Allreduce_init / PMPI_Allreduce_init => crate::api::icoll::PMPI_Iallreduce::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c => crate::api::icoll::PMPI_Iallreduce::body, crate::api::icoll::PMPI_Iallreduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Reduce_scatter_block_init`.
-    MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init => crate::api::icoll::PMPI_Ireduce_scatter_block::body, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int),
+    MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c => crate::api::icoll::PMPI_Ireduce_scatter_block::body, crate::api::icoll::PMPI_Ireduce_scatter_block_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Int, datatype: c_int, op: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Scan_init`.
-    MPI_Scan_init / PMPI_Scan_init => crate::api::icoll::PMPI_Iscan::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    MPI_Scan_init / PMPI_Scan_init, MPI_Scan_init_c / PMPI_Scan_init_c => crate::api::icoll::PMPI_Iscan::body, crate::api::icoll::PMPI_Iscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Exscan_init`.
-    MPI_Exscan_init / PMPI_Exscan_init => crate::api::icoll::PMPI_Iexscan::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int),
+    MPI_Exscan_init / PMPI_Exscan_init, MPI_Exscan_init_c / PMPI_Exscan_init_c => crate::api::icoll::PMPI_Iexscan::body, crate::api::icoll::PMPI_Iexscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Neighbor_allgather_init`.
-    MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init => crate::api::topology::PMPI_Ineighbor_allgather::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init, MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c => crate::api::topology::PMPI_Ineighbor_allgather::body, crate::api::topology::PMPI_Ineighbor_allgather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
     on comm
 );
 
 init_fn!(
     /// `MPI_Neighbor_alltoall_init`.
-    MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init => crate::api::topology::PMPI_Ineighbor_alltoall::body, (sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int),
+    MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init, MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c => crate::api::topology::PMPI_Ineighbor_alltoall::body, crate::api::topology::PMPI_Ineighbor_alltoall_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
     on comm
 );
 
@@ -181,102 +201,110 @@ fn in_place(buf: *const c_void) -> bool {
     buf as usize == crate::abi::IN_PLACE
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Gatherv_init` (the root's arrays are kept).
-    fn MPI_Gatherv_init / PMPI_Gatherv_init(
+    fn MPI_Gatherv_init / PMPI_Gatherv_init, MPI_Gatherv_init_c / PMPI_Gatherv_init_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Gatherv_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Igatherv, crate::api::icoll::PMPI_Igatherv_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let root_here = shape.is_root(root);
         let (counts, places) = (kept(recvcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
         let start = move |fresh: *mut c_int| {
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: MPI's rule for persistent collectives: the buffers
             // stay valid until the request is freed; the arrays are copies.
-            unsafe { crate::api::icoll::PMPI_Igatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, root, comm, fresh) }
+            unsafe { Started::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, root, comm, fresh) }
         };
-        persistent("MPI_Gatherv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Scatterv_init` (the root's arrays are kept).
-    fn MPI_Scatterv_init / PMPI_Scatterv_init(
+    fn MPI_Scatterv_init / PMPI_Scatterv_init, MPI_Scatterv_init_c / PMPI_Scatterv_init_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        displs: *const c_int,
+        sendcounts: *const Int,
+        displs: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         root: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Scatterv_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Iscatterv, crate::api::icoll::PMPI_Iscatterv_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let root_here = shape.is_root(root);
         let (counts, places) = (kept(sendcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
         let start = move |fresh: *mut c_int| {
             let (counts, places) = (at(&counts, sendcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::icoll::PMPI_Iscatterv::body(sendbuf, counts, places, sendtype, recvbuf, recvcount, recvtype, root, comm, fresh) }
+            unsafe { Started::body(sendbuf, counts, places, sendtype, recvbuf, recvcount, recvtype, root, comm, fresh) }
         };
-        persistent("MPI_Scatterv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Allgatherv_init` (the arrays are kept).
-    fn MPI_Allgatherv_init / PMPI_Allgatherv_init(
+    fn MPI_Allgatherv_init / PMPI_Allgatherv_init, MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Allgatherv_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Iallgatherv, crate::api::icoll::PMPI_Iallgatherv_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let (counts, places) = (kept(recvcounts, shape.peers, true), kept(displs, shape.peers, true));
         let start = move |fresh: *mut c_int| {
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::icoll::PMPI_Iallgatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
+            unsafe { Started::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
         };
-        persistent("MPI_Allgatherv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Alltoallv_init` (the arrays are kept; the send ones unless in place).
-    fn MPI_Alltoallv_init / PMPI_Alltoallv_init(
+    fn MPI_Alltoallv_init / PMPI_Alltoallv_init, MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Alltoallv_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Ialltoallv, crate::api::icoll::PMPI_Ialltoallv_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let (n, sends) = (shape.peers, !in_place(sendbuf));
         let (scounts, sdisp) = (kept(sendcounts, n, sends), kept(sdispls, n, sends));
         let (rcounts, rdisp) = (kept(recvcounts, n, true), kept(rdispls, n, true));
@@ -284,28 +312,30 @@ crate::mpi_fn! {
             let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
             let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::icoll::PMPI_Ialltoallv::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
+            unsafe { Started::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
         };
-        persistent("MPI_Alltoallv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Alltoallw_init` (the arrays are kept; the send ones unless in place).
-    fn MPI_Alltoallw_init / PMPI_Alltoallw_init(
+    fn MPI_Alltoallw_init / PMPI_Alltoallw_init, MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtypes: *const c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Alltoallw_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Ialltoallw, crate::api::icoll::PMPI_Ialltoallw_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let (n, sends) = (shape.peers, !in_place(sendbuf));
         let (scounts, sdisp, stypes) = (kept(sendcounts, n, sends), kept(sdispls, n, sends), kept(sendtypes, n, sends));
         let (rcounts, rdisp, rtypes) = (kept(recvcounts, n, true), kept(rdispls, n, true), kept(recvtypes, n, true));
@@ -313,106 +343,114 @@ crate::mpi_fn! {
             let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
             let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::icoll::PMPI_Ialltoallw::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
+            unsafe { Started::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
         };
-        persistent("MPI_Alltoallw_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Reduce_scatter_init` (the counts, one per local rank, are kept).
-    fn MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init(
+    fn MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         datatype: c_int,
         op: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let shape = Shape::of("MPI_Reduce_scatter_init", comm)?;
+    )
+    calling Started = crate::api::icoll::PMPI_Ireduce_scatter, crate::api::icoll::PMPI_Ireduce_scatter_c;
+    {
+        let shape = Shape::of(NAME, comm)?;
         let counts = kept(recvcounts, shape.local, true);
         let start = move |fresh: *mut c_int| {
             let counts = at(&counts, recvcounts);
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::icoll::PMPI_Ireduce_scatter::body(sendbuf, recvbuf, counts, datatype, op, comm, fresh) }
+            unsafe { Started::body(sendbuf, recvbuf, counts, datatype, op, comm, fresh) }
         };
-        persistent("MPI_Reduce_scatter_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Neighbor_allgatherv_init` (the arrays, one entry per source, are kept).
-    fn MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(
+    fn MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init, MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let (sources, _) = crate::api::topology::degrees("MPI_Neighbor_allgatherv_init", comm)?;
+    )
+    calling Started = crate::api::topology::PMPI_Ineighbor_allgatherv, crate::api::topology::PMPI_Ineighbor_allgatherv_c;
+    {
+        let (sources, _) = crate::api::topology::degrees(NAME, comm)?;
         let (counts, places) = (kept(recvcounts, sources, true), kept(displs, sources, true));
         let start = move |fresh: *mut c_int| {
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::topology::PMPI_Ineighbor_allgatherv::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
+            unsafe { Started::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
         };
-        persistent("MPI_Neighbor_allgatherv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Neighbor_alltoallv_init` (the arrays are kept: send ones per
     /// destination, receive ones per source).
-    fn MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(
+    fn MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init, MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let (sources, destinations) = crate::api::topology::degrees("MPI_Neighbor_alltoallv_init", comm)?;
+    )
+    calling Started = crate::api::topology::PMPI_Ineighbor_alltoallv, crate::api::topology::PMPI_Ineighbor_alltoallv_c;
+    {
+        let (sources, destinations) = crate::api::topology::degrees(NAME, comm)?;
         let (scounts, sdisp) = (kept(sendcounts, destinations, true), kept(sdispls, destinations, true));
         let (rcounts, rdisp) = (kept(recvcounts, sources, true), kept(rdispls, sources, true));
         let start = move |fresh: *mut c_int| {
             let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
             let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::topology::PMPI_Ineighbor_alltoallv::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
+            unsafe { Started::body(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm, fresh) }
         };
-        persistent("MPI_Neighbor_alltoallv_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }
 
-crate::mpi_fn! {
+crate::counted_fn! {
     /// `MPI_Neighbor_alltoallw_init` (the arrays are kept, as for
     /// `MPI_Neighbor_alltoallv_init`).
-    fn MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(
+    fn MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init, MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
+        sendcounts: *const Int,
         sdispls: *const c_long,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         rdispls: *const c_long,
         recvtypes: *const c_int,
         comm: c_int,
         _info: c_int,
         request: *mut c_int,
-    ) {
-        let (sources, destinations) = crate::api::topology::degrees("MPI_Neighbor_alltoallw_init", comm)?;
+    )
+    calling Started = crate::api::topology::PMPI_Ineighbor_alltoallw, crate::api::topology::PMPI_Ineighbor_alltoallw_c;
+    {
+        let (sources, destinations) = crate::api::topology::degrees(NAME, comm)?;
         let (scounts, sdisp, stypes) =
             (kept(sendcounts, destinations, true), kept(sdispls, destinations, true), kept(sendtypes, destinations, true));
         let (rcounts, rdisp, rtypes) = (kept(recvcounts, sources, true), kept(rdispls, sources, true), kept(recvtypes, sources, true));
@@ -420,8 +458,8 @@ crate::mpi_fn! {
             let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
             let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
             // SAFETY: as in MPI_Gatherv_init.
-            unsafe { crate::api::topology::PMPI_Ineighbor_alltoallw::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
+            unsafe { Started::body(sendbuf, sc, sd, st, recvbuf, rc, rd, rt, comm, fresh) }
         };
-        persistent("MPI_Neighbor_alltoallw_init", comm, request, Rc::new(start))
+        persistent(NAME, comm, request, Rc::new(start))
     }
 }

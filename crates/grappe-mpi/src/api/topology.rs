@@ -6,13 +6,13 @@ use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::state::{self, Locked, RequestEntry, RequestSlot};
 use crate::types;
+use crate::{counted_fn, mpi_fn};
 use grappe_comm::NonBlocking;
 
 use super::coll::Landing;
-use super::{c_array, count_of, incoming, outgoing, put};
+use super::{Count, CountArray, c_array, count_of, incoming, outgoing, put, widen};
 
 const GRAPH: c_int = 1;
 const CART: c_int = 2;
@@ -578,7 +578,7 @@ mpi_fn! {
 
 /// One block of a neighbourhood exchange in the program's buffer: `count`
 /// elements of `datatype` at byte `offset`.
-type Block = (isize, c_int, types::Type);
+type Block = (isize, Count, types::Type);
 
 /// What a neighbourhood exchange moves: the blocks to receive, with the
 /// index of their source, and the blocks to send, packed, with the index
@@ -723,7 +723,7 @@ pub(super) fn degrees(call: &str, comm: c_int) -> Result<(usize, usize)> {
 }
 
 /// Blocks of `count` elements of `datatype`, one after the other.
-fn regular(count: c_int, datatype: c_int) -> Result<impl Fn(usize) -> Result<Block>> {
+fn regular(count: Count, datatype: c_int) -> Result<impl Fn(usize) -> Result<Block>> {
     let datatype = types::committed(datatype)?;
     let stride = datatype.extent() * count as isize;
     Ok(move |i: usize| Ok((i as isize * stride, count, datatype.clone())))
@@ -734,14 +734,14 @@ fn regular(count: c_int, datatype: c_int) -> Result<impl Fn(usize) -> Result<Blo
 /// # Safety
 /// The arrays hold `n` entries, as MPI requires.
 unsafe fn displaced(
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: CountArray,
+    displs: CountArray,
     n: usize,
     datatype: c_int,
 ) -> Result<impl Fn(usize) -> Result<Block>> {
     let datatype = types::committed(datatype)?;
     // SAFETY: as the caller promised.
-    let (counts, displs) = unsafe { (c_array(counts, n, "counts")?.to_vec(), c_array(displs, n, "displs")?.to_vec()) };
+    let (counts, displs) = unsafe { (counts.values(n, "counts")?, displs.values(n, "displs")?) };
     let extent = datatype.extent();
     Ok(move |i: usize| Ok((displs[i] as isize * extent, counts[i], datatype.clone())))
 }
@@ -751,7 +751,7 @@ unsafe fn displaced(
 /// # Safety
 /// The arrays hold `n` entries, as MPI requires.
 unsafe fn typed(
-    counts: *const c_int,
+    counts: CountArray,
     displs: *const std::ffi::c_long,
     datatypes: *const c_int,
     n: usize,
@@ -759,7 +759,7 @@ unsafe fn typed(
     // SAFETY: as the caller promised.
     let (counts, displs, datatypes) = unsafe {
         (
-            c_array(counts, n, "counts")?.to_vec(),
+            counts.values(n, "counts")?,
             c_array(displs, n, "displs")?.to_vec(),
             c_array(datatypes, n, "datatypes")?.to_vec(),
         )
@@ -809,10 +809,10 @@ fn neighbourhood(
 fn allgather(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     comm: c_int,
     ends: Ends,
@@ -826,10 +826,10 @@ fn allgather(
 fn alltoall(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: Count,
     recvtype: c_int,
     comm: c_int,
     ends: Ends,
@@ -845,10 +845,10 @@ fn alltoall(
 unsafe fn allgatherv(
     call: &str,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: Count,
     sendtype: c_int,
     recvbuf: *mut c_void,
-    (recvcounts, displs, recvtype): (*const c_int, *const c_int, c_int),
+    (recvcounts, displs, recvtype): (CountArray, CountArray, c_int),
     comm: c_int,
     ends: Ends,
 ) -> Result<()> {
@@ -865,8 +865,8 @@ unsafe fn allgatherv(
 /// One count and displacement per neighbour, as MPI requires.
 unsafe fn alltoallv(
     call: &str,
-    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const c_int, *const c_int, c_int),
-    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, c_int),
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, CountArray, CountArray, c_int),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, CountArray, CountArray, c_int),
     comm: c_int,
     ends: Ends,
 ) -> Result<()> {
@@ -880,7 +880,7 @@ unsafe fn alltoallv(
 
 /// The arguments of one side of `MPI_Neighbor_alltoallw`: buffer, counts,
 /// byte displacements, datatypes.
-type TypedSide<B> = (B, *const c_int, *const std::ffi::c_long, *const c_int);
+type TypedSide<B> = (B, CountArray, *const std::ffi::c_long, *const c_int);
 
 /// `MPI_Neighbor_alltoallw` and its non-blocking form.
 ///
@@ -901,182 +901,192 @@ unsafe fn alltoallw(
     neighbourhood(call, comm, sendbuf, send, recvbuf, recv, ends)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Neighbor_allgather`.
-    fn MPI_Neighbor_allgather / PMPI_Neighbor_allgather(
+    fn MPI_Neighbor_allgather / PMPI_Neighbor_allgather, MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
     ) {
-        allgather("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
+        widen!(sendcount, recvcount);
+        allgather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ineighbor_allgather`.
-    fn MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(
+    fn MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather, MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
+        widen!(sendcount, recvcount);
         let ends = Ends::AsRequest(request);
-        allgather("MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
+        allgather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Neighbor_alltoall`.
-    fn MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(
+    fn MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall, MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
     ) {
-        alltoall("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
+        widen!(sendcount, recvcount);
+        alltoall(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Ends::Now)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ineighbor_alltoall`.
-    fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(
+    fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall, MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcount: c_int,
+        recvcount: Int,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
+        widen!(sendcount, recvcount);
         let ends = Ends::AsRequest(request);
-        alltoall("MPI_Ineighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
+        alltoall(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ends)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Neighbor_allgatherv`.
-    fn MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(
+    fn MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv, MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
     ) {
+        widen!(sendcount, recvcounts, displs);
         let recv = (recvcounts, displs, recvtype);
         // SAFETY: MPI's rule for the arrays.
-        unsafe { allgatherv("MPI_Neighbor_allgatherv", sendbuf, sendcount, sendtype, recvbuf, recv, comm, Ends::Now) }
+        unsafe { allgatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recv, comm, Ends::Now) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ineighbor_allgatherv`.
-    fn MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(
+    fn MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv, MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c(
         sendbuf: *const c_void,
-        sendcount: c_int,
+        sendcount: Int,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
+        recvcounts: *const Int,
+        displs: *const Disp,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
+        widen!(sendcount, recvcounts, displs);
         let (recv, ends) = ((recvcounts, displs, recvtype), Ends::AsRequest(request));
         // SAFETY: MPI's rule for the arrays.
-        unsafe { allgatherv("MPI_Ineighbor_allgatherv", sendbuf, sendcount, sendtype, recvbuf, recv, comm, ends) }
+        unsafe { allgatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recv, comm, ends) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Neighbor_alltoallv`.
-    fn MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(
+    fn MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv, MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
     ) {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
         let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype));
         // SAFETY: MPI's rule for the arrays.
-        unsafe { alltoallv("MPI_Neighbor_alltoallv", send, recv, comm, Ends::Now) }
+        unsafe { alltoallv(NAME, send, recv, comm, Ends::Now) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ineighbor_alltoallv`.
-    fn MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(
+    fn MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv, MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
+        sendcounts: *const Int,
+        sdispls: *const Disp,
         sendtype: c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
+        recvcounts: *const Int,
+        rdispls: *const Disp,
         recvtype: c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
+        widen!(sendcounts, sdispls, recvcounts, rdispls);
         let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype));
         // SAFETY: MPI's rule for the arrays.
-        unsafe { alltoallv("MPI_Ineighbor_alltoallv", send, recv, comm, Ends::AsRequest(request)) }
+        unsafe { alltoallv(NAME, send, recv, comm, Ends::AsRequest(request)) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Neighbor_alltoallw`: a datatype per neighbour, displacements
     /// in bytes (`MPI_Aint`).
-    fn MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(
+    fn MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw, MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
+        sendcounts: *const Int,
         sdispls: *const std::ffi::c_long,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         rdispls: *const std::ffi::c_long,
         recvtypes: *const c_int,
         comm: c_int,
     ) {
+        widen!(sendcounts, recvcounts);
         let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes));
         // SAFETY: MPI's rule for the arrays.
-        unsafe { alltoallw("MPI_Neighbor_alltoallw", send, recv, comm, Ends::Now) }
+        unsafe { alltoallw(NAME, send, recv, comm, Ends::Now) }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Ineighbor_alltoallw`.
-    fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(
+    fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw, MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c(
         sendbuf: *const c_void,
-        sendcounts: *const c_int,
+        sendcounts: *const Int,
         sdispls: *const std::ffi::c_long,
         sendtypes: *const c_int,
         recvbuf: *mut c_void,
-        recvcounts: *const c_int,
+        recvcounts: *const Int,
         rdispls: *const std::ffi::c_long,
         recvtypes: *const c_int,
         comm: c_int,
         request: *mut c_int,
     ) {
+        widen!(sendcounts, recvcounts);
         let (send, recv) = ((sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes));
         // SAFETY: MPI's rule for the arrays.
-        unsafe { alltoallw("MPI_Ineighbor_alltoallw", send, recv, comm, Ends::AsRequest(request)) }
+        unsafe { alltoallw(NAME, send, recv, comm, Ends::AsRequest(request)) }
     }
 }

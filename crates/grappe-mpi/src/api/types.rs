@@ -5,11 +5,11 @@ use std::ffi::{c_char, c_int, c_long, c_void};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::types::{self, Envelope, Layout, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::env::{copy_string, read_string};
-use super::{c_array, count_of, get, put};
+use super::{Count, CountArg, buffer_len, c_array, count_of, get, put, wide_array};
 
 /// Combiners (`MPI_COMBINER_*`).
 mod combiner {
@@ -44,7 +44,7 @@ struct ArrayLayout {
     total: isize,
 }
 
-fn array_layout(call: &str, order: c_int, sizes: &[c_int], extent: isize) -> Result<ArrayLayout> {
+fn array_layout(call: &str, order: c_int, sizes: &[Count], extent: isize) -> Result<ArrayLayout> {
     let n = sizes.len();
     let dims: Vec<usize> = match order {
         ORDER_C => (0..n).collect(),
@@ -80,15 +80,36 @@ fn give(layout: Layout, newtype: *mut c_int) -> Result<()> {
 /// up: a handle that is not one was refused before).
 fn envelope(combiner: c_int, integers: Vec<c_int>, addresses: Vec<isize>, datatypes: Vec<c_int>) -> Envelope {
     let datatypes = datatypes.into_iter().filter_map(|h| types::lookup(h).ok()).collect();
-    Envelope { combiner, integers, addresses, datatypes }
+    Envelope { combiner, integers, addresses, large_counts: Vec::new(), datatypes }
 }
 
-mpi_fn! {
+/// The envelope of a constructor whose integers are `before`, its
+/// `counts` and `after`: as the `int` form keeps them if every count fits
+/// an `int`; else, as MPI 4 keeps a `_c` constructor's, the counts and
+/// then the addresses as large counts, the other integers as integers.
+fn counted_envelope(
+    combiner: c_int,
+    (before, counts, after): (&[c_int], &[Count], &[c_int]),
+    addresses: Vec<isize>,
+    datatypes: Vec<c_int>,
+) -> Envelope {
+    let small: Option<Vec<c_int>> = counts.iter().map(|&n| c_int::try_from(n).ok()).collect();
+    match small {
+        Some(small) => envelope(combiner, [before, &small, after].concat(), addresses, datatypes),
+        None => {
+            let mut env = envelope(combiner, [before, after].concat(), vec![], datatypes);
+            env.large_counts = counts.iter().copied().chain(addresses.iter().map(|&a| a as Count)).collect();
+            env
+        }
+    }
+}
+
+counted_fn! {
     /// `MPI_Type_contiguous`.
-    fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn MPI_Type_contiguous / PMPI_Type_contiguous, MPI_Type_contiguous_c / PMPI_Type_contiguous_c(n: Int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
-        let n = count_of(n, "MPI_Type_contiguous")?;
-        let env = envelope(combiner::CONTIGUOUS, vec![n as c_int], vec![], vec![oldtype]);
+        let n = count_of(n, NAME)?;
+        let env = counted_envelope(combiner::CONTIGUOUS, (&[], &[n as Count], &[]), vec![], vec![oldtype]);
         give(Layout::from_blocks(&old, &[(0, n)], env), newtype)
     }
 }
@@ -98,107 +119,94 @@ fn strided(n: usize, blocklength: usize, stride: isize) -> Vec<(isize, usize)> {
     (0..n as isize).map(|i| (i * stride, blocklength)).collect()
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_vector`: a stride in elements of the old datatype.
-    fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
+    fn MPI_Type_vector / PMPI_Type_vector, MPI_Type_vector_c / PMPI_Type_vector_c(n: Int, blocklength: Int, stride: Int, oldtype: c_int, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count_of(n, "MPI_Type_vector")?, count_of(blocklength, "MPI_Type_vector")?);
-        let env = envelope(combiner::VECTOR, vec![n as c_int, len as c_int, stride], vec![], vec![oldtype]);
-        give(Layout::from_blocks(&old, &strided(n, len, stride as isize * old.extent()), env), newtype)
+        let (n, len) = (count_of(n, NAME)?, count_of(blocklength, NAME)?);
+        let env = counted_envelope(combiner::VECTOR, (&[], &[n as Count, len as Count, stride.wide()], &[]), vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &strided(n, len, stride.wide() as isize * old.extent()), env), newtype)
     }
 }
 
 /// `MPI_Type_create_hvector` and `MPI_Type_hvector`: a stride in bytes.
 fn hvector(
     call: &str,
-    n: c_int,
-    blocklength: c_int,
+    n: Count,
+    blocklength: Count,
     stride: c_long,
     oldtype: c_int,
     newtype: *mut c_int,
 ) -> Result<()> {
     let old = types::lookup(oldtype)?;
     let (n, len) = (count_of(n, call)?, count_of(blocklength, call)?);
-    let env = envelope(combiner::HVECTOR, vec![n as c_int, len as c_int], vec![stride as isize], vec![oldtype]);
+    let counts = [n as Count, len as Count];
+    let env = counted_envelope(combiner::HVECTOR, (&[], &counts, &[]), vec![stride as isize], vec![oldtype]);
     give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_hvector`.
-    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
-        hvector("MPI_Type_create_hvector", n, blocklength, stride, oldtype, newtype)
+    fn MPI_Type_create_hvector / PMPI_Type_create_hvector, MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(n: Int, blocklength: Int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
+        hvector(NAME, n.wide(), blocklength.wide(), stride, oldtype, newtype)
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_hvector` (MPI-1's name).
     fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
-        hvector("MPI_Type_hvector", n, blocklength, stride, oldtype, newtype)
+        hvector("MPI_Type_hvector", n.wide(), blocklength.wide(), stride, oldtype, newtype)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_indexed`: displacements in elements of the old datatype.
-    fn MPI_Type_indexed / PMPI_Type_indexed(
-        n: c_int,
-        blocklengths: *const c_int,
-        displacements: *const c_int,
+    fn MPI_Type_indexed / PMPI_Type_indexed, MPI_Type_indexed_c / PMPI_Type_indexed_c(
+        n: Int,
+        blocklengths: *const Int,
+        displacements: *const Int,
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let n = count_of(n, "MPI_Type_indexed")?;
+        let n = count_of(n, NAME)?;
         // SAFETY: `n` entries each, as MPI requires.
-        let (lens, displs) = unsafe { (c_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
-        let parts = blocks(lens, displs.iter().map(|&d| d as isize * old.extent()), "MPI_Type_indexed")?;
-        let integers = [&[n as c_int][..], lens, displs].concat();
-        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED, integers, vec![], vec![oldtype])), newtype)
+        let (lens, displs) = unsafe { (wide_array(blocklengths, n, "blocklengths")?, wide_array(displacements, n, "displacements")?) };
+        let parts = blocks(&lens, displs.iter().map(|&d| d as isize * old.extent()), NAME)?;
+        let counts = [&[n as Count][..], &lens, &displs].concat();
+        let env = counted_envelope(combiner::INDEXED, (&[], &counts, &[]), vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
 
 /// The (offset, elements) parts of an indexed datatype.
-fn blocks(lens: &[c_int], offsets: impl Iterator<Item = isize>, what: &str) -> Result<Vec<(isize, usize)>> {
+fn blocks(lens: &[Count], offsets: impl Iterator<Item = isize>, what: &str) -> Result<Vec<(isize, usize)>> {
     lens.iter().zip(offsets).map(|(&len, offset)| Ok((offset, count_of(len, what)?))).collect()
 }
 
 /// `MPI_Type_create_hindexed` and `MPI_Type_hindexed`: displacements in bytes.
-///
-/// # Safety
-/// The arrays hold `n` entries.
-unsafe fn hindexed(
-    call: &str,
-    n: c_int,
-    blocklengths: *const c_int,
-    displacements: *const c_long,
-    oldtype: c_int,
-    newtype: *mut c_int,
-) -> Result<()> {
+fn hindexed(call: &str, lens: &[Count], displs: &[c_long], oldtype: c_int, newtype: *mut c_int) -> Result<()> {
     let old = types::lookup(oldtype)?;
-    let n = count_of(n, call)?;
-    // SAFETY: `n` entries each, as the caller promised.
-    let (lens, displs) =
-        unsafe { (c_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
     let parts = blocks(lens, displs.iter().map(|&d| d as isize), call)?;
-    let env = envelope(
-        combiner::HINDEXED,
-        [&[n as c_int][..], lens].concat(),
-        displs.iter().map(|&d| d as isize).collect(),
-        vec![oldtype],
-    );
+    let counts = [&[lens.len() as Count][..], lens].concat();
+    let addresses = displs.iter().map(|&d| d as isize).collect();
+    let env = counted_envelope(combiner::HINDEXED, (&[], &counts, &[]), addresses, vec![oldtype]);
     give(Layout::from_blocks(&old, &parts, env), newtype)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_hindexed`.
-    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(
-        n: c_int,
-        blocklengths: *const c_int,
+    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed, MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(
+        n: Int,
+        blocklengths: *const Int,
         displacements: *const c_long,
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
+        let n = count_of(n, NAME)?;
         // SAFETY: `n` entries each, as MPI requires.
-        unsafe { hindexed("MPI_Type_create_hindexed", n, blocklengths, displacements, oldtype, newtype) }
+        let (lens, displs) = unsafe { (wide_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
+        hindexed(NAME, &lens, displs, oldtype, newtype)
     }
 }
 
@@ -211,94 +219,80 @@ mpi_fn! {
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
+        let n = count_of(n, "MPI_Type_hindexed")?;
         // SAFETY: `n` entries each, as MPI requires.
-        unsafe { hindexed("MPI_Type_hindexed", n, blocklengths, displacements, oldtype, newtype) }
+        let (lens, displs) = unsafe { (wide_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?) };
+        hindexed("MPI_Type_hindexed", &lens, displs, oldtype, newtype)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_indexed_block`.
-    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(
-        n: c_int,
-        blocklength: c_int,
-        displacements: *const c_int,
+    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block, MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(
+        n: Int,
+        blocklength: Int,
+        displacements: *const Int,
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count_of(n, "MPI_Type_create_indexed_block")?, count_of(blocklength, "MPI_Type_create_indexed_block")?);
+        let (n, len) = (count_of(n, NAME)?, count_of(blocklength, NAME)?);
         // SAFETY: `n` entries, as MPI requires.
-        let displs = unsafe { c_array(displacements, n, "displacements")? };
+        let displs = unsafe { wide_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize * old.extent(), len)).collect();
-        let integers = [&[n as c_int, len as c_int][..], displs].concat();
-        give(Layout::from_blocks(&old, &parts, envelope(combiner::INDEXED_BLOCK, integers, vec![], vec![oldtype])), newtype)
+        let counts = [&[n as Count, len as Count][..], &displs].concat();
+        let env = counted_envelope(combiner::INDEXED_BLOCK, (&[], &counts, &[]), vec![], vec![oldtype]);
+        give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_hindexed_block`.
-    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(
-        n: c_int,
-        blocklength: c_int,
+    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block, MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c(
+        n: Int,
+        blocklength: Int,
         displacements: *const c_long,
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
         let old = types::lookup(oldtype)?;
-        let (n, len) = (count_of(n, "MPI_Type_create_hindexed_block")?, count_of(blocklength, "MPI_Type_create_hindexed_block")?);
+        let (n, len) = (count_of(n, NAME)?, count_of(blocklength, NAME)?);
         // SAFETY: `n` entries, as MPI requires.
         let displs = unsafe { c_array(displacements, n, "displacements")? };
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize, len)).collect();
-        let env = envelope(combiner::HINDEXED_BLOCK, vec![n as c_int, len as c_int], displs.iter().map(|&d| d as isize).collect(), vec![oldtype]);
+        let addresses = displs.iter().map(|&d| d as isize).collect();
+        let env = counted_envelope(combiner::HINDEXED_BLOCK, (&[], &[n as Count, len as Count], &[]), addresses, vec![oldtype]);
         give(Layout::from_blocks(&old, &parts, env), newtype)
     }
 }
 
 /// `MPI_Type_create_struct` and `MPI_Type_struct`.
-///
-/// # Safety
-/// The arrays hold `n` entries.
-unsafe fn structure(
-    call: &str,
-    n: c_int,
-    blocklengths: *const c_int,
-    displacements: *const c_long,
-    oldtypes: *const c_int,
-    newtype: *mut c_int,
-) -> Result<()> {
-    let n = count_of(n, call)?;
-    // SAFETY: `n` entries each, as the caller promised.
-    let (lens, displs, olds) = unsafe {
-        (
-            c_array(blocklengths, n, "blocklengths")?,
-            c_array(displacements, n, "displacements")?,
-            c_array(oldtypes, n, "types")?,
-        )
-    };
-    let mut parts = Vec::with_capacity(n);
-    for i in 0..n {
+fn structure(call: &str, lens: &[Count], displs: &[c_long], olds: &[c_int], newtype: *mut c_int) -> Result<()> {
+    let mut parts = Vec::with_capacity(lens.len());
+    for i in 0..lens.len() {
         parts.push((displs[i] as isize, count_of(lens[i], call)?, types::lookup(olds[i])?));
     }
-    let env = envelope(
-        combiner::STRUCT,
-        [&[n as c_int][..], lens].concat(),
-        displs.iter().map(|&d| d as isize).collect(),
-        olds.to_vec(),
-    );
+    let counts = [&[lens.len() as Count][..], lens].concat();
+    let addresses = displs.iter().map(|&d| d as isize).collect();
+    let env = counted_envelope(combiner::STRUCT, (&[], &counts, &[]), addresses, olds.to_vec());
     give(Layout::from_struct(&parts, env), newtype)
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_struct`.
-    fn MPI_Type_create_struct / PMPI_Type_create_struct(
-        n: c_int,
-        blocklengths: *const c_int,
+    fn MPI_Type_create_struct / PMPI_Type_create_struct, MPI_Type_create_struct_c / PMPI_Type_create_struct_c(
+        n: Int,
+        blocklengths: *const Int,
         displacements: *const c_long,
         oldtypes: *const c_int,
         newtype: *mut c_int,
     ) {
+        let n = count_of(n, NAME)?;
         // SAFETY: `n` entries each, as MPI requires.
-        unsafe { structure("MPI_Type_create_struct", n, blocklengths, displacements, oldtypes, newtype) }
+        let (lens, displs, olds) = unsafe {
+            (wide_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?, c_array(oldtypes, n, "types")?)
+        };
+        structure(NAME, &lens, displs, olds, newtype)
     }
 }
 
@@ -311,14 +305,18 @@ mpi_fn! {
         oldtypes: *const c_int,
         newtype: *mut c_int,
     ) {
+        let n = count_of(n, "MPI_Type_struct")?;
         // SAFETY: `n` entries each, as MPI requires.
-        unsafe { structure("MPI_Type_struct", n, blocklengths, displacements, oldtypes, newtype) }
+        let (lens, displs, olds) = unsafe {
+            (wide_array(blocklengths, n, "blocklengths")?, c_array(displacements, n, "displacements")?, c_array(oldtypes, n, "types")?)
+        };
+        structure("MPI_Type_struct", &lens, displs, olds, newtype)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_resized`: the same data with another lower bound and extent.
-    fn MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int) {
+    fn MPI_Type_create_resized / PMPI_Type_create_resized, MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
         let env = envelope(combiner::RESIZED, vec![], vec![lb as isize, extent as isize], vec![oldtype]);
         let mut layout = Layout::from_blocks(&old, &[(0, 1)], env);
@@ -329,25 +327,25 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_subarray`: a block of an n-dimensional array, in C or Fortran order.
-    fn MPI_Type_create_subarray / PMPI_Type_create_subarray(
+    fn MPI_Type_create_subarray / PMPI_Type_create_subarray, MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(
         ndims: c_int,
-        sizes: *const c_int,
-        subsizes: *const c_int,
-        starts: *const c_int,
+        sizes: *const Int,
+        subsizes: *const Int,
+        starts: *const Int,
         order: c_int,
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
-        let call = "MPI_Type_create_subarray";
+        let call = NAME;
         let old = types::lookup(oldtype)?;
         let n = count_of(ndims, call)?;
         if n == 0 {
             return Err(MpiError::new(class::ARG, format!("{call}: ndims must be at least 1")));
         }
         // SAFETY: `ndims` entries each, as MPI requires.
-        let (sizes, subsizes, starts) = unsafe { (c_array(sizes, n, "sizes")?, c_array(subsizes, n, "subsizes")?, c_array(starts, n, "starts")?) };
+        let (sizes, subsizes, starts) = unsafe { (wide_array(sizes, n, "sizes")?, wide_array(subsizes, n, "subsizes")?, wide_array(starts, n, "starts")?) };
         for d in 0..n {
             if sizes[d] <= 0 || subsizes[d] < 0 || starts[d] < 0 || subsizes[d] + starts[d] > sizes[d] {
                 return Err(MpiError::new(
@@ -356,7 +354,7 @@ mpi_fn! {
                 ));
             }
         }
-        let ArrayLayout { dims, stride, total } = array_layout(call, order, sizes, old.extent())?;
+        let ArrayLayout { dims, stride, total } = array_layout(call, order, &sizes, old.extent())?;
         let fastest = *dims.last().expect("ndims >= 1");
         let mut parts = Vec::new();
         let outer: Vec<usize> = dims[..n - 1].to_vec();
@@ -376,8 +374,9 @@ mpi_fn! {
                 index[k] = 0;
             }
         }
-        let integers = [&[ndims][..], sizes, subsizes, starts, &[order][..]].concat();
-        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::SUBARRAY, integers, vec![], vec![oldtype]));
+        let counts = [&sizes[..], &subsizes, &starts].concat();
+        let env = counted_envelope(combiner::SUBARRAY, (&[n as c_int], &counts, &[order]), vec![], vec![oldtype]);
+        let mut layout = Layout::from_blocks(&old, &parts, env);
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
@@ -421,16 +420,16 @@ fn distributed(
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_create_darray`: process `rank`'s part of an array of
     /// `gsizes` distributed block-wise or cyclically over a process grid
     /// of `psizes` (row-major, whatever the array's order); its elements
     /// in the order of the local array, its extent the whole array's.
-    fn MPI_Type_create_darray / PMPI_Type_create_darray(
+    fn MPI_Type_create_darray / PMPI_Type_create_darray, MPI_Type_create_darray_c / PMPI_Type_create_darray_c(
         size: c_int,
         rank: c_int,
         ndims: c_int,
-        gsizes: *const c_int,
+        gsizes: *const Int,
         distribs: *const c_int,
         dargs: *const c_int,
         psizes: *const c_int,
@@ -438,7 +437,7 @@ mpi_fn! {
         oldtype: c_int,
         newtype: *mut c_int,
     ) {
-        let call = "MPI_Type_create_darray";
+        let call = NAME;
         let old = types::lookup(oldtype)?;
         let n = count_of(ndims, call)?;
         if size <= 0 || rank < 0 || rank >= size {
@@ -446,7 +445,7 @@ mpi_fn! {
         }
         // SAFETY: `ndims` entries each, as MPI requires.
         let (gsizes, distribs, dargs, psizes) = unsafe {
-            (c_array(gsizes, n, "gsizes")?, c_array(distribs, n, "distribs")?, c_array(dargs, n, "dargs")?, c_array(psizes, n, "psizes")?)
+            (wide_array(gsizes, n, "gsizes")?, c_array(distribs, n, "distribs")?, c_array(dargs, n, "dargs")?, c_array(psizes, n, "psizes")?)
         };
         if let Some(d) = (0..n).find(|&d| gsizes[d] <= 0 || psizes[d] <= 0) {
             return Err(MpiError::new(class::ARG, format!("{call}: dimension {d} has gsize {} and psize {}", gsizes[d], psizes[d])));
@@ -467,7 +466,7 @@ mpi_fn! {
             held.push(distributed(call, d, gsizes[d] as usize, distribs[d], dargs[d], psizes[d] as usize, coords[d])?);
         }
         let extent = old.extent();
-        let ArrayLayout { dims, stride, total } = array_layout(call, order, gsizes, extent)?;
+        let ArrayLayout { dims, stride, total } = array_layout(call, order, &gsizes, extent)?;
         let mut parts = Vec::new();
         if held.iter().all(|h| !h.is_empty()) {
             let mut index = vec![0usize; n];
@@ -487,8 +486,9 @@ mpi_fn! {
                 break;
             }
         }
-        let integers = [&[size, rank, ndims][..], gsizes, distribs, dargs, psizes, &[order][..]].concat();
-        let mut layout = Layout::from_blocks(&old, &parts, envelope(combiner::DARRAY, integers, vec![], vec![oldtype]));
+        let after = [distribs, dargs, psizes, &[order][..]].concat();
+        let env = counted_envelope(combiner::DARRAY, (&[size, rank, ndims], &gsizes, &after), vec![], vec![oldtype]);
+        let mut layout = Layout::from_blocks(&old, &parts, env);
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
@@ -564,9 +564,9 @@ unsafe fn write_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long, bo
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_get_extent`.
-    fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+    fn MPI_Type_get_extent / PMPI_Type_get_extent, MPI_Type_get_extent_c / PMPI_Type_get_extent_c(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
         // SAFETY: the caller's output arguments.
         unsafe { write_extent(datatype, lb, extent, Bounds::Declared) }
     }
@@ -580,9 +580,9 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Type_get_true_extent`.
-    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent, MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
         // SAFETY: the caller's output arguments.
         unsafe { write_extent(datatype, lb, extent, Bounds::True) }
     }
@@ -605,6 +605,30 @@ mpi_fn! {
     }
 }
 
+/// The envelope of `datatype` (`MPI_COMBINER_NAMED` for a predefined one).
+fn envelope_of(datatype: c_int) -> Result<Envelope> {
+    Ok(match types::lookup(datatype)? {
+        Type::Predefined(_) => envelope(combiner::NAMED, vec![], vec![], vec![]),
+        Type::Derived(layout) => layout.envelope.clone(),
+    })
+}
+
+/// [`envelope_of`] for the `int` forms (`MPI_Type_get_envelope`,
+/// `MPI_Type_get_contents`), which cannot give large counts.
+fn int_envelope_of(call: &str, datatype: c_int) -> Result<Envelope> {
+    let env = envelope_of(datatype)?;
+    if !env.large_counts.is_empty() {
+        return Err(MpiError::new(
+            class::TYPE,
+            format!(
+                "{call}: the datatype was made with counts beyond int (its {} large counts need the _c form)",
+                env.large_counts.len()
+            ),
+        ));
+    }
+    Ok(env)
+}
+
 mpi_fn! {
     /// `MPI_Type_get_envelope`.
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(
@@ -614,10 +638,7 @@ mpi_fn! {
         num_datatypes: *mut c_int,
         combiner_out: *mut c_int,
     ) {
-        let env = match types::lookup(datatype)? {
-            Type::Predefined(_) => envelope(combiner::NAMED, vec![], vec![], vec![]),
-            Type::Derived(layout) => layout.envelope.clone(),
-        };
+        let env = int_envelope_of("MPI_Type_get_envelope", datatype)?;
         // SAFETY: the caller's output arguments.
         unsafe {
             put(num_integers, env.integers.len() as c_int, "num_integers")?;
@@ -625,6 +646,75 @@ mpi_fn! {
             put(num_datatypes, env.datatypes.len() as c_int, "num_datatypes")?;
             put(combiner_out, env.combiner, "combiner")
         }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_envelope_c`: as `MPI_Type_get_envelope`, with the
+    /// large counts of a datatype made with counts beyond `int`.
+    fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(
+        datatype: c_int,
+        num_integers: *mut Count,
+        num_addresses: *mut Count,
+        num_large_counts: *mut Count,
+        num_datatypes: *mut Count,
+        combiner_out: *mut c_int,
+    ) {
+        let env = envelope_of(datatype)?;
+        // SAFETY: the caller's output arguments.
+        unsafe {
+            put(num_integers, env.integers.len() as Count, "num_integers")?;
+            put(num_addresses, env.addresses.len() as Count, "num_addresses")?;
+            put(num_large_counts, env.large_counts.len() as Count, "num_large_counts")?;
+            put(num_datatypes, env.datatypes.len() as Count, "num_datatypes")?;
+            put(combiner_out, env.combiner, "combiner")
+        }
+    }
+}
+
+/// Where `MPI_Type_get_contents` writes an envelope's arrays, each of
+/// at least its `max` entries (`large` only for the `_c` form).
+struct ContentsOut {
+    integers: (*mut c_int, Count),
+    addresses: (*mut c_long, Count),
+    large_counts: (*mut Count, Count),
+    datatypes: (*mut c_int, Count),
+}
+
+/// `MPI_Type_get_contents`: the envelope `env`'s arrays into `out`.
+///
+/// # Safety
+/// The arrays hold their `max` entries.
+unsafe fn contents(call: &str, env: &Envelope, out: ContentsOut) -> Result<()> {
+    let lens = [env.integers.len(), env.addresses.len(), env.large_counts.len(), env.datatypes.len()];
+    let max = [out.integers.1, out.addresses.1, out.large_counts.1, out.datatypes.1];
+    if max.iter().zip(lens).any(|(&max, len)| max < len as Count) {
+        return Err(MpiError::new(class::ARG, format!("{call}: the arrays are shorter than the envelope says")));
+    }
+    // The derived datatypes of the contents are new handles, which the
+    // caller frees (MPI's rule); predefined ones are given as they are.
+    let handed: Vec<c_int> = env.datatypes.iter().map(handed_out).collect();
+    // SAFETY: arrays of at least the envelope's lengths, as checked.
+    unsafe {
+        copy_out(&env.integers, out.integers.0);
+        copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), out.addresses.0);
+        copy_out(&env.large_counts, out.large_counts.0);
+        copy_out(&handed, out.datatypes.0);
+    }
+    Ok(())
+}
+
+/// The contents of a derived datatype's envelope.
+fn derived_envelope(call: &str, datatype: c_int, int_form: bool) -> Result<Envelope> {
+    if let Type::Predefined(_) = types::lookup(datatype)? {
+        return Err(MpiError::new(
+            class::ARG,
+            "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)",
+        ));
+    }
+    match int_form {
+        true => int_envelope_of(call, datatype),
+        false => envelope_of(datatype),
     }
 }
 
@@ -639,23 +729,43 @@ mpi_fn! {
         addresses: *mut c_long,
         datatypes: *mut c_int,
     ) {
-        let Type::Derived(layout) = types::lookup(datatype)? else {
-            return Err(MpiError::new(class::ARG, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"));
+        let call = "MPI_Type_get_contents";
+        let env = derived_envelope(call, datatype, true)?;
+        let out = ContentsOut {
+            integers: (integers, max_integers.wide()),
+            addresses: (addresses, max_addresses.wide()),
+            large_counts: (std::ptr::null_mut(), 0),
+            datatypes: (datatypes, max_datatypes.wide()),
         };
-        let env = &layout.envelope;
-        if (max_integers as usize) < env.integers.len() || (max_addresses as usize) < env.addresses.len() || (max_datatypes as usize) < env.datatypes.len() {
-            return Err(MpiError::new(class::ARG, "MPI_Type_get_contents: the arrays are shorter than the envelope says"));
-        }
-        // The derived datatypes of the contents are new handles, which the
-        // caller frees (MPI's rule); predefined ones are given as they are.
-        let handed: Vec<c_int> = env.datatypes.iter().map(handed_out).collect();
-        // SAFETY: arrays of at least the envelope's lengths, as checked.
-        unsafe {
-            copy_out(&env.integers, integers);
-            copy_out(&env.addresses.iter().map(|&a| a as c_long).collect::<Vec<_>>(), addresses);
-            copy_out(&handed, datatypes);
-        }
-        Ok(())
+        // SAFETY: arrays of their `max` entries, as MPI requires.
+        unsafe { contents(call, &env, out) }
+    }
+}
+
+mpi_fn! {
+    /// `MPI_Type_get_contents_c`: as `MPI_Type_get_contents`, with the
+    /// large counts.
+    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(
+        datatype: c_int,
+        max_integers: Count,
+        max_addresses: Count,
+        max_large_counts: Count,
+        max_datatypes: Count,
+        integers: *mut c_int,
+        addresses: *mut c_long,
+        large_counts: *mut Count,
+        datatypes: *mut c_int,
+    ) {
+        let call = "MPI_Type_get_contents_c";
+        let env = derived_envelope(call, datatype, false)?;
+        let out = ContentsOut {
+            integers: (integers, max_integers),
+            addresses: (addresses, max_addresses),
+            large_counts: (large_counts, max_large_counts),
+            datatypes: (datatypes, max_datatypes),
+        };
+        // SAFETY: arrays of their `max` entries, as MPI requires.
+        unsafe { contents(call, &env, out) }
     }
 }
 
@@ -719,30 +829,30 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Pack_size`: the bytes `MPI_Pack` needs (packed data has no header).
-    fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: c_int, _comm: c_int, size: *mut c_int) {
+    fn MPI_Pack_size / PMPI_Pack_size, MPI_Pack_size_c / PMPI_Pack_size_c(incount: Int, datatype: c_int, _comm: c_int, size: *mut Int) {
         let found = types::lookup(datatype)?;
-        let len = found.packed_len(count_of(incount, "MPI_Pack_size")?);
-        let len = c_int::try_from(len).map_err(|_| MpiError::new(class::COUNT, format!("MPI_Pack_size: {len} bytes do not fit an int")))?;
+        let len = buffer_len(&found, count_of(incount, NAME)?, NAME)?;
+        let len = Int::try_from(len).map_err(|_| MpiError::new(class::COUNT, format!("{NAME}: {len} bytes do not fit an int (MPI_Pack_size_c gives them)")))?;
         // SAFETY: the caller's output argument.
         unsafe { put(size, len, "size") }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Pack`: appends the elements' data at `*position` of `outbuf`.
-    fn MPI_Pack / PMPI_Pack(
+    fn MPI_Pack / PMPI_Pack, MPI_Pack_c / PMPI_Pack_c(
         inbuf: *const c_void,
-        incount: c_int,
+        incount: Int,
         datatype: c_int,
         outbuf: *mut c_void,
-        outsize: c_int,
-        position: *mut c_int,
+        outsize: Int,
+        position: *mut Int,
         _comm: c_int,
     ) {
         let found = types::committed(datatype)?;
-        let n = count_of(incount, "MPI_Pack")?;
+        let n = count_of(incount, NAME)?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
         let mut packed = Vec::new();
@@ -750,42 +860,42 @@ mpi_fn! {
         unsafe { found.pack(inbuf.cast(), n, &mut packed) };
         let end = at as usize + packed.len();
         if at < 0 || end > outsize.max(0) as usize {
-            return Err(MpiError::new(class::TRUNCATE, format!("MPI_Pack: {} bytes at position {at} do not fit in {outsize}", packed.len())));
+            return Err(MpiError::new(class::TRUNCATE, format!("{NAME}: {} bytes at position {at} do not fit in {outsize}", packed.len())));
         }
         // SAFETY: `outbuf` holds `outsize` bytes, and the data fits, as checked.
         unsafe {
             std::ptr::copy_nonoverlapping(packed.as_ptr(), outbuf.cast::<u8>().add(at as usize), packed.len());
-            put(position, end as c_int, "position")
+            put(position, end as Int, "position")
         }
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Unpack`: takes the elements' data from `*position` of `inbuf`.
-    fn MPI_Unpack / PMPI_Unpack(
+    fn MPI_Unpack / PMPI_Unpack, MPI_Unpack_c / PMPI_Unpack_c(
         inbuf: *const c_void,
-        insize: c_int,
-        position: *mut c_int,
+        insize: Int,
+        position: *mut Int,
         outbuf: *mut c_void,
-        outcount: c_int,
+        outcount: Int,
         datatype: c_int,
         _comm: c_int,
     ) {
         let found = types::committed(datatype)?;
-        let n = count_of(outcount, "MPI_Unpack")?;
+        let n = count_of(outcount, NAME)?;
         // SAFETY: the caller's in-out argument.
         let at = unsafe { get(position, "position")? };
-        let len = found.packed_len(n);
+        let len = buffer_len(&found, n, NAME)?;
         let end = at as usize + len;
         if at < 0 || end > insize.max(0) as usize {
-            return Err(MpiError::new(class::TRUNCATE, format!("MPI_Unpack: {len} bytes at position {at} are beyond the {insize} bytes of the buffer")));
+            return Err(MpiError::new(class::TRUNCATE, format!("{NAME}: {len} bytes at position {at} are beyond the {insize} bytes of the buffer")));
         }
         // SAFETY: `inbuf` holds `insize` bytes (the range is checked) and
         // `outbuf` `outcount` elements, as MPI requires.
         unsafe {
             let data = std::slice::from_raw_parts(inbuf.cast::<u8>().add(at as usize), len);
             found.unpack(data, outbuf.cast());
-            put(position, end as c_int, "position")
+            put(position, end as Int, "position")
         }
     }
 }

@@ -483,6 +483,7 @@ static void predefined_callbacks(void)
     POINTER(MPI_TYPE_NULL_COPY_FN);
     POINTER(MPI_TYPE_NULL_DELETE_FN);
     POINTER(MPI_CONVERSION_FN_NULL);
+    POINTER(MPI_CONVERSION_FN_NULL_C);
     /* The dup callbacks name a function of the library: their expansion is what must agree. */
     EXPANSION(MPI_DUP_FN);
     EXPANSION(MPI_COMM_DUP_FN);

@@ -16,11 +16,11 @@ use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::io::posix::{self, AccessError, RangeLock, mode};
 use crate::io::{OpenFile, View};
-use crate::mpi_fn;
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
-use super::super::{count_of, empty_status, incoming, outgoing, put, write_status};
+use super::super::{Count, CountArg, buffer_len, count_of, empty_status, incoming, outgoing, put, write_status};
 use super::view::{explicit_offset, not_sequential};
 use super::with_file;
 
@@ -48,7 +48,7 @@ pub(super) enum Pointer {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Memory {
     pub buf: *mut c_void,
-    pub count: c_int,
+    pub count: Count,
     pub datatype: c_int,
 }
 
@@ -85,7 +85,7 @@ pub(super) fn check(file: &OpenFile, view: &View, direction: Direction, memory: 
         _ => {}
     }
     let datatype = types::committed(memory.datatype)?;
-    let bytes = datatype.packed_len(count_of(memory.count, "data access")?) as u64;
+    let bytes = buffer_len(&datatype, count_of(memory.count, "data access")?, "data access")? as u64;
     let esize = view.etype_size();
     if bytes % esize != 0 {
         return Err(MpiError::new(
@@ -287,7 +287,8 @@ fn end(call: &str, begun_by: &str, fh: usize, status: *mut abi::Status) -> Resul
     with_file(call, fh, |file| {
         let mut state = file.state.lock();
         let done = match state.split {
-            Some((under_way, done)) if under_way == begun_by => done,
+            // Either form of the begin call: `MPI_File_read_all_begin` or `MPI_File_read_all_begin_c`.
+            Some((under_way, done)) if under_way.strip_suffix("_c").unwrap_or(under_way) == begun_by => done,
             Some((under_way, _)) => {
                 return Err(MpiError::new(
                     class::IO,
@@ -311,12 +312,12 @@ fn end(call: &str, begun_by: &str, fh: usize, status: *mut abi::Status) -> Resul
 
 /// Blocking accesses at the file pointers: `(fh, buf, count, datatype, status)`.
 macro_rules! blocking_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, buf: *mut c_void, count: c_int, datatype: c_int, status: *mut abi::Status) {
-                let memory = Memory { buf, count, datatype };
-                blocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, status)
+            fn $name / $pname, $cname / $pcname(fh: usize, buf: *mut c_void, count: Int, datatype: c_int, status: *mut abi::Status) {
+                let memory = Memory { buf, count: count.wide(), datatype };
+                blocking(NAME, Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, status)
             }
         }
     )*};
@@ -324,12 +325,12 @@ macro_rules! blocking_fns {
 
 /// Blocking accesses at explicit offsets: `(fh, offset, buf, count, datatype, status)`.
 macro_rules! blocking_at_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $call:ident $direction:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, offset: i64, buf: *mut c_void, count: c_int, datatype: c_int, status: *mut abi::Status) {
-                let memory = Memory { buf, count, datatype };
-                blocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, status)
+            fn $name / $pname, $cname / $pcname(fh: usize, offset: i64, buf: *mut c_void, count: Int, datatype: c_int, status: *mut abi::Status) {
+                let memory = Memory { buf, count: count.wide(), datatype };
+                blocking(NAME, Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, status)
             }
         }
     )*};
@@ -337,12 +338,12 @@ macro_rules! blocking_at_fns {
 
 /// Non-blocking accesses at the file pointers: `(fh, buf, count, datatype, request)`.
 macro_rules! nonblocking_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $call:ident $direction:ident $pointer:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, buf: *mut c_void, count: c_int, datatype: c_int, request: *mut c_int) {
-                let memory = Memory { buf, count, datatype };
-                nonblocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, request)
+            fn $name / $pname, $cname / $pcname(fh: usize, buf: *mut c_void, count: Int, datatype: c_int, request: *mut c_int) {
+                let memory = Memory { buf, count: count.wide(), datatype };
+                nonblocking(NAME, Call::$call, fh, Direction::$direction, Pointer::$pointer, memory, request)
             }
         }
     )*};
@@ -350,12 +351,12 @@ macro_rules! nonblocking_fns {
 
 /// Non-blocking accesses at explicit offsets: `(fh, offset, buf, count, datatype, request)`.
 macro_rules! nonblocking_at_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $call:ident $direction:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $call:ident $direction:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, offset: i64, buf: *mut c_void, count: c_int, datatype: c_int, request: *mut c_int) {
-                let memory = Memory { buf, count, datatype };
-                nonblocking(stringify!($name), Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, request)
+            fn $name / $pname, $cname / $pcname(fh: usize, offset: i64, buf: *mut c_void, count: Int, datatype: c_int, request: *mut c_int) {
+                let memory = Memory { buf, count: count.wide(), datatype };
+                nonblocking(NAME, Call::$call, fh, Direction::$direction, Pointer::At(offset), memory, request)
             }
         }
     )*};
@@ -363,11 +364,11 @@ macro_rules! nonblocking_at_fns {
 
 /// Begin calls of split collectives at the file pointers: `(fh, buf, count, datatype)`.
 macro_rules! begin_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident $pointer:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $direction:ident $pointer:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, buf: *mut c_void, count: c_int, datatype: c_int) {
-                begin(stringify!($name), fh, Direction::$direction, Pointer::$pointer, Memory { buf, count, datatype })
+            fn $name / $pname, $cname / $pcname(fh: usize, buf: *mut c_void, count: Int, datatype: c_int) {
+                begin(NAME, fh, Direction::$direction, Pointer::$pointer, Memory { buf, count: count.wide(), datatype })
             }
         }
     )*};
@@ -375,11 +376,11 @@ macro_rules! begin_fns {
 
 /// Begin calls of split collectives at explicit offsets: `(fh, offset, buf, count, datatype)`.
 macro_rules! begin_at_fns {
-    ($($(#[$doc:meta])* $name:ident / $pname:ident: $direction:ident;)*) => {$(
-        mpi_fn! {
+    ($($(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident: $direction:ident;)*) => {$(
+        counted_fn! {
             $(#[$doc])*
-            fn $name / $pname(fh: usize, offset: i64, buf: *mut c_void, count: c_int, datatype: c_int) {
-                begin(stringify!($name), fh, Direction::$direction, Pointer::At(offset), Memory { buf, count, datatype })
+            fn $name / $pname, $cname / $pcname(fh: usize, offset: i64, buf: *mut c_void, count: Int, datatype: c_int) {
+                begin(NAME, fh, Direction::$direction, Pointer::At(offset), Memory { buf, count: count.wide(), datatype })
             }
         }
     )*};
@@ -399,76 +400,76 @@ macro_rules! end_fns {
 
 blocking_at_fns! {
     /// `MPI_File_read_at`.
-    MPI_File_read_at / PMPI_File_read_at: Independent Read;
+    MPI_File_read_at / PMPI_File_read_at, MPI_File_read_at_c / PMPI_File_read_at_c: Independent Read;
     /// `MPI_File_read_at_all` (collective).
-    MPI_File_read_at_all / PMPI_File_read_at_all: Collective Read;
+    MPI_File_read_at_all / PMPI_File_read_at_all, MPI_File_read_at_all_c / PMPI_File_read_at_all_c: Collective Read;
     /// `MPI_File_write_at`.
-    MPI_File_write_at / PMPI_File_write_at: Independent Write;
+    MPI_File_write_at / PMPI_File_write_at, MPI_File_write_at_c / PMPI_File_write_at_c: Independent Write;
     /// `MPI_File_write_at_all` (collective).
-    MPI_File_write_at_all / PMPI_File_write_at_all: Collective Write;
+    MPI_File_write_at_all / PMPI_File_write_at_all, MPI_File_write_at_all_c / PMPI_File_write_at_all_c: Collective Write;
 }
 
 blocking_fns! {
     /// `MPI_File_read`: at the individual file pointer.
-    MPI_File_read / PMPI_File_read: Independent Read Individual;
+    MPI_File_read / PMPI_File_read, MPI_File_read_c / PMPI_File_read_c: Independent Read Individual;
     /// `MPI_File_read_all` (collective): at the individual file pointer.
-    MPI_File_read_all / PMPI_File_read_all: Collective Read Individual;
+    MPI_File_read_all / PMPI_File_read_all, MPI_File_read_all_c / PMPI_File_read_all_c: Collective Read Individual;
     /// `MPI_File_write`: at the individual file pointer.
-    MPI_File_write / PMPI_File_write: Independent Write Individual;
+    MPI_File_write / PMPI_File_write, MPI_File_write_c / PMPI_File_write_c: Independent Write Individual;
     /// `MPI_File_write_all` (collective): at the individual file pointer.
-    MPI_File_write_all / PMPI_File_write_all: Collective Write Individual;
+    MPI_File_write_all / PMPI_File_write_all, MPI_File_write_all_c / PMPI_File_write_all_c: Collective Write Individual;
     /// `MPI_File_read_shared`: at the shared file pointer.
-    MPI_File_read_shared / PMPI_File_read_shared: Independent Read Shared;
+    MPI_File_read_shared / PMPI_File_read_shared, MPI_File_read_shared_c / PMPI_File_read_shared_c: Independent Read Shared;
     /// `MPI_File_write_shared`: at the shared file pointer.
-    MPI_File_write_shared / PMPI_File_write_shared: Independent Write Shared;
+    MPI_File_write_shared / PMPI_File_write_shared, MPI_File_write_shared_c / PMPI_File_write_shared_c: Independent Write Shared;
     /// `MPI_File_read_ordered` (collective): at the shared file pointer, in rank order.
-    MPI_File_read_ordered / PMPI_File_read_ordered: Collective Read Ordered;
+    MPI_File_read_ordered / PMPI_File_read_ordered, MPI_File_read_ordered_c / PMPI_File_read_ordered_c: Collective Read Ordered;
     /// `MPI_File_write_ordered` (collective): at the shared file pointer, in rank order.
-    MPI_File_write_ordered / PMPI_File_write_ordered: Collective Write Ordered;
+    MPI_File_write_ordered / PMPI_File_write_ordered, MPI_File_write_ordered_c / PMPI_File_write_ordered_c: Collective Write Ordered;
 }
 
 nonblocking_at_fns! {
     /// `MPI_File_iread_at`.
-    MPI_File_iread_at / PMPI_File_iread_at: Independent Read;
+    MPI_File_iread_at / PMPI_File_iread_at, MPI_File_iread_at_c / PMPI_File_iread_at_c: Independent Read;
     /// `MPI_File_iread_at_all`.
-    MPI_File_iread_at_all / PMPI_File_iread_at_all: Collective Read;
+    MPI_File_iread_at_all / PMPI_File_iread_at_all, MPI_File_iread_at_all_c / PMPI_File_iread_at_all_c: Collective Read;
     /// `MPI_File_iwrite_at`.
-    MPI_File_iwrite_at / PMPI_File_iwrite_at: Independent Write;
+    MPI_File_iwrite_at / PMPI_File_iwrite_at, MPI_File_iwrite_at_c / PMPI_File_iwrite_at_c: Independent Write;
     /// `MPI_File_iwrite_at_all`.
-    MPI_File_iwrite_at_all / PMPI_File_iwrite_at_all: Collective Write;
+    MPI_File_iwrite_at_all / PMPI_File_iwrite_at_all, MPI_File_iwrite_at_all_c / PMPI_File_iwrite_at_all_c: Collective Write;
 }
 
 nonblocking_fns! {
     /// `MPI_File_iread`.
-    MPI_File_iread / PMPI_File_iread: Independent Read Individual;
+    MPI_File_iread / PMPI_File_iread, MPI_File_iread_c / PMPI_File_iread_c: Independent Read Individual;
     /// `MPI_File_iread_all`.
-    MPI_File_iread_all / PMPI_File_iread_all: Collective Read Individual;
+    MPI_File_iread_all / PMPI_File_iread_all, MPI_File_iread_all_c / PMPI_File_iread_all_c: Collective Read Individual;
     /// `MPI_File_iwrite`.
-    MPI_File_iwrite / PMPI_File_iwrite: Independent Write Individual;
+    MPI_File_iwrite / PMPI_File_iwrite, MPI_File_iwrite_c / PMPI_File_iwrite_c: Independent Write Individual;
     /// `MPI_File_iwrite_all`.
-    MPI_File_iwrite_all / PMPI_File_iwrite_all: Collective Write Individual;
+    MPI_File_iwrite_all / PMPI_File_iwrite_all, MPI_File_iwrite_all_c / PMPI_File_iwrite_all_c: Collective Write Individual;
     /// `MPI_File_iread_shared`.
-    MPI_File_iread_shared / PMPI_File_iread_shared: Independent Read Shared;
+    MPI_File_iread_shared / PMPI_File_iread_shared, MPI_File_iread_shared_c / PMPI_File_iread_shared_c: Independent Read Shared;
     /// `MPI_File_iwrite_shared`.
-    MPI_File_iwrite_shared / PMPI_File_iwrite_shared: Independent Write Shared;
+    MPI_File_iwrite_shared / PMPI_File_iwrite_shared, MPI_File_iwrite_shared_c / PMPI_File_iwrite_shared_c: Independent Write Shared;
 }
 
 begin_at_fns! {
     /// `MPI_File_read_at_all_begin`.
-    MPI_File_read_at_all_begin / PMPI_File_read_at_all_begin: Read;
+    MPI_File_read_at_all_begin / PMPI_File_read_at_all_begin, MPI_File_read_at_all_begin_c / PMPI_File_read_at_all_begin_c: Read;
     /// `MPI_File_write_at_all_begin`.
-    MPI_File_write_at_all_begin / PMPI_File_write_at_all_begin: Write;
+    MPI_File_write_at_all_begin / PMPI_File_write_at_all_begin, MPI_File_write_at_all_begin_c / PMPI_File_write_at_all_begin_c: Write;
 }
 
 begin_fns! {
     /// `MPI_File_read_all_begin`.
-    MPI_File_read_all_begin / PMPI_File_read_all_begin: Read Individual;
+    MPI_File_read_all_begin / PMPI_File_read_all_begin, MPI_File_read_all_begin_c / PMPI_File_read_all_begin_c: Read Individual;
     /// `MPI_File_write_all_begin`.
-    MPI_File_write_all_begin / PMPI_File_write_all_begin: Write Individual;
+    MPI_File_write_all_begin / PMPI_File_write_all_begin, MPI_File_write_all_begin_c / PMPI_File_write_all_begin_c: Write Individual;
     /// `MPI_File_read_ordered_begin`.
-    MPI_File_read_ordered_begin / PMPI_File_read_ordered_begin: Read Ordered;
+    MPI_File_read_ordered_begin / PMPI_File_read_ordered_begin, MPI_File_read_ordered_begin_c / PMPI_File_read_ordered_begin_c: Read Ordered;
     /// `MPI_File_write_ordered_begin`.
-    MPI_File_write_ordered_begin / PMPI_File_write_ordered_begin: Write Ordered;
+    MPI_File_write_ordered_begin / PMPI_File_write_ordered_begin, MPI_File_write_ordered_begin_c / PMPI_File_write_ordered_begin_c: Write Ordered;
 }
 
 end_fns! {

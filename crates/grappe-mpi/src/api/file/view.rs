@@ -11,8 +11,8 @@ use crate::abi::class;
 use crate::errors::{MpiError, Result};
 use crate::io::view::Tiling;
 use crate::io::{OpenFile, View};
-use crate::mpi_fn;
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 use super::super::env::{copy_string, read_string};
 use super::super::put;
@@ -177,11 +177,11 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_File_get_type_extent`: the extent of `datatype` in the file,
     /// its extent in memory in the native representation.
-    fn MPI_File_get_type_extent / PMPI_File_get_type_extent(fh: usize, datatype: c_int, extent: *mut c_long) {
-        with_file("MPI_File_get_type_extent", fh, |_| {
+    fn MPI_File_get_type_extent / PMPI_File_get_type_extent, MPI_File_get_type_extent_c / PMPI_File_get_type_extent_c(fh: usize, datatype: c_int, extent: *mut c_long) {
+        with_file(NAME, fh, |_| {
             let found = types::lookup(datatype)?;
             // SAFETY: the caller's output argument.
             unsafe { put(extent, found.extent() as c_long, "extent") }
@@ -278,24 +278,25 @@ mpi_fn! {
     }
 }
 
-/// `MPI_Datarep_conversion_function` and `MPI_Datarep_extent_function`,
+/// `MPI_Datarep_conversion_function` (its count an `int`, or an
+/// `MPI_Count` for `MPI_Register_datarep_c`) and `MPI_Datarep_extent_function`,
 /// as `MPI_Register_datarep` receives them (kept by no one).
-type Conversion = Option<unsafe extern "C" fn(*mut c_void, c_int, c_int, *mut c_void, i64, *mut c_void) -> c_int>;
+type Conversion<N> = Option<unsafe extern "C" fn(*mut c_void, c_int, N, *mut c_void, i64, *mut c_void) -> c_int>;
 type ExtentFunction = Option<unsafe extern "C" fn(c_int, *mut c_long, *mut c_void) -> c_int>;
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Register_datarep`: the name is taken (`MPI_ERR_DUP_DATAREP`
     /// the second time); views in it are refused, since grappe does not
     /// convert data through the program's functions.
-    fn MPI_Register_datarep / PMPI_Register_datarep(
+    fn MPI_Register_datarep / PMPI_Register_datarep, MPI_Register_datarep_c / PMPI_Register_datarep_c(
         datarep: *const c_char,
-        _read: Conversion,
-        _write: Conversion,
+        _read: Conversion<Int>,
+        _write: Conversion<Int>,
         _extent: ExtentFunction,
         _extra_state: *mut c_void,
     ) {
         let register = || -> Result<()> {
-            running("MPI_Register_datarep")?;
+            running(NAME)?;
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(datarep, "datarep")? };
             if name.is_empty() || name.len() >= MAX_DATAREP_STRING {

@@ -31,10 +31,10 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
-use crate::mpi_fn;
 use crate::reduce::OpCode;
 use crate::state::{self, Table};
 use crate::types::{self, Type};
+use crate::{counted_fn, mpi_fn};
 
 mod passive;
 
@@ -42,7 +42,7 @@ use std::collections::HashMap;
 
 use super::env::{copy_string, read_string};
 use super::file::collective::{self, MPI_BYTE};
-use super::{get, put};
+use super::{Count, CountArg, get, put, widen};
 
 /// `MPI_WIN_BASE` and the other predefined window attributes.
 const WIN_BASE: c_int = 0x6600_0001;
@@ -251,6 +251,15 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
     Ok(abi::direct_handle(kind::WIN, slot))
 }
 
+/// A window's displacement unit (an `MPI_Aint` in the `_c` forms), as
+/// the `int` the window keeps (`MPI_WIN_DISP_UNIT`).
+fn window_unit(unit: impl CountArg) -> Result<c_int> {
+    let unit = unit.wide();
+    c_int::try_from(unit).map_err(|_| {
+        MpiError::new(class::ARG, format!("the displacement unit {unit} is beyond the int range of grappe's windows"))
+    })
+}
+
 fn check_size(size: isize, disp_unit: c_int) -> Result<()> {
     if size < 0 {
         return Err(MpiError::new(class::ARG, format!("the window size {size} is negative")));
@@ -261,24 +270,26 @@ fn check_size(size: isize, disp_unit: c_int) -> Result<()> {
     Ok(())
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Win_create`: a window over `size` bytes at `base` on each rank (collective).
-    fn MPI_Win_create / PMPI_Win_create(base: *mut c_void, size: isize, disp_unit: c_int, info: c_int, comm: c_int, win: *mut c_int) {
+    fn MPI_Win_create / PMPI_Win_create, MPI_Win_create_c / PMPI_Win_create_c(base: *mut c_void, size: isize, disp_unit: Disp, info: c_int, comm: c_int, win: *mut c_int) {
+        let disp_unit = window_unit(disp_unit).map_err(|e| e.on(comm))?;
         check_size(size, disp_unit).map_err(|e| e.on(comm))?;
         if win.is_null() {
             return Err(MpiError::new(class::ARG, "the window handle argument is NULL").on(comm));
         }
         let making = Making { base: base as usize, len: size, disp_unit, flavor: FLAVOR_CREATE, memory: None, shared_bases: Vec::new() };
-        let handle = create("MPI_Win_create", comm, info, making).map_err(|e| e.on(comm))?;
+        let handle = create(NAME, comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output argument, checked non-NULL.
         unsafe { win.write(handle) };
         Ok(())
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Win_allocate`: a window over `size` bytes the library allocates (collective).
-    fn MPI_Win_allocate / PMPI_Win_allocate(size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+    fn MPI_Win_allocate / PMPI_Win_allocate, MPI_Win_allocate_c / PMPI_Win_allocate_c(size: isize, disp_unit: Disp, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+        let disp_unit = window_unit(disp_unit).map_err(|e| e.on(comm))?;
         check_size(size, disp_unit).map_err(|e| e.on(comm))?;
         if win.is_null() || baseptr.is_null() {
             return Err(MpiError::new(class::ARG, "the window handle or base pointer argument is NULL").on(comm));
@@ -286,7 +297,7 @@ mpi_fn! {
         let mut memory = vec![0u64; (size as usize).div_ceil(8).max(1)].into_boxed_slice();
         let base = memory.as_mut_ptr() as usize;
         let making = Making { base, len: size, disp_unit, flavor: FLAVOR_ALLOCATE, memory: Some(Memory::Heap(memory)), shared_bases: Vec::new() };
-        let handle = create("MPI_Win_allocate", comm, info, making).map_err(|e| e.on(comm))?;
+        let handle = create(NAME, comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output arguments, checked non-NULL; MPI's
         // `baseptr` is a `void **` passed as `void *`.
         unsafe {
@@ -674,7 +685,7 @@ struct Origin<'a> {
     win: c_int,
     target_rank: c_int,
     target_disp: isize,
-    target_count: c_int,
+    target_count: Count,
     target_datatype: c_int,
     /// The origin's elements to send, packed.
     data: Vec<u8>,
@@ -689,7 +700,7 @@ struct Origin<'a> {
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`, as MPI requires.
-unsafe fn pack(buf: *const c_void, count: c_int, datatype: c_int, what: &str) -> Result<(Vec<u8>, Type)> {
+unsafe fn pack(buf: *const c_void, count: Count, datatype: c_int, what: &str) -> Result<(Vec<u8>, Type)> {
     let datatype = types::committed(datatype)?;
     // SAFETY: as the caller promised.
     let data = unsafe { crate::api::outgoing(buf, count, &datatype, what)? }.into_owned();
@@ -825,10 +836,11 @@ fn queue(origin: Origin) -> Result<()> {
 /// `MPI_NO_OP`.
 const NO_OP: c_int = 0x5800_000e;
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Put`: completes at the next fence.
-    fn MPI_Put / PMPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        put_access("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+    fn MPI_Put / PMPI_Put, MPI_Put_c / PMPI_Put_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, win: c_int) {
+        widen!(origin_count, target_count);
+        put_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
 }
 
@@ -836,11 +848,11 @@ mpi_fn! {
 fn put_access(
     call: &'static str,
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: Count,
     origin_datatype: c_int,
     target_rank: c_int,
     target_disp: isize,
-    target_count: c_int,
+    target_count: Count,
     target_datatype: c_int,
     win: c_int,
 ) -> Result<()> {
@@ -860,10 +872,11 @@ fn put_access(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Get`: the origin's elements are written at the next fence.
-    fn MPI_Get / PMPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int) {
-        get_access("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+    fn MPI_Get / PMPI_Get, MPI_Get_c / PMPI_Get_c(origin_addr: *mut c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, win: c_int) {
+        widen!(origin_count, target_count);
+        get_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
     }
 }
 
@@ -871,11 +884,11 @@ mpi_fn! {
 fn get_access(
     call: &'static str,
     origin_addr: *mut c_void,
-    origin_count: c_int,
+    origin_count: Count,
     origin_datatype: c_int,
     target_rank: c_int,
     target_disp: isize,
-    target_count: c_int,
+    target_count: Count,
     target_datatype: c_int,
     win: c_int,
 ) -> Result<()> {
@@ -895,7 +908,7 @@ fn get_access(
 }
 
 /// Where the elements a target sends back go, checked.
-fn result_of(addr: *mut c_void, count: c_int, datatype: c_int, what: &str) -> Result<(usize, usize, Type)> {
+fn result_of(addr: *mut c_void, count: Count, datatype: c_int, what: &str) -> Result<(usize, usize, Type)> {
     let datatype = types::committed(datatype)?;
     let count = crate::api::count_of(count, what)?;
     if addr.is_null() && count > 0 && datatype.size() > 0 && datatype.true_lb() == 0 {
@@ -904,10 +917,11 @@ fn result_of(addr: *mut c_void, count: c_int, datatype: c_int, what: &str) -> Re
     Ok((addr as usize, count, datatype))
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Accumulate`: `target = target op origin`, element by element, at the next fence.
-    fn MPI_Accumulate / PMPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        accumulate_access("MPI_Accumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+    fn MPI_Accumulate / PMPI_Accumulate, MPI_Accumulate_c / PMPI_Accumulate_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, op: c_int, win: c_int) {
+        widen!(origin_count, target_count);
+        accumulate_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
     }
 }
 
@@ -915,11 +929,11 @@ mpi_fn! {
 fn accumulate_access(
     call: &'static str,
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: Count,
     origin_datatype: c_int,
     target_rank: c_int,
     target_disp: isize,
-    target_count: c_int,
+    target_count: Count,
     target_datatype: c_int,
     op: c_int,
     win: c_int,
@@ -941,10 +955,11 @@ fn accumulate_access(
     })
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Get_accumulate`: reads the target's elements, then accumulates.
-    fn MPI_Get_accumulate / PMPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) {
-        get_accumulate_access("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+    fn MPI_Get_accumulate / PMPI_Get_accumulate, MPI_Get_accumulate_c / PMPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, result_addr: *mut c_void, result_count: Int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, op: c_int, win: c_int) {
+        widen!(origin_count, result_count, target_count);
+        get_accumulate_access(NAME, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
     }
 }
 
@@ -952,14 +967,14 @@ mpi_fn! {
 fn get_accumulate_access(
     call: &'static str,
     origin_addr: *const c_void,
-    origin_count: c_int,
+    origin_count: Count,
     origin_datatype: c_int,
     result_addr: *mut c_void,
-    result_count: c_int,
+    result_count: Count,
     result_datatype: c_int,
     target_rank: c_int,
     target_disp: isize,
-    target_count: c_int,
+    target_count: Count,
     target_datatype: c_int,
     op: c_int,
     win: c_int,
@@ -1659,39 +1674,43 @@ fn completed_request(call: &str, request: *mut c_int) -> Result<()> {
     unsafe { put(request, handle, "request") }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Rput`: `MPI_Put` in a passive-target epoch, with a request.
-    fn MPI_Rput / PMPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        in_passive_epoch("MPI_Rput", win, target_rank)?;
-        put_access("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
-        completed_request("MPI_Rput", request)
+    fn MPI_Rput / PMPI_Rput, MPI_Rput_c / PMPI_Rput_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        widen!(origin_count, target_count);
+        in_passive_epoch(NAME, win, target_rank)?;
+        put_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        completed_request(NAME, request)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Rget`: `MPI_Get` in a passive-target epoch, with a request.
-    fn MPI_Rget / PMPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_int) {
-        in_passive_epoch("MPI_Rget", win, target_rank)?;
-        get_access("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
-        completed_request("MPI_Rget", request)
+    fn MPI_Rget / PMPI_Rget, MPI_Rget_c / PMPI_Rget_c(origin_addr: *mut c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, win: c_int, request: *mut c_int) {
+        widen!(origin_count, target_count);
+        in_passive_epoch(NAME, win, target_rank)?;
+        get_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)?;
+        completed_request(NAME, request)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Raccumulate`: `MPI_Accumulate` in a passive-target epoch, with a request.
-    fn MPI_Raccumulate / PMPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        in_passive_epoch("MPI_Raccumulate", win, target_rank)?;
-        accumulate_access("MPI_Raccumulate", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
-        completed_request("MPI_Raccumulate", request)
+    fn MPI_Raccumulate / PMPI_Raccumulate, MPI_Raccumulate_c / PMPI_Raccumulate_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        widen!(origin_count, target_count);
+        in_passive_epoch(NAME, win, target_rank)?;
+        accumulate_access(NAME, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
+        completed_request(NAME, request)
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Rget_accumulate`: `MPI_Get_accumulate` in a passive-target epoch, with a request.
-    fn MPI_Rget_accumulate / PMPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
-        in_passive_epoch("MPI_Rget_accumulate", win, target_rank)?;
-        get_accumulate_access("MPI_Rget_accumulate", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
-        completed_request("MPI_Rget_accumulate", request)
+    fn MPI_Rget_accumulate / PMPI_Rget_accumulate, MPI_Rget_accumulate_c / PMPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: Int, origin_datatype: c_int, result_addr: *mut c_void, result_count: Int, result_datatype: c_int, target_rank: c_int, target_disp: isize, target_count: Int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_int) {
+        widen!(origin_count, result_count, target_count);
+        in_passive_epoch(NAME, win, target_rank)?;
+        get_accumulate_access(NAME, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)?;
+        completed_request(NAME, request)
     }
 }
 
@@ -1834,16 +1853,17 @@ fn shared_segment(comm: c_int, rank: usize, size: usize, len: usize) -> Result<p
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Win_allocate_shared`: a window whose parts are in one segment
     /// of shared memory every rank maps (collective; ranks of one host).
-    fn MPI_Win_allocate_shared / PMPI_Win_allocate_shared(size: isize, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+    fn MPI_Win_allocate_shared / PMPI_Win_allocate_shared, MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c(size: isize, disp_unit: Disp, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_int) {
+        let disp_unit = window_unit(disp_unit).map_err(|e| e.on(comm))?;
         check_size(size, disp_unit).map_err(|e| e.on(comm))?;
         if win.is_null() || baseptr.is_null() {
             return Err(MpiError::new(class::ARG, "the window handle or base pointer argument is NULL").on(comm));
         }
         let (rank, nranks) = {
-            let state = state::lock("MPI_Win_allocate_shared")?;
+            let state = state::lock(NAME)?;
             let entry = state.intra(comm)?;
             // Every rank sees the same hosts: all fail alike, none waits.
             if entry.comm.spans_hosts() {
@@ -1862,7 +1882,7 @@ mpi_fn! {
         let shared_bases: Vec<usize> = offsets.iter().map(|&o| segment.start() + o).collect();
         let base = shared_bases[rank];
         let making = Making { base, len: size, disp_unit, flavor: FLAVOR_SHARED, memory: Some(Memory::Shared(segment)), shared_bases };
-        let handle = create("MPI_Win_allocate_shared", comm, info, making).map_err(|e| e.on(comm))?;
+        let handle = create(NAME, comm, info, making).map_err(|e| e.on(comm))?;
         // SAFETY: the caller's output arguments, checked non-NULL; MPI's
         // `baseptr` is a `void **` passed as `void *`.
         unsafe {
@@ -1873,11 +1893,11 @@ mpi_fn! {
     }
 }
 
-mpi_fn! {
+counted_fn! {
     /// `MPI_Win_shared_query`: where rank `rank`'s part of a shared-memory
     /// window is in this process (`MPI_PROC_NULL`: the first part that has bytes).
-    fn MPI_Win_shared_query / PMPI_Win_shared_query(win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut c_int, baseptr: *mut c_void) {
-        with_window("MPI_Win_shared_query", win, |w| {
+    fn MPI_Win_shared_query / PMPI_Win_shared_query, MPI_Win_shared_query_c / PMPI_Win_shared_query_c(win: c_int, rank: c_int, size: *mut isize, disp_unit: *mut Disp, baseptr: *mut c_void) {
+        with_window(NAME, win, |w| {
             if w.flavor != FLAVOR_SHARED {
                 return Err(MpiError::new(class::RMA_FLAVOR, "only a window of MPI_Win_allocate_shared has shared memory to query"));
             }
@@ -1889,7 +1909,7 @@ mpi_fn! {
             // SAFETY: the caller's output arguments; `baseptr` is a `void **`.
             unsafe {
                 put(size, bytes as isize, "size")?;
-                put(disp_unit, unit as c_int, "disp_unit")?;
+                put(disp_unit, unit as Disp, "disp_unit")?;
                 put(baseptr.cast::<usize>(), w.shared_bases[target], "baseptr")
             }
         })
