@@ -504,6 +504,21 @@ impl State {
         self.comms.get(slot).is_some_and(|entry| !entry.pending).then_some(slot)
     }
 
+    /// The slot of communicator `handle` for a call that only reads or
+    /// sets what the rank keeps of it (error handler, name, size, rank):
+    /// the communicator of an `MPI_Comm_idup` under way answers too, as
+    /// under MPICH (mpi4py sets its error handler right after the call).
+    pub fn local_comm_slot(&self, handle: c_int) -> Result<usize> {
+        self.pending_comm_slot(handle).map_or_else(|| self.comm_slot(handle), Ok)
+    }
+
+    /// The communicator of `handle`, for the calls of [`Self::local_comm_slot`]:
+    /// the group of an `MPI_Comm_idup` under way is its original's.
+    pub fn local_comm(&self, handle: c_int) -> Result<&CommEntry> {
+        let slot = self.local_comm_slot(handle)?;
+        Ok(self.comms.get(slot).expect("checked by local_comm_slot"))
+    }
+
     /// The slot of `handle` if it names the communicator of an
     /// `MPI_Comm_idup` under way.
     pub fn pending_comm_slot(&self, handle: c_int) -> Option<usize> {

@@ -15,7 +15,7 @@ mpi_fn! {
     /// `MPI_Comm_size`.
     fn MPI_Comm_size / PMPI_Comm_size(comm: c_int, size: *mut c_int) {
         let state = state::lock("MPI_Comm_size")?;
-        let n = crate::api::intercomm::local_size(&state.comm(comm)?.comm) as c_int;
+        let n = crate::api::intercomm::local_size(&state.local_comm(comm)?.comm) as c_int;
         // SAFETY: the caller's output argument.
         unsafe { put(size, n, "size") }.map_err(|e| e.on(comm))
     }
@@ -25,7 +25,7 @@ mpi_fn! {
     /// `MPI_Comm_rank`.
     fn MPI_Comm_rank / PMPI_Comm_rank(comm: c_int, rank: *mut c_int) {
         let state = state::lock("MPI_Comm_rank")?;
-        let me = state.comm(comm)?.comm.rank() as c_int;
+        let me = state.local_comm(comm)?.comm.rank() as c_int;
         // SAFETY: the caller's output argument.
         unsafe { put(rank, me, "rank") }.map_err(|e| e.on(comm))
     }
@@ -281,7 +281,7 @@ mpi_fn! {
         // SAFETY: a NUL-terminated string, as MPI requires.
         let name = unsafe { read_string(name, "name")? };
         let mut state = state::lock("MPI_Comm_set_name")?;
-        let slot = state.comm_slot(comm)?;
+        let slot = state.local_comm_slot(comm)?;
         state.comms.get_mut(slot).expect("checked by comm_slot").name = name;
         Ok(())
     }
@@ -291,7 +291,7 @@ mpi_fn! {
     /// `MPI_Comm_get_name`: empty for a communicator never named.
     fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: c_int, name: *mut c_char, resultlen: *mut c_int) {
         let state = state::lock("MPI_Comm_get_name")?;
-        let text = &state.comm(comm)?.name;
+        let text = &state.local_comm(comm)?.name;
         // SAFETY: `name` holds MPI_MAX_OBJECT_NAME characters, as MPI requires.
         let len = unsafe { copy_string(text, name, abi::MAX_OBJECT_NAME, "name")? };
         // SAFETY: the caller's output argument.

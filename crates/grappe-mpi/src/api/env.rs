@@ -230,8 +230,8 @@ mpi_fn! {
     fn MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) {
         // SAFETY: the caller's output arguments.
         unsafe {
-            put(version, 3, "version")?;
-            put(subversion, 1, "subversion")
+            put(version, 4, "version")?;
+            put(subversion, 0, "subversion")
         }
     }
 }

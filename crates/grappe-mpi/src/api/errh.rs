@@ -39,7 +39,7 @@ mpi_fn! {
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: c_int, errhandler: c_int) {
         check_handler(errhandler).map_err(|e| e.on(comm))?;
         let mut state = state::lock("MPI_Comm_set_errhandler")?;
-        let slot = state.comm_slot(comm)?;
+        let slot = state.local_comm_slot(comm)?;
         state.comms.get_mut(slot).expect("checked by comm_slot").errhandler = errhandler;
         Ok(())
     }
@@ -49,7 +49,7 @@ mpi_fn! {
     /// `MPI_Comm_get_errhandler`.
     fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: c_int, errhandler: *mut c_int) {
         let state = state::lock("MPI_Comm_get_errhandler")?;
-        let handler = state.comm(comm)?.errhandler;
+        let handler = state.local_comm(comm)?.errhandler;
         // SAFETY: the caller's output argument.
         unsafe { put(errhandler, handler, "errhandler") }
     }

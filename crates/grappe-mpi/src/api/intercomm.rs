@@ -160,7 +160,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Comm_test_inter`.
     fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: c_int, flag: *mut c_int) {
-        let inter = state::lock("MPI_Comm_test_inter")?.comm(comm)?.comm.is_inter();
+        let inter = state::lock("MPI_Comm_test_inter")?.local_comm(comm)?.comm.is_inter();
         // SAFETY: the caller's output argument.
         unsafe { put(flag, inter as c_int, "flag") }.map_err(|e| e.on(comm))
     }

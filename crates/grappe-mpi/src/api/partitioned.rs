@@ -10,8 +10,8 @@
 //! The receiver posts both receives at `MPI_Start`; a partition has
 //! arrived (`MPI_Parrived`) once the data message is in the buffer, and
 //! the round's completion checks the header against its own partitioning:
-//! partitionings that disagree fail there, naming both, instead of
-//! leaving either side waiting.
+//! the sides may cut the message differently, but messages of different
+//! sizes fail there, naming both, instead of leaving either side waiting.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_long, c_void};
@@ -60,8 +60,8 @@ impl Partitioned {
     }
 
     /// The elements of the whole buffer.
-    fn total(&self) -> c_int {
-        self.count * self.partitions as c_int
+    fn total(&self) -> i64 {
+        self.count as i64 * self.partitions as i64
     }
 }
 
@@ -235,7 +235,9 @@ pub(super) fn finish_round(shared: &Shared, status: Result<abi::Status>) -> Resu
     let word = |i: usize| u64::from_ne_bytes(header[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     let (sent_partitions, sent_bytes) = (word(0), word(1));
     let bytes = round.partition_bytes().map_err(|e| e.on(comm))?;
-    if sent_partitions != round.partitions as u64 || sent_bytes != bytes {
+    // MPI 4 lets the two sides cut the message into different numbers of
+    // partitions: only the whole message's size must agree (as MPICH checks).
+    if sent_partitions * sent_bytes != round.partitions as u64 * bytes {
         return Err(MpiError::new(
             class::OTHER,
             format!(
