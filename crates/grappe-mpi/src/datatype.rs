@@ -19,8 +19,11 @@ pub enum Kind {
     U64,
     F32,
     F64,
-    /// `long double`, Fortran's 16-byte reals, 16-byte and wider
-    /// complexes, MPICH's half precision: moved, never combined by grappe.
+    /// C's `long double` (`MPI_LONG_DOUBLE`): x87 extended precision in 16
+    /// bytes on x86-64, combined there; moved, never combined, elsewhere.
+    LongDouble,
+    /// Fortran's 16-byte reals, 16-byte and wider complexes, MPICH's half
+    /// precision: moved, never combined by grappe.
     Opaque,
     /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: one byte, logical operations only.
     Bool,
@@ -87,7 +90,7 @@ predefined! {
     "MPI_UNSIGNED_LONG" 0x4c000808 U64, 8, 8;
     "MPI_FLOAT" 0x4c00040a F32, 4, 4;
     "MPI_DOUBLE" 0x4c00080b F64, 8, 8;
-    "MPI_LONG_DOUBLE" 0x4c00100c Opaque, 16, 16;
+    "MPI_LONG_DOUBLE" 0x4c00100c LongDouble, 16, 16;
     "MPI_LONG_LONG_INT" 0x4c000809 I64, 8, 8;
     "MPI_UNSIGNED_LONG_LONG" 0x4c000819 U64, 8, 8;
     "MPI_PACKED" 0x4c00010f Byte, 1, 1;

@@ -74,7 +74,7 @@ impl OpCode {
         use Kind::*;
         use OpCode::*;
         let integer = matches!(datatype.kind, I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64);
-        let float = matches!(datatype.kind, F32 | F64);
+        let float = matches!(datatype.kind, F32 | F64) || (datatype.kind == LongDouble && LONG_DOUBLE_IS_X87);
         let complex = matches!(datatype.kind, Complex32 | Complex64);
         let allowed = match self {
             Max | Min => integer || float,
@@ -298,7 +298,108 @@ pub fn combine_laid_out(datatype: &Type, input: &[u8], inout: &mut [u8], apply: 
     later.pack_into(datatype, inout);
 }
 
-/// Opaque elements (`long double`...): only `MPI_REPLACE` and `MPI_NO_OP`
+/// Whether C's `long double` is the x87 80-bit format (in 16 bytes), the
+/// one grappe combines.
+const LONG_DOUBLE_IS_X87: bool = cfg!(target_arch = "x86_64");
+
+/// A C `long double`: on x86-64 an x87 extended-precision number in the
+/// low 10 of its 16 bytes. Rust has no such type, so the arithmetic runs
+/// on the x87 unit itself, as a C compiler's would.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct LongDouble([u8; 16]);
+
+impl Element for LongDouble {
+    fn combine(op: OpCode, acc: &mut [LongDouble], later: &[LongDouble]) {
+        match op {
+            OpCode::Replace => each(acc, later, |_, b| b),
+            #[cfg(target_arch = "x86_64")]
+            OpCode::Sum | OpCode::Prod | OpCode::Max | OpCode::Min => each(acc, later, |a, b| x87::combine(op, a, b)),
+            // Refused by `OpCode::check` (or, as MPI_NO_OP, nothing to do).
+            _ => {}
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use super::{LongDouble, OpCode};
+    use std::arch::asm;
+
+    /// `a op b` for MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, rounded as C's
+    /// `long double` arithmetic (x87 default: 64-bit significand).
+    pub(super) fn combine(op: OpCode, a: LongDouble, b: LongDouble) -> LongDouble {
+        match op {
+            // As C's `a > b ? a : b`: a NaN operand does not win.
+            OpCode::Max => {
+                if greater(&b, &a) {
+                    b
+                } else {
+                    a
+                }
+            }
+            OpCode::Min => {
+                if greater(&a, &b) {
+                    b
+                } else {
+                    a
+                }
+            }
+            OpCode::Prod => arithmetic(&a, &b, false),
+            _ => arithmetic(&a, &b, true),
+        }
+    }
+
+    /// `a + b` (`add`) or `a × b`.
+    fn arithmetic(a: &LongDouble, b: &LongDouble, add: bool) -> LongDouble {
+        let mut out = LongDouble([0; 16]);
+        // SAFETY: each pointer is to 16 bytes (the 10 an x87 `tbyte`
+        // load or store touches come first), alive for the block; the
+        // block pushes two values on the x87 stack and pops both, leaving
+        // it empty as the ABI requires, and declares every x87 register
+        // clobbered.
+        unsafe {
+            if add {
+                asm!(
+                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "faddp st(1), st", "fstp tbyte ptr [{out}]",
+                    a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), out = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            } else {
+                asm!(
+                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "fmulp st(1), st", "fstp tbyte ptr [{out}]",
+                    a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), out = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+        }
+        out
+    }
+
+    /// `a > b`; false if either is a NaN.
+    fn greater(a: &LongDouble, b: &LongDouble) -> bool {
+        let above: u8;
+        // SAFETY: as in `arithmetic`: two loads, `fucomip` pops one and
+        // `fstp st(0)` the other; `seta` reads the flags `fucomip` set
+        // (CF and ZF clear: a above b, unordered sets both).
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{b}]", "fld tbyte ptr [{a}]", "fucomip st, st(1)", "fstp st(0)", "seta {above}",
+                a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), above = out(reg_byte) above,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        above != 0
+    }
+}
+
+/// Opaque elements (16-byte reals, wider complexes...): only `MPI_REPLACE` and `MPI_NO_OP`
 /// reach them.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
@@ -332,6 +433,7 @@ pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
         Kind::U64 => task.run::<u64>(),
         Kind::F32 => task.run::<f32>(),
         Kind::F64 => task.run::<f64>(),
+        Kind::LongDouble => task.run::<LongDouble>(),
         Kind::Complex32 => task.run::<Complex32>(),
         Kind::Complex64 => task.run::<Complex64>(),
         Kind::Pair(PairKind::FloatInt) => task.run::<FloatInt>(),
