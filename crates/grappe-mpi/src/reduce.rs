@@ -491,6 +491,42 @@ mod tests {
         assert_eq!(acc[0], Complex64 { re: 5.0, im: 5.0 });
     }
 
+    /// An x87 extended-precision number: 2^(exponent) × significand/2^63.
+    #[cfg(target_arch = "x86_64")]
+    fn x87(significand: u64, exponent: i16) -> LongDouble {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&significand.to_le_bytes());
+        bytes[8..10].copy_from_slice(&((0x3fff + exponent) as u16).to_le_bytes());
+        LongDouble(bytes)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn long_doubles_combine_in_extended_precision() {
+        let one = x87(1 << 63, 0);
+        // 1 + 2^-63: the last bit of the 64-bit significand, lost in a double.
+        let tiny = x87(1 << 63, -63);
+        let mut acc = [one, one, one, tiny];
+        LongDouble::combine(OpCode::Sum, &mut acc, &[tiny, one, x87(3 << 62, 1), one]);
+        assert_eq!(acc[0], x87((1 << 63) | 1, 0), "1 + 2^-63");
+        assert_eq!(acc[1], x87(1 << 63, 1), "1 + 1 = 2");
+        assert_eq!(acc[2], x87(1 << 63, 2), "1 + 3 = 4");
+        assert_eq!(acc[3], x87((1 << 63) | 1, 0), "addition commutes");
+        let mut acc = [x87(3 << 62, 1), x87(3 << 62, 1)];
+        LongDouble::combine(OpCode::Prod, &mut acc, &[x87(3 << 62, 1), one]);
+        assert_eq!(acc, [x87(9 << 60, 3), x87(3 << 62, 1)], "3 × 3 = 9, 3 × 1 = 3");
+        let (big, small) = (x87((1 << 63) | 1, 0), one);
+        let mut acc = [small, big];
+        LongDouble::combine(OpCode::Max, &mut acc, &[big, small]);
+        assert_eq!(acc, [big, big]);
+        LongDouble::combine(OpCode::Min, &mut acc, &[small, big]);
+        assert_eq!(acc, [small, big]);
+        let nan = x87(3 << 62, 0x4000);
+        let mut acc = [one];
+        LongDouble::combine(OpCode::Max, &mut acc, &[nan]);
+        assert_eq!(acc, [one], "a NaN does not win, as C's a > b ? a : b");
+    }
+
     #[test]
     fn pairs_have_the_layout_of_their_c_structures() {
         for (handle, size) in [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8)] {
