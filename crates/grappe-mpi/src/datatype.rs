@@ -50,6 +50,9 @@ pub enum PairKind {
     ShortInt,
     /// `MPI_2INT`: `{ int; int; }`.
     TwoInt,
+    /// `MPI_LONG_DOUBLE_INT`: `{ long double; int; }`, 32 bytes with
+    /// padding on x86-64.
+    LongDoubleInt,
 }
 
 /// A predefined datatype.
@@ -101,7 +104,7 @@ predefined! {
     "MPI_LONG_INT" 0x8c000002 Pair(LongInt), 12, 16;
     "MPI_SHORT_INT" 0x8c000003 Pair(ShortInt), 6, 8;
     "MPI_2INT" 0x4c000816 Pair(TwoInt), 8, 8;
-    "MPI_LONG_DOUBLE_INT" 0x8c000004 Opaque, 20, 32;
+    "MPI_LONG_DOUBLE_INT" 0x8c000004 Pair(LongDoubleInt), 20, 32;
     "MPI_COMPLEX" 0x4c00081e Complex32, 8, 8;
     "MPI_DOUBLE_COMPLEX" 0x4c001022 Complex64, 16, 16;
     "MPI_LOGICAL" 0x4c00041d I32, 4, 4;

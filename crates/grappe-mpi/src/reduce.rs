@@ -81,7 +81,10 @@ impl OpCode {
             Sum | Prod => integer || float || complex,
             Land | Lor | Lxor => integer || datatype.kind == Bool,
             Band | Bor | Bxor => integer || datatype.kind == Byte,
-            MinLoc | MaxLoc => matches!(datatype.kind, Pair(_)),
+            MinLoc | MaxLoc => match datatype.kind {
+                Pair(PairKind::LongDoubleInt) => LONG_DOUBLE_IS_X87,
+                kind => matches!(kind, Pair(_)),
+            },
             Replace | NoOp => true,
         };
         match allowed {
@@ -217,6 +220,7 @@ pair!(DoubleInt, f64, { value: f64, index: i32, pad: i32 });
 pair!(LongInt, i64, { value: i64, index: i32, pad: i32 });
 pair!(ShortInt, i16, { value: i16, pad: i16, index: i32 });
 pair!(TwoInt, i32, { value: i32, index: i32 });
+pair!(LongDoubleInt, LongDouble, { value: LongDouble, index: i32, pad: [u8; 12] });
 
 /// A user's C function (`MPI_User_function`): `inoutvec[i] = invec[i] ∘
 /// inoutvec[i]` for `*len` elements of `*datatype`.
@@ -306,8 +310,27 @@ const LONG_DOUBLE_IS_X87: bool = cfg!(target_arch = "x86_64");
 /// low 10 of its 16 bytes. Rust has no such type, so the arithmetic runs
 /// on the x87 unit itself, as a C compiler's would.
 #[repr(transparent)]
-#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
 pub struct LongDouble([u8; 16]);
+
+/// Compared as numbers (C's `==`, `<`: NaNs unordered, -0 equal to +0),
+/// not as bytes: the 6 bytes past the 10 are padding, whatever the
+/// program's buffer held.
+impl PartialEq for LongDouble {
+    fn eq(&self, other: &LongDouble) -> bool {
+        self.partial_cmp(other) == Some(std::cmp::Ordering::Equal)
+    }
+}
+
+impl PartialOrd for LongDouble {
+    fn partial_cmp(&self, other: &LongDouble) -> Option<std::cmp::Ordering> {
+        #[cfg(target_arch = "x86_64")]
+        return x87::compare(self, other);
+        // Never combined elsewhere (`OpCode::check`): as bytes.
+        #[cfg(not(target_arch = "x86_64"))]
+        return (self.0 == other.0).then_some(std::cmp::Ordering::Equal);
+    }
+}
 
 impl Element for LongDouble {
     fn combine(op: OpCode, acc: &mut [LongDouble], later: &[LongDouble]) {
@@ -325,6 +348,7 @@ impl Element for LongDouble {
 mod x87 {
     use super::{LongDouble, OpCode};
     use std::arch::asm;
+    use std::cmp::Ordering;
 
     /// `a op b` for MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, rounded as C's
     /// `long double` arithmetic (x87 default: 64-bit significand).
@@ -332,14 +356,14 @@ mod x87 {
         match op {
             // As C's `a > b ? a : b`: a NaN operand does not win.
             OpCode::Max => {
-                if greater(&b, &a) {
+                if b > a {
                     b
                 } else {
                     a
                 }
             }
             OpCode::Min => {
-                if greater(&a, &b) {
+                if b < a {
                     b
                 } else {
                     a
@@ -380,22 +404,30 @@ mod x87 {
         out
     }
 
-    /// `a > b`; false if either is a NaN.
-    fn greater(a: &LongDouble, b: &LongDouble) -> bool {
-        let above: u8;
+    /// How `a` compares with `b`; `None` if either is a NaN.
+    pub(super) fn compare(a: &LongDouble, b: &LongDouble) -> Option<Ordering> {
+        let (above, below, unordered): (u8, u8, u8);
         // SAFETY: as in `arithmetic`: two loads, `fucomip` pops one and
-        // `fstp st(0)` the other; `seta` reads the flags `fucomip` set
-        // (CF and ZF clear: a above b, unordered sets both).
+        // `fstp st(0)` the other; the `set` instructions read the flags
+        // `fucomip` set (a above b: CF and ZF clear; below: CF set;
+        // unordered: PF set, with CF and ZF).
         unsafe {
             asm!(
-                "fld tbyte ptr [{b}]", "fld tbyte ptr [{a}]", "fucomip st, st(1)", "fstp st(0)", "seta {above}",
-                a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), above = out(reg_byte) above,
+                "fld tbyte ptr [{b}]", "fld tbyte ptr [{a}]", "fucomip st, st(1)", "fstp st(0)",
+                "seta {above}", "setb {below}", "setp {unordered}",
+                a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(),
+                above = out(reg_byte) above, below = out(reg_byte) below, unordered = out(reg_byte) unordered,
                 out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
                 out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
                 options(nostack),
             );
         }
-        above != 0
+        match (unordered, above, below) {
+            (1, _, _) => None,
+            (_, 1, _) => Some(Ordering::Greater),
+            (_, _, 1) => Some(Ordering::Less),
+            _ => Some(Ordering::Equal),
+        }
     }
 }
 
@@ -441,6 +473,7 @@ pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
         Kind::Pair(PairKind::LongInt) => task.run::<LongInt>(),
         Kind::Pair(PairKind::ShortInt) => task.run::<ShortInt>(),
         Kind::Pair(PairKind::TwoInt) => task.run::<TwoInt>(),
+        Kind::Pair(PairKind::LongDoubleInt) => task.run::<LongDoubleInt>(),
         Kind::Opaque => task.run::<Opaque>(),
     }
 }
@@ -529,7 +562,9 @@ mod tests {
 
     #[test]
     fn pairs_have_the_layout_of_their_c_structures() {
-        for (handle, size) in [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8)] {
+        for (handle, size) in
+            [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8), (0x8c000004, 32)]
+        {
             let datatype = lookup(handle as c_int).unwrap();
             struct Size;
             impl Typed for Size {

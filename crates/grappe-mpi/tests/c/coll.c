@@ -3,8 +3,8 @@
  * bitwise operation on MPI_INT, MPI_LONG, MPI_LONG_LONG, MPI_UNSIGNED,
  * MPI_FLOAT and MPI_DOUBLE, MPI_SUM/MPI_PROD/MPI_MAX/MPI_MIN on
  * MPI_LONG_DOUBLE (on x86-64, with values that differ past a double's
- * precision), MPI_MAXLOC/MPI_MINLOC on the pair types,
- * MPI_IN_PLACE, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
+ * precision), MPI_MAXLOC/MPI_MINLOC on the pair types (MPI_LONG_DOUBLE_INT
+ * on x86-64), MPI_IN_PLACE, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
  * MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan. Each
  * runs on MPI_COMM_WORLD, on MPI_COMM_SELF and on the halves of an
  * odd/even MPI_Comm_split whose keys reverse the rank order (so a
@@ -250,6 +250,9 @@ DEFINE_LOC(double_int, double, double_int)
 DEFINE_LOC(int_int, int, two_int)
 DEFINE_LOC(long_int, long, long_int)
 DEFINE_LOC(float_int, float, float_int)
+#if defined(__x86_64__)
+DEFINE_LOC(long_double_int, long double, long_double_int)
+#endif
 
 static void loc_reductions(MPI_Comm comm)
 {
@@ -258,6 +261,9 @@ static void loc_reductions(MPI_Comm comm)
         loc_two_int(comm, MPI_2INT, "MPI_2INT", count);
         loc_long_int(comm, MPI_LONG_INT, "MPI_LONG_INT", count);
         loc_float_int(comm, MPI_FLOAT_INT, "MPI_FLOAT_INT", count);
+#if defined(__x86_64__)
+        loc_long_double_int(comm, MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT", count);
+#endif
     }
 }
 
