@@ -19,8 +19,11 @@ pub enum Kind {
     U64,
     F32,
     F64,
-    /// `long double`, Fortran's 16-byte reals, 16-byte and wider
-    /// complexes, MPICH's half precision: moved, never combined by grappe.
+    /// C's `long double` (`MPI_LONG_DOUBLE`): x87 extended precision in 16
+    /// bytes on x86-64, combined there; moved, never combined, elsewhere.
+    LongDouble,
+    /// Fortran's 16-byte reals, 16-byte and wider complexes, MPICH's half
+    /// precision: moved, never combined by grappe.
     Opaque,
     /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: one byte, logical operations only.
     Bool,
@@ -47,6 +50,9 @@ pub enum PairKind {
     ShortInt,
     /// `MPI_2INT`: `{ int; int; }`.
     TwoInt,
+    /// `MPI_LONG_DOUBLE_INT`: `{ long double; int; }`, 32 bytes with
+    /// padding on x86-64.
+    LongDoubleInt,
 }
 
 /// A predefined datatype.
@@ -87,7 +93,7 @@ predefined! {
     "MPI_UNSIGNED_LONG" 0x4c000808 U64, 8, 8;
     "MPI_FLOAT" 0x4c00040a F32, 4, 4;
     "MPI_DOUBLE" 0x4c00080b F64, 8, 8;
-    "MPI_LONG_DOUBLE" 0x4c00100c Opaque, 16, 16;
+    "MPI_LONG_DOUBLE" 0x4c00100c LongDouble, 16, 16;
     "MPI_LONG_LONG_INT" 0x4c000809 I64, 8, 8;
     "MPI_UNSIGNED_LONG_LONG" 0x4c000819 U64, 8, 8;
     "MPI_PACKED" 0x4c00010f Byte, 1, 1;
@@ -98,7 +104,7 @@ predefined! {
     "MPI_LONG_INT" 0x8c000002 Pair(LongInt), 12, 16;
     "MPI_SHORT_INT" 0x8c000003 Pair(ShortInt), 6, 8;
     "MPI_2INT" 0x4c000816 Pair(TwoInt), 8, 8;
-    "MPI_LONG_DOUBLE_INT" 0x8c000004 Opaque, 20, 32;
+    "MPI_LONG_DOUBLE_INT" 0x8c000004 Pair(LongDoubleInt), 20, 32;
     "MPI_COMPLEX" 0x4c00081e Complex32, 8, 8;
     "MPI_DOUBLE_COMPLEX" 0x4c001022 Complex64, 16, 16;
     "MPI_LOGICAL" 0x4c00041d I32, 4, 4;

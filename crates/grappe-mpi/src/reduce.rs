@@ -74,14 +74,17 @@ impl OpCode {
         use Kind::*;
         use OpCode::*;
         let integer = matches!(datatype.kind, I8 | U8 | I16 | U16 | I32 | U32 | I64 | U64);
-        let float = matches!(datatype.kind, F32 | F64);
+        let float = matches!(datatype.kind, F32 | F64) || (datatype.kind == LongDouble && LONG_DOUBLE_IS_X87);
         let complex = matches!(datatype.kind, Complex32 | Complex64);
         let allowed = match self {
             Max | Min => integer || float,
             Sum | Prod => integer || float || complex,
             Land | Lor | Lxor => integer || datatype.kind == Bool,
             Band | Bor | Bxor => integer || datatype.kind == Byte,
-            MinLoc | MaxLoc => matches!(datatype.kind, Pair(_)),
+            MinLoc | MaxLoc => match datatype.kind {
+                Pair(PairKind::LongDoubleInt) => LONG_DOUBLE_IS_X87,
+                kind => matches!(kind, Pair(_)),
+            },
             Replace | NoOp => true,
         };
         match allowed {
@@ -217,6 +220,7 @@ pair!(DoubleInt, f64, { value: f64, index: i32, pad: i32 });
 pair!(LongInt, i64, { value: i64, index: i32, pad: i32 });
 pair!(ShortInt, i16, { value: i16, pad: i16, index: i32 });
 pair!(TwoInt, i32, { value: i32, index: i32 });
+pair!(LongDoubleInt, LongDouble, { value: LongDouble, index: i32, pad: [u8; 12] });
 
 /// A user's C function (`MPI_User_function`): `inoutvec[i] = invec[i] ∘
 /// inoutvec[i]` for `*len` elements of `*datatype`.
@@ -329,7 +333,136 @@ pub fn combine_laid_out(datatype: &Type, input: &[u8], inout: &mut [u8], apply: 
     later.pack_into(datatype, inout);
 }
 
-/// Opaque elements (`long double`...): only `MPI_REPLACE` and `MPI_NO_OP`
+/// Whether C's `long double` is the x87 80-bit format (in 16 bytes), the
+/// one grappe combines.
+const LONG_DOUBLE_IS_X87: bool = cfg!(target_arch = "x86_64");
+
+/// A C `long double`: on x86-64 an x87 extended-precision number in the
+/// low 10 of its 16 bytes. Rust has no such type, so the arithmetic runs
+/// on the x87 unit itself, as a C compiler's would.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct LongDouble([u8; 16]);
+
+/// Compared as numbers (C's `==`, `<`: NaNs unordered, -0 equal to +0),
+/// not as bytes: the 6 bytes past the 10 are padding, whatever the
+/// program's buffer held.
+impl PartialEq for LongDouble {
+    fn eq(&self, other: &LongDouble) -> bool {
+        self.partial_cmp(other) == Some(std::cmp::Ordering::Equal)
+    }
+}
+
+impl PartialOrd for LongDouble {
+    fn partial_cmp(&self, other: &LongDouble) -> Option<std::cmp::Ordering> {
+        #[cfg(target_arch = "x86_64")]
+        return x87::compare(self, other);
+        // Never combined elsewhere (`OpCode::check`): as bytes.
+        #[cfg(not(target_arch = "x86_64"))]
+        return (self.0 == other.0).then_some(std::cmp::Ordering::Equal);
+    }
+}
+
+impl Element for LongDouble {
+    fn combine(op: OpCode, acc: &mut [LongDouble], later: &[LongDouble]) {
+        match op {
+            OpCode::Replace => each(acc, later, |_, b| b),
+            #[cfg(target_arch = "x86_64")]
+            OpCode::Sum | OpCode::Prod | OpCode::Max | OpCode::Min => each(acc, later, |a, b| x87::combine(op, a, b)),
+            // Refused by `OpCode::check` (or, as MPI_NO_OP, nothing to do).
+            _ => {}
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use super::{LongDouble, OpCode};
+    use std::arch::asm;
+    use std::cmp::Ordering;
+
+    /// `a op b` for MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, rounded as C's
+    /// `long double` arithmetic (x87 default: 64-bit significand).
+    pub(super) fn combine(op: OpCode, a: LongDouble, b: LongDouble) -> LongDouble {
+        match op {
+            // As C's `a > b ? a : b`: a NaN operand does not win.
+            OpCode::Max => {
+                if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
+            OpCode::Min => {
+                if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
+            OpCode::Prod => arithmetic(&a, &b, false),
+            _ => arithmetic(&a, &b, true),
+        }
+    }
+
+    /// `a + b` (`add`) or `a × b`.
+    fn arithmetic(a: &LongDouble, b: &LongDouble, add: bool) -> LongDouble {
+        let mut out = LongDouble([0; 16]);
+        // SAFETY: each pointer is to 16 bytes (the 10 an x87 `tbyte`
+        // load or store touches come first), alive for the block; the
+        // block pushes two values on the x87 stack and pops both, leaving
+        // it empty as the ABI requires, and declares every x87 register
+        // clobbered.
+        unsafe {
+            if add {
+                asm!(
+                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "faddp st(1), st", "fstp tbyte ptr [{out}]",
+                    a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), out = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            } else {
+                asm!(
+                    "fld tbyte ptr [{a}]", "fld tbyte ptr [{b}]", "fmulp st(1), st", "fstp tbyte ptr [{out}]",
+                    a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(), out = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+        }
+        out
+    }
+
+    /// How `a` compares with `b`; `None` if either is a NaN.
+    pub(super) fn compare(a: &LongDouble, b: &LongDouble) -> Option<Ordering> {
+        let (above, below, unordered): (u8, u8, u8);
+        // SAFETY: as in `arithmetic`: two loads, `fucomip` pops one and
+        // `fstp st(0)` the other; the `set` instructions read the flags
+        // `fucomip` set (a above b: CF and ZF clear; below: CF set;
+        // unordered: PF set, with CF and ZF).
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{b}]", "fld tbyte ptr [{a}]", "fucomip st, st(1)", "fstp st(0)",
+                "seta {above}", "setb {below}", "setp {unordered}",
+                a = in(reg) a.0.as_ptr(), b = in(reg) b.0.as_ptr(),
+                above = out(reg_byte) above, below = out(reg_byte) below, unordered = out(reg_byte) unordered,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        match (unordered, above, below) {
+            (1, _, _) => None,
+            (_, 1, _) => Some(Ordering::Greater),
+            (_, _, 1) => Some(Ordering::Less),
+            _ => Some(Ordering::Equal),
+        }
+    }
+}
+
+/// Opaque elements (16-byte reals, wider complexes...): only `MPI_REPLACE` and `MPI_NO_OP`
 /// reach them.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
@@ -363,6 +496,7 @@ pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
         Kind::U64 => task.run::<u64>(),
         Kind::F32 => task.run::<f32>(),
         Kind::F64 => task.run::<f64>(),
+        Kind::LongDouble => task.run::<LongDouble>(),
         Kind::Complex32 => task.run::<Complex32>(),
         Kind::Complex64 => task.run::<Complex64>(),
         Kind::Pair(PairKind::FloatInt) => task.run::<FloatInt>(),
@@ -370,6 +504,7 @@ pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
         Kind::Pair(PairKind::LongInt) => task.run::<LongInt>(),
         Kind::Pair(PairKind::ShortInt) => task.run::<ShortInt>(),
         Kind::Pair(PairKind::TwoInt) => task.run::<TwoInt>(),
+        Kind::Pair(PairKind::LongDoubleInt) => task.run::<LongDoubleInt>(),
         Kind::Opaque => task.run::<Opaque>(),
     }
 }
@@ -420,9 +555,47 @@ mod tests {
         assert_eq!(acc[0], Complex64 { re: 5.0, im: 5.0 });
     }
 
+    /// An x87 extended-precision number: 2^(exponent) × significand/2^63.
+    #[cfg(target_arch = "x86_64")]
+    fn x87(significand: u64, exponent: i16) -> LongDouble {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&significand.to_le_bytes());
+        bytes[8..10].copy_from_slice(&((0x3fff + exponent) as u16).to_le_bytes());
+        LongDouble(bytes)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn long_doubles_combine_in_extended_precision() {
+        let one = x87(1 << 63, 0);
+        // 1 + 2^-63: the last bit of the 64-bit significand, lost in a double.
+        let tiny = x87(1 << 63, -63);
+        let mut acc = [one, one, one, tiny];
+        LongDouble::combine(OpCode::Sum, &mut acc, &[tiny, one, x87(3 << 62, 1), one]);
+        assert_eq!(acc[0], x87((1 << 63) | 1, 0), "1 + 2^-63");
+        assert_eq!(acc[1], x87(1 << 63, 1), "1 + 1 = 2");
+        assert_eq!(acc[2], x87(1 << 63, 2), "1 + 3 = 4");
+        assert_eq!(acc[3], x87((1 << 63) | 1, 0), "addition commutes");
+        let mut acc = [x87(3 << 62, 1), x87(3 << 62, 1)];
+        LongDouble::combine(OpCode::Prod, &mut acc, &[x87(3 << 62, 1), one]);
+        assert_eq!(acc, [x87(9 << 60, 3), x87(3 << 62, 1)], "3 × 3 = 9, 3 × 1 = 3");
+        let (big, small) = (x87((1 << 63) | 1, 0), one);
+        let mut acc = [small, big];
+        LongDouble::combine(OpCode::Max, &mut acc, &[big, small]);
+        assert_eq!(acc, [big, big]);
+        LongDouble::combine(OpCode::Min, &mut acc, &[small, big]);
+        assert_eq!(acc, [small, big]);
+        let nan = x87(3 << 62, 0x4000);
+        let mut acc = [one];
+        LongDouble::combine(OpCode::Max, &mut acc, &[nan]);
+        assert_eq!(acc, [one], "a NaN does not win, as C's a > b ? a : b");
+    }
+
     #[test]
     fn pairs_have_the_layout_of_their_c_structures() {
-        for (handle, size) in [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8)] {
+        for (handle, size) in
+            [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8), (0x8c000004, 32)]
+        {
             let datatype = lookup(handle as c_int).unwrap();
             struct Size;
             impl Typed for Size {

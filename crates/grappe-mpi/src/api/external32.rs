@@ -50,8 +50,8 @@ impl Format {
             Kind::Opaque if base.name.starts_with("MPI_2") || base.name.contains("COMPLEX") => {
                 Format::Swapped { part: base.size / 2 }
             }
-            Kind::Opaque if base.size == base.extent => Format::Swapped { part: base.size },
-            Kind::Opaque | Kind::Pair(_) => {
+            Kind::Opaque | Kind::LongDouble if base.size == base.extent => Format::Swapped { part: base.size },
+            Kind::Opaque | Kind::LongDouble | Kind::Pair(_) => {
                 return Err(MpiError::new(
                     class::TYPE,
                     format!("{} mixes two types in one element; external32 packing of it is not supported", base.name),

@@ -823,13 +823,15 @@ counted_fn! {
     }
 }
 
-/// The predefined elements in `bytes` of packed `datatype` elements.
+/// The predefined elements in `bytes` of packed `datatype` elements
+/// (`MPI_Get_elements` gives MPI_UNDEFINED past `c_int`, `MPI_Get_elements_x`
+/// the whole count).
 fn elements_in(datatype: &Type, bytes: u64) -> u64 {
     let size = datatype.size() as u64;
     if size == 0 {
         return 0;
     }
-    let whole = bytes / size * datatype.elements() as u64;
+    let whole = (bytes / size).saturating_mul(datatype.elements() as u64);
     let rest = bytes % size;
     let partial = match datatype.base() {
         Some((base, _)) if base.size > 0 && !matches!(base.kind, crate::datatype::Kind::Pair(_)) => {
@@ -1272,6 +1274,6 @@ mpi_fn! {
         let status = unsafe { get(status, "status")? };
         let datatype = types::lookup(datatype)?;
         // SAFETY: the caller's output argument.
-        unsafe { put(count, elements_in(&datatype, status.bytes()) as std::ffi::c_long, "count") }
+        unsafe { put(count, std::ffi::c_long::try_from(elements_in(&datatype, status.bytes())).unwrap_or(std::ffi::c_long::MAX), "count") }
     }
 }

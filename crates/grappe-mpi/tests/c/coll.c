@@ -1,8 +1,10 @@
 /* Blocking collectives: MPI_Barrier, MPI_Bcast (every root, up to 1 MiB),
  * MPI_Reduce/MPI_Allreduce with every predefined arithmetic, logical and
  * bitwise operation on MPI_INT, MPI_LONG, MPI_LONG_LONG, MPI_UNSIGNED,
- * MPI_FLOAT and MPI_DOUBLE, MPI_MAXLOC/MPI_MINLOC on the pair types,
- * MPI_IN_PLACE, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
+ * MPI_FLOAT and MPI_DOUBLE, MPI_SUM/MPI_PROD/MPI_MAX/MPI_MIN on
+ * MPI_LONG_DOUBLE (on x86-64, with values that differ past a double's
+ * precision), MPI_MAXLOC/MPI_MINLOC on the pair types (MPI_LONG_DOUBLE_INT
+ * on x86-64), MPI_IN_PLACE, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v),
  * MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan. Each
  * runs on MPI_COMM_WORLD, on MPI_COMM_SELF and on the halves of an
  * odd/even MPI_Comm_split whose keys reverse the rank order (so a
@@ -248,6 +250,9 @@ DEFINE_LOC(double_int, double, double_int)
 DEFINE_LOC(int_int, int, two_int)
 DEFINE_LOC(long_int, long, long_int)
 DEFINE_LOC(float_int, float, float_int)
+#if defined(__x86_64__)
+DEFINE_LOC(long_double_int, long double, long_double_int)
+#endif
 
 static void loc_reductions(MPI_Comm comm)
 {
@@ -256,7 +261,50 @@ static void loc_reductions(MPI_Comm comm)
         loc_two_int(comm, MPI_2INT, "MPI_2INT", count);
         loc_long_int(comm, MPI_LONG_INT, "MPI_LONG_INT", count);
         loc_float_int(comm, MPI_FLOAT_INT, "MPI_FLOAT_INT", count);
+#if defined(__x86_64__)
+        loc_long_double_int(comm, MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT", count);
+#endif
     }
+}
+
+/* MPI_LONG_DOUBLE reductions, exact in x87 extended precision (64-bit
+ * significand) but not in double: rank r's element i is 1 + (r + i) 2^-60
+ * for the sum, max and min, 1 + r % 3 for the product. */
+static void long_double_reductions(MPI_Comm comm)
+{
+#if defined(__x86_64__)
+    enum { N = 5 };
+    const long double tiny = 1.0L / (1ULL << 60);
+    const struct {
+        MPI_Op op;
+        const char *name;
+    } ops[] = {{MPI_SUM, "MPI_SUM"}, {MPI_PROD, "MPI_PROD"}, {MPI_MAX, "MPI_MAX"}, {MPI_MIN, "MPI_MIN"}};
+    for (int o = 0; o < 4; o++) {
+        long double in[N], out[N], expected[N];
+        for (int i = 0; i < N; i++) {
+            in[i] = ops[o].op == MPI_PROD ? 1 + rank % 3 : 1 + (rank + i) * tiny;
+            out[i] = -1;
+            expected[i] = ops[o].op == MPI_PROD ? 1 : ops[o].op == MPI_SUM ? 0 : 1 + i * tiny;
+            for (int q = 0; q < size; q++) {
+                if (ops[o].op == MPI_PROD)
+                    expected[i] *= 1 + q % 3;
+                else if (ops[o].op == MPI_SUM)
+                    expected[i] += 1 + (q + i) * tiny;
+            }
+            if (ops[o].op == MPI_MAX)
+                expected[i] = 1 + (size - 1 + i) * tiny;
+        }
+        CHECK_MPI(MPI_Allreduce(in, out, N, MPI_LONG_DOUBLE, ops[o].op, comm));
+        for (int i = 0; i < N; i++)
+            if (out[i] != expected[i]) {
+                check_fail(__FILE__, __LINE__, "", "MPI_Allreduce %s MPI_LONG_DOUBLE on %s: [%d] expected %.21Lg, got %.21Lg",
+                           ops[o].name, on, i, expected[i], out[i]);
+                break;
+            }
+    }
+#else
+    (void)comm;
+#endif
 }
 
 static void barrier_and_bcast(MPI_Comm comm)
@@ -606,6 +654,7 @@ static void all_collectives(MPI_Comm comm, const char *name)
     MPI_Comm_size(comm, &size);
     barrier_and_bcast(comm);
     reductions(comm);
+    long_double_reductions(comm);
     loc_reductions(comm);
     gathers(comm);
     scatters(comm);

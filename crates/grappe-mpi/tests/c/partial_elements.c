@@ -4,7 +4,10 @@
  * order (MPI-4.0 5.1.11), and MPI_Get_count says MPI_UNDEFINED; a pair
  * type (MPI_DOUBLE_INT) counts its value and its index as two elements, so
  * a pair whose value came without its index counts one. Each rank
- * sends to itself, so it runs on any number of ranks. */
+ * sends to itself, so it runs on any number of ranks. A status set with
+ * MPI_Status_set_elements_x to more elements than an int holds gives them
+ * back whole through MPI_Get_elements_x, MPI_UNDEFINED through
+ * MPI_Get_elements, and keeps its cancelled flag. */
 #include "check.h"
 
 /* { int n; char text[256]; double tail; } as a struct datatype. */
@@ -111,11 +114,34 @@ static void partial_pair(void)
     MPI_Type_free(&t);
 }
 
+static void big_counts(void)
+{
+    const MPI_Count counts[] = {60, (MPI_Count)1 << 31, 0x3654321f71234567LL, 0x7654321ff1234567LL};
+    for (int i = 0; i < 4; i++) {
+        for (int cancelled = 0; cancelled < 2; cancelled++) {
+            MPI_Status status;
+            MPI_Count got = -1;
+            int flag = -1, elements = -1;
+            CHECK_MPI(MPI_Status_set_cancelled(&status, cancelled));
+            CHECK_MPI(MPI_Status_set_elements_x(&status, MPI_BYTE, counts[i]));
+            CHECK_MPI(MPI_Get_elements_x(&status, MPI_BYTE, &got));
+            CHECK(got == counts[i], "MPI_Get_elements_x after MPI_Status_set_elements_x(%llx): got %llx",
+                  (long long)counts[i], (long long)got);
+            CHECK_MPI(MPI_Get_elements(&status, MPI_BYTE, &elements));
+            CHECK_INT(counts[i] > 0x7fffffff ? MPI_UNDEFINED : (int)counts[i], elements,
+                      "MPI_Get_elements after MPI_Status_set_elements_x(%llx)", (long long)counts[i]);
+            CHECK_MPI(MPI_Test_cancelled(&status, &flag));
+            CHECK_INT(cancelled, flag, "MPI_Test_cancelled after MPI_Status_set_elements_x(%llx)", (long long)counts[i]);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     check_start("partial_elements");
     partial_struct();
     partial_pair();
+    big_counts();
     return check_finish();
 }

@@ -1025,7 +1025,7 @@ mpi_fn! {
     /// if it equals `compare_addr`'s; the old value goes to `result_addr`.
     fn MPI_Compare_and_swap / PMPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: isize, win: c_int) {
         let call = "MPI_Compare_and_swap";
-        let predefined = crate::datatype::predefined(datatype).filter(|d| !matches!(d.kind, crate::datatype::Kind::Pair(_) | crate::datatype::Kind::F32 | crate::datatype::Kind::F64 | crate::datatype::Kind::Complex32 | crate::datatype::Kind::Complex64));
+        let predefined = crate::datatype::predefined(datatype).filter(|d| !matches!(d.kind, crate::datatype::Kind::Pair(_) | crate::datatype::Kind::F32 | crate::datatype::Kind::F64 | crate::datatype::Kind::LongDouble | crate::datatype::Kind::Complex32 | crate::datatype::Kind::Complex64));
         if predefined.is_none() {
             return Err(MpiError::new(class::TYPE, format!("{call} takes an integer, logical or byte datatype, not {datatype:#x}")).on_win(win));
         }
