@@ -11,11 +11,11 @@
  * The values were taken from MPICH's ABI; the layout and the comments of this file are grappe's.
  * crates/grappe-mpi/tests/abi-values.sh and abi-prototypes.sh compare it with MPICH's header.
  *
- * Language level: the MPI-3.1 C interface (MPI_VERSION 3, MPI_SUBVERSION 1), every function
- * declared twice, as MPI_name and as PMPI_name (the profiling interface), with MPI 4's
- * large-count "_c" forms, sessions and persistent collective calls; partitioned communication
- * is not part of it, nor are MPICH's MPIX_ extensions and its C++ bindings (MPI-3.0 removed
- * C++ bindings; C++ programs use the C functions, this header is C++-safe).
+ * Language level: the MPI-4.0 C interface (MPI_VERSION 4, MPI_SUBVERSION 0), every function
+ * declared twice, as MPI_name and as PMPI_name (the profiling interface): MPI 4's large-count
+ * "_c" forms, sessions, persistent collective calls, partitioned communication and the tool
+ * interface's events among them; not MPICH's MPIX_ extensions nor its C++ bindings (MPI-3.0
+ * removed C++ bindings; C++ programs use the C functions, this header is C++-safe).
  *
  * How the ABI encodes handles (all handles are int except MPI_File, a pointer as in MPICH):
  *   bits 31-30  kind: 01 predefined ("builtin"), 10 direct, 11 indirect, 00 invalid (the nulls)
@@ -36,8 +36,8 @@ extern "C" {
 /* Version                                                                                  */
 /* ======================================================================================== */
 
-#define MPI_VERSION    3
-#define MPI_SUBVERSION 1
+#define MPI_VERSION    4
+#define MPI_SUBVERSION 0
 
 /* Which library this header belongs to (it does not define MPICH: programs that test MPICH
    expect MPICH's extensions too). */

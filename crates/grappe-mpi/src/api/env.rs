@@ -19,7 +19,7 @@ use super::put;
 const MAX_THREAD_LEVEL: c_int = abi::THREAD_MULTIPLE;
 
 /// The library's version string.
-const LIBRARY_VERSION: &str = concat!("grappe ", env!("CARGO_PKG_VERSION"), " (MPICH binary interface, MPI 3.1)");
+const LIBRARY_VERSION: &str = concat!("grappe ", env!("CARGO_PKG_VERSION"), " (MPICH binary interface, MPI 4.0)");
 
 mpi_fn! {
     /// `MPI_Init`: starts this process's rank of the job, at the thread
@@ -226,7 +226,7 @@ mpi_fn! {
 }
 
 mpi_fn! {
-    /// `MPI_Get_version`: MPI 3.1.
+    /// `MPI_Get_version`: MPI 4.0 (dynamic processes aside: see docs/mpi.md).
     fn MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) {
         // SAFETY: the caller's output arguments.
         unsafe {

@@ -9,7 +9,7 @@
  * header defines is listed here.
  *
  * MPI_VERSION and MPI_SUBVERSION are left out on purpose: they say which standard the header
- * declares (grappe's 3.1, MPICH 4.0's 4.0), not how values are encoded.
+ * declares, not how values are encoded.
  *
  * C11 (_Generic names the types); nothing is linked from the MPI library: the objects the header
  * declares appear only where they are not evaluated.
