@@ -236,20 +236,21 @@ impl Communicator {
         src: usize,
         tag: i32,
     ) -> Result<Request<'scope>> {
-        let mut start = move || {
-            let (world, tag) = self.check_recv(Source::Rank(src), Tag::Is(tag))?;
-            self.live()?;
-            let target = RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
-            // SAFETY: as in `start_recv`.
-            let started = match unsafe { scope.rank_ctx.engine().irecv(target, world, self.partitioned_ctx(), tag) } {
-                Ok(started) => Ok(started),
-                // A message already here and too long: as in `start_recv`.
-                Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
-                Err(e) => return Err(e.into()),
-            };
-            Ok(scope.track(started, 1, self.error_handler(), None))
-        };
-        self.handled("irecv_partitioned", start())
+        let request = self.start_partitioned_recv(scope, buf, src, tag);
+        self.handled("irecv_partitioned", request)
+    }
+
+    fn start_partitioned_recv<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        buf: &'scope mut [u8],
+        src: usize,
+        tag: i32,
+    ) -> Result<Request<'scope>> {
+        let (world, tag) = self.check_recv(Source::Rank(src), Tag::Is(tag))?;
+        self.live()?;
+        let started = post_recv(scope, buf, world, self.partitioned_ctx(), tag)?;
+        Ok(scope.track(started, 1, self.error_handler(), None))
     }
 
     /// `blocking`: for a blocking call (see `isend_for_blocking_call`).
@@ -319,15 +320,7 @@ impl Communicator {
         };
         let (src, tag) = self.check_recv(steered.source, steered.tag)?;
         self.live()?;
-        let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
-        // SAFETY: as for `start_send`.
-        let started = match unsafe { scope.rank_ctx.engine().irecv(target, src, self.p2p_ctx(), tag) } {
-            Ok(started) => Ok(started),
-            // A message already here and too long: the request is posted
-            // and completes failed, so its wait reports it (and records it).
-            Err(e @ grappe_proto::Error::Truncated { .. }) => Err(e.into()),
-            Err(e) => return Err(e.into()),
-        };
+        let started = post_recv(scope, bytes, src, self.p2p_ctx(), tag)?;
         if blocking {
             // Whether the message was here as the receive started: the
             // `arrived` flag of a blocking receive's record.
@@ -360,6 +353,28 @@ impl Scope<'static, 'static> {
             _scope: PhantomData,
             _env: PhantomData,
         }
+    }
+}
+
+/// Posts a receive into `bytes` from world rank `src` on context `ctx`:
+/// what the request starts with (`Err` inside: a message already here and
+/// too long, for which the request is posted and completes failed, so
+/// that its wait reports it and records it), or why it could not be
+/// posted.
+fn post_recv<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    bytes: &'scope mut [u8],
+    src: Option<usize>,
+    ctx: u32,
+    tag: Option<i32>,
+) -> Result<Result<Started>> {
+    let target = RecvTarget::Buffer { ptr: bytes.as_mut_ptr(), cap: bytes.len() };
+    // SAFETY: the buffer is borrowed for the scope, which outlives the
+    // request: the engine writes into it only while the request lives.
+    match unsafe { scope.rank_ctx.engine().irecv(target, src, ctx, tag) } {
+        Ok(started) => Ok(Ok(started)),
+        Err(e @ grappe_proto::Error::Truncated { .. }) => Ok(Err(e.into())),
+        Err(e) => Err(e.into()),
     }
 }
 
