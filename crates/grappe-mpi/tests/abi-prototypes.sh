@@ -6,7 +6,7 @@
 #     conversions MPICH only has as macros;
 #   - each MPI_ function has its PMPI_ twin with the same prototype, and the other way round;
 #   - it declares every function Open MPI 4.1's header declares (Open MPI 4.1 implements MPI-3.1),
-#     so nothing of MPI-3.1 is missing.
+#     so nothing of MPI-3.1 is missing, and every function the library exports.
 #
 # Usage: crates/grappe-mpi/tests/abi-prototypes.sh   (needs gcc, g++, mpicc.mpich and
 #        mpicc.openmpi: scripts/install-deps installs them)
@@ -75,8 +75,18 @@ if [ -s "$work/missing" ]; then
   status=1
 fi
 
+# Every function the library exports is declared (a program compiled with grappe's mpicc
+# would otherwise not see it).
+grep -v '^#' "$crate/abi/functions.txt" | sort -u | comm -23 - "$work/grappe-names" >"$work/undeclared"
+if [ -s "$work/undeclared" ]; then
+  echo "abi-prototypes: functions the library exports (abi/functions.txt) that mpi.h does not declare:" >&2
+  sed 's/^/  /' "$work/undeclared" >&2
+  status=1
+fi
+
 if [ "$status" -eq 0 ]; then
   echo "abi-prototypes: $declared functions declared (MPI_ and PMPI_), each with MPICH's prototype;" \
-    "all $(wc -l <"$work/openmpi") of Open MPI 4.1's are there; clean as C99 and C++"
+    "all $(wc -l <"$work/openmpi") of Open MPI 4.1's are there, and every function the library" \
+    "exports; clean as C99 and C++"
 fi
 exit "$status"
