@@ -301,13 +301,22 @@ impl LaidOut {
         // + true_lb, for true_extent bytes.
         let last = (count.max(1) - 1) as isize * datatype.extent();
         let lo = datatype.true_lb() + last.min(0);
-        let hi = datatype.true_lb() + datatype.true_extent() + last.max(0);
+        // Up to the last element's data, and at least to its extent's end:
+        // an operation on padded pairs works on whole elements, padding
+        // included (`MPI_LONG_DOUBLE_INT`: 20 bytes of data in 32).
+        let data_end = datatype.true_lb() + datatype.true_extent() + last.max(0);
+        let hi = data_end.max(last.max(0) + datatype.extent());
         let span = (hi - lo).max(0) as usize;
         let mut laid_out = LaidOut { storage: vec![0; span.div_ceil(8)], origin: -lo, count };
         // SAFETY: the storage spans every block of `count` elements from
         // the origin.
         unsafe { datatype.unpack(packed, laid_out.base()) };
         laid_out
+    }
+
+    /// The bytes from the first element's origin to the storage's end.
+    pub fn span_from_base(&self) -> usize {
+        (self.storage.len() * 8).saturating_sub(self.origin.max(0) as usize)
     }
 
     /// The first element's origin, as a program's buffer argument.
@@ -615,6 +624,34 @@ mod tests {
         assert!(OpCode::Sum.check(double).is_ok());
         assert_eq!(OpCode::lookup(0x58000003).unwrap(), OpCode::Sum);
         assert_eq!(OpCode::lookup(crate::abi::OP_NULL).unwrap_err().class, class::OP);
+    }
+
+    /// Padded pairs are combined as whole elements, padding included: the
+    /// laid-out copy spans every element's extent (`MPI_LONG_DOUBLE_INT`,
+    /// 20 bytes of data in 32, once got 24 bytes for one pair, and the
+    /// combination wrote past them), and its data survives packing again.
+    #[test]
+    fn padded_pairs_are_laid_out_over_whole_extents() {
+        for (handle, name) in [
+            (0x8c000004u32 as i32, "MPI_LONG_DOUBLE_INT"),
+            (0x8c000001u32 as i32, "MPI_DOUBLE_INT"),
+            (0x8c000003u32 as i32, "MPI_SHORT_INT"),
+        ] {
+            let datatype = crate::types::Type::Predefined(lookup(handle).unwrap());
+            for count in [1usize, 2, 7] {
+                let packed: Vec<u8> = (0..count * datatype.size()).map(|i| i as u8).collect();
+                let mut laid_out = LaidOut::unpack(&datatype, &packed);
+                assert!(
+                    laid_out.span_from_base() >= count * datatype.extent() as usize,
+                    "{name} x {count}: {} bytes laid out for {} of extent",
+                    laid_out.span_from_base(),
+                    count * datatype.extent() as usize
+                );
+                let mut again = vec![0u8; packed.len()];
+                laid_out.pack_into(&datatype, &mut again);
+                assert_eq!(again, packed, "{name} x {count}");
+            }
+        }
     }
 
     #[test]
