@@ -26,6 +26,7 @@ mod selectors;
 mod trace;
 
 pub use buffer::{Buffer, BufferMut};
+pub use coll::inter::{InterCollective, InterRoot};
 pub use coll::nonblocking::{Combine, Deliver, NonBlocking};
 pub use coll::ops::{BitAnd, BitOr, BitXor, Max, Min, Operation, Prod, Sum, UserOp};
 pub use coll::{ARENAS, arena_bytes};

@@ -45,6 +45,7 @@ mod common;
 mod gather;
 mod halving;
 pub(crate) mod hosts;
+pub mod inter;
 pub mod nonblocking;
 pub mod ops;
 mod reduce;

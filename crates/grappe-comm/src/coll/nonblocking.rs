@@ -179,7 +179,17 @@ impl Communicator {
         what: NonBlocking,
         deliver: Deliver,
     ) -> Result<Request<'scope>> {
-        let started = self.schedule_of(caller, what, deliver).and_then(|schedule| {
+        let schedule = self.schedule_of(caller, what, deliver);
+        self.run_schedule(scope, schedule)
+    }
+
+    /// Hands `schedule` to the engine, as a request of `scope`.
+    pub(super) fn run_schedule<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        schedule: Result<Schedule>,
+    ) -> Result<Request<'scope>> {
+        let started = schedule.and_then(|schedule| {
             let mut engine = self.rank_context().engine();
             engine.start_collective(schedule).map_err(Error::from)
         });
@@ -191,7 +201,8 @@ impl Communicator {
         self.live()?;
         let tag = self.next_tag_of(caller);
         let schedule = Schedule::new(what.name(), self.nbc_ctx(), tag, self.rank());
-        let mut plan = Plan { comm: self, s: schedule, p: self.size(), me: self.rank() };
+        let group = &self.inner.group;
+        let mut plan = Plan { group, s: schedule, p: group.len(), me: self.rank() };
         plan.build(what, deliver)?;
         Ok(plan.s)
     }
@@ -204,7 +215,7 @@ impl Communicator {
         self.next_tag_of(Caller::NonBlocking)
     }
 
-    fn next_tag_of(&self, caller: Caller) -> i32 {
+    pub(super) fn next_tag_of(&self, caller: Caller) -> i32 {
         let counter = match caller {
             Caller::NonBlocking => &self.inner.nbc_seq,
             Caller::Blocking => &self.inner.blocking_nbc_seq,
@@ -219,7 +230,7 @@ impl Communicator {
 /// its tag (tags are non-negative: 31 bits).
 #[derive(Clone, Copy)]
 #[repr(i32)]
-enum Caller {
+pub(super) enum Caller {
     NonBlocking = 0,
     Blocking = 1 << 30,
 }
@@ -230,12 +241,15 @@ type LocalStep = Box<dyn FnMut(&mut [Vec<u8>]) + Send>;
 /// The bits of a tag that number the collective.
 const TAG_SEQ_MASK: u32 = (1 << 30) - 1;
 
-/// A schedule being built for one rank of a communicator.
-struct Plan<'c> {
-    comm: &'c Communicator,
-    s: Schedule,
-    p: usize,
-    me: usize,
+/// A schedule being built for one rank of a group (a communicator's, or
+/// one group of an intercommunicator, see [`super::inter`]).
+pub(super) struct Plan<'c> {
+    /// The group's members, world ranks in rank order.
+    pub(super) group: &'c [usize],
+    pub(super) s: Schedule,
+    pub(super) p: usize,
+    /// This rank in the group.
+    pub(super) me: usize,
 }
 
 impl Plan<'_> {
@@ -307,8 +321,8 @@ impl Plan<'_> {
         Ok(())
     }
 
-    fn world(&self, rank: usize) -> usize {
-        self.comm.inner.group[rank]
+    pub(super) fn world(&self, rank: usize) -> usize {
+        self.group[rank]
     }
 
     fn check_root(&self, root: usize) -> Result<()> {
@@ -317,7 +331,7 @@ impl Plan<'_> {
 
     /// Byte ranges of blocks of `counts`, end to end; `mine` (if given)
     /// must be this rank's count.
-    fn counts(
+    pub(super) fn counts(
         &self,
         op: &'static str,
         what: &'static str,
@@ -357,7 +371,7 @@ impl Plan<'_> {
 
     /// Binomial tree from `root`: receive from the parent, then send to
     /// every child at once.
-    fn bcast(&mut self, buf: BufferId, root: usize) {
+    pub(super) fn bcast(&mut self, buf: BufferId, root: usize) {
         let (p, n) = (self.p, self.s.len_of(buf));
         let vrank = (self.me + p - root) % p;
         let mut mask = 1;
@@ -385,7 +399,7 @@ impl Plan<'_> {
     /// Binomial tree to `root` (rank 0 if the operation does not commute,
     /// so that every combination keeps rank order, then a hop to the
     /// root): the buffer that holds the result at the root.
-    fn reduce(&mut self, data: Vec<u8>, combine: &Combine, root: usize, commutative: bool) -> BufferId {
+    pub(super) fn reduce(&mut self, data: Vec<u8>, combine: &Combine, root: usize, commutative: bool) -> BufferId {
         let tree_root = if commutative { root } else { 0 };
         let (p, n) = (self.p, data.len());
         let acc = self.s.buffer(data);
@@ -514,7 +528,7 @@ impl Plan<'_> {
     }
 
     /// Rank 0 sends block r of `acc` to rank r: the buffer of this rank's block.
-    fn scatter_from_zero(&mut self, acc: BufferId, blocks: &[std::ops::Range<usize>]) -> BufferId {
+    pub(super) fn scatter_from_zero(&mut self, acc: BufferId, blocks: &[std::ops::Range<usize>]) -> BufferId {
         let mine = blocks[self.me].clone();
         let result = self.s.buffer(vec![0; mine.len()]);
         self.s.round();

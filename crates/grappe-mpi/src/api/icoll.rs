@@ -24,6 +24,7 @@ use super::coll::{
     Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,
     reduction_base, root_rank, user_op,
 };
+use super::icoll_inter::{self as inter, Blocks};
 use super::request::complete_outside;
 use super::{Count, CountArray, count_of, outgoing, put, widen};
 
@@ -35,6 +36,12 @@ pub(super) enum Start {
     Request(*mut c_int),
     /// The blocking collective of this kind (what a trace records).
     Blocking(CollectiveKind),
+}
+
+/// Whether `comm` is an intercommunicator, whose collectives
+/// [`inter`] starts.
+fn is_inter(call: &str, comm: c_int) -> Result<bool> {
+    Ok(crate::api::intercomm::parts(call, comm)?.is_some())
 }
 
 /// Starts a collective on `comm` as a request, where `to` says: `build`
@@ -133,9 +140,8 @@ pub(super) fn start_barrier(call: &str, comm: c_int, to: Start) -> Result<()> {
 mpi_fn! {
     /// `MPI_Ibarrier`.
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) {
-        if let Some(parts) = crate::api::intercomm::parts("MPI_Ibarrier", comm)? {
-            let done = crate::api::intercomm::barrier(parts);
-            return crate::api::intercomm::done_at_once("MPI_Ibarrier", done.map_err(|e| e.on(comm)), request);
+        if is_inter("MPI_Ibarrier", comm)? {
+            return inter::barrier("MPI_Ibarrier", comm, request);
         }
         start_barrier("MPI_Ibarrier", comm, Start::Request(request))
     }
@@ -170,11 +176,9 @@ counted_fn! {
     /// `MPI_Ibcast`.
     fn MPI_Ibcast / PMPI_Ibcast, MPI_Ibcast_c / PMPI_Ibcast_c(buffer: *mut c_void, count: Int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) {
         widen!(count);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::bcast(parts, buffer, count, datatype, root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::bcast(NAME, (buffer, count, datatype), root, comm, request) };
         }
         start_bcast(NAME, buffer, count, datatype, root, comm, Start::Request(request))
     }
@@ -226,11 +230,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(count);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::reduce(parts, sendbuf, recvbuf, count, datatype, op, root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::reduce(NAME, (sendbuf, recvbuf), count, datatype, op, root, comm, request) };
         }
         start_reduce(NAME, sendbuf, recvbuf, count, datatype, op, root, comm, Start::Request(request))
     }
@@ -291,11 +293,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(count);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::allreduce(parts, sendbuf, recvbuf, count, datatype, op) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::allreduce(NAME, (sendbuf, recvbuf), count, datatype, op, comm, request) };
         }
         start_allreduce(NAME, sendbuf, recvbuf, count, datatype, op, comm, Start::Request(request))
     }
@@ -374,11 +374,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(recvcounts);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, Some(recvcounts), 0, datatype, op) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::reduce_scatter(NAME, (sendbuf, recvbuf), (Some(recvcounts), 0), datatype, op, comm, request) };
         }
         // SAFETY: one count per rank, as MPI requires.
         let counts = |c: &Communicator| unsafe { ints(recvcounts, c.size(), "recvcounts") };
@@ -398,11 +396,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::reduce_scatter(parts, sendbuf, recvbuf, None, recvcount, datatype, op) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::reduce_scatter(NAME, (sendbuf, recvbuf), (None, recvcount), datatype, op, comm, request) };
         }
         let counts = |c: &Communicator| Ok(vec![count_of(recvcount, NAME)? as Count; c.size()]);
         reduce_scatter(NAME, counts, sendbuf, recvbuf, datatype, op, comm, Start::Request(request))
@@ -456,11 +452,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::gather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::gather(NAME, (sendbuf, sendcount, sendtype), (recvbuf, Blocks::Each(recvcount), recvtype), root, comm, request) };
         }
         start_gather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
@@ -519,11 +513,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcounts, displs);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::gatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype), root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::gather(NAME, (sendbuf, sendcount, sendtype), (recvbuf, Blocks::PerRank(recvcounts, displs), recvtype), root, comm, request) };
         }
         start_gatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, Start::Request(request))
     }
@@ -591,11 +583,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::scatter(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::scatter(NAME, (sendbuf, Blocks::Each(sendcount), sendtype), (recvbuf, recvcount, recvtype), root, comm, request) };
         }
         start_scatter(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
@@ -649,11 +639,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcounts, displs, recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::scatterv(parts, (sendbuf, sendcounts, displs, sendtype), (recvbuf, recvcount, recvtype), root) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::scatter(NAME, (sendbuf, Blocks::PerRank(sendcounts, displs), sendtype), (recvbuf, recvcount, recvtype), root, comm, request) };
         }
         start_scatterv(NAME, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, Start::Request(request))
     }
@@ -697,11 +685,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::allgather(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::allgather(NAME, (sendbuf, sendcount, sendtype), (recvbuf, Blocks::Each(recvcount), recvtype), comm, request) };
         }
         start_allgather(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
@@ -751,11 +737,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcounts, displs);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::allgatherv(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcounts, displs, recvtype)) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::allgather(NAME, (sendbuf, sendcount, sendtype), (recvbuf, Blocks::PerRank(recvcounts, displs), recvtype), comm, request) };
         }
         start_allgatherv(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Start::Request(request))
     }
@@ -808,11 +792,9 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcount, recvcount);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::alltoall(parts, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype)) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the buffers and arrays.
+            return unsafe { inter::alltoall(NAME, (sendbuf, sendcount, sendtype), (recvbuf, recvcount, recvtype), comm, request) };
         }
         start_alltoall(NAME, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Start::Request(request))
     }
@@ -867,11 +849,10 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcounts, sdispls, recvcounts, rdispls);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::alltoallv(parts, (sendbuf, sendcounts, sdispls, sendtype), (recvbuf, recvcounts, rdispls, recvtype)) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let exchange = |n| unsafe { alltoallv_exchange(n, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype) };
+            return inter::alltoall_blocks(NAME, sendbuf, comm, request, exchange);
         }
         start_alltoallv(NAME, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Start::Request(request))
     }
@@ -926,11 +907,10 @@ counted_fn! {
         request: *mut c_int,
     ) {
         widen!(sendcounts, sdispls, recvcounts, rdispls);
-        if let Some(parts) = crate::api::intercomm::parts(NAME, comm)? {
-            // SAFETY: MPI's rules for the buffers and arrays, which the
-            // collective is done with when it returns.
-            let done = unsafe { crate::api::intercomm::alltoallw(parts, (sendbuf, sendcounts, sdispls, sendtypes), (recvbuf, recvcounts, rdispls, recvtypes)) };
-            return crate::api::intercomm::done_at_once(NAME, done.map_err(|e| e.on(comm)), request);
+        if is_inter(NAME, comm)? {
+            // SAFETY: MPI's rules for the arrays and buffers.
+            let exchange = |n| unsafe { alltoallw_exchange(n, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes) };
+            return inter::alltoall_blocks(NAME, sendbuf, comm, request, exchange);
         }
         start_alltoallw(NAME, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Start::Request(request))
     }

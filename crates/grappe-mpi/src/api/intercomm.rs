@@ -16,7 +16,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use grappe_comm::Communicator;
+use grappe_comm::{Communicator, InterRoot};
 
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result, class_of_code, string_of_code};
@@ -252,38 +252,14 @@ fn step(code: c_int) -> Result<()> {
     }
 }
 
-/// Where a rank stands in a rooted collective on an intercommunicator.
-enum Side {
-    /// The root (`MPI_ROOT`).
-    Root,
-    /// Another rank of the root's group (`MPI_PROC_NULL`).
-    Idle,
-    /// A rank of the other group; the root's rank in the remote group.
-    Remote(usize),
-}
-
-fn side(root: c_int, parts: &Parts) -> Result<Side> {
-    match root {
-        abi::ROOT => Ok(Side::Root),
-        abi::PROC_NULL => Ok(Side::Idle),
-        r if r >= 0 && (r as usize) < parts.remote_size => Ok(Side::Remote(r as usize)),
-        r => Err(MpiError::new(
-            class::ROOT,
-            format!(
-                "root {r} on an intercommunicator is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group \
-                 (size {})",
-                parts.remote_size
-            ),
-        )),
-    }
+/// Where this rank stands in a rooted collective.
+fn side(root: c_int, parts: &Parts) -> Result<InterRoot> {
+    super::icoll_inter::root_of(root, parts.remote_size)
 }
 
 /// `MPI_IN_PLACE` has no meaning on an intercommunicator.
 fn not_in_place(buf: *const c_void) -> Result<()> {
-    match super::coll::in_place(buf) {
-        true => Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE cannot be used on an intercommunicator")),
-        false => Ok(()),
-    }
+    super::icoll_inter::not_in_place(buf, "a buffer")
 }
 
 /// `count × n`, or an error naming the overflow.
@@ -359,9 +335,9 @@ pub(super) unsafe fn bcast(
     // SAFETY: the caller's buffer, as MPI_Bcast's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => step(PMPI_Send_c::body(buffer, count, datatype, 0, CHANNEL_TAG, parts.channel)),
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Root => step(PMPI_Send_c::body(buffer, count, datatype, 0, CHANNEL_TAG, parts.channel)),
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 if parts.leads() {
                     step(PMPI_Recv_c::body(
                         buffer,
@@ -401,9 +377,11 @@ pub(super) unsafe fn reduce(
     // SAFETY: the caller's buffers, as MPI_Reduce's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => step(PMPI_Recv_c::body(recvbuf, count, datatype, 0, CHANNEL_TAG, parts.channel, ignore())),
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Root => {
+                step(PMPI_Recv_c::body(recvbuf, count, datatype, 0, CHANNEL_TAG, parts.channel, ignore()))
+            }
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 not_in_place(sendbuf)?;
                 let mut reduced = Scratch::new(datatype, if parts.leads() { count.max(0) as usize } else { 0 })?;
                 step(PMPI_Reduce_c::body(sendbuf, reduced.ptr(), count, datatype, op, 0, parts.local))?;
@@ -477,12 +455,12 @@ pub(super) unsafe fn gather(
     // SAFETY: the caller's buffers, as MPI_Gather's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => {
+            InterRoot::Root => {
                 let all = times(recvcount, parts.remote_size)?;
                 step(PMPI_Recv_c::body(recvbuf, all, recvtype, 0, CHANNEL_TAG, parts.channel, ignore()))
             }
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 not_in_place(sendbuf)?;
                 let all = times(sendcount, parts.local_size)?;
                 let mut gathered = Scratch::new(sendtype, if parts.leads() { all.max(0) as usize } else { 0 })?;
@@ -511,12 +489,12 @@ pub(super) unsafe fn scatter(
     // SAFETY: the caller's buffers, as MPI_Scatter's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => {
+            InterRoot::Root => {
                 let all = times(sendcount, parts.remote_size)?;
                 step(PMPI_Send_c::body(sendbuf, all, sendtype, 0, CHANNEL_TAG, parts.channel))
             }
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 not_in_place(recvbuf)?;
                 let all = times(recvcount, parts.local_size)?;
                 let mut blocks = Scratch::new(recvtype, if parts.leads() { all.max(0) as usize } else { 0 })?;
@@ -605,25 +583,6 @@ pub(super) unsafe fn alltoall(
         let statuses = abi::STATUS_IGNORE as *mut abi::Status;
         step(PMPI_Waitall::body(requests.len() as c_int, requests.as_mut_ptr(), statuses))
     }
-}
-
-/// A non-blocking collective on an intercommunicator: run to its end
-/// at the call, as the blocking one, and a complete request handed out
-/// (the one-shot collectives of the local group and the channel have no
-/// request form here). A program whose ranks all reach the call before
-/// they wait on each other, the usual use, sees no difference; one that
-/// first waits for a rank of the other group still before its call
-/// waits forever.
-pub(super) fn done_at_once(call: &str, done: Result<()>, request: *mut c_int) -> Result<()> {
-    if request.is_null() {
-        return Err(MpiError::new(class::REQUEST, format!("{call}: the request argument is NULL")));
-    }
-    done?;
-    let mut state = state::lock(call)?;
-    let complete = state::RequestEntry::Done { status: super::empty_status() };
-    let handle = state.add_request(state::RequestSlot { now: Some(complete), persistent: None });
-    // SAFETY: the caller's output argument, checked non-NULL.
-    unsafe { put(request, handle, "request") }
 }
 
 /// The error of a call that grappe does not run on an intercommunicator.
@@ -718,9 +677,9 @@ pub(super) unsafe fn gatherv(
     // SAFETY: the caller's buffers and arrays, as MPI_Gatherv's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => exchange(&parts, &[], &blocks(&parts, recvbuf, recvcounts, displs, recvtype)?),
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Root => exchange(&parts, &[], &blocks(&parts, recvbuf, recvcounts, displs, recvtype)?),
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 not_in_place(sendbuf)?;
                 let mine = Block { buf: sendbuf.cast_mut(), count: sendcount, datatype: sendtype, peer: root };
                 exchange(&parts, &[mine], &[])
@@ -743,9 +702,9 @@ pub(super) unsafe fn scatterv(
     // SAFETY: the caller's buffers and arrays, as MPI_Scatterv's.
     unsafe {
         match side(root, &parts)? {
-            Side::Root => exchange(&parts, &blocks(&parts, sendbuf, sendcounts, displs, sendtype)?, &[]),
-            Side::Idle => Ok(()),
-            Side::Remote(root) => {
+            InterRoot::Root => exchange(&parts, &blocks(&parts, sendbuf, sendcounts, displs, sendtype)?, &[]),
+            InterRoot::Idle => Ok(()),
+            InterRoot::Remote(root) => {
                 not_in_place(recvbuf)?;
                 let mine = Block { buf: recvbuf, count: recvcount, datatype: recvtype, peer: root };
                 exchange(&parts, &[], &[mine])

@@ -13,6 +13,7 @@ mod fortran_binding;
 mod grequest;
 mod group;
 mod icoll;
+mod icoll_inter;
 pub(crate) mod info;
 mod intercomm;
 mod misc;
