@@ -5,7 +5,8 @@
 //! derived datatypes, user reductions on struct types, communicator
 //! splits, `MPI_Abort`), a program on Debian's parallel HDF5 (MPI-IO),
 //! coarray Fortran on Debian's OpenCoarrays with its own test programs
-//! (MPI one-sided), and NWChem (Global Arrays over ARMCI-MPI).
+//! (MPI one-sided), NWChem (Global Arrays over ARMCI-MPI), and NetPIPE in
+//! its integrity mode.
 //!
 //! Each test installs the library first (see `common::installed`).
 
@@ -319,5 +320,34 @@ fn nwchem_built_with_mpich_computes_water_s_energies_on_grappe() {
         let dft = energy(&text, "Total DFT energy");
         assert!((scf - -76.010481566235).abs() < 1e-8, "SCF energy on {n} ranks: {scf}\n{text}");
         assert!((dft - -76.408740811105).abs() < 1e-7, "DFT energy on {n} ranks: {dft}\n{text}");
+    }
+}
+
+/// NetPIPE as Debian builds it with MPICH (`NPmpich2`), in its integrity
+/// mode (`-i`: every message of every size checked byte for byte, sizes
+/// from 1 byte to the bound and 3 bytes either side of each power of two):
+/// blocking ping-pong, preposted receives (`-a`) with buffers at odd
+/// offsets (`-O 1,3`), synchronous sends (`-S`), and both directions at
+/// once (`-2 -a`) on 2 ranks.
+#[test]
+fn netpipe_built_with_mpich_passes_its_integrity_checks_on_grappe() {
+    let prefix = installed();
+    let dir = scratch("netpipe");
+    let modes: [&[&str]; 4] = [
+        &["-u", "1048576"],
+        &["-a", "-O", "1,3", "-u", "262144"],
+        &["-S", "-u", "262144"],
+        &["-2", "-a", "-u", "65536"],
+    ];
+    for mode in modes {
+        let mut args = vec!["-i", "-o", "np.out"];
+        args.extend_from_slice(mode);
+        let output = run_with_args(&prefix, &dir, 2, "NPmpich2", &args);
+        let text = describe(&output);
+        assert!(output.status.success(), "NPmpich2 {args:?} (scripts/install-deps installs netpipe-mpich2):\n{text}");
+        // One line per size, from each rank under `-2`.
+        let sizes = text.lines().filter(|l| l.contains("bytes") && l.contains("-->")).count();
+        let passed = text.matches("Integrity check passed").count();
+        assert!(sizes >= 20 && passed == sizes, "NPmpich2 {args:?}: {passed} of {sizes} sizes passed:\n{text}");
     }
 }
