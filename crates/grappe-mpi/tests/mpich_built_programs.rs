@@ -351,3 +351,53 @@ fn netpipe_built_with_mpich_passes_its_integrity_checks_on_grappe() {
         assert!(sizes >= 20 && passed == sizes, "NPmpich2 {args:?}: {passed} of {sizes} sizes passed:\n{text}");
     }
 }
+
+/// The number after `label` on the first line that has it.
+fn value_after(output: &str, label: &str) -> f64 {
+    let line = output.lines().find(|l| l.contains(label)).unwrap_or_else(|| panic!("no {label}:\n{output}"));
+    let rest = &line[line.find(label).unwrap() + label.len()..];
+    rest.split_whitespace().next().unwrap().parse().unwrap_or_else(|e| panic!("{line:?}: {e}"))
+}
+
+/// BAGEL built with MPICH (`bagel`, quantum chemistry whose ranks each run
+/// a pool of threads over MPI at `MPI_THREAD_MULTIPLE`): water's HF, MP2,
+/// CASSCF energies and HF gradient (`tests/bagel/h2o.json`) on 3 ranks.
+/// The reference values are what MPICH's own library gives on 3 and 4
+/// ranks.
+#[test]
+fn bagel_built_with_mpich_computes_water_s_energies_and_gradient_on_grappe() {
+    let prefix = installed();
+    let dir = scratch("bagel");
+    std::fs::copy(source("bagel/h2o.json"), dir.join("h2o.json")).expect("copy h2o.json");
+    let output = run_with_args(&prefix, &dir, 3, "BAGEL", &["h2o.json"]);
+    let text = describe(&output);
+    assert!(output.status.success(), "scripts/install-deps installs bagel:\n{text}");
+    assert!(text.contains("METHOD: FORCE"), "every step ran:\n{text}");
+    let mp2 = value_after(&text, "MP2 total energy:");
+    assert!((mp2 - -76.1613550504).abs() < 1e-9, "MP2 energy {mp2}\n{text}");
+    // The last converged line of each SCF-like step: iteration, (state,) energy.
+    let energies: Vec<f64> = text
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            fields.iter().find(|f| f.starts_with("-7") && f.contains('.')).and_then(|f| f.parse().ok())
+        })
+        .collect();
+    for expected in [-75.96120099, -76.01092981] {
+        assert!(energies.iter().any(|e| (e - expected).abs() < 1e-8), "no energy {expected} in {energies:?}\n{text}");
+    }
+    let gradient: Vec<f64> = text
+        .lines()
+        .skip_while(|l| !l.contains("Nuclear energy gradient"))
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            ["x" | "y" | "z", value] => value.parse().ok(),
+            _ => None,
+        })
+        .take(9)
+        .collect();
+    let expected = [0.0, 0.0, 0.0007888115, 0.0, -0.0048743447, -0.0003944058, 0.0, 0.0048743447, -0.0003944058];
+    assert_eq!(gradient.len(), 9, "the gradient of three atoms:\n{text}");
+    for (got, want) in gradient.iter().zip(expected) {
+        assert!((got - want).abs() < 1e-9, "gradient {gradient:?}, expected {expected:?}\n{text}");
+    }
+}
