@@ -173,6 +173,10 @@ pub struct Generalized {
     /// `MPI_Request_free` was called before it completed: the request
     /// goes when it does.
     pub freed: bool,
+    /// The callbacks are Fortran subroutines (started through MPICH's
+    /// Fortran library, `MPII_Grequest_set_lang_f77`): they take every
+    /// argument by reference and give their error code in a last one.
+    pub fortran: bool,
 }
 
 /// `MPI_Grequest_query_function`.

@@ -165,7 +165,12 @@ pub unsafe extern "C" fn MPII_Keyval_set_proxy(keyval: c_int, copy: Option<CopyP
     let _ = attr::set_proxies(keyval, copy, delete);
 }
 
-/// `MPII_Grequest_set_lang_f77`: generalized requests are not implemented
-/// (`MPI_Grequest_start` fails first), so there is nothing to mark.
+/// `MPII_Grequest_set_lang_f77`: the generalized request the Fortran
+/// library has just started has Fortran callbacks, called with Fortran's
+/// arguments by reference.
 #[unsafe(no_mangle)]
-pub extern "C" fn MPII_Grequest_set_lang_f77(_request: c_int) {}
+pub extern "C" fn MPII_Grequest_set_lang_f77(request: c_int) {
+    // MPICH's function returns nothing; a handle that is not a generalized
+    // request (the start failed, and said so) is ignored as there.
+    let _ = call::enter("MPI_Grequest_start", || super::grequest::set_fortran(request));
+}
