@@ -455,6 +455,11 @@ pub(crate) fn get_attr_for_fortran(win: c_int, keyval: c_int) -> Result<Option<i
     // 0x66000001) and Fortran's (the even one after it).
     let fortran_key = (keyval as u32 & 0xffff_fff0) == 0x6600_0000 && keyval & 0xf != 0 && keyval & 1 == 0;
     let keyval = if fortran_key { keyval - 1 } else { keyval };
+    if !matches!(keyval, WIN_BASE | WIN_SIZE | WIN_DISP_UNIT | WIN_CREATE_FLAVOR | WIN_MODEL) {
+        window("MPI_Win_get_attr", win)?;
+        let state = state::lock("MPI_Win_get_attr")?;
+        return crate::api::attr::user_attr_for_fortran(&state, crate::api::attr::Object::Win(win), keyval);
+    }
     let found = get_attr(win, keyval)?;
     // SAFETY: `get_attr` gives pointers to the window's own values, which
     // live while the caller's handle does.
