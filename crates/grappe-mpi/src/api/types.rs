@@ -505,6 +505,9 @@ mpi_fn! {
             Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default()) },
         };
         layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
+        // The copy has the type's properties and attributes, not its name:
+        // a name is the object's own, as under MPICH.
+        layout.name = Default::default();
         give(layout, newtype)?;
         // SAFETY: written just above.
         let copy = unsafe { get(newtype, "newtype")? };

@@ -6,8 +6,8 @@
  * Fortran order): each rank's part, in its local order, and the parts of
  * all ranks cover the array once; attributes on datatypes (set, get,
  * copied by MPI_Type_dup through the key's callback, deleted by
- * MPI_Type_free and MPI_Type_delete_attr) and window keys. Runs on any
- * number of ranks. */
+ * MPI_Type_free and MPI_Type_delete_attr) and window keys; names are not
+ * copied by MPI_Type_dup. Runs on any number of ranks. */
 #include "check.h"
 
 static int rank, size, left, right;
@@ -223,6 +223,30 @@ static void type_attributes(void)
     CHECK_MPI(MPI_Win_free_keyval(&win_key));
 }
 
+/* A name is the object's own: MPI_Type_dup's copy starts without one,
+ * and naming it leaves the original's name as it was. */
+static void names_stay_with_their_type(void)
+{
+    MPI_Datatype vector, copy;
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = -1;
+    CHECK_MPI(MPI_Type_vector(3, 1, 4, MPI_INT, &vector));
+    CHECK_MPI(MPI_Type_get_name(vector, name, &len));
+    CHECK(len == 0 && name[0] == '\0', "a new derived type has no name (got \"%s\")", name);
+    CHECK_MPI(MPI_Type_set_name(vector, "a vector"));
+    CHECK_MPI(MPI_Type_dup(vector, &copy));
+    CHECK_MPI(MPI_Type_get_name(copy, name, &len));
+    CHECK(len == 0 && name[0] == '\0', "MPI_Type_dup's copy has no name (got \"%s\")", name);
+    CHECK_MPI(MPI_Type_set_name(copy, "its copy"));
+    CHECK_MPI(MPI_Type_get_name(vector, name, &len));
+    CHECK(strcmp(name, "a vector") == 0, "naming the copy leaves the original's name (got \"%s\")", name);
+    CHECK_MPI(MPI_Type_dup(MPI_DOUBLE, &copy));
+    CHECK_MPI(MPI_Type_get_name(copy, name, &len));
+    CHECK(len == 0, "the copy of a predefined type has no name (got \"%s\")", name);
+    CHECK_MPI(MPI_Type_free(&copy));
+    CHECK_MPI(MPI_Type_free(&vector));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -235,5 +259,6 @@ int main(int argc, char **argv)
     named_and_parameterised();
     darray();
     type_attributes();
+    names_stay_with_their_type();
     return check_finish();
 }
