@@ -291,8 +291,6 @@ pub struct State {
     pub messages: Table<(grappe_comm::Message, c_int)>,
     /// Groups: the world ranks of their members, in group order.
     pub groups: Table<Vec<usize>>,
-    /// Info objects: their keys and values, in the order they were set.
-    pub infos: Table<Vec<(String, String)>>,
     /// Requests freed by `MPI_Request_free` while under way: they complete
     /// on their own, and are dropped once they have.
     pub freed: Vec<Freed>,
