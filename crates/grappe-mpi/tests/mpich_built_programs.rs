@@ -117,6 +117,19 @@ fn a_fortran_attribute_reads_in_c_through_its_address() {
     }
 }
 
+#[test]
+fn fortran_pair_types_and_sized_types_reduce() {
+    let prefix = installed();
+    let dir = scratch("fortran-reductions");
+    compile_fortran("reductions", &dir);
+    for n in [1, 3] {
+        let output = run_on_grappe(&prefix, &dir, n, "./reductions");
+        let text = describe(&output);
+        assert!(output.status.success(), "on {n} ranks:\n{text}");
+        assert!(text.contains(&format!("fortran reductions: all checks passed on {n} ranks")), "on {n} ranks:\n{text}");
+    }
+}
+
 /// Debian's ScaLAPACK test programs built with MPICH, with their input
 /// files (links into /usr/share in the package, copied as files).
 fn scalapack_tests() -> grappe_testkit::Scratch {
