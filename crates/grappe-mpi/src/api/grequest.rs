@@ -32,7 +32,9 @@ mpi_fn! {
             return Err(MpiError::new(class::ARG, "the request argument is NULL"));
         }
         let mut state = state::lock("MPI_Grequest_start")?;
-        let started = Generalized { query, free, cancel, extra_state: extra_state as usize, complete: false, freed: false, fortran: false };
+        let extra_state = extra_state as usize;
+        let started =
+            Generalized { query, free, cancel, extra_state, complete: false, freed: false, fortran: false };
         let entry = RequestEntry::Generalized(Box::new(started));
         let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
         // SAFETY: the caller's output argument, checked non-NULL.
@@ -128,8 +130,8 @@ pub(super) fn cancel(state: &mut Locked, found: &Generalized) -> Result<()> {
 }
 
 /// `MPII_Grequest_set_lang_f77`: MPICH's Fortran library says that the
-/// request it has just started has Fortran callbacks.
-/// A handle that is not a generalized request is left alone.
+/// request it has just started has Fortran callbacks (a handle that is not
+/// a generalized request is left alone).
 pub(super) fn set_fortran(request: c_int) -> Result<()> {
     let mut state = state::lock("MPI_Grequest_start")?;
     let Some(slot) = abi::direct_index(kind::REQUEST, request) else { return Ok(()) };

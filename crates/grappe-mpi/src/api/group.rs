@@ -371,10 +371,13 @@ mpi_fn! {
             match split_type {
                 abi::UNDEFINED => None,
                 abi::COMM_TYPE_SHARED => on_host(&state)?,
-                abi::COMM_TYPE_HW_GUIDED => match crate::api::info::value(info, HW_RESOURCE_TYPE).map_err(|e| e.on(comm))? {
-                    Some(resource) if resource == SHARED_MEMORY => on_host(&state)?,
-                    _ => None,
-                },
+                abi::COMM_TYPE_HW_GUIDED => {
+                    let resource = crate::api::info::value(info, HW_RESOURCE_TYPE).map_err(|e| e.on(comm))?;
+                    match resource {
+                        Some(resource) if resource == SHARED_MEMORY => on_host(&state)?,
+                        _ => None,
+                    }
+                }
                 abi::COMM_TYPE_HW_UNGUIDED if state.comm(comm)?.comm.spans_hosts() => {
                     if info != abi::INFO_NULL {
                         crate::api::info::set(info, HW_RESOURCE_TYPE, SHARED_MEMORY).map_err(|e| e.on(comm))?;

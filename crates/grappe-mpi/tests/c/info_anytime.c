@@ -71,7 +71,8 @@ int main(int argc, char **argv)
     MPI_Info env_after = MPI_INFO_NULL;
     CHECK_MPI(MPI_Info_create_env(argc, argv, &env_after));
     CHECK(same_entries(env_before, env_after), "MPI_Info_create_env says the same after MPI_Finalize");
-    CHECK(strcmp(value_of(late, "made"), "while MPI runs") == 0, "an info made while MPI ran is read after MPI_Finalize");
+    CHECK(strcmp(value_of(late, "made"), "while MPI runs") == 0,
+          "an info made while MPI ran is read after MPI_Finalize");
     MPI_Info late_copy = MPI_INFO_NULL;
     CHECK_MPI(MPI_Info_dup(late, &late_copy));
     CHECK_MPI(MPI_Info_set(late_copy, "made", "after MPI_Finalize"));
