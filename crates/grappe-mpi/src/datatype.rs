@@ -48,11 +48,26 @@ pub enum PairKind {
     LongInt,
     /// `MPI_SHORT_INT`: `{ short; int; }`, 8 bytes with padding.
     ShortInt,
-    /// `MPI_2INT`: `{ int; int; }`.
+    /// `MPI_2INT`: `{ int; int; }`, and Fortran's `MPI_2INTEGER`.
     TwoInt,
     /// `MPI_LONG_DOUBLE_INT`: `{ long double; int; }`, 32 bytes with
     /// padding on x86-64.
     LongDoubleInt,
+    /// Fortran's `MPI_2REAL`: two `REAL`s, the index a `REAL` too.
+    TwoReal,
+    /// Fortran's `MPI_2DOUBLE_PRECISION`: two `DOUBLE PRECISION`s.
+    TwoDoublePrecision,
+}
+
+impl PairKind {
+    /// Bytes of the index, which follows the value: C's pairs have an
+    /// `int`, Fortran's an index of the value's own type.
+    pub fn index_size(self) -> usize {
+        match self {
+            PairKind::TwoDoublePrecision => 8,
+            _ => 4,
+        }
+    }
 }
 
 /// A predefined datatype.
@@ -111,9 +126,9 @@ predefined! {
     "MPI_REAL" 0x4c00041c F32, 4, 4;
     "MPI_DOUBLE_PRECISION" 0x4c00081f F64, 8, 8;
     "MPI_INTEGER" 0x4c00041b I32, 4, 4;
-    "MPI_2INTEGER" 0x4c000820 Opaque, 8, 8;
-    "MPI_2REAL" 0x4c000821 Opaque, 8, 8;
-    "MPI_2DOUBLE_PRECISION" 0x4c001023 Opaque, 16, 16;
+    "MPI_2INTEGER" 0x4c000820 Pair(TwoInt), 8, 8;
+    "MPI_2REAL" 0x4c000821 Pair(TwoReal), 8, 8;
+    "MPI_2DOUBLE_PRECISION" 0x4c001023 Pair(TwoDoublePrecision), 16, 16;
     "MPI_CHARACTER" 0x4c00011a I8, 1, 1;
     "MPI_REAL4" 0x4c000427 F32, 4, 4;
     "MPI_REAL8" 0x4c000829 F64, 8, 8;

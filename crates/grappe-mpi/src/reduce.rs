@@ -221,6 +221,8 @@ pair!(LongInt, i64, { value: i64, index: i32, pad: i32 });
 pair!(ShortInt, i16, { value: i16, pad: i16, index: i32 });
 pair!(TwoInt, i32, { value: i32, index: i32 });
 pair!(LongDoubleInt, LongDouble, { value: LongDouble, index: i32, pad: [u8; 12] });
+pair!(TwoReal, f32, { value: f32, index: f32 });
+pair!(TwoDoublePrecision, f64, { value: f64, index: f64 });
 
 /// A user's C function (`MPI_User_function`): `inoutvec[i] = invec[i] ∘
 /// inoutvec[i]` for `*len` elements of `*datatype`.
@@ -514,6 +516,8 @@ pub fn with_type<R>(datatype: &Datatype, task: impl Typed<Output = R>) -> R {
         Kind::Pair(PairKind::ShortInt) => task.run::<ShortInt>(),
         Kind::Pair(PairKind::TwoInt) => task.run::<TwoInt>(),
         Kind::Pair(PairKind::LongDoubleInt) => task.run::<LongDoubleInt>(),
+        Kind::Pair(PairKind::TwoReal) => task.run::<TwoReal>(),
+        Kind::Pair(PairKind::TwoDoublePrecision) => task.run::<TwoDoublePrecision>(),
         Kind::Opaque => task.run::<Opaque>(),
     }
 }
@@ -604,6 +608,8 @@ mod tests {
     fn pairs_have_the_layout_of_their_c_structures() {
         for (handle, size) in
             [(0x8c000000u32, 8usize), (0x8c000001, 16), (0x8c000002, 16), (0x8c000003, 8), (0x8c000004, 32)]
+                .into_iter()
+                .chain([(0x4c000820, 8), (0x4c000821, 8), (0x4c001023, 16)])
         {
             let datatype = lookup(handle as c_int).unwrap();
             struct Size;

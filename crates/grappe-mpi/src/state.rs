@@ -52,8 +52,8 @@ pub struct CommEntry {
     /// `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ABORT`.
     pub errhandler: c_int,
     pub name: String,
-    /// Attributes: keyval and value (a C pointer), in the order set.
-    pub attrs: Vec<(c_int, usize)>,
+    /// Attributes: keyval and value, in the order set.
+    pub attrs: Vec<(c_int, AttrValue)>,
     /// The virtual topology, if the communicator has one.
     pub topology: Option<crate::api::Topology>,
     /// A private duplicate for neighbourhood collectives, made at the first.
@@ -76,6 +76,47 @@ impl CommEntry {
             neighbours: None,
             inter: None,
             pending: false,
+        }
+    }
+}
+
+/// An attribute's value as it was set. C sets a pointer; Fortran sets an
+/// integer, which MPI's rules for attributes across languages have C see
+/// through its address (C gets a pointer to the integer), so it lives in a
+/// cell of its own whose address stays valid while the attribute does.
+#[derive(Debug)]
+pub enum AttrValue {
+    Pointer(usize),
+    Integer(Box<isize>),
+}
+
+impl AttrValue {
+    /// What C gets: the pointer, or the address of the integer.
+    pub fn for_c(&self) -> usize {
+        match self {
+            AttrValue::Pointer(value) => *value,
+            AttrValue::Integer(cell) => &**cell as *const isize as usize,
+        }
+    }
+
+    /// What Fortran gets: the pointer as an integer, or the integer.
+    pub fn for_fortran(&self) -> isize {
+        match self {
+            AttrValue::Pointer(value) => *value as isize,
+            AttrValue::Integer(cell) => **cell,
+        }
+    }
+
+    /// Whether Fortran set it.
+    pub fn is_integer(&self) -> bool {
+        matches!(self, AttrValue::Integer(_))
+    }
+
+    /// A Fortran integer if `integer`, else a C pointer.
+    pub fn new(integer: bool, value: usize) -> AttrValue {
+        match integer {
+            true => AttrValue::Integer(Box::new(value as isize)),
+            false => AttrValue::Pointer(value),
         }
     }
 }
@@ -173,6 +214,10 @@ pub struct Generalized {
     /// `MPI_Request_free` was called before it completed: the request
     /// goes when it does.
     pub freed: bool,
+    /// The callbacks are Fortran subroutines (started through MPICH's
+    /// Fortran library, `MPII_Grequest_set_lang_f77`): they take every
+    /// argument by reference and give their error code in a last one.
+    pub fortran: bool,
 }
 
 /// `MPI_Grequest_query_function`.
@@ -237,17 +282,15 @@ pub struct State {
     /// Attribute keys.
     pub keyvals: Table<Keyval>,
     /// Attributes set on datatypes, by datatype handle.
-    pub type_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
+    pub type_attrs: std::collections::HashMap<c_int, Vec<(c_int, AttrValue)>>,
     /// Attributes set on windows, by window handle.
-    pub win_attrs: std::collections::HashMap<c_int, Vec<(c_int, usize)>>,
+    pub win_attrs: std::collections::HashMap<c_int, Vec<(c_int, AttrValue)>>,
     /// User operations (`MPI_Op_create`): their function and whether it commutes.
     pub ops: Table<(crate::reduce::UserFn, bool)>,
     /// Messages claimed by matched probes, with their communicator.
     pub messages: Table<(grappe_comm::Message, c_int)>,
     /// Groups: the world ranks of their members, in group order.
     pub groups: Table<Vec<usize>>,
-    /// Info objects: their keys and values, in the order they were set.
-    pub infos: Table<Vec<(String, String)>>,
     /// Requests freed by `MPI_Request_free` while under way: they complete
     /// on their own, and are dropped once they have.
     pub freed: Vec<Freed>,

@@ -88,6 +88,49 @@ fn a_fortran_2008_program_runs_through_mpich_s_mpi_f08_module() {
     }
 }
 
+#[test]
+fn fortran_generalized_request_callbacks_take_their_arguments_by_reference() {
+    let prefix = installed();
+    let dir = scratch("fortran-grequest");
+    compile_fortran("grequest", &dir);
+    for n in [1, 2] {
+        let output = run_on_grappe(&prefix, &dir, n, "./grequest");
+        let text = describe(&output);
+        assert!(output.status.success(), "on {n} ranks:\n{text}");
+        assert!(
+            text.contains(&format!("fortran generalized requests: all checks passed on {n} ranks")),
+            "on {n} ranks:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_fortran_attribute_reads_in_c_through_its_address() {
+    let prefix = installed();
+    let dir = scratch("fortran-attr-languages");
+    compile_fortran("attr_languages", &dir);
+    for n in [1, 3] {
+        let output = run_on_grappe(&prefix, &dir, n, "./attr_languages");
+        let text = describe(&output);
+        assert!(output.status.success(), "on {n} ranks:\n{text}");
+        let verdict = format!("fortran attributes across languages: all checks passed on {n} ranks");
+        assert!(text.contains(&verdict), "on {n} ranks:\n{text}");
+    }
+}
+
+#[test]
+fn fortran_pair_types_and_sized_types_reduce() {
+    let prefix = installed();
+    let dir = scratch("fortran-reductions");
+    compile_fortran("reductions", &dir);
+    for n in [1, 3] {
+        let output = run_on_grappe(&prefix, &dir, n, "./reductions");
+        let text = describe(&output);
+        assert!(output.status.success(), "on {n} ranks:\n{text}");
+        assert!(text.contains(&format!("fortran reductions: all checks passed on {n} ranks")), "on {n} ranks:\n{text}");
+    }
+}
+
 /// Debian's ScaLAPACK test programs built with MPICH, with their input
 /// files (links into /usr/share in the package, copied as files).
 fn scalapack_tests() -> grappe_testkit::Scratch {

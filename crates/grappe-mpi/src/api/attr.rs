@@ -13,7 +13,7 @@ use std::ffi::{c_int, c_void};
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::state::{self, Keyval, Locked};
+use crate::state::{self, AttrValue, Keyval, Locked};
 
 use super::{get, put};
 
@@ -81,7 +81,7 @@ impl Object {
     }
 
     /// The object's attributes, after checking that it exists.
-    fn attrs_mut(self, state: &mut Locked) -> Result<&mut Vec<(c_int, usize)>> {
+    fn attrs_mut(self, state: &mut Locked) -> Result<&mut Vec<(c_int, AttrValue)>> {
         match self {
             Object::Comm(comm) => {
                 let slot = state.comm_slot(comm)?;
@@ -98,7 +98,7 @@ impl Object {
         }
     }
 
-    fn attrs(self, state: &Locked) -> Result<&[(c_int, usize)]> {
+    fn attrs(self, state: &Locked) -> Result<&[(c_int, AttrValue)]> {
         match self {
             Object::Comm(comm) => Ok(&state.comm(comm)?.attrs),
             Object::Datatype(datatype) => {
@@ -236,35 +236,38 @@ pub(super) fn set_proxies(keyval: c_int, copy: Option<CopyProxy>, delete: Option
 }
 
 /// Sets an attribute; a value it replaces is deleted (its callback run).
-pub(super) fn set_attr(call: &str, object: Object, keyval: c_int, value: *mut c_void) -> Result<()> {
+pub(super) fn set_attr(call: &str, object: Object, keyval: c_int, value: AttrValue) -> Result<()> {
     let replaced = {
         let mut state = state::lock(call)?;
         let slot = keyval_slot(&state, keyval).map_err(|e| object.blame(e))?;
         let key = *state.keyvals.get(slot).expect("checked");
         let attrs = object.attrs_mut(&mut state)?;
         let old = attrs.iter().position(|a| a.0 == keyval).map(|i| attrs.remove(i));
-        attrs.push((keyval, value as usize));
+        attrs.push((keyval, value));
         if old.is_none() {
             attach(&mut state, keyval, 1);
         }
         old.map(|(_, v)| (key, v))
     };
     match replaced {
-        Some((key, old)) => run_delete(object, keyval, key, old),
+        Some((key, old)) => run_delete(object, keyval, key, &old),
         None => Ok(()),
     }
 }
 
-/// Runs a key's delete callback on a value, without the lock.
-fn run_delete(object: Object, keyval: c_int, key: Keyval, value: usize) -> Result<()> {
+/// Runs a key's delete callback on a value, without the lock: a Fortran
+/// callback (through its proxy) gets the value as Fortran sees it, a C one
+/// as C does.
+fn run_delete(object: Object, keyval: c_int, key: Keyval, value: &AttrValue) -> Result<()> {
     let Some(delete) = key.delete else { return Ok(()) };
-    let (handle, value, extra) = (object.handle(), value as *mut c_void, key.extra_state as *mut c_void);
+    let (handle, extra) = (object.handle(), key.extra_state as *mut c_void);
     // SAFETY: the program's callback, with the arguments MPI defines, or
-    // its binding library's proxy for it.
+    // its binding library's proxy for it; an integer's cell lives across
+    // the call.
     let code = unsafe {
         match key.proxies.1 {
-            Some(proxy) => proxy(delete, handle, keyval, PROXY_ATTR_TYPE, value, extra),
-            None => delete(handle, keyval, value, extra),
+            Some(proxy) => proxy(delete, handle, keyval, PROXY_ATTR_TYPE, value.for_fortran() as *mut c_void, extra),
+            None => delete(handle, keyval, value.for_c() as *mut c_void, extra),
         }
     };
     match code {
@@ -279,21 +282,30 @@ fn run_delete(object: Object, keyval: c_int, key: Keyval, value: usize) -> Resul
 mpi_fn! {
     /// `MPI_Comm_set_attr`.
     fn MPI_Comm_set_attr / PMPI_Comm_set_attr(comm: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Comm_set_attr", Object::Comm(comm), keyval, value)
+        set_attr("MPI_Comm_set_attr", Object::Comm(comm), keyval, AttrValue::Pointer(value as usize))
     }
 }
 
 mpi_fn! {
     /// `MPI_Attr_put` (MPI-1's name).
     fn MPI_Attr_put / PMPI_Attr_put(comm: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Attr_put", Object::Comm(comm), keyval, value)
+        set_attr("MPI_Attr_put", Object::Comm(comm), keyval, AttrValue::Pointer(value as usize))
     }
 }
 
-/// The value of a user attribute, if set.
+/// The value of a user attribute as C gets it, if set.
 pub(super) fn user_attr(state: &Locked, object: Object, keyval: c_int) -> Result<Option<usize>> {
+    Ok(find_attr(state, object, keyval)?.map(AttrValue::for_c))
+}
+
+/// The value of a user attribute as Fortran gets it, if set.
+pub(super) fn user_attr_for_fortran(state: &Locked, object: Object, keyval: c_int) -> Result<Option<isize>> {
+    Ok(find_attr(state, object, keyval)?.map(AttrValue::for_fortran))
+}
+
+fn find_attr(state: &Locked, object: Object, keyval: c_int) -> Result<Option<&AttrValue>> {
     keyval_slot(state, keyval).map_err(|e| object.blame(e))?;
-    Ok(object.attrs(state)?.iter().find(|a| a.0 == keyval).map(|a| a.1))
+    Ok(object.attrs(state)?.iter().find(|a| a.0 == keyval).map(|a| &a.1))
 }
 
 fn delete_attr(call: &str, object: Object, keyval: c_int) -> Result<()> {
@@ -311,7 +323,7 @@ fn delete_attr(call: &str, object: Object, keyval: c_int) -> Result<()> {
         detach(&mut state, keyval);
         (key, value)
     };
-    let deleted = run_delete(object, keyval, key, value);
+    let deleted = run_delete(object, keyval, key, &value);
     if deleted.is_err() {
         // The callback refused: the attribute stays (as under MPICH; the
         // call is erroneous, MPI says).
@@ -342,22 +354,30 @@ mpi_fn! {
 /// through their keys' copy callbacks (`MPI_Comm_dup`, `MPI_Type_dup`),
 /// without the lock.
 pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
-    let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
+    // Each attribute as both languages see it: the cell of an integer
+    // stays with the old object, which lives across the copies.
+    let attrs: Vec<(c_int, usize, isize, bool, Option<Keyval>)> = {
         let state = state::lock("a duplication")?;
-        old.attrs(&state)?.iter().map(|&(k, v)| (k, v, attached_key(&state, k))).collect()
+        let attrs = old.attrs(&state)?.iter();
+        attrs.map(|(k, v)| (*k, v.for_c(), v.for_fortran(), v.is_integer(), attached_key(&state, *k))).collect()
     };
     let mut copied = Vec::new();
-    for (keyval, value, key) in attrs {
+    for (keyval, for_c, for_fortran, integer, key) in attrs {
         let Some(Keyval { copy: Some(copy), extra_state, proxies, .. }) = key else { continue };
         let mut out: *mut c_void = std::ptr::null_mut();
         let mut flag: c_int = 0;
-        let (handle, extra, value) = (old.handle(), extra_state as *mut c_void, value as *mut c_void);
+        let (handle, extra) = (old.handle(), extra_state as *mut c_void);
         // SAFETY: the program's callback, with the arguments MPI defines, or
-        // its binding library's proxy for it.
+        // its binding library's proxy for it (a Fortran callback gets the
+        // value as Fortran sees it).
         let code = unsafe {
             match proxies.0 {
-                Some(proxy) => proxy(copy, handle, keyval, extra, PROXY_ATTR_TYPE, value, &mut out, &mut flag),
-                None => copy(handle, keyval, extra, value, (&mut out as *mut *mut c_void).cast(), &mut flag),
+                Some(proxy) => {
+                    proxy(copy, handle, keyval, extra, PROXY_ATTR_TYPE, for_fortran as *mut c_void, &mut out, &mut flag)
+                }
+                None => {
+                    copy(handle, keyval, extra, for_c as *mut c_void, (&mut out as *mut *mut c_void).cast(), &mut flag)
+                }
             }
         };
         if code != abi::SUCCESS {
@@ -367,7 +387,8 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
             )));
         }
         if flag != 0 {
-            copied.push((keyval, out as usize));
+            // The copy is of the kind of the original, as under MPICH.
+            copied.push((keyval, AttrValue::new(integer, out as usize)));
         }
     }
     let mut state = state::lock("a duplication")?;
@@ -381,7 +402,7 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
 /// Deletes every attribute of `object` (`MPI_Comm_free`, `MPI_Type_free`),
 /// without the lock.
 pub(super) fn delete_all(object: Object) -> Result<()> {
-    let attrs: Vec<(c_int, usize, Option<Keyval>)> = {
+    let attrs: Vec<(c_int, AttrValue, Option<Keyval>)> = {
         let mut state = state::lock("a free")?;
         let attrs = std::mem::take(object.attrs_mut(&mut state)?);
         match object {
@@ -397,7 +418,7 @@ pub(super) fn delete_all(object: Object) -> Result<()> {
     };
     for (keyval, value, key) in attrs.into_iter().rev() {
         if let Some(key) = key {
-            run_delete(object, keyval, key, value)?;
+            run_delete(object, keyval, key, &value)?;
         }
     }
     Ok(())
@@ -444,7 +465,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Type_set_attr`.
     fn MPI_Type_set_attr / PMPI_Type_set_attr(datatype: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Type_set_attr", Object::Datatype(datatype), keyval, value)
+        set_attr("MPI_Type_set_attr", Object::Datatype(datatype), keyval, AttrValue::Pointer(value as usize))
     }
 }
 
@@ -474,7 +495,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Win_set_attr`.
     fn MPI_Win_set_attr / PMPI_Win_set_attr(win: c_int, keyval: c_int, value: *mut c_void) {
-        set_attr("MPI_Win_set_attr", Object::Win(win), keyval, value)
+        set_attr("MPI_Win_set_attr", Object::Win(win), keyval, AttrValue::Pointer(value as usize))
     }
 }
 

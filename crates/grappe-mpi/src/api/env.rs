@@ -101,7 +101,6 @@ fn init(required: c_int) -> Result<c_int> {
             type_attrs: Default::default(),
             win_attrs: Default::default(),
             groups: Table::new(),
-            infos: Table::new(),
             freed: Vec::new(),
             buffered: Vec::new(),
             scope,

@@ -46,7 +46,9 @@ impl Format {
             Kind::U8 | Kind::U16 | Kind::U32 | Kind::U64 | Kind::Bool | Kind::Byte => int(false),
             Kind::F32 | Kind::F64 => Format::Swapped { part: base.size },
             Kind::Complex32 | Kind::Complex64 => Format::Swapped { part: base.size / 2 },
-            Kind::Pair(PairKind::TwoInt) => Format::Swapped { part: 4 },
+            Kind::Pair(PairKind::TwoInt | PairKind::TwoReal | PairKind::TwoDoublePrecision) => {
+                Format::Swapped { part: base.size / 2 }
+            }
             Kind::Opaque if base.name.starts_with("MPI_2") || base.name.contains("COMPLEX") => {
                 Format::Swapped { part: base.size / 2 }
             }

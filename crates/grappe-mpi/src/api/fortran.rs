@@ -6,7 +6,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class};
-use crate::errors::MpiError;
+use crate::errors::{MpiError, Result};
 use crate::{mpi_fn, weak_alias};
 
 use super::get;
@@ -44,6 +44,8 @@ same_handle! {
 mpi_fn! {
     /// `MPI_Status_c2f`: a Fortran status is the five integers of the C one.
     fn MPI_Status_c2f / PMPI_Status_c2f(c_status: *const abi::Status, f_status: *mut abi::Status) {
+        refuse_ignore_values(c_status, "c_status")?;
+        refuse_fortran_ignore_values(f_status, "f_status")?;
         // SAFETY: the caller's statuses.
         let status = unsafe { get(c_status, "c_status")? };
         if f_status.is_null() {
@@ -58,6 +60,8 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Status_f2c`.
     fn MPI_Status_f2c / PMPI_Status_f2c(f_status: *const abi::Status, c_status: *mut abi::Status) {
+        refuse_fortran_ignore_values(f_status, "f_status")?;
+        refuse_ignore_values(c_status, "c_status")?;
         if f_status.is_null() || c_status.is_null() {
             return Err(MpiError::new(class::ARG, "a status is NULL"));
         }
@@ -65,6 +69,30 @@ mpi_fn! {
         unsafe { c_status.write(f_status.read_unaligned()) };
         Ok(())
     }
+}
+
+/// MPI's ignore values are no statuses to convert: `MPI_STATUS_IGNORE`
+/// and `MPI_STATUSES_IGNORE` (`(MPI_Status *) 1`) for C.
+fn refuse_ignore_values<T>(status: *const T, name: &str) -> Result<()> {
+    match status as usize == abi::STATUS_IGNORE {
+        true => Err(MpiError::new(class::ARG, format!("{name} is MPI_STATUS_IGNORE, not a status to convert"))),
+        false => Ok(()),
+    }
+}
+
+/// As [`refuse_ignore_values`], for Fortran's: the addresses of
+/// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE` that the Fortran library
+/// set in `MPI_F_STATUS_IGNORE` and `MPI_F_STATUSES_IGNORE`.
+fn refuse_fortran_ignore_values<T>(status: *const T, name: &str) -> Result<()> {
+    let status = status as *const c_void;
+    // SAFETY: plain reads of pointers written once, when the Fortran
+    // library started, before any MPI call.
+    let (one, many) = unsafe { (*MPI_F_STATUS_IGNORE.0.get(), *MPI_F_STATUSES_IGNORE.0.get()) };
+    if status == one || status == many {
+        let which = if status == one { "MPI_F_STATUS_IGNORE" } else { "MPI_F_STATUSES_IGNORE" };
+        return Err(MpiError::new(class::ARG, format!("{name} is {which}, not a status to convert")));
+    }
+    Ok(())
 }
 
 /// A pointer that C reads from a data symbol: MPICH's header declares
@@ -95,7 +123,7 @@ pub static MPI_WEIGHTS_EMPTY: Address = Address(&WEIGHTS_EMPTY_TARGET as *const 
 pub struct FortranAddress(std::cell::UnsafeCell<*const c_void>);
 
 // SAFETY: written once, by the Fortran library's initialisation before
-// any MPI call; grappe never reads these.
+// any MPI call; grappe only reads them, in the status conversions.
 unsafe impl Sync for FortranAddress {}
 
 /// `MPI_F_STATUS_IGNORE`.

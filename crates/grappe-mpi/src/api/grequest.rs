@@ -32,7 +32,9 @@ mpi_fn! {
             return Err(MpiError::new(class::ARG, "the request argument is NULL"));
         }
         let mut state = state::lock("MPI_Grequest_start")?;
-        let started = Generalized { query, free, cancel, extra_state: extra_state as usize, complete: false, freed: false };
+        let extra_state = extra_state as usize;
+        let started =
+            Generalized { query, free, cancel, extra_state, complete: false, freed: false, fortran: false };
         let entry = RequestEntry::Generalized(Box::new(started));
         let handle = state.add_request(RequestSlot { now: Some(entry), persistent: None });
         // SAFETY: the caller's output argument, checked non-NULL.
@@ -92,8 +94,10 @@ pub(super) fn status_of(state: &mut Locked, found: &Generalized, free: bool) -> 
     let mut status = empty_status();
     if let Some(query) = found.query {
         let extra = found.extra_state as *mut c_void;
-        // SAFETY: the program's function, with the arguments MPI defines.
-        let code = state.let_go_during(|| unsafe { query(extra, &mut status) });
+        let fortran = found.fortran;
+        // SAFETY: the program's function, with the arguments MPI defines
+        // in the language it was started from.
+        let code = state.let_go_during(|| unsafe { call_query(query, fortran, extra, &mut status) });
         callback_outcome(code, "query")?;
     }
     if free {
@@ -106,8 +110,10 @@ pub(super) fn status_of(state: &mut Locked, found: &Generalized, free: bool) -> 
 fn call_free(state: &mut Locked, found: &Generalized) -> Result<()> {
     let Some(free) = found.free else { return Ok(()) };
     let extra = found.extra_state as *mut c_void;
-    // SAFETY: the program's function, with the argument MPI defines.
-    let code = state.let_go_during(|| unsafe { free(extra) });
+    let fortran = found.fortran;
+    // SAFETY: the program's function, with the argument MPI defines in the
+    // language it was started from.
+    let code = state.let_go_during(|| unsafe { call_free_fn(free, fortran, extra) });
     callback_outcome(code, "free")
 }
 
@@ -116,9 +122,86 @@ fn call_free(state: &mut Locked, found: &Generalized) -> Result<()> {
 pub(super) fn cancel(state: &mut Locked, found: &Generalized) -> Result<()> {
     let Some(cancel) = found.cancel else { return Ok(()) };
     let (extra, complete) = (found.extra_state as *mut c_void, found.complete as c_int);
-    // SAFETY: the program's function, with the arguments MPI defines.
-    let code = state.let_go_during(|| unsafe { cancel(extra, complete) });
+    let fortran = found.fortran;
+    // SAFETY: the program's function, with the arguments MPI defines in
+    // the language it was started from.
+    let code = state.let_go_during(|| unsafe { call_cancel(cancel, fortran, extra, complete) });
     callback_outcome(code, "cancel")
+}
+
+/// `MPII_Grequest_set_lang_f77`: MPICH's Fortran library says that the
+/// request it has just started has Fortran callbacks (a handle that is not
+/// a generalized request is left alone).
+pub(super) fn set_fortran(request: c_int) -> Result<()> {
+    let mut state = state::lock("MPI_Grequest_start")?;
+    let Some(slot) = abi::direct_index(kind::REQUEST, request) else { return Ok(()) };
+    if let Some(RequestEntry::Generalized(found)) = state.requests.get_mut(slot).and_then(|r| r.now.as_mut()) {
+        found.fortran = true;
+    }
+    Ok(())
+}
+
+/// The Fortran forms of the three callbacks (MPICH's
+/// `MPIR_Grequest_f77_*_function`): every argument by reference, the error
+/// code written to the last. A Fortran status is the C one (MPICH's
+/// `MPI_STATUS_SIZE` is 5, its layout `MPI_Status`'s).
+type FortranQuery = unsafe extern "C" fn(extra_state: *mut c_void, status: *mut abi::Status, ierr: *mut c_int);
+type FortranFree = unsafe extern "C" fn(extra_state: *mut c_void, ierr: *mut c_int);
+type FortranCancel = unsafe extern "C" fn(extra_state: *mut c_void, complete: *mut c_int, ierr: *mut c_int);
+
+/// Calls a query function in the language it was written in.
+///
+/// # Safety
+/// `query` is the program's function of that language; `status` is
+/// writable.
+unsafe fn call_query(query: GrequestQuery, fortran: bool, extra: *mut c_void, status: *mut abi::Status) -> c_int {
+    if !fortran {
+        // SAFETY: as the caller promises.
+        return unsafe { query(extra, status) };
+    }
+    // SAFETY: MPICH's Fortran library passed a Fortran subroutine as the C
+    // function pointer (it casts it the same way); the call gives it the
+    // arguments of its own form.
+    let query: FortranQuery = unsafe { std::mem::transmute::<GrequestQuery, FortranQuery>(query) };
+    let mut ierr = abi::SUCCESS;
+    // SAFETY: as above; `ierr` lives across the call.
+    unsafe { query(extra, status, &mut ierr) };
+    ierr
+}
+
+/// Calls a free function in the language it was written in.
+///
+/// # Safety
+/// `free` is the program's function of that language.
+unsafe fn call_free_fn(free: GrequestFree, fortran: bool, extra: *mut c_void) -> c_int {
+    if !fortran {
+        // SAFETY: as the caller promises.
+        return unsafe { free(extra) };
+    }
+    // SAFETY: a Fortran subroutine passed as the C pointer (see `call_query`).
+    let free: FortranFree = unsafe { std::mem::transmute::<GrequestFree, FortranFree>(free) };
+    let mut ierr = abi::SUCCESS;
+    // SAFETY: as above; `ierr` lives across the call.
+    unsafe { free(extra, &mut ierr) };
+    ierr
+}
+
+/// Calls a cancel function in the language it was written in (Fortran's
+/// `complete` is a `LOGICAL`, whose true gfortran writes as 1).
+///
+/// # Safety
+/// `cancel` is the program's function of that language.
+unsafe fn call_cancel(cancel: GrequestCancel, fortran: bool, extra: *mut c_void, complete: c_int) -> c_int {
+    if !fortran {
+        // SAFETY: as the caller promises.
+        return unsafe { cancel(extra, complete) };
+    }
+    // SAFETY: a Fortran subroutine passed as the C pointer (see `call_query`).
+    let cancel: FortranCancel = unsafe { std::mem::transmute::<GrequestCancel, FortranCancel>(cancel) };
+    let (mut complete, mut ierr) = (complete, abi::SUCCESS);
+    // SAFETY: as above; both integers live across the call.
+    unsafe { cancel(extra, &mut complete, &mut ierr) };
+    ierr
 }
 
 /// A callback's code: MPI passes a failure on as the call's error.

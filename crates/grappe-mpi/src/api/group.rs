@@ -366,18 +366,21 @@ mpi_fn! {
     /// resource is known).
     fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) {
         let color = {
-            let mut state = state::lock("MPI_Comm_split_type")?;
+            let state = state::lock("MPI_Comm_split_type")?;
             let on_host = |state: &Locked| state.comm(comm).map(|entry| Some(entry.comm.host_color()));
             match split_type {
                 abi::UNDEFINED => None,
                 abi::COMM_TYPE_SHARED => on_host(&state)?,
-                abi::COMM_TYPE_HW_GUIDED => match crate::api::info::value(&state, info, HW_RESOURCE_TYPE).map_err(|e| e.on(comm))? {
-                    Some(resource) if resource == SHARED_MEMORY => on_host(&state)?,
-                    _ => None,
-                },
+                abi::COMM_TYPE_HW_GUIDED => {
+                    let resource = crate::api::info::value(info, HW_RESOURCE_TYPE).map_err(|e| e.on(comm))?;
+                    match resource {
+                        Some(resource) if resource == SHARED_MEMORY => on_host(&state)?,
+                        _ => None,
+                    }
+                }
                 abi::COMM_TYPE_HW_UNGUIDED if state.comm(comm)?.comm.spans_hosts() => {
                     if info != abi::INFO_NULL {
-                        crate::api::info::set(&mut state, info, HW_RESOURCE_TYPE, SHARED_MEMORY).map_err(|e| e.on(comm))?;
+                        crate::api::info::set(info, HW_RESOURCE_TYPE, SHARED_MEMORY).map_err(|e| e.on(comm))?;
                     }
                     on_host(&state)?
                 }

@@ -1,30 +1,44 @@
 //! Info objects: keys and values a program passes as hints. grappe reads
 //! none of them yet; they keep what is set, as MPI requires.
+//!
+//! MPI lets a program use info objects at any time, before `MPI_Init` and
+//! after `MPI_Finalize` too (to pass hints to `MPI_Session_init`, or to
+//! read `MPI_Info_create_env`), so they live beside the library's state,
+//! in a table of their own.
 
 use std::ffi::{c_char, c_int};
+
+use parking_lot::Mutex;
 
 use crate::abi::{self, class, kind};
 use crate::errors::{MpiError, Result};
 use crate::mpi_fn;
-use crate::state::{self, Locked};
+use crate::state::Table;
 
 use super::env::{copy_string, read_string};
 use super::{get, put};
 
+/// An info object: its keys and values, in the order they were set.
+type Entries = Vec<(String, String)>;
+
+static INFOS: Mutex<Table<Entries>> = Mutex::new(Table::new());
+
 /// The slot of info `handle`; `None` for `MPI_INFO_ENV`, which is empty.
-fn slot_of(state: &Locked, handle: c_int) -> Result<Option<usize>> {
+fn slot_of(infos: &Table<Entries>, handle: c_int) -> Result<Option<usize>> {
     if handle == abi::INFO_ENV {
         return Ok(None);
     }
     match abi::direct_index(kind::INFO, handle) {
-        Some(slot) if state.infos.get(slot).is_some() => Ok(Some(slot)),
+        Some(slot) if infos.get(slot).is_some() => Ok(Some(slot)),
         _ if handle == abi::INFO_NULL => Err(MpiError::new(class::ARG, "MPI_INFO_NULL is not an info object")),
         _ => Err(MpiError::new(class::ARG, format!("{handle:#x} is not an info handle (or was freed)"))),
     }
 }
 
-pub(super) fn entries(state: &Locked, handle: c_int) -> Result<Vec<(String, String)>> {
-    Ok(slot_of(state, handle)?.and_then(|slot| state.infos.get(slot)).cloned().unwrap_or_default())
+/// The keys and values of info `handle`.
+pub(super) fn entries(handle: c_int) -> Result<Entries> {
+    let infos = INFOS.lock();
+    Ok(slot_of(&infos, handle)?.and_then(|slot| infos.get(slot)).cloned().unwrap_or_default())
 }
 
 /// A key, checked against `MPI_MAX_INFO_KEY`.
@@ -41,28 +55,37 @@ unsafe fn key_of(key: *const c_char) -> Result<String> {
 }
 
 /// The value of `key` in info `handle` (`MPI_INFO_NULL` holds none).
-pub(super) fn value(state: &Locked, handle: c_int, key: &str) -> Result<Option<String>> {
+pub(super) fn value(handle: c_int, key: &str) -> Result<Option<String>> {
     if handle == abi::INFO_NULL {
         return Ok(None);
     }
-    Ok(entries(state, handle)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+    Ok(entries(handle)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+}
+
+/// Runs `change` on the entries of info `handle`, which the program may
+/// change (`MPI_INFO_ENV` it may not).
+fn change<T>(handle: c_int, change: impl FnOnce(&mut Entries) -> Result<T>) -> Result<T> {
+    let mut infos = INFOS.lock();
+    let Some(slot) = slot_of(&infos, handle)? else {
+        return Err(MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"));
+    };
+    change(infos.get_mut(slot).expect("checked by slot_of"))
 }
 
 /// Sets `key` to `value` in info `handle`.
-pub(super) fn set(state: &mut Locked, handle: c_int, key: &str, value: &str) -> Result<()> {
-    let Some(slot) = slot_of(state, handle)? else {
-        return Err(MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"));
-    };
-    let entries = state.infos.get_mut(slot).expect("checked by slot_of");
-    match entries.iter_mut().find(|(k, _)| k == key) {
-        Some(entry) => entry.1 = value.to_owned(),
-        None => entries.push((key.to_owned(), value.to_owned())),
-    }
-    Ok(())
+pub(super) fn set(handle: c_int, key: &str, value: &str) -> Result<()> {
+    change(handle, |entries| {
+        match entries.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value.to_owned(),
+            None => entries.push((key.to_owned(), value.to_owned())),
+        }
+        Ok(())
+    })
 }
 
-pub(super) fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut c_int) -> Result<()> {
-    let handle = abi::direct_handle(kind::INFO, state.infos.insert(entries));
+/// A new info object holding `entries`, its handle written to `out`.
+pub(super) fn add(entries: Entries, out: *mut c_int) -> Result<()> {
+    let handle = abi::direct_handle(kind::INFO, INFOS.lock().insert(entries));
     // SAFETY: the caller's output argument.
     unsafe { put(out, handle, "info") }
 }
@@ -70,16 +93,14 @@ pub(super) fn add(state: &mut Locked, entries: Vec<(String, String)>, out: *mut 
 mpi_fn! {
     /// `MPI_Info_create`.
     fn MPI_Info_create / PMPI_Info_create(info: *mut c_int) {
-        add(&mut state::lock("MPI_Info_create")?, Vec::new(), info)
+        add(Vec::new(), info)
     }
 }
 
 mpi_fn! {
     /// `MPI_Info_dup`.
     fn MPI_Info_dup / PMPI_Info_dup(info: c_int, newinfo: *mut c_int) {
-        let mut state = state::lock("MPI_Info_dup")?;
-        let copy = entries(&state, info)?;
-        add(&mut state, copy, newinfo)
+        add(entries(info)?, newinfo)
     }
 }
 
@@ -88,7 +109,7 @@ mpi_fn! {
     fn MPI_Info_set / PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) {
         // SAFETY: NUL-terminated strings, as MPI requires.
         let (key, value) = unsafe { (key_of(key)?, read_string(value, "value")?) };
-        set(&mut state::lock("MPI_Info_set")?, info, &key, &value)
+        set(info, &key, &value)
     }
 }
 
@@ -97,15 +118,14 @@ mpi_fn! {
     fn MPI_Info_delete / PMPI_Info_delete(info: c_int, key: *const c_char) {
         // SAFETY: a NUL-terminated string, as MPI requires.
         let key = unsafe { key_of(key)? };
-        let mut state = state::lock("MPI_Info_delete")?;
-        let slot = slot_of(&state, info)?.ok_or_else(|| MpiError::new(class::ARG, "MPI_INFO_ENV cannot be changed"))?;
-        let entries = state.infos.get_mut(slot).expect("checked by slot_of");
-        let before = entries.len();
-        entries.retain(|(k, _)| *k != key);
-        if entries.len() == before {
-            return Err(MpiError::new(class::INFO_NOKEY, format!("info key {key:?} is not set")));
-        }
-        Ok(())
+        change(info, |entries| {
+            let before = entries.len();
+            entries.retain(|(k, _)| *k != key);
+            if entries.len() == before {
+                return Err(MpiError::new(class::INFO_NOKEY, format!("info key {key:?} is not set")));
+            }
+            Ok(())
+        })
     }
 }
 
@@ -114,7 +134,7 @@ mpi_fn! {
     fn MPI_Info_get / PMPI_Info_get(info: c_int, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) {
         // SAFETY: a NUL-terminated string, as MPI requires.
         let key = unsafe { key_of(key)? };
-        let found = entries(&state::lock("MPI_Info_get")?, info)?.into_iter().find(|(k, _)| *k == key);
+        let found = entries(info)?.into_iter().find(|(k, _)| *k == key);
         // SAFETY: the caller's output arguments; `value` holds `valuelen + 1` characters.
         unsafe {
             put(flag, found.is_some() as c_int, "flag")?;
@@ -131,7 +151,7 @@ mpi_fn! {
     fn MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: c_int, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) {
         // SAFETY: a NUL-terminated string, as MPI requires.
         let key = unsafe { key_of(key)? };
-        let found = entries(&state::lock("MPI_Info_get_valuelen")?, info)?.into_iter().find(|(k, _)| *k == key);
+        let found = entries(info)?.into_iter().find(|(k, _)| *k == key);
         // SAFETY: the caller's output arguments.
         unsafe {
             put(flag, found.is_some() as c_int, "flag")?;
@@ -146,7 +166,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Info_get_nkeys`.
     fn MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: c_int, nkeys: *mut c_int) {
-        let n = entries(&state::lock("MPI_Info_get_nkeys")?, info)?.len();
+        let n = entries(info)?.len();
         // SAFETY: the caller's output argument.
         unsafe { put(nkeys, n as c_int, "nkeys") }
     }
@@ -155,7 +175,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Info_get_nthkey`.
     fn MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) {
-        let all = entries(&state::lock("MPI_Info_get_nthkey")?, info)?;
+        let all = entries(info)?;
         let (k, _) = usize::try_from(n).ok().and_then(|i| all.get(i)).ok_or_else(|| {
             MpiError::new(class::ARG, format!("key number {n} of an info object with {} keys", all.len()))
         })?;
@@ -169,10 +189,11 @@ mpi_fn! {
     fn MPI_Info_free / PMPI_Info_free(info: *mut c_int) {
         // SAFETY: the caller's in-out argument.
         let handle = unsafe { get(info, "info")? };
-        let mut state = state::lock("MPI_Info_free")?;
-        if let Some(slot) = slot_of(&state, handle)? {
-            state.infos.remove(slot);
+        let mut infos = INFOS.lock();
+        if let Some(slot) = slot_of(&infos, handle)? {
+            infos.remove(slot);
         }
+        drop(infos);
         // SAFETY: the caller's in-out argument.
         unsafe { put(info, abi::INFO_NULL, "info") }
     }
@@ -198,7 +219,7 @@ mpi_fn! {
         let key = unsafe { key_of(key)? };
         // SAFETY: the caller's in-out argument.
         let room = unsafe { get(buflen, "buflen")? };
-        let found = entries(&state::lock("MPI_Info_get_string")?, info)?.into_iter().find(|(k, _)| *k == key);
+        let found = entries(info)?.into_iter().find(|(k, _)| *k == key);
         // SAFETY: the caller's output arguments; `value` holds `*buflen` bytes.
         unsafe {
             put(flag, found.is_some() as c_int, "flag")?;

@@ -863,12 +863,13 @@ fn elements_within(datatype: &Type, budget: &mut usize, elements: &mut u64) -> b
         return true;
     }
     match datatype {
-        // A pair's value comes first, then its int index.
-        Type::Predefined(d) if matches!(d.kind, crate::datatype::Kind::Pair(_)) => {
-            *elements += (*budget >= d.size - std::mem::size_of::<c_int>()) as u64;
+        // A pair's value comes first, then its index: the value counts.
+        Type::Predefined(d) => {
+            if let crate::datatype::Kind::Pair(pair) = d.kind {
+                *elements += (*budget >= d.size - pair.index_size()) as u64;
+            }
             false
         }
-        Type::Predefined(_) => false,
         Type::Derived(layout) => {
             let env = &layout.envelope;
             match &env.datatypes[..] {

@@ -97,7 +97,7 @@ mpi_fn! {
             let state = state::lock("MPI_Session_init")?;
             let hints = match info {
                 abi::INFO_NULL => Vec::new(),
-                info => crate::api::info::entries(&state, info)?,
+                info => crate::api::info::entries(info)?,
             };
             (hints, state.thread_level)
         };
@@ -127,7 +127,7 @@ mpi_fn! {
     fn MPI_Session_get_info / PMPI_Session_get_info(session: c_int, info_used: *mut c_int) {
         let slot = slot_of(session)?;
         let used = SESSIONS.read().get(slot).map(|s| s.info.clone()).unwrap_or_default();
-        with_session(session, || crate::api::info::add(&mut state::lock("MPI_Session_get_info")?, used, info_used))
+        with_session(session, || crate::api::info::add(used, info_used))
     }
 }
 
@@ -168,7 +168,7 @@ mpi_fn! {
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(pset_name, "pset_name")? };
             let size = pset_members(&name)?.len();
-            crate::api::info::add(&mut state::lock("MPI_Session_get_pset_info")?, vec![("mpi_size".to_owned(), size.to_string())], info)
+            crate::api::info::add(vec![("mpi_size".to_owned(), size.to_string())], info)
         })
     }
 }
@@ -265,9 +265,12 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Info_create_env`: how the program was started, as
-    /// `MPI_INFO_ENV` would say it (`command` and `argv` from the
-    /// arguments given, `maxprocs` the world's size, `host`, `arch`,
-    /// `wdir`, `thread_level`).
+    /// `MPI_INFO_ENV` would say it: `command` and `argv` from the arguments
+    /// given, `maxprocs` the number of processes the job was started with,
+    /// `host`, `arch`, `wdir`. Like the other info functions it may be
+    /// called before `MPI_Init` and after `MPI_Finalize`, and says the same
+    /// then; no `thread_level`, which MPI reserves for a level asked for
+    /// when the program was launched (grappe's launchers take none).
     fn MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *const *const c_char, info: *mut c_int) {
         let mut args = Vec::new();
         if argc > 0 && !argv.is_null() {
@@ -281,13 +284,12 @@ mpi_fn! {
                 args.push(unsafe { read_string(arg, "argv")? });
             }
         }
-        let mut state = state::lock("MPI_Info_create_env")?;
         let mut entries = Vec::new();
         if let Some((command, rest)) = args.split_first() {
             entries.push(("command".to_owned(), command.clone()));
             entries.push(("argv".to_owned(), rest.join(" ")));
         }
-        entries.push(("maxprocs".to_owned(), state.comm(abi::COMM_WORLD)?.comm.size().to_string()));
+        entries.push(("maxprocs".to_owned(), launched_processes()?.to_string()));
         if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
             entries.push(("host".to_owned(), host.trim().to_owned()));
         }
@@ -295,7 +297,18 @@ mpi_fn! {
         if let Ok(dir) = std::env::current_dir() {
             entries.push(("wdir".to_owned(), dir.display().to_string()));
         }
-        entries.push(("thread_level".to_owned(), level_name(state.thread_level).to_owned()));
-        crate::api::info::add(&mut state, entries, info)
+        crate::api::info::add(entries, info)
     }
+}
+
+/// How many MPI processes the job was started with: the world's size while
+/// the library runs; before `MPI_Init` and after `MPI_Finalize`, what the
+/// process manager told the process (`PMI_SIZE` processes of
+/// `GRAPPE_RANKS_PER_PROCESS` ranks each), or 1 for a process started alone.
+fn launched_processes() -> Result<usize> {
+    if state::phase() == state::Phase::Running {
+        return Ok(state::lock("MPI_Info_create_env")?.comm(abi::COMM_WORLD)?.comm.size());
+    }
+    let count = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    Ok(count("PMI_SIZE").unwrap_or(1) * count("GRAPPE_RANKS_PER_PROCESS").unwrap_or(1))
 }

@@ -505,6 +505,9 @@ mpi_fn! {
             Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default()) },
         };
         layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
+        // The copy has the type's properties and attributes, not its name:
+        // a name is the object's own, as under MPICH.
+        layout.name = Default::default();
         give(layout, newtype)?;
         // SAFETY: written just above.
         let copy = unsafe { get(newtype, "newtype")? };
@@ -946,40 +949,56 @@ fn f90(combiner: c_int, typeclass: c_int, params: &[c_int], size: c_int, newtype
     give(layout, newtype)
 }
 
-/// Bytes of a real of `precision` decimal digits and exponent `range`.
-fn real_size(precision: c_int, range: c_int) -> c_int {
-    let (p, r) =
-        (if precision == abi::UNDEFINED { 0 } else { precision }, if range == abi::UNDEFINED { 0 } else { range });
-    match (p, r) {
-        (p, r) if p <= 6 && r <= 37 => 4,
-        (p, r) if p <= 15 && r <= 307 => 8,
-        _ => 16,
+/// Bytes of a real of `precision` decimal digits and exponent `range`
+/// (`MPI_UNDEFINED`: no demand), as Fortran's `SELECTED_REAL_KIND` would
+/// choose it: `REAL*4`, `REAL*8` or `REAL*16`; a demand beyond them (or
+/// negative) is an error naming it, as there is no such Fortran real.
+fn real_size(precision: c_int, range: c_int) -> Result<c_int> {
+    let demand = |v: c_int| if v == abi::UNDEFINED { Some(0) } else { (v >= 0).then_some(v) };
+    let size = match (demand(precision), demand(range)) {
+        (Some(p), Some(r)) if p <= 6 && r <= 37 => Some(4),
+        (Some(p), Some(r)) if p <= 15 && r <= 307 => Some(8),
+        (Some(p), Some(r)) if p <= 33 && r <= 4931 => Some(16),
+        _ => None,
+    };
+    size.ok_or_else(|| {
+        MpiError::new(
+            class::ARG,
+            format!("no Fortran real has precision {precision} and range {range} (REAL*16's are 33 and 4931)"),
+        )
+    })
+}
+
+/// Bytes of an integer of decimal exponent `range`, as Fortran's
+/// `SELECTED_INT_KIND` would choose it (`INTEGER*1` to `INTEGER*8`); a
+/// range beyond `INTEGER*8`'s 18 is an error.
+fn integer_size(range: c_int) -> Result<c_int> {
+    match range {
+        r if r <= 2 => Ok(1),
+        r if r <= 4 => Ok(2),
+        r if r <= 9 => Ok(4),
+        r if r <= 18 => Ok(8),
+        r => Err(MpiError::new(class::ARG, format!("no Fortran integer has range {r} (INTEGER*8's is 18)"))),
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_f90_real`.
     fn MPI_Type_create_f90_real / PMPI_Type_create_f90_real(precision: c_int, range: c_int, newtype: *mut c_int) {
-        f90(15, TYPECLASS_REAL, &[precision, range], real_size(precision, range), newtype)
+        f90(15, TYPECLASS_REAL, &[precision, range], real_size(precision, range)?, newtype)
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_f90_complex`.
     fn MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(precision: c_int, range: c_int, newtype: *mut c_int) {
-        f90(16, TYPECLASS_COMPLEX, &[precision, range], 2 * real_size(precision, range), newtype)
+        f90(16, TYPECLASS_COMPLEX, &[precision, range], 2 * real_size(precision, range)?, newtype)
     }
 }
 
 mpi_fn! {
     /// `MPI_Type_create_f90_integer`.
     fn MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(range: c_int, newtype: *mut c_int) {
-        let size = match range {
-            r if r <= 2 => 1,
-            r if r <= 4 => 2,
-            r if r <= 9 => 4,
-            _ => 8,
-        };
-        f90(17, TYPECLASS_INTEGER, &[range], size, newtype)
+        f90(17, TYPECLASS_INTEGER, &[range], integer_size(range)?, newtype)
     }
 }

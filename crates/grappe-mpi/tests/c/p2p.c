@@ -2,8 +2,9 @@
  * 0, 1, 1000 and 2^20 elements (the last one past any eager limit), rings,
  * MPI_ANY_SOURCE/MPI_ANY_TAG with their statuses, message order
  * (non-overtaking), MPI_Ssend, MPI_Rsend, MPI_Sendrecv,
- * MPI_Sendrecv_replace, MPI_PROC_NULL, MPI_Get_count/MPI_Get_elements and
- * MPI_STATUS_IGNORE. Runs on any number of ranks (on one, the rings are a
+ * MPI_Sendrecv_replace, MPI_PROC_NULL, MPI_Get_count/MPI_Get_elements,
+ * MPI_STATUS_IGNORE and the status conversions to and from Fortran. Runs
+ * on any number of ranks (on one, the rings are a
  * rank talking to itself through MPI_Sendrecv). */
 #include "check.h"
 
@@ -368,6 +369,42 @@ static void counts(void)
     CHECK_INT(left + 40, received, "MPI_Recv with MPI_STATUS_IGNORE and tag 32767");
 }
 
+/* A status in Fortran and back (MPI_Status_c2f, MPI_Status_f2c): the same
+ * source, tag and count; the ignore values, no statuses, are refused
+ * with an error instead of being read or written. */
+static void status_conversions(void)
+{
+    int sent[3] = {1, 2, 3}, got[3];
+    MPI_Status status, back;
+    MPI_Fint fortran[MPI_F_STATUS_SIZE];
+    CHECK_MPI(MPI_Sendrecv(sent, 3, MPI_INT, 0, 17, got, 3, MPI_INT, 0, 17, MPI_COMM_SELF, &status));
+    CHECK_MPI(MPI_Status_c2f(&status, fortran));
+    CHECK_INT(0, fortran[MPI_F_SOURCE], "MPI_Status_c2f: the source at MPI_F_SOURCE");
+    CHECK_INT(17, fortran[MPI_F_TAG], "MPI_Status_c2f: the tag at MPI_F_TAG");
+    CHECK_MPI(MPI_Status_f2c(fortran, &back));
+    int count = -1;
+    CHECK_MPI(MPI_Get_count(&back, MPI_INT, &count));
+    CHECK(back.MPI_SOURCE == 0 && back.MPI_TAG == 17 && count == 3, "MPI_Status_f2c gives the status back");
+    /* MPICH 4.0.2 converts through them (a crash). */
+    if (!check_on_grappe())
+        return;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int refused[4] = {
+        MPI_Status_c2f(MPI_STATUS_IGNORE, fortran),
+        MPI_Status_f2c(MPI_F_STATUS_IGNORE, &back),
+        MPI_Status_f2c(MPI_F_STATUSES_IGNORE, &back),
+        MPI_Status_f2c(fortran, MPI_STATUS_IGNORE),
+    };
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    for (int i = 0; i < 4; i++) {
+        int class = MPI_SUCCESS;
+        MPI_Error_class(refused[i], &class);
+        CHECK_INT(MPI_ERR_ARG, class, "status conversion %d of an ignore value: error class", i);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -386,5 +423,6 @@ int main(int argc, char **argv)
     sendrecv_replace();
     proc_null();
     counts();
+    status_conversions();
     return check_finish();
 }

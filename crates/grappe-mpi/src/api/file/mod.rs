@@ -69,11 +69,11 @@ fn with_file<T>(call: &str, handle: usize, body: impl FnOnce(&OpenFile) -> Resul
 }
 
 /// The hints of info object `info` (none for `MPI_INFO_NULL`).
-fn hints(call: &str, info: c_int) -> Result<Vec<(String, String)>> {
+fn hints(info: c_int) -> Result<Vec<(String, String)>> {
     if info == abi::INFO_NULL {
         return Ok(Vec::new());
     }
-    crate::api::info::entries(&state::lock(call)?, info)
+    crate::api::info::entries(info)
 }
 
 /// Adds `new` hints to `hints`, a key set again taking its new value.
@@ -183,7 +183,7 @@ mpi_fn! {
             }
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(filename, "filename")? };
-            let hints = hints("MPI_File_open", info)?;
+            let hints = hints(info)?;
             let private = private_comm(comm)?;
             match open_on(private, &name, amode, hints) {
                 Ok(file) => Ok(io::insert(file)),
@@ -236,7 +236,7 @@ mpi_fn! {
             running("MPI_File_delete")?;
             // SAFETY: a NUL-terminated string, as MPI requires.
             let name = unsafe { read_string(filename, "filename")? };
-            hints("MPI_File_delete", info)?;
+            hints(info)?;
             let path = posix::resolve(&name)?;
             std::fs::remove_file(&path).map_err(|e| posix::os_error("delete", &path, &e))
         };
@@ -328,7 +328,7 @@ mpi_fn! {
     /// `MPI_File_set_info`: the hints are kept (grappe acts on none).
     fn MPI_File_set_info / PMPI_File_set_info(fh: usize, info: c_int) {
         with_file("MPI_File_set_info", fh, |file| {
-            let new = hints("MPI_File_set_info", info)?;
+            let new = hints(info)?;
             merge(&mut file.state.lock().info, new);
             Ok(())
         })
@@ -341,7 +341,7 @@ mpi_fn! {
     fn MPI_File_get_info / PMPI_File_get_info(fh: usize, info_used: *mut c_int) {
         with_file("MPI_File_get_info", fh, |file| {
             let entries = file.state.lock().info.clone();
-            crate::api::info::add(&mut state::lock("MPI_File_get_info")?, entries, info_used)
+            crate::api::info::add(entries, info_used)
         })
     }
 }

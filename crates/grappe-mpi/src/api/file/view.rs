@@ -105,7 +105,7 @@ mpi_fn! {
                 let datarep = unsafe { read_string(datarep, "datarep")? };
                 let disp = displacement(file, disp)?;
                 let view = new_view(disp, etype, filetype, &datarep)?;
-                let hints = hints("MPI_File_set_view", info)?;
+                let hints = hints(info)?;
                 Ok((view, hints))
             })();
             collective::everywhere(file.comm, file.size, "setting the view", collective::outcome(&view))?;

@@ -199,10 +199,10 @@ const WINDOW_HINTS: [&str; 7] = [
 ];
 
 /// The hints of info object `info` that windows know.
-fn window_hints(state: &state::Locked, info: c_int) -> Result<Vec<(String, String)>> {
+fn window_hints(info: c_int) -> Result<Vec<(String, String)>> {
     Ok(match info {
         abi::INFO_NULL => Vec::new(),
-        other => crate::api::info::entries(state, other)?
+        other => crate::api::info::entries(other)?
             .into_iter()
             .filter(|(key, _)| WINDOW_HINTS.contains(&key.as_str()))
             .collect(),
@@ -212,7 +212,7 @@ fn window_hints(state: &state::Locked, info: c_int) -> Result<Vec<(String, Strin
 fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int> {
     let (private, rank, size, hints) = {
         let mut state = state::lock(call)?;
-        let hints = window_hints(&state, info)?;
+        let hints = window_hints(info)?;
         let entry = state.intra(comm)?;
         let (rank, size) = (entry.comm.rank(), entry.comm.size());
         let dup = entry.comm.dup().map_err(|e| MpiError::from(e).on(comm))?;
@@ -455,6 +455,11 @@ pub(crate) fn get_attr_for_fortran(win: c_int, keyval: c_int) -> Result<Option<i
     // 0x66000001) and Fortran's (the even one after it).
     let fortran_key = (keyval as u32 & 0xffff_fff0) == 0x6600_0000 && keyval & 0xf != 0 && keyval & 1 == 0;
     let keyval = if fortran_key { keyval - 1 } else { keyval };
+    if !matches!(keyval, WIN_BASE | WIN_SIZE | WIN_DISP_UNIT | WIN_CREATE_FLAVOR | WIN_MODEL) {
+        window("MPI_Win_get_attr", win)?;
+        let state = state::lock("MPI_Win_get_attr")?;
+        return crate::api::attr::user_attr_for_fortran(&state, crate::api::attr::Object::Win(win), keyval);
+    }
     let found = get_attr(win, keyval)?;
     // SAFETY: `get_attr` gives pointers to the window's own values, which
     // live while the caller's handle does.
@@ -496,7 +501,7 @@ mpi_fn! {
     /// `MPI_Win_set_info`: hints, kept and given back by `MPI_Win_get_info`.
     fn MPI_Win_set_info / PMPI_Win_set_info(win: c_int, info: c_int) {
         let w = window("MPI_Win_set_info", win)?;
-        let hints = window_hints(&state::lock("MPI_Win_set_info")?, info).map_err(|e| e.on_win(win))?;
+        let hints = window_hints(info).map_err(|e| e.on_win(win))?;
         let mut state = w.state.lock();
         for (key, value) in hints {
             match state.info.iter_mut().find(|(k, _)| *k == key) {
@@ -513,7 +518,7 @@ mpi_fn! {
     fn MPI_Win_get_info / PMPI_Win_get_info(win: c_int, info_used: *mut c_int) {
         let w = window("MPI_Win_get_info", win)?;
         let hints = w.state.lock().info.clone();
-        crate::api::info::add(&mut state::lock("MPI_Win_get_info")?, hints, info_used).map_err(|e| e.on_win(win))
+        crate::api::info::add(hints, info_used).map_err(|e| e.on_win(win))
     }
 }
 
