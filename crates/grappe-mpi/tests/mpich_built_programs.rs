@@ -5,8 +5,9 @@
 //! derived datatypes, user reductions on struct types, communicator
 //! splits, `MPI_Abort`), a program on Debian's parallel HDF5 (MPI-IO),
 //! coarray Fortran on Debian's OpenCoarrays with its own test programs
-//! (MPI one-sided), NWChem (Global Arrays over ARMCI-MPI), and NetPIPE in
-//! its integrity mode.
+//! (MPI one-sided), NWChem (Global Arrays over ARMCI-MPI), BAGEL (threads
+//! over `MPI_THREAD_MULTIPLE`), EZTrace's MPI module (the profiling
+//! interface) and NetPIPE in its integrity mode.
 //!
 //! Each test installs the library first (see `common::installed`).
 
@@ -442,5 +443,37 @@ fn bagel_built_with_mpich_computes_water_s_energies_and_gradient_on_grappe() {
     assert_eq!(gradient.len(), 9, "the gradient of three atoms:\n{text}");
     for (got, want) in gradient.iter().zip(expected) {
         assert!((got - want).abs() < 1e-9, "gradient {gradient:?}, expected {expected:?}\n{text}");
+    }
+}
+
+/// EZTrace's MPI module built with MPICH (`libeztrace-mpich.so`, which
+/// `eztrace -t mpich` preloads: it defines the `MPI_` functions, records
+/// each call and calls the library's `PMPI_` one) traces a program on 3
+/// ranks under grappe: the program's result is right, and the OTF2 trace
+/// it writes (read back with `otf2-print`) holds every rank's calls, 4 a
+/// round for 10 rounds.
+#[test]
+fn eztrace_built_with_mpich_traces_a_program_through_the_profiling_interface() {
+    let prefix = installed();
+    let dir = scratch("eztrace");
+    let mut compile = Command::new("mpicc.mpich");
+    compile.args(["-g", "-o", "calls"]).arg(source("eztrace/calls.c"));
+    build(compile, &dir, "eztrace/calls.c");
+    let output = run_with_args(&prefix, &dir, 3, "eztrace", &["-t", "mpich", "-o", "trace", "./calls"]);
+    let text = describe(&output);
+    assert!(output.status.success(), "scripts/install-deps installs eztrace:\n{text}");
+    assert!(text.contains("sum of ranks 3"), "{text}");
+    let archive = dir.join("trace/calls_trace/eztrace_log.otf2");
+    let read = Command::new("otf2-print").arg(&archive).output().expect("otf2-print runs");
+    assert!(read.status.success(), "otf2-print {}:\n{}", archive.display(), String::from_utf8_lossy(&read.stderr));
+    let events = String::from_utf8_lossy(&read.stdout).into_owned();
+    let enters = events.lines().filter(|l| l.starts_with("ENTER")).count();
+    let leaves = events.lines().filter(|l| l.starts_with("LEAVE")).count();
+    // Per rank: 4 calls a round, and EZTrace's own "Working" and "EZTrace finalize" regions.
+    assert_eq!((enters, leaves), (3 * (4 * 10 + 2), 3 * (4 * 10 + 2)), "{events}");
+    let definitions = Command::new("otf2-print").arg("-G").arg(&archive).output().expect("otf2-print -G runs");
+    let definitions = String::from_utf8_lossy(&definitions.stdout).into_owned();
+    for call in ["MPI_Sendrecv", "MPI_Iallreduce", "MPI_Wait", "MPI_Barrier"] {
+        assert!(definitions.contains(&format!("Name: \"{call}\"")), "no region {call}:\n{definitions}");
     }
 }
