@@ -281,7 +281,7 @@ mpi_fn! {
     /// the new communicator (in the group's order), the others
     /// `MPI_COMM_NULL`.
     fn MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_create")?;
+        let state = state::lock("MPI_Comm_create")?;
         if state.comm(comm)?.comm.is_inter() {
             // Each group passes a group of its own ranks: the members of
             // both make an intercommunicator, as a split with one color.
@@ -305,15 +305,11 @@ mpi_fn! {
         }
         let me = of[entry.comm.rank()];
         let position = ranks.iter().position(|&r| r == me);
-        let handler = entry.errhandler;
         // Ranks may pass disjoint groups (MPI 2.2), one communicator each:
         // a group's smallest world rank tells it from the others.
         let color = position.and_then(|_| ranks.iter().min()).map(|&lowest| lowest as u32);
-        let split = entry.comm.split(color, position.unwrap_or(0) as i32).map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = match split {
-            Some(created) => state.add_comm(created, handler),
-            None => abi::COMM_NULL,
-        };
+        drop(state);
+        let handle = crate::api::comm::split_intra("MPI_Comm_create", comm, color, position.unwrap_or(0) as c_int)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
@@ -390,14 +386,7 @@ mpi_fn! {
             // SAFETY: the caller's output argument.
             return unsafe { put(newcomm, handle, "newcomm") };
         }
-        let mut state = state::lock("MPI_Comm_split_type")?;
-        let entry = state.intra(comm)?;
-        let handler = entry.errhandler;
-        let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = match split {
-            Some(split) => state.add_comm(split, handler),
-            None => abi::COMM_NULL,
-        };
+        let handle = crate::api::comm::split_intra("MPI_Comm_split_type", comm, color, key)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
