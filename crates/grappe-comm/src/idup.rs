@@ -82,6 +82,16 @@ struct Agreement {
     wishes: OnceLock<Vec<SplitWish>>,
 }
 
+/// Who agrees: the members' world ranks (in the order of the buffers),
+/// this rank's index among them, the index of its group's leader, and the
+/// tag of their messages on the communicator's non-blocking context.
+struct Among {
+    members: Vec<usize>,
+    me: usize,
+    leader: usize,
+    tag: i32,
+}
+
 /// A member's color (`None`: `MPI_UNDEFINED`, no part) and key in a split.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct SplitWish {
@@ -160,22 +170,81 @@ impl Communicator {
         copies: u32,
         wish: Option<SplitWish>,
     ) -> Result<(Request<'scope>, PendingDup)> {
-        let inner = self.live()?;
+        self.live()?;
         let (members, leader) = self.agreeing_members();
         let me =
             members.iter().position(|&w| w == self.my_world_rank()).expect("a rank is a member of its communicator");
-        let blocks = copies * if self.is_inter() { 2 } else { 1 };
-        let width = if wish.is_some() { SPLIT_PROPOSAL } else { PROPOSAL };
-        let mut schedule = Schedule::new("MPI_Comm_idup", self.nbc_ctx(), self.next_nbc_tag(), me);
-        let proposals = schedule.buffer(vec![0; width * members.len()]);
-        let claims = schedule.buffer(vec![0; members.len()]);
-        let next_ctx = inner.rank_ctx.ctx_counter();
         // A split's parts would need an arena each, which rank 0 can only
         // claim once it knows the colors: they go without.
         let arena = match me == leader && wish.is_none() {
             true => self.arena_source().claim_arenas(1)[0],
             false => NO_ARENA,
         };
+        let among = Among { members, me, leader, tag: self.next_nbc_tag() };
+        let blocks = copies * if self.is_inter() { 2 } else { 1 };
+        let (request, agreement, token) = self.launch_agreement(scope, among, blocks, wish, arena)?;
+        Ok((request, PendingDup { parent: self.clone(), copies, agreement, token }))
+    }
+
+    /// Starts making a communicator of `ranks` (ranks of this
+    /// intracommunicator, in the new one's order) that only they create
+    /// (`None` if this rank is not one of them), as `MPI_Comm_create_group(tag)` does,
+    /// without blocking: the members agree on its context as an idup's
+    /// do, apart from the agreements of other calls at other tags. Wait
+    /// for the request, then [`PendingGroup::finish`] gives it. It has no
+    /// shared-memory arena, as a blocking [`create_group`](Self::create_group)'s.
+    pub fn start_create_group<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        ranks: &[usize],
+        tag: i32,
+    ) -> Result<Option<(Request<'scope>, PendingGroup)>> {
+        let started = self.start_create_group_in(scope, ranks, tag);
+        self.handled("create_group", started)
+    }
+
+    fn start_create_group_in<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        ranks: &[usize],
+        tag: i32,
+    ) -> Result<Option<(Request<'scope>, PendingGroup)>> {
+        if self.is_inter() {
+            return Err(Error::NotIntracomm);
+        }
+        if !(0..=crate::selectors::TAG_UB).contains(&tag) {
+            return Err(Error::InvalidTag { tag, max: crate::selectors::TAG_UB });
+        }
+        let group = ranks.iter().map(|&r| self.world_rank_of(r)).collect::<Result<Vec<usize>>>()?;
+        let Some(me) = ranks.iter().position(|&r| r == self.rank()) else { return Ok(None) };
+        // The communicator's non-blocking collectives take every tag from
+        // 0 up: the members' messages go on its context with a negative
+        // tag, one per tag of the call (the engine knows no wildcard tag
+        // value: a receive from any tag says so apart).
+        let among = Among { members: group.clone(), me, leader: 0, tag: i32::MIN + tag };
+        let (request, agreement, token) = self.launch_agreement(scope, among, 1, None, NO_ARENA)?;
+        let agreed = PendingDup { parent: self.clone(), copies: 1, agreement, token };
+        Ok(Some((request, PendingGroup { agreed, rank: me, group })))
+    }
+
+    /// Starts an agreement among `among`'s members on `blocks` context
+    /// blocks: its request, the agreement, and the token of its
+    /// registration with the rank.
+    fn launch_agreement<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        among: Among,
+        blocks: u32,
+        wish: Option<SplitWish>,
+        arena: u64,
+    ) -> Result<(Request<'scope>, Arc<Agreement>, u64)> {
+        let inner = self.live()?;
+        let Among { members, me, leader, tag } = among;
+        let width = if wish.is_some() { SPLIT_PROPOSAL } else { PROPOSAL };
+        let mut schedule = Schedule::new("MPI_Comm_idup", self.nbc_ctx(), tag, me);
+        let proposals = schedule.buffer(vec![0; width * members.len()]);
+        let claims = schedule.buffer(vec![0; members.len()]);
+        let next_ctx = inner.rank_ctx.ctx_counter();
         let agreement = Arc::new(Agreement {
             next_ctx,
             members,
@@ -197,8 +266,7 @@ impl Communicator {
             grappe_proto::Started::Done(_) => None,
         };
         let request = scope.track(Ok(started), 0, self.error_handler(), None);
-        let pending = PendingDup { parent: self.clone(), copies, agreement, token: token.unwrap_or(u64::MAX) };
-        Ok((request, pending))
+        Ok((request, agreement, token.unwrap_or(u64::MAX)))
     }
 
     /// The members of an agreement on this communicator's duplicate (both
@@ -364,6 +432,31 @@ impl PendingDup {
                 Communicator::new_inter(local_dup, ctx as u64, parent.inner.group.clone())
             }
         }
+    }
+}
+
+/// A communicator of some ranks whose agreement is under way (see
+/// [`Communicator::start_create_group`]): once its request completed,
+/// [`finish`](Self::finish) makes it.
+pub struct PendingGroup {
+    agreed: PendingDup,
+    /// This rank in the new communicator.
+    rank: usize,
+    /// Its members' world ranks.
+    group: Vec<usize>,
+}
+
+impl PendingGroup {
+    /// The communicator, once the request of
+    /// [`Communicator::start_create_group`] completed successfully;
+    /// `None` if the agreement is not over.
+    pub fn finish(self) -> Option<Communicator> {
+        let (ctx, _) = *self.agreed.agreement.agreed.get()?;
+        let parent = &self.agreed.parent;
+        let made = Communicator::new(parent.rank_context().clone(), ctx, self.rank, self.group.clone(), None);
+        made.set_error_handler(parent.error_handler());
+        parent.trace_comm_create(parent.span_without_site(), &made);
+        Some(made)
     }
 }
 

@@ -100,24 +100,35 @@ pub(super) fn split_intra(call: &str, comm: c_int, color: Option<u32>, key: c_in
         false => parent.split(color, key).map_err(fail)?,
         true => {
             let (request, pending) = parent.start_split(state.scope, color, key).map_err(fail)?;
-            let locked = crate::waiting::until(call, state, |_| Ok(request.is_complete().then_some(())));
-            state = match locked {
-                Ok((state, ())) => state,
-                Err(error) => {
-                    // The request is the engine's: dropped under the lock only.
-                    match state::lock(call) {
-                        Ok(mut state) => state.freed.push((request, None, None)),
-                        Err(_) => std::mem::forget(request),
-                    }
-                    return Err(error);
-                }
-            };
-            request.wait().map_err(fail)?;
+            state = agreed_outside(call, state, request).map_err(|e| e.on(comm))?;
             let message = "the context agreement of the split did not complete";
             pending.finish().ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?
         }
     };
     Ok(part.map_or(abi::COMM_NULL, |part| state.add_comm(part, handler)))
+}
+
+/// Waits for the agreement of `request` with the lock let go (see
+/// [`crate::waiting`]); the lock again once it completed.
+pub(super) fn agreed_outside(
+    call: &str,
+    state: state::Locked,
+    request: grappe_comm::Request<'static>,
+) -> crate::errors::Result<state::Locked> {
+    match crate::waiting::until(call, state, |_| Ok(request.is_complete().then_some(()))) {
+        Ok((state, ())) => {
+            request.wait().map_err(MpiError::from)?;
+            Ok(state)
+        }
+        Err(error) => {
+            // The request is the engine's: dropped under the lock only.
+            match state::lock(call) {
+                Ok(mut state) => state.freed.push((request, None, None)),
+                Err(_) => std::mem::forget(request),
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Frees communicator `handle` and its slot: one whose attributes were

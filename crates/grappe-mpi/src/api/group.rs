@@ -317,9 +317,9 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Comm_create_group`: collective over the group's members only;
-    /// a rank outside the group gets `MPI_COMM_NULL`. (`tag` tells apart
-    /// creations that threads of one rank make at once, which the thread
-    /// levels grappe provides rule out.)
+    /// a rank outside the group gets `MPI_COMM_NULL`. `tag` tells apart
+    /// the creations that threads of one rank make at once, at
+    /// `MPI_THREAD_MULTIPLE` (below it no two calls overlap).
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
         let mut state = state::lock("MPI_Comm_create_group")?;
         let entry = state.intra(comm)?;
@@ -336,7 +336,23 @@ mpi_fn! {
             positions.push(position);
         }
         let handler = entry.errhandler;
-        let created = entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?;
+        let created = match crate::waiting::multiple() {
+            false => entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?,
+            true => {
+                // Threads of a rank may make these at once, told apart by
+                // their tags: agreed as an idup, outside the lock (see
+                // `comm::split_intra`).
+                let parent = entry.comm.clone();
+                match parent.start_create_group(state.scope, &positions, tag).map_err(|e| MpiError::from(e).on(comm))? {
+                    None => None,
+                    Some((request, pending)) => {
+                        state = crate::api::comm::agreed_outside("MPI_Comm_create_group", state, request).map_err(|e| e.on(comm))?;
+                        let message = "the context agreement of the communicator did not complete";
+                        Some(pending.finish().ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?)
+                    }
+                }
+            }
+        };
         let handle = match created {
             Some(created) => state.add_comm(created, handler),
             None => abi::COMM_NULL,

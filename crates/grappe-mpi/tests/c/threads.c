@@ -17,7 +17,10 @@
  *   that held the library while it waited would keep the partner's second
  *   thread out, and both ranks would wait forever;
  * - four threads per rank creating and freeing communicators from their
- *   own parents many times at once, each checked by a reduction over it.
+ *   own parents many times at once, each checked by a reduction over it;
+ * - four threads per rank calling MPI_Comm_create_group on one parent at
+ *   once, told apart by their tags, for the lower half of the ranks and
+ *   for all of them.
  *
  * Threads record what they saw; the main thread checks it after joining
  * them (check.h's counters are not for threads). */
@@ -283,8 +286,8 @@ static void check_concurrent_collectives(void)
 
 /* --- communicators created by two threads of each rank at once --- */
 
-enum creation { DUP, SPLIT, CREATE, SPLIT_TYPE, CREATIONS };
-static const char *creation_names[CREATIONS] = {"MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_split_type"};
+enum creation { DUP, SPLIT, CREATE, CREATE_GROUP, SPLIT_TYPE, CREATIONS };
+static const char *creation_names[CREATIONS] = {"MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_create_group", "MPI_Comm_split_type"};
 
 /* A communicator of parent's ranks made by `how`: all of them, but for a
  * split, which keeps the ranks of parent's parity in reverse order. */
@@ -297,11 +300,12 @@ static int create(enum creation how, MPI_Comm parent, MPI_Comm *made)
         return MPI_Comm_dup(parent, made);
     case SPLIT:
         return MPI_Comm_split(parent, rank % 2, -rank, made);
-    case CREATE: {
+    case CREATE:
+    case CREATE_GROUP: {
         MPI_Group group;
         int rc = MPI_Comm_group(parent, &group);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Comm_create(parent, group, made);
+            rc = how == CREATE ? MPI_Comm_create(parent, group, made) : MPI_Comm_create_group(parent, group, 7, made);
         MPI_Group_free(&group);
         return rc;
     }
@@ -400,7 +404,7 @@ static void check_creations_with_partner(void)
         CHECK_MPI(MPI_Comm_free(&parents[i]));
 }
 
-#define CREATION_ROUNDS 10
+#define CREATION_ROUNDS 6
 
 static void *create_many(void *arg)
 {
@@ -439,6 +443,75 @@ static void check_many_creations(void)
     }
 }
 
+struct grouper {
+    MPI_Comm parent;
+    int thread;
+    int wrong;
+    int rc;
+};
+
+/* Wrong answers of a reduction of thread numbers over `made`: every member
+ * must be the same thread of its rank. */
+static int wrong_threads_in(MPI_Comm made, int thread, int expected_size)
+{
+    int size;
+    MPI_Comm_size(made, &size);
+    int sum = 0;
+    if (MPI_Allreduce(&thread, &sum, 1, MPI_INT, MPI_SUM, made) != MPI_SUCCESS)
+        return -1;
+    return (size != expected_size) + (sum != thread * expected_size);
+}
+
+static void *create_groups_on_one_parent(void *arg)
+{
+    struct grouper *g = arg;
+    MPI_Group all, low;
+    MPI_Comm_group(g->parent, &all);
+    int range[1][3] = {{0, (world_size - 1) / 2, 1}};
+    MPI_Group_range_incl(all, 1, range, &low);
+    for (int round = 0; round < CREATION_ROUNDS && g->rc == MPI_SUCCESS; round++) {
+        MPI_Comm made;
+        if (world_rank <= (world_size - 1) / 2) {
+            g->rc = MPI_Comm_create_group(g->parent, low, g->thread, &made);
+            if (g->rc == MPI_SUCCESS) {
+                int wrong = wrong_threads_in(made, g->thread, (world_size - 1) / 2 + 1);
+                g->rc = wrong < 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
+                g->wrong += wrong > 0 ? wrong : 0;
+                MPI_Comm_free(&made);
+            }
+        }
+        if (g->rc == MPI_SUCCESS)
+            g->rc = MPI_Comm_create_group(g->parent, all, 100 + g->thread, &made);
+        if (g->rc == MPI_SUCCESS) {
+            int wrong = wrong_threads_in(made, g->thread, world_size);
+            g->rc = wrong < 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
+            g->wrong += wrong > 0 ? wrong : 0;
+            MPI_Comm_free(&made);
+        }
+    }
+    MPI_Group_free(&low);
+    MPI_Group_free(&all);
+    return NULL;
+}
+
+static void check_create_group_on_one_parent(void)
+{
+    MPI_Comm parent;
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &parent));
+    pthread_t t[THREADS];
+    struct grouper g[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        g[i] = (struct grouper){parent, i, 0, MPI_SUCCESS};
+        pthread_create(&t[i], NULL, create_groups_on_one_parent, &g[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(MPI_SUCCESS, g[i].rc, "MPI_Comm_create_group by thread %d", i);
+        CHECK_INT(0, g[i].wrong, "communicators of MPI_Comm_create_group by thread %d mixing threads", i);
+    }
+    CHECK_MPI(MPI_Comm_free(&parent));
+}
+
 int main(int argc, char **argv)
 {
     int provided = -1;
@@ -458,6 +531,7 @@ int main(int argc, char **argv)
         check_concurrent_collectives();
         check_creations_with_partner();
         check_many_creations();
+        check_create_group_on_one_parent();
     }
     return check_finish();
 }
