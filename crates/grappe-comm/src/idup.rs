@@ -162,6 +162,27 @@ impl Communicator {
         self.handled("split", started)
     }
 
+    /// Starts merging this intercommunicator's two groups into an
+    /// intracommunicator without blocking, as `MPI_Intercomm_merge(high)`
+    /// does: collective over both groups, in the order of its other
+    /// collectives. Wait for the request, then [`PendingMerge::finish`]
+    /// gives the merged communicator (the group passing `high` false
+    /// first; if both pass the same, the group whose leader has the lower
+    /// world rank), which has no shared-memory arena.
+    pub fn start_merge<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        high: bool,
+    ) -> Result<(Request<'scope>, PendingMerge)> {
+        let started = match self.is_inter() {
+            false => Err(Error::NotIntercomm),
+            // Each member's `high` travels as a split's color would.
+            true => self.start_agreement(scope, 1, Some(SplitWish { color: Some(high as u32), key: 0 })),
+        };
+        let started = started.map(|(request, agreed)| (request, PendingMerge { agreed }));
+        self.handled("merge", started)
+    }
+
     /// Starts the agreement of a duplicate (`wish` is `None`) or of a
     /// split (this rank's color and key).
     fn start_agreement<'scope>(
@@ -447,6 +468,15 @@ pub struct PendingGroup {
 }
 
 impl PendingGroup {
+    /// An intercommunicator of `local` (a communicator of this rank's
+    /// group) and `remote` (the other group's world ranks) on the context
+    /// agreed, once the request completed: the agreement ran among both
+    /// groups' members, as `MPI_Intercomm_create` needs.
+    pub fn finish_inter(self, local: Communicator, remote: Vec<usize>) -> Option<Communicator> {
+        let (ctx, _) = *self.agreed.agreement.agreed.get()?;
+        Some(Communicator::new_inter(local, ctx as u64, remote))
+    }
+
     /// The communicator, once the request of
     /// [`Communicator::start_create_group`] completed successfully;
     /// `None` if the agreement is not over.
@@ -457,6 +487,39 @@ impl PendingGroup {
         made.set_error_handler(parent.error_handler());
         parent.trace_comm_create(parent.span_without_site(), &made);
         Some(made)
+    }
+}
+
+/// A merge whose agreement is under way (see [`Communicator::start_merge`]).
+pub struct PendingMerge {
+    agreed: PendingDup,
+}
+
+impl PendingMerge {
+    /// The merged communicator, once the request of
+    /// [`Communicator::start_merge`] completed successfully; `None` if the
+    /// agreement is not over.
+    pub fn finish(self) -> Option<Communicator> {
+        let agreement = &self.agreed.agreement;
+        let (ctx, _) = *agreement.agreed.get()?;
+        let wishes = agreement.wishes.get()?;
+        let inter = &self.agreed.parent;
+        let local = inter.local_comm()?;
+        let (mine, theirs) = (&local.inner.group, &inter.inner.group);
+        // Members are both groups' world ranks, sorted.
+        let high = |world: usize| agreement.members.binary_search(&world).ok().map(|i| wishes[i].color == Some(1));
+        let local_first = match (high(mine[0])?, high(theirs[0])?) {
+            (false, true) => true,
+            (true, false) => false,
+            _ => mine[0] < theirs[0],
+        };
+        let (group, rank) = match local_first {
+            true => ([&mine[..], &theirs[..]].concat(), local.rank()),
+            false => ([&theirs[..], &mine[..]].concat(), theirs.len() + local.rank()),
+        };
+        let merged = Communicator::new(inter.rank_context().clone(), ctx, rank, group, None);
+        merged.set_error_handler(inter.error_handler());
+        Some(merged)
     }
 }
 

@@ -12,7 +12,8 @@
  *   duplicate of MPI_COMM_WORLD, in a different order on every rank (a
  *   collective that held the library while it waited would deadlock);
  * - two threads per rank creating communicators (MPI_Comm_dup, split,
- *   create, split_type) from two parents, where an odd rank's first thread
+ *   create, create_group, split_type, Intercomm_create then
+ *   Intercomm_merge) from two parents, where an odd rank's first thread
  *   starts only once its even partner's second thread is done: a creation
  *   that held the library while it waited would keep the partner's second
  *   thread out, and both ranks would wait forever;
@@ -286,8 +287,31 @@ static void check_concurrent_collectives(void)
 
 /* --- communicators created by two threads of each rank at once --- */
 
-enum creation { DUP, SPLIT, CREATE, CREATE_GROUP, SPLIT_TYPE, CREATIONS };
-static const char *creation_names[CREATIONS] = {"MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_create_group", "MPI_Comm_split_type"};
+enum creation { DUP, SPLIT, CREATE, CREATE_GROUP, INTERCOMM, SPLIT_TYPE, CREATIONS };
+static const char *creation_names[CREATIONS] = {"MPI_Comm_dup", "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_create_group", "MPI_Intercomm_create and merge", "MPI_Comm_split_type"};
+
+/* Parent's lower and upper halves joined by MPI_Intercomm_create, then
+ * merged (the lower half first): parent's ranks in its order again. One
+ * rank has no two groups: it duplicates. */
+static int intercomm_and_merge(MPI_Comm parent, MPI_Comm *made)
+{
+    int rank, size;
+    MPI_Comm_rank(parent, &rank);
+    MPI_Comm_size(parent, &size);
+    if (size < 2)
+        return MPI_Comm_dup(parent, made);
+    int lower = rank < size / 2;
+    MPI_Comm half, inter;
+    int rc = MPI_Comm_split(parent, lower, rank, &half);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Intercomm_create(half, 0, parent, lower ? size / 2 : 0, 9, &inter);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Intercomm_merge(inter, !lower, made);
+        MPI_Comm_free(&inter);
+    }
+    MPI_Comm_free(&half);
+    return rc;
+}
 
 /* A communicator of parent's ranks made by `how`: all of them, but for a
  * split, which keeps the ranks of parent's parity in reverse order. */
@@ -309,6 +333,8 @@ static int create(enum creation how, MPI_Comm parent, MPI_Comm *made)
         MPI_Group_free(&group);
         return rc;
     }
+    case INTERCOMM:
+        return intercomm_and_merge(parent, made);
     default:
         return MPI_Comm_split_type(parent, MPI_UNDEFINED, 0, MPI_INFO_NULL, made);
     }
