@@ -96,35 +96,47 @@ pub(super) fn split_intra(call: &str, comm: c_int, color: Option<u32>, key: c_in
     let entry = state.intra(comm)?;
     let (handler, parent) = (entry.errhandler, entry.comm.clone());
     let fail = |e: grappe_comm::Error| MpiError::from(e).on(comm);
-    let part = match crate::waiting::multiple() {
-        false => parent.split(color, key).map_err(fail)?,
-        true => {
-            let (request, pending) = parent.start_split(state.scope, color, key).map_err(fail)?;
-            state = agreed_outside(call, state, request).map_err(|e| e.on(comm))?;
-            let message = "the context agreement of the split did not complete";
-            pending.finish().ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?
-        }
-    };
+    if !crate::waiting::multiple() {
+        let part = parent.split(color, key).map_err(fail)?;
+        return Ok(part.map_or(abi::COMM_NULL, |part| state.add_comm(part, handler)));
+    }
+    let (request, pending) = parent.start_split(state.scope, color, key).map_err(fail)?;
+    let (mut state, (pending, parent)) =
+        agreed_outside(call, state, request, (pending, parent)).map_err(|e| e.on(comm))?;
+    let part = pending.finish();
+    drop(parent);
+    let message = "the context agreement of the split did not complete";
+    let part = part.ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?;
     Ok(part.map_or(abi::COMM_NULL, |part| state.add_comm(part, handler)))
 }
 
 /// Waits for the agreement of `request` with the lock let go (see
-/// [`crate::waiting`]); the lock again once it completed.
-pub(super) fn agreed_outside(
+/// [`crate::waiting`]); the lock again once it completed, with `keep`:
+/// what the caller holds of the engine (communicators, pending
+/// creations), which, as the request, is only dropped under the lock, so
+/// that a failed wait drops it under the lock taken again.
+pub(super) fn agreed_outside<K>(
     call: &str,
     state: state::Locked,
     request: grappe_comm::Request<'static>,
-) -> crate::errors::Result<state::Locked> {
+    keep: K,
+) -> crate::errors::Result<(state::Locked, K)> {
     match crate::waiting::until(call, state, |_| Ok(request.is_complete().then_some(()))) {
-        Ok((state, ())) => {
-            request.wait().map_err(MpiError::from)?;
-            Ok(state)
-        }
+        Ok((state, ())) => match request.wait() {
+            Ok(_) => Ok((state, keep)),
+            Err(error) => {
+                drop(keep);
+                drop(state);
+                Err(MpiError::from(error))
+            }
+        },
         Err(error) => {
-            // The request is the engine's: dropped under the lock only.
             match state::lock(call) {
-                Ok(mut state) => state.freed.push((request, None, None)),
-                Err(_) => std::mem::forget(request),
+                Ok(mut state) => {
+                    state.freed.push((request, None, None));
+                    drop(keep);
+                }
+                Err(_) => std::mem::forget((request, keep)),
             }
             Err(error)
         }

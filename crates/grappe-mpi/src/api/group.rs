@@ -346,9 +346,14 @@ mpi_fn! {
                 match parent.start_create_group(state.scope, &positions, tag).map_err(|e| MpiError::from(e).on(comm))? {
                     None => None,
                     Some((request, pending)) => {
-                        state = crate::api::comm::agreed_outside("MPI_Comm_create_group", state, request).map_err(|e| e.on(comm))?;
+                        let (locked, (pending, parent)) =
+                            crate::api::comm::agreed_outside("MPI_Comm_create_group", state, request, (pending, parent))
+                                .map_err(|e| e.on(comm))?;
+                        state = locked;
+                        let made = pending.finish();
+                        drop(parent);
                         let message = "the context agreement of the communicator did not complete";
-                        Some(pending.finish().ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?)
+                        Some(made.ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?)
                     }
                 }
             }

@@ -109,19 +109,23 @@ mpi_fn! {
             false => Ok(None),
         };
         if crate::waiting::multiple() {
-            drop(state);
+            let mine = local_members(&local);
             let peer = peer.and_then(|peer| match peer {
                 None => Ok(None),
                 Some((peer, remote)) => {
                     // Its own group's rank would never answer.
                     let world = peer.world_rank_of(remote).map_err(MpiError::from)?;
-                    match local_members(&local).contains(&world) {
+                    match mine.contains(&world) {
                         true => Err(MpiError::from(grappe_comm::Error::RemoteLeaderInGroup { rank: remote, world })),
                         false => Ok(Some((peer_comm, remote_leader))),
                     }
                 }
             });
-            let made = create_outside(local_comm, &local, leader, peer, tag, handler);
+            // Communicators are the engine's: dropped under the lock only.
+            let me = local.rank();
+            drop(local);
+            drop(state);
+            let made = create_outside(local_comm, &mine, me, leader, peer, tag, handler);
             let handle = made.map_err(on)?;
             // SAFETY: the caller's output argument.
             return unsafe { put(newintercomm, handle, "newintercomm") };
@@ -168,7 +172,8 @@ static CREATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 /// is an idup too.
 fn create_outside(
     local_comm: c_int,
-    local: &Communicator,
+    mine: &[usize],
+    me: usize,
     leader: usize,
     peer: Result<Option<(c_int, c_int)>>,
     tag: c_int,
@@ -176,17 +181,16 @@ fn create_outside(
 ) -> Result<c_int> {
     const CALL: &str = "MPI_Intercomm_create";
     let world_size = state::lock(CALL)?.comm(abi::COMM_WORLD)?.comm.size();
-    let mine = local_members(local);
     // The creation's number: this process's world rank and count of
     // creations, in 30 bits (unique among the first 1024 ranks' latest
     // 2^20 creations each).
     let created = CREATIONS.fetch_add(1, Ordering::Relaxed) & 0xf_ffff;
-    let nonce = ((mine[local.rank()] as u64) << 20 | created) & ((1 << 30) - 1);
+    let nonce = ((mine[me] as u64) << 20 | created) & ((1 << 30) - 1);
     // [count, world ranks..., creation number], room for any group.
     let words = world_size + 2;
     let mut theirs = vec![0u64; words];
-    if local.rank() == leader {
-        theirs = match peer.and_then(|peer| exchange_groups(peer, &mine, nonce, tag, words)) {
+    if me == leader {
+        theirs = match peer.and_then(|peer| exchange_groups(peer, mine, nonce, tag, words)) {
             Ok(theirs) => theirs,
             Err(error) => {
                 // The group hears of it, rather than waiting forever.
@@ -202,24 +206,26 @@ fn create_outside(
     }
     let count = theirs[0] as usize;
     let remote: Vec<usize> = theirs[1..=count].iter().map(|&w| w as usize).collect();
-    let creation = theirs[count + 1];
-    let mut state = state::lock(CALL)?;
-    let local_dup = {
-        let (request, pending) = local.start_dup(state.scope, 1).map_err(MpiError::from)?;
-        state = crate::api::comm::agreed_outside(CALL, state, request)?;
-        pending.finish().and_then(|mut made| made.pop()).ok_or_else(|| unfinished("the local group's duplicate"))?
-    };
+    let agreement_tag = (1 << 30) | theirs[count + 1] as c_int;
     let mut both: Vec<usize> = mine.iter().chain(&remote).copied().collect();
     both.sort_unstable();
-    let world = state.comm(abi::COMM_WORLD)?.comm.clone();
-    let agreement_tag = (1 << 30) | creation as c_int;
-    let started = world.start_create_group(state.scope, &both, agreement_tag).map_err(MpiError::from)?;
-    let (request, pending) = started.expect("a member of its own intercommunicator");
-    state = crate::api::comm::agreed_outside(CALL, state, request)?;
+    // Every communicator and pending creation below is held only under the
+    // lock (`agreed_outside` hands them back with it, or drops them under it).
+    let state = state::lock(CALL)?;
+    let (request, pending) = state.intra(local_comm)?.comm.start_dup(state.scope, 1).map_err(MpiError::from)?;
+    let (state, pending) = crate::api::comm::agreed_outside(CALL, state, request, pending)?;
+    let local_dup =
+        pending.finish().and_then(|mut made| made.pop()).ok_or_else(|| unfinished("the local group's duplicate"))?;
+    let started = state.comm(abi::COMM_WORLD)?.comm.start_create_group(state.scope, &both, agreement_tag);
+    let (request, pending) = started.map_err(MpiError::from)?.expect("a member of its own intercommunicator");
+    let (state, (pending, local_dup)) = crate::api::comm::agreed_outside(CALL, state, request, (pending, local_dup))?;
     let inter = pending.finish_inter(local_dup, remote).ok_or_else(|| unfinished("the context agreement"))?;
     let (request, pending) = inter.start_dup(state.scope, 1).map_err(MpiError::from)?;
-    state = crate::api::comm::agreed_outside(CALL, state, request)?;
-    let channel = pending.finish().and_then(|mut made| made.pop()).ok_or_else(|| unfinished("the channel"))?;
+    let (mut state, (pending, inter)) = crate::api::comm::agreed_outside(CALL, state, request, (pending, inter))?;
+    let Some(channel) = pending.finish().and_then(|mut made| made.pop()) else {
+        drop(inter);
+        return Err(unfinished("the channel"));
+    };
     let handle = state.add_comm(inter.clone(), handler);
     let slot = state.comm_slot(handle)?;
     attach_parts(&mut state, slot, &inter, channel);
@@ -337,9 +343,14 @@ mpi_fn! {
             // Agreed as an idup, with the lock let go (see `comm::split_intra`).
             true => {
                 let (request, pending) = inter.start_merge(state.scope, high != 0).map_err(|e| on(e.into()))?;
-                state = crate::api::comm::agreed_outside("MPI_Intercomm_merge", state, request).map_err(on)?;
+                let (locked, (pending, inter)) =
+                    crate::api::comm::agreed_outside("MPI_Intercomm_merge", state, request, (pending, inter))
+                        .map_err(on)?;
+                state = locked;
+                let merged = pending.finish();
+                drop(inter);
                 let message = "MPI_Intercomm_merge: the context agreement did not complete";
-                pending.finish().ok_or_else(|| on(MpiError::new(class::INTERN, message)))?
+                merged.ok_or_else(|| on(MpiError::new(class::INTERN, message)))?
             }
         };
         let handle = state.add_comm(merged, handler);
