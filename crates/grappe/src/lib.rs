@@ -34,9 +34,12 @@ mod run;
 pub use grappe_comm::Region;
 pub use grappe_comm::{
     ANY_SOURCE, ANY_TAG, BitAnd, BitOr, BitXor, Buffer, BufferMut, Call, Combine, Communicator, Deliver, Error,
-    ErrorClass, ErrorHandler, FATAL_ERROR_EXIT_CODE, Max, Min, Mismatch, NonBlocking, Operation, PendingDup,
-    PendingSplit, Prod, Request, Result, Scope, ScopeResult, SizeProblem, Source, Status, Sum, TAG_UB, Tag, UserOp,
-    test_all, wait_all, wait_any,
+    ErrorClass, ErrorHandler, FATAL_ERROR_EXIT_CODE, Max, Min, Mismatch, NonBlocking, Operation, PendingDup, Prod,
+    Request, Result, Scope, ScopeResult, SizeProblem, Source, Status, Sum, TAG_UB, Tag, UserOp, test_all, wait_all,
+    wait_any,
 };
 pub use grappe_runtime::{StartError, testing};
 pub use run::{RankResult, run};
+
+// Creations agreed without blocking beside `PendingDup`: splits.
+pub use grappe_comm::PendingSplit;
