@@ -93,6 +93,10 @@ pub enum Error {
     /// intracommunicator.
     #[error("the communicator is not an intercommunicator")]
     NotIntercomm,
+    /// The call needs an intracommunicator and was given an
+    /// intercommunicator.
+    #[error("the communicator is an intercommunicator, and the call takes an intracommunicator")]
+    NotIntracomm,
     /// The remote leader named to make an intercommunicator is a member
     /// of the local group.
     #[error(
@@ -305,7 +309,7 @@ impl Error {
             Error::Truncated { .. } | Error::CollectiveMismatch(_) => ErrorClass::Truncate,
             Error::TypeSizeMismatch { .. } | Error::Deserialize { .. } | Error::Serialize { .. } => ErrorClass::Type,
             Error::BufferSize { .. } => ErrorClass::Count,
-            Error::CommFreed | Error::NotIntercomm => ErrorClass::Comm,
+            Error::CommFreed | Error::NotIntercomm | Error::NotIntracomm => ErrorClass::Comm,
             Error::PeerDied { .. } | Error::PeerLost { .. } | Error::Stopped { .. } => ErrorClass::ProcFailed,
             Error::Engine(e) => e.class(),
             Error::Cancelled
@@ -334,6 +338,7 @@ impl Error {
             Error::BufferSize { op, detail } => Error::BufferSize { op, detail: *detail },
             Error::CommFreed => Error::CommFreed,
             Error::NotIntercomm => Error::NotIntercomm,
+            Error::NotIntracomm => Error::NotIntracomm,
             Error::RemoteLeaderInGroup { rank, world } => Error::RemoteLeaderInGroup { rank: *rank, world: *world },
             Error::LeaderFailed { leader } => Error::LeaderFailed { leader: *leader },
             Error::Deserialize { source_rank, bytes, type_name, reason } => {

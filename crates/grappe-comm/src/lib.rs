@@ -35,7 +35,7 @@ pub use error::{Error, Result, SizeProblem};
 pub use grappe_proto::{Call, ErrorClass, InTransit, Mismatch, RankBell, Status};
 pub use grappe_trace::CollectiveKind;
 pub use handlers::{ErrorHandler, FATAL_ERROR_EXIT_CODE};
-pub use idup::PendingDup;
+pub use idup::{PendingDup, PendingGroup, PendingMerge, PendingSplit};
 pub use matched::Message;
 pub use rank::{JobControl, RankContext};
 pub use scope::{Request, Scope, ScopeResult, test_all, wait_all, wait_any};

@@ -211,10 +211,21 @@ fn a_wait_for_a_generalized_request_nothing_can_complete_fails_instead_of_hangin
 /// told by them, instead of a job that waits forever.
 #[test]
 fn an_intercommunicator_with_a_leader_in_the_wrong_group_fails_on_every_rank() {
+    leaders_in_the_wrong_group_fail(&[]);
+}
+
+/// The same at `MPI_THREAD_MULTIPLE`, where the leaders exchange their
+/// groups and tell them with the library's lock let go.
+#[test]
+fn an_intercommunicator_with_a_leader_in_the_wrong_group_fails_on_every_rank_at_thread_multiple() {
+    leaders_in_the_wrong_group_fail(&[("GRAPPE_MPI_THREAD_LEVEL", "multiple")]);
+}
+
+fn leaders_in_the_wrong_group_fail(env: &[(&str, &str)]) {
     let prefix = installed();
     let dir = scratch("intercomm-misuse");
     let binary = compile_with_mpich("intercomm_misuse", dir.path());
-    let output = run_on_grappe(&prefix, 4, &[binary.to_str().unwrap()], &[]);
+    let output = run_on_grappe(&prefix, 4, &[binary.to_str().unwrap()], env);
     let text = describe(&output);
     assert!(output.status.success(), "every rank returns:\n{text}");
     for leader in [0, 2] {

@@ -40,3 +40,6 @@ pub use grappe_comm::{
 };
 pub use grappe_runtime::{StartError, testing};
 pub use run::{RankResult, run};
+
+// Creations agreed without blocking beside `PendingDup`: splits.
+pub use grappe_comm::PendingSplit;

@@ -45,6 +45,9 @@ mpi_fn! {
 /// A duplicate of `comm`, with its error handler, topology and attributes
 /// (copied by their keys' callbacks, without the lock): its handle.
 pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int> {
+    if crate::waiting::multiple() {
+        return duplicate_outside(call, comm);
+    }
     let handle = {
         let mut state = state::lock(call)?;
         let entry = state.comm(comm)?;
@@ -67,6 +70,77 @@ pub(super) fn duplicate(call: &str, comm: c_int) -> crate::errors::Result<c_int>
         return Err(e.on(comm));
     }
     Ok(handle)
+}
+
+/// [`duplicate`] under `MPI_THREAD_MULTIPLE`: an idup waited for with
+/// the lock let go. A duplicate made under the lock would keep the
+/// process's other threads out of MPI until the other members joined,
+/// and they may be waiting for one of those threads: two threads of
+/// each rank duplicating two communicators, in opposite orders on two
+/// ranks, would wait for each other forever. The idup's agreement also
+/// stays right beside other creations under way at the members.
+fn duplicate_outside(call: &str, comm: c_int) -> crate::errors::Result<c_int> {
+    let (mut handle, mut request) = (abi::COMM_NULL, abi::REQUEST_NULL);
+    duplicate_later(call, comm, &mut handle, &mut request)?;
+    crate::api::request::wait_own(call, request)?;
+    Ok(handle)
+}
+
+/// A split of intracommunicator `comm` (`MPI_Comm_split`, and
+/// `MPI_Comm_create` and `MPI_Comm_split_type`, which are splits): the
+/// handle of this rank's part, `MPI_COMM_NULL` if `color` is `None`.
+/// Under `MPI_THREAD_MULTIPLE` the members agree as an idup's do, waited
+/// for with the lock let go, for the reasons [`duplicate_outside`] gives.
+pub(super) fn split_intra(call: &str, comm: c_int, color: Option<u32>, key: c_int) -> crate::errors::Result<c_int> {
+    let mut state = state::lock(call)?;
+    let entry = state.intra(comm)?;
+    let (handler, parent) = (entry.errhandler, entry.comm.clone());
+    let fail = |e: grappe_comm::Error| MpiError::from(e).on(comm);
+    if !crate::waiting::multiple() {
+        let part = parent.split(color, key).map_err(fail)?;
+        return Ok(part.map_or(abi::COMM_NULL, |part| state.add_comm(part, handler)));
+    }
+    let (request, pending) = parent.start_split(state.scope, color, key).map_err(fail)?;
+    let (mut state, (pending, parent)) =
+        agreed_outside(call, state, request, (pending, parent)).map_err(|e| e.on(comm))?;
+    let part = pending.finish();
+    drop(parent);
+    let message = "the context agreement of the split did not complete";
+    let part = part.ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?;
+    Ok(part.map_or(abi::COMM_NULL, |part| state.add_comm(part, handler)))
+}
+
+/// Waits for the agreement of `request` with the lock let go (see
+/// [`crate::waiting`]); the lock again once it completed, with `keep`:
+/// what the caller holds of the engine (communicators, pending
+/// creations), which, as the request, is only dropped under the lock, so
+/// that a failed wait drops it under the lock taken again.
+pub(super) fn agreed_outside<K>(
+    call: &str,
+    state: state::Locked,
+    request: grappe_comm::Request<'static>,
+    keep: K,
+) -> crate::errors::Result<(state::Locked, K)> {
+    match crate::waiting::until(call, state, |_| Ok(request.is_complete().then_some(()))) {
+        Ok((state, ())) => match request.wait() {
+            Ok(_) => Ok((state, keep)),
+            Err(error) => {
+                drop(keep);
+                drop(state);
+                Err(MpiError::from(error))
+            }
+        },
+        Err(error) => {
+            match state::lock(call) {
+                Ok(mut state) => {
+                    state.freed.push((request, None, None));
+                    drop(keep);
+                }
+                Err(_) => std::mem::forget((request, keep)),
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Frees communicator `handle` and its slot: one whose attributes were
@@ -188,14 +262,7 @@ mpi_fn! {
             // SAFETY: the caller's output argument.
             return unsafe { put(newcomm, handle, "newcomm") };
         }
-        let mut state = state::lock("MPI_Comm_split")?;
-        let entry = state.intra(comm)?;
-        let handler = entry.errhandler;
-        let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = match split {
-            Some(split) => state.add_comm(split, handler),
-            None => abi::COMM_NULL,
-        };
+        let handle = split_intra("MPI_Comm_split", comm, color, key)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }

@@ -281,7 +281,7 @@ mpi_fn! {
     /// the new communicator (in the group's order), the others
     /// `MPI_COMM_NULL`.
     fn MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Comm_create")?;
+        let state = state::lock("MPI_Comm_create")?;
         if state.comm(comm)?.comm.is_inter() {
             // Each group passes a group of its own ranks: the members of
             // both make an intercommunicator, as a split with one color.
@@ -305,15 +305,11 @@ mpi_fn! {
         }
         let me = of[entry.comm.rank()];
         let position = ranks.iter().position(|&r| r == me);
-        let handler = entry.errhandler;
         // Ranks may pass disjoint groups (MPI 2.2), one communicator each:
         // a group's smallest world rank tells it from the others.
         let color = position.and_then(|_| ranks.iter().min()).map(|&lowest| lowest as u32);
-        let split = entry.comm.split(color, position.unwrap_or(0) as i32).map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = match split {
-            Some(created) => state.add_comm(created, handler),
-            None => abi::COMM_NULL,
-        };
+        drop(state);
+        let handle = crate::api::comm::split_intra("MPI_Comm_create", comm, color, position.unwrap_or(0) as c_int)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
@@ -321,9 +317,9 @@ mpi_fn! {
 
 mpi_fn! {
     /// `MPI_Comm_create_group`: collective over the group's members only;
-    /// a rank outside the group gets `MPI_COMM_NULL`. (`tag` tells apart
-    /// creations that threads of one rank make at once, which the thread
-    /// levels grappe provides rule out.)
+    /// a rank outside the group gets `MPI_COMM_NULL`. `tag` tells apart
+    /// the creations that threads of one rank make at once, at
+    /// `MPI_THREAD_MULTIPLE` (below it no two calls overlap).
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
         let mut state = state::lock("MPI_Comm_create_group")?;
         let entry = state.intra(comm)?;
@@ -340,7 +336,28 @@ mpi_fn! {
             positions.push(position);
         }
         let handler = entry.errhandler;
-        let created = entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?;
+        let created = match crate::waiting::multiple() {
+            false => entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?,
+            true => {
+                // Threads of a rank may make these at once, told apart by
+                // their tags: agreed as an idup, outside the lock (see
+                // `comm::split_intra`).
+                let parent = entry.comm.clone();
+                match parent.start_create_group(state.scope, &positions, tag).map_err(|e| MpiError::from(e).on(comm))? {
+                    None => None,
+                    Some((request, pending)) => {
+                        let (locked, (pending, parent)) =
+                            crate::api::comm::agreed_outside("MPI_Comm_create_group", state, request, (pending, parent))
+                                .map_err(|e| e.on(comm))?;
+                        state = locked;
+                        let made = pending.finish();
+                        drop(parent);
+                        let message = "the context agreement of the communicator did not complete";
+                        Some(made.ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?)
+                    }
+                }
+            }
+        };
         let handle = match created {
             Some(created) => state.add_comm(created, handler),
             None => abi::COMM_NULL,
@@ -393,14 +410,7 @@ mpi_fn! {
             // SAFETY: the caller's output argument.
             return unsafe { put(newcomm, handle, "newcomm") };
         }
-        let mut state = state::lock("MPI_Comm_split_type")?;
-        let entry = state.intra(comm)?;
-        let handler = entry.errhandler;
-        let split = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))?;
-        let handle = match split {
-            Some(split) => state.add_comm(split, handler),
-            None => abi::COMM_NULL,
-        };
+        let handle = crate::api::comm::split_intra("MPI_Comm_split_type", comm, color, key)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }

@@ -108,6 +108,28 @@ mpi_fn! {
             true => leader_arguments(&state, peer_comm, remote_leader, tag).map(Some),
             false => Ok(None),
         };
+        if crate::waiting::multiple() {
+            let mine = local_members(&local);
+            let peer = peer.and_then(|peer| match peer {
+                None => Ok(None),
+                Some((peer, remote)) => {
+                    // Its own group's rank would never answer.
+                    let world = peer.world_rank_of(remote).map_err(MpiError::from)?;
+                    match mine.contains(&world) {
+                        true => Err(MpiError::from(grappe_comm::Error::RemoteLeaderInGroup { rank: remote, world })),
+                        false => Ok(Some((peer_comm, remote_leader))),
+                    }
+                }
+            });
+            // Communicators are the engine's: dropped under the lock only.
+            let me = local.rank();
+            drop(local);
+            drop(state);
+            let made = create_outside(local_comm, &mine, me, leader, peer, tag, handler);
+            let handle = made.map_err(on)?;
+            // SAFETY: the caller's output argument.
+            return unsafe { put(newintercomm, handle, "newintercomm") };
+        }
         let peer = match peer {
             Ok(peer) => peer,
             Err(error) => {
@@ -123,6 +145,171 @@ mpi_fn! {
         let handle = register(&mut state, inter, handler).map_err(on)?;
         // SAFETY: the caller's output argument.
         unsafe { put(newintercomm, handle, "newintercomm") }
+    }
+}
+
+/// `MPI_Byte` as a handle.
+const BYTE: c_int = 0x4c00_010d;
+
+/// The first word of what a leader hands its group when it failed.
+const LEADER_FAILED: u64 = u64::MAX;
+
+/// Numbers the intercommunicators whose creation a leader of this
+/// process started (see [`create_outside`]).
+static CREATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// `MPI_Intercomm_create` under `MPI_THREAD_MULTIPLE`, waiting with the
+/// lock let go at every step, so that threads of a process may create
+/// intercommunicators at once, whatever order other ranks' threads take:
+/// the leaders exchange their groups (world ranks) and a number of the
+/// creation over the peer communicator (`peer`: its handle and the
+/// remote leader, or the leader's error), the leader hands the other
+/// group to its own by a broadcast over `local`, the local group is
+/// duplicated (an idup), and both groups agree on the new context among
+/// themselves (`start_create_group` on the world, on a tag made of the
+/// creation's number, from 2^30 up: `MPI_Comm_create_group` on the world
+/// with such tags at the same time could meet it). The channel beside it
+/// is an idup too.
+fn create_outside(
+    local_comm: c_int,
+    mine: &[usize],
+    me: usize,
+    leader: usize,
+    peer: Result<Option<(c_int, c_int)>>,
+    tag: c_int,
+    handler: c_int,
+) -> Result<c_int> {
+    const CALL: &str = "MPI_Intercomm_create";
+    let world_size = state::lock(CALL)?.comm(abi::COMM_WORLD)?.comm.size();
+    // The creation's number: this process's world rank and count of
+    // creations, in 30 bits (unique among the first 1024 ranks' latest
+    // 2^20 creations each).
+    let created = CREATIONS.fetch_add(1, Ordering::Relaxed) & 0xf_ffff;
+    let nonce = ((mine[me] as u64) << 20 | created) & ((1 << 30) - 1);
+    // [count, world ranks..., creation number], room for any group.
+    let words = world_size + 2;
+    let mut theirs = vec![0u64; words];
+    if me == leader {
+        theirs = match peer.and_then(|peer| exchange_groups(peer, mine, nonce, tag, words)) {
+            Ok(theirs) => theirs,
+            Err(error) => {
+                // The group hears of it, rather than waiting forever.
+                let mut failed = vec![LEADER_FAILED; words];
+                let _ = broadcast_words(local_comm, leader, &mut failed);
+                return Err(error);
+            }
+        };
+    }
+    broadcast_words(local_comm, leader, &mut theirs)?;
+    if theirs[0] == LEADER_FAILED {
+        return Err(MpiError::from(grappe_comm::Error::LeaderFailed { leader: mine[leader] }));
+    }
+    let count = theirs[0] as usize;
+    let remote: Vec<usize> = theirs[1..=count].iter().map(|&w| w as usize).collect();
+    let agreement_tag = (1 << 30) | theirs[count + 1] as c_int;
+    let mut both: Vec<usize> = mine.iter().chain(&remote).copied().collect();
+    both.sort_unstable();
+    // Every communicator and pending creation below is held only under the
+    // lock (`agreed_outside` hands them back with it, or drops them under it).
+    let state = state::lock(CALL)?;
+    let (request, pending) = state.intra(local_comm)?.comm.start_dup(state.scope, 1).map_err(MpiError::from)?;
+    let (state, pending) = crate::api::comm::agreed_outside(CALL, state, request, pending)?;
+    let local_dup =
+        pending.finish().and_then(|mut made| made.pop()).ok_or_else(|| unfinished("the local group's duplicate"))?;
+    let started = state.comm(abi::COMM_WORLD)?.comm.start_create_group(state.scope, &both, agreement_tag);
+    let (request, pending) = started.map_err(MpiError::from)?.expect("a member of its own intercommunicator");
+    let (state, (pending, local_dup)) = crate::api::comm::agreed_outside(CALL, state, request, (pending, local_dup))?;
+    let inter = pending.finish_inter(local_dup, remote).ok_or_else(|| unfinished("the context agreement"))?;
+    let (request, pending) = inter.start_dup(state.scope, 1).map_err(MpiError::from)?;
+    let (mut state, (pending, inter)) = crate::api::comm::agreed_outside(CALL, state, request, (pending, inter))?;
+    let Some(channel) = pending.finish().and_then(|mut made| made.pop()) else {
+        drop(inter);
+        return Err(unfinished("the channel"));
+    };
+    let handle = state.add_comm(inter.clone(), handler);
+    let slot = state.comm_slot(handle)?;
+    attach_parts(&mut state, slot, &inter, channel);
+    Ok(handle)
+}
+
+fn unfinished(what: &str) -> MpiError {
+    MpiError::new(class::INTERN, format!("MPI_Intercomm_create: {what} did not complete"))
+}
+
+/// The leader's exchange in [`create_outside`]: sends `mine` and `nonce`
+/// to the remote leader over the peer communicator and receives theirs
+/// (`words` words at most); the other group's `[count, world ranks...,
+/// the creation's number]`: the number of the group of the lowest world
+/// rank.
+fn exchange_groups(
+    peer: Option<(c_int, c_int)>,
+    mine: &[usize],
+    nonce: u64,
+    tag: c_int,
+    words: usize,
+) -> Result<Vec<u64>> {
+    let (peer_comm, remote_leader) = peer.expect("the leader has its arguments");
+    let mut offer: Vec<u64> = std::iter::once(mine.len() as u64).chain(mine.iter().map(|&w| w as u64)).collect();
+    offer.push(nonce);
+    let mut theirs = vec![0u64; words];
+    let mut requests = [abi::REQUEST_NULL; 2];
+    let bytes = |w: usize| (w * 8) as super::Count;
+    // SAFETY: both buffers outlive the wait below.
+    unsafe {
+        step(PMPI_Irecv_c::body(
+            theirs.as_mut_ptr().cast(),
+            bytes(words),
+            BYTE,
+            remote_leader,
+            tag,
+            peer_comm,
+            &mut requests[0],
+        ))?;
+        step(PMPI_Isend_c::body(
+            offer.as_ptr().cast(),
+            bytes(offer.len()),
+            BYTE,
+            remote_leader,
+            tag,
+            peer_comm,
+            &mut requests[1],
+        ))?;
+        step(PMPI_Waitall::body(2, requests.as_mut_ptr(), abi::STATUS_IGNORE as *mut abi::Status))?;
+    }
+    let count = theirs[0] as usize;
+    if count == 0 || count + 2 > words || theirs[1..=count].iter().any(|w| mine.contains(&(*w as usize))) {
+        return Err(MpiError::new(
+            class::RANK,
+            format!(
+                "MPI_Intercomm_create: the remote leader's group is not another group of this job: {:?}",
+                &theirs[..(count + 1).min(words)]
+            ),
+        ));
+    }
+    // Both leaders keep the number of the group with the lowest world
+    // rank (the groups are disjoint).
+    let their_lowest = theirs[1..=count].iter().min().copied().unwrap_or(u64::MAX) as usize;
+    if mine.iter().min().is_some_and(|&lowest| lowest < their_lowest) {
+        theirs[count + 1] = nonce;
+    }
+    Ok(theirs)
+}
+
+/// Broadcasts `words` from rank `root` of communicator `comm` (waited for
+/// with the lock let go, as `MPI_Ibcast` and `MPI_Wait` do).
+fn broadcast_words(comm: c_int, root: usize, words: &mut [u64]) -> Result<()> {
+    let mut request = abi::REQUEST_NULL;
+    // SAFETY: `words` outlives the wait below.
+    unsafe {
+        step(super::icoll::PMPI_Ibcast_c::body(
+            words.as_mut_ptr().cast(),
+            (words.len() * 8) as super::Count,
+            BYTE,
+            root as c_int,
+            comm,
+            &mut request,
+        ))?;
+        step(super::request::PMPI_Wait::body(&mut request, abi::STATUS_IGNORE as *mut abi::Status))
     }
 }
 
@@ -149,8 +336,23 @@ mpi_fn! {
     fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) {
         let mut state = state::lock("MPI_Intercomm_merge")?;
         let entry = state.comm(intercomm)?;
-        let handler = entry.errhandler;
-        let merged = entry.comm.merge(high != 0).map_err(|e| MpiError::from(e).on(intercomm))?;
+        let (handler, inter) = (entry.errhandler, entry.comm.clone());
+        let on = |e: MpiError| e.on(intercomm);
+        let merged = match crate::waiting::multiple() {
+            false => inter.merge(high != 0).map_err(|e| on(e.into()))?,
+            // Agreed as an idup, with the lock let go (see `comm::split_intra`).
+            true => {
+                let (request, pending) = inter.start_merge(state.scope, high != 0).map_err(|e| on(e.into()))?;
+                let (locked, (pending, inter)) =
+                    crate::api::comm::agreed_outside("MPI_Intercomm_merge", state, request, (pending, inter))
+                        .map_err(on)?;
+                state = locked;
+                let merged = pending.finish();
+                drop(inter);
+                let message = "MPI_Intercomm_merge: the context agreement did not complete";
+                merged.ok_or_else(|| on(MpiError::new(class::INTERN, message)))?
+            }
+        };
         let handle = state.add_comm(merged, handler);
         // SAFETY: the caller's output argument.
         unsafe { put(newintracomm, handle, "newintracomm") }

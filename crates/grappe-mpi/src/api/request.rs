@@ -99,6 +99,20 @@ pub(super) fn complete_outside(call: &str, state: Locked, entries: Vec<RequestEn
     }
 }
 
+/// Waits for request `handle`, one the library started for itself (a
+/// blocking call made of a non-blocking one, as `MPI_Comm_dup` under
+/// `MPI_THREAD_MULTIPLE`), with the lock let go meanwhile as `MPI_Wait`
+/// does; frees it.
+pub(super) fn wait_own(call: &str, handle: c_int) -> Result<abi::Status> {
+    let state = state::lock(call)?;
+    let slot = slot_of(&state, handle)?;
+    let mut state = outside(call, state, &[slot], &[handle], true)?;
+    match slot {
+        None => Ok(empty_status()),
+        Some(slot) => wait_slot(&mut state, slot).0,
+    }
+}
+
 /// Waits for the operation in `slot`; frees the request unless it is
 /// persistent (it becomes inactive). The status, and whether the handle
 /// is now `MPI_REQUEST_NULL`.

@@ -65,7 +65,7 @@ fn cart(state: &Locked, comm: c_int) -> Result<(Vec<c_int>, Vec<bool>)> {
 /// A new communicator of the first `n` ranks of `comm` (the others get
 /// `MPI_COMM_NULL`), with `topology`.
 fn with_topology(call: &str, comm: c_int, n: usize, topology: Topology, newcomm: *mut c_int) -> Result<()> {
-    let mut state = state::lock(call)?;
+    let state = state::lock(call)?;
     let entry = state.intra(comm)?;
     if n > entry.comm.size() {
         return Err(MpiError::new(
@@ -74,19 +74,14 @@ fn with_topology(call: &str, comm: c_int, n: usize, topology: Topology, newcomm:
         )
         .on(comm));
     }
-    let member = entry.comm.rank() < n;
-    let handler = entry.errhandler;
-    let split =
-        entry.comm.split(member.then_some(0), entry.comm.rank() as i32).map_err(|e| MpiError::from(e).on(comm))?;
-    let handle = match split {
-        Some(created) => {
-            let handle = state.add_comm(created, handler);
-            let slot = state.comm_slot(handle)?;
-            state.comms.get_mut(slot).expect("just added").topology = Some(topology);
-            handle
-        }
-        None => abi::COMM_NULL,
-    };
+    let (member, rank) = (entry.comm.rank() < n, entry.comm.rank() as c_int);
+    drop(state);
+    let handle = crate::api::comm::split_intra(call, comm, member.then_some(0), rank)?;
+    if handle != abi::COMM_NULL {
+        let mut state = state::lock(call)?;
+        let slot = state.comm_slot(handle)?;
+        state.comms.get_mut(slot).expect("just made").topology = Some(topology);
+    }
     // SAFETY: the caller's output argument.
     unsafe { put(newcomm, handle, "newcomm") }
 }
@@ -270,7 +265,7 @@ mpi_fn! {
 mpi_fn! {
     /// `MPI_Cart_sub`: the sub-grids keeping the dimensions flagged.
     fn MPI_Cart_sub / PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) {
-        let mut state = state::lock("MPI_Cart_sub")?;
+        let state = state::lock("MPI_Cart_sub")?;
         let (dims, periods) = cart(&state, comm)?;
         // SAFETY: one flag per dimension, as MPI requires.
         let keep: Vec<bool> = unsafe { c_array(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
@@ -293,12 +288,13 @@ mpi_fn! {
             true => (entry.comm.rank() == 0).then_some(0),
             false => Some(color),
         };
-        let handler = entry.errhandler;
-        let Some(sub) = entry.comm.split(color, key).map_err(|e| MpiError::from(e).on(comm))? else {
+        drop(state);
+        let handle = crate::api::comm::split_intra("MPI_Cart_sub", comm, color, key)?;
+        if handle == abi::COMM_NULL {
             // SAFETY: the caller's output argument.
             return unsafe { put(newcomm, abi::COMM_NULL, "newcomm") };
-        };
-        let handle = state.add_comm(sub, handler);
+        }
+        let mut state = state::lock("MPI_Cart_sub")?;
         let slot = state.comm_slot(handle)?;
         let (sub_dims, sub_periods) = dims.iter().zip(&periods).zip(&keep).filter(|(_, k)| **k).map(|((d, p), _)| (*d, *p)).unzip();
         state.comms.get_mut(slot).expect("just added").topology = Some(Topology::Cart { dims: sub_dims, periods: sub_periods });
