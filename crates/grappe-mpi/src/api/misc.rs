@@ -127,20 +127,27 @@ pub(super) fn bsend_in(
             MpiError::new(class::BUFFER, format!("{call} without an attached buffer (MPI_Buffer_attach)")).on(comm)
         );
     };
-    let (done, pending): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut state.buffered).into_iter().partition(|(request, _, _)| request.is_complete());
-    state.buffered = pending;
-    for (request, keep, _) in done {
-        // Its error, if any, has no one to report it to: MPI's buffered sends are fire and forget.
-        let _ = request.wait();
-        drop(keep);
-    }
-    let outstanding: usize = state.buffered.iter().map(|(_, keep, _)| keep.as_ref().map_or(0, |k| k.len()) + 96).sum();
-    let entry = state.comm(comm)?;
+    state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
     let datatype = types::committed(datatype).map_err(on)?;
     // SAFETY: MPI's rule for a send buffer, copied before the call returns.
     let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?.into_owned().into_boxed_slice();
+    reap_buffered(state, false);
+    let mut outstanding = buffered_bytes(state);
+    // Sends the receivers took may not be known as complete yet (a
+    // receiver's notice may still be on its way): look again, for a
+    // moment, before refusing. Nothing here waits for a receive to be
+    // posted, so the call stays local, as MPI wants of a buffered send.
+    let deadline = std::time::Instant::now() + BSEND_PATIENCE;
+    while outstanding + data.len() + 96 > capacity && !state.buffered.is_empty() {
+        reap_buffered(state, true);
+        outstanding = buffered_bytes(state);
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let entry = state.comm(comm)?;
     if outstanding + data.len() + 96 > capacity {
         return Err(MpiError::new(
             class::BUFFER,
@@ -158,6 +165,35 @@ pub(super) fn bsend_in(
     let request = entry.comm.isend(state.scope, bytes, dest, tag).map_err(|e| MpiError::from(e).on(comm))?;
     state.buffered.push((request, Some(data), None));
     Ok(())
+}
+
+/// How long a buffered send that does not fit looks for sends under way
+/// to end before it refuses.
+const BSEND_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Drops the buffered sends that are over, with their copies; with
+/// `progress`, each is tested, which moves the engine on first. A send's
+/// error, if any, has no one to report it to: MPI's buffered sends are fire
+/// and forget.
+fn reap_buffered(state: &mut crate::state::Locked, progress: bool) {
+    let mut pending = Vec::new();
+    for (mut request, keep, freed) in std::mem::take(&mut state.buffered) {
+        let over = match progress {
+            true => !matches!(request.test(), Ok(None)),
+            false => request.is_complete(),
+        };
+        if !over {
+            pending.push((request, keep, freed));
+        } else if !progress {
+            let _ = request.wait();
+        }
+    }
+    state.buffered = pending;
+}
+
+/// The room the buffered sends under way take in the attached buffer.
+fn buffered_bytes(state: &crate::state::Locked) -> usize {
+    state.buffered.iter().map(|(_, keep, _)| keep.as_ref().map_or(0, |k| k.len()) + 96).sum()
 }
 
 counted_fn! {

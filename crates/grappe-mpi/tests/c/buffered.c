@@ -1,6 +1,6 @@
 /* Buffered sends: MPI_Bsend, MPI_Ibsend and persistent MPI_Bsend_init with
  * an attached buffer, received in order; MPI_Buffer_detach gives the buffer
- * back. Also MPI_Get_elements_x and MPI_Info_get_string. Runs on any number
+ * back; a buffer with room for one large message reused round after round. Also MPI_Get_elements_x and MPI_Info_get_string. Runs on any number
  * of ranks. */
 #include "check.h"
 
@@ -39,6 +39,39 @@ static void buffered(void)
     free(memory);
 }
 
+/* Room for one large message only, sent again and again: each Bsend finds
+ * the room its previous message took free again once the receiver has it
+ * (the barrier says so), whether or not the sender noticed yet. */
+static void room_for_one(void)
+{
+    enum { BIG = 1 << 16, ROUNDS = 20 };
+    int room = BIG + MPI_BSEND_OVERHEAD + 1024;
+    char *memory = malloc(room), *out = malloc(BIG), *in = malloc(BIG);
+    CHECK_MPI(MPI_Buffer_attach(memory, room));
+    for (int round = 0; round < ROUNDS; round++) {
+        memset(out, round + rank, BIG);
+        CHECK_MPI(MPI_Bsend(out, BIG, MPI_BYTE, right, 8, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Recv(in, BIG, MPI_BYTE, left, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(in[0] == (char)(round + left) && in[BIG - 1] == (char)(round + left), "round %d: the message from %d",
+              round, left);
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    /* More than the whole buffer: refused, whatever is under way. */
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    char *twice = calloc(2, BIG);
+    int rc = MPI_Bsend(twice, 2 * BIG, MPI_BYTE, right, 9, comm), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK_INT(MPI_ERR_BUFFER, cls, "MPI_Bsend of more than the attached buffer holds");
+    MPI_Comm_free(&comm);
+    free(twice);
+    void *detached = NULL;
+    int detached_size = -1;
+    CHECK_MPI(MPI_Buffer_detach(&detached, &detached_size));
+    free(memory), free(out), free(in);
+}
+
 static void info_string(void)
 {
     MPI_Info info;
@@ -62,6 +95,7 @@ int main(int argc, char **argv)
     left = (rank + size - 1) % size;
     right = (rank + 1) % size;
     buffered();
+    room_for_one();
     info_string();
     return check_finish();
 }
