@@ -7,46 +7,14 @@
 //! order; and a rank whose group waits for the other one before it
 //! completes its call never holds that group up.
 
+mod affine;
+
 use std::sync::{Arc, Mutex};
 
-use grappe::{Combine, Communicator, Deliver, InterCollective, InterRoot};
+use grappe::{Communicator, Deliver, InterCollective, InterRoot};
 use proptest::prelude::*;
 
-/// An affine map x ↦ a·x + b (mod 2³²), as 8 bytes: composing them is
-/// associative and not commutative, so a result in any other order than
-/// the ranks' shows.
-fn affine(id: usize, i: usize) -> [u32; 2] {
-    [(id * 7 + i * 3 + 1) as u32 | 1, (id * 13 + i) as u32]
-}
-
-fn compose(lower: [u32; 2], higher: [u32; 2]) -> [u32; 2] {
-    [higher[0].wrapping_mul(lower[0]), higher[0].wrapping_mul(lower[1]).wrapping_add(higher[1])]
-}
-
-fn compose_bytes() -> Combine {
-    Arc::new(|input: &[u8], inout: &mut [u8]| {
-        for (lower, higher) in input.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
-            let l: [u32; 2] = bytemuck::pod_read_unaligned(lower);
-            let h: [u32; 2] = bytemuck::pod_read_unaligned(higher);
-            higher.copy_from_slice(bytemuck::bytes_of(&compose(l, h)));
-        }
-    })
-}
-
-/// The `n` maps of the rank whose id is `id`, as bytes.
-fn maps(id: usize, n: usize) -> Vec<u8> {
-    (0..n).flat_map(|i| bytemuck::bytes_of(&affine(id, i)).to_vec()).collect()
-}
-
-/// The maps of the ranks `ids` composed in that order, as bytes.
-fn composed(ids: &[usize], n: usize) -> Vec<u8> {
-    (0..n)
-        .flat_map(|i| {
-            let all = ids.iter().map(|&id| affine(id, i)).reduce(compose).expect("at least one rank");
-            bytemuck::bytes_of(&all).to_vec()
-        })
-        .collect()
-}
+use affine::{compose_bytes, composed, maps};
 
 /// The block of `len` bytes the rank whose id is `id` gives rank `to`.
 fn block(id: usize, to: usize, len: usize) -> Vec<u8> {
@@ -142,7 +110,7 @@ fn case(kind: Kind, cut: &Cut, v: &View, n: usize) -> (InterCollective, Vec<u8>)
         },
         Kind::Reduce => {
             let (data, expected) = match root {
-                InterRoot::Root => (vec![0; 8 * n], composed(&theirs, n)),
+                InterRoot::Root => (vec![0; 8 * n], composed(theirs.iter().copied(), n)),
                 InterRoot::Idle => (Vec::new(), Vec::new()),
                 InterRoot::Remote(_) => (maps(v.my_id(), n), Vec::new()),
             };
@@ -151,7 +119,7 @@ fn case(kind: Kind, cut: &Cut, v: &View, n: usize) -> (InterCollective, Vec<u8>)
         Kind::Allreduce => {
             let what =
                 InterCollective::Allreduce { data: maps(v.my_id(), n), combine: compose_bytes(), commutative: false };
-            (what, composed(&theirs, n))
+            (what, composed(theirs.iter().copied(), n))
         }
         Kind::Gather => match root {
             InterRoot::Root => {
@@ -200,7 +168,7 @@ fn case(kind: Kind, cut: &Cut, v: &View, n: usize) -> (InterCollective, Vec<u8>)
             let total = n + 3;
             let counts: Vec<usize> = (0..g).map(|r| 8 * (total / g + usize::from(r < total % g))).collect();
             let start: usize = counts[..v.me].iter().sum();
-            let expected = composed(&theirs, total)[start..start + counts[v.me]].to_vec();
+            let expected = composed(theirs.iter().copied(), total)[start..start + counts[v.me]].to_vec();
             let what = InterCollective::ReduceScatter {
                 data: maps(v.my_id(), total),
                 counts,
@@ -300,7 +268,7 @@ fn a_group_that_waits_for_the_other_before_completing_does_not_hold_it_up() {
     for (rank, outcome) in results.into_iter().enumerate() {
         let in_a = [0, 2].contains(&rank);
         let other: Vec<usize> = if in_a { (16..19).collect() } else { vec![0, 1] };
-        assert_eq!(outcome.expect("every rank completes"), composed(&other, 4), "world rank {rank}");
+        assert_eq!(outcome.expect("every rank completes"), composed(other.iter().copied(), 4), "world rank {rank}");
     }
 }
 

@@ -3,47 +3,14 @@
 //! collective, size, root and communicator size; progress while the rank
 //! waits in other calls; several at once; mismatched sizes reported.
 
+mod affine;
+
 use std::sync::{Arc, Mutex};
 
-use grappe::{Combine, Communicator, Deliver, NonBlocking};
+use grappe::{Communicator, Deliver, NonBlocking};
 use proptest::prelude::*;
 
-/// An affine map x ↦ a·x + b (mod 2³²), as 8 bytes: composing them is
-/// associative and not commutative, so a result in any other order than
-/// the ranks' shows.
-fn affine(rank: usize, i: usize) -> [u32; 2] {
-    [(rank * 7 + i * 3 + 1) as u32 | 1, (rank * 13 + i) as u32]
-}
-
-/// `lower` then `higher`: x ↦ h.a·(l.a·x + l.b) + h.b.
-fn compose(lower: [u32; 2], higher: [u32; 2]) -> [u32; 2] {
-    [higher[0].wrapping_mul(lower[0]), higher[0].wrapping_mul(lower[1]).wrapping_add(higher[1])]
-}
-
-fn compose_bytes() -> Combine {
-    Arc::new(|input: &[u8], inout: &mut [u8]| {
-        for (lower, higher) in input.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
-            let l: [u32; 2] = bytemuck::pod_read_unaligned(lower);
-            let h: [u32; 2] = bytemuck::pod_read_unaligned(higher);
-            higher.copy_from_slice(bytemuck::bytes_of(&compose(l, h)));
-        }
-    })
-}
-
-/// Rank `rank`'s `n` maps, as bytes.
-fn maps(rank: usize, n: usize) -> Vec<u8> {
-    (0..n).flat_map(|i| bytemuck::bytes_of(&affine(rank, i)).to_vec()).collect()
-}
-
-/// The maps of ranks `ranks` composed in rank order, as bytes.
-fn composed(ranks: std::ops::Range<usize>, n: usize) -> Vec<u8> {
-    (0..n)
-        .flat_map(|i| {
-            let all = ranks.clone().map(|r| affine(r, i)).reduce(compose).expect("at least one rank");
-            bytemuck::bytes_of(&all).to_vec()
-        })
-        .collect()
-}
+use affine::{compose_bytes, composed, maps};
 
 /// Rank `rank`'s block of `len` bytes for rank `to`.
 fn block(rank: usize, to: usize, len: usize) -> Vec<u8> {
