@@ -264,19 +264,21 @@ impl Type {
     /// # Safety
     /// `buf` holds `count` elements of this datatype, readable.
     pub unsafe fn pack(&self, buf: *const u8, count: usize, out: &mut Vec<u8>) {
+        let len = self.packed_len(count);
+        if len == 0 {
+            return; // (the buffer may be NULL: no slice of it)
+        }
         if let Some(start) = self.contiguous(count) {
             // One copy: element by element, a megabyte of bytes took
             // milliseconds.
             // SAFETY: the elements lie end to end from `start`, inside the
             // caller's buffer, as MPI requires.
-            out.extend_from_slice(unsafe {
-                std::slice::from_raw_parts(buf.wrapping_offset(start), self.packed_len(count))
-            });
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(buf.wrapping_offset(start), len) });
             return;
         }
         let blocks = self.blocks();
         let extent = self.extent();
-        out.reserve(self.packed_len(count));
+        out.reserve(len);
         for i in 0..count as isize {
             for block in &blocks {
                 // Wrapping: `buf` itself may lie outside the data
@@ -296,6 +298,9 @@ impl Type {
     /// `buf` holds `count` elements of this datatype, writable, where
     /// `count` covers `data`.
     pub unsafe fn unpack(&self, data: &[u8], buf: *mut u8) -> usize {
+        if data.is_empty() {
+            return 0; // (the buffer may be NULL: nothing to write)
+        }
         let elements = data.len().div_ceil(self.size().max(1));
         if let Some(start) = self.contiguous(elements) {
             // SAFETY: the elements lie end to end from `start`, inside the
@@ -534,6 +539,12 @@ mod tests {
         assert_eq!(used, 10);
         assert_eq!(&back[..10], &bytes[..]);
         assert!(back[10..].iter().all(|&b| b == 0xee), "nothing past the data: {back:?}");
+        // No element: a NULL buffer is never touched.
+        let mut none = Vec::new();
+        // SAFETY: zero elements need no memory.
+        unsafe { int().pack(std::ptr::null(), 0, &mut none) };
+        // SAFETY: as above.
+        assert_eq!((none.len(), unsafe { int().unpack(&[], std::ptr::null_mut()) }), (0, 0));
     }
 
     #[test]
