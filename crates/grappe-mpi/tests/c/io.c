@@ -11,6 +11,11 @@
  *    written with write_all from a strided memory datatype, read back
  *    through a view of plain ints by every rank; get_view, get_byte_offset,
  *    get_type_extent;
+ *  - filetype type maps: negative, decreasing and overlapping displacements
+ *    are refused (MPI_ERR_IO, ROMIO's class) in a view of a file opened for
+ *    writing; a file opened MPI_MODE_RDONLY takes overlapping ones (MPI 3.1,
+ *    13.3), and reads through them give the overlapped data again, in
+ *    atomic mode too;
  *  - individual pointers: seek (SET, CUR, END), get_position, read and write
  *    moving it, split collectives;
  *  - the shared pointer: write_shared (each rank's record exactly once),
@@ -358,6 +363,78 @@ static void interleaved_view(void)
     CHECK_ERR(MPI_ERR_IO, MPI_File_read(fh, &one, 1, MPI_INT, &status), "an int read in a view of doubles");
     MPI_Type_free(&every_other);
     MPI_Type_free(&filetype);
+    CHECK_MPI(MPI_File_close(&fh));
+}
+
+/* An indexed filetype of ints: `first` ints at 0, then 1 int at int `then`. */
+static MPI_Datatype two_blocks(int first, int then)
+{
+    int lengths[2] = {first, 1}, displacements[2] = {0, then};
+    MPI_Datatype type;
+    MPI_Type_indexed(2, lengths, displacements, MPI_INT, &type);
+    MPI_Type_commit(&type);
+    return type;
+}
+
+/* set_view of `filetype` on `fh` gives MPI_ERR_IO, or succeeds if `allowed`. */
+static void check_filetype(MPI_File fh, int allowed, int first, int then, const char *what)
+{
+    MPI_Datatype filetype = two_blocks(first, then);
+    int rc = MPI_File_set_view(fh, 0, MPI_INT, filetype, "native", MPI_INFO_NULL);
+    if (allowed)
+        CHECK_MPI(rc);
+    else
+        CHECK_ERR(MPI_ERR_IO, rc, "a view of %s", what);
+    MPI_Type_free(&filetype);
+}
+
+/* Filetypes whose type maps MPI restricts in views: displacements never
+ * negative nor decreasing, and overlapping only in a file that is only read. */
+static void filetype_type_maps(void)
+{
+    enum { n = 16 };
+    MPI_File fh;
+    MPI_Status status;
+    file_name(name, sizeof name, "typemaps");
+    CHECK_MPI(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    int ints[n];
+    for (int i = 0; i < n; i++)
+        ints[i] = i;
+    CHECK_MPI(MPI_File_write_at_all(fh, 0, ints, rank == 0 ? n : 0, MPI_INT, &status));
+    check_filetype(fh, 0, 1, -2, "a negative displacement (int -2)");
+    check_filetype(fh, 0, 1, 0, "overlapping blocks (int 0 twice) in a file opened for writing");
+    check_filetype(fh, 0, 3, 1, "overlapping blocks (ints 0-2, then 1) in a file opened for writing");
+    CHECK_MPI(MPI_File_close(&fh));
+
+    CHECK_MPI(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
+    check_filetype(fh, 0, 1, -2, "a negative displacement (int -2) in a file only read");
+    int lengths[2] = {1, 1}, decreasing[2] = {3, 0};
+    MPI_Datatype backwards;
+    MPI_Type_indexed(2, lengths, decreasing, MPI_INT, &backwards);
+    MPI_Type_commit(&backwards);
+    CHECK_ERR(MPI_ERR_IO, MPI_File_set_view(fh, 0, MPI_INT, backwards, "native", MPI_INFO_NULL),
+              "a view of decreasing displacements (int 3, then 0) in a file only read");
+    MPI_Type_free(&backwards);
+
+    /* Ints 0-2 then int 1 again, tiled every 3 ints: 0 1 2 1 3 4 5 4 ... */
+    check_filetype(fh, 1, 3, 1, "overlapping blocks in a file only read");
+    int got[8], expected[8] = {0, 1, 2, 1, 3, 4, 5, 4};
+    /* Independent: ROMIO's collective read of such a view fails in MPICH 4.0.2. */
+    CHECK_MPI(MPI_File_read_at(fh, 0, got, 8, MPI_INT, &status));
+    check_count(&status, MPI_INT, 8, "MPI_File_read_at through overlapping blocks");
+    CHECK_INTS(expected, got, 8, "ints read through overlapping blocks");
+
+    /* Ints 0-2 then int 0 again: from int 2, the ranges go back to byte 0
+     * (atomic mode locks the span of the ranges, whatever their order).
+     * Blocks that start where an earlier one started are taken as ROMIO
+     * takes them (an overlap), but MPICH 4.0.2 then reads other bytes. */
+    check_filetype(fh, 1, 3, 0, "blocks overlapping from their start in a file only read");
+    CHECK_MPI(MPI_File_set_atomicity(fh, 1));
+    int back[3], expected_back[3] = {2, 0, 3};
+    CHECK_MPI(MPI_File_read_at(fh, 2, back, 3, MPI_INT, &status));
+    check_count(&status, MPI_INT, 3, "an atomic MPI_File_read_at through blocks going back");
+    if (on_grappe)
+        CHECK_INTS(expected_back, back, 3, "ints read atomically through blocks going back");
     CHECK_MPI(MPI_File_close(&fh));
 }
 
@@ -727,6 +804,7 @@ int main(int argc, char **argv)
     management();
     explicit_offsets();
     interleaved_view();
+    filetype_type_maps();
     individual_pointers();
     shared_pointer();
     errors();

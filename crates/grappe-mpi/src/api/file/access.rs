@@ -15,6 +15,7 @@ use std::ffi::{c_int, c_void};
 use crate::abi::{self, class};
 use crate::errors::{MpiError, Result};
 use crate::io::posix::{self, AccessError, RangeLock, mode};
+use crate::io::view::Segment;
 use crate::io::{OpenFile, View};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
@@ -134,8 +135,8 @@ pub(super) fn transfer(
     let _in_process = atomic.then(|| file.atomic_access.lock());
     let _range = match atomic {
         true => {
-            let (first, last) = (view.tiling.byte_of(from), view.tiling.byte_of(from + checked.bytes - 1));
-            let lock = RangeLock::take(&file.data, first, last + 1 - first, direction == Direction::Write);
+            let (first, end) = span(segments());
+            let lock = RangeLock::take(&file.data, first, end - first, direction == Direction::Write);
             Some(lock.map_err(|e| posix::os_error("lock a byte range of", &file.path, &e))?)
         }
         false => None,
@@ -156,6 +157,13 @@ pub(super) fn transfer(
             Ok(got as u64)
         }
     }
+}
+
+/// The file bytes an access's ranges span, from the lowest to the end of
+/// the highest: ranges go forward, but in a view whose filetype overlaps
+/// itself (a file only read) they may go back.
+fn span(segments: impl Iterator<Item = Segment>) -> (u64, u64) {
+    segments.fold((u64::MAX, 0), |(first, end), s| (first.min(s.offset), end.max(s.end())))
 }
 
 /// The status of an access that moved `bytes`.

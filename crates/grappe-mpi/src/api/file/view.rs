@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
-use crate::io::view::Tiling;
+use crate::io::view::{Tiling, TilingError};
 use crate::io::{OpenFile, View};
 use crate::types::{self, Type};
 use crate::{counted_fn, mpi_fn};
@@ -56,8 +56,9 @@ fn datarep_of(name: &str) -> Result<&'static str> {
 }
 
 /// The view `disp`, `etype`, `filetype` and `datarep` describe, checked
-/// as MPI requires.
-fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str) -> Result<View> {
+/// as MPI requires (overlapping regions only in a file opened for
+/// reading only, `read_only`).
+fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str, read_only: bool) -> Result<View> {
     let datarep = datarep_of(datarep)?;
     let etype = types::committed(etype).map_err(|e| MpiError::new(e.class, format!("etype: {}", e.message)))?;
     let filetype =
@@ -72,9 +73,20 @@ fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str) -> Result<V
             format!("the filetype holds {fsize} bytes of data, not a whole number of etypes of {esize} bytes"),
         ));
     }
-    let tiling = Tiling::new(disp, &filetype.blocks(), filetype.extent())
-        .map_err(|e| MpiError::new(class::TYPE, e.to_string()))?;
+    let tiling = Tiling::new(disp, &filetype.blocks(), filetype.extent(), read_only).map_err(tiling_error)?;
     Ok(View { tiling, etype, filetype, datarep: datarep.to_owned() })
+}
+
+/// The error of a filetype that cannot make a view: a type map MPI
+/// forbids in a view is `MPI_ERR_IO`, as ROMIO classes it.
+fn tiling_error(error: TilingError) -> MpiError {
+    let class = match error {
+        TilingError::NoExtent { .. } => class::TYPE,
+        TilingError::NegativeOffset { .. } | TilingError::Decreasing { .. } | TilingError::Overlapping { .. } => {
+            class::IO
+        }
+    };
+    MpiError::new(class, error.to_string())
 }
 
 /// The file byte of position `position` (etypes) of the view.
@@ -104,7 +116,8 @@ mpi_fn! {
                 // SAFETY: a NUL-terminated string, as MPI requires.
                 let datarep = unsafe { read_string(datarep, "datarep")? };
                 let disp = displacement(file, disp)?;
-                let view = new_view(disp, etype, filetype, &datarep)?;
+                let read_only = file.amode & crate::io::posix::mode::RDONLY != 0;
+                let view = new_view(disp, etype, filetype, &datarep, read_only)?;
                 let hints = hints(info)?;
                 Ok((view, hints))
             })();
