@@ -5,7 +5,7 @@
  * communicators, a null buffer, truncation (MPI_Recv, MPI_Wait, and
  * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
- * invalid request. MPI_Comm_get_errhandler returns what was set, and
+ * invalid request, a NULL output of MPI_Comm_get_info. MPI_Comm_get_errhandler returns what was set, and
  * duplicates inherit it. The program's own classes, codes and strings
  * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
  * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
@@ -207,14 +207,16 @@ static void collective_arguments(void)
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier((MPI_Comm)0x12345), "MPI_Barrier on the communicator 0x12345");
 }
 
-/* An info key that is not set, and MPI_Comm_disconnect: of a null
- * communicator an error, of a duplicate the end of it (collective). */
+/* An info key that is not set, a NULL output of MPI_Comm_get_info, and
+ * MPI_Comm_disconnect: of a null communicator an error, of a duplicate the
+ * end of it (collective). */
 static void info_and_disconnect(void)
 {
     MPI_Info info;
     CHECK_MPI(MPI_Info_create(&info));
     CHECK_ERROR(MPI_ERR_INFO_NOKEY, MPI_Info_delete(info, "no-such-key"), "MPI_Info_delete of a key not set");
     CHECK_MPI(MPI_Info_free(&info));
+    CHECK_ERROR(MPI_ERR_ARG, MPI_Comm_get_info(MPI_COMM_WORLD, NULL), "MPI_Comm_get_info into NULL");
     MPI_Comm null = MPI_COMM_NULL, dup = MPI_COMM_NULL;
     CHECK_ERROR(MPI_ERR_COMM, MPI_Comm_disconnect(&null), "MPI_Comm_disconnect(MPI_COMM_NULL)");
     CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
