@@ -13,6 +13,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class};
+use crate::api::external32::{from_external32, to_external32};
 use crate::errors::{MpiError, Result};
 use crate::io::posix::{self, AccessError, RangeLock, mode};
 use crate::io::view::Segment;
@@ -86,6 +87,9 @@ pub(super) fn check(file: &OpenFile, view: &View, direction: Direction, memory: 
         _ => {}
     }
     let datatype = types::committed(memory.datatype)?;
+    if view.is_external32() {
+        super::view::external32_layout(&datatype, "the memory datatype of an access to an external32 view")?;
+    }
     let bytes = buffer_len(&datatype, count_of(memory.count, "data access")?, "data access")? as u64;
     let esize = view.etype_size();
     if bytes % esize != 0 {
@@ -145,6 +149,10 @@ pub(super) fn transfer(
         Direction::Write => {
             // SAFETY: the program's buffer holds `count` elements, as MPI requires.
             let data = unsafe { outgoing(memory.buf, memory.count, &checked.datatype, "data access")? };
+            let data = match view.is_external32() {
+                true => std::borrow::Cow::Owned(to_external32(&checked.datatype, &data)?),
+                false => data,
+            };
             posix::write_segments(&file.data, segments(), &data).map_err(|e| access_error(file, direction, e))?;
             Ok(checked.bytes)
         }
@@ -153,6 +161,9 @@ pub(super) fn transfer(
             let mut into = unsafe { incoming(memory.buf, memory.count, &checked.datatype, "data access")? };
             let got = posix::read_segments(&file.data, segments(), into.bytes())
                 .map_err(|e| access_error(file, direction, e))?;
+            if view.is_external32() {
+                from_external32(&checked.datatype, &mut into.bytes()[..got])?;
+            }
             into.finish(got);
             Ok(got as u64)
         }
@@ -181,7 +192,11 @@ pub(super) fn run(
     pointer: Pointer,
     memory: Memory,
 ) -> Result<abi::Status> {
-    let gathered = call == Call::Collective && direction == Direction::Write && !file.state.lock().atomic;
+    // Gathered writes move native bytes: an external32 view's are each rank's own.
+    let gathered = call == Call::Collective
+        && direction == Direction::Write
+        && !file.state.lock().atomic
+        && !file.view().is_external32();
     let moved = match pointer {
         Pointer::At(_) | Pointer::Individual if gathered => collective_write(file, pointer, memory)?,
         Pointer::At(offset) => {
