@@ -82,6 +82,24 @@ pub struct Datatype {
     pub kind: Kind,
 }
 
+impl Datatype {
+    /// The alignment C gives the type on x86-64 (System V): its size for
+    /// numbers, a part's for complexes, the larger part's for the pairs,
+    /// 1 for bytes and the bound markers.
+    pub fn alignment(&self) -> usize {
+        let by_size = |size: usize| size.clamp(1, 16);
+        match self.kind {
+            Kind::Pair(PairKind::DoubleInt | PairKind::LongInt | PairKind::TwoDoublePrecision) => 8,
+            Kind::Pair(PairKind::LongDoubleInt) => 16,
+            Kind::Pair(_) => 4,
+            Kind::Complex32 | Kind::Complex64 => by_size(self.size / 2),
+            Kind::Opaque if self.name.contains("COMPLEX") => by_size(self.size / 2),
+            Kind::Byte | Kind::Bool => 1,
+            _ => by_size(self.size),
+        }
+    }
+}
+
 macro_rules! predefined {
     ($($name:literal $handle:literal $kind:expr, $size:literal, $extent:literal;)*) => {
         /// Every predefined datatype grappe knows, as MPICH numbers them.

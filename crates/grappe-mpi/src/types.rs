@@ -76,6 +76,10 @@ pub struct Layout {
     /// built from this one, and in a struct they override the bounds of
     /// parts without markers (MPI-1's `MPI_LB`/`MPI_UB` rules).
     pub marked: (bool, bool),
+    /// The alignment of its most aligned part: a struct's extent is
+    /// rounded up to a multiple of it (MPI 3.1 4.1's epsilon), as the C
+    /// compiler pads the structs such types describe.
+    pub align: usize,
 }
 
 /// A datatype: predefined, or derived (shared with the table).
@@ -184,6 +188,14 @@ impl Type {
         match self {
             Type::Predefined(d) => d.extent as isize,
             Type::Derived(l) => l.extent,
+        }
+    }
+
+    /// The alignment of its most aligned part (see `Layout::align`).
+    pub fn align(&self) -> usize {
+        match self {
+            Type::Predefined(d) => d.alignment(),
+            Type::Derived(l) => l.align,
         }
     }
 
@@ -401,6 +413,7 @@ impl Layout {
             envelope,
             name: String::new(),
             marked: old.marked(),
+            align: old.align(),
         }
     }
 
@@ -441,6 +454,7 @@ impl Layout {
             if ub_marked {
                 marked_ub = max(marked_ub, one.lb + one.extent);
             }
+            layout.align = layout.align.max(one.align);
             lb = min(lb, one.lb);
             ub = max(ub, one.lb + one.extent);
             true_lb = min(true_lb, one.true_lb);
@@ -453,12 +467,25 @@ impl Layout {
         }
         layout.size = layout.blocks.iter().map(|b| b.len).sum();
         layout.lb = marked_lb.or(lb).unwrap_or(0);
-        layout.extent = marked_ub.or(ub).unwrap_or(0) - layout.lb;
+        layout.extent = match marked_ub {
+            // An upper bound the program set stays where it is.
+            Some(ub) => ub - layout.lb,
+            None => padded(ub.unwrap_or(0) - layout.lb, layout.align),
+        };
         layout.true_lb = true_lb.unwrap_or(0);
         layout.true_extent = true_ub.unwrap_or(0) - layout.true_lb;
         layout.base = base.flatten();
         layout.marked = (marked_lb.is_some(), marked_ub.is_some());
         layout
+    }
+}
+
+/// `extent` rounded up to a multiple of `align` (MPI's epsilon).
+fn padded(extent: isize, align: usize) -> isize {
+    let align = align.max(1) as isize;
+    match extent % align {
+        r if extent > 0 && r != 0 => extent + align - r,
+        _ => extent,
     }
 }
 
@@ -550,8 +577,21 @@ mod tests {
     #[test]
     fn a_struct_keeps_its_padding_out_of_its_data_and_has_no_single_base() {
         let double = lookup(0x4c00080b).unwrap();
-        let layout = Layout::from_struct(&[(0, 1, double), (8, 1, int())], Envelope::default());
-        assert_eq!((layout.size, layout.extent, layout.elements), (12, 12, 2));
+        let layout = Layout::from_struct(&[(0, 1, double.clone()), (8, 1, int())], Envelope::default());
+        // { double; int; } is 16 bytes in C: the extent is rounded up to
+        // the double's alignment (MPI's epsilon), the data stay 12 bytes.
+        assert_eq!((layout.size, layout.extent, layout.elements), (12, 16, 2));
         assert!(layout.base.is_none());
+        let short = lookup(0x4c000203).unwrap();
+        let layout = Layout::from_struct(&[(0, 1, short), (2, 1, lookup(0x4c000101).unwrap())], Envelope::default());
+        assert_eq!((layout.size, layout.extent), (3, 4), "{{ short; char; }} pads to the short's alignment");
+    }
+
+    #[test]
+    fn an_upper_bound_the_program_sets_is_not_padded() {
+        let double = lookup(0x4c00080b).unwrap();
+        let ub = lookup(abi::UB).unwrap();
+        let layout = Layout::from_struct(&[(0, 1, double), (8, 1, int()), (12, 1, ub)], Envelope::default());
+        assert_eq!(layout.extent, 12);
     }
 }

@@ -1138,6 +1138,38 @@ mpi_fn! {
     }
 }
 
+/// The bytes `count` elements of `datatype` at `buf` touch, from the
+/// lowest to past the highest.
+fn footprint(buf: *const c_void, count: usize, datatype: &Type) -> std::ops::Range<usize> {
+    let (extent, true_lb, true_extent) = (datatype.extent(), datatype.true_lb(), datatype.true_extent());
+    let last = (count as isize - 1) * extent;
+    let (low, high) = (last.min(0) + true_lb, last.max(0) + true_lb + true_extent);
+    (buf as usize).wrapping_add_signed(low)..(buf as usize).wrapping_add_signed(high)
+}
+
+/// `MPI_Reduce_local`'s two buffers: neither `MPI_IN_PLACE` (it has no
+/// such form) nor overlapping (MPI forbids aliased arguments), which
+/// would otherwise be read as addresses or combined into themselves.
+fn local_buffers(inbuf: *const c_void, inoutbuf: *mut c_void, count: usize, datatype: &Type) -> Result<()> {
+    if in_place(inbuf) || in_place(inoutbuf) {
+        return Err(MpiError::new(
+            class::BUFFER,
+            "MPI_IN_PLACE is neither buffer of MPI_Reduce_local, which combines inbuf into inoutbuf",
+        ));
+    }
+    if count == 0 || datatype.size() == 0 {
+        return Ok(());
+    }
+    let (input, inout) = (footprint(inbuf, count, datatype), footprint(inoutbuf.cast_const(), count, datatype));
+    if input.start < inout.end && inout.start < input.end {
+        return Err(MpiError::new(
+            class::BUFFER,
+            format!("inbuf ({inbuf:p}) and inoutbuf ({inoutbuf:p}) overlap: MPI forbids aliased arguments"),
+        ));
+    }
+    Ok(())
+}
+
 counted_fn! {
     /// `MPI_Reduce_local`: `inoutbuf = inbuf ∘ inoutbuf`, on this rank alone.
     fn MPI_Reduce_local / PMPI_Reduce_local, MPI_Reduce_local_c / PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: Int, datatype: c_int, op: c_int) {
@@ -1146,6 +1178,7 @@ counted_fn! {
         let handle = datatype;
         let datatype = types::committed(datatype)?;
         let count = count_of(count, NAME)?;
+        local_buffers(inbuf, inoutbuf, count, &datatype)?;
         if let Some(user) = user {
             // SAFETY: MPI's rules for the two buffers of `count` elements,
             // which the program's function reads as the datatype says.

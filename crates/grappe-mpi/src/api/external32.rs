@@ -1,4 +1,5 @@
-//! `MPI_Pack_external`, `MPI_Unpack_external`, `MPI_Pack_external_size`:
+//! `MPI_Pack_external`, `MPI_Unpack_external`, `MPI_Pack_external_size`
+//! (and the conversions of MPI-IO's external32 views):
 //! the "external32" representation (MPI 3.1 §13.5.2), big-endian with
 //! sizes fixed by the standard whatever the host's: `MPI_LONG` and
 //! `MPI_UNSIGNED_LONG` take 4 bytes, `MPI_WCHAR` 2, the others their
@@ -140,6 +141,45 @@ fn from_external(external: &[u8], base: &Datatype, format: Format, out: &mut Vec
             }
         }
     }
+}
+
+/// Checks that `datatype` can be read and written through an external32
+/// file view here: made of one predefined type whose external32 size is
+/// its size in memory, so that the view's layout in the file is the
+/// memory's and only the bytes of each element change.
+pub(crate) fn check_file_layout(datatype: &Type, what: &str) -> Result<()> {
+    let unsupported = |why: String| MpiError::new(class::UNSUPPORTED_DATAREP, format!("{what}: {why}"));
+    let (base, _, format) = layout(datatype).map_err(|e| unsupported(e.message.clone()))?;
+    match format.external_len(base.size) == base.size {
+        true => Ok(()),
+        false => Err(unsupported(format!(
+            "{} takes {} bytes in external32 and {} here; external32 file views of it are not supported",
+            base.name,
+            format.external_len(base.size),
+            base.size
+        ))),
+    }
+}
+
+/// Native packed elements of `datatype` in external32 (as
+/// [`check_file_layout`] allows: the same length).
+pub(crate) fn to_external32(datatype: &Type, native: &[u8]) -> Result<Vec<u8>> {
+    let (base, _, format) = layout(datatype)?;
+    let mut out = Vec::with_capacity(native.len());
+    to_external(native, base, format, &mut out)?;
+    Ok(out)
+}
+
+/// External32 elements of `datatype` back to native packed ones, in place
+/// (as [`check_file_layout`] allows: the same length); a partial element
+/// at the end is left as it is.
+pub(crate) fn from_external32(datatype: &Type, bytes: &mut [u8]) -> Result<()> {
+    let (base, _, format) = layout(datatype)?;
+    let whole = bytes.len() - bytes.len() % base.size.max(1);
+    let mut native = Vec::with_capacity(whole);
+    from_external(&bytes[..whole], base, format, &mut native);
+    bytes[..whole].copy_from_slice(&native);
+    Ok(())
 }
 
 /// A native little-endian integer, widened.

@@ -344,11 +344,13 @@ mpi_fn! {
     /// `MPI_Comm_get_info`: a new, empty info object (grappe takes no hints yet).
     fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info: *mut c_int) {
         state::lock("MPI_Comm_get_info")?.comm(comm)?;
-        // SAFETY: the caller's output argument.
-        match unsafe { crate::api::info::PMPI_Info_create::body(info) } {
-            abi::SUCCESS => Ok(()),
-            _ => Err(MpiError::new(class::OTHER, "MPI_Comm_get_info: cannot create the info object")),
+        // The output is checked here, so that a NULL one is the caller's
+        // MPI_ERR_ARG, not a failure of the info object made for it.
+        if info.is_null() {
+            return Err(MpiError::new(class::ARG, "info_used is NULL"));
         }
+        // SAFETY: the caller's output argument, not NULL.
+        crate::errors::check_code(unsafe { crate::api::info::PMPI_Info_create::body(info) })
     }
 }
 

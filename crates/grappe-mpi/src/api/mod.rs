@@ -6,7 +6,7 @@ mod coll;
 mod comm;
 mod env;
 pub(crate) mod errh;
-mod external32;
+pub(crate) mod external32;
 mod file;
 pub(crate) mod fortran;
 mod fortran_binding;

@@ -85,6 +85,11 @@ impl View {
     pub fn etype_size(&self) -> u64 {
         self.etype.size() as u64
     }
+
+    /// Whether the file holds its data in the external32 representation.
+    pub fn is_external32(&self) -> bool {
+        self.datarep == "external32"
+    }
 }
 
 impl OpenFile {

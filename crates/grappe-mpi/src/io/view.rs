@@ -14,8 +14,11 @@ use crate::types::Block;
 pub enum TilingError {
     /// A block before the start of the filetype.
     NegativeOffset { offset: isize },
-    /// A block before the one ahead of it in the type map.
-    Decreasing { offset: isize, previous_end: isize },
+    /// A block that starts before the one ahead of it in the type map.
+    Decreasing { offset: isize, previous_offset: isize },
+    /// A block that starts inside the one ahead of it: MPI allows it in
+    /// the view of a file opened for reading only.
+    Overlapping { offset: isize, previous_end: isize },
     /// Data in a filetype of extent 0 (or less): its copies would pile up.
     NoExtent { extent: isize, size: usize },
 }
@@ -26,10 +29,15 @@ impl fmt::Display for TilingError {
             TilingError::NegativeOffset { offset } => {
                 write!(f, "the filetype has data at displacement {offset}: MPI requires non-negative displacements")
             }
-            TilingError::Decreasing { offset, previous_end } => write!(
+            TilingError::Decreasing { offset, previous_offset } => write!(
                 f,
-                "the filetype's data at displacement {offset} comes before the end of the data ahead of it in its \
-                 type map ({previous_end}): MPI requires monotonically non-decreasing displacements"
+                "the filetype's data at displacement {offset} come before the data ahead of them in its type map \
+                 (at {previous_offset}): MPI requires monotonically non-decreasing displacements"
+            ),
+            TilingError::Overlapping { offset, previous_end } => write!(
+                f,
+                "the filetype's data at displacement {offset} overlap the data ahead of them in its type map \
+                 (which end at {previous_end}): MPI allows overlapping regions only in files opened for reading only"
             ),
             TilingError::NoExtent { extent, size } => {
                 write!(f, "the filetype holds {size} bytes of data in an extent of {extent}")
@@ -69,18 +77,24 @@ pub struct Tiling {
 
 impl Tiling {
     /// The tiling of a filetype of `blocks` (in type-map order) and
-    /// `extent`, from byte `disp` of the file.
-    pub fn new(disp: u64, blocks: &[Block], extent: isize) -> Result<Tiling, TilingError> {
+    /// `extent`, from byte `disp` of the file. Blocks may overlap the
+    /// ones ahead of them only if `overlap_allowed` (a file that is only
+    /// read: MPI 3.1, 13.3); their starts never go back.
+    pub fn new(disp: u64, blocks: &[Block], extent: isize, overlap_allowed: bool) -> Result<Tiling, TilingError> {
         let mut flat: Vec<(u64, u64)> = Vec::with_capacity(blocks.len());
-        let mut previous_end = 0isize;
+        let (mut previous_offset, mut previous_end) = (0isize, 0isize);
         for block in blocks.iter().filter(|b| b.len > 0) {
             if block.offset < 0 {
                 return Err(TilingError::NegativeOffset { offset: block.offset });
             }
-            if block.offset < previous_end {
-                return Err(TilingError::Decreasing { offset: block.offset, previous_end });
+            if block.offset < previous_offset {
+                return Err(TilingError::Decreasing { offset: block.offset, previous_offset });
             }
-            previous_end = block.offset + block.len as isize;
+            if block.offset < previous_end && !overlap_allowed {
+                return Err(TilingError::Overlapping { offset: block.offset, previous_end });
+            }
+            previous_offset = block.offset;
+            previous_end = previous_end.max(block.offset + block.len as isize);
             match flat.last_mut() {
                 Some(last) if last.0 + last.1 == block.offset as u64 => last.1 += block.len as u64,
                 _ => flat.push((block.offset as u64, block.len as u64)),
@@ -139,7 +153,10 @@ impl Tiling {
             return byte - self.disp;
         }
         // Positions map to bytes in increasing order: the first position
-        // whose byte is at or after `byte`, by bisection.
+        // whose byte is at or after `byte`, by bisection. (In a view whose
+        // blocks overlap, which only reads, they go back where the blocks
+        // do: the bisection then finds a position whose byte is at or after
+        // `byte` and whose predecessor's is before it.)
         let copies = (byte - self.disp) / self.extent.max(1) + 1;
         let (mut low, mut high) = (0u64, copies * self.size);
         while low < high {
@@ -223,7 +240,7 @@ mod tests {
     #[test]
     fn a_vector_filetype_maps_positions_to_its_blocks_copy_after_copy() {
         // MPI_Type_vector(2, 2, 4, MPI_INT) resized to 32 bytes, from byte 100.
-        let tiling = Tiling::new(100, &[block(0, 8), block(16, 8)], 32).unwrap();
+        let tiling = Tiling::new(100, &[block(0, 8), block(16, 8)], 32, false).unwrap();
         assert_eq!(tiling.segments(0, 16).map(|s| s.len).sum::<u64>(), 16);
         assert_eq!([0, 7, 8, 15, 16, 20].map(|p| tiling.byte_of(p)), [100, 107, 116, 123, 132, 136]);
         let segments: Vec<_> = tiling.segments(4, 20).map(|s| (s.offset, s.len)).collect();
@@ -234,14 +251,14 @@ mod tests {
     #[test]
     fn blocks_that_meet_across_copies_make_one_range() {
         // Data at the end of one copy and the start of the next.
-        let tiling = Tiling::new(0, &[block(0, 4), block(12, 4)], 16).unwrap();
+        let tiling = Tiling::new(0, &[block(0, 4), block(12, 4)], 16, false).unwrap();
         let segments: Vec<_> = tiling.segments(4, 12).map(|s| (s.offset, s.len)).collect();
         assert_eq!(segments, vec![(12, 8), (28, 4)]);
     }
 
     #[test]
     fn a_contiguous_filetype_is_one_range_whatever_the_length() {
-        let tiling = Tiling::new(3, &[block(0, 4)], 4).unwrap();
+        let tiling = Tiling::new(3, &[block(0, 4)], 4, false).unwrap();
         let segments: Vec<_> = tiling.segments(8, 1 << 40).collect();
         assert_eq!(segments, vec![Segment { offset: 11, len: 1 << 40 }]);
         assert_eq!(tiling.position_of_byte(10), 7);
@@ -249,13 +266,26 @@ mod tests {
 
     #[test]
     fn filetypes_mpi_forbids_are_refused_with_the_displacement() {
-        assert_eq!(Tiling::new(0, &[block(-4, 4)], 8), Err(TilingError::NegativeOffset { offset: -4 }));
+        assert_eq!(Tiling::new(0, &[block(-4, 4)], 8, true), Err(TilingError::NegativeOffset { offset: -4 }));
         assert_eq!(
-            Tiling::new(0, &[block(8, 4), block(0, 4)], 16),
-            Err(TilingError::Decreasing { offset: 0, previous_end: 12 })
+            Tiling::new(0, &[block(8, 4), block(0, 4)], 16, true),
+            Err(TilingError::Decreasing { offset: 0, previous_offset: 8 })
         );
-        assert_eq!(Tiling::new(0, &[block(0, 4)], 0), Err(TilingError::NoExtent { extent: 0, size: 4 }));
-        assert!(Tiling::new(0, &[], 0).unwrap().segments(0, 10).next().is_none(), "no data, no ranges");
+        assert_eq!(
+            Tiling::new(0, &[block(0, 12), block(4, 4)], 16, false),
+            Err(TilingError::Overlapping { offset: 4, previous_end: 12 })
+        );
+        assert_eq!(Tiling::new(0, &[block(0, 4)], 0, false), Err(TilingError::NoExtent { extent: 0, size: 4 }));
+        assert!(Tiling::new(0, &[], 0, false).unwrap().segments(0, 10).next().is_none(), "no data, no ranges");
+    }
+
+    #[test]
+    fn overlapping_blocks_of_a_view_that_is_only_read_map_to_the_bytes_again() {
+        // MPI_Type_indexed: 3 ints at 0, then 1 int at 1 (bytes 4..8 again).
+        let tiling = Tiling::new(0, &[block(0, 12), block(4, 4)], 16, true).unwrap();
+        let segments: Vec<_> = tiling.segments(8, 16).map(|s| (s.offset, s.len)).collect();
+        assert_eq!(segments, vec![(8, 4), (4, 4), (16, 8)]);
+        assert_eq!([11, 12, 15, 16].map(|p| tiling.byte_of(p)), [11, 4, 7, 16]);
     }
 
     /// The file bytes of positions `start..start + len`, one by one.
@@ -287,7 +317,7 @@ mod tests {
         fn segments_cover_exactly_the_positions_bytes(
             (blocks, extent) in filetypes(), disp in 0u64..50, start in 0u64..80, len in 0u64..80,
         ) {
-            let tiling = Tiling::new(disp, &blocks, extent).unwrap();
+            let tiling = Tiling::new(disp, &blocks, extent, false).unwrap();
             let segments: Vec<Segment> = tiling.segments(start, len).collect();
             let covered: Vec<u64> = segments.iter().flat_map(|s| s.offset..s.end()).collect();
             prop_assert_eq!(covered, bytes_one_by_one(&tiling, start, len));
@@ -301,7 +331,7 @@ mod tests {
         fn position_of_byte_counts_the_data_before_it(
             (blocks, extent) in filetypes(), disp in 0u64..20, byte in 0u64..200,
         ) {
-            let tiling = Tiling::new(disp, &blocks, extent).unwrap();
+            let tiling = Tiling::new(disp, &blocks, extent, false).unwrap();
             let before = (0..400).filter(|&p| tiling.byte_of(p) < byte).count() as u64;
             prop_assert_eq!(tiling.position_of_byte(byte), before);
         }

@@ -8,8 +8,11 @@
  * copied by MPI_Type_dup through the key's callback, deleted by
  * MPI_Type_free and MPI_Type_delete_attr) and window keys; names are not
  * copied by MPI_Type_dup; MPI_Type_create_f90_* and the parameters no
- * Fortran type holds. Runs on any number of ranks. */
+ * Fortran type holds; a struct's extent padded to its most aligned member
+ * (but not past an MPI_UB). Runs on any number of ranks. */
 #include "check.h"
+
+#include <stddef.h>
 
 static int rank, size, left, right;
 
@@ -298,6 +301,34 @@ static void names_stay_with_their_type(void)
     CHECK_MPI(MPI_Type_free(&vector));
 }
 
+/* A struct type's extent is rounded up to its most aligned member, as C
+ * pads the struct (MPI's epsilon): an array of { double; int; } sent as
+ * two elements arrives whole. An MPI_UB the program sets is not padded. */
+static void struct_extent_padding(void)
+{
+    struct pair {
+        double value;
+        int index;
+    } out[2] = {{1.5, rank}, {2.5, rank + 10}}, in[2] = {{0, -1}, {0, -1}};
+    int lengths[3] = {1, 1, 1};
+    MPI_Aint displacements[3] = {0, offsetof(struct pair, index), sizeof(struct pair) - 4};
+    MPI_Datatype members[3] = {MPI_DOUBLE, MPI_INT, MPI_UB}, type, marked;
+    CHECK_MPI(MPI_Type_create_struct(2, lengths, displacements, members, &type));
+    CHECK_MPI(MPI_Type_commit(&type));
+    MPI_Aint lb = -1, extent = -1;
+    CHECK_MPI(MPI_Type_get_extent(type, &lb, &extent));
+    CHECK_INT(sizeof(struct pair), extent, "extent of the struct { double; int; }");
+    CHECK_MPI(MPI_Sendrecv(out, 2, type, right, 7, in, 2, type, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK_DBL(2.5, in[1].value, 0, "the second struct's double, received");
+    CHECK_INT(left + 10, in[1].index, "the second struct's int, received");
+    CHECK_MPI(MPI_Type_free(&type));
+
+    CHECK_MPI(MPI_Type_struct(3, lengths, displacements, members, &marked));
+    CHECK_MPI(MPI_Type_get_extent(marked, &lb, &extent));
+    CHECK_INT(sizeof(struct pair) - 4, extent, "extent of the struct with MPI_UB at 12");
+    CHECK_MPI(MPI_Type_free(&marked));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -312,5 +343,6 @@ int main(int argc, char **argv)
     type_attributes();
     names_stay_with_their_type();
     f90_parameters();
+    struct_extent_padding();
     return check_finish();
 }

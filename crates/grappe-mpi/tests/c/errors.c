@@ -5,7 +5,8 @@
  * communicators, a null buffer, truncation (MPI_Recv, MPI_Wait, and
  * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
- * invalid request. MPI_Comm_get_errhandler returns what was set, and
+ * invalid request, a NULL output of MPI_Comm_get_info, MPI_IN_PLACE and
+ * aliased buffers given to MPI_Reduce_local. MPI_Comm_get_errhandler returns what was set, and
  * duplicates inherit it. The program's own classes, codes and strings
  * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
  * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
@@ -205,16 +206,34 @@ static void collective_arguments(void)
     CHECK_ERROR(MPI_ERR_COUNT, MPI_Bcast(in, -1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast of -1 elements");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier(MPI_COMM_NULL), "MPI_Barrier(MPI_COMM_NULL)");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier((MPI_Comm)0x12345), "MPI_Barrier on the communicator 0x12345");
+
+    /* MPI_Reduce_local has no MPI_IN_PLACE form, and its buffers must not
+     * overlap; buffers that only touch are fine. */
+    int four[4] = {1, 2, 3, 4};
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Reduce_local(MPI_IN_PLACE, four, 2, MPI_INT, MPI_SUM),
+                "MPI_Reduce_local from MPI_IN_PLACE");
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Reduce_local(four, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM),
+                "MPI_Reduce_local into MPI_IN_PLACE");
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Reduce_local(four, four, 2, MPI_INT, MPI_SUM),
+                "MPI_Reduce_local of a buffer into itself");
+    if (check_on_grappe()) /* MPICH 4.0.2 compares the addresses only. */
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Reduce_local(four, four + 1, 2, MPI_INT, MPI_SUM),
+                    "MPI_Reduce_local of buffers that overlap by one int");
+    CHECK_MPI(MPI_Reduce_local(four, four + 2, 2, MPI_INT, MPI_SUM));
+    int expected_four[4] = {1, 2, 4, 6};
+    CHECK_INTS(expected_four, four, 4, "MPI_Reduce_local of two halves of one array");
 }
 
-/* An info key that is not set, and MPI_Comm_disconnect: of a null
- * communicator an error, of a duplicate the end of it (collective). */
+/* An info key that is not set, a NULL output of MPI_Comm_get_info, and
+ * MPI_Comm_disconnect: of a null communicator an error, of a duplicate the
+ * end of it (collective). */
 static void info_and_disconnect(void)
 {
     MPI_Info info;
     CHECK_MPI(MPI_Info_create(&info));
     CHECK_ERROR(MPI_ERR_INFO_NOKEY, MPI_Info_delete(info, "no-such-key"), "MPI_Info_delete of a key not set");
     CHECK_MPI(MPI_Info_free(&info));
+    CHECK_ERROR(MPI_ERR_ARG, MPI_Comm_get_info(MPI_COMM_WORLD, NULL), "MPI_Comm_get_info into NULL");
     MPI_Comm null = MPI_COMM_NULL, dup = MPI_COMM_NULL;
     CHECK_ERROR(MPI_ERR_COMM, MPI_Comm_disconnect(&null), "MPI_Comm_disconnect(MPI_COMM_NULL)");
     CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));

@@ -13,8 +13,10 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{self, class};
+use crate::api::external32::{from_external32, to_external32};
 use crate::errors::{MpiError, Result};
 use crate::io::posix::{self, AccessError, RangeLock, mode};
+use crate::io::view::Segment;
 use crate::io::{OpenFile, View};
 use crate::state::{self, RequestEntry, RequestSlot};
 use crate::types::{self, Type};
@@ -85,6 +87,9 @@ pub(super) fn check(file: &OpenFile, view: &View, direction: Direction, memory: 
         _ => {}
     }
     let datatype = types::committed(memory.datatype)?;
+    if view.is_external32() {
+        super::view::external32_layout(&datatype, "the memory datatype of an access to an external32 view")?;
+    }
     let bytes = buffer_len(&datatype, count_of(memory.count, "data access")?, "data access")? as u64;
     let esize = view.etype_size();
     if bytes % esize != 0 {
@@ -134,8 +139,8 @@ pub(super) fn transfer(
     let _in_process = atomic.then(|| file.atomic_access.lock());
     let _range = match atomic {
         true => {
-            let (first, last) = (view.tiling.byte_of(from), view.tiling.byte_of(from + checked.bytes - 1));
-            let lock = RangeLock::take(&file.data, first, last + 1 - first, direction == Direction::Write);
+            let (first, end) = span(segments());
+            let lock = RangeLock::take(&file.data, first, end - first, direction == Direction::Write);
             Some(lock.map_err(|e| posix::os_error("lock a byte range of", &file.path, &e))?)
         }
         false => None,
@@ -144,6 +149,10 @@ pub(super) fn transfer(
         Direction::Write => {
             // SAFETY: the program's buffer holds `count` elements, as MPI requires.
             let data = unsafe { outgoing(memory.buf, memory.count, &checked.datatype, "data access")? };
+            let data = match view.is_external32() {
+                true => std::borrow::Cow::Owned(to_external32(&checked.datatype, &data)?),
+                false => data,
+            };
             posix::write_segments(&file.data, segments(), &data).map_err(|e| access_error(file, direction, e))?;
             Ok(checked.bytes)
         }
@@ -152,10 +161,20 @@ pub(super) fn transfer(
             let mut into = unsafe { incoming(memory.buf, memory.count, &checked.datatype, "data access")? };
             let got = posix::read_segments(&file.data, segments(), into.bytes())
                 .map_err(|e| access_error(file, direction, e))?;
+            if view.is_external32() {
+                from_external32(&checked.datatype, &mut into.bytes()[..got])?;
+            }
             into.finish(got);
             Ok(got as u64)
         }
     }
+}
+
+/// The file bytes an access's ranges span, from the lowest to the end of
+/// the highest: ranges go forward, but in a view whose filetype overlaps
+/// itself (a file only read) they may go back.
+fn span(segments: impl Iterator<Item = Segment>) -> (u64, u64) {
+    segments.fold((u64::MAX, 0), |(first, end), s| (first.min(s.offset), end.max(s.end())))
 }
 
 /// The status of an access that moved `bytes`.
@@ -173,7 +192,11 @@ pub(super) fn run(
     pointer: Pointer,
     memory: Memory,
 ) -> Result<abi::Status> {
-    let gathered = call == Call::Collective && direction == Direction::Write && !file.state.lock().atomic;
+    // Gathered writes move native bytes: an external32 view's are each rank's own.
+    let gathered = call == Call::Collective
+        && direction == Direction::Write
+        && !file.state.lock().atomic
+        && !file.view().is_external32();
     let moved = match pointer {
         Pointer::At(_) | Pointer::Individual if gathered => collective_write(file, pointer, memory)?,
         Pointer::At(offset) => {

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use crate::abi::class;
 use crate::errors::{MpiError, Result};
-use crate::io::view::Tiling;
+use crate::io::view::{Tiling, TilingError};
 use crate::io::{OpenFile, View};
 use crate::types::{self, Type};
 use crate::{counted_fn, mpi_fn};
@@ -34,8 +34,9 @@ pub(super) mod whence {
 /// Data representations registered by the program (`MPI_Register_datarep`).
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// The representations grappe writes: both are the memory's bytes.
-const BUILT_IN: [&str; 2] = ["native", "internal"];
+/// The representations grappe writes: the first two are the memory's
+/// bytes, external32 converts each element (see [`external32_layout`]).
+const BUILT_IN: [&str; 3] = ["native", "internal", "external32"];
 
 /// The name of a data representation grappe can use, as MPI names it.
 fn datarep_of(name: &str) -> Result<&'static str> {
@@ -43,9 +44,7 @@ fn datarep_of(name: &str) -> Result<&'static str> {
     if let Some(found) = BUILT_IN.iter().find(|b| **b == lower) {
         return Ok(found);
     }
-    let why = if lower == "external32" {
-        "grappe's MPI-IO writes only the native representation (\"native\", and \"internal\", the same here)".to_owned()
-    } else if REGISTERED.lock().iter().any(|r| r == name) {
+    let why = if REGISTERED.lock().iter().any(|r| r == name) {
         format!(
             "{name:?} was registered (MPI_Register_datarep), but grappe's MPI-IO does not convert data through user functions"
         )
@@ -56,8 +55,9 @@ fn datarep_of(name: &str) -> Result<&'static str> {
 }
 
 /// The view `disp`, `etype`, `filetype` and `datarep` describe, checked
-/// as MPI requires.
-fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str) -> Result<View> {
+/// as MPI requires (overlapping regions only in a file opened for
+/// reading only, `read_only`).
+fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str, read_only: bool) -> Result<View> {
     let datarep = datarep_of(datarep)?;
     let etype = types::committed(etype).map_err(|e| MpiError::new(e.class, format!("etype: {}", e.message)))?;
     let filetype =
@@ -72,9 +72,33 @@ fn new_view(disp: u64, etype: c_int, filetype: c_int, datarep: &str) -> Result<V
             format!("the filetype holds {fsize} bytes of data, not a whole number of etypes of {esize} bytes"),
         ));
     }
-    let tiling = Tiling::new(disp, &filetype.blocks(), filetype.extent())
-        .map_err(|e| MpiError::new(class::TYPE, e.to_string()))?;
+    if datarep == "external32" {
+        external32_layout(&etype, "the etype")?;
+        external32_layout(&filetype, "the filetype")?;
+    }
+    let tiling = Tiling::new(disp, &filetype.blocks(), filetype.extent(), read_only).map_err(tiling_error)?;
     Ok(View { tiling, etype, filetype, datarep: datarep.to_owned() })
+}
+
+/// Checks that `datatype` lies in an external32 view as in memory: one
+/// predefined type whose external32 size is its size here (not `MPI_LONG`,
+/// `MPI_UNSIGNED_LONG` nor `MPI_WCHAR`, nor types mixing several), so that
+/// the view maps the file as for native data and each element's bytes
+/// are converted (big-endian) on the way.
+pub(super) fn external32_layout(datatype: &Type, what: &str) -> Result<()> {
+    crate::api::external32::check_file_layout(datatype, what)
+}
+
+/// The error of a filetype that cannot make a view: a type map MPI
+/// forbids in a view is `MPI_ERR_IO`, as ROMIO classes it.
+fn tiling_error(error: TilingError) -> MpiError {
+    let class = match error {
+        TilingError::NoExtent { .. } => class::TYPE,
+        TilingError::NegativeOffset { .. } | TilingError::Decreasing { .. } | TilingError::Overlapping { .. } => {
+            class::IO
+        }
+    };
+    MpiError::new(class, error.to_string())
 }
 
 /// The file byte of position `position` (etypes) of the view.
@@ -104,7 +128,8 @@ mpi_fn! {
                 // SAFETY: a NUL-terminated string, as MPI requires.
                 let datarep = unsafe { read_string(datarep, "datarep")? };
                 let disp = displacement(file, disp)?;
-                let view = new_view(disp, etype, filetype, &datarep)?;
+                let read_only = file.amode & crate::io::posix::mode::RDONLY != 0;
+                let view = new_view(disp, etype, filetype, &datarep, read_only)?;
                 let hints = hints(info)?;
                 Ok((view, hints))
             })();
@@ -179,10 +204,14 @@ mpi_fn! {
 
 counted_fn! {
     /// `MPI_File_get_type_extent`: the extent of `datatype` in the file,
-    /// its extent in memory in the native representation.
+    /// its extent in memory (in the native representation, and in
+    /// external32 for the types whose external32 size is their size here).
     fn MPI_File_get_type_extent / PMPI_File_get_type_extent, MPI_File_get_type_extent_c / PMPI_File_get_type_extent_c(fh: usize, datatype: c_int, extent: *mut c_long) {
-        with_file(NAME, fh, |_| {
+        with_file(NAME, fh, |file| {
             let found = types::lookup(datatype)?;
+            if file.view().is_external32() {
+                external32_layout(&found, "MPI_File_get_type_extent in an external32 view")?;
+            }
             // SAFETY: the caller's output argument.
             unsafe { put(extent, found.extent() as c_long, "extent") }
         })
@@ -303,7 +332,7 @@ counted_fn! {
                 return Err(MpiError::new(class::ARG, format!("data representation name {name:?} is empty or longer than MPI_MAX_DATAREP_STRING")));
             }
             let mut registered = REGISTERED.lock();
-            let built_in = BUILT_IN.contains(&name.as_str()) || name == "external32";
+            let built_in = BUILT_IN.contains(&name.as_str());
             if built_in || registered.contains(&name) {
                 return Err(MpiError::new(class::DUP_DATAREP, format!("data representation {name:?} is defined already")));
             }
