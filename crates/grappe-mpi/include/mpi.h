@@ -251,6 +251,12 @@ typedef struct {
     MPI_Fint MPI_ERROR;
 } MPI_F08_status;
 
+/* MPI 4: a Fortran status as an array of MPI_Fint (MPI_Status_c2f). */
+#define MPI_F_STATUS_SIZE 5
+#define MPI_F_SOURCE 2
+#define MPI_F_TAG 3
+#define MPI_F_ERROR 4
+
 /* ======================================================================================== */
 /* Special ranks, tags, pointers and values                                                 */
 /* ======================================================================================== */

@@ -272,6 +272,10 @@ static void special_values(void)
     INT(MPI_PROC_NULL);
     INT(MPI_ANY_SOURCE);
     INT(MPI_ROOT);
+    INT(MPI_F_STATUS_SIZE);
+    INT(MPI_F_SOURCE);
+    INT(MPI_F_TAG);
+    INT(MPI_F_ERROR);
     INT(MPI_ANY_TAG);
     INT(MPI_UNDEFINED);
     HANDLE(MPI_KEYVAL_INVALID);
