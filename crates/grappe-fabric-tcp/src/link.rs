@@ -38,8 +38,9 @@ const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 /// up to this size, and given back above it.
 const SCRATCH_KEEP: usize = 1 << 20;
 
-/// Pieces of one write: the backlog's two halves, a header, a payload.
-const MAX_PIECES: usize = 4;
+/// Pieces of one write: the backlog's two halves, a frame header, a
+/// payload in two parts.
+const MAX_PIECES: usize = 5;
 
 /// One connected, authenticated, non-blocking TCP stream to a peer rank.
 ///
@@ -219,10 +220,18 @@ impl Link {
     /// takes of it: like a full mailbox, the caller retries later.
     /// A payload over [`MAX_PAYLOAD`] is an error.
     pub fn try_push(&mut self, meta: Meta, payload: &[u8]) -> Result<bool, LinkError> {
-        if !self.can_push(payload.len())? {
+        self.try_push_parts(meta, &[], payload)
+    }
+
+    /// As [`Link::try_push`], the payload in two parts, `head` then
+    /// `body` (a few protocol bytes ahead of a message's data): both go
+    /// in the same write as the frame header, never joined in a buffer
+    /// first.
+    pub fn try_push_parts(&mut self, meta: Meta, head: &[u8], body: &[u8]) -> Result<bool, LinkError> {
+        if !self.can_push(head.len() + body.len())? {
             return Ok(false);
         }
-        self.send_frame(meta, payload)?;
+        self.send_frame(meta, [head, body])?;
         Ok(true)
     }
 
@@ -236,7 +245,7 @@ impl Link {
         scratch.clear();
         scratch.resize(len, 0);
         fill(&mut scratch);
-        let sent = self.send_frame(meta, &scratch);
+        let sent = self.send_frame(meta, [&[], &scratch]);
         if scratch.capacity() <= SCRATCH_KEEP {
             self.scratch = scratch;
         }
@@ -359,16 +368,18 @@ impl Link {
         Ok(())
     }
 
-    /// Sends a frame: at once on a plain link, held on a shaped one.
-    fn send_frame(&mut self, meta: Meta, payload: &[u8]) -> Result<(), LinkError> {
+    /// Sends a frame whose payload is `parts` end to end: at once on a
+    /// plain link, held on a shaped one.
+    fn send_frame(&mut self, meta: Meta, parts: [&[u8]; 2]) -> Result<(), LinkError> {
+        let len = parts[0].len() + parts[1].len();
+        let header = encode_header(&FrameHeader { len: len as u32, meta });
         match &mut self.shaper {
-            None => self.write_frame(meta, payload),
+            None => self.write_frame(&header, parts),
             Some(shaper) => {
-                let header = encode_header(&FrameHeader { len: payload.len() as u32, meta });
                 self.backlog.extend(&header);
-                self.backlog.extend(payload);
+                parts.iter().for_each(|part| self.backlog.extend(*part));
                 let peer = self.peer;
-                shaper.hold(HEADER_BYTES + payload.len(), Instant::now()).map_err(|errno| timer_error(peer, errno))
+                shaper.hold(HEADER_BYTES + len, Instant::now()).map_err(|errno| timer_error(peer, errno))
             }
         }
     }
@@ -383,14 +394,13 @@ impl Link {
     }
 
     /// Writes the backlog, then the frame, in one call; queues the rest.
-    fn write_frame(&mut self, meta: Meta, payload: &[u8]) -> Result<(), LinkError> {
-        let header = encode_header(&FrameHeader { len: payload.len() as u32, meta });
+    fn write_frame(&mut self, header: &[u8], [head, body]: [&[u8]; 2]) -> Result<(), LinkError> {
         let (front, back) = self.backlog.as_slices();
-        let mut written = self.send(&[front, back, &header, payload])?;
+        let mut written = self.send(&[front, back, header, head, body])?;
         let from_backlog = written.min(self.backlog.len());
         self.backlog.drain(..from_backlog);
         written -= from_backlog;
-        for piece in [&header[..], payload] {
+        for piece in [header, head, body] {
             let sent = written.min(piece.len());
             self.backlog.extend(&piece[sent..]);
             written -= sent;

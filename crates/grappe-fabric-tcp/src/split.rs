@@ -80,6 +80,19 @@ impl LinkOut {
         }
     }
 
+    /// As [`LinkOut::try_push`], the payload in two parts (see
+    /// [`Link::try_push_parts`]).
+    pub fn try_push_parts(&mut self, meta: Meta, head: &[u8], body: &[u8]) -> bool {
+        match (&self.failure, &mut self.link) {
+            (Some(_), _) => false,
+            (None, Some(link)) => {
+                let pushed = link.try_push_parts(meta, head, body);
+                self.settle(pushed)
+            }
+            (None, None) => self.connect() && self.try_push_parts(meta, head, body),
+        }
+    }
+
     /// As [`LinkOut::try_push`], the payload of `len` bytes written by `fill`.
     pub fn try_push_with(&mut self, meta: Meta, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         match (&self.failure, &mut self.link) {

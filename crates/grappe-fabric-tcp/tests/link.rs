@@ -25,14 +25,25 @@ struct Expected {
     next_seed: u64,
 }
 
+/// How a record's payload is handed to the link.
+#[derive(Debug, Clone, Copy)]
+enum Payload {
+    Copied,
+    Filled,
+    /// In two parts, the first of `head` bytes (at most the payload's).
+    Parts {
+        head: usize,
+    },
+}
+
 #[derive(Debug, Clone)]
 enum Op {
-    /// A record from side `from`, its payload copied or filled in place.
+    /// A record from side `from`, its payload handed over as `how` says.
     Push {
         from: usize,
         meta: Meta,
         len: usize,
-        fill: bool,
+        how: Payload,
     },
     Flush {
         from: usize,
@@ -62,10 +73,18 @@ fn payload_len() -> impl Strategy<Value = usize> {
     ]
 }
 
+fn payload_way() -> impl Strategy<Value = Payload> {
+    prop_oneof![
+        Just(Payload::Copied),
+        Just(Payload::Filled),
+        prop_oneof![0..32usize, 0..300 * 1024usize].prop_map(|head| Payload::Parts { head }),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        8 => (0..2usize, any::<Meta>(), payload_len(), any::<bool>())
-            .prop_map(|(from, meta, len, fill)| Op::Push { from, meta, len, fill }),
+        8 => (0..2usize, any::<Meta>(), payload_len(), payload_way())
+            .prop_map(|(from, meta, len, how)| Op::Push { from, meta, len, how }),
         2 => (0..2usize).prop_map(|from| Op::Flush { from }),
         5 => (0..2usize, 1..8usize).prop_map(|(to, max)| Op::Read { to, max }),
         1 => (0..2usize).prop_map(|from| Op::Burst { from }),
@@ -73,13 +92,16 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Pushes one record; true if the link took it (and `expected` knows).
-fn push(link: &mut Link, expected: &mut Expected, meta: Meta, len: usize, fill: bool) -> bool {
+fn push(link: &mut Link, expected: &mut Expected, meta: Meta, len: usize, how: Payload) -> bool {
     let seed = expected.next_seed;
     let payload = pattern(seed, len);
-    let taken = if fill {
-        link.try_push_with(meta, len, |dst| dst.copy_from_slice(&payload)).unwrap()
-    } else {
-        link.try_push(meta, &payload).unwrap()
+    let taken = match how {
+        Payload::Copied => link.try_push(meta, &payload).unwrap(),
+        Payload::Filled => link.try_push_with(meta, len, |dst| dst.copy_from_slice(&payload)).unwrap(),
+        Payload::Parts { head } => {
+            let (head, body) = payload.split_at(head.min(len));
+            link.try_push_parts(meta, head, body).unwrap()
+        }
     };
     if taken {
         expected.records.push_back((meta, seed, len));
@@ -125,8 +147,8 @@ fn run(ops: Vec<Op>, shaping: Option<Shaping>) {
     let mut expected = [Expected::default(), Expected::default()];
     for op in ops {
         match op {
-            Op::Push { from, meta, len, fill } => {
-                push(&mut links[from], &mut expected[from], meta, len, fill);
+            Op::Push { from, meta, len, how } => {
+                push(&mut links[from], &mut expected[from], meta, len, how);
             }
             Op::Flush { from } => {
                 let empty = links[from].flush().unwrap();
@@ -135,7 +157,7 @@ fn run(ops: Vec<Op>, shaping: Option<Shaping>) {
             Op::Read { to, max } => read(&mut links[to], &mut expected[1 - to], max),
             Op::Burst { from } => {
                 let mut pushes = 0;
-                while push(&mut links[from], &mut expected[from], [from as u32; 4], 256 * 1024, false) {
+                while push(&mut links[from], &mut expected[from], [from as u32; 4], 256 * 1024, Payload::Copied) {
                     pushes += 1;
                     assert!(pushes < 10_000, "the backlog limit never refused");
                 }
@@ -145,7 +167,7 @@ fn run(ops: Vec<Op>, shaping: Option<Shaping>) {
     settle(&mut links, &mut expected);
     // Drained: the limit lets records through again.
     for side in 0..2 {
-        assert!(push(&mut links[side], &mut expected[side], [7; 4], 10, false));
+        assert!(push(&mut links[side], &mut expected[side], [7; 4], 10, Payload::Parts { head: 3 }));
     }
     settle(&mut links, &mut expected);
 }
@@ -177,7 +199,13 @@ fn the_backlog_limit_refuses_until_the_reader_drains() {
     let (mut writer, mut reader) = link_pair();
     let mut expected = Expected::default();
     let mut pushed = 0;
-    while push(&mut writer, &mut expected, [1, 2, 3, 4], 100_000, pushed % 2 == 0) {
+    while push(
+        &mut writer,
+        &mut expected,
+        [1, 2, 3, 4],
+        100_000,
+        [Payload::Filled, Payload::Copied, Payload::Parts { head: 8 }][pushed % 3],
+    ) {
         pushed += 1;
         assert!(pushed < 10_000, "the backlog limit never refused");
     }
@@ -189,7 +217,7 @@ fn the_backlog_limit_refuses_until_the_reader_drains() {
     assert_eq!(writer.backlog_bytes(), backlog);
 
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !push(&mut writer, &mut expected, [5; 4], 10, false) {
+    while !push(&mut writer, &mut expected, [5; 4], 10, Payload::Copied) {
         read(&mut reader, &mut expected, 1);
         assert!(Instant::now() < deadline, "the backlog never went under the limit");
     }
@@ -201,8 +229,11 @@ fn the_backlog_limit_refuses_until_the_reader_drains() {
 fn a_record_of_the_largest_payload_goes_through() {
     let (writer, reader) = link_pair();
     let (mut links, mut all) = ([writer, reader], [Expected::default(), Expected::default()]);
-    assert!(push(&mut links[0], &mut all[0], [9; 4], MAX_PAYLOAD, true));
-    assert!(!push(&mut links[0], &mut all[0], [10; 4], 5, false), "a backlog over the limit takes no more");
+    assert!(push(&mut links[0], &mut all[0], [9; 4], MAX_PAYLOAD, Payload::Filled));
+    assert!(
+        !push(&mut links[0], &mut all[0], [10; 4], 5, Payload::Parts { head: 2 }),
+        "a backlog over the limit takes no more"
+    );
     settle(&mut links, &mut all);
     assert!(links[1].peek().unwrap().is_none());
 }

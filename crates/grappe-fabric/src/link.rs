@@ -70,6 +70,25 @@ impl Outbox {
         }
     }
 
+    /// As [`Outbox::try_push`], the payload in two parts, `head` then
+    /// `body` (protocol bytes ahead of a message's data): a network link
+    /// writes them with the record's header in one call, a ring copies
+    /// them in place; neither joins them in a buffer first.
+    #[inline]
+    pub fn try_push_parts(&mut self, meta: Meta, head: &[u8], body: &[u8]) -> bool {
+        let fill = |out: &mut [u8]| {
+            let (front, rest) = out.split_at_mut(head.len());
+            front.copy_from_slice(head);
+            rest.copy_from_slice(body);
+        };
+        match self {
+            Outbox::Ring(ring) => ring.try_push_with(meta, head.len() + body.len(), fill),
+            Outbox::Tcp(link) => link.try_push_parts(meta, head, body),
+            #[cfg(feature = "libfabric")]
+            Outbox::Ofi(link) => link.try_push_with(meta, head.len() + body.len(), fill),
+        }
+    }
+
     /// Largest payload of one record.
     pub fn max_payload(&self) -> usize {
         match self {

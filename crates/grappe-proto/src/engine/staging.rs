@@ -32,15 +32,14 @@ pub(super) fn push_fragments(send: &SendReq, peer: &mut Peer, mut sent: usize, s
             let n = rest.len().min(room - TOTAL_BYTES - id);
             let kind = if sync.is_some() { Kind::SyncFragFirst } else { Kind::FragFirst };
             let env = Envelope { kind, ..send.env };
-            peer.out
-                .try_push_with(env.encode(), id + TOTAL_BYTES + n, |out| {
-                    if let Some(request) = sync {
-                        out[..id].copy_from_slice(&request.to_le_bytes());
-                    }
-                    out[id..id + TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
-                    out[id + TOTAL_BYTES..].copy_from_slice(&rest[..n]);
-                })
-                .then_some(n)
+            let mut head = [0u8; REQUEST_BYTES + TOTAL_BYTES];
+            if let Some(request) = sync {
+                head[..id].copy_from_slice(&request.to_le_bytes());
+            }
+            head[id..id + TOTAL_BYTES].copy_from_slice(&(send.len as u64).to_le_bytes());
+            // In two parts: a network link writes the data from the
+            // sender's buffer, not through a copy joining it to its head.
+            peer.out.try_push_parts(env.encode(), &head[..id + TOTAL_BYTES], &rest[..n]).then_some(n)
         } else {
             let n = rest.len().min(room);
             let env = Envelope { kind: Kind::Frag, ..send.env };
