@@ -138,6 +138,26 @@ pub(super) unsafe fn contribution<'a>(
     unsafe { outgoing(sendbuf, sendcount, &sendtype, call) }
 }
 
+/// Refuses a root's receive buffer (unless `MPI_IN_PLACE`) overlapping
+/// its send buffer `sent` (see [`disjoint`]).
+pub(super) fn scattered(sent: Region, recvbuf: *const c_void, recvcount: Count, recvtype: c_int) -> Result<()> {
+    if in_place(recvbuf) {
+        return Ok(());
+    }
+    let recvtype = types::committed(recvtype)?;
+    disjoint(&sent, &Region::of("recvbuf", recvbuf, count_of(recvcount, "recvcount")?, &recvtype))
+}
+
+/// Refuses a send buffer (unless `MPI_IN_PLACE`) overlapping the receive
+/// buffer `recv` (see [`disjoint`]).
+pub(super) fn separate(sendbuf: *const c_void, sendcount: Count, sendtype: c_int, recv: Region) -> Result<()> {
+    if in_place(sendbuf) {
+        return Ok(());
+    }
+    let sendtype = types::committed(sendtype)?;
+    disjoint(&Region::of("sendbuf", sendbuf, count_of(sendcount, "sendcount")?, &sendtype), &recv)
+}
+
 mpi_fn! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
@@ -213,6 +233,7 @@ counted_fn! {
             }
             let recvtype = types::committed(recvtype)?;
             let all = count_of(recvcount, NAME)? * c.size();
+            separate(sendbuf, sendcount, sendtype, Region::of("recvbuf", recvbuf, all, &recvtype))?;
             // SAFETY: MPI's rules for the buffers at the root.
             let send = unsafe {
                 let at = root * recvcount as usize;
@@ -259,6 +280,7 @@ counted_fn! {
             let recvtype = types::committed(recvtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires at the root.
             let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+            separate(sendbuf, sendcount, sendtype, Region::of_blocks("recvbuf", recvbuf, &counts, &displs, &recvtype))?;
             // SAFETY: MPI's rules for the buffers at the root.
             let send = unsafe {
                 let at = displs[root] as usize;
@@ -311,6 +333,11 @@ counted_fn! {
                 let mut own = vec![0u8; send.len() / c.size()];
                 return c.scatter(&send[..], &mut own[..], root).map_err(engine);
             }
+            if is_root {
+                let sendtype = types::committed(sendtype)?;
+                let sent = Region::of("sendbuf", sendbuf, count_of(sendcount, NAME)? * c.size(), &sendtype);
+                scattered(sent, recvbuf, recvcount, recvtype)?;
+            }
             let recvtype = types::committed(recvtype)?;
             // SAFETY: MPI's rule for the receive buffer.
             let mut recv = unsafe { incoming(recvbuf, recvcount, &recvtype, NAME)? };
@@ -355,6 +382,7 @@ counted_fn! {
             let sendtype = types::committed(sendtype)?;
             // SAFETY: arrays of one entry per rank, as MPI requires at the root.
             let (counts, displs) = unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
+            scattered(Region::of_blocks("sendbuf", sendbuf, &counts, &displs, &sendtype), recvbuf, recvcount, recvtype)?;
             let lens = packed_counts(&counts, &sendtype);
             // SAFETY: the root's send buffer holds every block.
             let packed = unsafe { pack_blocks(sendbuf, &counts, &displs, &sendtype) };
@@ -395,6 +423,7 @@ counted_fn! {
         on_comm(NAME, comm, |c| {
             let recvtype = types::committed(recvtype)?;
             let all = count_of(recvcount, NAME)? * c.size();
+            separate(sendbuf, sendcount, sendtype, Region::of("recvbuf", recvbuf, all, &recvtype))?;
             // SAFETY: MPI's rules for the buffers.
             let send = unsafe {
                 let at = c.rank() * recvcount as usize;
@@ -434,6 +463,7 @@ counted_fn! {
             // SAFETY: arrays of one entry per rank, as MPI requires.
             let (counts, displs) = unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
             let me = c.rank();
+            separate(sendbuf, sendcount, sendtype, Region::of_blocks("recvbuf", recvbuf, &counts, &displs, &recvtype))?;
             // SAFETY: MPI's rules for the buffers.
             let send = unsafe {
                 contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, NAME)?
@@ -483,6 +513,8 @@ counted_fn! {
             } else {
                 let sendtype = types::committed(sendtype)?;
                 let n = (count_of(sendcount, NAME)? * c.size()) as Count;
+                let sent = Region::of("sendbuf", sendbuf, n as usize, &sendtype);
+                disjoint(&sent, &Region::of("recvbuf", recvbuf, all as usize, &recvtype))?;
                 // SAFETY: the send buffer holds a block per rank.
                 unsafe { outgoing(sendbuf, n, &sendtype, NAME)? }
             };
@@ -644,6 +676,8 @@ pub(super) unsafe fn alltoallv_exchange(
         let sendtype = types::committed(sendtype)?;
         // SAFETY: as the caller promised.
         let (scounts, sdispls) = unsafe { (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?) };
+        let sent = Region::of_blocks("sendbuf", sendbuf, &scounts, &sdispls, &sendtype);
+        disjoint(&sent, &Region::of_blocks("recvbuf", recvbuf, &rcounts, &rdispls, &recvtype))?;
         // SAFETY: as the caller promised.
         (unsafe { pack_blocks(sendbuf, &scounts, &sdispls, &sendtype) }, packed_counts(&scounts, &sendtype))
     };
@@ -680,6 +714,8 @@ pub(super) unsafe fn alltoallw_exchange(
         let (scounts, sdispls, stypes) = unsafe {
             (ints(sendcounts, n, "sendcounts")?, ints(sdispls, n, "sdispls")?, datatypes(sendtypes, n, "sendtypes")?)
         };
+        let sent = Region::of_typed_blocks("sendbuf", sendbuf, &scounts, &sdispls, &stypes);
+        disjoint(&sent, &Region::of_typed_blocks("recvbuf", recvbuf, &rcounts, &rdispls, &rtypes))?;
         let lens = scounts.iter().zip(&stypes).map(|(&c, t)| t.packed_len(c as usize)).collect();
         // SAFETY: as the caller promised.
         (unsafe { pack_typed_blocks(sendbuf, &scounts, &sdispls, &stypes) }, lens)
@@ -824,6 +860,10 @@ fn reduction(
     let op = OpCode::lookup(op)?;
     op.check(base)?;
     let (send_count, recv_count) = (count_of(send_count, call)?, count_of(recv_count, call)?);
+    if !in_place(sendbuf) {
+        let send = Region::of("sendbuf", sendbuf, send_count, &datatype);
+        disjoint(&send, &Region::of("recvbuf", recvbuf.cast_const(), recv_count, &datatype))?;
+    }
     if let Type::Predefined(predefined) = datatype {
         // In place, stride by stride: the elements of a predefined
         // datatype are its Rust type, padding included.
@@ -1147,6 +1187,92 @@ fn footprint(buf: *const c_void, count: usize, datatype: &Type) -> std::ops::Ran
     (buf as usize).wrapping_add_signed(low)..(buf as usize).wrapping_add_signed(high)
 }
 
+/// A buffer argument: its name and the bytes its elements touch.
+pub(super) struct Region {
+    what: &'static str,
+    buf: *const c_void,
+    bytes: std::ops::Range<usize>,
+}
+
+impl Region {
+    /// `count` elements of `datatype` at `buf`.
+    pub(super) fn of(what: &'static str, buf: *const c_void, count: usize, datatype: &Type) -> Region {
+        let bytes = match count == 0 || datatype.size() == 0 {
+            true => 0..0,
+            false => footprint(buf, count, datatype),
+        };
+        Region { what, buf, bytes }
+    }
+
+    /// Blocks of `counts[i]` elements at element `displs[i]` of `buf`:
+    /// from the lowest byte of any to past the highest.
+    pub(super) fn of_blocks(
+        what: &'static str,
+        buf: *const c_void,
+        counts: &[Count],
+        displs: &[Count],
+        datatype: &Type,
+    ) -> Region {
+        let blocks = counts.iter().zip(displs);
+        Region::hull(
+            what,
+            buf,
+            blocks.map(|(&count, &displ)| (element(buf, displ as usize, datatype), count, datatype)),
+        )
+    }
+
+    /// Blocks of `counts[i]` elements of `types[i]` at byte `displs[i]`
+    /// of `buf` (`MPI_Alltoallw`'s).
+    pub(super) fn of_typed_blocks(
+        what: &'static str,
+        buf: *const c_void,
+        counts: &[Count],
+        displs: &[Count],
+        types: &[Type],
+    ) -> Region {
+        let at = |displ: Count| buf.cast::<u8>().wrapping_offset(displ as isize).cast::<c_void>();
+        let blocks = counts.iter().zip(displs).zip(types);
+        Region::hull(what, buf, blocks.map(|((&count, &displ), datatype)| (at(displ), count, datatype)))
+    }
+
+    /// From the lowest byte any of `blocks` (address, count, datatype)
+    /// touches to past the highest.
+    fn hull<'t>(
+        what: &'static str,
+        buf: *const c_void,
+        blocks: impl Iterator<Item = (*const c_void, Count, &'t Type)>,
+    ) -> Region {
+        let hull = blocks
+            .filter(|(_, count, datatype)| *count > 0 && datatype.size() > 0)
+            .map(|(at, count, datatype)| footprint(at, count as usize, datatype))
+            .reduce(|a, b| a.start.min(b.start)..a.end.max(b.end));
+        Region { what, buf, bytes: hull.unwrap_or(0..0) }
+    }
+}
+
+/// Refuses two buffer arguments whose bytes overlap: MPI forbids aliased
+/// arguments (`MPI_IN_PLACE` is how a collective takes its input from its
+/// output buffer), and the library would otherwise read a buffer while
+/// writing it.
+pub(super) fn disjoint(a: &Region, b: &Region) -> Result<()> {
+    if a.bytes.start < b.bytes.end && b.bytes.start < a.bytes.end {
+        return Err(MpiError::new(
+            class::BUFFER,
+            format!(
+                "{} ({:p}, {} bytes) and {} ({:p}, {} bytes) overlap: MPI forbids aliased buffers{}",
+                a.what,
+                a.buf,
+                a.bytes.len(),
+                b.what,
+                b.buf,
+                b.bytes.len(),
+                if a.what == "sendbuf" { "; pass MPI_IN_PLACE as sendbuf for data already in recvbuf" } else { "" }
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `MPI_Reduce_local`'s two buffers: neither `MPI_IN_PLACE` (it has no
 /// such form) nor overlapping (MPI forbids aliased arguments), which
 /// would otherwise be read as addresses or combined into themselves.
@@ -1157,17 +1283,10 @@ fn local_buffers(inbuf: *const c_void, inoutbuf: *mut c_void, count: usize, data
             "MPI_IN_PLACE is neither buffer of MPI_Reduce_local, which combines inbuf into inoutbuf",
         ));
     }
-    if count == 0 || datatype.size() == 0 {
-        return Ok(());
-    }
-    let (input, inout) = (footprint(inbuf, count, datatype), footprint(inoutbuf.cast_const(), count, datatype));
-    if input.start < inout.end && inout.start < input.end {
-        return Err(MpiError::new(
-            class::BUFFER,
-            format!("inbuf ({inbuf:p}) and inoutbuf ({inoutbuf:p}) overlap: MPI forbids aliased arguments"),
-        ));
-    }
-    Ok(())
+    disjoint(
+        &Region::of("inbuf", inbuf, count, datatype),
+        &Region::of("inoutbuf", inoutbuf.cast_const(), count, datatype),
+    )
 }
 
 counted_fn! {

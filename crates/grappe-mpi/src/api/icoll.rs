@@ -21,8 +21,8 @@ use crate::types::{self, Type};
 use crate::{counted_fn, mpi_fn};
 
 use super::coll::{
-    Landing, Local, alltoallv_exchange, alltoallw_exchange, contribution, in_place, ints, pack_blocks, packed_counts,
-    reduction_base, root_rank, user_op,
+    Landing, Local, Region, alltoallv_exchange, alltoallw_exchange, contribution, disjoint, in_place, ints,
+    pack_blocks, packed_counts, reduction_base, root_rank, scattered, separate, user_op,
 };
 use super::icoll_inter::{self as inter, Blocks};
 use super::request::complete_outside;
@@ -207,6 +207,9 @@ pub(super) fn start_reduce(
             return Err(MpiError::new(class::BUFFER, "MPI_IN_PLACE as the send buffer of a rank that is not the root"));
         }
         let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+        if is_root {
+            separate(sendbuf, count, handle, Region::of("recvbuf", recvbuf, count_of(count, call)?, &datatype))?;
+        }
         // SAFETY: MPI's rules for the buffers.
         let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
         let landing = match is_root {
@@ -258,10 +261,11 @@ fn whole_reduction(
         let handle = datatype;
         let datatype = types::committed(datatype)?;
         let (combine, commutative) = combine_of(op, user, handle, &datatype)?;
+        let n = count_of(count, call)?;
+        separate(sendbuf, count, handle, Region::of("recvbuf", recvbuf, n, &datatype))?;
         // SAFETY: MPI's rules for the buffers.
         let data = unsafe { reduction_input(sendbuf, recvbuf, count, &datatype, call)? };
-        let landing = Landing::whole(recvbuf, count_of(count, call)?, &datatype);
-        Ok((what(data, combine, commutative), landing))
+        Ok((what(data, combine, commutative), Landing::whole(recvbuf, n, &datatype)))
     })
 }
 
@@ -354,6 +358,7 @@ pub(super) fn reduce_scatter(
         let total = counts.iter().try_fold(0 as Count, |sum, &n| sum.checked_add(n));
         let total = total.ok_or_else(|| MpiError::new(class::COUNT, format!("{call}: the counts overflow")))?;
         let (combine, _) = combine_of(op, user, handle, &datatype)?;
+        separate(sendbuf, total, handle, Region::of("recvbuf", recvbuf, counts[c.rank()] as usize, &datatype))?;
         // SAFETY: MPI's rules for the buffers (in place, the receive buffer holds the input).
         let data = unsafe { reduction_input(sendbuf, recvbuf, total, &datatype, call)? };
         let landing = Landing::whole(recvbuf, counts[c.rank()] as usize, &datatype);
@@ -429,6 +434,7 @@ pub(super) fn start_gather(
         }
         let recvtype = types::committed(recvtype)?;
         let n = count_of(recvcount, call)?;
+        separate(sendbuf, sendcount, sendtype, Region::of("recvbuf", recvbuf, n * c.size(), &recvtype))?;
         // SAFETY: MPI's rules for the buffers at the root.
         let data =
             unsafe { contribution(sendbuf, sendcount, sendtype, recvbuf, root * n, recvcount, &recvtype, call)? }
@@ -487,6 +493,7 @@ pub(super) fn start_gatherv(
         // SAFETY: arrays of one entry per rank, as MPI requires at the root.
         let (counts, displs) =
             unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
+        separate(sendbuf, sendcount, sendtype, Region::of_blocks("recvbuf", recvbuf, &counts, &displs, &recvtype))?;
         // SAFETY: MPI's rules for the buffers at the root.
         let data = unsafe {
             let at = displs[root] as usize;
@@ -561,6 +568,7 @@ pub(super) fn start_scatter(
         let sendtype = types::committed(sendtype)?;
         let n = count_of(sendcount, call)?;
         let all = (n * c.size()) as Count;
+        scattered(Region::of("sendbuf", sendbuf, n * c.size(), &sendtype), recvbuf, recvcount, recvtype)?;
         // SAFETY: the root's send buffer holds a block per rank.
         let data = unsafe { outgoing(sendbuf, all, &sendtype, call)? }.into_owned();
         let block = sendtype.packed_len(n);
@@ -616,6 +624,7 @@ pub(super) fn start_scatterv(
         // SAFETY: arrays of one entry per rank, as MPI requires at the root.
         let (counts, displs) =
             unsafe { (ints(sendcounts, c.size(), "sendcounts")?, ints(displs, c.size(), "displs")?) };
+        scattered(Region::of_blocks("sendbuf", sendbuf, &counts, &displs, &sendtype), recvbuf, recvcount, recvtype)?;
         // SAFETY: the root's send buffer holds every block.
         let data = unsafe { pack_blocks(sendbuf, &counts, &displs, &sendtype) };
         let counts = packed_counts(&counts, &sendtype);
@@ -663,6 +672,7 @@ pub(super) fn start_allgather(
     start(call, comm, to, |c| {
         let recvtype = types::committed(recvtype)?;
         let n = count_of(recvcount, call)?;
+        separate(sendbuf, sendcount, sendtype, Region::of("recvbuf", recvbuf, n * c.size(), &recvtype))?;
         // SAFETY: MPI's rules for the buffers.
         let data =
             unsafe { contribution(sendbuf, sendcount, sendtype, recvbuf, c.rank() * n, recvcount, &recvtype, call)? }
@@ -713,6 +723,7 @@ pub(super) fn start_allgatherv(
         let (counts, displs) =
             unsafe { (ints(recvcounts, c.size(), "recvcounts")?, ints(displs, c.size(), "displs")?) };
         let me = c.rank();
+        separate(sendbuf, sendcount, sendtype, Region::of_blocks("recvbuf", recvbuf, &counts, &displs, &recvtype))?;
         // SAFETY: MPI's rules for the buffers.
         let data = unsafe {
             contribution(sendbuf, sendcount, sendtype, recvbuf, displs[me] as usize, counts[me], &recvtype, call)?
@@ -769,6 +780,10 @@ pub(super) fn start_alltoall(
         } else {
             let sendtype = types::committed(sendtype)?;
             let m = count_of(sendcount, call)?;
+            disjoint(
+                &Region::of("sendbuf", sendbuf, m * p, &sendtype),
+                &Region::of("recvbuf", recvbuf, n * p, &recvtype),
+            )?;
             // SAFETY: the send buffer holds a block per rank.
             let data = unsafe { outgoing(sendbuf, (m * p) as Count, &sendtype, call)? }.into_owned();
             (data, sendtype.packed_len(m))

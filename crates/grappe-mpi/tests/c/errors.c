@@ -6,7 +6,8 @@
  * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
  * invalid request, a NULL output of MPI_Comm_get_info, MPI_IN_PLACE and
- * aliased buffers given to MPI_Reduce_local. MPI_Comm_get_errhandler returns what was set, and
+ * aliased buffers given to MPI_Reduce_local, aliased send and receive
+ * buffers of collectives. MPI_Comm_get_errhandler returns what was set, and
  * duplicates inherit it. The program's own classes, codes and strings
  * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
  * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
@@ -222,6 +223,34 @@ static void collective_arguments(void)
     CHECK_MPI(MPI_Reduce_local(four, four + 2, 2, MPI_INT, MPI_SUM));
     int expected_four[4] = {1, 2, 4, 6};
     CHECK_INTS(expected_four, four, 4, "MPI_Reduce_local of two halves of one array");
+
+    /* A collective's send and receive buffers must not overlap either
+     * (MPI_IN_PLACE is how the input comes from the output buffer): every
+     * rank passes the same aliased buffers, so every rank fails before any
+     * message leaves. */
+    int many[64] = {0};
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Allreduce(many, many, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                "MPI_Allreduce of a buffer into itself");
+    if (check_on_grappe()) { /* MPICH 4.0.2 compares the addresses only, and not in every call. */
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Allreduce(many, many + 1, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                    "MPI_Allreduce into a buffer overlapping the input by one int");
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Scan(many, many, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                    "MPI_Scan of a buffer into itself");
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Allgather(many + size - 1, 1, MPI_INT, many, 1, MPI_INT, MPI_COMM_WORLD),
+                    "MPI_Allgather from an int inside its receive buffer");
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Alltoall(many, 1, MPI_INT, many + size - 1, 1, MPI_INT, MPI_COMM_WORLD),
+                    "MPI_Alltoall into a buffer whose first int is the send buffer's last");
+        MPI_Request request = MPI_REQUEST_NULL;
+        CHECK_ERROR(MPI_ERR_BUFFER, MPI_Iallreduce(many, many, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request),
+                    "MPI_Iallreduce of a buffer into itself");
+        CHECK_INT(MPI_REQUEST_NULL, request, "no request from a refused MPI_Iallreduce");
+    }
+    /* Buffers that only touch are fine. */
+    many[0] = rank + 1;
+    many[1] = 2 * (rank + 1);
+    CHECK_MPI(MPI_Allreduce(many, many + 2, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    int sum[2] = {size * (size + 1) / 2, size * (size + 1)};
+    CHECK_INTS(sum, many + 2, 2, "MPI_Allreduce into the ints just after its input");
 }
 
 /* An info key that is not set, a NULL output of MPI_Comm_get_info, and
