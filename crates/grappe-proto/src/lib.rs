@@ -8,7 +8,11 @@
 //! * **hand-over**: a heap buffer sent to a thread of the same process moves
 //!   by ownership, with no copy at all;
 //! * **staged**: when cross-memory attach is refused between two processes,
-//!   large messages are cut into fragments pipelined through the mailbox.
+//!   or to a rank of another host, large messages are cut into fragments
+//!   pipelined through the mailbox or link;
+//! * **pull**: to a rank of another host, a message of at least
+//!   [`ProtoSettings::net_pull_min`] waits in its sender's buffer until a
+//!   receive takes it and its receiver asks for its bytes.
 //!
 //! Matching follows MPI: per (communicator context, source, tag), wildcards
 //! on source and tag, receives matched in posting order, messages from one

@@ -83,6 +83,12 @@ pub(crate) enum SendState {
     Staging {
         sent: usize,
     },
+    /// Pulled by its receiver on another host (see `engine/pull.rs`):
+    /// `sent` bytes of it are out, in records naming the receive `key`.
+    Pulled {
+        key: u64,
+        sent: usize,
+    },
     /// Offered, then given up by its poster before the receiver matched:
     /// its buffer may be gone, and the receiver, which sees this rank no
     /// longer running, refuses to copy. Kept until the receiver is done

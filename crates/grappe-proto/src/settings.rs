@@ -9,6 +9,7 @@ use grappe_settings::{SettingError, Vars};
 /// | `GRAPPE_EAGER_MAX` | largest message sent eagerly to a rank of another process; larger ones use rendezvous | 8192, capped by the ring |
 /// | `GRAPPE_EAGER_MAX_THREADS` | the same, between thread ranks of one process | 2048, capped by the ring |
 /// | `GRAPPE_RDV_CHUNK` | bytes per rendezvous chunk (sender and receiver claim chunks) | 131072 |
+/// | `GRAPPE_NET_PULL_MIN` | smallest message to a rank of another host that waits in its sender's buffer until a receive matches it and its receiver pulls it; smaller ones go at once, staged | 65536 |
 /// | `GRAPPE_SINGLE_COPY` | `auto`: large messages move with one copy (memcpy between threads, cross-memory attach between processes, when allowed); `off`: stage them through the mailboxes (two pipelined copies) | `auto` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtoSettings {
@@ -22,6 +23,11 @@ pub struct ProtoSettings {
     pub eager_max_threads: usize,
     /// Rendezvous chunk in bytes.
     pub rdv_chunk: usize,
+    /// Messages to ranks of other hosts of at least this many bytes go by
+    /// a receiver-driven rendezvous (the receiver pulls them once matched):
+    /// no copy into a buffer for messages not received yet, and a sender
+    /// that cannot run ahead of its receiver but by the small ones.
+    pub net_pull_min: usize,
     /// Move large messages with a single copy when the route allows it.
     pub single_copy: bool,
 }
@@ -42,6 +48,7 @@ impl ProtoSettings {
             eager_max: eager.min(max_eager(ring_bytes)),
             eager_max_threads: eager_threads.min(max_eager(ring_bytes)),
             rdv_chunk: vars.number::<usize>("GRAPPE_RDV_CHUNK", defaults.rdv_chunk, BYTES)?.max(4096),
+            net_pull_min: vars.number("GRAPPE_NET_PULL_MIN", defaults.net_pull_min, BYTES)?,
             single_copy: vars.word("GRAPPE_SINGLE_COPY", true, &[("auto", true), ("off", false)])?,
         })
     }
@@ -52,6 +59,7 @@ impl ProtoSettings {
             eager_max: 8192.min(max_eager(ring_bytes)),
             eager_max_threads: 2048.min(max_eager(ring_bytes)),
             rdv_chunk: 128 << 10,
+            net_pull_min: 64 << 10,
             single_copy: true,
         }
     }
@@ -83,6 +91,7 @@ mod tests {
                 .unwrap();
         assert_eq!(settings.eager_max, max_eager(64 << 10));
         assert_eq!((settings.rdv_chunk, settings.single_copy), (4096, false));
+        assert_eq!(read(&[("GRAPPE_NET_PULL_MIN", "1048576")]).unwrap().net_pull_min, 1 << 20);
         assert_eq!(read(&[]).unwrap(), ProtoSettings::for_ring(64 << 10));
     }
 

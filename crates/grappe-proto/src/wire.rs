@@ -53,6 +53,14 @@ pub enum Kind {
     /// sender's request id (8 bytes), then what a [`Kind::FragFirst`]
     /// carries; answered as [`Kind::SyncEager`] is.
     SyncFragFirst = 12,
+    /// From a receiver on another host, once a receive took an [`Rts`]
+    /// (always slot-less between hosts): "send that message now". The
+    /// payload is the sender's request id then the receive's key (8 bytes
+    /// each), which every [`Kind::PullData`] of the message names.
+    Pull = 13,
+    /// Bytes of a pulled message, in order: the receive's key (8 bytes),
+    /// then the next bytes of the message.
+    PullData = 14,
 }
 
 impl Kind {
@@ -70,6 +78,8 @@ impl Kind {
             10 => Kind::State,
             11 => Kind::SyncEager,
             12 => Kind::SyncFragFirst,
+            13 => Kind::Pull,
+            14 => Kind::PullData,
             _ => return None,
         })
     }
@@ -202,7 +212,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn envelopes_round_trip(kind in 1u8..=9, ctx: u32, tag: i32, src: u32) {
+        fn envelopes_round_trip(kind in 1u8..=14, ctx: u32, tag: i32, src: u32) {
             let env = Envelope { kind: Kind::from_u8(kind).unwrap(), ctx, tag, src };
             prop_assert_eq!(Envelope::decode(env.encode()), Some(env));
         }
@@ -219,7 +229,7 @@ mod tests {
         }
 
         #[test]
-        fn short_or_foreign_records_are_rejected(kind in 10u32.., bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn short_or_foreign_records_are_rejected(kind in 15u32.., bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
             prop_assert_eq!(Envelope::decode([kind, 0, 0, 0]), None);
             prop_assert_eq!(Handover::read(&bytes), None);
         }

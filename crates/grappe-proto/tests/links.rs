@@ -392,3 +392,153 @@ proptest! {
         });
     }
 }
+
+/// Starts a send of `data` to `dest` (tag `tag`); its request if pending.
+fn isend(e: &mut Engine, data: &[u8], dest: usize, tag: i32) -> Option<grappe_proto::RequestId> {
+    let me = e.world_rank() as u32;
+    // SAFETY: every caller keeps `data` until the request completes (or
+    // abandons the request, which then owns a copy).
+    match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
+        Started::Done(_) => None,
+        Started::Pending(id) => Some(id),
+    }
+}
+
+/// Posts a receive into `buf`; its request if pending.
+fn irecv(e: &mut Engine, buf: &mut [u8], src: usize, tag: i32) -> Option<grappe_proto::RequestId> {
+    let target = grappe_proto::RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
+    // SAFETY: every caller keeps `buf` until the request completes.
+    match unsafe { e.irecv(target, Some(src), 0, Some(tag)) }.unwrap() {
+        Started::Done(_) => None,
+        Started::Pending(id) => Some(id),
+    }
+}
+
+/// The smallest message a receiver on another host pulls.
+const PULLED: usize = 64 << 10;
+
+#[test]
+fn a_large_send_to_another_host_waits_for_a_receive_while_small_ones_pass_it() {
+    // Rank 0 sends a large message, then small ones behind it; rank 1
+    // receives the small ones first. The large one is announced (a probe
+    // sees its size) but stays in its sender's buffer, its send pending,
+    // until the receive is posted: its receiver pulls it then.
+    assert_eq!(ProtoSettings::for_ring(64 << 10).net_pull_min, PULLED);
+    let posted = Barrier::new(2);
+    run_hosts(2, 1, |e| {
+        let large = pattern(9, 5 * PULLED + 17);
+        match e.world_rank() {
+            0 => {
+                let id = isend(e, &large, 1, 1).expect("a pulled send cannot end before its receive");
+                send(e, b"first", 1, 2);
+                send(e, &pattern(3, 9000), 1, 3);
+                for _ in 0..100 {
+                    assert!(e.test(id).unwrap().is_none(), "the large send ended before any receive");
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                posted.wait();
+                e.wait(id).unwrap();
+            }
+            _ => {
+                let mut small = [0u8; 5];
+                recv(e, &mut small, Some(0), Some(2)).unwrap();
+                assert_eq!(&small, b"first");
+                let mut staged = vec![0u8; 9000];
+                recv(e, &mut staged, Some(0), Some(3)).unwrap();
+                assert!(staged == pattern(3, 9000));
+                let status = e.probe(Some(0), 0, Some(1)).unwrap();
+                assert_eq!(status.bytes, large.len(), "the offer announces the size");
+                posted.wait();
+                let mut buf = vec![0u8; large.len()];
+                recv(e, &mut buf, Some(0), Some(1)).unwrap();
+                assert!(buf == large);
+            }
+        }
+        ((), true)
+    });
+}
+
+#[test]
+fn pulled_messages_taken_in_reverse_order_interleave_and_arrive_intact() {
+    // Three large messages from one sender, received in the reverse order
+    // with every receive posted before any wait: their bytes come in
+    // records of all three at once; each lands in its own buffer.
+    let lens = [PULLED, 3 * PULLED + 5, 2 * PULLED - 1];
+    run_hosts(2, 1, |e| {
+        let messages: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &len)| pattern(40 + i, len)).collect();
+        match e.world_rank() {
+            0 => {
+                let ids: Vec<_> = messages.iter().enumerate().filter_map(|(i, m)| isend(e, m, 1, i as i32)).collect();
+                ids.into_iter().for_each(|id| _ = e.wait(id).unwrap());
+            }
+            _ => {
+                let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&len| vec![0u8; len]).collect();
+                let ids: Vec<_> =
+                    bufs.iter_mut().enumerate().rev().filter_map(|(i, buf)| irecv(e, buf, 0, i as i32)).collect();
+                ids.into_iter().for_each(|id| _ = e.wait(id).unwrap());
+                for (i, buf) in bufs.iter().enumerate() {
+                    assert!(*buf == messages[i], "message {i} of {} bytes differs", lens[i]);
+                }
+            }
+        }
+        ((), true)
+    });
+}
+
+#[test]
+fn a_pulled_message_into_a_short_buffer_is_truncated_and_its_send_still_ends() {
+    run_hosts(2, 1, |e| {
+        let large = pattern(11, 2 * PULLED);
+        match e.world_rank() {
+            0 => {
+                if let Some(id) = isend(e, &large, 1, 1) {
+                    e.wait(id).unwrap();
+                }
+                send(e, b"next", 1, 2);
+            }
+            _ => {
+                let mut short = vec![0u8; PULLED];
+                let error = recv(e, &mut short, Some(0), Some(1)).unwrap_err();
+                assert!(
+                    matches!(error, Error::Truncated { message_bytes, buffer_bytes, .. }
+                        if message_bytes == large.len() && buffer_bytes == PULLED),
+                    "{error}"
+                );
+                assert!(short[..] == large[..PULLED], "the buffer holds the message's first bytes");
+                let mut next = [0u8; 4];
+                recv(e, &mut next, Some(0), Some(2)).unwrap();
+                assert_eq!(&next, b"next", "the stream goes on after the truncated message");
+            }
+        }
+        ((), true)
+    });
+}
+
+#[test]
+fn a_pulled_send_given_up_by_its_poster_still_delivers_what_it_held() {
+    // The poster abandons the request and reuses its buffer before the
+    // receiver pulls: the request goes on from its own copy.
+    run_hosts(2, 1, |e| {
+        let original = pattern(21, 3 * PULLED);
+        match e.world_rank() {
+            0 => {
+                let mut data = original.clone();
+                let id = isend(e, &data, 1, 1).expect("pending until pulled");
+                e.abandon(id);
+                data.fill(0);
+                send(e, b"go", 1, 2);
+                let mut done = [0u8; 4];
+                recv(e, &mut done, Some(1), Some(3)).unwrap();
+            }
+            _ => {
+                let mut go = [0u8; 2];
+                recv(e, &mut go, Some(0), Some(2)).unwrap();
+                let mut buf = vec![0u8; original.len()];
+                recv(e, &mut buf, Some(0), Some(1)).unwrap();
+                assert!(buf == original, "the message as it was when sent");
+                send(e, b"done", 0, 3);
+            }
+        }
+        ((), true)
+    });
+}

@@ -106,6 +106,8 @@ impl ChannelLog {
             },
             Kind::Rts => self.fail(InTransitError::RendezvousCrossed { source_rank: src, tag: env.tag }),
             Kind::Frag | Kind::Fin | Kind::Revoke | Kind::Probe | Kind::ProbeReply | Kind::State => {}
+            // A pulled message crossed the cut as its RTS, which failed the log.
+            Kind::Pull | Kind::PullData => {}
             // Logged as their plain kinds (see `Book::dispatch`).
             Kind::SyncEager | Kind::SyncFragFirst => {}
         }

@@ -49,7 +49,13 @@ impl Book {
                 }
             },
             Kind::Rts if net.peers[src].local().is_none() => {
-                return Err(corrupt(src, "a rendezvous offer from a rank of another host".into()));
+                let rts = Rts::read(payload).filter(|rts| rts.slot == Rts::NO_SLOT).ok_or_else(|| {
+                    corrupt(src, "a rendezvous offer from another host that is short or names a slot".into())
+                })?;
+                match self.take_posted(env.ctx, src, env.tag) {
+                    Some(key) => self.pull(key, src, &env, rts),
+                    None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Rts(rts)),
+                }
             }
             Kind::Rts => {
                 let rts = Rts::read(payload).ok_or_else(|| corrupt(src, "short RTS".into()))?;
@@ -74,6 +80,8 @@ impl Book {
             Kind::FragFirst => self.first_fragment(src, &env, payload, sync)?,
             Kind::Frag => self.next_fragment(src, payload)?,
             Kind::Fin => self.finish_offered_send(src, payload)?,
+            Kind::Pull => self.pull_requested(src, payload)?,
+            Kind::PullData => self.pulled_data(src, payload)?,
             Kind::Revoke => {
                 let why = Mismatch::decode(payload).ok_or_else(|| corrupt(src, "unreadable revoke record".into()))?;
                 self.revoke_here(net, env.ctx, &why, settings);
@@ -165,6 +173,9 @@ impl Book {
         rts: Rts,
         settings: &ProtoSettings,
     ) {
+        if net.peers[src].local().is_none() {
+            return self.pull(key, src, env, rts);
+        }
         let len = rts.len as usize;
         let (dst, cap, data) = match self.recv_mut(key).target {
             RecvTarget::Buffer { ptr, cap } => (ptr, cap, None),

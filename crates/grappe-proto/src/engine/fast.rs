@@ -116,6 +116,7 @@ impl Engine {
             && b.unexpected.len() == 0
             && b.queued_total == 0
             && b.fins.is_empty()
+            && b.pulls.is_empty()
             && b.retiring.is_empty()
             && b.log.is_none()
             && !self.net.backlogged()

@@ -12,6 +12,7 @@ mod dispatch;
 mod fast;
 mod net;
 mod outside;
+mod pull;
 mod rdv;
 mod revoke;
 mod send;
@@ -148,6 +149,14 @@ pub(crate) struct Book {
     offered: Vec<usize>,
     /// Receives copying a rendezvous message.
     copying: Vec<usize>,
+    /// Sends pulled by their receiver on another host, their bytes going
+    /// out (see `pull`).
+    pulled: Vec<usize>,
+    /// Pulls owed to senders on other hosts: (sender, its request, our
+    /// receive's key).
+    pulls: Vec<(usize, u64, u64)>,
+    /// Receives whose bytes a sender on another host pushes: (key, sender).
+    pulling: Vec<(usize, usize)>,
     /// Where the next fragment from each source goes.
     staging_in: Vec<Option<StagingTarget>>,
     free_slots: Vec<u32>,
@@ -243,6 +252,9 @@ impl Engine {
             queued_total: 0,
             offered: Vec::new(),
             copying: Vec::new(),
+            pulled: Vec::new(),
+            pulls: Vec::new(),
+            pulling: Vec::new(),
             staging_in: vec![None; locals.len()],
             free_slots: (0..slots).rev().collect(),
             retiring: Vec::new(),
@@ -515,6 +527,14 @@ impl Engine {
                 send.own_data();
                 self.book.detached.push(key);
             }
+            // Offered to, or pulled by, a rank of another host: its bytes
+            // go when that rank pulls them, from a copy now.
+            SendState::Offered { slot: crate::wire::Rts::NO_SLOT } | SendState::Pulled { .. }
+                if self.net.peers[send.dest].local().is_none() =>
+            {
+                send.own_data();
+                self.book.detached.push(key);
+            }
             SendState::Offered { slot } => {
                 if self.finish_send_alone(key) {
                     self.book.reqs.remove(key);
@@ -528,6 +548,7 @@ impl Engine {
             }
             // Its bytes are out: only the FIN is to come, which finds it.
             SendState::AwaitingAck => self.book.detached.push(key),
+            SendState::Pulled { .. } => unreachable!("only a rank of another host pulls"),
             SendState::Withdrawn { .. } | SendState::Done | SendState::Failed(_) => {
                 unreachable!("withdrawn sends are detached already, finished ones removed")
             }
@@ -769,7 +790,9 @@ impl Engine {
         if !(self.book.offered.is_empty()
             && self.book.copying.is_empty()
             && self.book.retiring.is_empty()
-            && self.book.fins.is_empty())
+            && self.book.fins.is_empty()
+            && self.book.pulled.is_empty()
+            && self.book.pulls.is_empty())
         {
             moved |= self.advance_rendezvous();
         }

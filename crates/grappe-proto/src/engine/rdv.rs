@@ -15,6 +15,8 @@ impl Engine {
         moved |= self.advance_sends();
         moved |= self.recycle_slots();
         moved |= self.push_fins();
+        moved |= self.push_pulled();
+        moved |= self.push_pull_requests();
         moved
     }
 

@@ -188,6 +188,7 @@ impl Engine {
     }
 
     fn try_push(&mut self, key: usize) -> Push {
+        let pull_min = self.settings.net_pull_min;
         let Request::Send(send) = &mut self.book.reqs[key] else { unreachable!("queued key is a send") };
         if let Some(broken) = self.net.broken_link(send.dest) {
             return Push::Broken(broken);
@@ -207,6 +208,9 @@ impl Engine {
                 Some(request) => push_sync_eager(send, peer, request),
                 None => push_eager(send, peer),
             },
+            // To another host, a large message waits for its receiver to
+            // pull it (synchronous too: the pull says a receive took it).
+            _ if send.len >= pull_min && peer.local().is_none() => super::pull::offer_to_pull(key, send, peer),
             _ if peer.staged => super::staging::push_fragments(send, peer, 0, ack),
             _ => offer(key, send, peer, &self.net.host, self.net.me_local, &mut self.book.free_slots),
         };

@@ -135,7 +135,7 @@ impl Book {
     }
 
     /// Copies a fragment into receive `key`; true if the message is complete.
-    fn append_fragment(&mut self, key: usize, bytes: &[u8]) -> bool {
+    pub(super) fn append_fragment(&mut self, key: usize, bytes: &[u8]) -> bool {
         let Request::Recv(recv) = &mut self.reqs[key] else { unreachable!("staging key is a receive") };
         let RecvState::Staging { status, got, data } = &mut recv.state else { unreachable!("staging state") };
         let (dst, cap) = match (recv.target, data.as_mut()) {
