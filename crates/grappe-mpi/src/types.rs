@@ -352,12 +352,14 @@ impl Type {
     }
 }
 
-/// The most blocks one derived datatype may be flattened into: 2^26, a
-/// GiB of block list. A type beyond it (a vector of a billion separate
-/// elements, whose size MPI 3's large-count functions are made to query)
-/// is refused with `MPI_ERR_NO_MEM` rather than left to exhaust the
-/// memory of the host while it is built.
-pub const MAX_BLOCKS: usize = 1 << 26;
+/// The most blocks one derived datatype may be flattened into: 2^28, 4
+/// GiB of block list (a vector of 135 million `long long`s apart, which
+/// MPICH's `datatype/large_vec` sends, is 2 GiB of it). A type beyond it
+/// (a vector of a billion separate elements, whose size MPI 3's
+/// large-count functions are made to query) is refused with
+/// `MPI_ERR_NO_MEM` rather than left to exhaust the memory of the host
+/// while it is built.
+pub const MAX_BLOCKS: usize = 1 << 28;
 
 /// The error for a datatype of `blocks` blocks, beyond [`MAX_BLOCKS`].
 pub fn too_many_blocks(blocks: usize) -> MpiError {

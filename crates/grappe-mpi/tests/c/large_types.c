@@ -15,7 +15,7 @@
  * query: blocks that touch make a contiguous type, whose size and extent
  * beyond an int are right; blocks apart are a billion separate runs, which
  * a library that lays types out run by run may refuse (MPI_ERR_NO_MEM, as
- * grappe does beyond 2^26 runs) but must not hang on or exhaust memory for;
+ * grappe does beyond 2^28 runs) but must not hang on or exhaust memory for;
  * if it makes the type, its size and extent are right too. */
 #include "check.h"
 #include <limits.h>
