@@ -537,10 +537,20 @@ mpi_fn! {
         // The copy has the type's properties and attributes, not its name:
         // a name is the object's own, as under MPICH.
         layout.name = Default::default();
-        give(layout, newtype)?;
-        // SAFETY: written just above.
-        let copy = unsafe { get(newtype, "newtype")? };
-        crate::api::attr::copy_attrs(crate::api::attr::Object::Datatype(oldtype), crate::api::attr::Object::Datatype(copy))
+        let copy = types::register(layout);
+        let copied = crate::api::attr::copy_attrs(crate::api::attr::Object::Datatype(oldtype), crate::api::attr::Object::Datatype(copy));
+        if let Err(e) = copied {
+            // A copy callback failed (the attributes copied before it are
+            // deleted again): the copy goes, and the program gets
+            // MPI_DATATYPE_NULL with the error, as MPI_Comm_dup gives
+            // MPI_COMM_NULL.
+            types::free(copy)?;
+            // SAFETY: the caller's output argument.
+            unsafe { put(newtype, abi::DATATYPE_NULL, "newtype")? };
+            return Err(e);
+        }
+        // SAFETY: the caller's output argument.
+        unsafe { put(newtype, copy, "newtype") }
     }
 }
 
