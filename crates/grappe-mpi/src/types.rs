@@ -352,11 +352,31 @@ impl Type {
     }
 }
 
+/// The most blocks one derived datatype may be flattened into: 2^28, 4
+/// GiB of block list (a vector of 135 million `long long`s apart, which
+/// MPICH's `datatype/large_vec` sends, is 2 GiB of it). A type beyond it
+/// (a vector of a billion separate elements, whose size MPI 3's
+/// large-count functions are made to query) is refused with
+/// `MPI_ERR_NO_MEM` rather than left to exhaust the memory of the host
+/// while it is built.
+pub const MAX_BLOCKS: usize = 1 << 28;
+
+/// The error for a datatype of `blocks` blocks, beyond [`MAX_BLOCKS`].
+pub fn too_many_blocks(blocks: usize) -> MpiError {
+    MpiError::new(
+        class::NO_MEM,
+        format!(
+            "the datatype is {blocks} separate runs of bytes; grappe flattens a datatype into its runs and holds at most {MAX_BLOCKS} per datatype"
+        ),
+    )
+}
+
 /// Builds derived layouts.
 impl Layout {
     /// `count` copies of `old`'s blocks, copy `i` at `offsets[i]` bytes with
     /// `lens[i]` elements of `old` (each `old`'s extent after the previous).
-    pub fn from_blocks(old: &Type, parts: &[(isize, usize)], envelope: Envelope) -> Layout {
+    /// More than [`MAX_BLOCKS`] blocks is an error, found before any is made.
+    pub fn from_blocks(old: &Type, parts: &[(isize, usize)], envelope: Envelope) -> Result<Layout> {
         let (old_blocks, old_extent) = (old.blocks(), old.extent());
         // An element of `old` that is one block filling its extent (a
         // predefined type, a contiguous one): a run of them is one block,
@@ -367,6 +387,10 @@ impl Layout {
             [only] => only.len as isize == old_extent,
             _ => false,
         };
+        let bound = block_bound(parts, old_blocks.len(), old_extent, dense);
+        if bound > MAX_BLOCKS {
+            return Err(too_many_blocks(bound));
+        }
         let mut blocks: Vec<Block> = Vec::new();
         let (mut lb, mut ub) = (None::<isize>, None::<isize>);
         let (mut true_lb, mut true_ub) = (None::<isize>, None::<isize>);
@@ -400,7 +424,7 @@ impl Layout {
         let size = blocks.iter().map(|b| b.len).sum();
         let (lb, ub) = (lb.unwrap_or(0), ub.unwrap_or(0));
         let (true_lb, true_ub) = (true_lb.unwrap_or(0), true_ub.unwrap_or(0));
-        Layout {
+        Ok(Layout {
             blocks,
             size,
             lb,
@@ -414,12 +438,12 @@ impl Layout {
             name: String::new(),
             marked: old.marked(),
             align: old.align(),
-        }
+        })
     }
 
     /// A struct: blocks of different datatypes.
-    pub fn from_struct(parts: &[(isize, usize, Type)], envelope: Envelope) -> Layout {
-        let mut layout = Layout::from_blocks(&Type::Predefined(crate::datatype::BYTE), &[], envelope.clone());
+    pub fn from_struct(parts: &[(isize, usize, Type)], envelope: Envelope) -> Result<Layout> {
+        let mut layout = Layout::from_blocks(&Type::Predefined(crate::datatype::BYTE), &[], envelope.clone())?;
         let mut base: Option<Option<(&'static Datatype, usize)>> = None;
         let (mut lb, mut ub, mut true_lb, mut true_ub) = (None::<isize>, None::<isize>, None::<isize>, None::<isize>);
         // Bounds set by markers: MPI_LB/MPI_UB parts, and parts whose own
@@ -442,7 +466,10 @@ impl Layout {
                 }
                 _ => {}
             }
-            let one = Layout::from_blocks(old, &[(*offset, *n)], Envelope::default());
+            let one = Layout::from_blocks(old, &[(*offset, *n)], Envelope::default())?;
+            if layout.blocks.len() + one.blocks.len() > MAX_BLOCKS {
+                return Err(too_many_blocks(layout.blocks.len() + one.blocks.len()));
+            }
             for b in &one.blocks {
                 push_block(&mut layout.blocks, *b);
             }
@@ -476,8 +503,29 @@ impl Layout {
         layout.true_extent = true_ub.unwrap_or(0) - layout.true_lb;
         layout.base = base.flatten();
         layout.marked = (marked_lb.is_some(), marked_ub.is_some());
-        layout
+        Ok(layout)
     }
+}
+
+/// At most how many blocks `parts` of an old datatype of `old_blocks`
+/// blocks make (saturating): a part of a `dense` old type is one block,
+/// and adjacent parts of one merge; otherwise each element of a part
+/// brings the old type's blocks.
+fn block_bound(parts: &[(isize, usize)], old_blocks: usize, old_extent: isize, dense: bool) -> usize {
+    let mut bound = 0usize;
+    let mut previous_end = None::<isize>;
+    for &(offset, n) in parts {
+        if n == 0 {
+            continue;
+        }
+        bound = match dense {
+            true if previous_end == Some(offset) => bound,
+            true => bound.saturating_add(1),
+            false => bound.saturating_add(n.saturating_mul(old_blocks)),
+        };
+        previous_end = Some(offset + n as isize * old_extent);
+    }
+    bound
 }
 
 /// `extent` rounded up to a multiple of `align` (MPI's epsilon).
@@ -515,7 +563,7 @@ mod tests {
     fn a_vector_is_its_blocks_at_their_strides_and_packs_them_in_order() {
         // MPI_Type_vector(3, 2, 4, MPI_INT): ints 0,1 4,5 8,9.
         let parts: Vec<(isize, usize)> = (0..3).map(|i| (i * 16, 2)).collect();
-        let layout = Layout::from_blocks(&int(), &parts, Envelope::default());
+        let layout = Layout::from_blocks(&int(), &parts, Envelope::default()).unwrap();
         assert_eq!(layout.size, 24);
         assert_eq!((layout.lb, layout.extent), (0, 40));
         assert_eq!(
@@ -537,8 +585,22 @@ mod tests {
     }
 
     #[test]
+    fn a_type_of_more_runs_than_a_datatype_holds_is_refused_before_they_are_listed() {
+        // Two ints 8 bytes apart: two runs per element, 12 bytes of extent.
+        let pair =
+            Type::Derived(Arc::new(Layout::from_blocks(&int(), &[(0, 1), (8, 1)], Envelope::default()).unwrap()));
+        let refused = Layout::from_blocks(&pair, &[(0, MAX_BLOCKS / 2 + 1)], Envelope::default()).unwrap_err();
+        assert_eq!(refused.class, class::NO_MEM);
+        assert!(refused.message.contains(&(MAX_BLOCKS + 2).to_string()), "{}", refused.message);
+        // Parts of a dense type that continue one another are one run,
+        // however many there are.
+        assert_eq!(block_bound(&[(0, 3), (12, 5), (32, 1)], 1, 4, true), 1);
+        assert_eq!(block_bound(&[(0, 3), (16, 5)], 1, 4, true), 2);
+    }
+
+    #[test]
     fn adjacent_blocks_merge_into_a_contiguous_type() {
-        let layout = Layout::from_blocks(&int(), &[(0, 4)], Envelope::default());
+        let layout = Layout::from_blocks(&int(), &[(0, 4)], Envelope::default()).unwrap();
         assert_eq!(layout.blocks, vec![Block { offset: 0, len: 16 }]);
         let contiguous = Type::Derived(Arc::new(layout));
         assert_eq!(contiguous.contiguous(10), Some(0));
@@ -549,7 +611,7 @@ mod tests {
     fn contiguous_elements_pack_and_unpack_in_one_copy_from_where_they_start() {
         // Two ints starting 8 bytes in (a resized-like shifted start):
         // elements end to end, so any count packs as one run of bytes.
-        let layout = Layout::from_blocks(&int(), &[(8, 2)], Envelope::default());
+        let layout = Layout::from_blocks(&int(), &[(8, 2)], Envelope::default()).unwrap();
         let shifted = Type::Derived(Arc::new(layout));
         assert_eq!(shifted.contiguous(1), Some(8));
         let data: Vec<i32> = (0..8).collect();
@@ -577,13 +639,14 @@ mod tests {
     #[test]
     fn a_struct_keeps_its_padding_out_of_its_data_and_has_no_single_base() {
         let double = lookup(0x4c00080b).unwrap();
-        let layout = Layout::from_struct(&[(0, 1, double.clone()), (8, 1, int())], Envelope::default());
+        let layout = Layout::from_struct(&[(0, 1, double.clone()), (8, 1, int())], Envelope::default()).unwrap();
         // { double; int; } is 16 bytes in C: the extent is rounded up to
         // the double's alignment (MPI's epsilon), the data stay 12 bytes.
         assert_eq!((layout.size, layout.extent, layout.elements), (12, 16, 2));
         assert!(layout.base.is_none());
         let short = lookup(0x4c000203).unwrap();
-        let layout = Layout::from_struct(&[(0, 1, short), (2, 1, lookup(0x4c000101).unwrap())], Envelope::default());
+        let layout =
+            Layout::from_struct(&[(0, 1, short), (2, 1, lookup(0x4c000101).unwrap())], Envelope::default()).unwrap();
         assert_eq!((layout.size, layout.extent), (3, 4), "{{ short; char; }} pads to the short's alignment");
     }
 
@@ -591,7 +654,7 @@ mod tests {
     fn an_upper_bound_the_program_sets_is_not_padded() {
         let double = lookup(0x4c00080b).unwrap();
         let ub = lookup(abi::UB).unwrap();
-        let layout = Layout::from_struct(&[(0, 1, double), (8, 1, int()), (12, 1, ub)], Envelope::default());
+        let layout = Layout::from_struct(&[(0, 1, double), (8, 1, int()), (12, 1, ub)], Envelope::default()).unwrap();
         assert_eq!(layout.extent, 12);
     }
 }

@@ -362,8 +362,9 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
         attrs.map(|(k, v)| (*k, v.for_c(), v.for_fortran(), v.is_integer(), attached_key(&state, *k))).collect()
     };
     let mut copied = Vec::new();
+    let mut copied_keys = Vec::new();
     for (keyval, for_c, for_fortran, integer, key) in attrs {
-        let Some(Keyval { copy: Some(copy), extra_state, proxies, .. }) = key else { continue };
+        let Some(whole_key @ Keyval { copy: Some(copy), extra_state, proxies, .. }) = key else { continue };
         let mut out: *mut c_void = std::ptr::null_mut();
         let mut flag: c_int = 0;
         let (handle, extra) = (old.handle(), extra_state as *mut c_void);
@@ -381,6 +382,7 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
             }
         };
         if code != abi::SUCCESS {
+            unwind_copies(new, &copied, &copied_keys);
             return Err(old.blame(MpiError::new(
                 class::OTHER,
                 format!("the copy callback of attribute key {keyval:#x} returned {code}"),
@@ -389,6 +391,7 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
         if flag != 0 {
             // The copy is of the kind of the original, as under MPICH.
             copied.push((keyval, AttrValue::new(integer, out as usize)));
+            copied_keys.push(whole_key);
         }
     }
     let mut state = state::lock("a duplication")?;
@@ -401,6 +404,18 @@ pub(super) fn copy_attrs(old: Object, new: Object) -> Result<()> {
 
 /// Deletes every attribute of `object` (`MPI_Comm_free`, `MPI_Type_free`),
 /// without the lock.
+/// Deletes, latest first, the attribute values copied for `new` before a
+/// copy callback failed: the duplicate is not made, and what the earlier
+/// callbacks made for it (a reference counted, memory allocated) is given
+/// back through the keys' delete callbacks, as freeing the duplicate would.
+/// The copy's failure is what the call reports: a delete callback failing
+/// too is not.
+fn unwind_copies(new: Object, copied: &[(c_int, AttrValue)], keys: &[Keyval]) {
+    for ((keyval, value), key) in copied.iter().zip(keys).rev() {
+        let _ = run_delete(new, *keyval, *key, value);
+    }
+}
+
 pub(super) fn delete_all(object: Object) -> Result<()> {
     let attrs: Vec<(c_int, AttrValue, Option<Keyval>)> = {
         let mut state = state::lock("a free")?;

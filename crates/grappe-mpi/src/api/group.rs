@@ -319,7 +319,12 @@ mpi_fn! {
     /// `MPI_Comm_create_group`: collective over the group's members only;
     /// a rank outside the group gets `MPI_COMM_NULL`. `tag` tells apart
     /// the creations that threads of one rank make at once, at
-    /// `MPI_THREAD_MULTIPLE` (below it no two calls overlap).
+    /// `MPI_THREAD_MULTIPLE`. The members agree on its context as an
+    /// idup's do, apart from the communicator's other agreements: a member
+    /// may have started an `MPI_Comm_idup` of the communicator that the
+    /// others only start after this call (the call is not one of the
+    /// communicator's collectives), which a blocking agreement, waiting
+    /// for this rank's idups first, would never see end.
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
         let mut state = state::lock("MPI_Comm_create_group")?;
         let entry = state.intra(comm)?;
@@ -336,28 +341,9 @@ mpi_fn! {
             positions.push(position);
         }
         let handler = entry.errhandler;
-        let created = match crate::waiting::multiple() {
-            false => entry.comm.create_group(&positions).map_err(|e| MpiError::from(e).on(comm))?,
-            true => {
-                // Threads of a rank may make these at once, told apart by
-                // their tags: agreed as an idup, outside the lock (see
-                // `comm::split_intra`).
-                let parent = entry.comm.clone();
-                match parent.start_create_group(state.scope, &positions, tag).map_err(|e| MpiError::from(e).on(comm))? {
-                    None => None,
-                    Some((request, pending)) => {
-                        let (locked, (pending, parent)) =
-                            crate::api::comm::agreed_outside("MPI_Comm_create_group", state, request, (pending, parent))
-                                .map_err(|e| e.on(comm))?;
-                        state = locked;
-                        let made = pending.finish();
-                        drop(parent);
-                        let message = "the context agreement of the communicator did not complete";
-                        Some(made.ok_or_else(|| MpiError::new(class::INTERN, message).on(comm))?)
-                    }
-                }
-            }
-        };
+        let parent = entry.comm.clone();
+        let (locked, created) = create_group_agreed("MPI_Comm_create_group", state, parent, &positions, tag).map_err(|e| e.on(comm))?;
+        state = locked;
         let handle = match created {
             Some(created) => state.add_comm(created, handler),
             None => abi::COMM_NULL,
@@ -365,6 +351,30 @@ mpi_fn! {
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }
     }
+}
+
+/// A communicator of `positions` (ranks of `parent`, in the new one's
+/// order) that only they make, `None` at a rank outside them: the members
+/// agree on its context as an idup's do, at `tag`, outside the lock (see
+/// `comm::split_intra`), apart from the other agreements under way (the
+/// blocking `create_group` waits for this rank's pending idups first, which
+/// the other members may only start after this call, and never returns).
+pub(super) fn create_group_agreed(
+    call: &str,
+    state: Locked,
+    parent: grappe_comm::Communicator,
+    positions: &[usize],
+    tag: c_int,
+) -> Result<(Locked, Option<grappe_comm::Communicator>)> {
+    let Some((request, pending)) = parent.start_create_group(state.scope, positions, tag).map_err(MpiError::from)?
+    else {
+        return Ok((state, None));
+    };
+    let (state, (pending, parent)) = crate::api::comm::agreed_outside(call, state, request, (pending, parent))?;
+    let made = pending.finish();
+    drop(parent);
+    let message = "the context agreement of the communicator did not complete";
+    Ok((state, Some(made.ok_or_else(|| MpiError::new(class::INTERN, message))?)))
 }
 
 /// The info key naming a hardware resource (MPI 4), and the one resource

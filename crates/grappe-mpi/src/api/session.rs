@@ -197,14 +197,15 @@ mpi_fn! {
             return Err(MpiError::new(class::ARG, format!("stringtag of {} characters is longer than MPI_MAX_STRINGTAG_LEN", tag.len())));
         }
         crate::api::errh::check_handler(errhandler)?;
-        let mut state = state::lock("MPI_Comm_create_from_group")?;
+        let state = state::lock("MPI_Comm_create_from_group")?;
         let members = crate::api::group::members(&state, group)?;
-        let world = &state.comm(abi::COMM_WORLD)?.comm;
+        let world = state.comm(abi::COMM_WORLD)?.comm.clone();
         let me = world.world_rank_of(world.rank()).map_err(MpiError::from)?;
         if !members.contains(&me) {
             return Err(MpiError::new(class::GROUP, format!("world rank {me} calls MPI_Comm_create_from_group with a group it is not a member of")));
         }
-        let created = world.create_group(&members).map_err(MpiError::from)?;
+        // World ranks are the ranks of MPI_COMM_WORLD.
+        let (mut state, created) = crate::api::group::create_group_agreed("MPI_Comm_create_from_group", state, world, &members, 0)?;
         let handle = created.map_or(abi::COMM_NULL, |comm| state.add_comm(comm, errhandler));
         // SAFETY: the caller's output argument.
         unsafe { put(newcomm, handle, "newcomm") }

@@ -271,7 +271,10 @@ mpi_fn! {
         let keep: Vec<bool> = unsafe { c_array(remain_dims, dims.len(), "remain_dims")? }.iter().map(|&k| k != 0).collect();
         let entry = state.intra(comm)?;
         let me = coords_of(&dims, entry.comm.rank());
-        // Ranks with the same coordinates in the dropped dimensions share a sub-grid.
+        // Ranks with the same coordinates in the dropped dimensions share a
+        // sub-grid. Keeping no dimension gives every rank a sub-grid of its
+        // own: a zero-dimensional grid of one process (MPI 4.0 §8.5.7: each
+        // process gets the communicator of the sub-grid it belongs to).
         let (mut color, mut key) = (0u32, 0i32);
         for d in 0..dims.len() {
             if keep[d] {
@@ -280,20 +283,8 @@ mpi_fn! {
                 color = color * dims[d] as u32 + me[d] as u32;
             }
         }
-        // Keeping no dimension makes a zero-dimensional grid, which has
-        // one process, as `MPI_Cart_create` with no dimension makes it:
-        // rank 0's, the others get MPI_COMM_NULL (MPICH does the same).
-        let zero_dimensional = !keep.contains(&true);
-        let color = match zero_dimensional {
-            true => (entry.comm.rank() == 0).then_some(0),
-            false => Some(color),
-        };
         drop(state);
-        let handle = crate::api::comm::split_intra("MPI_Cart_sub", comm, color, key)?;
-        if handle == abi::COMM_NULL {
-            // SAFETY: the caller's output argument.
-            return unsafe { put(newcomm, abi::COMM_NULL, "newcomm") };
-        }
+        let handle = crate::api::comm::split_intra("MPI_Cart_sub", comm, Some(color), key)?;
         let mut state = state::lock("MPI_Cart_sub")?;
         let slot = state.comm_slot(handle)?;
         let (sub_dims, sub_periods) = dims.iter().zip(&periods).zip(&keep).filter(|(_, k)| **k).map(|((d, p), _)| (*d, *p)).unzip();

@@ -110,13 +110,28 @@ counted_fn! {
         let old = types::lookup(oldtype)?;
         let n = count_of(n, NAME)?;
         let env = counted_envelope(combiner::CONTIGUOUS, (&[], &[n as Count], &[]), vec![], vec![oldtype]);
-        give(Layout::from_blocks(&old, &[(0, n)], env), newtype)
+        give(Layout::from_blocks(&old, &[(0, n)], env)?, newtype)
     }
 }
 
-/// Blocks of `blocklength` elements, `count` of them, `stride` bytes apart.
-fn strided(n: usize, blocklength: usize, stride: isize) -> Vec<(isize, usize)> {
-    (0..n as isize).map(|i| (i * stride, blocklength)).collect()
+/// Blocks of `blocklength` elements of `old`, `n` of them, `stride` bytes
+/// apart. Blocks that touch are one part (the vector is contiguous), and
+/// more parts than a datatype may hold blocks is refused before they are
+/// listed.
+fn strided(old: &Type, n: usize, blocklength: usize, stride: isize) -> Result<Vec<(isize, usize)>> {
+    if n == 0 || blocklength == 0 {
+        return Ok(Vec::new());
+    }
+    if n == 1 || stride == blocklength as isize * old.extent() {
+        let total = n.checked_mul(blocklength).ok_or_else(|| {
+            MpiError::new(class::COUNT, format!("{n} blocks of {blocklength} elements overflow a count"))
+        })?;
+        return Ok(vec![(0, total)]);
+    }
+    if n > types::MAX_BLOCKS {
+        return Err(types::too_many_blocks(n));
+    }
+    Ok((0..n as isize).map(|i| (i * stride, blocklength)).collect())
 }
 
 counted_fn! {
@@ -125,7 +140,7 @@ counted_fn! {
         let old = types::lookup(oldtype)?;
         let (n, len) = (count_of(n, NAME)?, count_of(blocklength, NAME)?);
         let env = counted_envelope(combiner::VECTOR, (&[], &[n as Count, len as Count, stride.wide()], &[]), vec![], vec![oldtype]);
-        give(Layout::from_blocks(&old, &strided(n, len, stride.wide() as isize * old.extent()), env), newtype)
+        give(Layout::from_blocks(&old, &strided(&old, n, len, stride.wide() as isize * old.extent())?, env)?, newtype)
     }
 }
 
@@ -142,7 +157,7 @@ fn hvector(
     let (n, len) = (count_of(n, call)?, count_of(blocklength, call)?);
     let counts = [n as Count, len as Count];
     let env = counted_envelope(combiner::HVECTOR, (&[], &counts, &[]), vec![stride as isize], vec![oldtype]);
-    give(Layout::from_blocks(&old, &strided(n, len, stride as isize), env), newtype)
+    give(Layout::from_blocks(&old, &strided(&old, n, len, stride as isize)?, env)?, newtype)
 }
 
 counted_fn! {
@@ -175,7 +190,7 @@ counted_fn! {
         let parts = blocks(&lens, displs.iter().map(|&d| d as isize * old.extent()), NAME)?;
         let counts = [&[n as Count][..], &lens, &displs].concat();
         let env = counted_envelope(combiner::INDEXED, (&[], &counts, &[]), vec![], vec![oldtype]);
-        give(Layout::from_blocks(&old, &parts, env), newtype)
+        give(Layout::from_blocks(&old, &parts, env)?, newtype)
     }
 }
 
@@ -191,7 +206,7 @@ fn hindexed(call: &str, lens: &[Count], displs: &[c_long], oldtype: c_int, newty
     let counts = [&[lens.len() as Count][..], lens].concat();
     let addresses = displs.iter().map(|&d| d as isize).collect();
     let env = counted_envelope(combiner::HINDEXED, (&[], &counts, &[]), addresses, vec![oldtype]);
-    give(Layout::from_blocks(&old, &parts, env), newtype)
+    give(Layout::from_blocks(&old, &parts, env)?, newtype)
 }
 
 counted_fn! {
@@ -242,7 +257,7 @@ counted_fn! {
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize * old.extent(), len)).collect();
         let counts = [&[n as Count, len as Count][..], &displs].concat();
         let env = counted_envelope(combiner::INDEXED_BLOCK, (&[], &counts, &[]), vec![], vec![oldtype]);
-        give(Layout::from_blocks(&old, &parts, env), newtype)
+        give(Layout::from_blocks(&old, &parts, env)?, newtype)
     }
 }
 
@@ -262,7 +277,7 @@ counted_fn! {
         let parts: Vec<(isize, usize)> = displs.iter().map(|&d| (d as isize, len)).collect();
         let addresses = displs.iter().map(|&d| d as isize).collect();
         let env = counted_envelope(combiner::HINDEXED_BLOCK, (&[], &[n as Count, len as Count], &[]), addresses, vec![oldtype]);
-        give(Layout::from_blocks(&old, &parts, env), newtype)
+        give(Layout::from_blocks(&old, &parts, env)?, newtype)
     }
 }
 
@@ -275,7 +290,7 @@ fn structure(call: &str, lens: &[Count], displs: &[c_long], olds: &[c_int], newt
     let counts = [&[lens.len() as Count][..], lens].concat();
     let addresses = displs.iter().map(|&d| d as isize).collect();
     let env = counted_envelope(combiner::STRUCT, (&[], &counts, &[]), addresses, olds.to_vec());
-    give(Layout::from_struct(&parts, env), newtype)
+    give(Layout::from_struct(&parts, env)?, newtype)
 }
 
 counted_fn! {
@@ -319,7 +334,7 @@ counted_fn! {
     fn MPI_Type_create_resized / PMPI_Type_create_resized, MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int) {
         let old = types::lookup(oldtype)?;
         let env = envelope(combiner::RESIZED, vec![], vec![lb as isize, extent as isize], vec![oldtype]);
-        let mut layout = Layout::from_blocks(&old, &[(0, 1)], env);
+        let mut layout = Layout::from_blocks(&old, &[(0, 1)], env)?;
         layout.lb = lb as isize;
         layout.extent = extent as isize;
         layout.marked = (true, true);
@@ -365,7 +380,7 @@ counted_fn! {
             for (k, &d) in outer.iter().enumerate() {
                 offset += (starts[d] as isize + index[k] as isize) * stride[d];
             }
-            parts.push((offset, subsizes[fastest] as usize));
+            push_part(&mut parts, (offset, subsizes[fastest] as usize), old.extent())?;
             for k in (0..outer.len()).rev() {
                 index[k] += 1;
                 if index[k] < subsizes[outer[k]] as usize {
@@ -376,11 +391,28 @@ counted_fn! {
         }
         let counts = [&sizes[..], &subsizes, &starts].concat();
         let env = counted_envelope(combiner::SUBARRAY, (&[n as c_int], &counts, &[order]), vec![], vec![oldtype]);
-        let mut layout = Layout::from_blocks(&old, &parts, env);
+        let mut layout = Layout::from_blocks(&old, &parts, env)?;
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
     }
+}
+
+/// Appends `part` (offset, elements of `extent` bytes) to `parts`, as part
+/// of the last one if it continues it; more parts than a datatype may hold
+/// blocks is an error (a subarray or darray of more separate runs).
+fn push_part(parts: &mut Vec<(isize, usize)>, part: (isize, usize), extent: isize) -> Result<()> {
+    if let Some((start, len)) = parts.last_mut() {
+        if *start + *len as isize * extent == part.0 {
+            *len += part.1;
+            return Ok(());
+        }
+    }
+    if parts.len() == types::MAX_BLOCKS {
+        return Err(types::too_many_blocks(parts.len() + 1));
+    }
+    parts.push(part);
+    Ok(())
 }
 
 /// The global indices of one dimension that process coordinate `coord`
@@ -472,10 +504,7 @@ counted_fn! {
             let mut index = vec![0usize; n];
             'elements: loop {
                 let offset: isize = dims.iter().map(|&d| held[d][index[d]] as isize * stride[d]).sum();
-                match parts.last_mut() {
-                    Some((start, len)) if *start + *len as isize * extent == offset => *len += 1,
-                    _ => parts.push((offset, 1usize)),
-                }
+                push_part(&mut parts, (offset, 1), extent)?;
                 for &d in dims.iter().rev() {
                     index[d] += 1;
                     if index[d] < held[d].len() {
@@ -488,7 +517,7 @@ counted_fn! {
         }
         let after = [distribs, dargs, psizes, &[order][..]].concat();
         let env = counted_envelope(combiner::DARRAY, (&[size, rank, ndims], &gsizes, &after), vec![], vec![oldtype]);
-        let mut layout = Layout::from_blocks(&old, &parts, env);
+        let mut layout = Layout::from_blocks(&old, &parts, env)?;
         layout.lb = 0;
         layout.extent = total;
         give(layout, newtype)
@@ -502,16 +531,26 @@ mpi_fn! {
         let mut layout = match &old {
             Type::Derived(layout) => (**layout).clone(),
             // A predefined datatype is committed, and so is its copy.
-            Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default()) },
+            Type::Predefined(_) => Layout { committed: true, ..Layout::from_blocks(&old, &[(0, 1)], Envelope::default())? },
         };
         layout.envelope = envelope(combiner::DUP, vec![], vec![], vec![oldtype]);
         // The copy has the type's properties and attributes, not its name:
         // a name is the object's own, as under MPICH.
         layout.name = Default::default();
-        give(layout, newtype)?;
-        // SAFETY: written just above.
-        let copy = unsafe { get(newtype, "newtype")? };
-        crate::api::attr::copy_attrs(crate::api::attr::Object::Datatype(oldtype), crate::api::attr::Object::Datatype(copy))
+        let copy = types::register(layout);
+        let copied = crate::api::attr::copy_attrs(crate::api::attr::Object::Datatype(oldtype), crate::api::attr::Object::Datatype(copy));
+        if let Err(e) = copied {
+            // A copy callback failed (the attributes copied before it are
+            // deleted again): the copy goes, and the program gets
+            // MPI_DATATYPE_NULL with the error, as MPI_Comm_dup gives
+            // MPI_COMM_NULL.
+            types::free(copy)?;
+            // SAFETY: the caller's output argument.
+            unsafe { put(newtype, abi::DATATYPE_NULL, "newtype")? };
+            return Err(e);
+        }
+        // SAFETY: the caller's output argument.
+        unsafe { put(newtype, copy, "newtype") }
     }
 }
 
@@ -944,7 +983,7 @@ fn f90(combiner: c_int, typeclass: c_int, params: &[c_int], size: c_int, newtype
     let old = fortran_type(typeclass, size)
         .ok_or_else(|| MpiError::new(class::ARG, format!("no Fortran datatype holds the parameters {params:?}")))?;
     let base = types::lookup(old)?;
-    let mut layout = Layout::from_blocks(&base, &[(0, 1)], envelope(combiner, params.to_vec(), vec![], vec![]));
+    let mut layout = Layout::from_blocks(&base, &[(0, 1)], envelope(combiner, params.to_vec(), vec![], vec![]))?;
     layout.committed = true;
     give(layout, newtype)
 }

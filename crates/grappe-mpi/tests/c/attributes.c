@@ -6,8 +6,11 @@
  * never takes over its callbacks, and a program that kept a freed key's
  * handle may still delete its attribute with it (as MPICH lets it). A
  * failing delete callback makes the call fail and leaves the attribute; a
- * failing copy callback makes MPI_Comm_dup fail with MPI_COMM_NULL (both
- * erroneous per MPI, both what MPICH does). MPI_LASTUSEDCODE is at least
+ * failing copy callback makes MPI_Comm_dup fail with MPI_COMM_NULL, and
+ * MPI_Type_dup fail with MPI_DATATYPE_NULL (erroneous per MPI, what MPICH
+ * does), the attributes already copied onto the failed copy deleted again
+ * through their keys' delete callbacks (MPICH 4.0.2 leaves those of a
+ * communicator undeleted). MPI_LASTUSEDCODE is at least
  * MPI_ERR_LASTCODE (MPI-4.0 9.5). Runs on any number of ranks. */
 #include "check.h"
 
@@ -105,10 +108,69 @@ static void failing_callbacks(void)
     CHECK(MPI_Comm_delete_attr(comm, key) != MPI_SUCCESS, "MPI_Comm_delete_attr whose delete callback fails");
     CHECK_MPI(MPI_Comm_get_attr(comm, key, &got, &flag));
     CHECK_INT(1, flag, "the attribute after its delete callback failed");
+    int copying = MPI_KEYVAL_INVALID;
+    CHECK_MPI(MPI_Comm_create_keyval(copy_value, count_delete, &copying, NULL));
+    CHECK_MPI(MPI_Comm_set_attr(comm, copying, &value));
+    int copies_before = copies, deletes_before = deletes;
     CHECK(MPI_Comm_dup(comm, &dup) != MPI_SUCCESS, "MPI_Comm_dup whose copy callback fails");
     CHECK(dup == MPI_COMM_NULL, "the new communicator of a failed MPI_Comm_dup is MPI_COMM_NULL");
+    CHECK_INT(copies - copies_before, deletes - deletes_before,
+              "deletes of the attributes copied onto a failed MPI_Comm_dup's duplicate");
+    CHECK_MPI(MPI_Comm_delete_attr(comm, copying));
+    CHECK_MPI(MPI_Comm_free_keyval(&copying));
     CHECK_MPI(MPI_Comm_free(&comm));
     CHECK_MPI(MPI_Comm_free_keyval(&key));
+}
+
+static int type_copies, type_deletes;
+
+static int copy_type_value(MPI_Datatype type, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)type, (void)keyval, (void)extra;
+    type_copies++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_type_delete(MPI_Datatype type, int keyval, void *attr, void *extra)
+{
+    (void)type, (void)keyval, (void)attr, (void)extra;
+    type_deletes++;
+    return MPI_SUCCESS;
+}
+
+static int refuse_type_copy(MPI_Datatype type, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)type, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 1;
+    return MPI_ERR_OTHER;
+}
+
+/* A datatype with an attribute that copies and one that refuses: its dup
+ * fails, gives MPI_DATATYPE_NULL, and whatever was copied onto the copy
+ * before the refusal is deleted again. */
+static void failing_type_copy(void)
+{
+    MPI_Datatype type = MPI_DATATYPE_NULL, dup = MPI_INT;
+    int copying = MPI_KEYVAL_INVALID, refusing = MPI_KEYVAL_INVALID;
+    CHECK_MPI(MPI_Type_dup(MPI_DOUBLE, &type));
+    CHECK_MPI(MPI_Type_create_keyval(copy_type_value, count_type_delete, &copying, NULL));
+    CHECK_MPI(MPI_Type_create_keyval(refuse_type_copy, MPI_TYPE_NULL_DELETE_FN, &refusing, NULL));
+    CHECK_MPI(MPI_Type_set_attr(type, copying, &value));
+    CHECK_MPI(MPI_Type_set_attr(type, refusing, &value));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Type_dup(type, &dup);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    CHECK(rc != MPI_SUCCESS, "MPI_Type_dup whose copy callback fails");
+    CHECK(dup == MPI_DATATYPE_NULL, "the new datatype of a failed MPI_Type_dup is MPI_DATATYPE_NULL");
+    CHECK_INT(type_copies, type_deletes, "deletes of the attributes copied onto a failed MPI_Type_dup's copy");
+    CHECK_MPI(MPI_Type_free(&type));
+    CHECK_INT(type_copies + 1, type_deletes, "deletes once the original datatype is freed too");
+    CHECK_MPI(MPI_Type_free_keyval(&copying));
+    CHECK_MPI(MPI_Type_free_keyval(&refusing));
 }
 
 static void kept_handle_of_a_freed_key(void)
@@ -142,6 +204,7 @@ int main(int argc, char **argv)
     check_start("attributes");
     freed_key_still_copies_and_deletes();
     failing_callbacks();
+    failing_type_copy();
     kept_handle_of_a_freed_key();
     last_used_code();
 

@@ -2,7 +2,10 @@
  * it at different times and wait for one another in between, several may
  * be under way on different communicators and complete in any order, on
  * intercommunicators too; the duplicates work and carry the attributes.
- * Every case would hang if the duplicate were made at the call. */
+ * Every case would hang if the duplicate were made at the call. An
+ * MPI_Comm_create_group of the same communicator (not one of its
+ * collectives) may come before the idup at some ranks and after it at
+ * others. */
 #include "check.h"
 
 static int rank, size;
@@ -184,6 +187,31 @@ static void free_refused(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* Even ranks make a communicator of the whole group with
+ * MPI_Comm_create_group, then start an idup; odd ranks start the idup
+ * first: the creation must not wait for the idup, which the even ranks
+ * only start after it. */
+static void create_group_beside_idup(void)
+{
+    MPI_Group world_group;
+    MPI_Comm made = MPI_COMM_NULL, dup = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    if (rank % 2 == 0) {
+        CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, world_group, 7, &made));
+        CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request));
+    } else {
+        CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request));
+        CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, world_group, 7, &made));
+    }
+    CHECK_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    check_ring(made, "a communicator made by MPI_Comm_create_group beside an idup");
+    check_ring(dup, "an idup beside MPI_Comm_create_group");
+    CHECK_MPI(MPI_Comm_free(&made));
+    CHECK_MPI(MPI_Comm_free(&dup));
+    CHECK_MPI(MPI_Group_free(&world_group));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -195,5 +223,6 @@ int main(int argc, char **argv)
     overlapping();
     intercommunicator();
     free_refused();
+    create_group_beside_idup();
     return check_finish();
 }

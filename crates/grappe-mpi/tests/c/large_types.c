@@ -9,8 +9,16 @@
  * element takes minutes: the harness's timeout reports it); sizes,
  * extents and true extents are checked against MPI's definitions; and
  * data sent through a negative-stride vector and a resized-contiguous
- * type arrives in MPI's order. */
+ * type arrives in MPI's order.
+ *
+ * Vectors of a billion blocks, as MPI 3's large-count functions are made to
+ * query: blocks that touch make a contiguous type, whose size and extent
+ * beyond an int are right; blocks apart are a billion separate runs, which
+ * a library that lays types out run by run may refuse (MPI_ERR_NO_MEM, as
+ * grappe does beyond 2^28 runs) but must not hang on or exhaust memory for;
+ * if it makes the type, its size and extent are right too. */
 #include "check.h"
+#include <limits.h>
 
 #define DOUBLE_ELEMENTS (1 << 26)
 #define ROW (1 << 20)
@@ -97,6 +105,45 @@ static void shifted_lower_bound(int rank, int size)
     CHECK_MPI(MPI_Type_free(&shifted));
 }
 
+static void check_large_extent(MPI_Datatype type, MPI_Count size, MPI_Count extent, const char *what)
+{
+    MPI_Count got_size = -1, lb = -1, got_extent = -1;
+    CHECK_MPI(MPI_Type_size_x(type, &got_size));
+    CHECK_MPI(MPI_Type_get_extent_x(type, &lb, &got_extent));
+    CHECK_INT(size, got_size, "%s: size", what);
+    CHECK_INT(0, lb, "%s: lower bound", what);
+    CHECK_INT(extent, got_extent, "%s: extent", what);
+}
+
+static void billion_blocks(void)
+{
+    const MPI_Count n = INT_MAX / 2;
+    MPI_Datatype touching, touching_bytes, four_ints, apart;
+    CHECK_MPI(MPI_Type_vector((int) n, 2, 2, MPI_INT, &touching));
+    check_large_extent(touching, n * 2 * sizeof(int), n * 2 * sizeof(int), "a vector of a billion touching blocks");
+    CHECK_MPI(MPI_Type_free(&touching));
+    CHECK_MPI(MPI_Type_create_hvector((int) n, 2, 2 * sizeof(int), MPI_INT, &touching_bytes));
+    check_large_extent(touching_bytes, n * 2 * sizeof(int), n * 2 * sizeof(int), "an hvector of a billion touching blocks");
+    CHECK_MPI(MPI_Type_free(&touching_bytes));
+
+    CHECK_MPI(MPI_Type_contiguous(4, MPI_INT, &four_ints));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Type_vector((int) n, 1, 3, four_ints, &apart);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    if (rc == MPI_SUCCESS) {
+        check_large_extent(apart, n * 4 * sizeof(int), (n - 1) * 12 * sizeof(int) + 4 * sizeof(int),
+                           "a vector of a billion separate blocks");
+        CHECK_MPI(MPI_Type_free(&apart));
+    } else {
+        int class = -1;
+        MPI_Error_class(rc, &class);
+        CHECK_INT(MPI_ERR_NO_MEM, class, "the error class refusing a vector of a billion separate blocks");
+    }
+    CHECK_MPI(MPI_Type_free(&four_ints));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -107,5 +154,6 @@ int main(int argc, char **argv)
     many_large_types();
     negative_stride(rank, size);
     shifted_lower_bound(rank, size);
+    billion_blocks();
     return check_finish();
 }

@@ -1,7 +1,9 @@
 /* MPI 4's sessions, opened between MPI_Init and MPI_Finalize: the process
  * sets mpi://WORLD and mpi://SELF, their groups and the communicators made
  * from them, a session's hints and error handler, a finalized session
- * refused, and MPI_Info_create_env. */
+ * refused, and MPI_Info_create_env; a communicator of mpi://WORLD made
+ * while an idup of MPI_COMM_WORLD is under way at some ranks and not yet
+ * started at the others. */
 #include "check.h"
 
 static int rank, size;
@@ -43,6 +45,32 @@ static void communicator_of(MPI_Session session, const char *pset, int expected_
     CHECK_INT(expected_size, sum, "a sum over the communicator from %s", pset);
     CHECK_MPI(MPI_Comm_free(&comm));
     CHECK_MPI(MPI_Group_free(&group));
+}
+
+/* The communicator of mpi://WORLD made while an idup of MPI_COMM_WORLD is
+ * under way at the odd ranks, which the even ranks start only once it is
+ * made (MPI_Comm_create_from_group is not one of MPI_COMM_WORLD's
+ * collectives). */
+static void world_beside_idup(MPI_Session session)
+{
+    MPI_Group world = MPI_GROUP_NULL;
+    MPI_Comm dup = MPI_COMM_NULL, made = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+    CHECK_MPI(MPI_Group_from_session_pset(session, "mpi://WORLD", &world));
+    if (rank % 2 == 1)
+        CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request));
+    CHECK_MPI(MPI_Comm_create_from_group(world, "org.grappe.beside-idup", MPI_INFO_NULL, MPI_ERRORS_RETURN, &made));
+    if (rank % 2 == 0)
+        CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request));
+    CHECK_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    int sum = -1, one = 1;
+    CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made));
+    CHECK_INT(size, sum, "a sum over the communicator made beside an idup");
+    CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup));
+    CHECK_INT(size, sum, "a sum over the idup made beside MPI_Comm_create_from_group");
+    CHECK_MPI(MPI_Comm_free(&made));
+    CHECK_MPI(MPI_Comm_free(&dup));
+    MPI_Group_free(&world);
 }
 
 int main(int argc, char **argv)
@@ -87,6 +115,7 @@ int main(int argc, char **argv)
 
     communicator_of(session, "mpi://WORLD", size);
     communicator_of(session, "mpi://SELF", 1);
+    world_beside_idup(session);
 
     /* An unknown process set is an error the session's handler returns
      * (MPICH 4.0.2 gives it to the world's handler instead). */

@@ -1,10 +1,46 @@
 /* Cartesian topologies: a 2-D grid from MPI_Dims_create, coordinates and
  * ranks both ways, shifts with and without periods, MPI_Cart_get, and
- * MPI_Cart_sub keeping each dimension, both, or none (a zero-dimensional
- * grid: one process, rank 0's; the others get MPI_COMM_NULL). */
+ * MPI_Cart_sub keeping each dimension, both, or none: keeping none gives
+ * every rank a sub-grid of its own, a zero-dimensional grid of one process
+ * (MPI 4.0 section 8.5.7), not MPI_COMM_NULL. */
 #include "check.h"
 
 static int rank, size;
+
+/* Keeping no dimension: each rank gets a zero-dimensional Cartesian
+ * communicator holding itself alone, and a sub-grid of that is the same. */
+static void zero_dimensional(MPI_Comm grid)
+{
+    int none[2] = {0, 0}, result = -1, n = -1, ndims = -1, kind = -1, r = -1, self_rank = -1;
+    MPI_Comm point, again;
+    CHECK_MPI(MPI_Cart_sub(grid, none, &point));
+    CHECK(point != MPI_COMM_NULL, "rank %d gets a zero-dimensional grid, not MPI_COMM_NULL", rank);
+    if (point == MPI_COMM_NULL) return;
+    CHECK_MPI(MPI_Comm_size(point, &n));
+    CHECK_INT(1, n, "the zero-dimensional grid's size");
+    CHECK_MPI(MPI_Topo_test(point, &kind));
+    CHECK_INT(MPI_CART, kind, "the zero-dimensional grid's topology");
+    CHECK_MPI(MPI_Cartdim_get(point, &ndims));
+    CHECK_INT(0, ndims, "the zero-dimensional grid's dimensions");
+    CHECK_MPI(MPI_Cart_rank(point, NULL, &self_rank));
+    CHECK_INT(0, self_rank, "MPI_Cart_rank in a zero-dimensional grid");
+    CHECK_MPI(MPI_Comm_compare(MPI_COMM_SELF, point, &result));
+    CHECK_INT(MPI_CONGRUENT, result, "the zero-dimensional grid and MPI_COMM_SELF");
+    /* The grid is this rank alone: a message to rank 0 comes back to it. */
+    int sent = rank, got = -1;
+    CHECK_MPI(MPI_Sendrecv(&sent, 1, MPI_INT, 0, 5, &got, 1, MPI_INT, 0, 5, point, MPI_STATUS_IGNORE));
+    CHECK_INT(rank, got, "a message to rank 0 of the zero-dimensional grid");
+    CHECK_MPI(MPI_Cart_sub(point, none, &again));
+    CHECK(again != MPI_COMM_NULL, "a sub-grid of a zero-dimensional grid");
+    if (again != MPI_COMM_NULL) {
+        CHECK_MPI(MPI_Comm_rank(again, &r));
+        CHECK_INT(0, r, "the rank in the sub-grid of a zero-dimensional grid");
+        CHECK_MPI(MPI_Cartdim_get(again, &ndims));
+        CHECK_INT(0, ndims, "the sub-grid of a zero-dimensional grid has no dimension");
+        CHECK_MPI(MPI_Comm_free(&again));
+    }
+    CHECK_MPI(MPI_Comm_free(&point));
+}
 
 static void sub_grids(MPI_Comm grid, const int dims[2], const int me[2])
 {
@@ -30,22 +66,7 @@ static void sub_grids(MPI_Comm grid, const int dims[2], const int me[2])
     CHECK_INT(MPI_CONGRUENT, result, "the sub-grid keeping both dimensions");
     CHECK_MPI(MPI_Comm_free(&whole));
 
-    int none[2] = {0, 0};
-    MPI_Comm point;
-    CHECK_MPI(MPI_Cart_sub(grid, none, &point));
-    if (rank == 0) {
-        int n = -1, ndims = -1;
-        CHECK(point != MPI_COMM_NULL, "rank 0 gets the zero-dimensional grid");
-        CHECK_MPI(MPI_Comm_size(point, &n));
-        CHECK_INT(1, n, "the zero-dimensional grid's size");
-        CHECK_MPI(MPI_Cartdim_get(point, &ndims));
-        CHECK_INT(0, ndims, "the zero-dimensional grid's dimensions");
-        CHECK_MPI(MPI_Comm_compare(MPI_COMM_SELF, point, &result));
-        CHECK_INT(MPI_CONGRUENT, result, "the zero-dimensional grid and MPI_COMM_SELF");
-        CHECK_MPI(MPI_Comm_free(&point));
-    } else {
-        CHECK(point == MPI_COMM_NULL, "a rank other than 0 gets MPI_COMM_NULL for a zero-dimensional grid");
-    }
+    zero_dimensional(grid);
 }
 
 int main(int argc, char **argv)
