@@ -128,12 +128,15 @@ pub(super) unsafe fn contribution<'a>(
     recvtype: &Type,
     call: &str,
 ) -> Result<Cow<'a, [u8]>> {
+    let own_block = element(recvbuf, at, recvtype);
     if in_place(sendbuf) {
         // SAFETY: the rank's block of the receive buffer, as MPI requires.
-        let own = unsafe { outgoing(element(recvbuf, at, recvtype), recvcount, recvtype, call)? };
+        let own = unsafe { outgoing(own_block, recvcount, recvtype, call)? };
         return Ok(Cow::Owned(own.into_owned()));
     }
     let sendtype = types::committed(sendtype)?;
+    let send = (sendbuf, count_of(sendcount, call)?, &sendtype);
+    apart_from_own_block(send, (own_block, count_of(recvcount, call)?, recvtype), call)?;
     // SAFETY: MPI's rule for the send buffer.
     unsafe { outgoing(sendbuf, sendcount, &sendtype, call) }
 }
@@ -1145,6 +1148,32 @@ fn footprint(buf: *const c_void, count: usize, datatype: &Type) -> std::ops::Ran
     let last = (count as isize - 1) * extent;
     let (low, high) = (last.min(0) + true_lb, last.max(0) + true_lb + true_extent);
     (buf as usize).wrapping_add_signed(low)..(buf as usize).wrapping_add_signed(high)
+}
+
+/// `MPI_ERR_BUFFER` when a rank's send buffer overlaps its own block of
+/// the receive buffer (as a program that passes the block's address
+/// instead of `MPI_IN_PLACE` does): MPI forbids aliased arguments, and the
+/// gathers would read and write the same bytes through two slices. Each
+/// side is (buffer, count, datatype).
+fn apart_from_own_block(
+    (sendbuf, sendcount, sendtype): (*const c_void, usize, &Type),
+    (block, recvcount, recvtype): (*const c_void, usize, &Type),
+    call: &str,
+) -> Result<()> {
+    if sendcount == 0 || recvcount == 0 || sendtype.size() == 0 || recvtype.size() == 0 {
+        return Ok(());
+    }
+    let (send, own) = (footprint(sendbuf, sendcount, sendtype), footprint(block, recvcount, recvtype));
+    if send.start < own.end && own.start < send.end {
+        return Err(MpiError::new(
+            class::BUFFER,
+            format!(
+                "{call}: sendbuf ({sendbuf:p}) overlaps this rank's block of recvbuf ({block:p}): MPI forbids \
+                 aliased arguments (MPI_IN_PLACE as sendbuf takes the block from recvbuf)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `MPI_Reduce_local`'s two buffers: neither `MPI_IN_PLACE` (it has no

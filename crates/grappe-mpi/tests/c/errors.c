@@ -6,7 +6,8 @@
  * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
  * invalid request, a NULL output of MPI_Comm_get_info, MPI_IN_PLACE and
- * aliased buffers given to MPI_Reduce_local. MPI_Comm_get_errhandler returns what was set, and
+ * aliased buffers given to MPI_Reduce_local, gathers whose send buffer is
+ * the rank's own block of the receive buffer. MPI_Comm_get_errhandler returns what was set, and
  * duplicates inherit it. The program's own classes, codes and strings
  * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
  * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
@@ -206,6 +207,36 @@ static void collective_arguments(void)
     CHECK_ERROR(MPI_ERR_COUNT, MPI_Bcast(in, -1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast of -1 elements");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier(MPI_COMM_NULL), "MPI_Barrier(MPI_COMM_NULL)");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier((MPI_Comm)0x12345), "MPI_Barrier on the communicator 0x12345");
+
+    /* A gather whose send buffer is this rank's own block of the receive
+     * buffer, which MPI_IN_PLACE is the way to name: MPI forbids aliased
+     * arguments. Every rank of the call errs before any data moves. */
+    int *table = malloc(2 * size * sizeof(int)), *counts = malloc(size * sizeof(int)),
+        *displs = malloc(size * sizeof(int));
+    for (int r = 0; r < size; r++) {
+        counts[r] = 2;
+        displs[r] = 2 * (size - 1 - r);
+    }
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Allgather(table + 2 * rank, 2, MPI_INT, table, 2, MPI_INT, MPI_COMM_WORLD),
+                "MPI_Allgather from this rank's block of recvbuf");
+    CHECK_ERROR(MPI_ERR_BUFFER,
+                MPI_Allgatherv(table + displs[rank], 2, MPI_INT, table, counts, displs, MPI_INT, MPI_COMM_WORLD),
+                "MPI_Allgatherv from this rank's block of recvbuf");
+    if (check_on_grappe()) /* MPICH 4.0.2 compares the addresses only. */
+        CHECK_ERROR(MPI_ERR_BUFFER,
+                    MPI_Allgatherv(table + displs[rank] + 1, 1, MPI_INT, table, counts, displs, MPI_INT,
+                                   MPI_COMM_WORLD),
+                    "MPI_Allgatherv from the second element of this rank's block of recvbuf");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Gather(table, 2, MPI_INT, table, 2, MPI_INT, 0, MPI_COMM_SELF),
+                "MPI_Gather on MPI_COMM_SELF with sendbuf = recvbuf");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    table[0] = rank;
+    CHECK_MPI(MPI_Gather(table, 1, MPI_INT, table + 1, 1, MPI_INT, 0, MPI_COMM_SELF));
+    CHECK_INT(rank, table[1], "MPI_Gather on MPI_COMM_SELF into the element after sendbuf");
+    free(table);
+    free(counts);
+    free(displs);
 
     /* MPI_Reduce_local has no MPI_IN_PLACE form, and its buffers must not
      * overlap; buffers that only touch are fine. */
