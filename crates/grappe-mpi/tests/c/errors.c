@@ -3,7 +3,8 @@
  * non-empty MPI_Error_string, and the job goes on: a rank out of range,
  * negative counts, bad tags, MPI_DATATYPE_NULL, invalid and null
  * communicators, a null buffer, truncation (MPI_Recv, MPI_Wait, and
- * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
+ * MPI_Waitall's and MPI_Waitsome's MPI_ERR_IN_STATUS, returned as that
+ * very code, with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
  * invalid request, a NULL output of MPI_Comm_get_info, MPI_IN_PLACE and
  * aliased buffers given to MPI_Reduce_local, gathers whose send buffer is
@@ -136,6 +137,46 @@ static void point_to_point_arguments(void)
     CHECK_ERROR(MPI_ERR_REQUEST, MPI_Wait(&bogus, MPI_STATUS_IGNORE), "MPI_Wait on the request 0x12345");
 }
 
+/* MPI_Waitsome over a receive that gets a message of its size and one
+ * that gets `n` ints into 5 (from `out`, into `in`): whenever the
+ * truncated one completes the call returns the code MPI_ERR_IN_STATUS
+ * itself (programs compare the result with it), with outcount, the
+ * indices and each completed status's MPI_ERROR written. */
+static void waitsome_truncated(const int *out, int n, int *in)
+{
+    int fits[5], done[2] = {0, 0};
+    MPI_Request reqs[2], sends[2];
+    MPI_Status statuses[2];
+    CHECK_MPI(MPI_Irecv(fits, 5, MPI_INT, left, 6, MPI_COMM_WORLD, &reqs[0]));
+    CHECK_MPI(MPI_Irecv(in, 5, MPI_INT, left, 7, MPI_COMM_WORLD, &reqs[1]));
+    CHECK_MPI(MPI_Isend(out, 5, MPI_INT, right, 6, MPI_COMM_WORLD, &sends[0]));
+    CHECK_MPI(MPI_Isend(out, n, MPI_INT, right, 7, MPI_COMM_WORLD, &sends[1]));
+    while (!done[0] || !done[1]) {
+        int outcount = -1, indices[2] = {-1, -1}, truncated = 0;
+        check_preset_status(&statuses[0]);
+        check_preset_status(&statuses[1]);
+        int rc = MPI_Waitsome(2, reqs, &outcount, indices, statuses);
+        if (!CHECK(outcount >= 1 && outcount <= 2, "MPI_Waitsome's outcount is %d (rc %d)", outcount, rc))
+            break;
+        for (int k = 0; k < outcount; k++) {
+            done[indices[k] & 1] = 1;
+            truncated |= indices[k] == 1;
+        }
+        if (!truncated) {
+            CHECK_MPI(rc);
+            continue;
+        }
+        CHECK_INT(MPI_ERR_IN_STATUS, rc, "MPI_Waitsome with a receive of %d ints into 5", n);
+        for (int k = 0; k < outcount; k++) {
+            if (indices[k] == 1)
+                CHECK_ERROR(MPI_ERR_TRUNCATE, statuses[k].MPI_ERROR, "MPI_Waitsome: the truncated receive's MPI_ERROR");
+            else
+                CHECK_INT(MPI_SUCCESS, statuses[k].MPI_ERROR, "MPI_Waitsome: the fitting receive's MPI_ERROR");
+        }
+    }
+    CHECK_MPI(MPI_Waitall(2, sends, MPI_STATUSES_IGNORE));
+}
+
 /* Messages longer than the receive buffer, small and past the eager limit. */
 static void truncation(void)
 {
@@ -175,8 +216,9 @@ static void truncation(void)
         check_preset_status(&statuses[1]);
         CHECK_MPI(MPI_Irecv(in, 5, MPI_INT, left, 5, MPI_COMM_WORLD, &reqs[0]));
         CHECK_MPI(MPI_Isend(out, n, MPI_INT, right, 5, MPI_COMM_WORLD, &reqs[1]));
-        CHECK_ERROR(MPI_ERR_IN_STATUS, MPI_Waitall(2, reqs, statuses), "MPI_Waitall with a receive of %d ints into 5",
-                    n);
+        int rc = MPI_Waitall(2, reqs, statuses);
+        CHECK_ERROR(MPI_ERR_IN_STATUS, rc, "MPI_Waitall with a receive of %d ints into 5", n);
+        CHECK_INT(MPI_ERR_IN_STATUS, rc, "MPI_Waitall returns the code MPI_ERR_IN_STATUS itself");
         CHECK_ERROR(MPI_ERR_TRUNCATE, statuses[0].MPI_ERROR, "MPI_Waitall: the truncated receive's MPI_ERROR");
         CHECK_INT(left, statuses[0].MPI_SOURCE, "MPI_Waitall truncated: status.MPI_SOURCE");
         CHECK_INT(MPI_REQUEST_NULL, reqs[0], "MPI_Waitall frees the request that failed");
@@ -187,6 +229,7 @@ static void truncation(void)
             CHECK_INT(MPI_SUCCESS, statuses[1].MPI_ERROR, "MPI_Waitall: the send's MPI_ERROR");
             CHECK_INT(MPI_REQUEST_NULL, reqs[1], "MPI_Waitall frees the request that completed");
         }
+        waitsome_truncated(out, n, in);
         free(out);
         free(in);
     }
