@@ -920,17 +920,24 @@ pub(super) fn not_a_request(handle: c_int) -> MpiError {
     MpiError::new(class::REQUEST, format!("{handle:#x} is not a request handle (or its request completed already)"))
 }
 
-/// A persistent request, inactive until started.
-fn init_persistent(call: &str, persistent: PersistentP2p, request: *mut c_int) -> Result<()> {
+/// A persistent request, inactive until started. A derived datatype is
+/// kept under a handle of the request's own, so that the program may free
+/// its handle while the request lives (MPI: a freed datatype's pending
+/// communication is unaffected); [`release_kept_type`] frees it with the
+/// request.
+fn init_persistent(call: &str, mut persistent: PersistentP2p, request: *mut c_int) -> Result<()> {
     let mut state = state::lock(call)?;
     let entry = state.comm(persistent.comm)?;
     let on = |e: MpiError| e.on(persistent.comm);
-    message_type(persistent.datatype, persistent.count).map_err(on)?;
+    let datatype = message_type(persistent.datatype, persistent.count).map_err(on)?;
     crate::api::count_of(persistent.count, call).map_err(on)?;
     match persistent.send {
         true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
         false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
     };
+    if let Type::Derived(layout) = datatype {
+        persistent.datatype = types::register((*layout).clone());
+    }
     let handle = state.add_request(RequestSlot { now: None, persistent: Some(Persistent::P2p(persistent)) });
     // SAFETY: the caller's output argument.
     unsafe { put(request, handle, "request") }
@@ -1016,6 +1023,15 @@ counted_fn! {
             comm,
         };
         init_persistent(NAME, persistent, request)
+    }
+}
+
+/// Frees the datatype handle a persistent request kept (see
+/// [`init_persistent`]): a derived one is the request's own.
+pub(super) fn release_kept_type(persistent: &PersistentP2p) {
+    if let Ok(Type::Derived(_)) = types::lookup(persistent.datatype) {
+        // Only the request holds the handle, so it is there to free.
+        let _ = types::free(persistent.datatype);
     }
 }
 

@@ -697,8 +697,10 @@ mpi_fn! {
             .on(parent));
         }
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
-        if let Some(Persistent::Partitioned(round)) = &entry.persistent {
-            crate::api::partitioned::release(&mut state, round);
+        match &entry.persistent {
+            Some(Persistent::Partitioned(round)) => crate::api::partitioned::release(&mut state, round),
+            Some(Persistent::P2p(p)) => crate::api::p2p::release_kept_type(p),
+            _ => {}
         }
         if let Some(RequestEntry::Generalized(found)) = &entry.now {
             // SAFETY: the caller's request handle.
