@@ -39,13 +39,13 @@ fn persistent(call: &str, comm: c_int, request: *mut c_int, start: Starter) -> R
 macro_rules! init_fn {
     (
         $(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident => $started:path, $cstarted:path,
-        ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident, keeping ($($datatype:ident),*)
+        ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident, keeping ($($datatype:ident),*) $(and $op:ident)?
     ) => {
         #[allow(non_snake_case, dead_code)]
         mod $name {
             use super::*;
             type Int = c_int;
-            init_fn!($(#[$doc])* $name / $pname => $started, ($($arg: $ty),*), on $comm, keeping ($($datatype),*));
+            init_fn!($(#[$doc])* $name / $pname => $started, ($($arg: $ty),*), on $comm, keeping ($($datatype),*) $(and $op)?);
         }
         #[allow(non_snake_case, dead_code)]
         mod $cname {
@@ -53,13 +53,13 @@ macro_rules! init_fn {
             type Int = i64;
             init_fn!(
                 /// The large-count form (MPI 4): see the `int` form.
-                $cname / $pcname => $cstarted, ($($arg: $ty),*), on $comm, keeping ($($datatype),*)
+                $cname / $pcname => $cstarted, ($($arg: $ty),*), on $comm, keeping ($($datatype),*) $(and $op)?
             );
         }
     };
     (
         $(#[$doc:meta])* $name:ident / $pname:ident => $started:path, ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident,
-        keeping ($($datatype:ident),*)
+        keeping ($($datatype:ident),*) $(and $op:ident)?
     ) => {
         $crate::mpi_fn! {
             $(#[$doc])*
@@ -67,6 +67,7 @@ macro_rules! init_fn {
                 #[allow(unused_mut)]
                 let mut own = OwnTypes::default();
                 $(let $datatype = own.keep($datatype);)*
+                $(let $op = own.keep_op(stringify!($name), $op)?;)?
                 let start = move |fresh: *mut c_int| {
                     let _ = &own;
                     // SAFETY: MPI's rule for persistent collectives: what
@@ -119,31 +120,31 @@ init_fn!(
 init_fn!(
     /// `MPI_Reduce_init`.
     MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c => crate::api::icoll::PMPI_Ireduce::body, crate::api::icoll::PMPI_Ireduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, root: c_int, comm: c_int),
-    on comm, keeping (datatype)
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Allreduce_init`.
     MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c => crate::api::icoll::PMPI_Iallreduce::body, crate::api::icoll::PMPI_Iallreduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm, keeping (datatype)
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Reduce_scatter_block_init`.
     MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c => crate::api::icoll::PMPI_Ireduce_scatter_block::body, crate::api::icoll::PMPI_Ireduce_scatter_block_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm, keeping (datatype)
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Scan_init`.
     MPI_Scan_init / PMPI_Scan_init, MPI_Scan_init_c / PMPI_Scan_init_c => crate::api::icoll::PMPI_Iscan::body, crate::api::icoll::PMPI_Iscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm, keeping (datatype)
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Exscan_init`.
     MPI_Exscan_init / PMPI_Exscan_init, MPI_Exscan_init_c / PMPI_Exscan_init_c => crate::api::icoll::PMPI_Iexscan::body, crate::api::icoll::PMPI_Iexscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm, keeping (datatype)
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
@@ -204,15 +205,24 @@ fn at<T>(copy: &Rc<[T]>, original: *const T) -> *const T {
     }
 }
 
-/// The derived datatypes a persistent collective keeps under handles of
-/// its own, so that the program may free its handles while the request
-/// lives (MPI: a freed datatype's pending communication is unaffected).
-/// The starter owns this, and these handles go when it does, with the
-/// request.
+/// The derived datatypes and the program's operations a persistent
+/// collective keeps under handles of its own, so that the program may free
+/// its handles while the request lives (MPI: a freed datatype's or
+/// operation's pending communication is unaffected). The starter owns
+/// this, and these handles go when it does, with the request.
 #[derive(Default)]
-struct OwnTypes(Vec<c_int>);
+struct OwnTypes(Vec<c_int>, Vec<c_int>);
 
 impl OwnTypes {
+    /// The handle to use for operation `op` (see [`super::coll::keep_op`]).
+    fn keep_op(&mut self, call: &str, op: c_int) -> Result<c_int> {
+        let kept = super::coll::keep_op(call, op)?;
+        if kept != op {
+            self.1.push(kept);
+        }
+        Ok(kept)
+    }
+
     /// The handle to use for `handle`: a handle of the request's own for a
     /// derived datatype, `handle` itself for any other (predefined, or not
     /// a datatype: the start reports it).
@@ -238,6 +248,9 @@ impl Drop for OwnTypes {
         for &handle in &self.0 {
             // The request's own handle, registered above: nothing else frees it.
             let _ = crate::types::free(handle);
+        }
+        for &op in &self.1 {
+            super::coll::release_kept_op(op);
         }
     }
 }
@@ -428,6 +441,7 @@ crate::counted_fn! {
         let counts = kept(recvcounts, shape.local, true);
         let mut own = OwnTypes::default();
         let datatype = own.keep(datatype);
+        let op = own.keep_op(NAME, op)?;
         let start = move |fresh: *mut c_int| {
             let _ = &own;
             let counts = at(&counts, recvcounts);

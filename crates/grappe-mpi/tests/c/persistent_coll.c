@@ -3,8 +3,8 @@
  * MPI_Scan_init and MPI_Barrier_init, each started for several rounds with
  * new data in the same buffers (MPI_Start, MPI_Startall, MPI_Wait,
  * MPI_Test), inactive between rounds, freed with MPI_Request_free; some
- * with derived datatypes freed right after the _init call. Runs on any
- * number of ranks. */
+ * with derived datatypes or an operation of the program's freed right
+ * after the _init call. Runs on any number of ranks. */
 #include "check.h"
 
 static int rank, size;
@@ -163,6 +163,46 @@ static void freed_types(void)
     MPI_Request_free(&reqs[2]);
 }
 
+/* The program's operation: a sum. */
+static void program_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    for (int k = 0; k < *len; k++)
+        ((int *)inout)[k] += ((int *)in)[k];
+}
+
+/* Persistent reductions whose operation of the program's the program
+ * frees right after the _init call (MPI_Op_free: pending operations
+ * complete normally): MPI_Allreduce_init and MPI_Reduce_scatter_init
+ * rounds after the free still sum with it. */
+static void freed_op(void)
+{
+    MPI_Op op;
+    int mine[2], sum[2], counts[64], parts[64], part = -1;
+    CHECK_MPI(MPI_Op_create(program_sum, 1, &op));
+    MPI_Request reqs[2];
+    for (int r = 0; r < size; r++)
+        counts[r] = 1;
+    CHECK_MPI(MPI_Allreduce_init(mine, sum, 2, MPI_INT, op, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[0]));
+    CHECK_MPI(MPI_Reduce_scatter_init(parts, &part, counts, MPI_INT, op, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[1]));
+    CHECK_MPI(MPI_Op_free(&op));
+    CHECK_INT(MPI_OP_NULL, op, "MPI_Op_free sets the handle to MPI_OP_NULL");
+    for (int round = 0; round < 2; round++) {
+        mine[0] = rank + round;
+        mine[1] = 1;
+        for (int r = 0; r < size; r++)
+            parts[r] = r * 10 + round;
+        CHECK_MPI(MPI_Startall(2, reqs));
+        CHECK_MPI(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+        CHECK_INT(size * (size - 1) / 2 + size * round, sum[0], "round %d: MPI_Allreduce_init with a freed operation",
+                  round);
+        CHECK_INT(size, sum[1], "round %d: MPI_Allreduce_init with a freed operation, second element", round);
+        CHECK_INT(size * (rank * 10 + round), part, "round %d: MPI_Reduce_scatter_init with a freed operation", round);
+    }
+    MPI_Request_free(&reqs[0]);
+    MPI_Request_free(&reqs[1]);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -172,5 +212,6 @@ int main(int argc, char **argv)
     rounds();
     gatherv();
     freed_types();
+    freed_op();
     return check_finish();
 }
