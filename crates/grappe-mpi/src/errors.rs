@@ -150,8 +150,15 @@ struct Messages {
 
 static MESSAGES: Mutex<Messages> = Mutex::new(Messages { ring: Vec::new(), next: 0 });
 
-/// The code of an error: its class and its message's slot.
+/// The code of an error: its class and its message's slot. An error of
+/// class `MPI_ERR_IN_STATUS` is that class itself: MPI says the
+/// multiple-completion calls return the code `MPI_ERR_IN_STATUS`, and
+/// programs compare the result with it (each failure's own code is in its
+/// status).
 pub fn code_for(error: &MpiError) -> c_int {
+    if error.class == class::IN_STATUS {
+        return class::IN_STATUS;
+    }
     let mut messages = MESSAGES.lock();
     if messages.ring.is_empty() {
         messages.ring.resize(SLOTS, None);
@@ -310,6 +317,13 @@ mod tests {
         assert_eq!(string_of_code(code).unwrap(), "MPI_Send: rank 9 is out of range");
         assert_eq!(string_of_code(class::TAG).unwrap(), "invalid tag");
         assert_eq!(class_of_code(-3), None);
+    }
+
+    #[test]
+    fn an_error_in_statuses_is_the_code_mpi_err_in_status_itself() {
+        let code = code_for(&MpiError::new(class::IN_STATUS, "2 of the requests failed"));
+        assert_eq!(code, class::IN_STATUS);
+        assert_eq!(class_of_code(code), Some(class::IN_STATUS));
     }
 
     #[test]

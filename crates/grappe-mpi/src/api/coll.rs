@@ -1106,10 +1106,39 @@ counted_fn! {
 /// The function of user operation `handle`, if it is one.
 pub(super) fn user_op(handle: c_int) -> Result<Option<UserOp>> {
     let Some(slot) = abi::direct_index(abi::kind::OP, handle) else { return Ok(None) };
-    let state = state::lock("a reduction")?;
-    match state.ops.get(slot) {
-        Some(&(function, commute)) => Ok(Some(UserOp { function, commute })),
+    let found = match slot.checked_sub(FIRST_KEPT_OP) {
+        Some(kept) => KEPT_OPS.lock().get(kept).copied(),
+        None => state::lock("a reduction")?.ops.get(slot).copied(),
+    };
+    match found {
+        Some((function, commute)) => Ok(Some(UserOp { function, commute })),
         None => Err(MpiError::new(class::OP, format!("{handle:#x} is not an operation handle (or was freed)"))),
+    }
+}
+
+/// The program's operations that persistent collectives keep under
+/// handles of their own, so that the program may free its handles while
+/// the requests live (see [`keep_op`]). Apart from the state, whose lock
+/// may be held where a request is dropped, which releases them.
+static KEPT_OPS: parking_lot::Mutex<state::Table<(UserFn, bool)>> = parking_lot::Mutex::new(state::Table::new());
+
+/// The first slot of the kept operations' handles, past any slot of the
+/// program's own operations.
+const FIRST_KEPT_OP: usize = 1 << 25;
+
+/// The handle a persistent collective uses for operation `op`: one of its
+/// own for the program's operation, `op` itself for any other (predefined,
+/// or not an operation: the start reports it).
+pub(super) fn keep_op(call: &str, op: c_int) -> Result<c_int> {
+    let Some(slot) = abi::direct_index(abi::kind::OP, op).filter(|&slot| slot < FIRST_KEPT_OP) else { return Ok(op) };
+    let Some(&user) = state::lock(call)?.ops.get(slot) else { return Ok(op) };
+    Ok(abi::direct_handle(abi::kind::OP, FIRST_KEPT_OP + KEPT_OPS.lock().insert(user)))
+}
+
+/// Releases an operation [`keep_op`] kept.
+pub(super) fn release_kept_op(handle: c_int) {
+    if let Some(kept) = abi::direct_index(abi::kind::OP, handle).and_then(|slot| slot.checked_sub(FIRST_KEPT_OP)) {
+        KEPT_OPS.lock().remove(kept);
     }
 }
 

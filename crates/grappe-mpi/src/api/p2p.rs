@@ -49,7 +49,7 @@ unsafe fn send(
     }
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = types::committed(datatype).map_err(on)?;
+    let datatype = message_type(datatype, count).map_err(on)?;
     // SAFETY: as the caller promised.
     let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
     let tag = send_tag(tag).map_err(on)?;
@@ -204,7 +204,7 @@ unsafe fn recv(
     }
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = types::committed(datatype).map_err(on)?;
+    let datatype = message_type(datatype, count).map_err(on)?;
     // SAFETY: MPI's rule for a receive buffer.
     let mut into = unsafe { incoming(buf, count, &datatype, call) }.map_err(on)?;
     let tag = recv_tag(tag).map_err(on)?;
@@ -383,7 +383,8 @@ unsafe fn sendrecv(
     }
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let (sendtype, recvtype) = (types::committed(sendtype).map_err(on)?, types::committed(recvtype).map_err(on)?);
+    let (sendtype, recvtype) =
+        (message_type(sendtype, sendcount).map_err(on)?, message_type(recvtype, recvcount).map_err(on)?);
     // SAFETY: MPI's rules for send and receive buffers.
     let (out, mut into) = unsafe {
         (
@@ -457,7 +458,7 @@ counted_fn! {
     ) {
         let (packed, sent_count) = {
             let on = |e: MpiError| e.on(comm);
-            let sendtype = types::committed(datatype).map_err(on)?;
+            let sendtype = message_type(datatype, count).map_err(on)?;
             // SAFETY: MPI's rule for the buffer, read before it is written.
             let data = unsafe { outgoing(buf, count, &sendtype, NAME) }.map_err(on)?;
             (data.into_owned(), sendtype.packed_len(count.wide().max(0) as usize) as Count)
@@ -502,7 +503,7 @@ pub(super) unsafe fn isend(
 ) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = types::committed(datatype).map_err(on)?;
+    let datatype = message_type(datatype, count).map_err(on)?;
     // SAFETY: MPI's rule: the buffer stays valid until the request completes.
     let data = unsafe { outgoing(buf, count, &datatype, call) }.map_err(on)?;
     let tag = send_tag(tag).map_err(on)?;
@@ -551,7 +552,7 @@ pub(super) unsafe fn irecv(
 ) -> Result<RequestEntry> {
     let entry = state.comm(comm)?;
     let on = |e: MpiError| e.on(comm);
-    let datatype = types::committed(datatype).map_err(on)?;
+    let datatype = message_type(datatype, count).map_err(on)?;
     // SAFETY: MPI's rule: the buffer stays valid, and is not touched, until
     // the request completes.
     let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, call) }.map_err(on)?;
@@ -660,7 +661,7 @@ unsafe fn detached_send_of_copy(
     comm: c_int,
 ) -> Result<()> {
     let on = |e: MpiError| e.on(comm);
-    let committed = types::committed(datatype).map_err(on)?;
+    let committed = message_type(datatype, count).map_err(on)?;
     // SAFETY: as the caller promised.
     let copy: Box<[u8]> =
         unsafe { outgoing(buf, count, &committed, call) }.map_err(on)?.into_owned().into_boxed_slice();
@@ -903,22 +904,40 @@ impl Locked {
     }
 }
 
+/// The datatype of a point-to-point buffer. `MPI_DATATYPE_NULL` with no
+/// elements is an empty message, as MPICH takes it (programs built
+/// against MPICH send empty messages so, e.g. `MPI_Ssend_init(NULL, 0,
+/// MPI_DATATYPE_NULL, ...)`); with elements it is `MPI_ERR_TYPE`.
+fn message_type(datatype: c_int, count: impl CountArg) -> Result<Type> {
+    if datatype == abi::DATATYPE_NULL && count.wide() == 0 {
+        return types::committed(crate::datatype::BYTE.handle);
+    }
+    types::committed(datatype)
+}
+
 /// `MPI_ERR_REQUEST` for a handle that names no request.
 pub(super) fn not_a_request(handle: c_int) -> MpiError {
     MpiError::new(class::REQUEST, format!("{handle:#x} is not a request handle (or its request completed already)"))
 }
 
-/// A persistent request, inactive until started.
-fn init_persistent(call: &str, persistent: PersistentP2p, request: *mut c_int) -> Result<()> {
+/// A persistent request, inactive until started. A derived datatype is
+/// kept under a handle of the request's own, so that the program may free
+/// its handle while the request lives (MPI: a freed datatype's pending
+/// communication is unaffected); [`release_kept_type`] frees it with the
+/// request.
+fn init_persistent(call: &str, mut persistent: PersistentP2p, request: *mut c_int) -> Result<()> {
     let mut state = state::lock(call)?;
     let entry = state.comm(persistent.comm)?;
     let on = |e: MpiError| e.on(persistent.comm);
-    types::committed(persistent.datatype).map_err(on)?;
+    let datatype = message_type(persistent.datatype, persistent.count).map_err(on)?;
     crate::api::count_of(persistent.count, call).map_err(on)?;
     match persistent.send {
         true => dest_rank(persistent.peer, &entry.comm).map_err(on)?,
         false => source_rank(persistent.peer, &entry.comm).map_err(on)?.map(|_| 0),
     };
+    if let Type::Derived(layout) = datatype {
+        persistent.datatype = types::register((*layout).clone());
+    }
     let handle = state.add_request(RequestSlot { now: None, persistent: Some(Persistent::P2p(persistent)) });
     // SAFETY: the caller's output argument.
     unsafe { put(request, handle, "request") }
@@ -1004,6 +1023,15 @@ counted_fn! {
             comm,
         };
         init_persistent(NAME, persistent, request)
+    }
+}
+
+/// Frees the datatype handle a persistent request kept (see
+/// [`init_persistent`]): a derived one is the request's own.
+pub(super) fn release_kept_type(persistent: &PersistentP2p) {
+    if let Ok(Type::Derived(_)) = types::lookup(persistent.datatype) {
+        // Only the request holds the handle, so it is there to free.
+        let _ = types::free(persistent.datatype);
     }
 }
 
@@ -1195,7 +1223,7 @@ counted_fn! {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
         let mut state = state::lock(NAME)?;
-        let datatype = types::committed(datatype)?;
+        let datatype = message_type(datatype, count)?;
         // SAFETY: MPI's rule for a receive buffer.
         let mut into = unsafe { incoming(buf, count, &datatype, NAME)? };
         let received = match take_message(&mut state, handle)? {
@@ -1231,7 +1259,7 @@ counted_fn! {
         // SAFETY: the caller's message handle.
         let handle = unsafe { get(message, "message")? };
         let mut state = state::lock(NAME)?;
-        let datatype = types::committed(datatype)?;
+        let datatype = message_type(datatype, count)?;
         // SAFETY: MPI's rule: the buffer stays valid, untouched, until the request completes.
         let mut into: Incoming<'static> = unsafe { incoming(buf, count, &datatype, NAME)? };
         let started = match take_message(&mut state, handle)? {

@@ -5,7 +5,8 @@
 //! requires the buffers and arrays to stay valid and unchanged until the
 //! request is freed, so they are kept as the program's pointers; the
 //! arrays of counts, displacements and datatypes, which MPI lets the
-//! program reuse once the call returns, are copied.
+//! program reuse once the call returns, are copied, and derived datatypes,
+//! which it may free, are kept under handles of the request's own.
 
 use std::ffi::{c_int, c_long, c_void};
 use std::rc::Rc;
@@ -38,13 +39,13 @@ fn persistent(call: &str, comm: c_int, request: *mut c_int, start: Starter) -> R
 macro_rules! init_fn {
     (
         $(#[$doc:meta])* $name:ident / $pname:ident, $cname:ident / $pcname:ident => $started:path, $cstarted:path,
-        ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident
+        ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident, keeping ($($datatype:ident),*) $(and $op:ident)?
     ) => {
         #[allow(non_snake_case, dead_code)]
         mod $name {
             use super::*;
             type Int = c_int;
-            init_fn!($(#[$doc])* $name / $pname => $started, ($($arg: $ty),*), on $comm);
+            init_fn!($(#[$doc])* $name / $pname => $started, ($($arg: $ty),*), on $comm, keeping ($($datatype),*) $(and $op)?);
         }
         #[allow(non_snake_case, dead_code)]
         mod $cname {
@@ -52,15 +53,23 @@ macro_rules! init_fn {
             type Int = i64;
             init_fn!(
                 /// The large-count form (MPI 4): see the `int` form.
-                $cname / $pcname => $cstarted, ($($arg: $ty),*), on $comm
+                $cname / $pcname => $cstarted, ($($arg: $ty),*), on $comm, keeping ($($datatype),*) $(and $op)?
             );
         }
     };
-    ($(#[$doc:meta])* $name:ident / $pname:ident => $started:path, ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident) => {
+    (
+        $(#[$doc:meta])* $name:ident / $pname:ident => $started:path, ($($arg:ident : $ty:ty),* $(,)?), on $comm:ident,
+        keeping ($($datatype:ident),*) $(and $op:ident)?
+    ) => {
         $crate::mpi_fn! {
             $(#[$doc])*
             fn $name / $pname($($arg: $ty,)* _info: c_int, request: *mut c_int) {
+                #[allow(unused_mut)]
+                let mut own = OwnTypes::default();
+                $(let $datatype = own.keep($datatype);)*
+                $(let $op = own.keep_op(stringify!($name), $op)?;)?
                 let start = move |fresh: *mut c_int| {
+                    let _ = &own;
                     // SAFETY: MPI's rule for persistent collectives: what
                     // the arguments point to stays valid and unchanged
                     // until the request is freed.
@@ -75,79 +84,79 @@ macro_rules! init_fn {
 init_fn!(
     /// `MPI_Barrier_init`.
     MPI_Barrier_init / PMPI_Barrier_init => crate::api::icoll::PMPI_Ibarrier::body, (comm: c_int),
-    on comm
+    on comm, keeping ()
 );
 
 init_fn!(
     /// `MPI_Bcast_init`.
     MPI_Bcast_init / PMPI_Bcast_init, MPI_Bcast_init_c / PMPI_Bcast_init_c => crate::api::icoll::PMPI_Ibcast::body, crate::api::icoll::PMPI_Ibcast_c::body, (buffer: *mut c_void, count: Int, datatype: c_int, root: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype)
 );
 
 init_fn!(
     /// `MPI_Gather_init`.
     MPI_Gather_init / PMPI_Gather_init, MPI_Gather_init_c / PMPI_Gather_init_c => crate::api::icoll::PMPI_Igather::body, crate::api::icoll::PMPI_Igather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, root: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 init_fn!(
     /// `MPI_Scatter_init`.
     MPI_Scatter_init / PMPI_Scatter_init, MPI_Scatter_init_c / PMPI_Scatter_init_c => crate::api::icoll::PMPI_Iscatter::body, crate::api::icoll::PMPI_Iscatter_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, root: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 init_fn!(
     /// `MPI_Allgather_init`.
     MPI_Allgather_init / PMPI_Allgather_init, MPI_Allgather_init_c / PMPI_Allgather_init_c => crate::api::icoll::PMPI_Iallgather::body, crate::api::icoll::PMPI_Iallgather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 init_fn!(
     /// `MPI_Alltoall_init`.
     MPI_Alltoall_init / PMPI_Alltoall_init, MPI_Alltoall_init_c / PMPI_Alltoall_init_c => crate::api::icoll::PMPI_Ialltoall::body, crate::api::icoll::PMPI_Ialltoall_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 init_fn!(
     /// `MPI_Reduce_init`.
     MPI_Reduce_init / PMPI_Reduce_init, MPI_Reduce_init_c / PMPI_Reduce_init_c => crate::api::icoll::PMPI_Ireduce::body, crate::api::icoll::PMPI_Ireduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, root: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Allreduce_init`.
     MPI_Allreduce_init / PMPI_Allreduce_init, MPI_Allreduce_init_c / PMPI_Allreduce_init_c => crate::api::icoll::PMPI_Iallreduce::body, crate::api::icoll::PMPI_Iallreduce_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Reduce_scatter_block_init`.
     MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c => crate::api::icoll::PMPI_Ireduce_scatter_block::body, crate::api::icoll::PMPI_Ireduce_scatter_block_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Scan_init`.
     MPI_Scan_init / PMPI_Scan_init, MPI_Scan_init_c / PMPI_Scan_init_c => crate::api::icoll::PMPI_Iscan::body, crate::api::icoll::PMPI_Iscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Exscan_init`.
     MPI_Exscan_init / PMPI_Exscan_init, MPI_Exscan_init_c / PMPI_Exscan_init_c => crate::api::icoll::PMPI_Iexscan::body, crate::api::icoll::PMPI_Iexscan_c::body, (sendbuf: *const c_void, recvbuf: *mut c_void, count: Int, datatype: c_int, op: c_int, comm: c_int),
-    on comm
+    on comm, keeping (datatype) and op
 );
 
 init_fn!(
     /// `MPI_Neighbor_allgather_init`.
     MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init, MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c => crate::api::topology::PMPI_Ineighbor_allgather::body, crate::api::topology::PMPI_Ineighbor_allgather_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 init_fn!(
     /// `MPI_Neighbor_alltoall_init`.
     MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init, MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c => crate::api::topology::PMPI_Ineighbor_alltoall::body, crate::api::topology::PMPI_Ineighbor_alltoall_c::body, (sendbuf: *const c_void, sendcount: Int, sendtype: c_int, recvbuf: *mut c_void, recvcount: Int, recvtype: c_int, comm: c_int),
-    on comm
+    on comm, keeping (sendtype, recvtype)
 );
 
 /// What the arrays of a v-collective are sized by: the ranks the blocks
@@ -196,6 +205,56 @@ fn at<T>(copy: &Rc<[T]>, original: *const T) -> *const T {
     }
 }
 
+/// The derived datatypes and the program's operations a persistent
+/// collective keeps under handles of its own, so that the program may free
+/// its handles while the request lives (MPI: a freed datatype's or
+/// operation's pending communication is unaffected). The starter owns
+/// this, and these handles go when it does, with the request.
+#[derive(Default)]
+struct OwnTypes(Vec<c_int>, Vec<c_int>);
+
+impl OwnTypes {
+    /// The handle to use for operation `op` (see [`super::coll::keep_op`]).
+    fn keep_op(&mut self, call: &str, op: c_int) -> Result<c_int> {
+        let kept = super::coll::keep_op(call, op)?;
+        if kept != op {
+            self.1.push(kept);
+        }
+        Ok(kept)
+    }
+
+    /// The handle to use for `handle`: a handle of the request's own for a
+    /// derived datatype, `handle` itself for any other (predefined, or not
+    /// a datatype: the start reports it).
+    fn keep(&mut self, handle: c_int) -> c_int {
+        match crate::types::lookup(handle) {
+            Ok(crate::types::Type::Derived(layout)) => {
+                let own = crate::types::register((*layout).clone());
+                self.0.push(own);
+                own
+            }
+            _ => handle,
+        }
+    }
+
+    /// [`OwnTypes::keep`] for each datatype of a kept array.
+    fn keep_all(&mut self, handles: Rc<[c_int]>) -> Rc<[c_int]> {
+        handles.iter().map(|&h| self.keep(h)).collect()
+    }
+}
+
+impl Drop for OwnTypes {
+    fn drop(&mut self) {
+        for &handle in &self.0 {
+            // The request's own handle, registered above: nothing else frees it.
+            let _ = crate::types::free(handle);
+        }
+        for &op in &self.1 {
+            super::coll::release_kept_op(op);
+        }
+    }
+}
+
 /// Whether a send buffer is `MPI_IN_PLACE` (its arrays are then not read).
 fn in_place(buf: *const c_void) -> bool {
     buf as usize == crate::abi::IN_PLACE
@@ -221,7 +280,10 @@ crate::counted_fn! {
         let shape = Shape::of(NAME, comm)?;
         let root_here = shape.is_root(root);
         let (counts, places) = (kept(recvcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: MPI's rule for persistent collectives: the buffers
             // stay valid until the request is freed; the arrays are copies.
@@ -251,7 +313,10 @@ crate::counted_fn! {
         let shape = Shape::of(NAME, comm)?;
         let root_here = shape.is_root(root);
         let (counts, places) = (kept(sendcounts, shape.peers, root_here), kept(displs, shape.peers, root_here));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (counts, places) = (at(&counts, sendcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
             unsafe { Started::body(sendbuf, counts, places, sendtype, recvbuf, recvcount, recvtype, root, comm, fresh) }
@@ -278,7 +343,10 @@ crate::counted_fn! {
     {
         let shape = Shape::of(NAME, comm)?;
         let (counts, places) = (kept(recvcounts, shape.peers, true), kept(displs, shape.peers, true));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
             unsafe { Started::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
@@ -308,7 +376,10 @@ crate::counted_fn! {
         let (n, sends) = (shape.peers, !in_place(sendbuf));
         let (scounts, sdisp) = (kept(sendcounts, n, sends), kept(sdispls, n, sends));
         let (rcounts, rdisp) = (kept(recvcounts, n, true), kept(rdispls, n, true));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
             let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
             // SAFETY: as in MPI_Gatherv_init.
@@ -339,7 +410,10 @@ crate::counted_fn! {
         let (n, sends) = (shape.peers, !in_place(sendbuf));
         let (scounts, sdisp, stypes) = (kept(sendcounts, n, sends), kept(sdispls, n, sends), kept(sendtypes, n, sends));
         let (rcounts, rdisp, rtypes) = (kept(recvcounts, n, true), kept(rdispls, n, true), kept(recvtypes, n, true));
+        let mut own = OwnTypes::default();
+        let (stypes, rtypes) = (own.keep_all(stypes), own.keep_all(rtypes));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
             let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
             // SAFETY: as in MPI_Gatherv_init.
@@ -365,7 +439,11 @@ crate::counted_fn! {
     {
         let shape = Shape::of(NAME, comm)?;
         let counts = kept(recvcounts, shape.local, true);
+        let mut own = OwnTypes::default();
+        let datatype = own.keep(datatype);
+        let op = own.keep_op(NAME, op)?;
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let counts = at(&counts, recvcounts);
             // SAFETY: as in MPI_Gatherv_init.
             unsafe { Started::body(sendbuf, recvbuf, counts, datatype, op, comm, fresh) }
@@ -392,7 +470,10 @@ crate::counted_fn! {
     {
         let (sources, _) = crate::api::topology::degrees(NAME, comm)?;
         let (counts, places) = (kept(recvcounts, sources, true), kept(displs, sources, true));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (counts, places) = (at(&counts, recvcounts), at(&places, displs));
             // SAFETY: as in MPI_Gatherv_init.
             unsafe { Started::body(sendbuf, sendcount, sendtype, recvbuf, counts, places, recvtype, comm, fresh) }
@@ -422,7 +503,10 @@ crate::counted_fn! {
         let (sources, destinations) = crate::api::topology::degrees(NAME, comm)?;
         let (scounts, sdisp) = (kept(sendcounts, destinations, true), kept(sdispls, destinations, true));
         let (rcounts, rdisp) = (kept(recvcounts, sources, true), kept(rdispls, sources, true));
+        let mut own = OwnTypes::default();
+        let (sendtype, recvtype) = (own.keep(sendtype), own.keep(recvtype));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (sc, sd) = (at(&scounts, sendcounts), at(&sdisp, sdispls));
             let (rc, rd) = (at(&rcounts, recvcounts), at(&rdisp, rdispls));
             // SAFETY: as in MPI_Gatherv_init.
@@ -454,7 +538,10 @@ crate::counted_fn! {
         let (scounts, sdisp, stypes) =
             (kept(sendcounts, destinations, true), kept(sdispls, destinations, true), kept(sendtypes, destinations, true));
         let (rcounts, rdisp, rtypes) = (kept(recvcounts, sources, true), kept(rdispls, sources, true), kept(recvtypes, sources, true));
+        let mut own = OwnTypes::default();
+        let (stypes, rtypes) = (own.keep_all(stypes), own.keep_all(rtypes));
         let start = move |fresh: *mut c_int| {
+            let _ = &own;
             let (sc, sd, st) = (at(&scounts, sendcounts), at(&sdisp, sdispls), at(&stypes, sendtypes));
             let (rc, rd, rt) = (at(&rcounts, recvcounts), at(&rdisp, rdispls), at(&rtypes, recvtypes));
             // SAFETY: as in MPI_Gatherv_init.

@@ -343,16 +343,18 @@ mpi_fn! {
             outcomes.push(outcome);
         }
         drop(state);
-        report_all(outcomes, statuses)
+        let requests = outcomes.len();
+        report_all(outcomes, statuses, requests)
     }
 }
 
-/// Writes the statuses of several completions; with failures among them,
-/// sets every status's error field and returns `MPI_ERR_IN_STATUS` (or the
-/// one error, when there is only one request).
-fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status) -> Result<()> {
+/// Writes the statuses of several completions, of a call given `requests`
+/// requests; with failures among them, sets every status's error field and
+/// returns `MPI_ERR_IN_STATUS` (or the one error, when the call had one
+/// request).
+fn report_all(outcomes: Vec<Result<abi::Status>>, statuses: *mut abi::Status, requests: usize) -> Result<()> {
     let failed = outcomes.iter().filter(|o| o.is_err()).count();
-    if failed > 0 && outcomes.len() == 1 {
+    if failed > 0 && requests == 1 {
         return outcomes.into_iter().next().expect("one").map(|_| ());
     }
     let mut first: Option<MpiError> = None;
@@ -424,7 +426,8 @@ mpi_fn! {
         drop(state);
         // SAFETY: the caller's output argument.
         unsafe { put(flag, 1, "flag")? };
-        report_all(outcomes, statuses)
+        let requests = outcomes.len();
+        report_all(outcomes, statuses, requests)
     }
 }
 
@@ -586,19 +589,22 @@ mpi_fn! {
     }
 }
 
-/// Completes every request of `slots` that has completed: how many, their
-/// indices written to `indices` and statuses to `statuses`.
+/// Completes every request of `slots` that has completed: how many
+/// written to `outcount`, their indices to `indices` and statuses to
+/// `statuses`. With failures among them, `MPI_ERR_IN_STATUS` after all of
+/// them are written: MPI's program learns which failed from the statuses
+/// of the indices it was given.
 ///
 /// # Safety
 /// `indices` and `statuses` hold as many entries as `slots` (or `statuses`
-/// is `MPI_STATUSES_IGNORE`).
+/// is `MPI_STATUSES_IGNORE`); `outcount` is the caller's.
 unsafe fn complete_some(
     state: &mut Locked,
     slots: &[Option<usize>],
     handles: &mut [c_int],
-    indices: *mut c_int,
+    (outcount, indices): (*mut c_int, *mut c_int),
     statuses: *mut abi::Status,
-) -> Result<c_int> {
+) -> Result<()> {
     let mut outcomes = Vec::new();
     for (i, slot) in slots.iter().enumerate() {
         let Some(slot) = *slot else { continue };
@@ -612,9 +618,9 @@ unsafe fn complete_some(
             outcomes.push(done);
         }
     }
-    let n = outcomes.len() as c_int;
-    report_all(outcomes, statuses)?;
-    Ok(n)
+    // SAFETY: the caller's output argument.
+    unsafe { put(outcount, outcomes.len() as c_int, "outcount")? };
+    report_all(outcomes, statuses, slots.len())
 }
 
 macro_rules! some_fn {
@@ -644,9 +650,7 @@ macro_rules! some_fn {
                     return Err(MpiError::new(class::ARG, "the array of indices is NULL"));
                 }
                 // SAFETY: arrays of `incount` entries, as MPI requires.
-                let n = unsafe { complete_some(&mut state, &slots, handles, indices, statuses)? };
-                // SAFETY: the caller's output argument.
-                unsafe { put(outcount, n, "outcount") }
+                unsafe { complete_some(&mut state, &slots, handles, (outcount, indices), statuses) }
             }
         }
     };
@@ -693,8 +697,10 @@ mpi_fn! {
             .on(parent));
         }
         let entry = state.requests.remove(slot).ok_or_else(|| not_a_request(handle))?;
-        if let Some(Persistent::Partitioned(round)) = &entry.persistent {
-            crate::api::partitioned::release(&mut state, round);
+        match &entry.persistent {
+            Some(Persistent::Partitioned(round)) => crate::api::partitioned::release(&mut state, round),
+            Some(Persistent::P2p(p)) => crate::api::p2p::release_kept_type(p),
+            _ => {}
         }
         if let Some(RequestEntry::Generalized(found)) = &entry.now {
             // SAFETY: the caller's request handle.

@@ -3,11 +3,13 @@
  * non-empty MPI_Error_string, and the job goes on: a rank out of range,
  * negative counts, bad tags, MPI_DATATYPE_NULL, invalid and null
  * communicators, a null buffer, truncation (MPI_Recv, MPI_Wait, and
- * MPI_Waitall's MPI_ERR_IN_STATUS with the error in the status), a bad
+ * MPI_Waitall's and MPI_Waitsome's MPI_ERR_IN_STATUS, returned as that
+ * very code, with the error in the status), a bad
  * root, MPI_OP_NULL and an operation that does not apply to the type, an
  * invalid request, a NULL output of MPI_Comm_get_info, MPI_IN_PLACE and
  * aliased buffers given to MPI_Reduce_local, aliased send and receive
- * buffers of collectives. MPI_Comm_get_errhandler returns what was set, and
+ * buffers of collectives (gathers whose send buffer is the rank's own
+ * block of the receive buffer among them). MPI_Comm_get_errhandler returns what was set, and
  * duplicates inherit it. The program's own classes, codes and strings
  * (MPI_Add_error_class/code/string) come back from MPI_Error_class and
  * MPI_Error_string, and MPI_LASTUSEDCODE follows them.
@@ -136,6 +138,46 @@ static void point_to_point_arguments(void)
     CHECK_ERROR(MPI_ERR_REQUEST, MPI_Wait(&bogus, MPI_STATUS_IGNORE), "MPI_Wait on the request 0x12345");
 }
 
+/* MPI_Waitsome over a receive that gets a message of its size and one
+ * that gets `n` ints into 5 (from `out`, into `in`): whenever the
+ * truncated one completes the call returns the code MPI_ERR_IN_STATUS
+ * itself (programs compare the result with it), with outcount, the
+ * indices and each completed status's MPI_ERROR written. */
+static void waitsome_truncated(const int *out, int n, int *in)
+{
+    int fits[5], done[2] = {0, 0};
+    MPI_Request reqs[2], sends[2];
+    MPI_Status statuses[2];
+    CHECK_MPI(MPI_Irecv(fits, 5, MPI_INT, left, 6, MPI_COMM_WORLD, &reqs[0]));
+    CHECK_MPI(MPI_Irecv(in, 5, MPI_INT, left, 7, MPI_COMM_WORLD, &reqs[1]));
+    CHECK_MPI(MPI_Isend(out, 5, MPI_INT, right, 6, MPI_COMM_WORLD, &sends[0]));
+    CHECK_MPI(MPI_Isend(out, n, MPI_INT, right, 7, MPI_COMM_WORLD, &sends[1]));
+    while (!done[0] || !done[1]) {
+        int outcount = -1, indices[2] = {-1, -1}, truncated = 0;
+        check_preset_status(&statuses[0]);
+        check_preset_status(&statuses[1]);
+        int rc = MPI_Waitsome(2, reqs, &outcount, indices, statuses);
+        if (!CHECK(outcount >= 1 && outcount <= 2, "MPI_Waitsome's outcount is %d (rc %d)", outcount, rc))
+            break;
+        for (int k = 0; k < outcount; k++) {
+            done[indices[k] & 1] = 1;
+            truncated |= indices[k] == 1;
+        }
+        if (!truncated) {
+            CHECK_MPI(rc);
+            continue;
+        }
+        CHECK_INT(MPI_ERR_IN_STATUS, rc, "MPI_Waitsome with a receive of %d ints into 5", n);
+        for (int k = 0; k < outcount; k++) {
+            if (indices[k] == 1)
+                CHECK_ERROR(MPI_ERR_TRUNCATE, statuses[k].MPI_ERROR, "MPI_Waitsome: the truncated receive's MPI_ERROR");
+            else
+                CHECK_INT(MPI_SUCCESS, statuses[k].MPI_ERROR, "MPI_Waitsome: the fitting receive's MPI_ERROR");
+        }
+    }
+    CHECK_MPI(MPI_Waitall(2, sends, MPI_STATUSES_IGNORE));
+}
+
 /* Messages longer than the receive buffer, small and past the eager limit. */
 static void truncation(void)
 {
@@ -175,8 +217,9 @@ static void truncation(void)
         check_preset_status(&statuses[1]);
         CHECK_MPI(MPI_Irecv(in, 5, MPI_INT, left, 5, MPI_COMM_WORLD, &reqs[0]));
         CHECK_MPI(MPI_Isend(out, n, MPI_INT, right, 5, MPI_COMM_WORLD, &reqs[1]));
-        CHECK_ERROR(MPI_ERR_IN_STATUS, MPI_Waitall(2, reqs, statuses), "MPI_Waitall with a receive of %d ints into 5",
-                    n);
+        int rc = MPI_Waitall(2, reqs, statuses);
+        CHECK_ERROR(MPI_ERR_IN_STATUS, rc, "MPI_Waitall with a receive of %d ints into 5", n);
+        CHECK_INT(MPI_ERR_IN_STATUS, rc, "MPI_Waitall returns the code MPI_ERR_IN_STATUS itself");
         CHECK_ERROR(MPI_ERR_TRUNCATE, statuses[0].MPI_ERROR, "MPI_Waitall: the truncated receive's MPI_ERROR");
         CHECK_INT(left, statuses[0].MPI_SOURCE, "MPI_Waitall truncated: status.MPI_SOURCE");
         CHECK_INT(MPI_REQUEST_NULL, reqs[0], "MPI_Waitall frees the request that failed");
@@ -187,6 +230,7 @@ static void truncation(void)
             CHECK_INT(MPI_SUCCESS, statuses[1].MPI_ERROR, "MPI_Waitall: the send's MPI_ERROR");
             CHECK_INT(MPI_REQUEST_NULL, reqs[1], "MPI_Waitall frees the request that completed");
         }
+        waitsome_truncated(out, n, in);
         free(out);
         free(in);
     }
@@ -207,6 +251,36 @@ static void collective_arguments(void)
     CHECK_ERROR(MPI_ERR_COUNT, MPI_Bcast(in, -1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast of -1 elements");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier(MPI_COMM_NULL), "MPI_Barrier(MPI_COMM_NULL)");
     CHECK_ERROR(MPI_ERR_COMM, MPI_Barrier((MPI_Comm)0x12345), "MPI_Barrier on the communicator 0x12345");
+
+    /* A gather whose send buffer is this rank's own block of the receive
+     * buffer, which MPI_IN_PLACE is the way to name: MPI forbids aliased
+     * arguments. Every rank of the call errs before any data moves. */
+    int *table = malloc(2 * size * sizeof(int)), *counts = malloc(size * sizeof(int)),
+        *displs = malloc(size * sizeof(int));
+    for (int r = 0; r < size; r++) {
+        counts[r] = 2;
+        displs[r] = 2 * (size - 1 - r);
+    }
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Allgather(table + 2 * rank, 2, MPI_INT, table, 2, MPI_INT, MPI_COMM_WORLD),
+                "MPI_Allgather from this rank's block of recvbuf");
+    CHECK_ERROR(MPI_ERR_BUFFER,
+                MPI_Allgatherv(table + displs[rank], 2, MPI_INT, table, counts, displs, MPI_INT, MPI_COMM_WORLD),
+                "MPI_Allgatherv from this rank's block of recvbuf");
+    if (check_on_grappe()) /* MPICH 4.0.2 compares the addresses only. */
+        CHECK_ERROR(MPI_ERR_BUFFER,
+                    MPI_Allgatherv(table + displs[rank] + 1, 1, MPI_INT, table, counts, displs, MPI_INT,
+                                   MPI_COMM_WORLD),
+                    "MPI_Allgatherv from the second element of this rank's block of recvbuf");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    CHECK_ERROR(MPI_ERR_BUFFER, MPI_Gather(table, 2, MPI_INT, table, 2, MPI_INT, 0, MPI_COMM_SELF),
+                "MPI_Gather on MPI_COMM_SELF with sendbuf = recvbuf");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    table[0] = rank;
+    CHECK_MPI(MPI_Gather(table, 1, MPI_INT, table + 1, 1, MPI_INT, 0, MPI_COMM_SELF));
+    CHECK_INT(rank, table[1], "MPI_Gather on MPI_COMM_SELF into the element after sendbuf");
+    free(table);
+    free(counts);
+    free(displs);
 
     /* MPI_Reduce_local has no MPI_IN_PLACE form, and its buffers must not
      * overlap; buffers that only touch are fine. */

@@ -4,7 +4,8 @@
  * MPI_Testany, MPI_Testsome, MPI_Issend, MPI_Request_free on a send,
  * MPI_REQUEST_NULL in arrays, MPI_Probe/MPI_Iprobe, MPI_Cancel of a posted
  * receive, persistent requests (MPI_Send_init, MPI_Recv_init, MPI_Start,
- * MPI_Startall). Runs on any number of ranks. */
+ * MPI_Startall), among them ones whose derived datatypes were freed after
+ * their init. Runs on any number of ranks. */
 #include "check.h"
 
 static int rank, size, left, right;
@@ -510,6 +511,40 @@ static void persistent(void)
     }
 }
 
+/* Persistent requests whose derived datatypes the program frees right
+ * after MPI_Send_init/MPI_Recv_init: MPI says a freed datatype's pending
+ * communication is unaffected, and every round still moves the strided
+ * elements. */
+static void persistent_freed_types(void)
+{
+    int out[8], in[8];
+    MPI_Datatype every_other, sendtype, recvtype;
+    MPI_Request reqs[2];
+    CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+    CHECK_MPI(MPI_Type_dup(every_other, &sendtype));
+    CHECK_MPI(MPI_Type_dup(every_other, &recvtype));
+    CHECK_MPI(MPI_Type_free(&every_other));
+    CHECK_MPI(MPI_Type_commit(&sendtype));
+    CHECK_MPI(MPI_Type_commit(&recvtype));
+    CHECK_MPI(MPI_Recv_init(in, 1, recvtype, left, 28, MPI_COMM_WORLD, &reqs[0]));
+    CHECK_MPI(MPI_Send_init(out, 1, sendtype, right, 28, MPI_COMM_WORLD, &reqs[1]));
+    CHECK_MPI(MPI_Type_free(&sendtype));
+    CHECK_MPI(MPI_Type_free(&recvtype));
+    for (int round = 0; round < 3; round++) {
+        fill_ints(out, 8, rank * 100 + round * 10);
+        memset(in, 0xff, sizeof in);
+        CHECK_MPI(MPI_Startall(2, reqs));
+        CHECK_MPI(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+        for (int k = 0; k < 8; k++) {
+            int expected = k % 2 ? -1 : left * 100 + round * 10 + k;
+            CHECK_INT(expected, in[k], "round %d of a persistent receive whose datatype was freed: element %d",
+                      round, k);
+        }
+    }
+    CHECK_MPI(MPI_Request_free(&reqs[0]));
+    CHECK_MPI(MPI_Request_free(&reqs[1]));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -533,5 +568,6 @@ int main(int argc, char **argv)
     probe();
     cancel();
     persistent();
+    persistent_freed_types();
     return check_finish();
 }

@@ -3,7 +3,8 @@
  * MPI_ANY_SOURCE/MPI_ANY_TAG with their statuses, message order
  * (non-overtaking), MPI_Ssend, MPI_Rsend, MPI_Sendrecv,
  * MPI_Sendrecv_replace, MPI_PROC_NULL, MPI_Get_count/MPI_Get_elements,
- * MPI_STATUS_IGNORE and the status conversions to and from Fortran. Runs
+ * MPI_STATUS_IGNORE, empty messages of MPI_DATATYPE_NULL (sends, receives,
+ * MPI_Ssend_init, MPI_Sendrecv) and the status conversions to and from Fortran. Runs
  * on any number of ranks (on one, the rings are a
  * rank talking to itself through MPI_Sendrecv). */
 #include "check.h"
@@ -333,6 +334,40 @@ static void proc_null(void)
     CHECK_INT(rank, value, "MPI_Sendrecv_replace with MPI_PROC_NULL leaves the buffer alone");
 }
 
+/* Empty messages of MPI_DATATYPE_NULL, as programs built against MPICH
+ * send them (MPICH's own pt2pt/pssend does with MPI_Ssend_init): no
+ * elements need no datatype, and the status counts none. */
+static void empty_messages_of_no_datatype(void)
+{
+    MPI_Request requests[2], send;
+    MPI_Status statuses[2], status;
+    int n = -1;
+    CHECK_MPI(MPI_Irecv(NULL, 0, MPI_DATATYPE_NULL, left, 21, MPI_COMM_WORLD, &requests[0]));
+    CHECK_MPI(MPI_Isend(NULL, 0, MPI_DATATYPE_NULL, right, 21, MPI_COMM_WORLD, &requests[1]));
+    CHECK_MPI(MPI_Waitall(2, requests, statuses));
+    CHECK_STATUS(&statuses[0], left, 21, MPI_INT, 0, "an empty MPI_Irecv of MPI_DATATYPE_NULL");
+    CHECK_MPI(MPI_Get_count(&statuses[0], MPI_BYTE, &n));
+    CHECK_INT(0, n, "bytes of an empty message of MPI_DATATYPE_NULL");
+
+    CHECK_MPI(MPI_Irecv(NULL, 0, MPI_DATATYPE_NULL, left, 22, MPI_COMM_WORLD, &requests[0]));
+    CHECK_MPI(MPI_Ssend_init(NULL, 0, MPI_DATATYPE_NULL, right, 22, MPI_COMM_WORLD, &send));
+    for (int round = 0; round < 2; round++) {
+        CHECK_MPI(MPI_Start(&send));
+        CHECK_MPI(MPI_Wait(&send, MPI_STATUS_IGNORE));
+        check_preset_status(&status);
+        CHECK_MPI(MPI_Wait(&requests[0], &status));
+        CHECK_STATUS(&status, left, 22, MPI_INT, 0, round ? "the second empty MPI_Ssend_init of MPI_DATATYPE_NULL" : "an empty MPI_Ssend_init of MPI_DATATYPE_NULL");
+        if (round == 0)
+            CHECK_MPI(MPI_Irecv(NULL, 0, MPI_DATATYPE_NULL, left, 22, MPI_COMM_WORLD, &requests[0]));
+    }
+    CHECK_MPI(MPI_Request_free(&send));
+
+    check_preset_status(&status);
+    CHECK_MPI(MPI_Sendrecv(NULL, 0, MPI_DATATYPE_NULL, right, 23, NULL, 0, MPI_DATATYPE_NULL, left, 23,
+                           MPI_COMM_WORLD, &status));
+    CHECK_STATUS(&status, left, 23, MPI_INT, 0, "an empty MPI_Sendrecv of MPI_DATATYPE_NULL");
+}
+
 /* A message shorter than the receive buffer: the count is the message's,
  * the rest of the buffer is untouched; a byte count that is not a whole
  * number of elements gives MPI_UNDEFINED. */
@@ -423,6 +458,7 @@ int main(int argc, char **argv)
     sendrecv_replace();
     proc_null();
     counts();
+    empty_messages_of_no_datatype();
     status_conversions();
     return check_finish();
 }
