@@ -214,7 +214,12 @@ fn a_synchronous_send_and_a_wildcard_receive_work_across_hosts() {
 fn issend(e: &mut Engine, data: &[u8], dest: usize, tag: i32) -> Option<grappe_proto::RequestId> {
     let me = e.world_rank() as u32;
     // SAFETY: every caller keeps `data` until the request completes.
-    match unsafe { e.issend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
+    pending(unsafe { e.issend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap())
+}
+
+/// The request of a call that did not end at once.
+fn pending(started: Started) -> Option<grappe_proto::RequestId> {
+    match started {
         Started::Done(_) => None,
         Started::Pending(id) => Some(id),
     }
@@ -398,20 +403,14 @@ fn isend(e: &mut Engine, data: &[u8], dest: usize, tag: i32) -> Option<grappe_pr
     let me = e.world_rank() as u32;
     // SAFETY: every caller keeps `data` until the request completes (or
     // abandons the request, which then owns a copy).
-    match unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap() {
-        Started::Done(_) => None,
-        Started::Pending(id) => Some(id),
-    }
+    pending(unsafe { e.isend(data.as_ptr(), data.len(), dest, 0, tag, me) }.unwrap())
 }
 
 /// Posts a receive into `buf`; its request if pending.
 fn irecv(e: &mut Engine, buf: &mut [u8], src: usize, tag: i32) -> Option<grappe_proto::RequestId> {
     let target = grappe_proto::RecvTarget::Buffer { ptr: buf.as_mut_ptr(), cap: buf.len() };
     // SAFETY: every caller keeps `buf` until the request completes.
-    match unsafe { e.irecv(target, Some(src), 0, Some(tag)) }.unwrap() {
-        Started::Done(_) => None,
-        Started::Pending(id) => Some(id),
-    }
+    pending(unsafe { e.irecv(target, Some(src), 0, Some(tag)) }.unwrap())
 }
 
 /// The smallest message a receiver on another host pulls.
