@@ -31,6 +31,10 @@ pub(crate) enum Body {
     Eager(Vec<u8>),
     /// Still in the sender's buffer, described by its slot.
     Rts(Rts),
+    /// Still in the buffer of a sender of another host, which sends the
+    /// rest when the receive that takes it pulls it; `first`: the bytes
+    /// that came with the offer.
+    Pull { rts: Rts, first: Vec<u8> },
     /// A thread rank's heap buffer, now owned by us.
     Handover(OwnedBytes),
     /// Staged through the mailbox; `data.len() < total` while fragments
@@ -46,14 +50,14 @@ impl Body {
             Body::Eager(data) => Some((data, data.len())),
             Body::Handover(owned) => Some((owned.as_slice(), owned.len())),
             Body::Staged { total, data } => Some((data, *total)),
-            Body::Rts(_) => None,
+            Body::Rts(_) | Body::Pull { .. } => None,
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Body::Eager(data) => data.len(),
-            Body::Rts(rts) => rts.len as usize,
+            Body::Rts(rts) | Body::Pull { rts, .. } => rts.len as usize,
             Body::Handover(owned) => owned.len(),
             Body::Staged { total, .. } => *total,
         }

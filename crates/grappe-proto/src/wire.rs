@@ -14,7 +14,9 @@ pub enum Kind {
     /// A whole message in the payload.
     Eager = 1,
     /// Request to send: the payload is an [`Rts`]; the data waits in the
-    /// sender's buffer, described by a rendezvous slot.
+    /// sender's buffer, described by a rendezvous slot. From a rank of
+    /// another host, slot-less, the message's first bytes follow it, and
+    /// the receiver pulls the rest ([`Kind::Pull`]).
     Rts = 2,
     /// Hand-over of a heap buffer between thread ranks: the payload is a
     /// [`Handover`]; ownership moves with the record, nothing is copied.
@@ -54,9 +56,10 @@ pub enum Kind {
     /// carries; answered as [`Kind::SyncEager`] is.
     SyncFragFirst = 12,
     /// From a receiver on another host, once a receive took an [`Rts`]
-    /// (always slot-less between hosts): "send that message now". The
-    /// payload is the sender's request id then the receive's key (8 bytes
-    /// each), which every [`Kind::PullData`] of the message names.
+    /// (slot-less between hosts, its first bytes after it): "send the rest
+    /// of that message now". The payload is the sender's request id, the
+    /// receive's key (which every [`Kind::PullData`] of the message names)
+    /// and the bytes the receiver has (8 bytes each).
     Pull = 13,
     /// Bytes of a pulled message, in order: the receive's key (8 bytes),
     /// then the next bytes of the message.

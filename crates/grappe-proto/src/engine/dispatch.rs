@@ -49,12 +49,13 @@ impl Book {
                 }
             },
             Kind::Rts if net.peers[src].local().is_none() => {
-                let rts = Rts::read(payload).filter(|rts| rts.slot == Rts::NO_SLOT).ok_or_else(|| {
-                    corrupt(src, "a rendezvous offer from another host that is short or names a slot".into())
-                })?;
+                let (rts, first) = super::pull::read_offer(src, payload)?;
                 match self.take_posted(env.ctx, src, env.tag) {
-                    Some(key) => self.pull(key, src, &env, rts),
-                    None => self.unexpected.push(src, env.ctx, env.tag, env.src, Body::Rts(rts)),
+                    Some(key) => self.pull(key, src, &env, rts, first),
+                    None => {
+                        let body = Body::Pull { rts, first: first.to_vec() };
+                        self.unexpected.push(src, env.ctx, env.tag, env.src, body);
+                    }
                 }
             }
             Kind::Rts => {
@@ -173,9 +174,6 @@ impl Book {
         rts: Rts,
         settings: &ProtoSettings,
     ) {
-        if net.peers[src].local().is_none() {
-            return self.pull(key, src, env, rts);
-        }
         let len = rts.len as usize;
         let (dst, cap, data) = match self.recv_mut(key).target {
             RecvTarget::Buffer { ptr, cap } => (ptr, cap, None),
@@ -254,6 +252,7 @@ impl Book {
             }
             Body::Handover(owned) => self.deliver_owned(key, status(&env, owned.len()), owned),
             Body::Rts(rts) => self.accept_rendezvous(net, key, src, &env, rts, settings),
+            Body::Pull { rts, first } => self.pull(key, src, &env, rts, &first),
         }
     }
 }

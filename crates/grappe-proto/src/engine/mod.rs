@@ -153,8 +153,8 @@ pub(crate) struct Book {
     /// out (see `pull`).
     pulled: Vec<usize>,
     /// Pulls owed to senders on other hosts: (sender, its request, our
-    /// receive's key).
-    pulls: Vec<(usize, u64, u64)>,
+    /// receive's key, the bytes that came with the offer).
+    pulls: Vec<(usize, u64, u64, u64)>,
     /// Receives whose bytes a sender on another host pushes: (key, sender).
     pulling: Vec<(usize, usize)>,
     /// Where the next fragment from each source goes.

@@ -1,10 +1,12 @@
 //! Receiver-driven rendezvous between hosts ("pull"). A message to a rank
 //! of another host of at least `net_pull_min` bytes waits in its sender's
-//! buffer, announced by a slot-less RTS (hosts share no memory). Once a
-//! receive takes the RTS, its rank sends a `Pull` naming the sender's
-//! request and the receive; the sender then pushes the message in
+//! buffer, announced by a slot-less RTS (hosts share no memory) that
+//! carries its first bytes, as many as a fragment holds. Once a receive
+//! takes the RTS, its rank sends a `Pull` naming the sender's request, the
+//! receive and the bytes it has; the sender then pushes the rest in
 //! `PullData` records naming the receive, copied on arrival straight into
-//! the receive's buffer.
+//! the receive's buffer. The first bytes move during the pull's round
+//! trip, which a receive posted first would otherwise spend idle.
 //!
 //! Staged messages go at once, and those not received yet are copied into
 //! buffers of the receiver (with a page fault every 4 KiB of a fresh
@@ -23,13 +25,35 @@ use crate::wire::{Envelope, Kind, Rts, Words};
 
 const WORD: usize = 8;
 
-/// Pushes the RTS of `send` (request `key`), which its receiver will pull.
+/// Pushes the RTS of `send` (request `key`), which its receiver will
+/// pull, with the message's first bytes.
 pub(super) fn offer_to_pull(key: usize, send: &SendReq, peer: &mut Peer) -> Push {
     let rts = Rts { slot: Rts::NO_SLOT, len: send.len as u64, addr: 0, request: key as u64 };
     let env = Envelope { kind: Kind::Rts, ..send.env };
-    match peer.out.try_push_with(env.encode(), Rts::BYTES, |out| rts.write(out)) {
+    let mut words = [0u8; Rts::BYTES];
+    rts.write(&mut words);
+    let first = send.len.min(peer.out.max_payload() / 2 - Rts::BYTES);
+    // SAFETY: the poster keeps `data` valid until completion.
+    let first = unsafe { std::slice::from_raw_parts(send.data, first) };
+    match peer.out.try_push_parts(env.encode(), &words, first) {
         true => Push::Offered(Rts::NO_SLOT),
         false => Push::Blocked,
+    }
+}
+
+/// The offer of a message to pull from world rank `src`, of another host:
+/// its RTS and the first bytes that came with it.
+pub(super) fn read_offer(src: usize, payload: &[u8]) -> Result<(Rts, &[u8])> {
+    let (words, first) = payload.split_at_checked(Rts::BYTES).unwrap_or((payload, &[]));
+    match Rts::read(words) {
+        Some(rts) if rts.slot == Rts::NO_SLOT && first.len() as u64 <= rts.len => Ok((rts, first)),
+        _ => Err(corrupt(
+            src,
+            format!(
+                "an offer of {} bytes from another host that is no RTS, names a slot or holds more than its message",
+                payload.len()
+            ),
+        )),
     }
 }
 
@@ -89,11 +113,12 @@ impl Engine {
     pub(super) fn push_pull_requests(&mut self) -> bool {
         let before = self.book.pulls.len();
         let net = &mut self.net;
-        self.book.pulls.retain(|&(sender, request, receive)| {
+        self.book.pulls.retain(|&(sender, request, receive, from)| {
             let env = Envelope { kind: Kind::Pull, ctx: 0, tag: 0, src: 0 };
-            let mut words = [0u8; 2 * WORD];
-            words[..WORD].copy_from_slice(&request.to_le_bytes());
-            words[WORD..].copy_from_slice(&receive.to_le_bytes());
+            let mut words = [0u8; 3 * WORD];
+            for (at, word) in words.chunks_exact_mut(WORD).zip([request, receive, from]) {
+                at.copy_from_slice(&word.to_le_bytes());
+            }
             !net.peers[sender].out.try_push(env.encode(), &words)
         });
         before != self.book.pulls.len()
@@ -102,12 +127,13 @@ impl Engine {
 
 impl Book {
     /// Receive `key` took the RTS of a message of world rank `src`, of
-    /// another host: it waits for the bytes, which a `Pull` asks for.
-    pub(super) fn pull(&mut self, key: usize, src: usize, env: &Envelope, rts: Rts) {
-        if !self.begin_staging(key, status(env, rts.len as usize), &[]) {
+    /// another host, with its `first` bytes: it waits for the rest, which
+    /// a `Pull` asks for (sent even for none: the send ends with it).
+    pub(super) fn pull(&mut self, key: usize, src: usize, env: &Envelope, rts: Rts, first: &[u8]) {
+        if !self.begin_staging(key, status(env, rts.len as usize), first) {
             self.pulling.push((key, src));
         }
-        self.pulls.push((src, rts.request, key as u64));
+        self.pulls.push((src, rts.request, key as u64, first.len() as u64));
     }
 
     /// A `Pull` from world rank `src`: a receive of it took our send
@@ -116,14 +142,16 @@ impl Book {
         let word = |i: usize| {
             payload.get(i * WORD..(i + 1) * WORD).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         };
-        let (Some(request), Some(receive), 16) = (word(0), word(1), payload.len()) else {
-            return Err(corrupt(src, format!("a pull of {} bytes, not 16", payload.len())));
+        let (Some(request), Some(receive), Some(from), 24) = (word(0), word(1), word(2), payload.len()) else {
+            return Err(corrupt(src, format!("a pull of {} bytes, not 24", payload.len())));
         };
         match self.reqs.get_mut(request as usize) {
             Some(Request::Send(send))
-                if send.dest == src && matches!(send.state, SendState::Offered { slot: Rts::NO_SLOT }) =>
+                if send.dest == src
+                    && matches!(send.state, SendState::Offered { slot: Rts::NO_SLOT })
+                    && from as usize <= send.len =>
             {
-                send.state = SendState::Pulled { key: receive, sent: 0 };
+                send.state = SendState::Pulled { key: receive, sent: from as usize };
                 self.offered.retain(|&key| key != request as usize);
                 self.pulled.push(request as usize);
                 Ok(())
