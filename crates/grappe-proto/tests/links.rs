@@ -459,10 +459,12 @@ fn a_large_send_to_another_host_waits_for_a_receive_while_small_ones_pass_it() {
 
 #[test]
 fn pulled_messages_taken_in_reverse_order_interleave_and_arrive_intact() {
-    // Three large messages from one sender, received in the reverse order
-    // with every receive posted before any wait: their bytes come in
-    // records of all three at once; each lands in its own buffer.
-    let lens = [PULLED, 3 * PULLED + 5, 2 * PULLED - 1];
+    // Large messages from one sender, received in the reverse order with
+    // every receive posted before any wait: their bytes come in records of
+    // all of them at once; each lands in its own buffer. Among them, one
+    // whole in its offer (a fragment of 128 KiB less the RTS's 32 bytes)
+    // and one 31 bytes past it.
+    let lens = [PULLED, 3 * PULLED + 5, 2 * PULLED - 1, 2 * PULLED - 32];
     run_hosts(2, 1, |e| {
         let messages: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &len)| pattern(40 + i, len)).collect();
         match e.world_rank() {
