@@ -13,7 +13,8 @@
  *    rank wins; a strided target datatype (MPI_Type_vector) and a strided
  *    origin one; accesses to oneself and to MPI_PROC_NULL; memory of
  *    MPI_Win_allocate; a dynamic window reached at the addresses its ranks
- *    attached;
+ *    attached; a struct of mixed elements moved by MPI_Put and MPI_Get
+ *    (fence and lock), refused by MPI_Accumulate (MPI_ERR_TYPE);
  *  - general active-target synchronization: MPI_Win_post to the left
  *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
  *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
@@ -368,6 +369,77 @@ static void dynamic(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* A target datatype of mixed elements (a struct of an MPI_AINT, an
+ * MPI_INT and MPI_CHARs, as a linked list's node): MPI_Put and MPI_Get
+ * move it under a fence and under a lock; MPI_Accumulate, which combines
+ * elements of one predefined datatype, refuses it. */
+struct node {
+    MPI_Aint next;
+    int owner;
+    char key[12];
+};
+
+static MPI_Datatype node_type(void)
+{
+    struct node sample;
+    int lens[3] = {1, 1, sizeof sample.key};
+    MPI_Aint at[3], start;
+    MPI_Datatype parts[3] = {MPI_AINT, MPI_INT, MPI_CHAR}, type, resized;
+    MPI_Get_address(&sample, &start);
+    MPI_Get_address(&sample.next, &at[0]);
+    MPI_Get_address(&sample.owner, &at[1]);
+    MPI_Get_address(sample.key, &at[2]);
+    for (int i = 0; i < 3; i++)
+        at[i] -= start;
+    MPI_Type_create_struct(3, lens, at, parts, &type);
+    MPI_Type_create_resized(type, 0, sizeof sample, &resized);
+    MPI_Type_free(&type);
+    MPI_Type_commit(&resized);
+    return resized;
+}
+
+static void check_node(const struct node *node, int from, const char *how)
+{
+    char key[12];
+    snprintf(key, sizeof key, "node %d", from);
+    CHECK(node->next == 1000 + from && node->owner == from && strcmp(node->key, key) == 0,
+          "%s moves a struct of mixed elements: next %ld owner %d key \"%.11s\"", how, (long) node->next,
+          node->owner, node->key);
+}
+
+static void mixed_elements(void)
+{
+    MPI_Datatype type = node_type();
+    struct node mine = {1000 + rank, rank, ""}, got[2], exposed[2];
+    snprintf(mine.key, sizeof mine.key, "node %d", rank);
+    memset(got, 0, sizeof got);
+    memset(exposed, 0, sizeof exposed);
+    exposed[1] = mine;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(exposed, sizeof exposed, sizeof(struct node), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(&mine, 1, type, right, 0, 1, type, win));
+    CHECK_MPI(MPI_Get(&got[0], 1, type, left, 1, 1, type, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    check_node(&exposed[0], left, "MPI_Put under a fence");
+    check_node(&got[0], left, "MPI_Get under a fence");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    CHECK_MPI(MPI_Get(&got[1], 1, type, right, 1, 1, type, win));
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    check_node(&got[1], right, "MPI_Get under a lock");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    if (on_grappe) {
+        int rc = MPI_Accumulate(&mine, 1, type, right, 0, 1, type, MPI_REPLACE, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate of a struct of mixed elements");
+        check_message(rc, "not made of one predefined datatype", "MPI_Accumulate");
+    }
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    CHECK_MPI(MPI_Win_free(&win));
+    MPI_Type_free(&type);
+}
+
 /* General active-target synchronization: each rank exposes its memory to
  * its left neighbour and accesses its right one. */
 static void pscw(void)
@@ -623,6 +695,7 @@ int main(int argc, char **argv)
     fence_epochs();
     allocated();
     dynamic();
+    mixed_elements();
     pscw();
     passive();
     shared();

@@ -747,14 +747,18 @@ fn queue(origin: Origin) -> Result<()> {
                 format!("target rank {target_rank} is not a rank of the window (size {})", w.size),
             )
         })?;
-        let (tbase, _) = ttype.base().ok_or_else(|| {
-            MpiError::new(
-                class::TYPE,
-                format!("the target datatype {} is not made of one predefined datatype", ttype.name()),
-            )
-        })?;
+        // A put or get moves bytes, whatever the elements; only an
+        // accumulate needs the target's elements to be of one predefined
+        // datatype, which its operation combines.
+        let tbase = ttype.base().map(|(base, _)| base);
         let mut op_handle = 0;
         if let Some((handle, origin_base)) = op {
+            let tbase = tbase.ok_or_else(|| {
+                MpiError::new(
+                    class::TYPE,
+                    format!("{call}: the target datatype {} is not made of one predefined datatype", described(&ttype)),
+                )
+            })?;
             if crate::api::coll::user_op(handle)?.is_some() {
                 return Err(MpiError::new(
                     class::OP,
@@ -784,7 +788,7 @@ fn queue(origin: Origin) -> Result<()> {
         let access = Access {
             kind,
             op: op_handle,
-            base: tbase.handle,
+            base: tbase.map_or(0, |base| base.handle),
             offset: target_disp as i64 * if w.flavor == FLAVOR_DYNAMIC { 1 } else { disp_unit },
             count: count as u64,
             extent: ttype.extent() as i64,
@@ -802,7 +806,7 @@ fn queue(origin: Origin) -> Result<()> {
                 class::TYPE,
                 format!(
                     "the origin gives {sent} bytes, the target's {count} elements of {} hold {needed}",
-                    ttype.name()
+                    described(&ttype)
                 ),
             ));
         }
@@ -813,7 +817,7 @@ fn queue(origin: Origin) -> Result<()> {
                     format!(
                         "the result buffer holds {} bytes, the target's {count} elements of {} hold {needed}",
                         rtype.packed_len(*rcount),
-                        ttype.name()
+                        described(&ttype)
                     ),
                 ));
             }
@@ -836,6 +840,15 @@ fn queue(origin: Origin) -> Result<()> {
         w.state.lock().queued.push(Queued { call, target, record: access.encode(), result });
         Ok(())
     })
+}
+
+/// A datatype as an error names it: its name, or what it is when it
+/// has none (derived datatypes start without one).
+fn described(datatype: &Type) -> String {
+    match datatype.name() {
+        name if name.is_empty() => "(an unnamed derived datatype)".to_owned(),
+        name => name,
+    }
 }
 
 /// `MPI_NO_OP`.
