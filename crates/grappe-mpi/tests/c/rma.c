@@ -15,6 +15,8 @@
  *    MPI_Win_allocate; a dynamic window reached at the addresses its ranks
  *    attached; a struct of mixed elements moved by MPI_Put and MPI_Get
  *    (fence and lock), refused by MPI_Accumulate (MPI_ERR_TYPE);
+ *    accumulates of no element (count 0, or a datatype of no size) with
+ *    datatypes that differ, which change nothing;
  *  - general active-target synchronization: MPI_Win_post to the left
  *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
  *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
@@ -440,6 +442,37 @@ static void mixed_elements(void)
     MPI_Type_free(&type);
 }
 
+/* Accesses of no element: MPI_Accumulate and MPI_Get_accumulate of zero
+ * elements, or of elements of no size, combine nothing, whatever the
+ * datatypes on either side (as on MPICH); of one element they must agree. */
+static void zero_elements(void)
+{
+    int exposed[4] = {7, 7, 7, 7}, origin[4] = {1, 2, 3, 4}, result[4] = {0, 0, 0, 0};
+    MPI_Datatype empty;
+    MPI_Type_contiguous(0, MPI_INT, &empty);
+    MPI_Type_commit(&empty);
+    int right = (rank + 1) % size;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(exposed, sizeof exposed, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Accumulate(origin, 0, MPI_INT, right, 0, 0, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(origin, 1, empty, right, 0, 2, empty, MPI_PROD, win));
+    CHECK_MPI(MPI_Get_accumulate(origin, 0, MPI_DOUBLE, result, 0, MPI_INT, right, 1, 0, MPI_FLOAT, MPI_SUM, win));
+    CHECK_MPI(MPI_Get_accumulate(NULL, 0, MPI_INT, NULL, 1, empty, right, 2, 1, empty, MPI_MAX, win));
+    if (on_grappe) {
+        int rc = MPI_Accumulate(origin, 1, MPI_INT, right, 0, 1, MPI_FLOAT, MPI_SUM, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate of an MPI_INT onto an MPI_FLOAT");
+        check_message(rc, "differ", "MPI_Accumulate");
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 4; i++)
+        CHECK(exposed[i] == 7 && result[i] == 0, "accesses of no element change nothing: [%d] %d, result %d", i,
+              exposed[i], result[i]);
+    CHECK_MPI(MPI_Win_free(&win));
+    MPI_Type_free(&empty);
+}
+
 /* General active-target synchronization: each rank exposes its memory to
  * its left neighbour and accesses its right one. */
 static void pscw(void)
@@ -696,6 +729,7 @@ int main(int argc, char **argv)
     allocated();
     dynamic();
     mixed_elements();
+    zero_elements();
     pscw();
     passive();
     shared();

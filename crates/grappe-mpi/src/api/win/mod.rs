@@ -748,40 +748,11 @@ fn queue(origin: Origin) -> Result<()> {
             )
         })?;
         // A put or get moves bytes, whatever the elements; only an
-        // accumulate needs the target's elements to be of one predefined
-        // datatype, which its operation combines.
+        // accumulate combines them, as elements of one predefined datatype.
         let tbase = ttype.base().map(|(base, _)| base);
         let mut op_handle = 0;
         if let Some((handle, origin_base)) = op {
-            let tbase = tbase.ok_or_else(|| {
-                MpiError::new(
-                    class::TYPE,
-                    format!("{call}: the target datatype {} is not made of one predefined datatype", described(&ttype)),
-                )
-            })?;
-            if crate::api::coll::user_op(handle)?.is_some() {
-                return Err(MpiError::new(
-                    class::OP,
-                    format!("{call} takes only predefined operations, not {handle:#x}"),
-                ));
-            }
-            let code = OpCode::lookup(handle)?;
-            // An access of no element combines nothing: any operation
-            // goes, as on MPICH.
-            if count > 0 && ttype.size() > 0 {
-                code.check(tbase)?;
-            }
-            if let Some(origin_base) = origin_base {
-                if origin_base.handle != tbase.handle && code != OpCode::NoOp {
-                    return Err(MpiError::new(
-                        class::TYPE,
-                        format!(
-                            "the origin's elements ({}) and the target's ({}) differ",
-                            origin_base.name, tbase.name
-                        ),
-                    ));
-                }
-            }
+            check_combining(call, handle, origin_base, &ttype, count)?;
             op_handle = handle;
         }
         let (_, disp_unit) = w.extents[target];
@@ -840,6 +811,40 @@ fn queue(origin: Origin) -> Result<()> {
         w.state.lock().queued.push(Queued { call, target, record: access.encode(), result });
         Ok(())
     })
+}
+
+/// Checks what an accumulate combines: a predefined operation, valid on
+/// the target's elements, which are of one predefined datatype, the
+/// origin's too. An access of no element combines nothing: any operation
+/// and any datatypes go, as on MPICH.
+fn check_combining(
+    call: &str,
+    handle: c_int,
+    origin_base: Option<&crate::datatype::Datatype>,
+    ttype: &Type,
+    count: usize,
+) -> Result<()> {
+    if crate::api::coll::user_op(handle)?.is_some() {
+        return Err(MpiError::new(class::OP, format!("{call} takes only predefined operations, not {handle:#x}")));
+    }
+    let code = OpCode::lookup(handle)?;
+    if count == 0 || ttype.size() == 0 {
+        return Ok(());
+    }
+    let (tbase, _) = ttype.base().ok_or_else(|| {
+        MpiError::new(
+            class::TYPE,
+            format!("{call}: the target datatype {} is not made of one predefined datatype", described(ttype)),
+        )
+    })?;
+    code.check(tbase)?;
+    match origin_base {
+        Some(origin_base) if origin_base.handle != tbase.handle && code != OpCode::NoOp => Err(MpiError::new(
+            class::TYPE,
+            format!("the origin's elements ({}) and the target's ({}) differ", origin_base.name, tbase.name),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A datatype as an error names it: its name, or what it is when it
