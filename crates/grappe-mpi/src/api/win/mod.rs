@@ -662,8 +662,55 @@ impl Access {
         })
     }
 
+    /// The same bytes as [`Access::pieces`], in the same order, with the
+    /// pieces that follow each other in memory joined: what moves the data.
+    /// An array of a million integers is then one run, not a million
+    /// pieces of four bytes (each an iovec for the kernel to walk).
+    fn runs(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
+        let whole = self.tiled();
+        let joined = whole.is_none().then(|| Joined { pieces: self.pieces(), next: None });
+        whole.into_iter().chain(joined.into_iter().flatten())
+    }
+
+    /// The one run of the whole access when its elements tile memory (an
+    /// element's blocks fill its extent, end to end): found without
+    /// walking the elements one by one.
+    fn tiled(&self) -> Option<(i64, usize)> {
+        let mut element = Joined { pieces: self.blocks.iter().map(|&(at, len)| (at, len as usize)), next: None };
+        match (element.next(), element.next()) {
+            (Some((0, len)), None) if self.count > 0 && len > 0 && len as i64 == self.extent => {
+                Some((self.offset, len * self.count as usize))
+            }
+            _ => None,
+        }
+    }
+
     fn packed_len(&self) -> usize {
         self.count as usize * self.blocks.iter().map(|b| b.1 as usize).sum::<usize>()
+    }
+}
+
+/// Byte ranges with each range that starts where the one before ends
+/// joined to it.
+struct Joined<I> {
+    pieces: I,
+    /// The range read past the end of the run given last.
+    next: Option<(i64, usize)>,
+}
+
+impl<I: Iterator<Item = (i64, usize)>> Iterator for Joined<I> {
+    type Item = (i64, usize);
+
+    fn next(&mut self) -> Option<(i64, usize)> {
+        let (at, mut len) = self.next.take().or_else(|| self.pieces.next())?;
+        for (next_at, next_len) in self.pieces.by_ref() {
+            if next_at != at + len as i64 {
+                self.next = Some((next_at, next_len));
+                break;
+            }
+            len += next_len;
+        }
+        Some((at, len))
     }
 }
 
@@ -795,7 +842,7 @@ fn queue(origin: Origin) -> Result<()> {
         }
         if w.flavor != FLAVOR_DYNAMIC {
             let size = w.extents[target].0 as i64;
-            if let Some((at, len)) = access.pieces().find(|&(at, len)| at < 0 || at + len as i64 > size) {
+            if let Some((at, len)) = access.runs().find(|&(at, len)| at < 0 || at + len as i64 > size) {
                 return Err(MpiError::new(
                     class::RMA_RANGE,
                     format!(
@@ -1081,12 +1128,18 @@ impl Window {
 
     /// Applies one access to this rank's memory: its reply.
     fn apply(&self, access: &Access, attached: &[(usize, usize)]) -> Vec<u8> {
-        if access.pieces().any(|(at, len)| !self.holds(attached, at, len)) {
+        // A dynamic window's element must lie in one region attached; the
+        // other windows are one region, checked by runs.
+        let outside = match self.flavor {
+            FLAVOR_DYNAMIC => access.pieces().any(|(at, len)| !self.holds(attached, at, len)),
+            _ => access.runs().any(|(at, len)| !self.holds(attached, at, len)),
+        };
+        if outside {
             return vec![OUT_OF_RANGE];
         }
         let memory = |at: i64| (self.base as i64 + at) as usize as *mut u8;
         let mut current = Vec::with_capacity(access.packed_len());
-        for (at, len) in access.pieces() {
+        for (at, len) in access.runs() {
             // SAFETY: inside this rank's window memory, checked above,
             // which the program leaves alone during the fence.
             current.extend_from_slice(unsafe { std::slice::from_raw_parts(memory(at), len) });
@@ -1097,7 +1150,7 @@ impl Window {
         }
         if let Some(new) = new_value(access, &current) {
             let mut at_data = 0;
-            for (at, len) in access.pieces() {
+            for (at, len) in access.runs() {
                 // SAFETY: as above.
                 unsafe { std::ptr::copy_nonoverlapping(new[at_data..].as_ptr(), memory(at), len) };
                 at_data += len;
@@ -1796,6 +1849,48 @@ mod tests {
         let pieces: Vec<(i64, usize)> = access.pieces().collect();
         assert_eq!(pieces, vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
         assert_eq!(access.packed_len(), 16);
+    }
+
+    #[test]
+    fn runs_join_the_pieces_that_touch() {
+        let access = |count, extent, blocks: Vec<(i64, u64)>| Access {
+            kind: Kind::Put,
+            op: 0,
+            base: 0,
+            offset: 100,
+            count,
+            extent,
+            blocks,
+            data: Vec::new(),
+        };
+        let runs = |a: &Access| a.runs().collect::<Vec<_>>();
+        assert_eq!(runs(&access(1000, 4, vec![(0, 4)])), vec![(100, 4000)]);
+        assert_eq!(runs(&access(2, 20, vec![(0, 4), (8, 4)])), vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
+        assert_eq!(runs(&access(3, 8, vec![(0, 4), (4, 4)])), vec![(100, 24)]);
+        assert_eq!(runs(&access(2, 12, vec![(4, 8), (0, 4)])), vec![(104, 8), (100, 4), (116, 8), (112, 4)]);
+        assert_eq!(runs(&access(0, 4, vec![(0, 4)])), vec![]);
+        assert_eq!(runs(&access(2, 8, vec![(4, 4), (0, 4)])), vec![(104, 4), (100, 4), (112, 4), (108, 4)]);
+        assert_eq!(runs(&access(2, -8, vec![(0, 8)])), vec![(100, 8), (92, 8)]);
+    }
+
+    proptest! {
+        /// Runs cover the same bytes as the pieces, in the same order.
+        #[test]
+        fn runs_cover_the_pieces_bytes_in_order(
+            count in 0u64..6,
+            extent in -16i64..40,
+            blocks in proptest::collection::vec((-8i64..32, 0u64..9), 0..5),
+        ) {
+            let access = Access { kind: Kind::Put, op: 0, base: 0, offset: 64, count, extent, blocks, data: Vec::new() };
+            let bytes = |ranges: Vec<(i64, usize)>| -> Vec<i64> {
+                ranges.into_iter().flat_map(|(at, len)| at..at + len as i64).collect()
+            };
+            prop_assert_eq!(bytes(access.runs().collect()), bytes(access.pieces().collect()));
+            let runs: Vec<_> = access.runs().collect();
+            for pair in runs.windows(2) {
+                prop_assert_ne!(pair[0].0 + pair[0].1 as i64, pair[1].0, "runs that touch are joined");
+            }
+        }
     }
 
     #[test]
