@@ -20,7 +20,9 @@
  *  - general active-target synchronization: MPI_Win_post to the left
  *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
  *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
- *    three rounds;
+ *    three rounds; MPI's example of a target receiving, between
+ *    MPI_Win_post and MPI_Win_wait, a message its origin sends after
+ *    MPI_Win_complete (a 4 MiB put);
  *  - passive target: increments under exclusive locks (MPI_Get, flush,
  *    MPI_Put) and accumulates under shared locks of every rank on rank 0,
  *    which only waits; MPI_Rput and MPI_Rget under MPI_Win_lock_all;
@@ -549,6 +551,52 @@ static void pscw(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* MPI's example of general active-target synchronization where the
+ * target receives a message between MPI_Win_post and MPI_Win_wait, sent
+ * by the origin after its MPI_Win_complete: the origin's MPI_Win_complete
+ * must not wait for the target to take its accesses (4 MiB, more than a
+ * message sent eagerly). */
+static void pscw_message_before_wait(void)
+{
+    enum { N = 1 << 20 };
+    int *exposed = calloc(N, sizeof(int)), *data = malloc(N * sizeof(int)), *message = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++) {
+        data[i] = i;
+        message[i] = -i;
+    }
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2, rank, &pair);
+    if (rank < 2 && size >= 2) {
+        MPI_Win win;
+        MPI_Group whole, other;
+        int peer = 1 - rank;
+        CHECK_MPI(MPI_Win_create(exposed, rank == 1 ? N * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, pair, &win));
+        MPI_Comm_group(pair, &whole);
+        MPI_Group_incl(whole, 1, &peer, &other);
+        if (rank == 0) {
+            CHECK_MPI(MPI_Win_start(other, 0, win));
+            CHECK_MPI(MPI_Put(data, N, MPI_INT, 1, 0, N, MPI_INT, win));
+            CHECK_MPI(MPI_Win_complete(win));
+            CHECK_MPI(MPI_Send(message, N, MPI_INT, 1, 68, pair));
+        } else {
+            CHECK_MPI(MPI_Win_post(other, 0, win));
+            CHECK_MPI(MPI_Recv(data, N, MPI_INT, 0, 68, pair, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Win_wait(win));
+            int wrong = 0;
+            for (int i = 0; i < N; i++)
+                wrong += exposed[i] != i || data[i] != -i;
+            CHECK(wrong == 0, "the put and the message sent after MPI_Win_complete both arrive: %d wrong", wrong);
+        }
+        MPI_Group_free(&other);
+        MPI_Group_free(&whole);
+        CHECK_MPI(MPI_Win_free(&win));
+    }
+    MPI_Comm_free(&pair);
+    free(exposed);
+    free(data);
+    free(message);
+}
+
 /* Passive target: rank 0's memory, reached by every rank while rank 0
  * only waits in a barrier. */
 static void passive(void)
@@ -731,6 +779,7 @@ int main(int argc, char **argv)
     mixed_elements();
     zero_elements();
     pscw();
+    pscw_message_before_wait();
     passive();
     shared();
     threads();

@@ -113,6 +113,10 @@ struct WinState {
     queued: Vec<Queued>,
     /// The regions of a dynamic window: start address and length.
     attached: Vec<(usize, usize)>,
+    /// Sends of `MPI_Win_complete` still under way, with their buffers:
+    /// accesses that only write, which their target takes in its
+    /// `MPI_Win_wait`, perhaps after a message this rank sends later.
+    sending: Vec<(c_int, Vec<u8>)>,
 }
 
 /// An access waiting for the next fence.
@@ -245,6 +249,7 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
             lock_all: None,
             queued: Vec::new(),
             attached: Vec::new(),
+            sending: Vec::new(),
         }),
     };
     let slot = WINDOWS.write().insert(Arc::new(window));
@@ -387,6 +392,10 @@ mpi_fn! {
             let error = format!("{pending} accesses made since the last MPI_Win_fence were never completed (call MPI_Win_fence before MPI_Win_free)");
             return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
         }
+        // The accesses sent by MPI_Win_complete reach their targets,
+        // whose MPI_Win_wait comes before their MPI_Win_free.
+        let sending = std::mem::take(&mut w.state.lock().sending);
+        finish_sends(sending).map_err(|e| e.on_win(handle))?;
         // No rank frees its memory while another may still reach it.
         collective::barrier(w.comm).map_err(|e| e.on_win(handle))?;
         crate::api::attr::delete_all(crate::api::attr::Object::Win(handle)).map_err(|e| e.on_win(handle))?;
@@ -1313,6 +1322,23 @@ fn send_bytes(w: &Window, dest: usize, tag: c_int, bytes: Vec<u8>, sends: &mut V
     Ok(())
 }
 
+/// The sends of `sends` that have not completed yet.
+fn unfinished_sends(sends: Vec<(c_int, Vec<u8>)>) -> Result<Vec<(c_int, Vec<u8>)>> {
+    let mut unfinished = Vec::new();
+    for (mut request, bytes) in sends {
+        let mut flag = 0;
+        // SAFETY: the request of a send whose buffer `bytes` is, kept until it completes.
+        let code = unsafe {
+            crate::api::request::PMPI_Test::body(&mut request, &mut flag, abi::STATUS_IGNORE as *mut abi::Status)
+        };
+        crate::errors::check_code(code)?;
+        if flag == 0 {
+            unfinished.push((request, bytes));
+        }
+    }
+    Ok(unfinished)
+}
+
 fn finish_sends(sends: Vec<(c_int, Vec<u8>)>) -> Result<()> {
     let mut requests: Vec<c_int> = sends.iter().map(|s| s.0).collect();
     // SAFETY: the requests of the sends, whose buffers `sends` keeps until then.
@@ -1479,7 +1505,13 @@ mpi_fn! {
                     std::thread::yield_now();
                 }
             }
-            finish_sends(sends)?;
+            // The origin's buffers were copied into the messages: the
+            // epoch is over whether or not the targets took them yet
+            // (MPI's example of a target receiving a message from this
+            // rank before its MPI_Win_wait needs that).
+            let earlier = std::mem::take(&mut w.state.lock().sending);
+            let unfinished = unfinished_sends(earlier.into_iter().chain(sends).collect())?;
+            w.state.lock().sending = unfinished;
             deliver(w, &queued, &answers)
         })
     }
