@@ -14,7 +14,8 @@
  *    origin one; accesses to oneself and to MPI_PROC_NULL; memory of
  *    MPI_Win_allocate; a dynamic window reached at the addresses its ranks
  *    attached; a struct of mixed elements moved by MPI_Put and MPI_Get
- *    (fence and lock), refused by MPI_Accumulate (MPI_ERR_TYPE);
+ *    (fence and lock), refused by MPI_Accumulate (MPI_ERR_TYPE) at the
+ *    target and at the origin;
  *    accumulates of no element (count 0, or a datatype of no size) with
  *    datatypes that differ, which change nothing;
  *  - general active-target synchronization: MPI_Win_post to the left
@@ -438,6 +439,17 @@ static void mixed_elements(void)
         int rc = MPI_Accumulate(&mine, 1, type, right, 0, 1, type, MPI_REPLACE, win);
         CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate of a struct of mixed elements");
         check_message(rc, "not made of one predefined datatype", "MPI_Accumulate");
+        /* Mixed elements at the origin only, as many bytes as the target's. */
+        int lens[2] = {1, 1};
+        MPI_Aint at[2] = {0, sizeof(int)};
+        MPI_Datatype parts[2] = {MPI_INT, MPI_FLOAT}, int_float;
+        MPI_Type_create_struct(2, lens, at, parts, &int_float);
+        MPI_Type_commit(&int_float);
+        int pair[2] = {1, 2};
+        rc = MPI_Accumulate(pair, 1, int_float, right, 0, 2, MPI_INT, MPI_SUM, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate from a struct of an MPI_INT and an MPI_FLOAT");
+        check_message(rc, "origin datatype", "MPI_Accumulate");
+        MPI_Type_free(&int_float);
     }
     CHECK_MPI(MPI_Win_unlock(right, win));
     CHECK_MPI(MPI_Win_free(&win));

@@ -869,6 +869,20 @@ fn queue(origin: Origin) -> Result<()> {
     })
 }
 
+/// The predefined datatype an accumulate's origin elements are made of,
+/// checked: elements of several (a struct of an `MPI_INT` and an
+/// `MPI_FLOAT`) cannot be combined; an origin of no byte combines nothing.
+fn combined_base(call: &str, origin: &Type, bytes: usize) -> Result<Option<&'static crate::datatype::Datatype>> {
+    match origin.base() {
+        Some((base, _)) => Ok(Some(base)),
+        None if bytes == 0 => Ok(None),
+        None => Err(MpiError::new(
+            class::TYPE,
+            format!("{call}: the origin datatype {} is not made of one predefined datatype", described(origin)),
+        )),
+    }
+}
+
 /// Checks what an accumulate combines: a predefined operation, valid on
 /// the target's elements, which are of one predefined datatype, the
 /// origin's too. An access of no element combines nothing: any operation
@@ -1019,7 +1033,7 @@ fn accumulate_access(
 ) -> Result<()> {
     // SAFETY: the origin buffer holds its elements, as MPI requires.
     let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
-    let obase = otype.base().map(|b| b.0);
+    let obase = combined_base(call, &otype, data.len()).map_err(|e| e.on_win(win))?;
     queue(Origin {
         call,
         win,
@@ -1064,7 +1078,8 @@ fn get_accumulate_access(
             // SAFETY: the origin buffer holds its elements, as MPI requires.
             let (data, otype) =
                 unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
-            (data, otype.base().map(|b| b.0))
+            let obase = combined_base(call, &otype, data.len()).map_err(|e| e.on_win(win))?;
+            (data, obase)
         }
     };
     let result = Some(result_of(result_addr, result_count, result_datatype, call).map_err(|e| e.on_win(win))?);
