@@ -1234,17 +1234,64 @@ fn combined(access: &Access, current: &[u8]) -> Option<Vec<u8>> {
 
 /// The fence's work: every rank's queued accesses to their targets,
 /// applied there, and what they read back to their origins.
+///
+/// The accesses go in rounds of at most [`ROUND_BYTES`] each way, so that
+/// an epoch of many large reads (MPICH's manyget: 100000 gets of 128 KiB)
+/// does not hold every answer in memory at once; every rank takes part
+/// in as many rounds as the rank that needs most, one at least (the
+/// fence synchronizes the ranks even without accesses).
 fn fence(w: &Window) -> Result<()> {
     let queued = std::mem::take(&mut w.state.lock().queued);
+    let rounds = rounds(&queued, ROUND_BYTES);
+    let counts = collective::allgather(w.comm, &[rounds.len() as i64], w.size)?;
+    let needed = counts.into_iter().max().unwrap_or(1).max(1) as usize;
+    let mut first_error = None;
+    for round in 0..needed {
+        let accesses = rounds.get(round).map_or(&[][..], |r| &queued[r.clone()]);
+        if let Err(error) = fence_round(w, accesses)? {
+            first_error.get_or_insert(error);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Bytes of accesses and of answers one round of a fence carries from a
+/// rank at most (but for a single access larger than that, which goes
+/// alone).
+const ROUND_BYTES: usize = 64 << 20;
+
+/// `queued` cut, in order, into rounds of at most `limit` bytes sent and
+/// answered.
+fn rounds(queued: &[Queued], limit: usize) -> Vec<std::ops::Range<usize>> {
+    let mut rounds = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, access) in queued.iter().enumerate() {
+        let answer = access.result.as_ref().map_or(0, |(_, count, datatype)| datatype.packed_len(*count));
+        let size = access.record.len() + answer;
+        if i > start && bytes + size > limit {
+            rounds.push(start..i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < queued.len() {
+        rounds.push(start..queued.len());
+    }
+    rounds
+}
+
+/// One round of a fence: the outer error stops the fence (the ranks are
+/// out of step), the inner one is a refused access to report.
+fn fence_round(w: &Window, queued: &[Queued]) -> Result<Result<()>> {
     let mut outgoing = vec![Vec::new(); w.size];
-    for access in &queued {
+    for access in queued {
         outgoing[access.target].extend_from_slice(&access.record);
     }
     let incoming = collective::exchange(w.comm, &outgoing, MPI_BYTE)?;
     let replies =
         incoming.iter().enumerate().map(|(origin, bytes)| w.apply_all(origin, bytes)).collect::<Result<Vec<_>>>()?;
     let answers = collective::exchange(w.comm, &replies, MPI_BYTE)?;
-    deliver(w, &queued, &answers)
+    Ok(deliver(w, queued, &answers))
 }
 
 /// Writes what the targets read to the origin's buffers; the first
@@ -1896,6 +1943,27 @@ mod tests {
         let pieces: Vec<(i64, usize)> = access.pieces().collect();
         assert_eq!(pieces, vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
         assert_eq!(access.packed_len(), 16);
+    }
+
+    #[test]
+    fn fence_rounds_keep_to_their_bytes_and_the_order() {
+        let queued = |sizes: &[(usize, usize)]| -> Vec<Queued> {
+            sizes
+                .iter()
+                .map(|&(record, read)| Queued {
+                    call: "MPI_Get",
+                    target: 0,
+                    record: vec![0; record],
+                    result: (read > 0)
+                        .then(|| (0, read, Type::Predefined(crate::datatype::predefined(MPI_BYTE).unwrap()))),
+                })
+                .collect()
+        };
+        assert_eq!(rounds(&queued(&[]), 100), Vec::<std::ops::Range<usize>>::new());
+        assert_eq!(rounds(&queued(&[(10, 0), (10, 0), (10, 0)]), 100), vec![0..3]);
+        assert_eq!(rounds(&queued(&[(10, 40), (10, 40), (10, 40)]), 100), vec![0..2, 2..3]);
+        assert_eq!(rounds(&queued(&[(10, 500), (10, 0), (10, 500)]), 100), vec![0..1, 1..2, 2..3]);
+        assert_eq!(rounds(&queued(&[(50, 0), (50, 0), (1, 0)]), 100), vec![0..2, 2..3]);
     }
 
     #[test]
