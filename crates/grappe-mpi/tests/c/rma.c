@@ -13,11 +13,17 @@
  *    rank wins; a strided target datatype (MPI_Type_vector) and a strided
  *    origin one; accesses to oneself and to MPI_PROC_NULL; memory of
  *    MPI_Win_allocate; a dynamic window reached at the addresses its ranks
- *    attached;
+ *    attached; a struct of mixed elements moved by MPI_Put and MPI_Get
+ *    (fence and lock), refused by MPI_Accumulate (MPI_ERR_TYPE) at the
+ *    target and at the origin;
+ *    accumulates of no element (count 0, or a datatype of no size) with
+ *    datatypes that differ, which change nothing;
  *  - general active-target synchronization: MPI_Win_post to the left
  *    neighbour, MPI_Win_start to the right one, MPI_Put, MPI_Get and
  *    MPI_Fetch_and_op, MPI_Win_complete, then MPI_Win_wait or MPI_Win_test,
- *    three rounds;
+ *    three rounds; MPI's example of a target receiving, between
+ *    MPI_Win_post and MPI_Win_wait, a message its origin sends after
+ *    MPI_Win_complete (a 4 MiB put);
  *  - passive target: increments under exclusive locks (MPI_Get, flush,
  *    MPI_Put) and accumulates under shared locks of every rank on rank 0,
  *    which only waits; MPI_Rput and MPI_Rget under MPI_Win_lock_all;
@@ -368,6 +374,119 @@ static void dynamic(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* A target datatype of mixed elements (a struct of an MPI_AINT, an
+ * MPI_INT and MPI_CHARs, as a linked list's node): MPI_Put and MPI_Get
+ * move it under a fence and under a lock; MPI_Accumulate, which combines
+ * elements of one predefined datatype, refuses it. */
+struct node {
+    MPI_Aint next;
+    int owner;
+    char key[12];
+};
+
+static MPI_Datatype node_type(void)
+{
+    struct node sample;
+    int lens[3] = {1, 1, sizeof sample.key};
+    MPI_Aint at[3], start;
+    MPI_Datatype parts[3] = {MPI_AINT, MPI_INT, MPI_CHAR}, type, resized;
+    MPI_Get_address(&sample, &start);
+    MPI_Get_address(&sample.next, &at[0]);
+    MPI_Get_address(&sample.owner, &at[1]);
+    MPI_Get_address(sample.key, &at[2]);
+    for (int i = 0; i < 3; i++)
+        at[i] -= start;
+    MPI_Type_create_struct(3, lens, at, parts, &type);
+    MPI_Type_create_resized(type, 0, sizeof sample, &resized);
+    MPI_Type_free(&type);
+    MPI_Type_commit(&resized);
+    return resized;
+}
+
+static void check_node(const struct node *node, int from, const char *how)
+{
+    char key[12];
+    snprintf(key, sizeof key, "node %d", from);
+    CHECK(node->next == 1000 + from && node->owner == from && strcmp(node->key, key) == 0,
+          "%s moves a struct of mixed elements: next %ld owner %d key \"%.11s\"", how, (long) node->next,
+          node->owner, node->key);
+}
+
+static void mixed_elements(void)
+{
+    MPI_Datatype type = node_type();
+    struct node mine = {1000 + rank, rank, ""}, got[2], exposed[2];
+    snprintf(mine.key, sizeof mine.key, "node %d", rank);
+    memset(got, 0, sizeof got);
+    memset(exposed, 0, sizeof exposed);
+    exposed[1] = mine;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(exposed, sizeof exposed, sizeof(struct node), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(&mine, 1, type, right, 0, 1, type, win));
+    CHECK_MPI(MPI_Get(&got[0], 1, type, left, 1, 1, type, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    check_node(&exposed[0], left, "MPI_Put under a fence");
+    check_node(&got[0], left, "MPI_Get under a fence");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    CHECK_MPI(MPI_Get(&got[1], 1, type, right, 1, 1, type, win));
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    check_node(&got[1], right, "MPI_Get under a lock");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    if (on_grappe) {
+        int rc = MPI_Accumulate(&mine, 1, type, right, 0, 1, type, MPI_REPLACE, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate of a struct of mixed elements");
+        check_message(rc, "not made of one predefined datatype", "MPI_Accumulate");
+        /* Mixed elements at the origin only, as many bytes as the target's. */
+        int lens[2] = {1, 1};
+        MPI_Aint at[2] = {0, sizeof(int)};
+        MPI_Datatype parts[2] = {MPI_INT, MPI_FLOAT}, int_float;
+        MPI_Type_create_struct(2, lens, at, parts, &int_float);
+        MPI_Type_commit(&int_float);
+        int pair[2] = {1, 2};
+        rc = MPI_Accumulate(pair, 1, int_float, right, 0, 2, MPI_INT, MPI_SUM, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate from a struct of an MPI_INT and an MPI_FLOAT");
+        check_message(rc, "origin datatype", "MPI_Accumulate");
+        MPI_Type_free(&int_float);
+    }
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    CHECK_MPI(MPI_Win_free(&win));
+    MPI_Type_free(&type);
+}
+
+/* Accesses of no element: MPI_Accumulate and MPI_Get_accumulate of zero
+ * elements, or of elements of no size, combine nothing, whatever the
+ * datatypes on either side (as on MPICH); of one element they must agree. */
+static void zero_elements(void)
+{
+    int exposed[4] = {7, 7, 7, 7}, origin[4] = {1, 2, 3, 4}, result[4] = {0, 0, 0, 0};
+    MPI_Datatype empty;
+    MPI_Type_contiguous(0, MPI_INT, &empty);
+    MPI_Type_commit(&empty);
+    int right = (rank + 1) % size;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(exposed, sizeof exposed, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Accumulate(origin, 0, MPI_INT, right, 0, 0, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Accumulate(origin, 1, empty, right, 0, 2, empty, MPI_PROD, win));
+    CHECK_MPI(MPI_Get_accumulate(origin, 0, MPI_DOUBLE, result, 0, MPI_INT, right, 1, 0, MPI_FLOAT, MPI_SUM, win));
+    CHECK_MPI(MPI_Get_accumulate(NULL, 0, MPI_INT, NULL, 1, empty, right, 2, 1, empty, MPI_MAX, win));
+    if (on_grappe) {
+        int rc = MPI_Accumulate(origin, 1, MPI_INT, right, 0, 1, MPI_FLOAT, MPI_SUM, win);
+        CHECK_CLASS(MPI_ERR_TYPE, rc, "MPI_Accumulate of an MPI_INT onto an MPI_FLOAT");
+        check_message(rc, "differ", "MPI_Accumulate");
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 4; i++)
+        CHECK(exposed[i] == 7 && result[i] == 0, "accesses of no element change nothing: [%d] %d, result %d", i,
+              exposed[i], result[i]);
+    CHECK_MPI(MPI_Win_free(&win));
+    MPI_Type_free(&empty);
+}
+
 /* General active-target synchronization: each rank exposes its memory to
  * its left neighbour and accesses its right one. */
 static void pscw(void)
@@ -442,6 +561,52 @@ static void pscw(void)
     MPI_Group_free(&to_right);
     MPI_Group_free(&world);
     CHECK_MPI(MPI_Win_free(&win));
+}
+
+/* MPI's example of general active-target synchronization where the
+ * target receives a message between MPI_Win_post and MPI_Win_wait, sent
+ * by the origin after its MPI_Win_complete: the origin's MPI_Win_complete
+ * must not wait for the target to take its accesses (4 MiB, more than a
+ * message sent eagerly). */
+static void pscw_message_before_wait(void)
+{
+    enum { N = 1 << 20 };
+    int *exposed = calloc(N, sizeof(int)), *data = malloc(N * sizeof(int)), *message = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++) {
+        data[i] = i;
+        message[i] = -i;
+    }
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2, rank, &pair);
+    if (rank < 2 && size >= 2) {
+        MPI_Win win;
+        MPI_Group whole, other;
+        int peer = 1 - rank;
+        CHECK_MPI(MPI_Win_create(exposed, rank == 1 ? N * sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, pair, &win));
+        MPI_Comm_group(pair, &whole);
+        MPI_Group_incl(whole, 1, &peer, &other);
+        if (rank == 0) {
+            CHECK_MPI(MPI_Win_start(other, 0, win));
+            CHECK_MPI(MPI_Put(data, N, MPI_INT, 1, 0, N, MPI_INT, win));
+            CHECK_MPI(MPI_Win_complete(win));
+            CHECK_MPI(MPI_Send(message, N, MPI_INT, 1, 68, pair));
+        } else {
+            CHECK_MPI(MPI_Win_post(other, 0, win));
+            CHECK_MPI(MPI_Recv(data, N, MPI_INT, 0, 68, pair, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Win_wait(win));
+            int wrong = 0;
+            for (int i = 0; i < N; i++)
+                wrong += exposed[i] != i || data[i] != -i;
+            CHECK(wrong == 0, "the put and the message sent after MPI_Win_complete both arrive: %d wrong", wrong);
+        }
+        MPI_Group_free(&other);
+        MPI_Group_free(&whole);
+        CHECK_MPI(MPI_Win_free(&win));
+    }
+    MPI_Comm_free(&pair);
+    free(exposed);
+    free(data);
+    free(message);
 }
 
 /* Passive target: rank 0's memory, reached by every rank while rank 0
@@ -623,7 +788,10 @@ int main(int argc, char **argv)
     fence_epochs();
     allocated();
     dynamic();
+    mixed_elements();
+    zero_elements();
     pscw();
+    pscw_message_before_wait();
     passive();
     shared();
     threads();

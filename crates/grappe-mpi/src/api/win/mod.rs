@@ -113,6 +113,10 @@ struct WinState {
     queued: Vec<Queued>,
     /// The regions of a dynamic window: start address and length.
     attached: Vec<(usize, usize)>,
+    /// Sends of `MPI_Win_complete` still under way, with their buffers:
+    /// accesses that only write, which their target takes in its
+    /// `MPI_Win_wait`, perhaps after a message this rank sends later.
+    sending: Vec<(c_int, Vec<u8>)>,
 }
 
 /// An access waiting for the next fence.
@@ -245,6 +249,7 @@ fn create(call: &str, comm: c_int, info: c_int, making: Making) -> Result<c_int>
             lock_all: None,
             queued: Vec::new(),
             attached: Vec::new(),
+            sending: Vec::new(),
         }),
     };
     let slot = WINDOWS.write().insert(Arc::new(window));
@@ -387,6 +392,10 @@ mpi_fn! {
             let error = format!("{pending} accesses made since the last MPI_Win_fence were never completed (call MPI_Win_fence before MPI_Win_free)");
             return Err(MpiError::new(class::RMA_SYNC, error).on_win(handle));
         }
+        // The accesses sent by MPI_Win_complete reach their targets,
+        // whose MPI_Win_wait comes before their MPI_Win_free.
+        let sending = std::mem::take(&mut w.state.lock().sending);
+        finish_sends(sending).map_err(|e| e.on_win(handle))?;
         // No rank frees its memory while another may still reach it.
         collective::barrier(w.comm).map_err(|e| e.on_win(handle))?;
         crate::api::attr::delete_all(crate::api::attr::Object::Win(handle)).map_err(|e| e.on_win(handle))?;
@@ -662,8 +671,55 @@ impl Access {
         })
     }
 
+    /// The same bytes as [`Access::pieces`], in the same order, with the
+    /// pieces that follow each other in memory joined: what moves the data.
+    /// An array of a million integers is then one run, not a million
+    /// pieces of four bytes (each an iovec for the kernel to walk).
+    fn runs(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
+        let whole = self.tiled();
+        let joined = whole.is_none().then(|| Joined { pieces: self.pieces(), next: None });
+        whole.into_iter().chain(joined.into_iter().flatten())
+    }
+
+    /// The one run of the whole access when its elements tile memory (an
+    /// element's blocks fill its extent, end to end): found without
+    /// walking the elements one by one.
+    fn tiled(&self) -> Option<(i64, usize)> {
+        let mut element = Joined { pieces: self.blocks.iter().map(|&(at, len)| (at, len as usize)), next: None };
+        match (element.next(), element.next()) {
+            (Some((0, len)), None) if self.count > 0 && len > 0 && len as i64 == self.extent => {
+                Some((self.offset, len * self.count as usize))
+            }
+            _ => None,
+        }
+    }
+
     fn packed_len(&self) -> usize {
         self.count as usize * self.blocks.iter().map(|b| b.1 as usize).sum::<usize>()
+    }
+}
+
+/// Byte ranges with each range that starts where the one before ends
+/// joined to it.
+struct Joined<I> {
+    pieces: I,
+    /// The range read past the end of the run given last.
+    next: Option<(i64, usize)>,
+}
+
+impl<I: Iterator<Item = (i64, usize)>> Iterator for Joined<I> {
+    type Item = (i64, usize);
+
+    fn next(&mut self) -> Option<(i64, usize)> {
+        let (at, mut len) = self.next.take().or_else(|| self.pieces.next())?;
+        for (next_at, next_len) in self.pieces.by_ref() {
+            if next_at != at + len as i64 {
+                self.next = Some((next_at, next_len));
+                break;
+            }
+            len += next_len;
+        }
+        Some((at, len))
     }
 }
 
@@ -747,44 +803,19 @@ fn queue(origin: Origin) -> Result<()> {
                 format!("target rank {target_rank} is not a rank of the window (size {})", w.size),
             )
         })?;
-        let (tbase, _) = ttype.base().ok_or_else(|| {
-            MpiError::new(
-                class::TYPE,
-                format!("the target datatype {} is not made of one predefined datatype", ttype.name()),
-            )
-        })?;
+        // A put or get moves bytes, whatever the elements; only an
+        // accumulate combines them, as elements of one predefined datatype.
+        let tbase = ttype.base().map(|(base, _)| base);
         let mut op_handle = 0;
         if let Some((handle, origin_base)) = op {
-            if crate::api::coll::user_op(handle)?.is_some() {
-                return Err(MpiError::new(
-                    class::OP,
-                    format!("{call} takes only predefined operations, not {handle:#x}"),
-                ));
-            }
-            let code = OpCode::lookup(handle)?;
-            // An access of no element combines nothing: any operation
-            // goes, as on MPICH.
-            if count > 0 && ttype.size() > 0 {
-                code.check(tbase)?;
-            }
-            if let Some(origin_base) = origin_base {
-                if origin_base.handle != tbase.handle && code != OpCode::NoOp {
-                    return Err(MpiError::new(
-                        class::TYPE,
-                        format!(
-                            "the origin's elements ({}) and the target's ({}) differ",
-                            origin_base.name, tbase.name
-                        ),
-                    ));
-                }
-            }
+            check_combining(call, handle, origin_base, &ttype, count)?;
             op_handle = handle;
         }
         let (_, disp_unit) = w.extents[target];
         let access = Access {
             kind,
             op: op_handle,
-            base: tbase.handle,
+            base: tbase.map_or(0, |base| base.handle),
             offset: target_disp as i64 * if w.flavor == FLAVOR_DYNAMIC { 1 } else { disp_unit },
             count: count as u64,
             extent: ttype.extent() as i64,
@@ -802,7 +833,7 @@ fn queue(origin: Origin) -> Result<()> {
                 class::TYPE,
                 format!(
                     "the origin gives {sent} bytes, the target's {count} elements of {} hold {needed}",
-                    ttype.name()
+                    described(&ttype)
                 ),
             ));
         }
@@ -813,14 +844,14 @@ fn queue(origin: Origin) -> Result<()> {
                     format!(
                         "the result buffer holds {} bytes, the target's {count} elements of {} hold {needed}",
                         rtype.packed_len(*rcount),
-                        ttype.name()
+                        described(&ttype)
                     ),
                 ));
             }
         }
         if w.flavor != FLAVOR_DYNAMIC {
             let size = w.extents[target].0 as i64;
-            if let Some((at, len)) = access.pieces().find(|&(at, len)| at < 0 || at + len as i64 > size) {
+            if let Some((at, len)) = access.runs().find(|&(at, len)| at < 0 || at + len as i64 > size) {
                 return Err(MpiError::new(
                     class::RMA_RANGE,
                     format!(
@@ -836,6 +867,63 @@ fn queue(origin: Origin) -> Result<()> {
         w.state.lock().queued.push(Queued { call, target, record: access.encode(), result });
         Ok(())
     })
+}
+
+/// The predefined datatype an accumulate's origin elements are made of,
+/// checked: elements of several (a struct of an `MPI_INT` and an
+/// `MPI_FLOAT`) cannot be combined; an origin of no byte combines nothing.
+fn combined_base(call: &str, origin: &Type, bytes: usize) -> Result<Option<&'static crate::datatype::Datatype>> {
+    match origin.base() {
+        Some((base, _)) => Ok(Some(base)),
+        None if bytes == 0 => Ok(None),
+        None => Err(MpiError::new(
+            class::TYPE,
+            format!("{call}: the origin datatype {} is not made of one predefined datatype", described(origin)),
+        )),
+    }
+}
+
+/// Checks what an accumulate combines: a predefined operation, valid on
+/// the target's elements, which are of one predefined datatype, the
+/// origin's too. An access of no element combines nothing: any operation
+/// and any datatypes go, as on MPICH.
+fn check_combining(
+    call: &str,
+    handle: c_int,
+    origin_base: Option<&crate::datatype::Datatype>,
+    ttype: &Type,
+    count: usize,
+) -> Result<()> {
+    if crate::api::coll::user_op(handle)?.is_some() {
+        return Err(MpiError::new(class::OP, format!("{call} takes only predefined operations, not {handle:#x}")));
+    }
+    let code = OpCode::lookup(handle)?;
+    if count == 0 || ttype.size() == 0 {
+        return Ok(());
+    }
+    let (tbase, _) = ttype.base().ok_or_else(|| {
+        MpiError::new(
+            class::TYPE,
+            format!("{call}: the target datatype {} is not made of one predefined datatype", described(ttype)),
+        )
+    })?;
+    code.check(tbase)?;
+    match origin_base {
+        Some(origin_base) if origin_base.handle != tbase.handle && code != OpCode::NoOp => Err(MpiError::new(
+            class::TYPE,
+            format!("the origin's elements ({}) and the target's ({}) differ", origin_base.name, tbase.name),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A datatype as an error names it: its name, or what it is when it
+/// has none (derived datatypes start without one).
+fn described(datatype: &Type) -> String {
+    match datatype.name() {
+        name if name.is_empty() => "(an unnamed derived datatype)".to_owned(),
+        name => name,
+    }
 }
 
 /// `MPI_NO_OP`.
@@ -945,7 +1033,7 @@ fn accumulate_access(
 ) -> Result<()> {
     // SAFETY: the origin buffer holds its elements, as MPI requires.
     let (data, otype) = unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
-    let obase = otype.base().map(|b| b.0);
+    let obase = combined_base(call, &otype, data.len()).map_err(|e| e.on_win(win))?;
     queue(Origin {
         call,
         win,
@@ -990,7 +1078,8 @@ fn get_accumulate_access(
             // SAFETY: the origin buffer holds its elements, as MPI requires.
             let (data, otype) =
                 unsafe { pack(origin_addr, origin_count, origin_datatype, call) }.map_err(|e| e.on_win(win))?;
-            (data, otype.base().map(|b| b.0))
+            let obase = combined_base(call, &otype, data.len()).map_err(|e| e.on_win(win))?;
+            (data, obase)
         }
     };
     let result = Some(result_of(result_addr, result_count, result_datatype, call).map_err(|e| e.on_win(win))?);
@@ -1063,12 +1152,18 @@ impl Window {
 
     /// Applies one access to this rank's memory: its reply.
     fn apply(&self, access: &Access, attached: &[(usize, usize)]) -> Vec<u8> {
-        if access.pieces().any(|(at, len)| !self.holds(attached, at, len)) {
+        // A dynamic window's element must lie in one region attached; the
+        // other windows are one region, checked by runs.
+        let outside = match self.flavor {
+            FLAVOR_DYNAMIC => access.pieces().any(|(at, len)| !self.holds(attached, at, len)),
+            _ => access.runs().any(|(at, len)| !self.holds(attached, at, len)),
+        };
+        if outside {
             return vec![OUT_OF_RANGE];
         }
         let memory = |at: i64| (self.base as i64 + at) as usize as *mut u8;
         let mut current = Vec::with_capacity(access.packed_len());
-        for (at, len) in access.pieces() {
+        for (at, len) in access.runs() {
             // SAFETY: inside this rank's window memory, checked above,
             // which the program leaves alone during the fence.
             current.extend_from_slice(unsafe { std::slice::from_raw_parts(memory(at), len) });
@@ -1079,7 +1174,7 @@ impl Window {
         }
         if let Some(new) = new_value(access, &current) {
             let mut at_data = 0;
-            for (at, len) in access.pieces() {
+            for (at, len) in access.runs() {
                 // SAFETY: as above.
                 unsafe { std::ptr::copy_nonoverlapping(new[at_data..].as_ptr(), memory(at), len) };
                 at_data += len;
@@ -1139,17 +1234,64 @@ fn combined(access: &Access, current: &[u8]) -> Option<Vec<u8>> {
 
 /// The fence's work: every rank's queued accesses to their targets,
 /// applied there, and what they read back to their origins.
+///
+/// The accesses go in rounds of at most [`ROUND_BYTES`] each way, so that
+/// an epoch of many large reads (MPICH's manyget: 100000 gets of 128 KiB)
+/// does not hold every answer in memory at once; every rank takes part
+/// in as many rounds as the rank that needs most, one at least (the
+/// fence synchronizes the ranks even without accesses).
 fn fence(w: &Window) -> Result<()> {
     let queued = std::mem::take(&mut w.state.lock().queued);
+    let rounds = rounds(&queued, ROUND_BYTES);
+    let counts = collective::allgather(w.comm, &[rounds.len() as i64], w.size)?;
+    let needed = counts.into_iter().max().unwrap_or(1).max(1) as usize;
+    let mut first_error = None;
+    for round in 0..needed {
+        let accesses = rounds.get(round).map_or(&[][..], |r| &queued[r.clone()]);
+        if let Err(error) = fence_round(w, accesses)? {
+            first_error.get_or_insert(error);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Bytes of accesses and of answers one round of a fence carries from a
+/// rank at most (but for a single access larger than that, which goes
+/// alone).
+const ROUND_BYTES: usize = 64 << 20;
+
+/// `queued` cut, in order, into rounds of at most `limit` bytes sent and
+/// answered.
+fn rounds(queued: &[Queued], limit: usize) -> Vec<std::ops::Range<usize>> {
+    let mut rounds = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, access) in queued.iter().enumerate() {
+        let answer = access.result.as_ref().map_or(0, |(_, count, datatype)| datatype.packed_len(*count));
+        let size = access.record.len() + answer;
+        if i > start && bytes + size > limit {
+            rounds.push(start..i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < queued.len() {
+        rounds.push(start..queued.len());
+    }
+    rounds
+}
+
+/// One round of a fence: the outer error stops the fence (the ranks are
+/// out of step), the inner one is a refused access to report.
+fn fence_round(w: &Window, queued: &[Queued]) -> Result<Result<()>> {
     let mut outgoing = vec![Vec::new(); w.size];
-    for access in &queued {
+    for access in queued {
         outgoing[access.target].extend_from_slice(&access.record);
     }
     let incoming = collective::exchange(w.comm, &outgoing, MPI_BYTE)?;
     let replies =
         incoming.iter().enumerate().map(|(origin, bytes)| w.apply_all(origin, bytes)).collect::<Result<Vec<_>>>()?;
     let answers = collective::exchange(w.comm, &replies, MPI_BYTE)?;
-    deliver(w, &queued, &answers)
+    Ok(deliver(w, queued, &answers))
 }
 
 /// Writes what the targets read to the origin's buffers; the first
@@ -1240,6 +1382,23 @@ fn send_bytes(w: &Window, dest: usize, tag: c_int, bytes: Vec<u8>, sends: &mut V
     crate::errors::check_code(code)?;
     sends.push((request, bytes));
     Ok(())
+}
+
+/// The sends of `sends` that have not completed yet.
+fn unfinished_sends(sends: Vec<(c_int, Vec<u8>)>) -> Result<Vec<(c_int, Vec<u8>)>> {
+    let mut unfinished = Vec::new();
+    for (mut request, bytes) in sends {
+        let mut flag = 0;
+        // SAFETY: the request of a send whose buffer `bytes` is, kept until it completes.
+        let code = unsafe {
+            crate::api::request::PMPI_Test::body(&mut request, &mut flag, abi::STATUS_IGNORE as *mut abi::Status)
+        };
+        crate::errors::check_code(code)?;
+        if flag == 0 {
+            unfinished.push((request, bytes));
+        }
+    }
+    Ok(unfinished)
 }
 
 fn finish_sends(sends: Vec<(c_int, Vec<u8>)>) -> Result<()> {
@@ -1408,7 +1567,13 @@ mpi_fn! {
                     std::thread::yield_now();
                 }
             }
-            finish_sends(sends)?;
+            // The origin's buffers were copied into the messages: the
+            // epoch is over whether or not the targets took them yet
+            // (MPI's example of a target receiving a message from this
+            // rank before its MPI_Win_wait needs that).
+            let earlier = std::mem::take(&mut w.state.lock().sending);
+            let unfinished = unfinished_sends(earlier.into_iter().chain(sends).collect())?;
+            w.state.lock().sending = unfinished;
             deliver(w, &queued, &answers)
         })
     }
@@ -1778,6 +1943,69 @@ mod tests {
         let pieces: Vec<(i64, usize)> = access.pieces().collect();
         assert_eq!(pieces, vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
         assert_eq!(access.packed_len(), 16);
+    }
+
+    #[test]
+    fn fence_rounds_keep_to_their_bytes_and_the_order() {
+        let queued = |sizes: &[(usize, usize)]| -> Vec<Queued> {
+            sizes
+                .iter()
+                .map(|&(record, read)| Queued {
+                    call: "MPI_Get",
+                    target: 0,
+                    record: vec![0; record],
+                    result: (read > 0)
+                        .then(|| (0, read, Type::Predefined(crate::datatype::predefined(MPI_BYTE).unwrap()))),
+                })
+                .collect()
+        };
+        assert_eq!(rounds(&queued(&[]), 100), Vec::<std::ops::Range<usize>>::new());
+        assert_eq!(rounds(&queued(&[(10, 0), (10, 0), (10, 0)]), 100), vec![0..3]);
+        assert_eq!(rounds(&queued(&[(10, 40), (10, 40), (10, 40)]), 100), vec![0..2, 2..3]);
+        assert_eq!(rounds(&queued(&[(10, 500), (10, 0), (10, 500)]), 100), vec![0..1, 1..2, 2..3]);
+        assert_eq!(rounds(&queued(&[(50, 0), (50, 0), (1, 0)]), 100), vec![0..2, 2..3]);
+    }
+
+    #[test]
+    fn runs_join_the_pieces_that_touch() {
+        let access = |count, extent, blocks: Vec<(i64, u64)>| Access {
+            kind: Kind::Put,
+            op: 0,
+            base: 0,
+            offset: 100,
+            count,
+            extent,
+            blocks,
+            data: Vec::new(),
+        };
+        let runs = |a: &Access| a.runs().collect::<Vec<_>>();
+        assert_eq!(runs(&access(1000, 4, vec![(0, 4)])), vec![(100, 4000)]);
+        assert_eq!(runs(&access(2, 20, vec![(0, 4), (8, 4)])), vec![(100, 4), (108, 4), (120, 4), (128, 4)]);
+        assert_eq!(runs(&access(3, 8, vec![(0, 4), (4, 4)])), vec![(100, 24)]);
+        assert_eq!(runs(&access(2, 12, vec![(4, 8), (0, 4)])), vec![(104, 8), (100, 4), (116, 8), (112, 4)]);
+        assert_eq!(runs(&access(0, 4, vec![(0, 4)])), vec![]);
+        assert_eq!(runs(&access(2, 8, vec![(4, 4), (0, 4)])), vec![(104, 4), (100, 4), (112, 4), (108, 4)]);
+        assert_eq!(runs(&access(2, -8, vec![(0, 8)])), vec![(100, 8), (92, 8)]);
+    }
+
+    proptest! {
+        /// Runs cover the same bytes as the pieces, in the same order.
+        #[test]
+        fn runs_cover_the_pieces_bytes_in_order(
+            count in 0u64..6,
+            extent in -16i64..40,
+            blocks in proptest::collection::vec((-8i64..32, 0u64..9), 0..5),
+        ) {
+            let access = Access { kind: Kind::Put, op: 0, base: 0, offset: 64, count, extent, blocks, data: Vec::new() };
+            let bytes = |ranges: Vec<(i64, usize)>| -> Vec<i64> {
+                ranges.into_iter().flat_map(|(at, len)| at..at + len as i64).collect()
+            };
+            prop_assert_eq!(bytes(access.runs().collect()), bytes(access.pieces().collect()));
+            let runs: Vec<_> = access.runs().collect();
+            for pair in runs.windows(2) {
+                prop_assert_ne!(pair[0].0 + pair[0].1 as i64, pair[1].0, "runs that touch are joined");
+            }
+        }
     }
 
     #[test]

@@ -287,7 +287,7 @@ impl Reach {
     /// The target's remote pieces of `access`, as addresses in its process.
     fn remote(&self, target: usize, access: &Access) -> Vec<libc::iovec> {
         access
-            .pieces()
+            .runs()
             .map(|(at, len)| libc::iovec {
                 iov_base: (self.bases[target] as i64 + at) as usize as *mut libc::c_void,
                 iov_len: len,
